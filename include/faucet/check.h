@@ -1,0 +1,73 @@
+/*
+ * faucet/check.h - doctor probes: what `faucet doctor` runs against a store.
+ *
+ * A probe has a name, a status (pass, fail with a reason, or skip with a
+ * reason), the time it took and an optional hint for the operator.  Hints
+ * and reasons never contain secrets.  A report is an ordered list of probes.
+ */
+#ifndef FAUCET_CHECK_H
+#define FAUCET_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	FAUCET_PROBE_PASS = 0,
+	FAUCET_PROBE_FAIL = 1,
+	FAUCET_PROBE_SKIP = 2
+} faucet_probe_status;
+
+/* One probe's outcome.  Read-only view owned by its report. */
+typedef struct {
+	const char *name;
+	faucet_probe_status status;
+	const char *reason;  /* why it failed or was skipped; NULL on pass */
+	uint64_t elapsed_ms;
+	const char *hint;    /* what the operator can do; may be NULL */
+} faucet_probe;
+
+/* What a check may use: a deadline for the whole report. */
+typedef struct {
+	uint64_t timeout_ms; /* 0 = the default, 10 000 ms */
+} faucet_check_context;
+
+typedef struct faucet_check_report faucet_check_report;
+
+/* A new, empty report.  Free with faucet_check_report_free(). */
+int faucet_check_report_new(faucet_check_report **out);
+
+/* The default report of a store that implements no check: one skipped probe
+ * "no check implemented". */
+int faucet_check_report_not_implemented(faucet_check_report **out);
+
+/* Append a probe (strings are copied; reason/hint may be NULL). */
+int faucet_check_report_add(faucet_check_report *r, const char *name,
+			    faucet_probe_status status, const char *reason,
+			    uint64_t elapsed_ms, const char *hint);
+
+size_t faucet_check_report_count(const faucet_check_report *r);
+
+/* The i-th probe, or NULL past the end. */
+const faucet_probe *faucet_check_report_probe(const faucet_check_report *r, size_t i);
+
+/* How many probes failed. */
+size_t faucet_check_report_failed_count(const faucet_check_report *r);
+
+void faucet_check_report_free(faucet_check_report *r);
+
+/* A doctor sentinel key unique to one probe: "faucet_doctor_probe.{32 hex}".
+ * Caller frees. */
+char *faucet_doctor_sentinel_key(void);
+
+#define FAUCET_DOCTOR_SENTINEL_PREFIX "faucet_doctor_probe"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * faucet/common.h - error codes, the thread-local last error, string arrays.
+ *
+ * Every libfaucet call that can fail returns an int: 0 on success or one of
+ * the negative FAUCET_E* codes below.  The human-readable reason of the most
+ * recent failure on the calling thread is kept in a thread-local slot and read
+ * with faucet_error_last(); it always says what failed and where (the key, the
+ * file, the byte offset), and never contains key material or credentials.
+ */
+#ifndef FAUCET_COMMON_H
+#define FAUCET_COMMON_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FAUCET_VERSION_STRING "0.1.0"
+
+/* Return codes.  Each failure code is also the error's "class". */
+typedef enum {
+	FAUCET_OK = 0,
+	FAUCET_ERROR = -1,        /* the operation failed (a state/store error) */
+	FAUCET_EINVALID = -2,     /* bad input: invalid key, malformed JSON, bad argument */
+	FAUCET_ENOTFOUND = -3,    /* the thing asked for does not exist (where it helps) */
+	FAUCET_EUNSUPPORTED = -4, /* the backend cannot do this */
+	FAUCET_ECONFIG = -5,      /* bad configuration: unknown store URL, bad option */
+	FAUCET_EIO = -6,          /* an operating-system I/O call failed */
+	FAUCET_ECRYPTO = -7,      /* a sealed file could not be opened (wrong key, tampered) */
+	FAUCET_ENOMEM = -8        /* out of memory */
+} faucet_error_code;
+
+/* The last error raised on this thread. */
+typedef struct {
+	int code;            /* one of faucet_error_code */
+	const char *message; /* never NULL; "" when there is no error */
+} faucet_error;
+
+/* The calling thread's last error; valid until the next libfaucet call on
+ * this thread.  Never returns NULL. */
+const faucet_error *faucet_error_last(void);
+
+/* Forget the calling thread's last error. */
+void faucet_error_clear(void);
+
+/* Short name of a code ("invalid", "io", ...), for printing. */
+const char *faucet_error_name(int code);
+
+/* An owned array of NUL-terminated strings (like git_strarray). */
+typedef struct {
+	char **strings;
+	size_t count;
+} faucet_strarray;
+
+/* Free the strings and the array; leaves *arr empty.  NULL is ignored. */
+void faucet_strarray_dispose(faucet_strarray *arr);
+
+/* Release memory returned by libfaucet as a plain char * (rendered keys,
+ * JSON documents).  Same as free(); provided so callers need not know. */
+void faucet_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * faucet/store.h - the state store: open a backend, read and write bookmarks.
+ *
+ * A faucet_store is a handle on one backend (memory, file, ...).  The calls
+ * below validate every key in one place, then use the backend's own
+ * implementation or, where the backend has none, the default behaviour:
+ *
+ *   compare-and-put  read, compare, write - not atomic across processes
+ *   put_batch        one put after another - an error leaves a prefix written
+ *   list             FAUCET_EUNSUPPORTED "this state store cannot enumerate its keys"
+ *   check            one skipped probe "no check implemented"
+ *
+ * The faucet_store_supports_* queries say which of these a backend does
+ * better.  Every store is safe to use from several threads at once.
+ */
+#ifndef FAUCET_STORE_H
+#define FAUCET_STORE_H
+
+#include <stddef.h>
+#include "common.h"
+#include "value.h"
+#include "check.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct faucet_store faucet_store;
+
+/* One key/value pair of a batch.  The value is borrowed. */
+typedef struct {
+	const char *key;
+	const faucet_value *value;
+} faucet_entry;
+
+/* At-rest encryption of the file store (SPEC section 4).  Strings are
+ * borrowed for the duration of the open call and copied; the store wipes
+ * its copies when it is freed. */
+typedef struct {
+	const char *key;                  /* the write key; NULL = no encryption */
+	const char *const *previous_keys; /* tried in order after `key` on reads */
+	size_t previous_count;
+} faucet_encryption_options;
+
+/* Options of the file store.  Zero-initialise, then set what you need. */
+typedef struct {
+	const faucet_encryption_options *encryption; /* NULL = plaintext */
+} faucet_file_options;
+
+/* An empty in-process store. */
+int faucet_store_open_memory(faucet_store **out);
+
+/* A store of one JSON file per key under `root` (created on first write,
+ * 0700).  `opts` may be NULL.  Errors: FAUCET_ECONFIG for an empty path or an
+ * empty encryption key. */
+int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts);
+
+/* Open a store by URL: "memory:", "file:PATH" (and the shared backends this
+ * build knows).  An unknown scheme is FAUCET_ECONFIG listing the known ones. */
+int faucet_store_open_url(faucet_store **out, const char *url);
+
+/* Close the store and free everything it holds.  NULL is ignored. */
+void faucet_store_free(faucet_store *s);
+
+/* The backend's name ("memory", "file", ...). */
+const char *faucet_store_backend_name(const faucet_store *s);
+
+/* The value under `key`: *out is a new reference, or NULL when there is no
+ * entry (that is not an error). */
+int faucet_store_get(faucet_store *s, const char *key, faucet_value **out);
+
+/* Store `value` under `key`, replacing any entry; durable when it returns. */
+int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value);
+
+/* Remove the entry under `key`; an absent key is not an error. */
+int faucet_store_delete(faucet_store *s, const char *key);
+
+/* Every key starting with `prefix` ("" = all), in byte order (strcmp). */
+int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
+
+/* Store `value` only when the entry equals `expected` as a JSON value
+ * (NULL = no entry).  *written says whether it was stored. */
+int faucet_store_compare_and_put(faucet_store *s, const char *key,
+				 const faucet_value *expected,
+				 const faucet_value *value, int *written);
+
+/* Store every entry.  All keys are validated before anything is written. */
+int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count);
+
+/* Run the backend's doctor probes; `ctx` may be NULL.  Caller frees *out. */
+int faucet_store_check(faucet_store *s, const faucet_check_context *ctx, faucet_check_report **out);
+
+int faucet_store_supports_list(const faucet_store *s);
+int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
+int faucet_store_supports_atomic_batch(const faucet_store *s);
+
+/* ---- key migration ---------------------------------------------------- */
+
+typedef enum {
+	FAUCET_MIGRATION_CURRENT = 0, /* the current key already holds a value */
+	FAUCET_MIGRATION_FRESH = 1,   /* no candidate holds a value: a first run */
+	FAUCET_MIGRATION_MOVED = 2    /* a candidate's value now lives under `key` */
+} faucet_migration_kind;
+
+/* Move a value from the first of `candidates` that holds one to `key`, when
+ * `key` holds nothing.  The value is claimed with compare-and-put against an
+ * absent entry, so a concurrent writer of `key` is never overwritten; the old
+ * key is then deleted best-effort.  Counted in
+ * faucet_state_key_migrations_total{outcome="moved"|"raced"}.
+ * *from_out (may be NULL) receives the moved-from key when MOVED; caller frees. */
+int faucet_migrate_state_key(faucet_store *s, const char *key,
+			     const char *const *candidates, size_t count,
+			     faucet_migration_kind *kind_out, char **from_out);
+
+/* ---- export / import documents -------------------------------------- */
+
+#define FAUCET_STATE_EXPORT_VERSION 1
+
+/* A snapshot of one pipeline's namespace: version, pipeline, exported_at and
+ * keys (sorted by key).  Opaque. */
+typedef struct faucet_export faucet_export;
+
+/* A new, empty version-1 document for `pipeline` (not yet validated). */
+int faucet_export_new(faucet_export **out, const char *pipeline);
+
+/* Add or replace one key (takes a new reference on value). */
+int faucet_export_set(faucet_export *e, const char *key, faucet_value *value);
+
+/* Set the informational exported_at text (RFC 3339); NULL clears it. */
+int faucet_export_set_exported_at(faucet_export *e, const char *when);
+
+const char *faucet_export_pipeline(const faucet_export *e);
+const char *faucet_export_exported_at(const faucet_export *e); /* may be NULL */
+size_t faucet_export_count(const faucet_export *e);
+const char *faucet_export_key_at(const faucet_export *e, size_t i);
+const faucet_value *faucet_export_value_at(const faucet_export *e, size_t i);
+
+/* Every key valid and inside the pipeline's namespace; pipeline name valid. */
+int faucet_export_validate(const faucet_export *e);
+
+/* Parse and validate a document.  A version this build does not know is
+ * refused rather than half-read.  Errors name the problem (FAUCET_EINVALID). */
+int faucet_export_parse(faucet_export **out, const char *text, size_t len);
+
+/* The document as JSON text (compact, or indented when `pretty`).  Caller frees. */
+int faucet_export_to_json(const faucet_export *e, int pretty, char **out);
+
+void faucet_export_free(faucet_export *e);
+
+/* Read every key of `pipeline`'s namespace ("{pipeline}::") into a document. */
+int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out);
+
+/* What faucet_import_namespace did. */
+typedef struct {
+	faucet_strarray written; /* keys written, in write order */
+	faucet_strarray deleted; /* stale keys removed (replace only) */
+	int atomic;              /* the writes went through one all-or-nothing batch */
+	char *error;             /* the first failure, or NULL; see written for what landed */
+} faucet_import_report;
+
+/* Write the document into `s`.  With `replace`, keys of the namespace that
+ * the document lacks are deleted afterwards.  A document that fails
+ * validation, or a listing failure before anything is written, is an error
+ * return; a failure while writing is reported in report->error (return 0).
+ * Dispose the report with faucet_import_report_dispose(). */
+int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
+			    faucet_import_report *report);
+
+void faucet_import_report_dispose(faucet_import_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

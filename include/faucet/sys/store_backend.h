@@ -1,0 +1,70 @@
+/*
+ * faucet/sys/store_backend.h - for authors of state store backends.
+ *
+ * A backend is a struct of function pointers that starts with a version
+ * field, like libgit2's git_odb_backend.  A NULL slot means "this backend
+ * cannot do that"; the front-end in faucet/store.h then supplies the default
+ * (see there).  The front-end validates every key before calling a slot, so
+ * a backend never sees an invalid key.  Slots return 0 or a FAUCET_E* code
+ * after setting the last error with faucet_error_set().
+ *
+ * A backend embeds this struct as its first member and casts back to its
+ * own type inside the slots.  Slots may be called from several threads at
+ * once; the backend does its own locking.
+ */
+#ifndef FAUCET_SYS_STORE_BACKEND_H
+#define FAUCET_SYS_STORE_BACKEND_H
+
+#include "../store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FAUCET_STORE_BACKEND_VERSION 1
+
+typedef struct faucet_store_backend faucet_store_backend;
+
+struct faucet_store_backend {
+	unsigned int version; /* FAUCET_STORE_BACKEND_VERSION */
+	const char *name;     /* "memory", "file", ... (static string) */
+
+	/* Required. *out = new reference, or NULL when absent. */
+	int (*get)(faucet_store_backend *b, const char *key, faucet_value **out);
+	/* Required. Durable when it returns. */
+	int (*put)(faucet_store_backend *b, const char *key, const faucet_value *value);
+	/* Required. An absent key is not an error. */
+	int (*del)(faucet_store_backend *b, const char *key);
+
+	/* Optional: keys starting with prefix, sorted by strcmp. */
+	int (*list)(faucet_store_backend *b, const char *prefix, faucet_strarray *out);
+	/* Optional: ATOMIC compare-and-put (expected NULL = no entry). */
+	int (*compare_and_put)(faucet_store_backend *b, const char *key,
+			       const faucet_value *expected,
+			       const faucet_value *value, int *written);
+	/* Optional: ALL-OR-NOTHING batch. */
+	int (*put_batch)(faucet_store_backend *b, const faucet_entry *entries, size_t count);
+	/* Optional: doctor probes. */
+	int (*check)(faucet_store_backend *b, const faucet_check_context *ctx,
+		     faucet_check_report **out);
+
+	/* Required: release the backend and everything it holds. */
+	void (*free)(faucet_store_backend *b);
+};
+
+/* Wrap a backend in a store handle; the store owns the backend from here on
+ * (it is freed with the store, or at once when this call fails). */
+int faucet_store_new(faucet_store **out, faucet_store_backend *backend);
+
+/* The backend a store wraps (borrowed). */
+faucet_store_backend *faucet_store_backend_of(faucet_store *s);
+
+/* Set the calling thread's last error (printf-style) and return `code`. */
+int faucet_error_set(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * faucet/value.h - immutable JSON values, the payload of every state entry.
+ *
+ * A faucet_value is a parsed, validated JSON document with its compact text.
+ * It is immutable and reference counted, so a store can keep the caller's
+ * value without copying it and hand the same value to many readers at once
+ * (the reference count is atomic: values may be shared across threads).
+ *
+ * Fidelity rule (SPEC section 2): a value read and written back is unchanged.
+ * Integers from -2^63 to 2^64-1 keep every digit, a parsed number keeps its
+ * source text (0.1 stays 0.1), object members keep their order.  Input that
+ * the JSON layer cannot hold exactly - an integer out of that range, a number
+ * too large for a double, an object with a duplicate member name, invalid
+ * UTF-8 - is refused with FAUCET_EINVALID; it is never silently altered.
+ */
+#ifndef FAUCET_VALUE_H
+#define FAUCET_VALUE_H
+
+#include <stddef.h>
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct faucet_value faucet_value;
+
+/* Parse `len` bytes of strict JSON (surrounding white space allowed) into a
+ * new value with one reference owned by the caller.  Errors: FAUCET_EINVALID
+ * naming the problem and its byte offset. */
+int faucet_value_parse(faucet_value **out, const char *text, size_t len);
+
+/* The value's compact JSON text, NUL-terminated, owned by the value. */
+const char *faucet_value_json(const faucet_value *v);
+
+/* Length in bytes of faucet_value_json(v). */
+size_t faucet_value_len(const faucet_value *v);
+
+/* Whether two values are equal as JSON values: objects compare by member set
+ * ({"a":1,"b":2} equals {"b":2,"a":1}), numbers by value.  NULL equals only
+ * NULL (NULL stands for "no entry"). */
+int faucet_value_equal(const faucet_value *a, const faucet_value *b);
+
+/* Take one more reference to v (returns v).  NULL is passed through. */
+faucet_value *faucet_value_ref(faucet_value *v);
+
+/* Drop one reference; the value is freed with its last one.  NULL is ignored. */
+void faucet_value_free(faucet_value *v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

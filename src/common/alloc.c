@@ -1,0 +1,276 @@
+/*
+ * alloc.c - allocation helpers that record FAUCET_ENOMEM, the growable
+ * buffer, string arrays, clocks and random bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "internal.h"
+
+static void *oom(void)
+{
+	(void)faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	return NULL;
+}
+
+void *faucet__malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	return p ? p : oom();
+}
+
+void *faucet__calloc(size_t count, size_t size)
+{
+	void *p = calloc(count ? count : 1, size ? size : 1);
+	return p ? p : oom();
+}
+
+void *faucet__realloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	return q ? q : oom();
+}
+
+char *faucet__strndup(const char *s, size_t n)
+{
+	char *p = faucet__malloc(n + 1);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *faucet__strdup(const char *s)
+{
+	return faucet__strndup(s, strlen(s));
+}
+
+char *faucet__sprintf(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *p;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return oom();
+	p = faucet__malloc((size_t)n + 1);
+	if (p == NULL)
+		return NULL;
+	va_start(ap, fmt);
+	(void)vsnprintf(p, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+void faucet_free(void *ptr)
+{
+	free(ptr);
+}
+
+/* ---- faucet_buf ------------------------------------------------------ */
+
+int faucet_buf_grow(faucet_buf *b, size_t extra)
+{
+	size_t want, cap;
+	char *p;
+
+	if (b->failed)
+		return FAUCET_ENOMEM;
+	want = b->len + extra + 1;
+	if (want <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 64;
+	while (cap < want)
+		cap *= 2;
+	p = faucet__realloc(b->ptr, cap);
+	if (p == NULL) {
+		b->failed = 1;
+		return FAUCET_ENOMEM;
+	}
+	b->ptr = p;
+	b->cap = cap;
+	return 0;
+}
+
+int faucet_buf_put(faucet_buf *b, const char *data, size_t len)
+{
+	if (faucet_buf_grow(b, len) != 0)
+		return FAUCET_ENOMEM;
+	memcpy(b->ptr + b->len, data, len);
+	b->len += len;
+	b->ptr[b->len] = '\0';
+	return 0;
+}
+
+int faucet_buf_puts(faucet_buf *b, const char *s)
+{
+	return faucet_buf_put(b, s, strlen(s));
+}
+
+int faucet_buf_putc(faucet_buf *b, char c)
+{
+	return faucet_buf_put(b, &c, 1);
+}
+
+int faucet_buf_printf(faucet_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || faucet_buf_grow(b, (size_t)n) != 0) {
+		b->failed = 1;
+		return FAUCET_ENOMEM;
+	}
+	va_start(ap, fmt);
+	(void)vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *faucet_buf_detach(faucet_buf *b)
+{
+	char *p;
+
+	if (b->failed) {
+		faucet_buf_dispose(b);
+		return oom();
+	}
+	if (b->ptr == NULL && faucet_buf_grow(b, 0) != 0)
+		return NULL;
+	b->ptr[b->len] = '\0';
+	p = b->ptr;
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void faucet_buf_dispose(faucet_buf *b)
+{
+	free(b->ptr);
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+	b->failed = 0;
+}
+
+/* ---- faucet_strarray ------------------------------------------------- */
+
+void faucet_strarray_dispose(faucet_strarray *arr)
+{
+	if (arr == NULL)
+		return;
+	for (size_t i = 0; i < arr->count; i++)
+		free(arr->strings[i]);
+	free(arr->strings);
+	arr->strings = NULL;
+	arr->count = 0;
+}
+
+int faucet_strarray_push_owned(faucet_strarray *arr, char *s)
+{
+	char **grown;
+	size_t count = arr->count;
+
+	if (s == NULL)
+		return FAUCET_ENOMEM;
+	/* Grow by doubling: capacity is the next power of two above count. */
+	if ((count & (count - 1)) == 0) {
+		grown = faucet__realloc(arr->strings, (count ? count * 2 : 4) * sizeof(char *));
+		if (grown == NULL) {
+			free(s);
+			return FAUCET_ENOMEM;
+		}
+		arr->strings = grown;
+	}
+	arr->strings[arr->count++] = s;
+	return 0;
+}
+
+int faucet_strarray_push(faucet_strarray *arr, const char *s)
+{
+	char *copy = faucet__strdup(s);
+	return copy ? faucet_strarray_push_owned(arr, copy) : FAUCET_ENOMEM;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void faucet_strarray_sort_unique(faucet_strarray *arr)
+{
+	size_t kept = 0;
+
+	if (arr->count < 2)
+		return;
+	qsort(arr->strings, arr->count, sizeof(char *), compare_strings);
+	for (size_t i = 0; i < arr->count; i++) {
+		if (kept > 0 && strcmp(arr->strings[kept - 1], arr->strings[i]) == 0) {
+			free(arr->strings[i]);
+			continue;
+		}
+		arr->strings[kept++] = arr->strings[i];
+	}
+	arr->count = kept;
+}
+
+/* ---- clocks and randomness ------------------------------------------- */
+
+uint64_t faucet__now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t faucet__now_ms(void)
+{
+	return faucet__now_ns() / 1000000u;
+}
+
+int faucet__random_bytes(void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t got = getrandom(p, n, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return faucet__error_os(FAUCET_EIO, errno, "failed to read random bytes");
+		}
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+int faucet__random_hex(char *out, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char raw[64];
+
+	if (n > sizeof(raw))
+		return faucet_error_set(FAUCET_EINVALID, "random token too long");
+	if (faucet__random_bytes(raw, n) != 0)
+		return FAUCET_EIO;
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[raw[i] >> 4];
+		out[2 * i + 1] = digits[raw[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * internal.h - helpers shared by every module of libfaucet (not installed).
+ *
+ * Allocation helpers set the last error to FAUCET_ENOMEM when they fail, so
+ * a caller only has to propagate the NULL.  A growable byte buffer serves
+ * every place that assembles text (keys, paths, documents).
+ */
+#ifndef FAUCET_INTERNAL_H
+#define FAUCET_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <faucet/common.h>
+#include <faucet/sys/store_backend.h>
+
+#define FAUCET_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+void *faucet__malloc(size_t n);
+void *faucet__calloc(size_t count, size_t size);
+void *faucet__realloc(void *p, size_t n);
+char *faucet__strdup(const char *s);
+char *faucet__strndup(const char *s, size_t n);
+char *faucet__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Set the last error from errno-style `err` with a printf-style prefix:
+ * "{prefix}: {strerror(err)}".  Returns `code`. */
+int faucet__error_os(int code, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prepend context to the current last error ("{context}: {old message}"),
+ * keeping its code.  Returns that code. */
+int faucet__error_wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable NUL-terminated byte buffer. */
+typedef struct {
+	char *ptr;
+	size_t len;
+	size_t cap;
+	int failed; /* an allocation failed; the content is incomplete */
+} faucet_buf;
+
+#define FAUCET_BUF_INIT {NULL, 0, 0, 0}
+
+int faucet_buf_grow(faucet_buf *b, size_t extra);
+int faucet_buf_put(faucet_buf *b, const char *data, size_t len);
+int faucet_buf_puts(faucet_buf *b, const char *s);
+int faucet_buf_putc(faucet_buf *b, char c);
+int faucet_buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the buffer's string to the caller (never NULL unless failed). */
+char *faucet_buf_detach(faucet_buf *b);
+void faucet_buf_dispose(faucet_buf *b);
+
+/* Append one string to a strarray (copied). */
+int faucet_strarray_push(faucet_strarray *arr, const char *s);
+/* Append one string to a strarray, taking ownership (freed on failure). */
+int faucet_strarray_push_owned(faucet_strarray *arr, char *s);
+/* Sort by strcmp and drop duplicates. */
+void faucet_strarray_sort_unique(faucet_strarray *arr);
+
+/* Monotonic milliseconds / nanoseconds. */
+uint64_t faucet__now_ms(void);
+uint64_t faucet__now_ns(void);
+
+/* Fill `buf` with `n` bytes from the kernel's CSPRNG. */
+int faucet__random_bytes(void *buf, size_t n);
+
+/* Write `n` random bytes as 2n lower-case hex digits + NUL into out. */
+int faucet__random_hex(char *out, size_t n);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * store.c - the store front-end: key validation and the seed trait's defaults.
+ *
+ * Every public store call lands here first.  Keys are validated in this one
+ * place, so no backend ever sees an invalid key and every backend rejects
+ * the same keys with the same message.  Where a backend leaves a slot NULL
+ * the front-end supplies the default behaviour documented in store.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include <faucet/keys.h>
+
+struct faucet_store {
+	faucet_store_backend *backend;
+};
+
+int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
+{
+	faucet_store *s;
+
+	if (out == NULL || backend == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_new: NULL argument");
+	*out = NULL;
+	if (backend->version != FAUCET_STORE_BACKEND_VERSION || backend->get == NULL ||
+	    backend->put == NULL || backend->del == NULL || backend->free == NULL) {
+		int version = (int)backend->version;
+		if (backend->free)
+			backend->free(backend);
+		return faucet_error_set(FAUCET_EINVALID,
+					"state store backend version %d is not supported "
+					"(expected %d with get, put, del and free)",
+					version, FAUCET_STORE_BACKEND_VERSION);
+	}
+	s = faucet__calloc(1, sizeof(*s));
+	if (s == NULL) {
+		backend->free(backend);
+		return FAUCET_ENOMEM;
+	}
+	s->backend = backend;
+	*out = s;
+	return 0;
+}
+
+void faucet_store_free(faucet_store *s)
+{
+	if (s == NULL)
+		return;
+	s->backend->free(s->backend);
+	free(s);
+}
+
+faucet_store_backend *faucet_store_backend_of(faucet_store *s)
+{
+	return s->backend;
+}
+
+const char *faucet_store_backend_name(const faucet_store *s)
+{
+	return s->backend->name ? s->backend->name : "custom";
+}
+
+int faucet_store_supports_list(const faucet_store *s)
+{
+	return s->backend->list != NULL;
+}
+
+int faucet_store_supports_compare_and_put(const faucet_store *s)
+{
+	return s->backend->compare_and_put != NULL;
+}
+
+int faucet_store_supports_atomic_batch(const faucet_store *s)
+{
+	return s->backend->put_batch != NULL;
+}
+
+int faucet_store_get(faucet_store *s, const char *key, faucet_value **out)
+{
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_get: out is NULL");
+	*out = NULL;
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	return s->backend->get(s->backend, key, out);
+}
+
+int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value)
+{
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s': no value (use delete)", key);
+	return s->backend->put(s->backend, key, value);
+}
+
+int faucet_store_delete(faucet_store *s, const char *key)
+{
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	return s->backend->del(s->backend, key);
+}
+
+int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out)
+{
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_list: out is NULL");
+	out->strings = NULL;
+	out->count = 0;
+	if (s->backend->list == NULL)
+		return faucet_error_set(FAUCET_EUNSUPPORTED,
+					"this state store cannot enumerate its keys");
+	return s->backend->list(s->backend, prefix ? prefix : "", out);
+}
+
+int faucet_store_compare_and_put(faucet_store *s, const char *key,
+				 const faucet_value *expected,
+				 const faucet_value *value, int *written)
+{
+	faucet_value *current = NULL;
+	int rc, dummy;
+
+	if (written == NULL)
+		written = &dummy;
+	*written = 0;
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
+	if (s->backend->compare_and_put != NULL)
+		return s->backend->compare_and_put(s->backend, key, expected, value, written);
+
+	/* Default: read, compare, write.  Not atomic across processes; the
+	 * store says so through faucet_store_supports_compare_and_put(). */
+	rc = s->backend->get(s->backend, key, &current);
+	if (rc != 0)
+		return rc;
+	if (!faucet_value_equal(current, expected)) {
+		faucet_value_free(current);
+		return 0;
+	}
+	faucet_value_free(current);
+	rc = s->backend->put(s->backend, key, value);
+	if (rc == 0)
+		*written = 1;
+	return rc;
+}
+
+int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count)
+{
+	if (count > 0 && entries == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "put_batch: entries is NULL");
+	for (size_t i = 0; i < count; i++) {
+		if (faucet_validate_key(entries[i].key) != 0)
+			return FAUCET_EINVALID;
+		if (entries[i].value == NULL)
+			return faucet_error_set(FAUCET_EINVALID, "put_batch '%s': no value",
+						entries[i].key);
+	}
+	if (s->backend->put_batch != NULL)
+		return s->backend->put_batch(s->backend, entries, count);
+	/* Default: one by one; an error leaves the entries before it written. */
+	for (size_t i = 0; i < count; i++) {
+		int rc = s->backend->put(s->backend, entries[i].key, entries[i].value);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
+		       faucet_check_report **out)
+{
+	static const faucet_check_context defaults = {10000};
+
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_check: out is NULL");
+	*out = NULL;
+	if (ctx == NULL)
+		ctx = &defaults;
+	if (s->backend->check == NULL)
+		return faucet_check_report_not_implemented(out);
+	return s->backend->check(s->backend, ctx, out);
+}

@@ -1,0 +1,21 @@
+/*
+ * value_internal.h - how the library builds and inspects values with json-c.
+ * Only libfaucet's own modules see json-c; the public API deals in text.
+ */
+#ifndef FAUCET_VALUE_INTERNAL_H
+#define FAUCET_VALUE_INTERNAL_H
+
+#include <json-c/json.h>
+#include <faucet/value.h>
+
+/* Wrap a tree the library built (takes ownership of `tree`, even on error). */
+int faucet_value__from_tree(faucet_value **out, json_object *tree);
+
+/* The value's parsed tree, read-only and shared: never modify it. */
+json_object *faucet_value__tree(const faucet_value *v);
+
+/* Parse like faucet_value_parse, but prefix any error with `where`
+ * (a file name, "document") so the message says where the bad JSON was. */
+int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where);
+
+#endif

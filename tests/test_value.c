@@ -1,0 +1,151 @@
+/*
+ * test_value.c - JSON values: strict parsing, the fidelity rule of SPEC
+ * section 2, structural equality and reference counting.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void assert_round_trip(const char *json, const char *want)
+{
+	faucet_value *v = NULL, *again = NULL;
+
+	if (faucet_value_parse(&v, json, strlen(json)) != 0)
+		fail_msg("%s: %s", json, faucet_error_last()->message);
+	assert_string_equal(faucet_value_json(v), want);
+	assert_int_equal(faucet_value_len(v), strlen(want));
+	/* Parsing the stored text again gives the same text: stable on disk. */
+	assert_int_equal(faucet_value_parse(&again, faucet_value_json(v), faucet_value_len(v)), 0);
+	assert_string_equal(faucet_value_json(again), want);
+	assert_true(faucet_value_equal(v, again));
+	faucet_value_free(again);
+	faucet_value_free(v);
+}
+
+static void numbers_keep_every_digit(void **state)
+{
+	(void)state;
+	assert_round_trip("18446744073709551615", "18446744073709551615");
+	assert_round_trip("-9223372036854775808", "-9223372036854775808");
+	assert_round_trip("9223372036854775807", "9223372036854775807");
+	assert_round_trip("0.1", "0.1");
+	assert_round_trip("2.25e-7", "2.25e-7");
+	assert_round_trip("1e300", "1e300");
+	assert_round_trip("1.0", "1.0");
+	assert_round_trip("-0.0", "-0.0");
+	assert_round_trip("[1E5, 1e+5, 0.30000000000000004]", "[1E5,1e+5,0.30000000000000004]");
+}
+
+static void structure_and_text_survive(void **state)
+{
+	(void)state;
+	assert_round_trip(" { \"b\" : 1 , \"a\" : [ true, false, null ] } ",
+			  "{\"b\":1,\"a\":[true,false,null]}");
+	assert_round_trip("\"caf\\u00e9 \\ud83d\\ude00 \\/\"", "\"caf\xc3\xa9 \xf0\x9f\x98\x80 /\"");
+	assert_round_trip("\"a\\u0000b\"", "\"a\\u0000b\"");
+	assert_round_trip("{\"nested\":{\"deep\":{\"x\":[{},[]]}}}",
+			  "{\"nested\":{\"deep\":{\"x\":[{},[]]}}}");
+	assert_round_trip("null", "null");
+	assert_round_trip("\"\"", "\"\"");
+	assert_round_trip("-0", "0");
+}
+
+static void assert_refused(const char *json, const char *needle)
+{
+	faucet_value *v = (faucet_value *)0x1;
+
+	assert_int_equal(faucet_value_parse(&v, json, strlen(json)), FAUCET_EINVALID);
+	assert_null(v);
+	tu_assert_error_contains(needle);
+}
+
+static void values_json_c_cannot_hold_are_refused(void **state)
+{
+	(void)state;
+	assert_refused("18446744073709551616", "cannot be held exactly");
+	assert_refused("[1, -9223372036854775809]", "number -9223372036854775809 at byte 4");
+	assert_refused("{\"a\":99999999999999999999999}", "cannot be held exactly");
+	assert_refused("1e400", "too large for a double");
+	assert_refused("{\"a\":1,\"a\":2}", "duplicate member name");
+	assert_refused("{\"x\":{\"a\":\"s\",\"a\":\"t\"}}", "duplicate member name");
+}
+
+static void malformed_json_is_refused_with_an_offset(void **state)
+{
+	(void)state;
+	assert_refused("", "empty input");
+	assert_refused("   ", "empty input");
+	assert_refused("{\"a\":1,}", "malformed JSON at byte 7");
+	assert_refused("1 2", "malformed JSON at byte");
+	assert_refused("{\"a\":", "malformed JSON");
+	assert_refused("NaN", "malformed JSON");
+	assert_refused("01", "malformed JSON");
+	assert_refused("'x'", "malformed JSON");
+	assert_refused("\"\xff\"", "malformed JSON");
+	assert_refused("{} x", "trailing characters");
+	/* An embedded NUL is not white space. */
+	{
+		faucet_value *v = NULL;
+		assert_int_equal(faucet_value_parse(&v, "{}\0", 3), FAUCET_EINVALID);
+	}
+}
+
+static void deep_nesting_is_bounded(void **state)
+{
+	char deep[2048];
+	faucet_value *v = NULL;
+	(void)state;
+	for (int i = 0; i < 1000; i++)
+		deep[i] = '[';
+	for (int i = 0; i < 1000; i++)
+		deep[1000 + i] = ']';
+	assert_int_equal(faucet_value_parse(&v, deep, 2000), FAUCET_EINVALID);
+	assert_null(v);
+}
+
+static void equality_is_structural(void **state)
+{
+	faucet_value *a = tu_v("{\"a\":1,\"b\":[2.0,{\"c\":null}]}");
+	faucet_value *b = tu_v("{\"b\":[2.00,{\"c\":null}],\"a\":1}");
+	faucet_value *c = tu_v("{\"a\":1,\"b\":[2.0,{\"c\":false}]}");
+	faucet_value *one = tu_v("1"), *one_f = tu_v("1.0");
+	(void)state;
+	assert_true(faucet_value_equal(a, b));
+	assert_false(faucet_value_equal(a, c));
+	assert_false(faucet_value_equal(a, NULL));
+	assert_true(faucet_value_equal(NULL, NULL));
+	/* As in the original: an integer and a float are different values. */
+	assert_false(faucet_value_equal(one, one_f));
+	faucet_value_free(a);
+	faucet_value_free(b);
+	faucet_value_free(c);
+	faucet_value_free(one);
+	faucet_value_free(one_f);
+}
+
+static void references_are_counted(void **state)
+{
+	faucet_value *v = tu_v("{\"k\":\"v\"}");
+	(void)state;
+	assert_ptr_equal(faucet_value_ref(v), v);
+	faucet_value_free(v);
+	assert_string_equal(faucet_value_json(v), "{\"k\":\"v\"}");
+	faucet_value_free(v);
+	faucet_value_free(NULL);
+	assert_null(faucet_value_ref(NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(numbers_keep_every_digit),
+		cmocka_unit_test(structure_and_text_survive),
+		cmocka_unit_test(values_json_c_cannot_hold_are_refused),
+		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
+		cmocka_unit_test(deep_nesting_is_bounded),
+		cmocka_unit_test(equality_is_structural),
+		cmocka_unit_test(references_are_counted),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
