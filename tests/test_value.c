@@ -83,11 +83,14 @@ static void malformed_json_is_refused_with_an_offset(void **state)
 	assert_refused("01", "malformed JSON");
 	assert_refused("'x'", "malformed JSON");
 	assert_refused("\"\xff\"", "malformed JSON");
-	assert_refused("{} x", "trailing characters");
+	assert_refused("{} x", "malformed JSON at byte 3");
+	assert_refused("[NaN]", "is not a JSON value");
+	assert_refused("-Infinity", "is not a JSON value");
 	/* An embedded NUL is not white space. */
 	{
 		faucet_value *v = NULL;
 		assert_int_equal(faucet_value_parse(&v, "{}\0", 3), FAUCET_EINVALID);
+		tu_assert_error_contains("trailing characters");
 	}
 }
 

@@ -102,14 +102,23 @@ static item_kind walk_next(json_walk *w, const char **tok, size_t *toklen)
 		if (*p == '{' || *p == '[') {
 			w->p = p + 1;
 		} else {
-			const char *q = p;
-			while (q < w->end && *q >= 'a' && *q <= 'z')
+			const char *q = p + 1; /* always advance, whatever the byte */
+			while (q < w->end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
 				q++;
 			w->p = q;
 			*toklen = (size_t)(q - p);
 		}
 		return ITEM_OTHER;
 	}
+}
+
+/* json-c accepts NaN and Infinity even in strict mode; JSON does not. */
+static int is_json_literal(const char *tok, size_t len)
+{
+	if (tok[0] == '{' || tok[0] == '[' || tok[0] == '"')
+		return 1;
+	return (len == 4 && (memcmp(tok, "true", 4) == 0 || memcmp(tok, "null", 4) == 0)) ||
+	       (len == 5 && memcmp(tok, "false", 5) == 0);
 }
 
 static int number_is_finite(const char *tok, size_t len)
@@ -153,6 +162,10 @@ static int check_fidelity(const char *in, size_t in_len, const char *out, size_t
 		kb = walk_next(&b, &tb, &lb);
 		if (ka == ITEM_END || kb == ITEM_END)
 			return 0;
+		if (ka == ITEM_OTHER && !is_json_literal(ta, la))
+			return faucet_error_set(FAUCET_EINVALID,
+						"%s: malformed JSON at byte %zu: '%.*s' is not a JSON value",
+						where, (size_t)(ta - in), (int)(la > 16 ? 16 : la), ta);
 		if (ka != ITEM_NUMBER)
 			continue;
 		if (!number_is_finite(ta, la))
@@ -207,7 +220,8 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 	struct json_tokener *tok;
 	json_object *tree;
 	enum json_tokener_error err;
-	size_t end;
+	size_t end, at;
+	int fed_terminator = 0;
 
 	*out = NULL;
 	if (text == NULL)
@@ -227,13 +241,15 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 		tree = json_tokener_parse_ex(tok, "", 1);
 		err = json_tokener_get_error(tok);
 		end = len;
+		fed_terminator = 1;
 	} else {
 		end = json_tokener_get_parse_end(tok);
 	}
 	if (err != json_tokener_success) {
-		size_t at = err == json_tokener_continue ? len : json_tokener_get_parse_end(tok);
-		const char *desc = err == json_tokener_continue ? "unexpected end of input"
-								 : json_tokener_error_desc(err);
+		const char *desc = json_tokener_error_desc(err);
+		at = fed_terminator ? len : json_tokener_get_parse_end(tok);
+		if (fed_terminator)
+			desc = "unexpected end of input";
 		json_object_put(tree);
 		json_tokener_free(tok);
 		return faucet_error_set(FAUCET_EINVALID, "%s: malformed JSON at byte %zu: %s",
