@@ -55,9 +55,34 @@ int faucet_store_open_memory(faucet_store **out);
  * empty encryption key. */
 int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts);
 
-/* Open a store by URL: "memory:", "file:PATH" (and the shared backends this
- * build knows).  An unknown scheme is FAUCET_ECONFIG listing the known ones. */
+/* Where a store lives and how to open it: what a pipeline YAML's
+ * `state: {type, config}` block or a store URL says.  Zero-initialise, then
+ * set `type` and the fields that type uses; strings are borrowed for the
+ * duration of the open call. */
+typedef struct {
+	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis" */
+	const char *path;           /* file, sqlite: the directory / database file */
+	const char *url;            /* postgres, redis: the server URL, without faucet's options */
+	const char *table;          /* postgres: NULL = "faucet_state"; [A-Za-z0-9_]{1,63} */
+	int ensure_table;           /* postgres: 0 = default (create if missing), 1 = create, -1 = never */
+	int max_connections;        /* postgres, redis: pool size, 0 = default (5) */
+	const char *namespace_name; /* redis: NULL = "faucet"; non-empty, no ':' */
+	const faucet_encryption_options *encryption; /* file: NULL = plaintext */
+} faucet_store_config;
+
+/* Open the store a config describes.  An unknown type is FAUCET_ECONFIG
+ * listing the types this build knows. */
+int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg);
+
+/* Open a store by URL: "memory:", "file:PATH", "sqlite:PATH",
+ * "postgres://...?table=t&ensure_table=true&max_connections=5",
+ * "redis://host:port/0?namespace=ns".  faucet's own options are taken off
+ * the query before the URL reaches the driver.  An unknown scheme is
+ * FAUCET_ECONFIG listing the known ones. */
 int faucet_store_open_url(faucet_store **out, const char *url);
+
+/* The URL with any password replaced by "***", for messages.  Caller frees. */
+char *faucet_url_redact(const char *url);
 
 /* Close the store and free everything it holds.  NULL is ignored. */
 void faucet_store_free(faucet_store *s);

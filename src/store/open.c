@@ -1,0 +1,283 @@
+/*
+ * open.c - from a store URL or a `state:` config to an open store.
+ *
+ * URLs and configs meet here: a URL is turned into a faucet_store_config by
+ * its backend's from_url, then both paths go through the same open call.
+ * Adding a backend means one row in `backends` below.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "open_internal.h"
+
+static int memory_from_url(char *url, faucet_store_config *cfg)
+{
+	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"store URL 'memory:' takes no path or options (got '%s')", url);
+	cfg->type = "memory";
+	return 0;
+}
+
+static int memory_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	(void)cfg;
+	return faucet_store_open_memory(out);
+}
+
+/* "file:PATH" or "file://PATH" (so file:///abs is /abs). */
+static int file_from_url(char *url, faucet_store_config *cfg)
+{
+	char *path = url + strlen("file:");
+
+	if (strncmp(path, "//", 2) == 0)
+		path += 2;
+	if (*path == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "store URL '%s' has no path (file:PATH)", url);
+	cfg->type = "file";
+	cfg->path = path;
+	return 0;
+}
+
+static int file_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	faucet_file_options opts = {cfg->encryption};
+
+	if (cfg->path == NULL || *cfg->path == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a `path`");
+	return faucet_store_open_file(out, cfg->path, &opts);
+}
+
+static const char *const memory_schemes[] = {"memory:", NULL};
+static const char *const file_schemes[] = {"file:", NULL};
+
+static const faucet_backend_entry backends[] = {
+	{"memory", memory_schemes, memory_from_url, memory_open},
+	{"file", file_schemes, file_from_url, file_open},
+};
+
+static void list_known(faucet_buf *b, int schemes)
+{
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
+		if (i > 0)
+			(void)faucet_buf_puts(b, ", ");
+		if (!schemes) {
+			(void)faucet_buf_puts(b, backends[i].type);
+			continue;
+		}
+		for (size_t j = 0; backends[i].url_schemes[j] != NULL; j++) {
+			if (j > 0)
+				(void)faucet_buf_puts(b, ", ");
+			(void)faucet_buf_puts(b, backends[i].url_schemes[j]);
+		}
+	}
+}
+
+int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
+{
+	faucet_buf known = FAUCET_BUF_INIT;
+
+	if (out == NULL || cfg == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_config: NULL argument");
+	*out = NULL;
+	if (cfg->type == NULL || *cfg->type == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "state store config has no `type`");
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
+		if (strcmp(backends[i].type, cfg->type) == 0)
+			return backends[i].open(out, cfg);
+	}
+	list_known(&known, 0);
+	(void)faucet_error_set(FAUCET_ECONFIG,
+			       "unknown state store type '%s' (this build knows: %s)", cfg->type,
+			       known.ptr ? known.ptr : "");
+	faucet_buf_dispose(&known);
+	return FAUCET_ECONFIG;
+}
+
+int faucet_store_open_url(faucet_store **out, const char *url)
+{
+	faucet_buf known = FAUCET_BUF_INIT;
+	char *redacted;
+
+	if (out == NULL || url == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_url: NULL argument");
+	*out = NULL;
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
+		for (size_t j = 0; backends[i].url_schemes[j] != NULL; j++) {
+			const char *scheme = backends[i].url_schemes[j];
+			faucet_store_config cfg;
+			char *copy;
+			int rc;
+
+			if (strncmp(url, scheme, strlen(scheme)) != 0)
+				continue;
+			copy = faucet__strdup(url);
+			if (copy == NULL)
+				return FAUCET_ENOMEM;
+			memset(&cfg, 0, sizeof(cfg));
+			rc = backends[i].from_url(copy, &cfg);
+			if (rc == 0)
+				rc = backends[i].open(out, &cfg);
+			free(copy);
+			return rc;
+		}
+	}
+	list_known(&known, 1);
+	redacted = faucet_url_redact(url);
+	(void)faucet_error_set(FAUCET_ECONFIG, "unknown state store URL '%s' (this build knows: %s)",
+			       redacted ? redacted : "?", known.ptr ? known.ptr : "");
+	free(redacted);
+	faucet_buf_dispose(&known);
+	return FAUCET_ECONFIG;
+}
+
+char *faucet_url_redact(const char *url)
+{
+	const char *scheme_end = strstr(url, "://");
+	const char *at, *colon, *auth;
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (scheme_end == NULL)
+		return faucet__strdup(url);
+	auth = scheme_end + 3;
+	at = strchr(auth, '@');
+	if (at == NULL || (strchr(auth, '/') != NULL && strchr(auth, '/') < at))
+		return faucet__strdup(url);
+	colon = memchr(auth, ':', (size_t)(at - auth));
+	if (colon == NULL)
+		return faucet__strdup(url);
+	(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
+	(void)faucet_buf_puts(&b, "***");
+	(void)faucet_buf_puts(&b, at);
+	return faucet_buf_detach(&b);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decode in place; returns -1 on a bad escape. */
+static int percent_decode(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == '%') {
+			int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			*w++ = (char)(hi * 16 + lo);
+			r += 2;
+		} else {
+			*w++ = *r == '+' ? ' ' : *r;
+		}
+	}
+	*w = '\0';
+	return 0;
+}
+
+int faucet__url_take_params(char *url, const char *const *names, char **values, size_t count)
+{
+	char *q = strchr(url, '?');
+	char *p, *found[8] = {0};
+	size_t ulen, at;
+	int rc = 0;
+
+	for (size_t i = 0; i < count; i++)
+		values[i] = NULL;
+	if (q == NULL)
+		return 0;
+	if (count > FAUCET_ARRAY_LEN(found))
+		return faucet_error_set(FAUCET_EINVALID, "too many URL options asked for");
+	/* Walk "a=1&b=2", cutting out each asked-for option and keeping the
+	 * rest (a driver's own options, such as sslmode, stay in the URL). */
+	p = q + 1;
+	while (*p && rc == 0) {
+		char *amp = strchr(p, '&');
+		size_t seglen = amp ? (size_t)(amp - p) : strlen(p);
+		size_t i;
+
+		for (i = 0; i < count; i++) {
+			size_t nlen = strlen(names[i]);
+			if (seglen > nlen && strncmp(p, names[i], nlen) == 0 && p[nlen] == '=')
+				break;
+		}
+		if (i == count) {
+			p = amp ? amp + 1 : p + seglen;
+			continue;
+		}
+		if (found[i] != NULL) {
+			rc = faucet_error_set(FAUCET_ECONFIG, "store URL option '%s' is given twice",
+					      names[i]);
+			break;
+		}
+		found[i] = faucet__strndup(p + strlen(names[i]) + 1, seglen - strlen(names[i]) - 1);
+		if (found[i] == NULL) {
+			rc = FAUCET_ENOMEM;
+			break;
+		}
+		if (percent_decode(found[i]) != 0)
+			rc = faucet_error_set(FAUCET_ECONFIG, "store URL option '%s' has a bad %%-escape",
+					      names[i]);
+		memmove(p, amp ? amp + 1 : p + seglen, strlen(amp ? amp + 1 : p + seglen) + 1);
+	}
+	/* Drop a dangling '?' or '&'. */
+	ulen = strlen(url);
+	while (ulen > 0 && (url[ulen - 1] == '&' || url[ulen - 1] == '?'))
+		url[--ulen] = '\0';
+	/* The decoded values are no longer than the text cut out, so they fit
+	 * one after another behind the URL's new terminator. */
+	at = ulen + 1;
+	for (size_t i = 0; i < count; i++) {
+		if (found[i] == NULL)
+			continue;
+		if (rc == 0) {
+			size_t vlen = strlen(found[i]);
+			memcpy(url + at, found[i], vlen + 1);
+			values[i] = url + at;
+			at += vlen + 1;
+		}
+		free(found[i]);
+	}
+	if (rc != 0) {
+		for (size_t i = 0; i < count; i++)
+			values[i] = NULL;
+	}
+	return rc;
+}
+
+int faucet__parse_bool(const char *text, const char *name, int *out)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0 || strcmp(text, "yes") == 0) {
+		*out = 1;
+		return 0;
+	}
+	if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0 || strcmp(text, "no") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return faucet_error_set(FAUCET_ECONFIG, "option '%s' must be true or false, got '%s'", name,
+				text);
+}
+
+int faucet__parse_positive(const char *text, const char *name, long max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"option '%s' must be a whole number from 1 to %ld, got '%s'",
+					name, max, text);
+	*out = (int)v;
+	return 0;
+}

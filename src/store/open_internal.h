@@ -1,0 +1,31 @@
+/*
+ * open_internal.h - the table of backends a store URL or config can name.
+ * A backend joins by adding one row to the table in open.c.
+ */
+#ifndef FAUCET_OPEN_INTERNAL_H
+#define FAUCET_OPEN_INTERNAL_H
+
+#include <faucet/store.h>
+
+typedef struct {
+	const char *type;        /* config `type` */
+	const char *const *url_schemes; /* URL prefixes, NULL-terminated ("postgres://", ...) */
+	/* Fill cfg from a URL (a private copy the function may modify; the
+	 * strings it points cfg at must live in that copy). */
+	int (*from_url)(char *url_copy, faucet_store_config *cfg);
+	int (*open)(faucet_store **out, const faucet_store_config *cfg);
+} faucet_backend_entry;
+
+/* Remove the query options `names` (at most 8) from a URL copy in place;
+ * values[i] points at option i's percent-decoded value, stored inside the
+ * copy behind the URL's terminator, or is NULL when the option is absent.
+ * Other options stay in the URL.  An option given twice is FAUCET_ECONFIG. */
+int faucet__url_take_params(char *url, const char *const *names, char **values, size_t count);
+
+/* Parse "true"/"false"/"1"/"0"/"yes"/"no" for option `name`. */
+int faucet__parse_bool(const char *text, const char *name, int *out);
+
+/* Parse a positive integer (1..max) for option `name`. */
+int faucet__parse_positive(const char *text, const char *name, long max, int *out);
+
+#endif
