@@ -18,7 +18,9 @@
  * figure reported is the median of the per-pair ratios.  Reads are measured
  * warm (the page cache holds the files) for floor and store alike.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

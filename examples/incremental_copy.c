@@ -18,7 +18,9 @@
  * bookmark (rotated or rewritten) is refused: re-copying silently would
  * duplicate data, skipping silently would lose it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
