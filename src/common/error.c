@@ -67,6 +67,7 @@ static void slot_set(int code, char *message)
 	slot->message = message;
 }
 
+__attribute__((format(printf, 2, 0)))
 static int error_vset(int code, const char *fmt, va_list ap)
 {
 	va_list copy;
