@@ -29,6 +29,18 @@ static int legal_char(unsigned char c, int allow_separators)
 	return plain_char(c) || (allow_separators && (c == ':' || c == '/'));
 }
 
+/* Whether every '/' is followed by a segment a key accepts: not empty and
+ * not starting with a dot.  The text before a component is never empty
+ * ("{row}::"), so only what follows each '/' needs checking. */
+static int slashes_separate_segments(const char *raw, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (raw[i] == '/' && (i + 1 == len || raw[i + 1] == '/' || raw[i + 1] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
 static int component_kept_verbatim(const char *raw, size_t len, int allow_separators)
 {
 	if (len == 0 || len > FAUCET_COMPONENT_MAX)
@@ -37,7 +49,11 @@ static int component_kept_verbatim(const char *raw, size_t len, int allow_separa
 		if (!legal_char((unsigned char)raw[i], allow_separators))
 			return 0;
 	}
-	return strstr(raw, FAUCET_KEY_SEPARATOR) == NULL && raw[0] != ':' && raw[len - 1] != ':';
+	/* The original keeps "a/", "a//b" and "a/.b" verbatim, which makes the
+	 * whole key invalid, so no bookmark can exist under such a key: hashing
+	 * them instead loses nothing and keeps the output a valid component. */
+	return strstr(raw, FAUCET_KEY_SEPARATOR) == NULL && raw[0] != ':' && raw[len - 1] != ':' &&
+	       slashes_separate_segments(raw, len);
 }
 
 char *faucet_encode_component(const char *raw, int allow_separators)
