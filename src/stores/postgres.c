@@ -252,8 +252,10 @@ static void pg_disconnect(void *conn)
 	PQfinish(conn);
 }
 
-/* An idle connection is usable unless the server has closed it (after a
- * restart the socket turns readable with the server's goodbye and EOF). */
+/* An idle connection has nothing to read: we never LISTEN, and every reply
+ * is consumed by the call that asked for it.  A readable socket means the
+ * server is closing it - after a restart it sends "terminating connection"
+ * and EOF - so the connection is replaced before anyone uses it. */
 static int pg_alive(void *conn)
 {
 	PGconn *c = conn;
@@ -261,13 +263,7 @@ static int pg_alive(void *conn)
 
 	if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE)
 		return 0;
-	if (pfd.fd < 0)
-		return 0;
-	if (poll(&pfd, 1, 0) > 0) {
-		if (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)
-			return 0;
-	}
-	return 1;
+	return pfd.fd >= 0 && poll(&pfd, 1, 0) == 0;
 }
 
 static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive};
