@@ -619,6 +619,66 @@ static void a_large_batch_lands_whole(void **state)
 	faucet_value_free(v);
 }
 
+/* ---- export / import --------------------------------------------------- */
+
+/* Export a namespace, import it into a second, fresh store of the same
+ * backend, and with `replace` drop the keys the document lacks. */
+static void export_then_import_round_trips(void **state)
+{
+	faucet_store *from = S(state), *to;
+	faucet_export *e = NULL;
+	faucet_import_report r;
+	char *url, *tmp = NULL;
+
+	put_json(from, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
+	put_json(from, "o::a::__sla__", "{}");
+	put_json(from, "o::b", "2");
+	put_json(from, "other::a", "9");
+	put_json(from, "o_x::a", "9"); /* '_' is not a wildcard in the namespace */
+	assert_int_equal(faucet_export_namespace(from, "o", &e), 0);
+	assert_int_equal(faucet_export_count(e), 3);
+	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
+	assert_string_equal(faucet_export_key_at(e, 1), "o::a::__sla__");
+	assert_string_equal(faucet_export_key_at(e, 2), "o::b");
+
+	url = contract_expand_url(current->url_template, &tmp);
+	assert_non_null(url);
+	to = open_url(url);
+	put_json(to, "o::stale", "0");
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
+	assert_null(r.error);
+	assert_true(r.atomic);
+	tu_assert_strings(&r.written, "o::a", "o::a::__sla__", "o::b", NULL);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(to, "o::stale", "0"); /* kept without replace */
+	tu_assert_value(to, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(faucet_import_namespace(to, e, 1, &r), 0);
+	assert_null(r.error);
+	tu_assert_strings(&r.deleted, "o::stale", NULL);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(to, "o::stale", NULL);
+	tu_assert_value(to, "o::b", "2");
+	tu_assert_value(to, "other::a", NULL);
+
+	{
+		faucet_strarray keys = {0};
+		assert_int_equal(faucet_store_list(to, "", &keys), 0);
+		for (size_t i = 0; i < keys.count; i++)
+			(void)faucet_store_delete(to, keys.strings[i]);
+		faucet_strarray_dispose(&keys);
+	}
+	faucet_store_free(to);
+	if (tmp != NULL) {
+		tu_rmrf(tmp);
+		free(tmp);
+	}
+	free(url);
+	faucet_export_free(e);
+}
+
 /* ---- persistence and doctor ------------------------------------------- */
 
 static void a_second_handle_sees_the_first_ones_writes(void **state)
@@ -681,6 +741,7 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(put_batch_writes_everything_or_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_large_batch_lands_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(export_then_import_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(doctor_probe_passes_and_leaves_no_residue, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_is_atomic_across_threads, setup,
