@@ -28,4 +28,35 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DFAUCET_SANITIZE=ON
 
+# Coverage-guided fuzzing (tests/fuzz/): a clang build whose ctest tests
+# each fuzz one parser for FAUCET_FUZZ_SECONDS (20 s) and fail on any crash,
+# leak, sanitizer report or broken property.  install-deps.sh installs clang
+# and libFuzzer, so CI always runs it; elsewhere it is skipped when missing.
+fuzzer_available() {
+  local probe
+  command -v clang-14 >/dev/null 2>&1 || return 1
+  probe=$(mktemp -d) || return 1
+  printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+    >"$probe/probe.c"
+  clang-14 -fsanitize=fuzzer,address,undefined "$probe/probe.c" -o "$probe/probe" >/dev/null 2>&1
+  local rc=$?
+  rm -rf "$probe"
+  return $rc
+}
+
+echo "== libFuzzer build (clang 14) =="
+if fuzzer_available; then
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+    -DFAUCET_FUZZ=ON >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+  (cd build-fuzz && ctest --output-on-failure -j"$jobs") || status=1
+elif [ "${CI:-}" = "true" ]; then
+  echo "clang-14 with libFuzzer is missing although install-deps.sh installs it" >&2
+  status=1
+else
+  echo "skipped: clang-14 with libFuzzer is not installed (scripts/install-deps.sh installs it)"
+fi
+
 exit $status
