@@ -897,6 +897,68 @@ static void list_ignores_temp_foreign_and_hidden_files(void **state)
 	assert_int_equal(out.count, 0);
 }
 
+static int by_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Thousands of keys with shared prefixes of every length, keys that are
+ * prefixes of others, every key character class, and duplicates (a legacy
+ * and a current file of one key): the listing's own sort must give exactly
+ * strcmp's order. */
+static void list_sorts_many_keys_in_byte_order(void **state)
+{
+	fixture *f = *state;
+	static const char alphabet[] = "-./0123456789:AZ_az";
+	faucet_strarray want = {NULL, 0}, got = {NULL, 0};
+	unsigned seed = 12345;
+	char key[FAUCET_KEY_MAX + 1], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+
+	for (int i = 0; i < 3000; i++) {
+		size_t len;
+		/* A shared stem of varying length, then a random tail. */
+		len = (size_t)snprintf(key, sizeof(key), "%s", i % 3 ? "pipeline::row::" : "p");
+		len += (size_t)(rand_r(&seed) % 40) * (i % 5 == 0 ? 3 : 0);
+		memset(key + strlen(key), 'x', len - strlen(key));
+		for (int t = rand_r(&seed) % 12; t >= 0; t--)
+			key[len++] = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
+		key[len] = '\0';
+		if (len > 150 || !faucet_file__key_is_valid(key, len))
+			continue;
+		assert_int_equal(faucet_strarray_push(&want, key), 0);
+		(void)faucet_file__stem(key, stem);
+		snprintf(name, sizeof(name), "%s/%s.json", f->dir, stem);
+		tu_write_file(name, "1", 1);
+		if (i % 97 == 0 && strpbrk(key, "AZ") != NULL) {
+			/* The same key under its legacy name as well. */
+			snprintf(name, sizeof(name), "%s/%s", f->dir, key);
+			for (char *p = name + strlen(f->dir) + 1; *p; p++) {
+				if (*p == ':' || *p == '/') {
+					memmove(p + 3, p + 1, strlen(p + 1) + 1);
+					p[2] = *p == ':' ? 'A' : 'F';
+					p[1] = *p == ':' ? '3' : '2';
+					p[0] = '%';
+					p += 2;
+				}
+			}
+			strcat(name, ".json");
+			tu_write_file(name, "1", 1);
+		}
+	}
+	qsort(want.strings, want.count, sizeof(char *), by_strcmp);
+	faucet_strarray_sort_unique(&want);
+	assert_true(want.count > 1000);
+	list_into(f->s, "", &got);
+	assert_int_equal(got.count, want.count);
+	for (size_t i = 0; i < want.count; i++)
+		assert_string_equal(got.strings[i], want.strings[i]);
+	/* The result may be appended to like any strarray. */
+	assert_int_equal(faucet_strarray_push(&got, "zz"), 0);
+	assert_string_equal(got.strings[got.count - 1], "zz");
+	faucet_strarray_dispose(&got);
+	faucet_strarray_dispose(&want);
+}
+
 static void list_reports_an_unreadable_root(void **state)
 {
 	fixture *f = *state;
@@ -1219,6 +1281,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_legacy_file_loses_to_the_current_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_migration_is_reported_and_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_ignores_temp_foreign_and_hidden_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_sorts_many_keys_in_byte_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_reports_an_unreadable_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_lock_that_cannot_be_created_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_writes_only_over_the_expected_value, setup, teardown),

@@ -61,6 +61,15 @@ typedef struct {
 	pthread_mutex_t migrate_lock;
 } file_store;
 
+/* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
+static void name_from_stem(char *out, const char *stem, const char *suffix)
+{
+	size_t stem_len = strlen(stem), suffix_len = strlen(suffix);
+
+	memcpy(out, stem, stem_len);
+	memcpy(out + stem_len, suffix, suffix_len + 1);
+}
+
 static void path_of(const file_store *fs, const char *name, char *out)
 {
 	(void)snprintf(out, PATH_CAP, "%s/%s", fs->root, name);
@@ -403,31 +412,42 @@ static int open_entry(file_store *fs, const char *name, int *fd_out)
 	return 0;
 }
 
+/* Small values are read into the caller's stack buffer: no allocation on the
+ * common path of get. */
+#define READ_INLINE 4096
+
 /* Read all of fd: its size from fstat, then normally one read.  Files are
- * replaced by rename and never rewritten in place, so the size is exact. */
-static int read_whole(int fd, const file_store *fs, const char *name, char **out, size_t *len)
+ * replaced by rename and never rewritten in place, so the size is exact.
+ * The bytes land in inline[READ_INLINE] when they fit, else in a new buffer
+ * returned through *heap. */
+static int read_whole(int fd, const file_store *fs, const char *name, char *inline_buf,
+		      char **bytes, size_t *len, char **heap)
 {
 	char path[PATH_CAP];
 	struct stat st;
 	size_t size, got = 0;
-	char *buf;
+	char *buf = inline_buf;
 	int err;
 
+	*heap = NULL;
 	if (fstat(fd, &st) != 0) {
 		err = errno;
 		goto os_error;
 	}
 	size = (size_t)st.st_size;
-	buf = faucet__malloc(size + 1);
-	if (buf == NULL)
-		return FAUCET_ENOMEM;
+	if (size >= READ_INLINE) {
+		buf = *heap = faucet__malloc(size + 1);
+		if (buf == NULL)
+			return FAUCET_ENOMEM;
+	}
 	while (got < size) {
 		ssize_t n = read(fd, buf + got, size - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = errno;
-			free(buf);
+			free(*heap);
+			*heap = NULL;
 			goto os_error;
 		}
 		if (n == 0)
@@ -435,7 +455,7 @@ static int read_whole(int fd, const file_store *fs, const char *name, char **out
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
-	*out = buf;
+	*bytes = buf;
 	*len = got;
 	return 0;
 os_error:
@@ -463,23 +483,41 @@ static int encode_value(const file_store *fs, const char *key, const faucet_valu
 	return 0;
 }
 
-/* The value stored as `bytes` in the file `path` under `key`. */
-static int decode_value(const file_store *fs, const char *key, const char *path,
+/* "{prefix}{root}/{name}" into out[PATH_CAP + 32] without printf: this runs
+ * on every read, so it must cost next to nothing. */
+static void describe_file(char *out, const char *prefix, const file_store *fs, const char *name)
+{
+	size_t cap = PATH_CAP + 32, n = 0;
+	const char *parts[4] = {prefix, fs->root, "/", name};
+
+	for (size_t i = 0; i < 4; i++) {
+		size_t len = strlen(parts[i]);
+		if (len > cap - 1 - n)
+			len = cap - 1 - n;
+		memcpy(out + n, parts[i], len);
+		n += len;
+	}
+	out[n] = '\0';
+}
+
+/* The value stored as `bytes` in the file `name` under `key`. */
+static int decode_value(const file_store *fs, const char *key, const char *name,
 			const char *bytes, size_t len, faucet_value **out)
 {
 	char where[PATH_CAP + 32];
 	int rc;
 
-	(void)fs;
 	(void)key;
 	/* A sealed file is never "no bookmark" and never JSON garbage: treating
 	 * it as either would make the pipeline start over. */
-	if (len >= 4 && memcmp(bytes, "FCT1", 4) == 0)
+	if (len >= 4 && memcmp(bytes, "FCT1", 4) == 0) {
+		describe_file(where, "", fs, name);
 		return faucet_error_set(FAUCET_ECRYPTO,
 					"state file %s is encrypted but no encryption key is "
 					"configured for the file state store",
-					path);
-	(void)snprintf(where, sizeof(where), "failed to parse state file %s", path);
+					where);
+	}
+	describe_file(where, "failed to parse state file ", fs, name);
 	rc = faucet_value__parse_at(out, bytes, len, where);
 	/* Corrupt stored state is a store failure, not bad input from the caller. */
 	if (rc == FAUCET_EINVALID)
@@ -490,8 +528,8 @@ static int decode_value(const file_store *fs, const char *key, const char *path,
 /* The value of `key` from its file `name`; *out NULL when there is none. */
 static int read_entry(file_store *fs, const char *key, const char *name, faucet_value **out)
 {
-	char path[PATH_CAP];
-	char *bytes = NULL;
+	char inline_buf[READ_INLINE];
+	char *bytes = NULL, *heap = NULL;
 	size_t len = 0;
 	int fd, rc;
 
@@ -499,13 +537,11 @@ static int read_entry(file_store *fs, const char *key, const char *name, faucet_
 	rc = open_entry(fs, name, &fd);
 	if (rc != 0 || fd < 0)
 		return rc;
-	rc = read_whole(fd, fs, name, &bytes, &len);
+	rc = read_whole(fd, fs, name, inline_buf, &bytes, &len, &heap);
 	(void)close(fd); /* read-only: nothing to lose on close */
-	if (rc != 0)
-		return rc;
-	path_of(fs, name, path);
-	rc = decode_value(fs, key, path, bytes, len, out);
-	free(bytes);
+	if (rc == 0)
+		rc = decode_value(fs, key, name, bytes, len, out);
+	free(heap);
 	return rc;
 }
 
@@ -673,10 +709,189 @@ static int ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char
 	char name[FILE_NAME_CAP], have[FILE_KEY_CAP + 1];
 	size_t len;
 
-	(void)snprintf(name, sizeof(name), "%s.key", stem);
+	name_from_stem(name, stem, ".key");
 	if (read_small(*dfd, name, have, sizeof(have), &len) == 0 && strcmp(have, key) == 0)
 		return 0;
 	return write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+}
+
+/* ---- sorting the listing ----------------------------------------------------
+ *
+ * Sorting is most of what a listing of many keys costs beyond the readdir
+ * itself.  Keys share long prefixes ("pipeline::row::..."), so a strcmp sort
+ * keeps comparing the same leading bytes, each time through a pointer into
+ * another heap block.  Instead each key carries 8 of its bytes next to its
+ * pointer, as a big-endian integer: integer order is strcmp's unsigned byte
+ * order (a key's end pads with zero bytes, and keys hold no zero bytes).  A
+ * radix sort orders those integers with a few sequential passes (a pass is
+ * skipped when all keys agree on its byte, as they do on shared prefixes),
+ * and each run of equal integers moves on to the keys' next 8 bytes.
+ */
+
+typedef struct {
+	uint64_t chunk; /* the key's 8 bytes from the current depth */
+	char *key;
+} sort_item;
+
+typedef struct {
+	sort_item *tmp;        /* scatter target, as long as the input */
+	size_t count[8][256];  /* per byte of the chunk; reused at every level */
+} sort_space;
+
+static uint64_t chunk_at(const char *key, size_t depth)
+{
+	uint64_t c = 0;
+	size_t i = 0;
+
+	for (; i < 8 && key[depth + i] != '\0'; i++)
+		c = c << 8 | (unsigned char)key[depth + i];
+	return i == 0 ? 0 : c << (8 * (8 - i));
+}
+
+/* Least-significant-byte-first radix sort of a[0..n) by chunk. */
+static void radix_sort_chunks(sort_item *a, size_t n, sort_space *sp)
+{
+	sort_item *src = a, *dst = sp->tmp;
+
+	memset(sp->count, 0, sizeof(sp->count));
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned b = 0; b < 8; b++)
+			sp->count[b][(a[i].chunk >> (8 * b)) & 0xff]++;
+	}
+	for (unsigned b = 0; b < 8; b++) {
+		size_t *count = sp->count[b], offset = 0;
+		sort_item *t;
+
+		if (count[(a[0].chunk >> (8 * b)) & 0xff] == n)
+			continue; /* every key has the same byte here */
+		for (unsigned d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = offset;
+			offset += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i].chunk >> (8 * b)) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+}
+
+/* Sort a[0..n), whose keys agree on their first `depth` bytes and whose
+ * chunks are loaded for `depth`.  Recursion goes 8 bytes deeper each level,
+ * so it is at most 33 levels deep for a 256-byte key. */
+static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
+{
+	if (n < 32) {
+		/* Few keys: insertion sort on their remaining bytes. */
+		for (size_t k = 1; k < n; k++) {
+			for (size_t j = k; j > 0 && strcmp(a[j - 1].key + depth, a[j].key + depth) > 0; j--) {
+				sort_item t = a[j - 1];
+				a[j - 1] = a[j];
+				a[j] = t;
+			}
+		}
+		return;
+	}
+	radix_sort_chunks(a, n, sp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && a[j].chunk == a[i].chunk; j++)
+			;
+		/* A run whose chunk ends in a zero byte holds equal keys. */
+		if (j - i < 2 || (a[i].chunk & 0xff) == 0)
+			continue;
+		for (size_t k = i; k < j; k++)
+			a[k].chunk = chunk_at(a[k].key, depth + 8);
+		sort_by_chunks(a + i, j - i, depth + 8, sp);
+	}
+}
+
+/* The keys a listing found, with their first chunk, in readdir order. */
+typedef struct {
+	sort_item *items;
+	size_t count, cap;
+} key_list;
+
+static int key_list_push(key_list *l, const char *key, size_t len)
+{
+	char *copy;
+
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		sort_item *grown = faucet__realloc(l->items, cap * sizeof(*grown));
+		if (grown == NULL)
+			return FAUCET_ENOMEM;
+		l->items = grown;
+		l->cap = cap;
+	}
+	copy = faucet__strndup(key, len);
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	/* The chunk comes from the caller's copy, still in cache. */
+	l->items[l->count].chunk = chunk_at(key, 0);
+	l->items[l->count].key = copy;
+	l->count++;
+	return 0;
+}
+
+static void key_list_dispose(key_list *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		free(l->items[i].key);
+	free(l->items);
+	l->items = NULL;
+	l->count = l->cap = 0;
+}
+
+/* Hand the keys over to `out` sorted by strcmp, without duplicates (a key
+ * can be found under its legacy and its current name before migration).
+ * `l` is left empty. */
+static int key_list_finish(key_list *l, faucet_strarray *out)
+{
+	sort_space *sp = NULL;
+	size_t cap = 4;
+
+	if (l->count == 0)
+		return 0;
+	/* Capacity as faucet_strarray_push_owned() expects it: the next power
+	 * of two, so a caller may append to the result. */
+	while (cap < l->count)
+		cap *= 2;
+	out->strings = faucet__malloc(cap * sizeof(char *));
+	if (out->strings != NULL && l->count >= 32) {
+		sp = faucet__malloc(sizeof(*sp));
+		if (sp != NULL)
+			sp->tmp = faucet__malloc(l->count * sizeof(*sp->tmp));
+		if (sp != NULL && sp->tmp == NULL) {
+			free(sp);
+			sp = NULL;
+		}
+		if (sp == NULL) {
+			free(out->strings);
+			out->strings = NULL;
+		}
+	}
+	if (out->strings == NULL) {
+		key_list_dispose(l);
+		return FAUCET_ENOMEM;
+	}
+	sort_by_chunks(l->items, l->count, 0, sp);
+	out->count = 0;
+	for (size_t i = 0; i < l->count; i++) {
+		if (out->count > 0 && strcmp(out->strings[out->count - 1], l->items[i].key) == 0)
+			free(l->items[i].key);
+		else
+			out->strings[out->count++] = l->items[i].key;
+	}
+	if (sp != NULL)
+		free(sp->tmp);
+	free(sp);
+	free(l->items);
+	l->items = NULL;
+	l->count = l->cap = 0;
+	return 0;
 }
 
 /* ---- legacy names ----------------------------------------------------------
@@ -732,7 +947,7 @@ static size_t classify_entry(int dfd, const char *name, size_t name_len, char *k
  * Everything that is not a value file - temp files, lock files, sidecars,
  * hidden and foreign files, directories - is skipped.
  */
-static int scan_dir(const file_store *fs, DIR *d, const char *prefix, faucet_strarray *keys,
+static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *keys,
 		    faucet_strarray *legacy)
 {
 	size_t plen = prefix ? strlen(prefix) : 0;
@@ -757,7 +972,7 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, faucet_str
 		if (legacy != NULL && is_legacy)
 			rc = faucet_strarray_push(legacy, e->d_name);
 		if (rc == 0 && keys != NULL && klen >= plen && memcmp(key, prefix, plen) == 0)
-			rc = faucet_strarray_push_owned(keys, faucet__strndup(key, klen));
+			rc = key_list_push(keys, key, klen);
 		if (rc != 0)
 			return rc;
 	}
@@ -783,7 +998,7 @@ static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
 		if (rc != 0)
 			return rc;
 	}
-	(void)snprintf(name, sizeof(name), "%s.json", stem);
+	name_from_stem(name, stem, ".json");
 	/* RENAME_NOREPLACE decides "current name exists" and the move in one
 	 * atomic step, so a value written meanwhile is never overwritten. */
 	if (renameat2(*dfd, legacy_name, *dfd, name, RENAME_NOREPLACE) == 0 || errno == ENOENT)
@@ -877,7 +1092,7 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 	if (rc != 0)
 		return rc;
 	(void)faucet_file__stem(key, stem);
-	(void)snprintf(name, sizeof(name), "%s.json", stem);
+	name_from_stem(name, stem, ".json");
 	return read_entry(fs, key, name, out);
 }
 
@@ -895,7 +1110,7 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	if (rc != 0)
 		return rc;
 	stem_len = faucet_file__stem(key, stem);
-	(void)snprintf(name, sizeof(name), "%s.json", stem);
+	name_from_stem(name, stem, ".json");
 	rc = encode_value(fs, key, value, &bytes, &len, &owned);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
 		rc = ensure_sidecar(fs, &dfd, stem, key);
@@ -917,7 +1132,7 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	char name[FILE_NAME_CAP], path[PATH_CAP];
 	int open_err = 0, rc;
 
-	(void)snprintf(name, sizeof(name), "%s.json.lock", stem);
+	name_from_stem(name, stem, ".json.lock");
 	path_of(fs, name, path);
 	*fd_out = -1;
 	rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
@@ -948,7 +1163,7 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 	rc = take_key_lock(fs, &dfd, 1, stem, &lock_fd);
 	if (rc != 0)
 		return rc;
-	(void)snprintf(name, sizeof(name), "%s.json", stem);
+	name_from_stem(name, stem, ".json");
 	rc = read_entry(fs, key, name, &current);
 	if (rc == 0 && faucet_value_equal(current, expected)) {
 		rc = store_value(fs, key, value);
@@ -990,10 +1205,10 @@ static int file_del(faucet_store_backend *b, const char *key)
 	rc = take_key_lock(fs, &dfd, 0, stem, &lock_fd);
 	if (rc != 0 || lock_fd < 0)
 		return rc;
-	(void)snprintf(name, sizeof(name), "%s.json", stem);
+	name_from_stem(name, stem, ".json");
 	rc = unlink_present(fs, dfd, name, "state file", &removed);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len)) {
-		(void)snprintf(name, sizeof(name), "%s.key", stem);
+		name_from_stem(name, stem, ".key");
 		rc = unlink_present(fs, dfd, name, "state key file", &removed);
 	}
 	/* A delete that returned must not be undone by a crash either. */
@@ -1003,7 +1218,7 @@ static int file_del(faucet_store_backend *b, const char *key)
 	 * orphaned file notices and locks the path afresh (see above). */
 	if (rc == 0) {
 		int ignored = 0;
-		(void)snprintf(name, sizeof(name), "%s.json.lock", stem);
+		name_from_stem(name, stem, ".json.lock");
 		rc = unlink_present(fs, dfd, name, "state lock", &ignored);
 	}
 	(void)close(lock_fd);
@@ -1014,6 +1229,7 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 {
 	file_store *fs = (file_store *)b;
 	faucet_strarray legacy = {NULL, 0};
+	key_list found = {NULL, 0, 0};
 	int pending, dfd, rc = 0;
 	DIR *d;
 
@@ -1034,7 +1250,7 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 		if (!pending)
 			(void)pthread_mutex_unlock(&fs->migrate_lock);
 	}
-	rc = scan_dir(fs, d, prefix, out, pending ? &legacy : NULL);
+	rc = scan_dir(fs, d, prefix, &found, pending ? &legacy : NULL);
 	(void)closedir(d);
 	if (pending) {
 		if (rc == 0)
@@ -1047,11 +1263,10 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 		faucet_strarray_dispose(&legacy);
 	}
 	if (rc != 0) {
-		faucet_strarray_dispose(out);
+		key_list_dispose(&found);
 		return rc;
 	}
-	faucet_strarray_sort_unique(out);
-	return 0;
+	return key_list_finish(&found, out);
 }
 
 /* ---- the doctor probe ------------------------------------------------------ */
