@@ -186,13 +186,16 @@ static char *round_value(int round)
 	return json;
 }
 
-/* Rewrite `key` with this round's value until killed. */
-_Noreturn static void write_until_killed(const char *dir, const char *json)
+/* Rewrite `key` with this round's value until killed; say on `ready` when
+ * the writing starts, so the kill never lands in the child's start-up. */
+_Noreturn static void write_until_killed(const char *dir, const char *json, int ready)
 {
 	faucet_store *s = NULL;
 	faucet_value *v = NULL;
 
 	if (faucet_store_open_file(&s, dir, NULL) != 0 || faucet_value_parse(&v, json, strlen(json)) != 0)
+		_exit(2);
+	if (write(ready, "r", 1) != 1)
 		_exit(2);
 	for (;;) {
 		if (faucet_store_put(s, "k", v) != 0)
@@ -220,12 +223,20 @@ static void a_killed_writer_never_leaves_a_torn_value(void **state)
 		char *fresh = round_value(round);
 		faucet_value *got = NULL;
 		struct timespec delay = {0, (long)(rand_r(&seed) % 3000) * 1000L};
-		pid_t child = fork();
-		int status;
+		int ready[2], status;
+		pid_t child;
+		char c;
 
+		assert_int_equal(pipe(ready), 0);
+		child = fork();
 		assert_true(child >= 0);
-		if (child == 0)
-			write_until_killed(f->dir, fresh);
+		if (child == 0) {
+			close(ready[0]);
+			write_until_killed(f->dir, fresh, ready[1]);
+		}
+		close(ready[1]);
+		assert_int_equal(read(ready[0], &c, 1), 1);
+		close(ready[0]);
 		/* The delay only spreads the kill over the writer's steps. */
 		(void)nanosleep(&delay, NULL);
 		assert_int_equal(kill(child, SIGKILL), 0);

@@ -912,7 +912,7 @@ static void list_sorts_many_keys_in_byte_order(void **state)
 	static const char alphabet[] = "-./0123456789:AZ_az";
 	faucet_strarray want = {NULL, 0}, got = {NULL, 0};
 	unsigned seed = 12345;
-	char key[FAUCET_KEY_MAX + 1], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	char key[FAUCET_KEY_MAX + 1], stem[FILE_STEM_MAX + 1], name[4096];
 
 	for (int i = 0; i < 3000; i++) {
 		size_t len;
