@@ -12,10 +12,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -597,6 +599,38 @@ static void a_failed_put_leaves_no_temp_file(void **state)
 	faucet_value_free(v);
 	free(inside);
 	free(blocker);
+}
+
+/* A write that fails half way (here the file size limit, as a full disk
+ * would) reports the temp file, removes it, and leaves the old value. */
+static void a_failed_write_keeps_the_old_value(void **state)
+{
+	fixture *f = *state;
+	struct rlimit old_limit, small;
+	char big[8192];
+	faucet_value *v;
+	int rc;
+
+	put_json(f->s, "k", "{\"v\":1}");
+	memset(big, 'x', sizeof(big));
+	big[0] = '"';
+	big[sizeof(big) - 2] = '"';
+	big[sizeof(big) - 1] = '\0';
+	v = tu_v(big);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+	small = old_limit;
+	small.rlim_cur = 1024;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	rc = faucet_store_put(f->s, "k", v);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(rc, FAUCET_EIO);
+	tu_assert_error_contains("failed to write temp state file");
+	tu_assert_error_contains(".json.tmp");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	tu_assert_value(f->s, "k", "{\"v\":1}");
+	faucet_value_free(v);
 }
 
 static void delete_removes_the_file_and_a_missing_key_is_fine(void **state)
@@ -1270,6 +1304,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(put_overwrites_atomically_without_residue, setup, teardown),
 		cmocka_unit_test_setup_teardown(put_writes_a_complete_file_for_a_large_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_put_leaves_no_temp_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_write_keeps_the_old_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(delete_removes_the_file_and_a_missing_key_is_fine, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_json_is_an_error_naming_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_sealed_file_without_a_key_is_a_crypto_error, setup, teardown),

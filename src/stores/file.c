@@ -965,6 +965,9 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *
 			break;
 		if (e->d_type == DT_DIR)
 			continue;
+		/* Only migration asks for no keys, and hashed names are current. */
+		if (keys == NULL && strchr(e->d_name, '~') != NULL)
+			continue;
 		klen = classify_entry(dfd, e->d_name, strlen(e->d_name), key,
 				      legacy != NULL ? &is_legacy : NULL);
 		if (klen == 0)
@@ -1145,6 +1148,11 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	return rc;
 }
 
+/* Atomic across threads and processes sharing the directory: the read, the
+ * comparison and the write all happen under the key's lock.  delete takes
+ * the same lock; a plain put does not (it is atomic on its own, but can
+ * land between another writer's read and write), so a key managed with
+ * compare-and-put should not also be written with put. */
 static int file_compare_and_put(faucet_store_backend *b, const char *key,
 				const faucet_value *expected, const faucet_value *value,
 				int *written)
