@@ -683,15 +683,21 @@ static void a_sealed_file_without_a_key_is_a_crypto_error(void **state)
 static void opening_refuses_bad_configuration(void **state)
 {
 	faucet_store *s = (faucet_store *)0x1;
-	faucet_encryption_options enc = {"secret", NULL, 0};
-	faucet_file_options opts = {&enc};
+	const char *prev[] = {""};
+	faucet_encryption_options empty = {"", NULL, 0}, empty_prev = {"k", prev, 1};
+	faucet_file_options opts = {&empty}, opts_prev = {&empty_prev};
 
 	(void)state;
 	assert_int_equal(faucet_store_open_file(&s, "", NULL), FAUCET_ECONFIG);
 	assert_null(s);
 	assert_int_equal(faucet_store_open_file(&s, NULL, NULL), FAUCET_ECONFIG);
+	/* Empty keys are configuration errors when the store is opened, not
+	 * surprises at the first write. */
 	assert_int_equal(faucet_store_open_file(&s, "/tmp/x", &opts), FAUCET_ECONFIG);
-	tu_assert_error_contains("encryption");
+	tu_assert_error_contains("must not be empty");
+	assert_null(s);
+	assert_int_equal(faucet_store_open_file(&s, "/tmp/x", &opts_prev), FAUCET_ECONFIG);
+	tu_assert_error_contains("previous_keys[0]");
 	assert_null(s);
 }
 

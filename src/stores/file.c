@@ -44,6 +44,8 @@
 #include "internal.h"
 #include "store/value_internal.h"
 #include "file_internal.h"
+#include "crypto/envelope.h"
+#include <openssl/crypto.h>
 #include <faucet/keys.h>
 
 /* Room for "{root}/{name}" in messages; a longer root is cut (the message
@@ -59,6 +61,7 @@ typedef struct {
 	size_t nretired;
 	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
 	pthread_mutex_t migrate_lock;
+	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
 } file_store;
 
 /* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
@@ -475,11 +478,25 @@ os_error:
 static int encode_value(const file_store *fs, const char *key, const faucet_value *value,
 			const char **bytes, size_t *len, char **owned)
 {
-	(void)fs;
-	(void)key;
-	*bytes = faucet_value_json(value);
-	*len = faucet_value_len(value);
+	unsigned char *sealed = NULL;
+	size_t sealed_len = 0;
+	int rc;
+
 	*owned = NULL;
+	if (fs->keyring == NULL) {
+		*bytes = faucet_value_json(value);
+		*len = faucet_value_len(value);
+		return 0;
+	}
+	/* Sealed with the state key as associated data (format 0x02), so a
+	 * file copied under another key's name fails to open. */
+	rc = faucet__seal(fs->keyring, key, faucet_value_json(value), faucet_value_len(value),
+			  &sealed, &sealed_len);
+	if (rc != 0)
+		return rc;
+	*owned = (char *)sealed;
+	*bytes = (const char *)sealed;
+	*len = sealed_len;
 	return 0;
 }
 
@@ -507,18 +524,27 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 	char where[PATH_CAP + 32];
 	int rc;
 
-	(void)key;
 	/* A sealed file is never "no bookmark" and never JSON garbage: treating
-	 * it as either would make the pipeline start over. */
-	if (len >= 4 && memcmp(bytes, "FCT1", 4) == 0) {
+	 * it as either would make the pipeline start over.  Plaintext files stay
+	 * readable under a keyring and are sealed on their next write. */
+	if (faucet__is_sealed(bytes, len)) {
+		unsigned char *plain = NULL;
+		size_t plain_len = 0;
+
 		describe_file(where, "", fs, name);
-		return faucet_error_set(FAUCET_ECRYPTO,
-					"state file %s is encrypted but no encryption key is "
-					"configured for the file state store",
-					where);
+		if (fs->keyring == NULL)
+			return faucet__sealed_without_key(where);
+		rc = faucet__unseal(fs->keyring, key, where, bytes, len, &plain, &plain_len);
+		if (rc != 0)
+			return rc;
+		describe_file(where, "failed to parse state file ", fs, name);
+		rc = faucet_value__parse_at(out, (const char *)plain, plain_len, where);
+		OPENSSL_cleanse(plain, plain_len);
+		free(plain);
+	} else {
+		describe_file(where, "failed to parse state file ", fs, name);
+		rc = faucet_value__parse_at(out, bytes, len, where);
 	}
-	describe_file(where, "failed to parse state file ", fs, name);
-	rc = faucet_value__parse_at(out, bytes, len, where);
 	/* Corrupt stored state is a store failure, not bad input from the caller. */
 	if (rc == FAUCET_EINVALID)
 		rc = faucet_error_set(FAUCET_ERROR, "%s", faucet_error_last()->message);
@@ -1360,6 +1386,7 @@ static void file_free(faucet_store_backend *b)
 	for (size_t i = 0; i < fs->nretired; i++)
 		(void)close(fs->retired[i]);
 	free(fs->retired);
+	faucet__keyring_free(fs->keyring); /* wipes the derived keys */
 	free(fs->root);
 	(void)pthread_mutex_destroy(&fs->dir_lock);
 	(void)pthread_mutex_destroy(&fs->migrate_lock);
@@ -1376,27 +1403,38 @@ int faucet_store_open_file(faucet_store **out, const char *root, const faucet_fi
 	*out = NULL;
 	if (root == NULL || root[0] == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a non-empty path");
-	if (opts != NULL && opts->encryption != NULL && opts->encryption->key != NULL)
-		return faucet_error_set(FAUCET_ECONFIG,
-					"file store encryption is not available in this build");
 	fs = faucet__calloc(1, sizeof(*fs));
 	if (fs == NULL)
 		return FAUCET_ENOMEM;
+	/* A key of NULL with no previous keys means "no encryption" (store.h). */
+	if (opts != NULL && opts->encryption != NULL &&
+	    (opts->encryption->key != NULL || opts->encryption->previous_count > 0)) {
+		const faucet_encryption_options *enc = opts->encryption;
+		int rc = faucet__keyring_new(&fs->keyring, enc->key, enc->previous_keys,
+					     enc->previous_count);
+		if (rc != 0) {
+			free(fs);
+			return rc;
+		}
+	}
 	len = strlen(root);
 	while (len > 1 && root[len - 1] == '/')
 		len--;
 	fs->root = faucet__strndup(root, len);
 	if (fs->root == NULL) {
+		faucet__keyring_free(fs->keyring);
 		free(fs);
 		return FAUCET_ENOMEM;
 	}
 	if (pthread_mutex_init(&fs->dir_lock, NULL) != 0) {
+		faucet__keyring_free(fs->keyring);
 		free(fs->root);
 		free(fs);
 		return faucet_error_set(FAUCET_ENOMEM, "cannot create the file store's lock");
 	}
 	if (pthread_mutex_init(&fs->migrate_lock, NULL) != 0) {
 		(void)pthread_mutex_destroy(&fs->dir_lock);
+		faucet__keyring_free(fs->keyring);
 		free(fs->root);
 		free(fs);
 		return faucet_error_set(FAUCET_ENOMEM, "cannot create the file store's lock");
