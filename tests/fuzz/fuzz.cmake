@@ -15,7 +15,7 @@ set(FAUCET_FUZZ_MAX_LEN 4096 CACHE STRING "Largest input libFuzzer generates, in
 set(FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(FUZZ_TARGETS value key export envelope)
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/stores/file.c)
-  list(APPEND FUZZ_TARGETS file_store)
+  list(APPEND FUZZ_TARGETS file_store file_names)
 endif()
 
 if(FAUCET_FUZZ)
