@@ -18,6 +18,11 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/src/stores/file.c)
   list(APPEND FUZZ_TARGETS file_store file_names)
 endif()
 
+# Targets that read JSON get a dictionary of its tokens.
+set(FUZZ_DICT_value ${FUZZ_DIR}/json.dict)
+set(FUZZ_DICT_export ${FUZZ_DIR}/json.dict)
+set(FUZZ_DICT_file_store ${FUZZ_DIR}/json.dict)
+
 if(FAUCET_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "FAUCET_FUZZ needs clang with libFuzzer (configure with CC=clang-14)")
@@ -34,9 +39,13 @@ foreach(t ${FUZZ_TARGETS})
     add_dependencies(fuzz_targets ${exe})
     set(work ${CMAKE_BINARY_DIR}/fuzz/${t})
     file(MAKE_DIRECTORY ${work}/corpus ${work}/artifacts)
+    set(dict)
+    if(FUZZ_DICT_${t})
+      set(dict -dict=${FUZZ_DICT_${t}})
+    endif()
     add_test(NAME ${exe} COMMAND ${exe}
       -max_total_time=${FAUCET_FUZZ_SECONDS} -max_len=${FAUCET_FUZZ_MAX_LEN}
-      -timeout=10 -print_final_stats=1 -artifact_prefix=${work}/artifacts/
+      -timeout=10 -print_final_stats=1 -artifact_prefix=${work}/artifacts/ ${dict}
       ${work}/corpus ${seeds})
     set_tests_properties(${exe} PROPERTIES LABELS fuzz
       TIMEOUT 300 ENVIRONMENT "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
