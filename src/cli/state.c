@@ -287,10 +287,16 @@ static void print_table(cli_context *ctx, const show_row *rows, size_t n)
 		printf("%-*s  %-*s  %-*s  %-*s  ", (int)w[0], rows[i].key, (int)w[1],
 		       or_dash(rows[i].row), (int)w[2], or_dash(rows[i].sub), (int)w[3],
 		       or_dash(rows[i].suffix));
-		if (len <= avail)
+		if (len <= avail) {
 			printf("%s\n", json);
-		else
-			printf("%.*s...\n", (int)(avail - 3), json);
+		} else {
+			size_t cut = avail - 3;
+
+			/* Do not split a UTF-8 sequence inside a JSON string. */
+			while (cut > 0 && ((unsigned char)json[cut] & 0xC0) == 0x80)
+				cut--;
+			printf("%.*s...\n", (int)cut, json);
+		}
 	}
 }
 
