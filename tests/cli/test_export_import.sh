@@ -94,6 +94,16 @@ expect_out '{"holder":"x","expires_at":5}' "copied value"
 run state put --state file:c p::stale 1
 run state copy --state $A p --to file:c --replace --json
 expect_json 'd["deleted"] == ["p::stale"]' "copy --replace drops stale keys"
+run state copy --state $A p --to sqlite:c.sqlite --json
+expect_rc 0 "copy to sqlite:"
+expect_json 'd["atomic"] is True and len(d["written"]) == 5' "sqlite imports in one atomic batch"
+run state export --state sqlite:c.sqlite p
+printf '%s\n' "$OUT" >p3.json
+if python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(0 if a["keys"] == b["keys"] else 1)' p.json p3.json; then
+	pass
+else
+	fail "file -> sqlite copy differs from the source export"
+fi
 run state copy --state $A p
 expect_rc 2 "copy without --to"
 before=$(snapshot a)
