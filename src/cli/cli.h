@@ -156,5 +156,9 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv);
 int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
+int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+
+/* Whether the store cli_open_store() opened has an encryption key. */
+int cli_store_is_encrypted(const cli_context *ctx);
 
 #endif

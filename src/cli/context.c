@@ -333,3 +333,11 @@ int cli_open_store(cli_context *ctx, faucet_store **out)
 	url = nonempty_env("FAUCET_STATE");
 	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, out);
 }
+
+int cli_store_is_encrypted(const cli_context *ctx)
+{
+	if (ctx->key_material != NULL)
+		return 1;
+	return ctx->selected_config_path != NULL && ctx->config != NULL &&
+	       ctx->config->has_state && ctx->config->has_encryption;
+}

@@ -19,7 +19,7 @@ static const char usage[] =
 	"Inspect, move and repair the durable state of faucet pipelines.\n"
 	"\n"
 	"Commands:\n"
-	"  state list|show|get|put|delete|export|import|copy\n"
+	"  state list|show|get|put|delete|export|import|copy|rekey\n"
 	"                     read and write state keys (see 'faucet state --help')\n"
 	"  doctor             run the state store's health probes\n"
 	"\n"
