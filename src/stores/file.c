@@ -428,40 +428,55 @@ static int read_whole(int fd, const file_store *fs, const char *name, char *inli
 {
 	char path[PATH_CAP];
 	struct stat st;
-	size_t size, got = 0;
+	size_t cap = READ_INLINE - 1, got = 0;
 	char *buf = inline_buf;
 	int err;
 
 	*heap = NULL;
-	if (fstat(fd, &st) != 0) {
-		err = errno;
-		goto os_error;
-	}
-	size = (size_t)st.st_size;
-	if (size >= READ_INLINE) {
-		buf = *heap = faucet__malloc(size + 1);
-		if (buf == NULL)
-			return FAUCET_ENOMEM;
-	}
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
+	/* Bookmarks are small: one read into the stack buffer usually returns
+	 * the whole file (a regular file reads short only at its end), which
+	 * saves an fstat per get.  A full buffer means a bigger file: size it. */
+	for (;;) {
+		ssize_t n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = errno;
-			free(*heap);
-			*heap = NULL;
 			goto os_error;
 		}
-		if (n == 0)
-			break;
 		got += (size_t)n;
+		if (n == 0 || got < cap)
+			break;
+		if (buf == inline_buf) {
+			size_t want;
+			if (fstat(fd, &st) != 0) {
+				err = errno;
+				goto os_error;
+			}
+			want = (size_t)st.st_size > cap ? (size_t)st.st_size + 1 : cap * 2;
+			buf = *heap = faucet__malloc(want + 1);
+			if (buf == NULL)
+				return FAUCET_ENOMEM;
+			memcpy(buf, inline_buf, got);
+			cap = want;
+		} else {
+			char *grown = faucet__realloc(*heap, cap * 2 + 1);
+			if (grown == NULL) {
+				free(*heap);
+				*heap = NULL;
+				return FAUCET_ENOMEM;
+			}
+			buf = *heap = grown;
+			cap *= 2;
+		}
 	}
 	buf[got] = '\0';
 	*bytes = buf;
 	*len = got;
 	return 0;
 os_error:
+	free(*heap);
+	*heap = NULL;
 	path_of(fs, name, path);
 	return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
 }
@@ -1305,40 +1320,6 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 
 /* ---- the doctor probe ------------------------------------------------------ */
 
-/* put, get and delete a sentinel key unique to this probe (so two probes on
- * one directory never delete each other's), then compare. */
-static int sentinel_round_trip(file_store *fs)
-{
-	static const char probe_json[] = "{\"faucet_doctor\":true}";
-	faucet_value *probe = NULL, *got = NULL;
-	char *key = faucet_doctor_sentinel_key();
-	int rc;
-
-	if (key == NULL)
-		return faucet_error_last()->code ? faucet_error_last()->code : FAUCET_ENOMEM;
-	rc = faucet_value_parse(&probe, probe_json, sizeof(probe_json) - 1);
-	if (rc == 0)
-		rc = store_value(fs, key, probe);
-	if (rc == 0)
-		rc = file_get(&fs->base, key, &got);
-	if (rc == 0) {
-		/* Clean up whatever the read gave; a failed delete is an unusable store. */
-		rc = file_del(&fs->base, key);
-		if (rc == 0 && !faucet_value_equal(got, probe))
-			rc = faucet_error_set(FAUCET_ERROR,
-					      "sentinel readback did not match what was written");
-	} else {
-		int keep = rc;
-		char *msg = faucet__strdup(faucet_error_last()->message);
-		(void)file_del(&fs->base, key); /* best effort: leave no residue */
-		rc = faucet_error_set(keep, "%s", msg ? msg : "sentinel write failed");
-		free(msg);
-	}
-	faucet_value_free(got);
-	faucet_value_free(probe);
-	free(key);
-	return rc;
-}
 
 static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		      faucet_check_report **out)
@@ -1349,7 +1330,7 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	int rc, probe_rc;
 
 	(void)ctx;
-	probe_rc = sentinel_round_trip(fs);
+	probe_rc = faucet__sentinel_round_trip(&fs->base);
 	elapsed = faucet__now_ms() - started;
 	if (probe_rc != 0) {
 		reason = faucet__strdup(faucet_error_last()->message);
