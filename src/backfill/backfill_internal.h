@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <faucet/backfill.h>
+#include <faucet/store.h>
 
 /* ---- civil calendar ---------------------------------------------------- */
 
@@ -76,5 +77,37 @@ typedef struct {
 
 /* Parse a --window value (NULL = whole).  FAUCET_ECONFIG on a bad one. */
 int faucet_bf__parse_window(const char *text, faucet_bf_window *out);
+
+/* ---- leases ---------------------------------------------------------------- */
+
+/* A claim on one unit: {"holder": "{host}:{pid}:{random}", "expires_at": N}
+ * at "{unit key}::__lease__". */
+typedef struct {
+	char *key;
+	const char *holder;  /* borrowed from the runner */
+	faucet_value *value; /* what we last wrote there */
+	int64_t expires_at;
+} faucet_bf_lease;
+
+/* "{host}:{pid}:{16 random hex}" naming this runner.  Caller frees. */
+char *faucet_bf__lease_holder(void);
+
+/* Try to take the lease of `unit_key` until now + ttl: granted when there is
+ * no lease or the one there expired (compare-and-put against exactly what was
+ * read).  *claimed says whether we hold it; when not, *held_until (may be
+ * NULL) says when the other holder's lease runs out.  On success `out` must
+ * be disposed. */
+int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *holder,
+			   int64_t now, int64_t ttl, faucet_bf_lease *out, int *claimed,
+			   int64_t *held_until);
+
+/* Extend our lease to now + ttl.  *kept = 0 when it is no longer ours. */
+int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int64_t ttl,
+			   int *kept);
+
+/* Give the lease up and remove it (see lease.c for why in two steps). */
+int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l);
+
+void faucet_bf__lease_dispose(faucet_bf_lease *l);
 
 #endif
