@@ -1,0 +1,522 @@
+/*
+ * test_export.c - export / import documents: parsing and validation, the
+ * JSON text (compact and pretty) with full-fidelity values, exporting a
+ * namespace, and importing with and without replace - including the
+ * failure reports of non-atomic stores, failing batches and stuck deletes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "internal.h" /* faucet_strarray_push */
+
+#define N_ITEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- test backends ---------------------------------------------------- */
+
+/* Bare: get/put/del forwarded to a memory store, with put failing for keys
+ * ending "::boom" and delete failing for keys ending "::stuck".  Listing
+ * adds list.  Failing answers get/put/del trivially and fails every batch.
+ * Phantom lists one key more than it holds, as if it was deleted between
+ * the listing and the read. */
+typedef enum { BARE, LISTING, FAILING, PHANTOM } backend_kind;
+
+typedef struct {
+	faucet_store_backend base;
+	faucet_store *inner;
+	backend_kind kind;
+} test_backend;
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+static int tb_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	test_backend *t = (test_backend *)b;
+
+	if (t->kind == FAILING) {
+		*out = NULL;
+		return 0;
+	}
+	return faucet_store_get(t->inner, key, out);
+}
+
+static int tb_put(faucet_store_backend *b, const char *key, const faucet_value *v)
+{
+	test_backend *t = (test_backend *)b;
+
+	if (t->kind == FAILING)
+		return 0;
+	if (ends_with(key, "::boom"))
+		return faucet_error_set(FAUCET_EIO, "disk full");
+	return faucet_store_put(t->inner, key, v);
+}
+
+static int tb_del(faucet_store_backend *b, const char *key)
+{
+	test_backend *t = (test_backend *)b;
+
+	if (t->kind == FAILING)
+		return 0;
+	if (ends_with(key, "::stuck"))
+		return faucet_error_set(FAUCET_ERROR, "locked");
+	return faucet_store_delete(t->inner, key);
+}
+
+static int tb_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	test_backend *t = (test_backend *)b;
+	int rc = faucet_store_list(t->inner, prefix, out);
+
+	if (rc == 0 && t->kind == PHANTOM)
+		rc = faucet_strarray_push(out, "o::ghost");
+	return rc;
+}
+
+static int tb_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
+{
+	(void)b;
+	(void)entries;
+	(void)count;
+	return faucet_error_set(FAUCET_ERROR, "tx aborted");
+}
+
+static void tb_free(faucet_store_backend *b)
+{
+	faucet_store_free(((test_backend *)b)->inner);
+	free(b);
+}
+
+static faucet_store *open_test_backend(backend_kind kind)
+{
+	test_backend *t = calloc(1, sizeof(*t));
+	faucet_store *s = NULL;
+
+	assert_non_null(t);
+	assert_int_equal(faucet_store_open_memory(&t->inner), 0);
+	t->kind = kind;
+	t->base.version = FAUCET_STORE_BACKEND_VERSION;
+	t->base.name = "test";
+	t->base.get = tb_get;
+	t->base.put = tb_put;
+	t->base.del = tb_del;
+	t->base.list = kind == LISTING || kind == PHANTOM ? tb_list : NULL;
+	t->base.put_batch = kind == FAILING ? tb_batch : NULL;
+	t->base.free = tb_free;
+	assert_int_equal(faucet_store_new(&s, &t->base), 0);
+	return s;
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void put(faucet_store *s, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	if (faucet_store_put(s, key, v) != 0)
+		fail_msg("put %s: %s", key, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+static void set(faucet_export *e, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	assert_int_equal(faucet_export_set(e, key, v), 0);
+	faucet_value_free(v);
+}
+
+static faucet_export *new_export(const char *pipeline)
+{
+	faucet_export *e = NULL;
+
+	assert_int_equal(faucet_export_new(&e, pipeline), 0);
+	return e;
+}
+
+static faucet_export *parse_ok(const char *text)
+{
+	faucet_export *e = NULL;
+
+	if (faucet_export_parse(&e, text, strlen(text)) != 0)
+		fail_msg("parse %s: %s", text, faucet_error_last()->message);
+	return e;
+}
+
+static void assert_parse_fails(const char *text, const char *needle)
+{
+	faucet_export *e = (faucet_export *)0x1;
+
+	if (faucet_export_parse(&e, text, strlen(text)) != FAUCET_EINVALID)
+		fail_msg("expected %s to be refused", text);
+	assert_null(e);
+	tu_assert_error_contains(needle);
+}
+
+/* ---- documents -------------------------------------------------------- */
+
+static void export_document_parses_and_validates(void **state)
+{
+	static const struct {
+		const char *doc;
+		const char *needle;
+	} cases[] = {
+		{"{\"pipeline\":\"o\",\"keys\":{}}", "state export has no `version` field"},
+		{"{\"version\":\"1\",\"pipeline\":\"o\"}",
+		 "state export `version` must be an integer, got \"1\""},
+		{"{\"version\":2,\"pipeline\":\"o\"}",
+		 "state export version 2 is not supported by this build (supported: 1)"},
+		{"{\"version\":0,\"pipeline\":\"o\"}", "not supported"},
+		{"{\"version\":1}", "malformed state export"},
+		{"{\"version\":1,\"pipeline\":\"../o\"}", "state export pipeline name: "},
+		{"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"other::a\":1}}",
+		 "state export key 'other::a' is outside the namespace 'o::' of pipeline 'o'"},
+		{"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a b\":1}}", "illegal character"},
+	};
+	faucet_export *e = parse_ok("{\"version\":1,\"pipeline\":\"orders\","
+				    "\"exported_at\":\"2026-09-26T00:00:00Z\","
+				    "\"keys\":{\"orders::a\":{\"id\":3},\"orders::a::__sla__\":{}}}");
+	(void)state;
+
+	assert_int_equal(faucet_export_count(e), 2);
+	assert_string_equal(faucet_export_pipeline(e), "orders");
+	assert_string_equal(faucet_export_exported_at(e), "2026-09-26T00:00:00Z");
+	assert_string_equal(faucet_export_key_at(e, 0), "orders::a");
+	assert_string_equal(faucet_value_json(faucet_export_value_at(e, 0)), "{\"id\":3}");
+	assert_string_equal(faucet_export_key_at(e, 1), "orders::a::__sla__");
+	assert_null(faucet_export_key_at(e, 2));
+	assert_null(faucet_export_value_at(e, 2));
+	assert_int_equal(faucet_export_validate(e), 0);
+	faucet_export_free(e);
+
+	for (size_t i = 0; i < N_ITEMS(cases); i++)
+		assert_parse_fails(cases[i].doc, cases[i].needle);
+}
+
+static void documents_of_the_wrong_shape_are_refused(void **state)
+{
+	faucet_export *e;
+	(void)state;
+
+	assert_parse_fails("[1]", "no `version`");
+	assert_parse_fails("{\"version\":1.0,\"pipeline\":\"o\"}", "must be an integer, got 1.0");
+	assert_parse_fails("{\"version\":-1,\"pipeline\":\"o\"}", "must be an integer, got -1");
+	assert_parse_fails("{\"version\":18446744073709551615,\"pipeline\":\"o\"}",
+			   "version 18446744073709551615 is not supported");
+	assert_parse_fails("{\"version\":1,\"pipeline\":3}",
+			   "malformed state export: `pipeline` must be a string");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":null}",
+			   "malformed state export: `keys` must be an object");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"exported_at\":5}",
+			   "malformed state export: `exported_at`");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::\":1,\"p::x\":2}}",
+			   "outside the namespace");
+	/* "o::" is a valid key but "ox::a" is not inside "o::". */
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"ox::a\":1}}",
+			   "outside the namespace");
+
+	/* Optional members may be missing or null; unknown members are ignored. */
+	e = parse_ok("{\"version\":1,\"pipeline\":\"o\",\"exported_at\":null,\"extra\":[1]}");
+	assert_int_equal(faucet_export_count(e), 0);
+	assert_null(faucet_export_exported_at(e));
+	faucet_export_free(e);
+}
+
+static void malformed_document_text_is_refused_with_the_offset(void **state)
+{
+	(void)state;
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",}", "state export: malformed JSON at byte 28");
+	assert_parse_fails("", "state export: malformed JSON: empty input");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\"} x", "at byte 29");
+	/* The fidelity rules hold for every value inside the document. */
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":18446744073709551616}}",
+			   "cannot be held exactly");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"o::a\":2}}",
+			   "duplicate member name");
+	assert_parse_fails("{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":{\"x\":1,\"x\":2}}}",
+			   "duplicate member name");
+}
+
+static void set_keeps_keys_sorted_and_replaces(void **state)
+{
+	faucet_export *e = new_export("o");
+	(void)state;
+
+	set(e, "o::b", "2");
+	set(e, "o::a", "1");
+	set(e, "o::c", "3");
+	set(e, "o::b", "\"two\"");
+	assert_int_equal(faucet_export_count(e), 3);
+	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
+	assert_string_equal(faucet_export_key_at(e, 1), "o::b");
+	assert_string_equal(faucet_value_json(faucet_export_value_at(e, 1)), "\"two\"");
+	assert_string_equal(faucet_export_key_at(e, 2), "o::c");
+	assert_int_equal(faucet_export_set(e, "o::d", NULL), FAUCET_EINVALID);
+	assert_int_equal(faucet_export_set_exported_at(e, "now"), 0);
+	assert_int_equal(faucet_export_set_exported_at(e, NULL), 0);
+	assert_null(faucet_export_exported_at(e));
+	faucet_export_free(e);
+	faucet_export_free(NULL);
+}
+
+static void to_json_round_trips_with_full_fidelity(void **state)
+{
+	static const char compact[] =
+		"{\"version\":1,\"pipeline\":\"o\",\"exported_at\":\"2026-01-01T00:00:00+00:00\","
+		"\"keys\":{\"o::a\":{\"n\":18446744073709551615,\"f\":0.1},"
+		"\"o::b\":[{\"deep\":{\"x\":[]}}],\"o::c\":\"caf\xc3\xa9 \\\"q\\\"\",\"o::d\":null}}";
+	static const char pretty[] =
+		"{\n"
+		"  \"version\": 1,\n"
+		"  \"pipeline\": \"o\",\n"
+		"  \"exported_at\": \"2026-01-01T00:00:00+00:00\",\n"
+		"  \"keys\": {\n"
+		"    \"o::a\": {\"n\":18446744073709551615,\"f\":0.1},\n"
+		"    \"o::b\": [{\"deep\":{\"x\":[]}}],\n"
+		"    \"o::c\": \"caf\xc3\xa9 \\\"q\\\"\",\n"
+		"    \"o::d\": null\n"
+		"  }\n"
+		"}";
+	faucet_export *e = parse_ok(compact), *again;
+	char *text = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_export_to_json(e, 0, &text), 0);
+	assert_string_equal(text, compact);
+	free(text);
+	assert_int_equal(faucet_export_to_json(e, 1, &text), 0);
+	assert_string_equal(text, pretty);
+	again = parse_ok(text);
+	free(text);
+	assert_int_equal(faucet_export_count(again), 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(faucet_export_key_at(again, i), faucet_export_key_at(e, i));
+		assert_string_equal(faucet_value_json(faucet_export_value_at(again, i)),
+				    faucet_value_json(faucet_export_value_at(e, i)));
+	}
+	faucet_export_free(again);
+	faucet_export_free(e);
+}
+
+static void to_json_of_an_empty_document(void **state)
+{
+	faucet_export *e = new_export("o");
+	char *text = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_export_to_json(e, 0, &text), 0);
+	assert_string_equal(text, "{\"version\":1,\"pipeline\":\"o\",\"keys\":{}}");
+	free(text);
+	assert_int_equal(faucet_export_to_json(e, 1, &text), 0);
+	assert_string_equal(text, "{\n  \"version\": 1,\n  \"pipeline\": \"o\",\n  \"keys\": {}\n}");
+	free(text);
+	/* Text that is not key characters is escaped, so the document stays JSON. */
+	assert_int_equal(faucet_export_set_exported_at(e, "a\"b\\c\n"), 0);
+	assert_int_equal(faucet_export_to_json(e, 0, &text), 0);
+	assert_non_null(strstr(text, "\"exported_at\":\"a\\\"b\\\\c\\u000a\""));
+	faucet_export_free(e);
+	e = parse_ok(text);
+	assert_string_equal(faucet_export_exported_at(e), "a\"b\\c\n");
+	free(text);
+	faucet_export_free(e);
+}
+
+static void parsed_values_outlive_the_document(void **state)
+{
+	faucet_export *e = parse_ok("{\"version\":1,\"pipeline\":\"o\",\"keys\":"
+				    "{\"o::a\":{\"c\":[1,2,{\"d\":0.1}]}}}");
+	faucet_value *kept = faucet_value_ref((faucet_value *)faucet_export_value_at(e, 0));
+	faucet_value *want = tu_v("{\"c\":[1,2,{\"d\":0.1}]}");
+	(void)state;
+
+	faucet_export_free(e);
+	assert_true(faucet_value_equal(kept, want));
+	assert_string_equal(faucet_value_json(kept), "{\"c\":[1,2,{\"d\":0.1}]}");
+	faucet_value_free(kept);
+	faucet_value_free(want);
+}
+
+/* ---- export and import against stores ---------------------------------- */
+
+static void export_then_import_round_trips_and_replace_drops_stale_keys(void **state)
+{
+	faucet_store *from = NULL, *to = NULL;
+	faucet_export *e = NULL;
+	faucet_import_report r;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&from), 0);
+	put(from, "o::a", "{\"c\":1}");
+	put(from, "o::b", "2");
+	put(from, "other::a", "9");
+	put(from, "ox::a", "9");
+	assert_int_equal(faucet_export_namespace(from, "o", &e), 0);
+	assert_int_equal(faucet_export_count(e), 2);
+	assert_string_equal(faucet_export_pipeline(e), "o");
+	assert_null(faucet_export_exported_at(e));
+
+	assert_int_equal(faucet_store_open_memory(&to), 0);
+	put(to, "o::stale", "0");
+	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
+	assert_true(r.atomic);
+	assert_null(r.error);
+	tu_assert_strings(&r.written, "o::a", "o::b", NULL);
+	assert_int_equal(r.deleted.count, 0);
+	tu_assert_value(to, "o::stale", "0"); /* kept without replace */
+	faucet_import_report_dispose(&r);
+
+	assert_int_equal(faucet_import_namespace(to, e, 1, &r), 0);
+	tu_assert_strings(&r.deleted, "o::stale", NULL);
+	assert_null(r.error);
+	tu_assert_value(to, "o::stale", NULL);
+	tu_assert_value(to, "o::a", "{\"c\":1}");
+	tu_assert_value(to, "o::b", "2");
+	faucet_import_report_dispose(&r);
+	faucet_import_report_dispose(&r); /* disposing twice is harmless */
+
+	faucet_export_free(e);
+	faucet_store_free(from);
+	faucet_store_free(to);
+}
+
+static void export_skips_keys_deleted_after_the_listing(void **state)
+{
+	faucet_store *phantom = open_test_backend(PHANTOM), *bare = open_test_backend(BARE);
+	faucet_export *e = NULL;
+	(void)state;
+
+	put(phantom, "o::a", "1");
+	assert_int_equal(faucet_export_namespace(phantom, "o", &e), 0);
+	assert_int_equal(faucet_export_count(e), 1);
+	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
+	faucet_export_free(e);
+
+	e = (faucet_export *)0x1;
+	assert_int_equal(faucet_export_namespace(bare, "o", &e), FAUCET_EUNSUPPORTED);
+	assert_null(e);
+	tu_assert_error_contains("cannot enumerate");
+	faucet_store_free(phantom);
+	faucet_store_free(bare);
+}
+
+static void import_reports_partial_progress_on_a_non_atomic_store(void **state)
+{
+	faucet_store *s = open_test_backend(BARE);
+	faucet_export *e = new_export("o"), *bad = new_export("o");
+	faucet_import_report r;
+	(void)state;
+
+	set(e, "o::a", "1");
+	set(e, "o::boom", "2");
+	set(e, "o::c", "3");
+	assert_int_equal(faucet_import_namespace(s, e, 0, &r), 0);
+	assert_false(r.atomic);
+	tu_assert_strings(&r.written, "o::a", NULL);
+	assert_non_null(r.error);
+	assert_string_equal(r.error, "writing 'o::boom': disk full");
+	tu_assert_value(s, "o::a", "1");
+	tu_assert_value(s, "o::c", NULL); /* nothing after the failure */
+	faucet_import_report_dispose(&r);
+
+	/* An invalid document is an error return and writes nothing. */
+	set(bad, "x::a", "1");
+	assert_int_equal(faucet_import_namespace(s, bad, 0, &r), FAUCET_EINVALID);
+	tu_assert_error_contains("outside the namespace");
+	assert_int_equal(r.written.count, 0);
+	assert_null(r.error);
+	tu_assert_value(s, "x::a", NULL);
+	faucet_import_report_dispose(&r);
+
+	faucet_export_free(e);
+	faucet_export_free(bad);
+	faucet_store_free(s);
+}
+
+static void import_reports_batch_and_delete_failures(void **state)
+{
+	faucet_store *failing = open_test_backend(FAILING), *listing = open_test_backend(LISTING);
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	faucet_value *v = NULL;
+	(void)state;
+
+	/* The failing store's plain calls work. */
+	assert_int_equal(faucet_store_get(failing, "o::a", &v), 0);
+	assert_null(v);
+	put(failing, "o::a", "1");
+	assert_int_equal(faucet_store_delete(failing, "o::a"), 0);
+
+	set(e, "o::a", "1");
+	assert_int_equal(faucet_import_namespace(failing, e, 0, &r), 0);
+	assert_true(r.atomic);
+	assert_int_equal(r.written.count, 0);
+	assert_non_null(r.error);
+	assert_non_null(strstr(r.error, "tx aborted"));
+	faucet_import_report_dispose(&r);
+
+	/* A replace needs to list the namespace first: an error, nothing written. */
+	assert_int_equal(faucet_import_namespace(failing, e, 1, &r), FAUCET_EUNSUPPORTED);
+	assert_int_equal(r.written.count, 0);
+	assert_null(r.error);
+	faucet_import_report_dispose(&r);
+
+	put(listing, "o::stuck", "1");
+	put(listing, "o::gone", "1");
+	tu_assert_value(listing, "o::stuck", "1");
+	assert_int_equal(faucet_import_namespace(listing, e, 1, &r), 0);
+	assert_false(r.atomic);
+	tu_assert_strings(&r.written, "o::a", NULL);
+	tu_assert_strings(&r.deleted, "o::gone", NULL);
+	assert_non_null(r.error);
+	assert_string_equal(r.error, "deleting stale 'o::stuck': locked");
+	faucet_import_report_dispose(&r);
+
+	faucet_export_free(e);
+	faucet_store_free(failing);
+	faucet_store_free(listing);
+}
+
+static void import_of_an_empty_document_with_replace_empties_the_namespace(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	faucet_strarray left = {NULL, 0};
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	put(s, "o::a", "1");
+	put(s, "o::b::__sla__", "{}");
+	put(s, "other::a", "1");
+	assert_int_equal(faucet_import_namespace(s, e, 1, &r), 0);
+	assert_int_equal(r.written.count, 0);
+	tu_assert_strings(&r.deleted, "o::a", "o::b::__sla__", NULL);
+	faucet_import_report_dispose(&r);
+	assert_int_equal(faucet_store_list(s, "", &left), 0);
+	tu_assert_strings(&left, "other::a", NULL);
+	faucet_strarray_dispose(&left);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(export_document_parses_and_validates),
+		cmocka_unit_test(documents_of_the_wrong_shape_are_refused),
+		cmocka_unit_test(malformed_document_text_is_refused_with_the_offset),
+		cmocka_unit_test(set_keeps_keys_sorted_and_replaces),
+		cmocka_unit_test(to_json_round_trips_with_full_fidelity),
+		cmocka_unit_test(to_json_of_an_empty_document),
+		cmocka_unit_test(parsed_values_outlive_the_document),
+		cmocka_unit_test(export_then_import_round_trips_and_replace_drops_stale_keys),
+		cmocka_unit_test(export_skips_keys_deleted_after_the_listing),
+		cmocka_unit_test(import_reports_partial_progress_on_a_non_atomic_store),
+		cmocka_unit_test(import_reports_batch_and_delete_failures),
+		cmocka_unit_test(import_of_an_empty_document_with_replace_empties_the_namespace),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

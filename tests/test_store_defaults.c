@@ -1,0 +1,245 @@
+/*
+ * test_store_defaults.c - what the store front-end supplies for a backend
+ * that implements only get, put and delete: "cannot enumerate" listing,
+ * one-by-one batches that leave a prefix written, read-compare-write
+ * compare-and-put, a skipped doctor probe - and the checks faucet_store_new
+ * makes on a backend struct.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include <faucet/sys/store_backend.h>
+
+/* A bare backend over a memory store.  put fails for keys ending "::boom";
+ * get fails for keys ending "::unreadable". */
+typedef struct {
+	faucet_store_backend base;
+	faucet_store *inner;
+	int *freed; /* set when the backend is released */
+} bare_backend;
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+static int bare_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	if (ends_with(key, "::unreadable"))
+		return faucet_error_set(FAUCET_EIO, "cannot read '%s'", key);
+	return faucet_store_get(((bare_backend *)b)->inner, key, out);
+}
+
+static int bare_put(faucet_store_backend *b, const char *key, const faucet_value *v)
+{
+	if (ends_with(key, "::boom"))
+		return faucet_error_set(FAUCET_EIO, "disk full");
+	return faucet_store_put(((bare_backend *)b)->inner, key, v);
+}
+
+static int bare_del(faucet_store_backend *b, const char *key)
+{
+	return faucet_store_delete(((bare_backend *)b)->inner, key);
+}
+
+static void bare_free(faucet_store_backend *b)
+{
+	bare_backend *bb = (bare_backend *)b;
+
+	if (bb->freed)
+		*bb->freed = 1;
+	faucet_store_free(bb->inner);
+	free(bb);
+}
+
+static bare_backend *new_bare(int *freed)
+{
+	bare_backend *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	assert_int_equal(faucet_store_open_memory(&b->inner), 0);
+	b->base.version = FAUCET_STORE_BACKEND_VERSION;
+	b->base.name = "bare";
+	b->base.get = bare_get;
+	b->base.put = bare_put;
+	b->base.del = bare_del;
+	b->base.free = bare_free;
+	b->freed = freed;
+	return b;
+}
+
+static faucet_store *open_bare(void)
+{
+	faucet_store *s = NULL;
+
+	assert_int_equal(faucet_store_new(&s, &new_bare(NULL)->base), 0);
+	return s;
+}
+
+static void put(faucet_store *s, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	if (faucet_store_put(s, key, v) != 0)
+		fail_msg("put %s: %s", key, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+static int cas(faucet_store *s, const char *key, const char *expected, const char *value,
+	       int *rc)
+{
+	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(value);
+	int written = -1;
+
+	*rc = faucet_store_compare_and_put(s, key, e, v, &written);
+	faucet_value_free(e);
+	faucet_value_free(v);
+	return written;
+}
+
+static void defaults_cannot_list_and_batch_sequentially(void **state)
+{
+	faucet_store *s = open_bare();
+	faucet_strarray listed = {NULL, 0};
+	faucet_value *one = tu_v("1"), *two = tu_v("2");
+	faucet_entry ab[] = {{"p::a", one}, {"p::b", two}};
+	faucet_entry boom[] = {{"p::c", one}, {"p::boom", two}, {"p::d", two}};
+	faucet_entry invalid[] = {{"p::e", one}, {"../bad", two}};
+	(void)state;
+
+	assert_false(faucet_store_supports_list(s));
+	assert_false(faucet_store_supports_atomic_batch(s));
+	assert_int_equal(faucet_store_list(s, "p::", &listed), FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("this state store cannot enumerate its keys");
+	assert_int_equal(listed.count, 0);
+
+	assert_int_equal(faucet_store_put_batch(s, ab, 2), 0);
+	tu_assert_value(s, "p::b", "2");
+	assert_int_equal(faucet_store_put_batch(s, boom, 3), FAUCET_EIO);
+	tu_assert_error_contains("disk full");
+	tu_assert_value(s, "p::c", "1"); /* the prefix landed */
+	tu_assert_value(s, "p::d", NULL); /* nothing after the failure */
+
+	/* Keys are all validated before the first write, even one by one. */
+	assert_int_equal(faucet_store_put_batch(s, invalid, 2), FAUCET_EINVALID);
+	tu_assert_value(s, "p::e", NULL);
+	faucet_value_free(one);
+	faucet_value_free(two);
+	faucet_store_free(s);
+}
+
+static void default_compare_and_put_reads_compares_and_writes(void **state)
+{
+	faucet_store *s = open_bare();
+	int rc;
+	(void)state;
+
+	assert_false(faucet_store_supports_compare_and_put(s));
+	assert_true(cas(s, "k", NULL, "{\"a\":1,\"b\":2}", &rc));
+	assert_int_equal(rc, 0);
+	assert_false(cas(s, "k", NULL, "0", &rc));
+	assert_int_equal(rc, 0);
+	assert_false(cas(s, "k", "{\"a\":1}", "0", &rc));
+	tu_assert_value(s, "k", "{\"a\":1,\"b\":2}");
+	/* Compared as JSON values, not as text. */
+	assert_true(cas(s, "k", "{\"b\":2,\"a\":1}", "3", &rc));
+	assert_int_equal(rc, 0);
+	tu_assert_value(s, "k", "3");
+
+	/* A failing read or write is an error, and nothing is reported written. */
+	assert_false(cas(s, "p::unreadable", NULL, "1", &rc));
+	assert_int_equal(rc, FAUCET_EIO);
+	tu_assert_error_contains("cannot read");
+	assert_false(cas(s, "p::boom", NULL, "1", &rc));
+	assert_int_equal(rc, FAUCET_EIO);
+	tu_assert_error_contains("disk full");
+	assert_false(cas(s, "bad key", NULL, "1", &rc));
+	assert_int_equal(rc, FAUCET_EINVALID);
+	faucet_store_free(s);
+}
+
+static void default_check_reports_one_skipped_probe(void **state)
+{
+	faucet_store *s = open_bare();
+	faucet_check_report *report = NULL;
+	const faucet_probe *probe;
+	(void)state;
+
+	assert_int_equal(faucet_store_check(s, NULL, &report), 0);
+	assert_int_equal(faucet_check_report_count(report), 1);
+	assert_int_equal(faucet_check_report_failed_count(report), 0);
+	probe = faucet_check_report_probe(report, 0);
+	assert_int_equal(probe->status, FAUCET_PROBE_SKIP);
+	assert_string_equal(probe->reason, "no check implemented");
+	assert_null(faucet_check_report_probe(report, 1));
+	faucet_check_report_free(report);
+	faucet_store_free(s);
+}
+
+static void supports_queries_follow_the_backend_slots(void **state)
+{
+	faucet_store *mem = NULL, *bare = open_bare();
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&mem), 0);
+	assert_true(faucet_store_supports_list(mem));
+	assert_true(faucet_store_supports_compare_and_put(mem));
+	assert_true(faucet_store_supports_atomic_batch(mem));
+	assert_false(faucet_store_supports_list(bare));
+	assert_false(faucet_store_supports_compare_and_put(bare));
+	assert_false(faucet_store_supports_atomic_batch(bare));
+	assert_string_equal(faucet_store_backend_name(bare), "bare");
+	assert_ptr_not_equal(faucet_store_backend_of(bare), NULL);
+	faucet_store_free(mem);
+	faucet_store_free(bare);
+}
+
+static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
+{
+	faucet_store *s = (faucet_store *)0x1;
+	bare_backend *b;
+	int freed = 0;
+	(void)state;
+
+	/* A backend written against another version of the struct. */
+	b = new_bare(&freed);
+	b->base.version = FAUCET_STORE_BACKEND_VERSION + 1;
+	assert_int_equal(faucet_store_new(&s, &b->base), FAUCET_EINVALID);
+	tu_assert_error_contains("version 2 is not supported");
+	assert_null(s);
+	assert_true(freed); /* the store owned it from the call on */
+
+	/* A required slot left NULL. */
+	freed = 0;
+	b = new_bare(&freed);
+	b->base.put = NULL;
+	assert_int_equal(faucet_store_new(&s, &b->base), FAUCET_EINVALID);
+	assert_null(s);
+	assert_true(freed);
+
+	/* A backend without a name is reported as "custom". */
+	freed = 0;
+	b = new_bare(&freed);
+	b->base.name = NULL;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	assert_string_equal(faucet_store_backend_name(s), "custom");
+	put(s, "k", "1");
+	tu_assert_value(s, "k", "1");
+	faucet_store_free(s);
+	assert_true(freed);
+	assert_int_equal(faucet_store_new(NULL, NULL), FAUCET_EINVALID);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_cannot_list_and_batch_sequentially),
+		cmocka_unit_test(default_compare_and_put_reads_compares_and_writes),
+		cmocka_unit_test(default_check_reports_one_skipped_probe),
+		cmocka_unit_test(supports_queries_follow_the_backend_slots),
+		cmocka_unit_test(faucet_store_new_refuses_a_backend_it_cannot_use),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
