@@ -182,6 +182,72 @@ int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *
 				  const char *unit, const char *error,
 				  faucet_backfill_marker **current);
 
+/* ---- running ------------------------------------------------------------- */
+
+/* Expand ${backfill.start|end|start_date|end_date|start_unix|end_unix|unit}
+ * in one argument for unit `u`.  Other ${...} text is kept as it is; an
+ * unknown ${backfill.NAME} or an unterminated "${backfill." is
+ * FAUCET_ECONFIG naming the argument.  Caller frees *out. */
+int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char **out);
+
+typedef enum {
+	FAUCET_BACKFILL_FRESH = 0, /* an existing marker is an error */
+	FAUCET_BACKFILL_RESUME,    /* skip done units, run failed and pending ones */
+	FAUCET_BACKFILL_RESTART    /* discard the marker and every unit's scoped key */
+} faucet_backfill_mode;
+
+/* Progress callbacks, all optional, all called on the runner's thread. */
+typedef struct {
+	void *ctx;
+	/* Once, before anything runs: units in the plan, already done, to run. */
+	void (*on_plan)(void *ctx, size_t total, size_t skipped, size_t to_run);
+	/* Dry runs only: every unit in plan order with its recorded status. */
+	void (*on_planned)(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st);
+	void (*on_unit_start)(void *ctx, const faucet_backfill_unit *u);
+	/* A unit ended: DONE, FAILED (error set) or PENDING (interrupted, or
+	 * settled by another runner).  `finished` counts units settled so far
+	 * (skipped ones included) out of `total`. */
+	void (*on_unit_end)(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st,
+			    const char *error, size_t finished, size_t total);
+	/* A warning or notice worth a line ("unit X is leased by ...; later"). */
+	void (*on_message)(void *ctx, const char *text);
+} faucet_backfill_progress;
+
+typedef struct {
+	const char *pipeline;          /* required; the keys' namespace */
+	const char *const *argv;       /* the command, NULL-terminated; run without a shell */
+	unsigned concurrency;          /* units in flight; 0 = 1 */
+	faucet_backfill_mode mode;
+	int dry_run;                   /* read the marker, report, write nothing, run nothing */
+	int64_t lease_ttl;             /* seconds; 0 = 60; at least 3 */
+	const char *config_path;       /* given to units as FAUCET_CONFIG (made absolute) */
+	const char *state_url;         /* else given as FAUCET_STATE */
+	const char *metrics_file;      /* Prometheus text written here at the end; NULL = none */
+	int handle_signals;            /* catch SIGINT/SIGTERM while running */
+	const faucet_backfill_progress *progress; /* may be NULL */
+} faucet_backfill_run_options;
+
+typedef struct {
+	size_t total;      /* units in the plan */
+	size_t skipped;    /* done before this run started */
+	size_t done;       /* finished by this run */
+	size_t failed;     /* failed in this run */
+	size_t by_others;  /* settled by another runner while we waited */
+	size_t pending;    /* neither: interrupted, or never started */
+	int signal;        /* the signal that interrupted the run, or 0 */
+	int exit_code;     /* failed units capped at 100, or 128 + signal */
+} faucet_backfill_result;
+
+/* Run every unit of `plan` that is not done, at most `concurrency` at a
+ * time, each claimed by a lease, with its outcome merged into the marker as
+ * it ends.  Problems found before anything runs (bad options, a bad
+ * placeholder, a corrupt marker, an existing marker in FRESH mode) are
+ * FAUCET_ECONFIG and nothing is written.  Unit failures are not errors:
+ * they are in *result.  A store failure while recording stops new units and
+ * is returned once the running ones end. */
+int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
+			const faucet_backfill_run_options *opts, faucet_backfill_result *result);
+
 #ifdef __cplusplus
 }
 #endif
