@@ -8,6 +8,7 @@
  * directory.  Nothing is timed: overlap is proven by units that each wait
  * for a sibling's file, signals are sent by the units themselves.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -471,6 +472,76 @@ static void second_interrupt_kills(void **state)
 	teardown(f);
 }
 
+/* ---- two runners, one range ----------------------------------------------- */
+
+typedef struct {
+	faucet_store *store;
+	const faucet_backfill_plan *plan;
+	pthread_barrier_t *go;
+	faucet_backfill_result res;
+	int rc;
+} racer;
+
+static void *race_thread(void *arg)
+{
+	racer *r = arg;
+	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
+	faucet_backfill_run_options o = {0};
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.concurrency = 2;
+	o.mode = FAUCET_BACKFILL_RESUME;
+	pthread_barrier_wait(r->go);
+	r->rc = faucet_backfill_run(r->store, r->plan, &o, &r->res);
+	return NULL;
+}
+
+/* Two runners of one range at once (threads sharing a store whose
+ * compare-and-put is atomic): every unit's command runs exactly once, and
+ * between them they finish every unit. */
+static void two_runners_share_the_work(void **state)
+{
+	fixture *f = setup_plan("1d", 8);
+	pthread_barrier_t go;
+	pthread_t th[2];
+	racer rs[2];
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f);
+	size_t done = 0;
+	(void)state;
+
+	assert_int_equal(pthread_barrier_init(&go, NULL, 2), 0);
+	for (int i = 0; i < 2; i++) {
+		rs[i] = (racer){f->store, f->plan, &go, {0}, -1};
+		assert_int_equal(pthread_create(&th[i], NULL, race_thread, &rs[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rs[i].rc, 0);
+		assert_int_equal(rs[i].res.failed, 0);
+		assert_int_equal(rs[i].res.pending, 0);
+		assert_int_equal(rs[i].res.done + rs[i].res.by_others + rs[i].res.skipped, 8);
+		done += rs[i].res.done;
+	}
+	assert_int_equal(done, 8);
+	for (size_t i = 0; i < 8; i++) {
+		char name[64], *text;
+		(void)snprintf(name, sizeof(name), "ran.%s", faucet_backfill_plan_unit(f->plan, i)->id);
+		text = log_of(f, name);
+		assert_non_null(text);
+		assert_string_equal(text, "x\n");
+		free(text);
+	}
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 8);
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +555,7 @@ int main(void)
 		cmocka_unit_test(units_leased_elsewhere_are_left_to_their_holder),
 		cmocka_unit_test(sigterm_leaves_running_units_pending),
 		cmocka_unit_test(second_interrupt_kills),
+		cmocka_unit_test(two_runners_share_the_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
