@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 status=0
 
+# Throw-away PostgreSQL and Redis servers for the backend tests; their URLs
+# reach the tests through the environment (FAUCET_TEST_PG_URL, ...).  They
+# are stopped on every exit, failure included.
+servers_env=$(./scripts/test-servers.sh start)
+eval "$servers_env"
+trap './scripts/test-servers.sh stop "$FAUCET_TEST_SERVERS_DIR"' EXIT
+
 run_suite() {
   local dir=$1; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null

@@ -51,12 +51,81 @@ static int file_open(faucet_store **out, const faucet_store_config *cfg)
 	return faucet_store_open_file(out, cfg->path, &opts);
 }
 
+/* "sqlite:PATH" or "sqlite://PATH" (so sqlite:///abs is /abs). */
+static int sqlite_from_url(char *url, faucet_store_config *cfg)
+{
+	char *path = url + strlen("sqlite:");
+
+	if (strncmp(path, "//", 2) == 0)
+		path += 2;
+	if (*path == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "store URL '%s' has no path (sqlite:PATH)", url);
+	cfg->type = "sqlite";
+	cfg->path = path;
+	return 0;
+}
+
+static int sqlite_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	if (cfg->path == NULL || *cfg->path == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
+	return faucet_store_open_sqlite(out, cfg->path);
+}
+
+/* postgres://...?table=t&ensure_table=true&max_connections=5: faucet's
+ * options come off the query; the rest (sslmode, ...) goes to libpq. */
+static int postgres_from_url(char *url, faucet_store_config *cfg)
+{
+	static const char *const names[] = {"table", "ensure_table", "max_connections"};
+	char *values[3];
+	int rc = faucet__url_take_params(url, names, values, 3);
+
+	if (rc != 0)
+		return rc;
+	cfg->type = "postgres";
+	cfg->url = url;
+	cfg->table = values[0];
+	if (values[1] != NULL) {
+		int on;
+		rc = faucet__parse_bool(values[1], "ensure_table", &on);
+		if (rc != 0)
+			return rc;
+		cfg->ensure_table = on ? 1 : -1;
+	}
+	if (values[2] != NULL)
+		rc = faucet__parse_positive(values[2], "max_connections", 1000, &cfg->max_connections);
+	return rc;
+}
+
+/* redis://[:password@]host:port/DB?namespace=ns */
+static int redis_from_url(char *url, faucet_store_config *cfg)
+{
+	static const char *const names[] = {"namespace", "max_connections"};
+	char *values[2];
+	int rc = faucet__url_take_params(url, names, values, 2);
+
+	if (rc != 0)
+		return rc;
+	cfg->type = "redis";
+	cfg->url = url;
+	cfg->namespace_name = values[0];
+	if (values[1] != NULL)
+		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
+	return rc;
+}
+
 static const char *const memory_schemes[] = {"memory:", NULL};
 static const char *const file_schemes[] = {"file:", NULL};
+static const char *const sqlite_schemes[] = {"sqlite:", NULL};
+static const char *const postgres_schemes[] = {"postgres://", "postgresql://", NULL};
+static const char *const redis_schemes[] = {"redis://", NULL};
 
 static const faucet_backend_entry backends[] = {
 	{"memory", memory_schemes, memory_from_url, memory_open},
 	{"file", file_schemes, file_from_url, file_open},
+	{"sqlite", sqlite_schemes, sqlite_from_url, sqlite_open},
+	{"postgres", postgres_schemes, postgres_from_url, faucet_store_open_postgres},
+	{"redis", redis_schemes, redis_from_url, faucet_store_open_redis},
 };
 
 static void list_known(faucet_buf *b, int schemes)

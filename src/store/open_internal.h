@@ -16,6 +16,11 @@ typedef struct {
 	int (*open)(faucet_store **out, const faucet_store_config *cfg);
 } faucet_backend_entry;
 
+/* The server-backed stores (src/stores/), reached through the table. */
+int faucet_store_open_sqlite(faucet_store **out, const char *path);
+int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
+int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+
 /* Remove the query options `names` (at most 8) from a URL copy in place;
  * values[i] points at option i's percent-decoded value, stored inside the
  * copy behind the URL's terminator, or is NULL when the option is absent.

@@ -1,0 +1,377 @@
+/*
+ * bench_backends.c - the server-backed stores beside their bare floors.
+ *
+ * For each of sqlite, postgres and redis, through the public store API:
+ *
+ *   put, get, compare-and-put cycle (get + compare-and-put), list of 10,000
+ *   keys, batch of 10,000 keys
+ *
+ * and, in the same run, what the backend costs with nothing of ours on top:
+ *
+ *   sqlite    raw SQLite, WAL + synchronous=FULL, prepared statements: put,
+ *             get, 10,000- and 100,000-row batch in one transaction, range
+ *             scan of 10,000 and 100,000 keys
+ *   postgres  a bare `SELECT 1` round trip (libpq)
+ *   redis     a bare `PING` round trip (hiredis)
+ *
+ * Each store figure is printed with its ratio to the floor.  Durable-write
+ * figures (SQLite put, compare-and-put) swing with fsync latency from run
+ * to run; compare them only with the raw figures of the same run.  The SQLite
+ * database lives in argv[1] (on the normal disk: fsync on tmpfs is free).
+ * PostgreSQL and Redis come from FAUCET_TEST_PG_URL / FAUCET_TEST_REDIS_URL
+ * (scripts/test-servers.sh start prints them); a backend whose URL is unset
+ * is reported as not measured.
+ */
+#include <hiredis/hiredis.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <faucet/faucet.h>
+
+#define PUTS 200
+#define GETS 2000
+#define CAS_CYCLES 200
+#define LIST_KEYS 10000
+#define RAW_BIG 100000
+#define PINGS 2000
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench: %s: %s\n", what, faucet_error_last()->message);
+	exit(1);
+}
+
+static void row(const char *name, double seconds, double floor_seconds, const char *floor_name)
+{
+	if (floor_seconds > 0)
+		printf("  %-28s %12.1f us   %6.2fx %s\n", name, seconds * 1e6,
+		       seconds / floor_seconds, floor_name);
+	else
+		printf("  %-28s %12.1f us\n", name, seconds * 1e6);
+}
+
+static faucet_value *json(const char *text)
+{
+	faucet_value *v = NULL;
+
+	if (faucet_value_parse(&v, text, strlen(text)) != 0)
+		die("parse");
+	return v;
+}
+
+/* ---- the store API ------------------------------------------------------ */
+
+typedef struct {
+	double put, get, cas, list, batch;
+} store_figures;
+
+static store_figures measure_store(const char *url, int clean_up)
+{
+	store_figures f;
+	faucet_store *s = NULL;
+	faucet_value *v = json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
+	faucet_entry *entries = calloc(LIST_KEYS, sizeof(*entries));
+	char (*keys)[32] = calloc(LIST_KEYS, sizeof(*keys));
+	faucet_strarray listed = {0};
+	double t;
+
+	if (entries == NULL || keys == NULL)
+		die("out of memory");
+	if (faucet_store_open_url(&s, url) != 0)
+		die("open");
+	if (faucet_store_put(s, "bench::warm", v) != 0)
+		die("put");
+
+	t = now_s();
+	for (int i = 0; i < PUTS; i++) {
+		if (faucet_store_put(s, "bench::put", v) != 0)
+			die("put");
+	}
+	f.put = (now_s() - t) / PUTS;
+
+	t = now_s();
+	for (int i = 0; i < GETS; i++) {
+		faucet_value *out = NULL;
+		if (faucet_store_get(s, "bench::put", &out) != 0)
+			die("get");
+		faucet_value_free(out);
+	}
+	f.get = (now_s() - t) / GETS;
+
+	t = now_s();
+	for (int i = 0; i < CAS_CYCLES; i++) {
+		faucet_value *cur = NULL, *next;
+		char text[32];
+		int written = 0;
+
+		if (faucet_store_get(s, "bench::cas", &cur) != 0)
+			die("get");
+		snprintf(text, sizeof(text), "{\"n\":%d}", i);
+		next = json(text);
+		if (faucet_store_compare_and_put(s, "bench::cas", cur, next, &written) != 0 ||
+		    !written)
+			die("compare-and-put");
+		faucet_value_free(cur);
+		faucet_value_free(next);
+	}
+	f.cas = (now_s() - t) / CAS_CYCLES;
+
+	for (int i = 0; i < LIST_KEYS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "bench::list::%06d", i);
+		entries[i].key = keys[i];
+		entries[i].value = v;
+	}
+	t = now_s();
+	if (faucet_store_put_batch(s, entries, LIST_KEYS) != 0)
+		die("put_batch");
+	f.batch = now_s() - t;
+
+	t = now_s();
+	if (faucet_store_list(s, "bench::list::", &listed) != 0 || listed.count != LIST_KEYS)
+		die("list");
+	f.list = now_s() - t;
+	faucet_strarray_dispose(&listed);
+
+	/* Leave a server as we found it (a SQLite file is simply removed). */
+	if (clean_up && faucet_store_list(s, "bench::", &listed) == 0) {
+		for (size_t i = 0; i < listed.count; i++)
+			(void)faucet_store_delete(s, listed.strings[i]);
+		faucet_strarray_dispose(&listed);
+	}
+	faucet_store_free(s);
+	faucet_value_free(v);
+	free(entries);
+	free(keys);
+	return f;
+}
+
+/* ---- raw SQLite -------------------------------------------------------- */
+
+typedef struct {
+	double put, get, batch_small, batch_big, scan_small, scan_big;
+} sqlite_floor;
+
+static void sq(sqlite3 *db, const char *text)
+{
+	if (sqlite3_exec(db, text, NULL, NULL, NULL) != SQLITE_OK) {
+		fprintf(stderr, "bench: %s: %s\n", text, sqlite3_errmsg(db));
+		exit(1);
+	}
+}
+
+static double raw_batch(sqlite3 *db, sqlite3_stmt *put, const char *value, int n, int offset)
+{
+	double t = now_s();
+
+	sq(db, "BEGIN IMMEDIATE");
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "raw::%d::%07d", offset, i);
+		sqlite3_bind_text(put, 1, key, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(put, 2, value, -1, SQLITE_STATIC);
+		if (sqlite3_step(put) != SQLITE_DONE)
+			exit(1);
+		sqlite3_reset(put);
+	}
+	sq(db, "COMMIT");
+	return now_s() - t;
+}
+
+static double raw_scan(sqlite3 *db, int offset, int want)
+{
+	sqlite3_stmt *st;
+	char lo[32], hi[32];
+	int n = 0;
+	double t = now_s();
+
+	snprintf(lo, sizeof(lo), "raw::%d::", offset);
+	snprintf(hi, sizeof(hi), "raw::%d:;", offset);
+	sqlite3_prepare_v2(db, "SELECT key FROM t WHERE key >= ?1 AND key < ?2 ORDER BY key", -1,
+			   &st, NULL);
+	sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, hi, -1, SQLITE_STATIC);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (sqlite3_column_text(st, 0) != NULL)
+			n++;
+	}
+	sqlite3_finalize(st);
+	if (n != want)
+		exit(1);
+	return now_s() - t;
+}
+
+static sqlite_floor measure_raw_sqlite(const char *path)
+{
+	const char *value = "{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}";
+	sqlite_floor f;
+	sqlite3 *db;
+	sqlite3_stmt *put, *get;
+	double t;
+
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		exit(1);
+	sq(db, "PRAGMA journal_mode=WAL");
+	sq(db, "PRAGMA synchronous=FULL");
+	sq(db, "CREATE TABLE IF NOT EXISTS t (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+	sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO t (key, value) VALUES (?1, ?2)", -1, &put,
+			   NULL);
+	sqlite3_prepare_v2(db, "SELECT value FROM t WHERE key = ?1", -1, &get, NULL);
+
+	t = now_s();
+	for (int i = 0; i < PUTS; i++) {
+		sqlite3_bind_text(put, 1, "raw::put", -1, SQLITE_STATIC);
+		sqlite3_bind_text(put, 2, value, -1, SQLITE_STATIC);
+		if (sqlite3_step(put) != SQLITE_DONE)
+			exit(1);
+		sqlite3_reset(put);
+	}
+	f.put = (now_s() - t) / PUTS;
+
+	t = now_s();
+	for (int i = 0; i < GETS; i++) {
+		sqlite3_bind_text(get, 1, "raw::put", -1, SQLITE_STATIC);
+		if (sqlite3_step(get) != SQLITE_ROW || sqlite3_column_text(get, 0) == NULL)
+			exit(1);
+		sqlite3_reset(get);
+	}
+	f.get = (now_s() - t) / GETS;
+
+	f.batch_small = raw_batch(db, put, value, LIST_KEYS, 1);
+	f.batch_big = raw_batch(db, put, value, RAW_BIG, 2);
+	f.scan_small = raw_scan(db, 1, LIST_KEYS);
+	f.scan_big = raw_scan(db, 2, RAW_BIG);
+	sqlite3_finalize(put);
+	sqlite3_finalize(get);
+	sqlite3_close(db);
+	return f;
+}
+
+/* ---- bare server round trips ------------------------------------------ */
+
+static double pg_select1(const char *url)
+{
+	PGconn *c = PQconnectdb(url);
+	double t;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "bench: cannot connect to PostgreSQL\n");
+		exit(1);
+	}
+	t = now_s();
+	for (int i = 0; i < PINGS; i++)
+		PQclear(PQexec(c, "SELECT 1"));
+	t = (now_s() - t) / PINGS;
+	PQfinish(c);
+	return t;
+}
+
+static double redis_ping(const char *url)
+{
+	/* redis://:password@host:port/db */
+	const char *at = strchr(url + 8, '@');
+	const char *hostp = at ? at + 1 : url + 8;
+	const char *colon = strchr(hostp, ':');
+	char host[128], password[128] = "";
+	redisContext *c;
+	double t;
+
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - hostp), hostp);
+	if (at != NULL && url[8] == ':')
+		snprintf(password, sizeof(password), "%.*s", (int)(at - url - 9), url + 9);
+	c = redisConnect(host, atoi(colon + 1));
+	if (c == NULL || c->err)
+		exit(1);
+	if (*password)
+		freeReplyObject(redisCommand(c, "AUTH %s", password));
+	t = now_s();
+	for (int i = 0; i < PINGS; i++)
+		freeReplyObject(redisCommand(c, "PING"));
+	t = (now_s() - t) / PINGS;
+	redisFree(c);
+	return t;
+}
+
+static void remove_db(const char *path)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm"};
+
+	for (size_t i = 0; i < 3; i++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s%s", path, suffixes[i]);
+		(void)unlink(p);
+	}
+}
+
+static void print_store(const char *name, store_figures f, double rt, const char *rt_name)
+{
+	printf("%s (store API)\n", name);
+	row("put", f.put, rt, rt_name);
+	row("get", f.get, rt, rt_name);
+	row("compare-and-put cycle", f.cas, rt, rt_name);
+	row("list of 10,000 keys", f.list, rt, rt_name);
+	row("batch of 10,000 keys", f.batch, rt, rt_name);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : ".";
+	const char *pg = getenv("FAUCET_TEST_PG_URL");
+	const char *redis = getenv("FAUCET_TEST_REDIS_URL");
+	char path[4096], url[4200];
+	store_figures f;
+	sqlite_floor raw;
+
+	snprintf(path, sizeof(path), "%s/bench-backends-%ld.db", dir, (long)getpid());
+	snprintf(url, sizeof(url), "sqlite:%s", path);
+	f = measure_store(url, 0);
+	snprintf(path, sizeof(path), "%s/bench-backends-raw-%ld.db", dir, (long)getpid());
+	raw = measure_raw_sqlite(path);
+	printf("sqlite (store API vs raw SQLite, WAL + synchronous=FULL, prepared)\n");
+	row("put", f.put, raw.put, "raw put");
+	row("get", f.get, raw.get, "raw get");
+	row("compare-and-put cycle", f.cas, raw.put, "raw put");
+	row("list of 10,000 keys", f.list, raw.scan_small, "raw scan of 10,000");
+	row("batch of 10,000 keys", f.batch, raw.batch_small, "raw batch of 10,000");
+	printf("raw SQLite\n");
+	row("put", raw.put, 0, NULL);
+	row("get", raw.get, 0, NULL);
+	row("batch of 100,000 rows", raw.batch_big, 0, NULL);
+	row("range scan of 100,000 keys", raw.scan_big, 0, NULL);
+	remove_db(path);
+	snprintf(path, sizeof(path), "%s/bench-backends-%ld.db", dir, (long)getpid());
+	remove_db(path);
+
+	if (pg != NULL && *pg) {
+		double rt = pg_select1(pg);
+		snprintf(url, sizeof(url), "%s%sfaucet_bench", pg, strchr(pg, '?') ? "&table=" : "?table=");
+		f = measure_store(url, 1);
+		print_store("postgres", f, rt, "SELECT 1");
+		row("bare SELECT 1 round trip", rt, 0, NULL);
+	} else {
+		printf("postgres: not measured (FAUCET_TEST_PG_URL is unset)\n");
+	}
+	if (redis != NULL && *redis) {
+		double rt = redis_ping(redis);
+		snprintf(url, sizeof(url), "%s%snamespace=faucet_bench", redis,
+			 strchr(redis, '?') ? "&" : "?");
+		f = measure_store(url, 1);
+		print_store("redis", f, rt, "PING");
+		row("bare PING round trip", rt, 0, NULL);
+	} else {
+		printf("redis: not measured (FAUCET_TEST_REDIS_URL is unset)\n");
+	}
+	return 0;
+}

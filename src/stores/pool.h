@@ -1,0 +1,47 @@
+/*
+ * pool.h - a bounded pool of connections shared by the server-backed stores
+ * (SQLite, PostgreSQL, Redis).  Not installed.
+ *
+ * A caller takes a connection for one operation and gives it back.  At most
+ * `max` connections exist at once; a caller that finds them all in use waits
+ * on a condition variable.  Connections are opened lazily (the first
+ * operation, not the store's open call, reaches the server), so a store
+ * whose server is down still opens and `faucet doctor` can report why.
+ *
+ * Reconnection: a connection given back as broken is closed, and so is every
+ * idle one (they talked to the same server, which has most likely gone away
+ * too); the next caller opens a fresh one.  Before an idle connection is
+ * handed out, the optional `alive` callback may reject it.
+ */
+#ifndef FAUCET_STORES_POOL_H
+#define FAUCET_STORES_POOL_H
+
+#include <stddef.h>
+
+typedef struct faucet_pool faucet_pool;
+
+typedef struct {
+	/* Open one connection; sets the last error and returns a FAUCET_E*
+	 * code on failure. */
+	int (*connect)(void *owner, void **conn);
+	/* Close a connection. */
+	void (*disconnect)(void *conn);
+	/* Optional: whether an idle connection still looks usable (cheap, no
+	 * round trip).  NULL = always. */
+	int (*alive)(void *conn);
+} faucet_pool_ops;
+
+int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max);
+
+/* Take a connection, opening one when none is idle and fewer than `max`
+ * exist, else waiting for one.  *fresh (may be NULL) says whether it was
+ * opened by this call. */
+int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh);
+
+/* Give a connection back; `broken` closes it and every idle connection. */
+void faucet_pool_release(faucet_pool *p, void *conn, int broken);
+
+/* Close every connection.  No connection may be in use. */
+void faucet_pool_free(faucet_pool *p);
+
+#endif

@@ -1,0 +1,773 @@
+/*
+ * postgres.c - the PostgreSQL state store ("postgres://...").
+ *
+ * Layout (shared with the original faucet): one table, "faucet_state" unless
+ * configured,
+ *
+ *   key TEXT PRIMARY KEY, value JSONB NOT NULL,
+ *   updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW()
+ *
+ * The table name is checked against [A-Za-z0-9_]{1,63} and always written
+ * as a quoted identifier.  Unless ensure_table is "never", the first
+ * connection creates a missing table, under an advisory lock so several
+ * processes starting at once do not race on the catalog.
+ *
+ * What round-trips through JSONB: JSONB keeps values, not text.  Every
+ * integer we accept (-2^63 .. 2^64-1) and every decimal written without an
+ * exponent (0.1, 1.0, 2.50) comes back with the same digits; whitespace is
+ * dropped and object members come back in JSONB's order (shorter names
+ * first), which is the same JSON value.  Exponents are expanded (1e5 comes
+ * back as 100000, 2.5e-3 as 0.0025) and -0.0 becomes 0.0.  Where that
+ * turns a decimal into an integer (1E5, 1e300) the value would change type,
+ * or not parse at all, so such a value is refused before it is written -
+ * never stored altered (see check_jsonb_safe).  A string holding
+ * \u0000 is refused by PostgreSQL itself.
+ *
+ * Connections: a pool (pool.c) of at most max_connections libpq connections,
+ * each with its statements prepared once.  A connection found closed by the
+ * server is replaced; an operation that fails because its connection broke
+ * reports the error, and - for idempotent operations on a reused
+ * connection, the usual sign of a server restart - is tried once more on a
+ * fresh one.  compare-and-put is one statement (see pg_cas_on), never
+ * retried.  Credentials never appear in messages: the URL is redacted and
+ * the password is scrubbed from libpq's own text.
+ */
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "store/open_internal.h"
+#include "stores/pool.h"
+
+#define PG_DEFAULT_TABLE "faucet_state"
+#define PG_DEFAULT_POOL 5
+#define PG_CONNECT_TIMEOUT "10"
+#define SENTINEL_JSON "{\"faucet_doctor\":true}"
+
+typedef struct {
+	faucet_store_backend base;
+	char *url;      /* handed to libpq */
+	char *redacted; /* for messages */
+	char *password; /* only to scrub it from libpq's messages; NULL if none */
+	char *table;
+	char quoted[68]; /* "table" */
+	int ensure_table;
+	faucet_pool *pool;
+	pthread_mutex_t table_lock;
+	int table_ready;
+} pg_store;
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* libpq's message without its trailing newline and with any occurrence of
+ * the password replaced (libpq may echo parts of a connection string). */
+static char *clean_message(const pg_store *s, const char *msg)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	size_t len = strlen(msg);
+	const char *p = msg;
+
+	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+		len--;
+	while ((size_t)(p - msg) < len) {
+		const char *hit = NULL;
+		if (s->password != NULL && *s->password != '\0')
+			hit = strstr(p, s->password);
+		if (hit == NULL || (size_t)(hit - msg) >= len) {
+			(void)faucet_buf_put(&b, p, len - (size_t)(p - msg));
+			break;
+		}
+		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
+		(void)faucet_buf_puts(&b, "***");
+		p = hit + strlen(s->password);
+	}
+	(void)faucet_buf_puts(&b, "");
+	return faucet_buf_detach(&b);
+}
+
+/* Set the last error: what failed, on which server and table, and why. */
+static int pg_fail(const pg_store *s, int code, const char *what, const char *why)
+{
+	char *clean = clean_message(s, why ? why : "unknown error");
+
+	(void)faucet_error_set(code, "postgres state store %s table %s: %s: %s", s->redacted,
+			       s->quoted, what, clean ? clean : "unknown error");
+	free(clean);
+	return code;
+}
+
+/* Check a result; on failure set the last error and free it. */
+static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
+			const char *what)
+{
+	if (res != NULL && PQresultStatus(res) == want)
+		return 0;
+	(void)pg_fail(s, FAUCET_ERROR, what,
+		      res != NULL && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+								 : PQerrorMessage(c));
+	PQclear(res);
+	return FAUCET_ERROR;
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+/* Each statement names the table once: SQL = before + "table" + after. */
+typedef struct {
+	const char *name;
+	const char *before;
+	const char *after;
+	int nparams;
+} pg_statement;
+
+static const pg_statement statements[] = {
+	{"faucet_get", "SELECT value::text FROM ", " WHERE key = $1", 1},
+	{"faucet_put", "INSERT INTO ",
+	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
+	 2},
+	{"faucet_del", "DELETE FROM ", " WHERE key = $1", 1},
+	/* starts_with() compares literally ('_' and '%' are not wildcards) and
+	 * COLLATE "C" orders by bytes whatever the database's collation. */
+	{"faucet_list", "SELECT key FROM ", " WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"",
+	 1},
+	{"faucet_cas_absent", "INSERT INTO ",
+	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) ON CONFLICT (key) DO NOTHING", 2},
+	{"faucet_cas_update", "UPDATE ",
+	 " SET value = $3::jsonb, updated_at = NOW() WHERE key = $1 AND value = $2::jsonb", 3},
+	/* A batch is one statement over a JSON object {key: value, ...}: one
+	 * round trip, and atomic like any single statement. */
+	{"faucet_batch", "INSERT INTO ",
+	 " (key, value, updated_at) SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
+	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
+	 1},
+};
+
+static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	return PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+/* Create the table when it is missing (unless ensure_table says never).
+ * Runs once per store, on its first connection. */
+static int ensure_table(pg_store *s, PGconn *c)
+{
+	const char *params[1] = {s->quoted};
+	char *create = NULL;
+	PGresult *res;
+	int missing, rc = 0;
+
+	res = exec_sql(c, "SELECT to_regclass($1) IS NULL", 1, params);
+	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table") != 0)
+		return FAUCET_ERROR;
+	missing = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (!missing)
+		return 0;
+	if (s->ensure_table < 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"postgres state store %s: table %s does not exist and "
+					"ensure_table is false (create it, or allow faucet to)",
+					s->redacted, s->quoted);
+	create = faucet__sprintf(
+		"BEGIN; SELECT pg_advisory_xact_lock(hashtext('faucet_state_create')); "
+		"CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value JSONB NOT NULL, "
+		"updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW()); COMMIT",
+		s->quoted);
+	if (create == NULL)
+		return FAUCET_ENOMEM;
+	res = PQexec(c, create);
+	if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot create the table") != 0) {
+		PQclear(PQexec(c, "ROLLBACK"));
+		rc = FAUCET_ERROR;
+	} else {
+		PQclear(res);
+	}
+	free(create);
+	return rc;
+}
+
+static int prepare_statements(pg_store *s, PGconn *c)
+{
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(statements); i++) {
+		char *sql = faucet__sprintf("%s%s%s", statements[i].before, s->quoted,
+					    statements[i].after);
+		PGresult *res;
+
+		if (sql == NULL)
+			return FAUCET_ENOMEM;
+		res = PQprepare(c, statements[i].name, sql, statements[i].nparams, NULL);
+		free(sql);
+		if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot prepare a statement") != 0)
+			return FAUCET_ERROR;
+		PQclear(res);
+	}
+	return 0;
+}
+
+static void ignore_notice(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+static int pg_connect(void *owner, void **out)
+{
+	pg_store *s = owner;
+	/* dbname comes last so options written in the URL win over ours. */
+	const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+	const char *vals[] = {PG_CONNECT_TIMEOUT, "faucet", s->url, NULL};
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	int rc = 0;
+
+	if (c == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "postgres state store: out of memory");
+	if (PQstatus(c) != CONNECTION_OK) {
+		rc = pg_fail(s, FAUCET_ERROR, "cannot connect", PQerrorMessage(c));
+		PQfinish(c);
+		return rc;
+	}
+	/* A library does not print the server's NOTICEs on the caller's stderr. */
+	(void)PQsetNoticeProcessor(c, ignore_notice, NULL);
+	pthread_mutex_lock(&s->table_lock);
+	if (!s->table_ready) {
+		rc = ensure_table(s, c);
+		s->table_ready = rc == 0;
+	}
+	pthread_mutex_unlock(&s->table_lock);
+	if (rc == 0)
+		rc = prepare_statements(s, c);
+	if (rc != 0) {
+		PQfinish(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+static void pg_disconnect(void *conn)
+{
+	PQfinish(conn);
+}
+
+/* An idle connection has nothing to read: we never LISTEN, and every reply
+ * is consumed by the call that asked for it.  A readable socket means the
+ * server is closing it - after a restart it sends "terminating connection"
+ * and EOF - so the connection is replaced before anyone uses it. */
+static int pg_alive(void *conn)
+{
+	PGconn *c = conn;
+	struct pollfd pfd = {PQsocket(c), POLLIN, 0};
+
+	if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE)
+		return 0;
+	return pfd.fd >= 0 && poll(&pfd, 1, 0) == 0;
+}
+
+static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive};
+
+/* ---- values ------------------------------------------------------------ */
+
+/* Whether JSONB would print this number token (written with an exponent)
+ * without a decimal point.  PostgreSQL's numeric keeps max(0, fraction
+ * digits - exponent) decimals: 1E5 and 2.5e1 come back as the integers
+ * 100000 and 25, while 2.50e1 comes back as 25.0. */
+static int exponent_becomes_integer(const char *tok, size_t len)
+{
+	const char *dot = memchr(tok, '.', len);
+	const char *e = tok + strcspn(tok, "eE");
+	long frac = 0, exp;
+
+	if ((size_t)(e - tok) >= len)
+		return 0;
+	if (dot != NULL && dot < e)
+		frac = (long)(e - dot - 1);
+	exp = strtol(e + 1, NULL, 10);
+	return frac - exp <= 0;
+}
+
+/* Refuse a value JSONB would hand back altered in a way that matters: a
+ * number written with an exponent that comes back as an integer (1E5 ->
+ * 100000) is no longer the same JSON value to us, and one of 2^64 or more
+ * (1e300) would not even parse.  Other exponents (2.25e-7 -> 0.000000225)
+ * come back as the same double. */
+static int check_jsonb_safe(const pg_store *s, const char *key, const faucet_value *v)
+{
+	const char *p = faucet_value_json(v);
+	int in_string = 0;
+
+	for (; *p; p++) {
+		size_t len;
+
+		if (in_string) {
+			if (*p == '\\' && p[1] != '\0')
+				p++;
+			else if (*p == '"')
+				in_string = 0;
+			continue;
+		}
+		if (*p == '"') {
+			in_string = 1;
+			continue;
+		}
+		if (*p != '-' && (*p < '0' || *p > '9'))
+			continue;
+		len = strspn(p, "0123456789+-.eE");
+		if (exponent_becomes_integer(p, len))
+			return faucet_error_set(
+				FAUCET_EINVALID,
+				"postgres state store table %s: the value for key '%s' holds the number "
+				"%.*s, which JSONB would return as the integer it equals, changing the "
+				"stored value; write it without an exponent (or as a string)",
+				s->quoted, key, (int)len, p);
+		p += len - 1;
+	}
+	return 0;
+}
+
+static int bad_stored_value(const pg_store *s, const char *key)
+{
+	char *why = faucet__strdup(faucet_error_last()->message);
+
+	(void)faucet_error_set(FAUCET_ERROR,
+			       "postgres state store table %s: the value of key '%s' cannot be read "
+			       "back exactly (%s)",
+			       s->quoted, key, why ? why : "unparsable");
+	free(why);
+	return FAUCET_ERROR;
+}
+
+/* ---- operations on one connection ------------------------------------ */
+
+static PGresult *run_prepared(PGconn *c, const char *name, int n, const char *const *params)
+{
+	return PQexecPrepared(c, name, n, params, NULL, NULL, 0);
+}
+
+static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out)
+{
+	const char *params[1] = {key};
+	PGresult *res = run_prepared(c, "faucet_get", 1, params);
+	int rc = 0;
+
+	*out = NULL;
+	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key") != 0)
+		return FAUCET_ERROR;
+	if (PQntuples(res) == 1 &&
+	    faucet_value_parse(out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0)) != 0)
+		rc = bad_stored_value(s, key);
+	PQclear(res);
+	return rc;
+}
+
+static int pg_command_on(pg_store *s, PGconn *c, const char *name, int n,
+			 const char *const *params, const char *what, int *affected)
+{
+	PGresult *res = run_prepared(c, name, n, params);
+
+	if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, what) != 0)
+		return FAUCET_ERROR;
+	if (affected != NULL)
+		*affected = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return 0;
+}
+
+static int pg_put_on(pg_store *s, PGconn *c, const char *key, const faucet_value *v)
+{
+	const char *params[2] = {key, faucet_value_json(v)};
+
+	return pg_command_on(s, c, "faucet_put", 2, params, "cannot write a key", NULL);
+}
+
+static int pg_del_on(pg_store *s, PGconn *c, const char *key)
+{
+	const char *params[1] = {key};
+
+	return pg_command_on(s, c, "faucet_del", 1, params, "cannot delete a key", NULL);
+}
+
+/* One statement either way, so the comparison and the write are atomic:
+ * absent - INSERT ... ON CONFLICT DO NOTHING inserts only when no row
+ * exists; present - UPDATE ... WHERE value = $2::jsonb compares with JSONB
+ * equality (members in any order, numbers by value), and under READ
+ * COMMITTED a concurrent update makes PostgreSQL re-check the condition on
+ * the newest row version before writing. */
+static int pg_cas_on(pg_store *s, PGconn *c, const char *key, const faucet_value *expected,
+		     const faucet_value *value, int *written)
+{
+	int affected = 0, rc;
+
+	if (expected == NULL) {
+		const char *params[2] = {key, faucet_value_json(value)};
+		rc = pg_command_on(s, c, "faucet_cas_absent", 2, params,
+				   "cannot compare-and-put a key", &affected);
+	} else {
+		const char *params[3] = {key, faucet_value_json(expected), faucet_value_json(value)};
+		rc = pg_command_on(s, c, "faucet_cas_update", 3, params,
+				   "cannot compare-and-put a key", &affected);
+	}
+	*written = rc == 0 && affected == 1;
+	return rc;
+}
+
+/* ---- pooled operations ------------------------------------------------- */
+
+typedef struct {
+	const char *key;
+	const faucet_value *value;
+	const faucet_value *expected;
+	faucet_value **out;
+	const char *prefix;
+	faucet_strarray *list;
+	const char *batch_json;
+	int *written;
+} pg_args;
+
+typedef int (*pg_op)(pg_store *s, PGconn *c, pg_args *a);
+
+static int op_get(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_get_on(s, c, a->key, a->out);
+}
+
+static int op_put(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_put_on(s, c, a->key, a->value);
+}
+
+static int op_del(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_del_on(s, c, a->key);
+}
+
+static int op_cas(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_cas_on(s, c, a->key, a->expected, a->value, a->written);
+}
+
+static int op_list(pg_store *s, PGconn *c, pg_args *a)
+{
+	const char *params[1] = {a->prefix};
+	PGresult *res = run_prepared(c, "faucet_list", 1, params);
+	int rc = 0;
+
+	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys") != 0)
+		return FAUCET_ERROR;
+	for (int i = 0; i < PQntuples(res) && rc == 0; i++)
+		rc = faucet_strarray_push(a->list, PQgetvalue(res, i, 0));
+	PQclear(res);
+	if (rc != 0)
+		faucet_strarray_dispose(a->list);
+	return rc;
+}
+
+static int op_batch(pg_store *s, PGconn *c, pg_args *a)
+{
+	const char *params[1] = {a->batch_json};
+
+	return pg_command_on(s, c, "faucet_batch", 1, params, "cannot write a batch", NULL);
+}
+
+/* Run one operation on a pooled connection.  A connection that broke is
+ * closed (with every idle one); an idempotent operation that broke a
+ * reused connection gets one more try on a fresh connection. */
+static int pg_run(pg_store *s, pg_op op, pg_args *a, int idempotent)
+{
+	for (int attempt = 0;; attempt++) {
+		PGconn *c;
+		int fresh, broken, rc;
+
+		rc = faucet_pool_acquire(s->pool, (void **)&c, &fresh);
+		if (rc != 0)
+			return rc;
+		rc = op(s, c, a);
+		broken = PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
+		faucet_pool_release(s->pool, c, broken);
+		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
+			return rc;
+	}
+}
+
+static int pg_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	pg_args a = {.key = key, .out = out};
+
+	return pg_run((pg_store *)b, op_get, &a, 1);
+}
+
+static int pg_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	pg_store *s = (pg_store *)b;
+	pg_args a = {.key = key, .value = value};
+
+	if (check_jsonb_safe(s, key, value) != 0)
+		return FAUCET_EINVALID;
+	return pg_run(s, op_put, &a, 1);
+}
+
+static int pg_del(faucet_store_backend *b, const char *key)
+{
+	pg_args a = {.key = key};
+
+	return pg_run((pg_store *)b, op_del, &a, 1);
+}
+
+static int pg_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	pg_args a = {.prefix = prefix, .list = out};
+
+	return pg_run((pg_store *)b, op_list, &a, 1);
+}
+
+static int pg_compare_and_put(faucet_store_backend *b, const char *key,
+			      const faucet_value *expected, const faucet_value *value,
+			      int *written)
+{
+	pg_store *s = (pg_store *)b;
+	pg_args a = {.key = key, .expected = expected, .value = value, .written = written};
+
+	*written = 0;
+	if (check_jsonb_safe(s, key, value) != 0)
+		return FAUCET_EINVALID;
+	/* Never retried: after a broken connection we cannot know whether the
+	 * write landed, and a second try could report it as not written. */
+	return pg_run(s, op_cas, &a, 0);
+}
+
+static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
+{
+	pg_store *s = (pg_store *)b;
+	faucet_buf doc = FAUCET_BUF_INIT;
+	pg_args a = {0};
+	int rc;
+
+	if (count == 0)
+		return 0;
+	/* Keys are valid state keys ([A-Za-z0-9_.:/-]), so they need no JSON
+	 * escaping; a key given twice keeps its last value, as one-by-one puts
+	 * would. */
+	(void)faucet_buf_putc(&doc, '{');
+	for (size_t i = 0; i < count; i++) {
+		if (check_jsonb_safe(s, entries[i].key, entries[i].value) != 0) {
+			faucet_buf_dispose(&doc);
+			return FAUCET_EINVALID;
+		}
+		(void)faucet_buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
+		(void)faucet_buf_put(&doc, faucet_value_json(entries[i].value),
+				     faucet_value_len(entries[i].value));
+	}
+	(void)faucet_buf_putc(&doc, '}');
+	if (doc.failed) {
+		faucet_buf_dispose(&doc);
+		return FAUCET_ENOMEM;
+	}
+	a.batch_json = doc.ptr;
+	rc = pg_run(s, op_batch, &a, 1);
+	faucet_buf_dispose(&doc);
+	return rc;
+}
+
+/* ---- doctor ------------------------------------------------------------ */
+
+static int set_timeout(PGconn *c, uint64_t ms)
+{
+	char sql[64];
+	PGresult *res;
+	int ok;
+
+	snprintf(sql, sizeof(sql), "SET statement_timeout = %llu", (unsigned long long)ms);
+	res = PQexec(c, sql);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PQclear(res);
+	return ok ? 0 : -1;
+}
+
+static int sentinel_round_trip(pg_store *s, PGconn *c)
+{
+	char *key = faucet_doctor_sentinel_key();
+	faucet_value *probe = NULL, *got = NULL;
+	int rc;
+
+	if (key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_value_parse(&probe, SENTINEL_JSON, strlen(SENTINEL_JSON));
+	if (rc == 0)
+		rc = pg_put_on(s, c, key, probe);
+	if (rc == 0)
+		rc = pg_get_on(s, c, key, &got);
+	if (pg_del_on(s, c, key) != 0 && rc == 0)
+		rc = FAUCET_ERROR;
+	if (rc == 0 && !faucet_value_equal(got, probe))
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "sentinel readback did not match what was written");
+	faucet_value_free(probe);
+	faucet_value_free(got);
+	free(key);
+	return rc;
+}
+
+static int add_probe(faucet_check_report *r, const char *name, int failed, uint64_t start,
+		     const char *hint)
+{
+	return faucet_check_report_add(r, name, failed ? FAUCET_PROBE_FAIL : FAUCET_PROBE_PASS,
+				       failed ? faucet_error_last()->message : NULL,
+				       faucet__now_ms() - start, failed ? hint : NULL);
+}
+
+/* Two probes: "connect" (a connection and SELECT 1) and "sentinel" (put,
+ * get and delete of a unique key, no residue).  Statements run under a
+ * statement_timeout of the doctor's timeout. */
+static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
+		    faucet_check_report **out)
+{
+	pg_store *s = (pg_store *)b;
+	uint64_t timeout = ctx->timeout_ms ? ctx->timeout_ms : 10000;
+	uint64_t start = faucet__now_ms();
+	char *hint = faucet__sprintf("check that the server in %s is reachable, the credentials "
+				     "are right and table %s can be created or exists",
+				     s->redacted, s->quoted);
+	PGconn *c = NULL;
+	int rc, failed, broken = 0;
+
+	if (hint == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_new(out);
+	if (rc != 0) {
+		free(hint);
+		return rc;
+	}
+	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
+	if (!failed) {
+		PGresult *res;
+		if (set_timeout(c, timeout) != 0)
+			failed = pg_fail(s, FAUCET_ERROR, "cannot set statement_timeout",
+					 PQerrorMessage(c)) != 0;
+		res = failed ? NULL : PQexec(c, "SELECT 1");
+		if (!failed && pg_result_ok(s, c, res, PGRES_TUPLES_OK, "SELECT 1 failed") != 0)
+			failed = 1;
+		else if (res != NULL)
+			PQclear(res);
+	}
+	rc = add_probe(*out, "connect", failed, start, hint);
+	if (rc == 0 && c != NULL && !failed) {
+		start = faucet__now_ms();
+		rc = add_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+		PQclear(PQexec(c, "RESET statement_timeout"));
+	}
+	if (c != NULL) {
+		broken = PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
+		faucet_pool_release(s->pool, c, broken);
+	}
+	free(hint);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ---- open / free ------------------------------------------------------- */
+
+static void pg_free(faucet_store_backend *b)
+{
+	pg_store *s = (pg_store *)b;
+
+	faucet_pool_free(s->pool);
+	pthread_mutex_destroy(&s->table_lock);
+	free(s->url);
+	free(s->redacted);
+	free(s->password);
+	free(s->table);
+	free(s);
+}
+
+static int valid_table_name(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 63)
+		return 0;
+	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+/* The password of a postgres://user:password@host URL, or NULL. */
+static char *url_password(const char *url)
+{
+	const char *auth = strstr(url, "://");
+	const char *at, *colon, *slash;
+
+	if (auth == NULL)
+		return NULL;
+	auth += 3;
+	at = strchr(auth, '@');
+	slash = strchr(auth, '/');
+	if (at == NULL || (slash != NULL && slash < at))
+		return NULL;
+	colon = memchr(auth, ':', (size_t)(at - auth));
+	if (colon == NULL || colon + 1 == at)
+		return NULL;
+	return faucet__strndup(colon + 1, (size_t)(at - colon - 1));
+}
+
+int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg)
+{
+	const char *table = cfg->table ? cfg->table : PG_DEFAULT_TABLE;
+	int pool = cfg->max_connections ? cfg->max_connections : PG_DEFAULT_POOL;
+	pg_store *s;
+	int rc;
+
+	*out = NULL;
+	if (cfg->url == NULL || *cfg->url == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "postgres state store needs a `url`");
+	if (!valid_table_name(table))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"postgres state store: table name '%s' is not allowed "
+					"(1 to 63 of A-Z, a-z, 0-9 and _)",
+					table);
+	if (pool < 1)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"postgres state store: max_connections must be at least 1, "
+					"got %d",
+					pool);
+	if (!PQisthreadsafe())
+		return faucet_error_set(FAUCET_ECONFIG,
+					"the libpq library was built without thread support");
+	s = faucet__calloc(1, sizeof(*s));
+	if (s == NULL)
+		return FAUCET_ENOMEM;
+	s->url = faucet__strdup(cfg->url);
+	s->redacted = faucet_url_redact(cfg->url);
+	s->password = url_password(cfg->url);
+	s->table = faucet__strdup(table);
+	s->ensure_table = cfg->ensure_table;
+	snprintf(s->quoted, sizeof(s->quoted), "\"%s\"", table);
+	if (s->url == NULL || s->redacted == NULL || s->table == NULL ||
+	    pthread_mutex_init(&s->table_lock, NULL) != 0) {
+		free(s->url);
+		free(s->redacted);
+		free(s->password);
+		free(s->table);
+		free(s);
+		return faucet_error_set(FAUCET_ENOMEM, "postgres state store: out of memory");
+	}
+	rc = faucet_pool_new(&s->pool, &pg_pool_ops, s, (size_t)pool);
+	if (rc != 0) {
+		s->pool = NULL;
+		pg_free(&s->base);
+		return rc;
+	}
+	s->base.version = FAUCET_STORE_BACKEND_VERSION;
+	s->base.name = "postgres";
+	s->base.get = pg_get;
+	s->base.put = pg_put;
+	s->base.del = pg_del;
+	s->base.list = pg_list;
+	s->base.compare_and_put = pg_compare_and_put;
+	s->base.put_batch = pg_put_batch;
+	s->base.check = pg_check;
+	s->base.free = pg_free;
+	return faucet_store_new(out, &s->base);
+}

@@ -1,0 +1,760 @@
+/*
+ * redis.c - the Redis state store ("redis://[:password@]host:port/DB?namespace=ns").
+ *
+ * Layout (shared with the original faucet): each entry is a plain string
+ * key "{namespace}:{key}" holding the value's compact JSON text, so what was
+ * written is read back byte for byte.  The namespace (default "faucet") is
+ * non-empty and holds no ':', so a namespace can never read another's keys.
+ *
+ * Atomic compare-and-put compares JSON *values*, which a byte comparison in
+ * a Lua script cannot do, and Lua's cjson turns integers into doubles (2^64-1
+ * and 2^64-2 would compare equal).  So it is optimistic, in C: WATCH the key,
+ * GET it, compare with faucet_value_equal, then MULTI/SET/EXEC.  EXEC fails
+ * when anyone wrote the key after the WATCH; we then read it again - usually
+ * it no longer equals `expected` and the answer is "not written".  A batch
+ * is one MSET, which Redis applies atomically.
+ *
+ * Connections: a pool (pool.c) of hiredis connections, each authenticated
+ * (AUTH) and on the URL's database (SELECT) before use, with timeouts on
+ * connect and on every command.  An idle connection the server has closed
+ * (a restart) is replaced before use; an idempotent operation that breaks a
+ * reused connection is tried once more on a fresh one.  The password never
+ * appears in messages.
+ */
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "internal.h"
+#include "store/open_internal.h"
+#include "stores/pool.h"
+
+#define REDIS_DEFAULT_NAMESPACE "faucet"
+#define REDIS_DEFAULT_POOL 5
+#define REDIS_CONNECT_TIMEOUT_MS 5000
+#define REDIS_COMMAND_TIMEOUT_MS 10000
+#define REDIS_CAS_ATTEMPTS 1000
+#define SENTINEL_JSON "{\"faucet_doctor\":true}"
+
+typedef struct {
+	faucet_store_backend base;
+	char *redacted; /* the URL for messages */
+	char *host;
+	int port;
+	int db;
+	char *user;     /* NULL = default user */
+	char *password; /* NULL = no AUTH */
+	char *ns;       /* namespace */
+	faucet_pool *pool;
+} redis_store;
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int redis_fail(const redis_store *s, const char *what, const char *why)
+{
+	return faucet_error_set(FAUCET_ERROR, "redis state store %s namespace '%s': %s: %s",
+				s->redacted, s->ns, what, why ? why : "unknown error");
+}
+
+/* Check a reply's type; on failure set the last error (a connection error,
+ * a Redis error reply or an unexpected type) and free the reply. */
+static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int type,
+		    const char *what)
+{
+	if (r != NULL && (int)r->type == type)
+		return 0;
+	if (r == NULL)
+		(void)redis_fail(s, what, c->err ? c->errstr : "no reply");
+	else if (r->type == REDIS_REPLY_ERROR)
+		(void)redis_fail(s, what, r->str);
+	else
+		(void)redis_fail(s, what, "unexpected reply type");
+	if (r != NULL)
+		freeReplyObject(r);
+	return FAUCET_ERROR;
+}
+
+static redisReply *command(redisContext *c, int argc, const char **argv, const size_t *lens)
+{
+	return redisCommandArgv(c, argc, argv, lens);
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static struct timeval ms_to_tv(uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+	return tv;
+}
+
+static int redis_connect(void *owner, void **out)
+{
+	redis_store *s = owner;
+	redisContext *c = redisConnectWithTimeout(s->host, s->port, ms_to_tv(REDIS_CONNECT_TIMEOUT_MS));
+	int rc = 0;
+
+	if (c == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "redis state store: out of memory");
+	if (c->err) {
+		rc = redis_fail(s, "cannot connect", c->errstr);
+		redisFree(c);
+		return rc;
+	}
+	if (redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS)) != REDIS_OK)
+		rc = redis_fail(s, "cannot set the command timeout", c->errstr);
+	if (rc == 0 && s->password != NULL) {
+		const char *argv[3] = {"AUTH", s->user ? s->user : s->password, s->password};
+		int argc = s->user ? 3 : 2;
+		redisReply *r = command(c, argc, argv, NULL);
+		/* Redis's own reply names no secret ("invalid username-password
+		 * pair" / "WRONGPASS ..."). */
+		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "authentication failed");
+		if (rc == 0)
+			freeReplyObject(r);
+	}
+	if (rc == 0 && s->db != 0) {
+		char db[16];
+		const char *argv[2] = {"SELECT", db};
+		redisReply *r;
+
+		snprintf(db, sizeof(db), "%d", s->db);
+		r = command(c, 2, argv, NULL);
+		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot select the database");
+		if (rc == 0)
+			freeReplyObject(r);
+	}
+	if (rc != 0) {
+		redisFree(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+static void redis_disconnect(void *conn)
+{
+	redisFree(conn);
+}
+
+/* An idle connection has nothing to read; a readable socket means the
+ * server closed it (EOF) or sent something we never asked for. */
+static int redis_alive(void *conn)
+{
+	redisContext *c = conn;
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+
+	return c->err == 0 && c->fd >= 0 && poll(&pfd, 1, 0) == 0;
+}
+
+static const faucet_pool_ops redis_pool_ops = {redis_connect, redis_disconnect, redis_alive};
+
+/* ---- keys and values --------------------------------------------------- */
+
+static char *full_key(const redis_store *s, const char *key)
+{
+	return faucet__sprintf("%s:%s", s->ns, key);
+}
+
+/* Append text to a SCAN MATCH pattern with its glob characters escaped, so
+ * a prefix matches literally. */
+static void put_glob_literal(faucet_buf *b, const char *text)
+{
+	for (; *text; text++) {
+		if (strchr("*?[]\\", *text) != NULL)
+			(void)faucet_buf_putc(b, '\\');
+		(void)faucet_buf_putc(b, *text);
+	}
+}
+
+static int bad_stored_value(const redis_store *s, const char *key, const char *why)
+{
+	return faucet_error_set(FAUCET_ERROR,
+				"redis state store namespace '%s': the value of key '%s' (Redis key "
+				"'%s:%s') is not valid JSON (%s)",
+				s->ns, key, s->ns, key, why);
+}
+
+/* Interpret a GET reply: nil = absent, a string = JSON text. */
+static int value_from_reply(const redis_store *s, redisContext *c, redisReply *r,
+			    const char *key, faucet_value **out)
+{
+	int rc = 0;
+
+	*out = NULL;
+	if (r != NULL && r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return 0;
+	}
+	if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0) {
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "redis state store namespace '%s': Redis key '%s:%s' for key "
+				      "'%s' is not a string",
+				      s->ns, s->ns, key, key);
+		freeReplyObject(r);
+		return rc;
+	}
+	if (reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key") != 0)
+		return FAUCET_ERROR;
+	if (faucet_value_parse(out, r->str, r->len) != 0) {
+		char *why = faucet__strdup(faucet_error_last()->message);
+		rc = bad_stored_value(s, key, why ? why : "unparsable");
+		free(why);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* ---- operations on one connection ------------------------------------ */
+
+typedef struct {
+	const char *key;
+	const char *rkey; /* "{ns}:{key}" */
+	const faucet_value *value;
+	const faucet_value *expected;
+	faucet_value **out;
+	const char *prefix;
+	faucet_strarray *list;
+	const faucet_entry *entries;
+	size_t count;
+	int *written;
+} redis_args;
+
+typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
+
+static int op_get(redis_store *s, redisContext *c, redis_args *a)
+{
+	const char *argv[2] = {"GET", a->rkey};
+
+	return value_from_reply(s, c, command(c, 2, argv, NULL), a->key, a->out);
+}
+
+static int op_put(redis_store *s, redisContext *c, redis_args *a)
+{
+	const char *argv[3] = {"SET", a->rkey, faucet_value_json(a->value)};
+	size_t lens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
+	redisReply *r = command(c, 3, argv, lens);
+
+	if (reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot write a key") != 0)
+		return FAUCET_ERROR;
+	freeReplyObject(r);
+	return 0;
+}
+
+static int op_del(redis_store *s, redisContext *c, redis_args *a)
+{
+	const char *argv[2] = {"DEL", a->rkey};
+	redisReply *r = command(c, 2, argv, NULL);
+
+	if (reply_ok(s, c, r, REDIS_REPLY_INTEGER, "cannot delete a key") != 0)
+		return FAUCET_ERROR;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* SCAN, never KEYS: it does not block the server on a large data set.  SCAN
+ * may return a key twice, so the result is sorted and deduplicated. */
+static int op_list(redis_store *s, redisContext *c, redis_args *a)
+{
+	faucet_buf pattern = FAUCET_BUF_INIT;
+	size_t nslen = strlen(s->ns) + 1;
+	char cursor[32] = "0";
+	int rc = 0;
+
+	put_glob_literal(&pattern, s->ns);
+	(void)faucet_buf_putc(&pattern, ':');
+	put_glob_literal(&pattern, a->prefix);
+	(void)faucet_buf_putc(&pattern, '*');
+	if (pattern.failed) {
+		faucet_buf_dispose(&pattern);
+		return FAUCET_ENOMEM;
+	}
+	do {
+		const char *argv[6] = {"SCAN", cursor, "MATCH", pattern.ptr, "COUNT", "1000"};
+		redisReply *r = command(c, 6, argv, NULL);
+
+		if (reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot list keys") != 0) {
+			rc = FAUCET_ERROR;
+			break;
+		}
+		if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY ||
+		    r->element[0]->len >= sizeof(cursor)) {
+			freeReplyObject(r);
+			rc = redis_fail(s, "cannot list keys", "malformed SCAN reply");
+			break;
+		}
+		memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+		for (size_t i = 0; i < r->element[1]->elements && rc == 0; i++) {
+			redisReply *k = r->element[1]->element[i];
+			if (k->type == REDIS_REPLY_STRING && k->len >= nslen)
+				rc = faucet_strarray_push(a->list, k->str + nslen);
+		}
+		freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0);
+	faucet_buf_dispose(&pattern);
+	if (rc != 0) {
+		faucet_strarray_dispose(a->list);
+		return rc;
+	}
+	faucet_strarray_sort_unique(a->list);
+	return 0;
+}
+
+/* One optimistic attempt: *done = 0 when EXEC found the key changed. */
+static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done)
+{
+	const char *watch[2] = {"WATCH", a->rkey};
+	const char *get[2] = {"GET", a->rkey};
+	const char *set[3] = {"SET", a->rkey, faucet_value_json(a->value)};
+	size_t setlens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
+	faucet_value *current = NULL;
+	redisReply *r;
+	int rc;
+
+	*done = 1;
+	r = command(c, 2, watch, NULL);
+	if (reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot watch a key") != 0)
+		return FAUCET_ERROR;
+	freeReplyObject(r);
+	rc = value_from_reply(s, c, command(c, 2, get, NULL), a->key, &current);
+	if (rc != 0 || !faucet_value_equal(current, a->expected)) {
+		const char *unwatch[1] = {"UNWATCH"};
+		faucet_value_free(current);
+		r = command(c, 1, unwatch, NULL);
+		if (r != NULL)
+			freeReplyObject(r);
+		return rc;
+	}
+	faucet_value_free(current);
+	/* MULTI, SET, EXEC in one round trip. */
+	if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
+	    redisAppendCommandArgv(c, 3, set, setlens) != REDIS_OK ||
+	    redisAppendCommand(c, "EXEC") != REDIS_OK)
+		return redis_fail(s, "cannot compare-and-put a key", c->errstr);
+	/* Read all three replies, even after a bad one, so the connection
+	 * stays in step.  MULTI answers OK, SET answers QUEUED, EXEC answers
+	 * the array of results - or nil when the watched key changed. */
+	for (int i = 0; i < 3; i++) {
+		void *reply = NULL;
+
+		if (redisGetReply(c, &reply) != REDIS_OK)
+			return redis_fail(s, "cannot compare-and-put a key", c->errstr);
+		r = reply;
+		if (rc != 0) {
+			/* an earlier reply already failed */
+		} else if (i < 2 && r->type != REDIS_REPLY_STATUS) {
+			rc = redis_fail(s, "cannot compare-and-put a key",
+					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		} else if (i == 2 && r->type == REDIS_REPLY_NIL) {
+			*done = 0;
+		} else if (i == 2 && r->type == REDIS_REPLY_ARRAY) {
+			*a->written = 1;
+		} else if (i == 2) {
+			rc = redis_fail(s, "cannot compare-and-put a key",
+					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		}
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+static int op_cas(redis_store *s, redisContext *c, redis_args *a)
+{
+	for (int attempt = 0; attempt < REDIS_CAS_ATTEMPTS; attempt++) {
+		int done, rc = cas_attempt(s, c, a, &done);
+		if (rc != 0 || done)
+			return rc;
+	}
+	return redis_fail(s, "cannot compare-and-put a key",
+			  "the key kept changing under us; gave up after 1000 attempts");
+}
+
+/* MSET sets every key at once, atomically. */
+static int op_batch(redis_store *s, redisContext *c, redis_args *a)
+{
+	size_t argc = 1 + 2 * a->count;
+	const char **argv = faucet__calloc(argc, sizeof(*argv));
+	size_t *lens = faucet__calloc(argc, sizeof(*lens));
+	char **keys = faucet__calloc(a->count, sizeof(*keys));
+	redisReply *r;
+	int rc = 0;
+
+	if (argv == NULL || lens == NULL || keys == NULL)
+		rc = FAUCET_ENOMEM;
+	for (size_t i = 0; i < a->count && rc == 0; i++) {
+		keys[i] = full_key(s, a->entries[i].key);
+		if (keys[i] == NULL) {
+			rc = FAUCET_ENOMEM;
+			break;
+		}
+		argv[1 + 2 * i] = keys[i];
+		lens[1 + 2 * i] = strlen(keys[i]);
+		argv[2 + 2 * i] = faucet_value_json(a->entries[i].value);
+		lens[2 + 2 * i] = faucet_value_len(a->entries[i].value);
+	}
+	if (rc == 0) {
+		argv[0] = "MSET";
+		lens[0] = 4;
+		r = redisCommandArgv(c, (int)argc, argv, lens);
+		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot write a batch");
+		if (rc == 0)
+			freeReplyObject(r);
+	}
+	for (size_t i = 0; keys != NULL && i < a->count; i++)
+		free(keys[i]);
+	free(keys);
+	free(argv);
+	free(lens);
+	return rc;
+}
+
+/* ---- pooled operations ------------------------------------------------- */
+
+/* Run one operation on a pooled connection; see postgres.c's pg_run for the
+ * retry rule (idempotent operations only, once, after a reused connection
+ * broke). */
+static int redis_run(redis_store *s, redis_op op, redis_args *a, int idempotent)
+{
+	for (int attempt = 0;; attempt++) {
+		redisContext *c;
+		int fresh, broken, rc;
+
+		rc = faucet_pool_acquire(s->pool, (void **)&c, &fresh);
+		if (rc != 0)
+			return rc;
+		rc = op(s, c, a);
+		broken = c->err != 0;
+		faucet_pool_release(s->pool, c, broken);
+		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
+			return rc;
+	}
+}
+
+static int run_on_key(redis_store *s, redis_op op, redis_args *a, int idempotent)
+{
+	char *rkey = full_key(s, a->key);
+	int rc;
+
+	if (rkey == NULL)
+		return FAUCET_ENOMEM;
+	a->rkey = rkey;
+	rc = redis_run(s, op, a, idempotent);
+	free(rkey);
+	return rc;
+}
+
+static int redis_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	redis_args a = {.key = key, .out = out};
+
+	return run_on_key((redis_store *)b, op_get, &a, 1);
+}
+
+static int redis_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	redis_args a = {.key = key, .value = value};
+
+	return run_on_key((redis_store *)b, op_put, &a, 1);
+}
+
+static int redis_del(faucet_store_backend *b, const char *key)
+{
+	redis_args a = {.key = key};
+
+	return run_on_key((redis_store *)b, op_del, &a, 1);
+}
+
+static int redis_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	redis_args a = {.prefix = prefix, .list = out};
+
+	return redis_run((redis_store *)b, op_list, &a, 1);
+}
+
+static int redis_compare_and_put(faucet_store_backend *b, const char *key,
+				 const faucet_value *expected, const faucet_value *value,
+				 int *written)
+{
+	redis_args a = {.key = key, .expected = expected, .value = value, .written = written};
+
+	*written = 0;
+	/* Never retried after a broken connection: EXEC may have run. */
+	return run_on_key((redis_store *)b, op_cas, &a, 0);
+}
+
+static int redis_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
+{
+	redis_args a = {.entries = entries, .count = count};
+
+	if (count == 0)
+		return 0;
+	return redis_run((redis_store *)b, op_batch, &a, 1);
+}
+
+/* ---- doctor ------------------------------------------------------------ */
+
+static int sentinel_round_trip(redis_store *s, redisContext *c)
+{
+	char *key = faucet_doctor_sentinel_key();
+	faucet_value *probe = NULL, *got = NULL;
+	redis_args a = {0};
+	int rc;
+
+	if (key == NULL)
+		return FAUCET_ENOMEM;
+	a.key = key;
+	a.rkey = full_key(s, key);
+	rc = a.rkey ? faucet_value_parse(&probe, SENTINEL_JSON, strlen(SENTINEL_JSON))
+		    : FAUCET_ENOMEM;
+	a.value = probe;
+	a.out = &got;
+	if (rc == 0)
+		rc = op_put(s, c, &a);
+	if (rc == 0)
+		rc = op_get(s, c, &a);
+	if (a.rkey != NULL && op_del(s, c, &a) != 0 && rc == 0)
+		rc = FAUCET_ERROR;
+	if (rc == 0 && !faucet_value_equal(got, probe))
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "sentinel readback did not match what was written");
+	faucet_value_free(probe);
+	faucet_value_free(got);
+	free((char *)a.rkey);
+	free(key);
+	return rc;
+}
+
+static int add_probe(faucet_check_report *r, const char *name, int failed, uint64_t start,
+		     const char *hint)
+{
+	return faucet_check_report_add(r, name, failed ? FAUCET_PROBE_FAIL : FAUCET_PROBE_PASS,
+				       failed ? faucet_error_last()->message : NULL,
+				       faucet__now_ms() - start, failed ? hint : NULL);
+}
+
+/* Two probes: "connect" (a connection, AUTH, SELECT and PING) and
+ * "sentinel" (SET, GET and DEL of a unique key), with the doctor's timeout
+ * on every command. */
+static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
+		       faucet_check_report **out)
+{
+	redis_store *s = (redis_store *)b;
+	uint64_t timeout = ctx->timeout_ms ? ctx->timeout_ms : 10000;
+	uint64_t start = faucet__now_ms();
+	char *hint = faucet__sprintf("check that the Redis server in %s is reachable and the "
+				     "password and database are right",
+				     s->redacted);
+	redisContext *c = NULL;
+	int rc, failed;
+
+	if (hint == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_new(out);
+	if (rc != 0) {
+		free(hint);
+		return rc;
+	}
+	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
+	if (!failed) {
+		const char *ping[1] = {"PING"};
+		redisReply *r;
+
+		(void)redisSetTimeout(c, ms_to_tv(timeout));
+		r = command(c, 1, ping, NULL);
+		failed = reply_ok(s, c, r, REDIS_REPLY_STATUS, "PING failed") != 0;
+		if (!failed)
+			freeReplyObject(r);
+	}
+	rc = add_probe(*out, "connect", failed, start, hint);
+	if (rc == 0 && !failed) {
+		start = faucet__now_ms();
+		rc = add_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+	}
+	if (c != NULL) {
+		if (c->err == 0)
+			(void)redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS));
+		faucet_pool_release(s->pool, c, c->err != 0);
+	}
+	free(hint);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ---- open / free ------------------------------------------------------- */
+
+static void redis_free_store(faucet_store_backend *b)
+{
+	redis_store *s = (redis_store *)b;
+
+	faucet_pool_free(s->pool);
+	free(s->redacted);
+	free(s->host);
+	free(s->user);
+	if (s->password != NULL) {
+		memset(s->password, 0, strlen(s->password));
+		free(s->password);
+	}
+	free(s->ns);
+	free(s);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A percent-decoded copy of n bytes (user names and passwords may hold
+ * escaped ':' '@' '/'); NULL with the last error set on a bad escape. */
+static char *decode_part(const char *p, size_t n, const char *what)
+{
+	char *out = faucet__malloc(n + 1), *w = out;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '%') {
+			int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
+			int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+			if (hi < 0 || lo < 0) {
+				free(out);
+				(void)faucet_error_set(FAUCET_ECONFIG,
+						       "redis store URL: bad %%-escape in the %s", what);
+				return NULL;
+			}
+			*w++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*w++ = p[i];
+		}
+	}
+	*w = '\0';
+	return out;
+}
+
+/* redis://[[user]:password@]host[:port][/db]; the query was already taken
+ * off by the URL dispatcher, so one left here is an option we do not know. */
+static int parse_url(redis_store *s, const char *url)
+{
+	const char *p = url + strlen("redis://");
+	const char *end = p + strcspn(p, "/?");
+	const char *at = memchr(p, '@', (size_t)(end - p));
+	const char *hostp, *colon;
+	char *num_end;
+	long v;
+
+	if (at != NULL) {
+		const char *sep = memchr(p, ':', (size_t)(at - p));
+		if (sep == NULL)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"redis store URL %s: credentials must be "
+						"[user]:password@",
+						s->redacted);
+		if (sep > p && (s->user = decode_part(p, (size_t)(sep - p), "user")) == NULL)
+			return faucet_error_last()->code;
+		s->password = decode_part(sep + 1, (size_t)(at - sep - 1), "password");
+		if (s->password == NULL)
+			return faucet_error_last()->code;
+		hostp = at + 1;
+	} else {
+		hostp = p;
+	}
+	colon = memchr(hostp, ':', (size_t)(end - hostp));
+	s->host = faucet__strndup(hostp, (size_t)((colon ? colon : end) - hostp));
+	if (s->host == NULL)
+		return FAUCET_ENOMEM;
+	if (*s->host == '\0') {
+		free(s->host);
+		s->host = faucet__strdup("127.0.0.1");
+		if (s->host == NULL)
+			return FAUCET_ENOMEM;
+	}
+	s->port = 6379;
+	if (colon != NULL) {
+		v = strtol(colon + 1, &num_end, 10);
+		if (num_end != end || v < 1 || v > 65535)
+			return faucet_error_set(FAUCET_ECONFIG, "redis store URL %s: bad port",
+						s->redacted);
+		s->port = (int)v;
+	}
+	if (*end == '/' && end[1] != '\0' && end[1] != '?') {
+		v = strtol(end + 1, &num_end, 10);
+		if ((*num_end != '\0' && *num_end != '?') || v < 0 || v > 1000000)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"redis store URL %s: the path must be a database "
+						"number",
+						s->redacted);
+		s->db = (int)v;
+		end = num_end;
+	} else if (*end == '/') {
+		end++;
+	}
+	if (*end == '?')
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis store URL %s: unknown option '%s' (faucet knows "
+					"namespace and max_connections)",
+					s->redacted, end + 1);
+	return 0;
+}
+
+int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
+{
+	const char *ns = cfg->namespace_name ? cfg->namespace_name : REDIS_DEFAULT_NAMESPACE;
+	int pool = cfg->max_connections ? cfg->max_connections : REDIS_DEFAULT_POOL;
+	redis_store *s;
+	int rc;
+
+	*out = NULL;
+	if (cfg->url == NULL || strncmp(cfg->url, "redis://", 8) != 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis state store needs a `url` starting with redis://");
+	if (*ns == '\0' || strchr(ns, ':') != NULL)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis state store: namespace '%s' must be non-empty and "
+					"hold no ':'",
+					ns);
+	if (pool < 1)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis state store: max_connections must be at least 1, got %d",
+					pool);
+	s = faucet__calloc(1, sizeof(*s));
+	if (s == NULL)
+		return FAUCET_ENOMEM;
+	s->redacted = faucet_url_redact(cfg->url);
+	s->ns = faucet__strdup(ns);
+	if (s->redacted == NULL || s->ns == NULL) {
+		redis_free_store(&s->base);
+		return FAUCET_ENOMEM;
+	}
+	rc = parse_url(s, cfg->url);
+	if (rc == 0)
+		rc = faucet_pool_new(&s->pool, &redis_pool_ops, s, (size_t)pool);
+	if (rc != 0) {
+		redis_free_store(&s->base);
+		return rc;
+	}
+	s->base.version = FAUCET_STORE_BACKEND_VERSION;
+	s->base.name = "redis";
+	s->base.get = redis_get;
+	s->base.put = redis_put;
+	s->base.del = redis_del;
+	s->base.list = redis_list;
+	s->base.compare_and_put = redis_compare_and_put;
+	s->base.put_batch = redis_put_batch;
+	s->base.check = redis_check;
+	s->base.free = redis_free_store;
+	return faucet_store_new(out, &s->base);
+}

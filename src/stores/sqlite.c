@@ -1,0 +1,512 @@
+/*
+ * sqlite.c - the SQLite state store ("sqlite:PATH").
+ *
+ * Layout (shared with the original faucet): one table
+ *
+ *   faucet_state(key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT)
+ *
+ * holding each value's compact JSON text, so what was written is read back
+ * byte for byte.
+ *
+ * Durability: the database runs in WAL mode with synchronous=FULL, so every
+ * COMMIT fsyncs the write-ahead log before it returns - a put that returned
+ * survives a power cut.  Several processes may share one file; a writer that
+ * finds the database locked waits up to BUSY_TIMEOUT_MS (SQLite's busy
+ * handler) before it reports the lock.
+ *
+ * Threads: a SQLite connection must not be used by two threads at once, and
+ * its prepared statements belong to it.  We keep a small pool of connections
+ * (pool.c), each with its statements prepared once, and give one to each
+ * operation.  A pool rather than one connection per thread: an application
+ * with many short-lived threads would otherwise leak connections, and WAL
+ * lets the pooled connections read in parallel anyway.
+ *
+ * Atomicity: compare-and-put and put_batch run in one BEGIN IMMEDIATE
+ * transaction, which takes the database's write lock up front, so no other
+ * connection or process can write between our read and our write.
+ */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "store/value_internal.h"
+#include "store/open_internal.h"
+#include "stores/pool.h"
+
+#define BUSY_TIMEOUT_MS 10000
+#define SQLITE_POOL_SIZE 5
+#define SENTINEL_JSON "{\"faucet_doctor\":true}"
+
+enum {
+	ST_GET,
+	ST_PUT,
+	ST_DEL,
+	ST_LIST_ALL,
+	ST_LIST_FROM,
+	ST_LIST_RANGE,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_COUNT
+};
+
+/* Statements, in the order of the enum above.  updated_at is ISO 8601 UTC
+ * with milliseconds; SQLite's default BINARY collation compares keys with
+ * memcmp, which is byte order - what list() promises. */
+static const char *const statement_sql[ST_COUNT] = {
+	"SELECT value FROM faucet_state WHERE key = ?1",
+	"INSERT INTO faucet_state (key, value, updated_at) "
+	"VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+	"ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+	"DELETE FROM faucet_state WHERE key = ?1",
+	"SELECT key FROM faucet_state ORDER BY key",
+	"SELECT key FROM faucet_state WHERE key >= ?1 ORDER BY key",
+	"SELECT key FROM faucet_state WHERE key >= ?1 AND key < ?2 ORDER BY key",
+	"BEGIN IMMEDIATE",
+	"COMMIT",
+	"ROLLBACK",
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS faucet_state ("
+	" key TEXT PRIMARY KEY NOT NULL,"
+	" value TEXT NOT NULL,"
+	" updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))";
+
+typedef struct {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+} sq_conn;
+
+typedef struct {
+	faucet_store_backend base;
+	char *path;
+	faucet_pool *pool;
+} sqlite_store;
+
+/* Set the last error from a connection's SQLite error. */
+static int sq_error(const sqlite_store *s, sqlite3 *db, const char *what)
+{
+	return faucet_error_set(FAUCET_ERROR, "sqlite state store %s: %s: %s", s->path, what,
+				db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+static void sq_disconnect(void *conn)
+{
+	sq_conn *c = conn;
+
+	for (size_t i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(c->st[i]);
+	sqlite3_close_v2(c->db);
+	free(c);
+}
+
+/* Run one setup statement; PRAGMA journal_mode may answer SQLITE_BUSY without
+ * consulting the busy handler when another process is switching the mode at
+ * the same moment, so retry that case for as long as the busy timeout. */
+static int sq_setup_exec(sqlite3 *db, const char *sql)
+{
+	uint64_t deadline = faucet__now_ms() + BUSY_TIMEOUT_MS;
+	int rc;
+
+	for (;;) {
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || faucet__now_ms() >= deadline)
+			return rc;
+		sqlite3_sleep(5);
+	}
+}
+
+static int sq_connect(void *owner, void **out)
+{
+	sqlite_store *s = owner;
+	sq_conn *c = faucet__calloc(1, sizeof(*c));
+	int rc;
+
+	if (c == NULL)
+		return FAUCET_ENOMEM;
+	/* NOMUTEX: the pool guarantees one thread per connection at a time. */
+	rc = sqlite3_open_v2(s->path, &c->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		(void)sq_error(s, c->db, "cannot open the database");
+		sq_disconnect(c);
+		return FAUCET_ERROR;
+	}
+	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	if (sq_setup_exec(c->db, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
+	    sq_setup_exec(c->db, "PRAGMA synchronous=FULL") != SQLITE_OK ||
+	    sq_setup_exec(c->db, schema_sql) != SQLITE_OK) {
+		(void)sq_error(s, c->db, "cannot set up the faucet_state table");
+		sq_disconnect(c);
+		return FAUCET_ERROR;
+	}
+	for (size_t i = 0; i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &c->st[i], NULL) != SQLITE_OK) {
+			(void)sq_error(s, c->db, "cannot prepare a statement");
+			sq_disconnect(c);
+			return FAUCET_ERROR;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+static const faucet_pool_ops sq_pool_ops = {sq_connect, sq_disconnect, NULL};
+
+static void st_done(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+/* Run a statement that returns no rows. */
+static int st_exec(sqlite_store *s, sq_conn *c, int which, const char *what)
+{
+	sqlite3_stmt *st = c->st[which];
+	int rc = sqlite3_step(st);
+
+	st_done(st);
+	if (rc != SQLITE_DONE)
+		return sq_error(s, c->db, what);
+	return 0;
+}
+
+/* A stored text that is not JSON: say which key and where, and never hand
+ * back an altered or empty bookmark. */
+static int bad_stored_value(const sqlite_store *s, const char *key, const char *why)
+{
+	return faucet_error_set(FAUCET_ERROR,
+				"sqlite state store %s: the value of key '%s' in table faucet_state "
+				"is not valid JSON (%s)",
+				s->path, key, why);
+}
+
+static int read_value(sqlite_store *s, sq_conn *c, const char *key, faucet_value **out)
+{
+	sqlite3_stmt *st = c->st[ST_GET];
+	int rc;
+
+	*out = NULL;
+	if (sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
+		st_done(st);
+		return sq_error(s, c->db, "cannot bind a key");
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 0);
+		int len = sqlite3_column_bytes(st, 0);
+
+		if (text == NULL) {
+			rc = bad_stored_value(s, key, "it is NULL");
+		} else if (faucet_value_parse(out, text, (size_t)len) != 0) {
+			char *why = faucet__strdup(faucet_error_last()->message);
+			rc = bad_stored_value(s, key, why ? why : "unparsable");
+			free(why);
+		} else {
+			rc = 0;
+		}
+	} else if (rc == SQLITE_DONE) {
+		rc = 0;
+	} else {
+		rc = sq_error(s, c->db, "cannot read a key");
+	}
+	st_done(st);
+	return rc;
+}
+
+static int write_value(sqlite_store *s, sq_conn *c, const char *key, const faucet_value *v)
+{
+	sqlite3_stmt *st = c->st[ST_PUT];
+
+	if (sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 2, faucet_value_json(v), (int)faucet_value_len(v),
+			      SQLITE_STATIC) != SQLITE_OK) {
+		st_done(st);
+		return sq_error(s, c->db, "cannot bind a value");
+	}
+	return st_exec(s, c, ST_PUT, "cannot write a key");
+}
+
+static int with_conn(sqlite_store *s, sq_conn **c)
+{
+	return faucet_pool_acquire(s->pool, (void **)c, NULL);
+}
+
+/* Hand a connection back.  A connection whose error left a transaction open
+ * (it cannot roll back) is closed rather than reused. */
+static void give_back(sqlite_store *s, sq_conn *c)
+{
+	faucet_pool_release(s->pool, c, !sqlite3_get_autocommit(c->db));
+}
+
+static int sq_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	rc = read_value(s, c, key, out);
+	give_back(s, c);
+	return rc;
+}
+
+static int sq_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	rc = write_value(s, c, key, value);
+	give_back(s, c);
+	return rc;
+}
+
+static int sq_del(faucet_store_backend *b, const char *key)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	if (sqlite3_bind_text(c->st[ST_DEL], 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
+		st_done(c->st[ST_DEL]);
+		rc = sq_error(s, c->db, "cannot bind a key");
+	} else {
+		rc = st_exec(s, c, ST_DEL, "cannot delete a key");
+	}
+	give_back(s, c);
+	return rc;
+}
+
+/* The smallest string greater than every string starting with `prefix`:
+ * drop trailing 0xFF bytes, then add one to the last byte.  Returns 0 when
+ * there is none (the prefix is all 0xFF), so the range has no upper end.
+ * A range instead of LIKE: '_' and '%' in a prefix stay literal. */
+static size_t prefix_successor(const char *prefix, char *succ)
+{
+	size_t n = strlen(prefix);
+
+	memcpy(succ, prefix, n);
+	while (n > 0 && (unsigned char)succ[n - 1] == 0xFF)
+		n--;
+	if (n == 0)
+		return 0;
+	succ[n - 1] = (char)((unsigned char)succ[n - 1] + 1);
+	succ[n] = '\0';
+	return n;
+}
+
+static int sq_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	char *succ = NULL;
+	sqlite3_stmt *st;
+	sq_conn *c;
+	int rc, step;
+
+	if (*prefix != '\0') {
+		succ = faucet__malloc(strlen(prefix) + 1);
+		if (succ == NULL)
+			return FAUCET_ENOMEM;
+	}
+	rc = with_conn(s, &c);
+	if (rc != 0) {
+		free(succ);
+		return rc;
+	}
+	if (*prefix == '\0') {
+		st = c->st[ST_LIST_ALL];
+	} else if (prefix_successor(prefix, succ) == 0) {
+		st = c->st[ST_LIST_FROM];
+		rc = sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+	} else {
+		st = c->st[ST_LIST_RANGE];
+		rc = sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_text(st, 2, succ, -1, SQLITE_STATIC);
+	}
+	if (rc != SQLITE_OK)
+		rc = sq_error(s, c->db, "cannot bind a prefix");
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		if (key != NULL)
+			rc = faucet_strarray_push(out, key);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = sq_error(s, c->db, "cannot list keys");
+	st_done(st);
+	give_back(s, c);
+	free(succ);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
+/* Undo an open transaction after an error, keeping the first error's
+ * message (the rollback's own failure would only hide it). */
+static void rollback_quietly(sq_conn *c)
+{
+	sqlite3_stmt *st = c->st[ST_ROLLBACK];
+
+	if (!sqlite3_get_autocommit(c->db)) {
+		(void)sqlite3_step(st);
+		st_done(st);
+	}
+}
+
+static int sq_compare_and_put(faucet_store_backend *b, const char *key,
+			      const faucet_value *expected, const faucet_value *value,
+			      int *written)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	faucet_value *current = NULL;
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	*written = 0;
+	if (rc != 0)
+		return rc;
+	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
+	if (rc == 0)
+		rc = read_value(s, c, key, &current);
+	if (rc == 0 && faucet_value_equal(current, expected)) {
+		rc = write_value(s, c, key, value);
+		if (rc == 0)
+			*written = 1;
+	}
+	/* Commit even when nothing was written: it only releases the lock. */
+	if (rc == 0)
+		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
+	if (rc != 0) {
+		*written = 0;
+		rollback_quietly(c);
+	}
+	faucet_value_free(current);
+	give_back(s, c);
+	return rc;
+}
+
+static int sq_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = write_value(s, c, entries[i].key, entries[i].value);
+	if (rc == 0)
+		rc = st_exec(s, c, ST_COMMIT, "cannot commit a batch");
+	if (rc != 0)
+		rollback_quietly(c);
+	give_back(s, c);
+	return rc;
+}
+
+/* Doctor: put, read back and delete a sentinel key through the real code
+ * path; a pass proves the file opens, the table exists and commits work. */
+static int sq_check(faucet_store_backend *b, const faucet_check_context *ctx,
+		    faucet_check_report **out)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	uint64_t start = faucet__now_ms();
+	char *key = faucet_doctor_sentinel_key();
+	faucet_value *probe = NULL, *got = NULL;
+	char *reason = NULL, *hint = NULL;
+	int rc;
+
+	(void)ctx;
+	if (key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_value_parse(&probe, SENTINEL_JSON, strlen(SENTINEL_JSON));
+	if (rc == 0) {
+		rc = sq_put(b, key, probe);
+		if (rc == 0)
+			rc = sq_get(b, key, &got);
+		/* Remove the sentinel whatever the read said: no residue. */
+		(void)sq_del(b, key);
+		if (rc == 0 && !faucet_value_equal(got, probe))
+			rc = faucet_error_set(FAUCET_ERROR,
+					      "sentinel readback did not match what was written");
+		if (rc != 0) {
+			reason = faucet__strdup(faucet_error_last()->message);
+			hint = faucet__sprintf("ensure %s can be created and written (its directory "
+					       "exists and is writable)",
+					       s->path);
+		}
+	}
+	faucet_value_free(probe);
+	faucet_value_free(got);
+	free(key);
+	rc = faucet_check_report_new(out);
+	if (rc == 0)
+		rc = faucet_check_report_add(*out, "sentinel",
+					     reason ? FAUCET_PROBE_FAIL : FAUCET_PROBE_PASS,
+					     reason, faucet__now_ms() - start, hint);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+	}
+	free(reason);
+	free(hint);
+	return rc;
+}
+
+static void sq_free(faucet_store_backend *b)
+{
+	sqlite_store *s = (sqlite_store *)b;
+
+	faucet_pool_free(s->pool);
+	free(s->path);
+	free(s);
+}
+
+/* Open the store; the database file is opened (and created) by the first
+ * operation, so a bad path is reported by that operation and by doctor. */
+int faucet_store_open_sqlite(faucet_store **out, const char *path)
+{
+	sqlite_store *s;
+	int rc;
+
+	*out = NULL;
+	if (path == NULL || *path == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
+	if (!sqlite3_threadsafe())
+		return faucet_error_set(FAUCET_ECONFIG,
+					"the SQLite library was built without thread support");
+	s = faucet__calloc(1, sizeof(*s));
+	if (s == NULL)
+		return FAUCET_ENOMEM;
+	s->path = faucet__strdup(path);
+	if (s->path == NULL) {
+		free(s);
+		return FAUCET_ENOMEM;
+	}
+	rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
+	if (rc != 0) {
+		free(s->path);
+		free(s);
+		return rc;
+	}
+	s->base.version = FAUCET_STORE_BACKEND_VERSION;
+	s->base.name = "sqlite";
+	s->base.get = sq_get;
+	s->base.put = sq_put;
+	s->base.del = sq_del;
+	s->base.list = sq_list;
+	s->base.compare_and_put = sq_compare_and_put;
+	s->base.put_batch = sq_put_batch;
+	s->base.check = sq_check;
+	s->base.free = sq_free;
+	return faucet_store_new(out, &s->base);
+}

@@ -1,0 +1,764 @@
+/*
+ * contract.c - the store contract suite (see contract.h).
+ *
+ * Each test gets a fresh, empty store opened from the backend's URL
+ * template; teardown deletes what the test wrote (server-backed stores share
+ * one server) and removes the {tmp} directory.  The suite only uses the
+ * public API, so what passes here is what a pipeline sees.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "contract.h"
+
+typedef struct {
+	char *url;
+	char *tmp;
+	faucet_store *store;
+} fixture;
+
+static const contract_backend *current;
+
+char *contract_expand_url(const char *tmpl, char **tmp)
+{
+	static unsigned counter;
+	char out[2048];
+	size_t n = 0;
+
+	*tmp = NULL;
+	for (const char *p = tmpl; *p && n < sizeof(out) - 200;) {
+		if (strncmp(p, "{tmp}", 5) == 0) {
+			if (*tmp == NULL)
+				*tmp = tu_tempdir();
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", *tmp);
+			p += 5;
+		} else if (strncmp(p, "{uniq}", 6) == 0) {
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%ld_%u", (long)getpid(),
+					      ++counter);
+			p += 6;
+		} else if (strncmp(p, "${", 2) == 0) {
+			const char *end = strchr(p, '}');
+			char name[128];
+			const char *val;
+
+			assert_non_null(end);
+			snprintf(name, sizeof(name), "%.*s", (int)(end - p - 2), p + 2);
+			val = getenv(name);
+			if (val == NULL || *val == '\0') {
+				fprintf(stderr,
+					"contract: %s is not set - start the test servers with "
+					"scripts/test-servers.sh (scripts/test.sh does)\n",
+					name);
+				free(*tmp);
+				*tmp = NULL;
+				return NULL;
+			}
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", val);
+			p = end + 1;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	return strdup(out);
+}
+
+static faucet_store *open_url(const char *url)
+{
+	faucet_store *s = NULL;
+
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("%s: cannot open: %s", current->name, faucet_error_last()->message);
+	return s;
+}
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->url = contract_expand_url(current->url_template, &f->tmp);
+	if (f->url == NULL) {
+		free(f);
+		return -1;
+	}
+	if (faucet_store_open_url(&f->store, f->url) != 0) {
+		fprintf(stderr, "contract %s: cannot open the store: %s\n", current->name,
+			faucet_error_last()->message);
+		if (f->tmp != NULL) {
+			tu_rmrf(f->tmp);
+			free(f->tmp);
+		}
+		free(f->url);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+/* Delete every key the test left, so a shared server stays clean. */
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	faucet_strarray keys = {0};
+
+	if (f->store != NULL && faucet_store_list(f->store, "", &keys) == 0) {
+		for (size_t i = 0; i < keys.count; i++)
+			(void)faucet_store_delete(f->store, keys.strings[i]);
+		faucet_strarray_dispose(&keys);
+	}
+	faucet_store_free(f->store);
+	if (f->tmp != NULL) {
+		tu_rmrf(f->tmp);
+		free(f->tmp);
+	}
+	free(f->url);
+	free(f);
+	return 0;
+}
+
+static faucet_store *S(void **state)
+{
+	return ((fixture *)*state)->store;
+}
+
+static void put_json(faucet_store *s, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	if (faucet_store_put(s, key, v) != 0)
+		fail_msg("put '%s' = %s: %s", key, json, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+static void invalid_keys_are_rejected_everywhere(void **state)
+{
+	static const char *const bad[] = {"", "../x", ".hidden", "a b", "a/../b", "a//b",
+					  "/a", "a/", "k\xc3\xa9", "a*b", "a%b"};
+	faucet_store *s = S(state);
+	faucet_value *v = tu_v("1"), *out = NULL;
+	char longkey[258];
+	int written = 1;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		faucet_entry e[2] = {{"ok::key", v}, {bad[i], v}};
+		assert_int_equal(faucet_store_get(s, bad[i], &out), FAUCET_EINVALID);
+		assert_null(out);
+		assert_int_equal(faucet_store_put(s, bad[i], v), FAUCET_EINVALID);
+		assert_int_equal(faucet_store_delete(s, bad[i]), FAUCET_EINVALID);
+		assert_int_equal(faucet_store_compare_and_put(s, bad[i], NULL, v, &written),
+				 FAUCET_EINVALID);
+		assert_false(written);
+		assert_int_equal(faucet_store_put_batch(s, e, 2), FAUCET_EINVALID);
+	}
+	memset(longkey, 'k', 257);
+	longkey[257] = '\0';
+	assert_int_equal(faucet_store_put(s, longkey, v), FAUCET_EINVALID);
+	tu_assert_error_contains("256");
+	longkey[256] = '\0'; /* exactly 256 bytes is allowed */
+	assert_int_equal(faucet_store_put(s, longkey, v), 0);
+	tu_assert_value(s, longkey, "1");
+	/* Nothing of the refused calls landed, not even the batch's valid key. */
+	tu_assert_value(s, "ok::key", NULL);
+	faucet_value_free(v);
+}
+
+static void typical_keys_round_trip(void **state)
+{
+	static const char *const keys[] = {"orders", "acme/orders::cursor", "p::a::__sla__",
+					   "with.dot", "with-dash_and_underscore", "lower-Case_99",
+					   "p::backfill::0123456789abcdef::20260101T000000Z"};
+	faucet_store *s = S(state);
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char json[320];
+		snprintf(json, sizeof(json), "\"%s\"", keys[i]);
+		put_json(s, keys[i], json);
+		tu_assert_value(s, keys[i], json);
+	}
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+static void missing_key_reads_as_null(void **state)
+{
+	faucet_value *out = (faucet_value *)0x1;
+
+	assert_int_equal(faucet_store_get(S(state), "never::written", &out), 0);
+	assert_null(out);
+}
+
+/* SPEC section 2: a value read back is the value written.  A backend that
+ * keeps text (exact_text) returns the same bytes; one that keeps values
+ * (PostgreSQL's JSONB) returns an equal value and, for the listed numbers,
+ * the same digits.  A backend may refuse a value it cannot hold - but then
+ * it must store nothing; it may never store an altered one. */
+static void values_keep_their_fidelity(void **state)
+{
+	static const struct {
+		const char *json;
+		int digits_matter; /* the number's text must survive on every backend */
+	} cases[] = {
+		{"18446744073709551615", 1},
+		{"-9223372036854775808", 1},
+		{"9223372036854775807", 1},
+		{"0.1", 1},
+		{"1.0", 1},
+		{"0.30000000000000004", 1},
+		{"-12.5", 1},
+		{"2.25e-7", 0},
+		{"1e300", 0},
+		{"1E5", 0},
+		{"-0.0", 0},
+		{"{\"b\":1,\"a\":[true,false,null],\"c\":{\"d\":\"e\"}}", 0},
+		{"{\"cursor\":18446744073709551615,\"ts\":0.1}", 0},
+		{"\"caf\xc3\xa9 \xf0\x9f\x98\x80 \\\"q\\\" \\\\ \\n\"", 0},
+		{"\"a\\u0000b\"", 0},
+		{"[]", 0},
+		{"{}", 0},
+		{"null", 0},
+		{"\"\"", 0},
+		{"[1,[2,[3,[4]]]]", 0},
+	};
+	faucet_store *s = S(state);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char key[32];
+		faucet_value *v = tu_v(cases[i].json), *got = NULL;
+		int rc;
+
+		snprintf(key, sizeof(key), "fidelity::%zu", i);
+		rc = faucet_store_put(s, key, v);
+		if (rc != 0) {
+			if (current->exact_text || cases[i].digits_matter)
+				fail_msg("%s: put %s refused: %s", current->name, cases[i].json,
+					 faucet_error_last()->message);
+			assert_int_equal(faucet_store_get(s, key, &got), 0);
+			assert_null(got); /* refused means nothing stored */
+			faucet_value_free(v);
+			continue;
+		}
+		if (faucet_store_get(s, key, &got) != 0)
+			fail_msg("%s: get %s: %s", current->name, cases[i].json,
+				 faucet_error_last()->message);
+		assert_non_null(got);
+		if (current->exact_text || cases[i].digits_matter)
+			assert_string_equal(faucet_value_json(got), faucet_value_json(v));
+		if (!faucet_value_equal(got, v))
+			fail_msg("%s: wrote %s, read back %s", current->name, faucet_value_json(v),
+				 faucet_value_json(got));
+		faucet_value_free(got);
+		faucet_value_free(v);
+	}
+}
+
+static void put_overwrites(void **state)
+{
+	faucet_store *s = S(state);
+
+	put_json(s, "k", "{\"v\":1}");
+	put_json(s, "k", "{\"v\":2,\"more\":[1]}");
+	tu_assert_value(s, "k", "{\"v\":2,\"more\":[1]}");
+}
+
+static void delete_removes_and_missing_is_ok(void **state)
+{
+	faucet_store *s = S(state);
+
+	put_json(s, "gone", "1");
+	put_json(s, "stays", "2");
+	assert_int_equal(faucet_store_delete(s, "gone"), 0);
+	tu_assert_value(s, "gone", NULL);
+	tu_assert_value(s, "stays", "2");
+	assert_int_equal(faucet_store_delete(s, "gone"), 0);
+	assert_int_equal(faucet_store_delete(s, "never::there"), 0);
+	/* A deleted key can be written again. */
+	put_json(s, "gone", "3");
+	tu_assert_value(s, "gone", "3");
+}
+
+/* ---- list -------------------------------------------------------------- */
+
+static int by_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void assert_list(faucet_store *s, const char *prefix, const char **want, size_t n)
+{
+	faucet_strarray got = {0};
+
+	if (faucet_store_list(s, prefix, &got) != 0)
+		fail_msg("%s: list '%s': %s", current->name, prefix, faucet_error_last()->message);
+	if (n > 0)
+		qsort(want, n, sizeof(*want), by_strcmp);
+	if (got.count != n)
+		fail_msg("%s: list '%s' gave %zu keys, want %zu", current->name, prefix, got.count,
+			 n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(got.strings[i], want[i]) != 0)
+			fail_msg("%s: list '%s' [%zu] = '%s', want '%s'", current->name, prefix, i,
+				 got.strings[i], want[i]);
+	}
+	faucet_strarray_dispose(&got);
+}
+
+/* Byte order whatever the backend's collation: uppercase before lowercase,
+ * '-' '.' '/' before digits before ':' before letters before '_'.  The
+ * expected order is computed with strcmp, not written by hand. */
+static void list_is_in_byte_order(void **state)
+{
+	const char *keys[] = {"a_b", "a:b", "a::b", "a", "B", "Z", "a-b", "a.b", "a/b",
+			      "0", "9z", "Ab", "aB", "a::B", "a::a", "b"};
+	const size_t n = sizeof(keys) / sizeof(keys[0]);
+	faucet_store *s = S(state);
+
+	assert_true(faucet_store_supports_list(s));
+	for (size_t i = 0; i < n; i++)
+		put_json(s, keys[i], "true");
+	assert_list(s, "", keys, n);
+}
+
+static void list_prefix_is_literal(void **state)
+{
+	const char *all[] = {"p_::a", "pa::b", "p::c", "p::c::d", "p/q::e", "p", "q::a",
+			     "px", "P::z"};
+	faucet_store *s = S(state);
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		put_json(s, all[i], "0");
+	{
+		const char *want[] = {"p_::a"}; /* '_' is not "any character" */
+		assert_list(s, "p_", want, 1);
+	}
+	assert_list(s, "p%", NULL, 0); /* '%' is not "anything" */
+	assert_list(s, "p*", NULL, 0); /* nor is a glob star */
+	assert_list(s, "p?", NULL, 0);
+	assert_list(s, "p[", NULL, 0);
+	{
+		const char *want[] = {"p::c", "p::c::d"};
+		assert_list(s, "p::", want, 2);
+	}
+	{
+		const char *want[] = {"p::c::d"};
+		assert_list(s, "p::c::", want, 1);
+	}
+	{
+		const char *want[] = {"p/q::e"};
+		assert_list(s, "p/", want, 1);
+	}
+	{
+		const char *want[] = {"p_::a", "pa::b", "p::c", "p::c::d", "p/q::e", "p", "px"};
+		assert_list(s, "p", want, 7);
+	}
+	{
+		const char *want[] = {"P::z"}; /* case matters */
+		assert_list(s, "P", want, 1);
+	}
+	assert_list(s, "nothing", NULL, 0);
+	assert_list(s, "p::c::d::", NULL, 0);
+}
+
+static void list_of_an_empty_store_is_empty(void **state)
+{
+	assert_list(S(state), "", NULL, 0);
+	assert_list(S(state), "p::", NULL, 0);
+}
+
+/* ---- compare-and-put --------------------------------------------------- */
+
+static int cas(faucet_store *s, const char *key, const char *expected, const char *value)
+{
+	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(value);
+	int written = -1;
+
+	if (faucet_store_compare_and_put(s, key, e, v, &written) != 0)
+		fail_msg("%s: compare-and-put '%s': %s", current->name, key,
+			 faucet_error_last()->message);
+	faucet_value_free(e);
+	faucet_value_free(v);
+	assert_true(written == 0 || written == 1);
+	return written;
+}
+
+static void compare_and_put_writes_only_over_the_expected_value(void **state)
+{
+	faucet_store *s = S(state);
+
+	assert_true(faucet_store_supports_compare_and_put(s));
+	assert_true(cas(s, "k", NULL, "{\"v\":1}"));
+	assert_false(cas(s, "k", NULL, "{\"v\":2}"));
+	assert_false(cas(s, "k", "{\"v\":2}", "{\"v\":2}"));
+	tu_assert_value(s, "k", "{\"v\":1}");
+	assert_true(cas(s, "k", "{\"v\":1}", "{\"v\":2}"));
+	tu_assert_value(s, "k", "{\"v\":2}");
+	/* An expected value for a missing key does not hold. */
+	assert_false(cas(s, "missing", "{\"v\":1}", "1"));
+	tu_assert_value(s, "missing", NULL);
+	/* After a delete the key is absent again. */
+	assert_int_equal(faucet_store_delete(s, "k"), 0);
+	assert_false(cas(s, "k", "{\"v\":2}", "3"));
+	assert_true(cas(s, "k", NULL, "3"));
+	tu_assert_value(s, "k", "3");
+}
+
+static void compare_and_put_compares_json_values(void **state)
+{
+	faucet_store *s = S(state);
+
+	put_json(s, "obj", "{\"a\":1,\"b\":{\"x\":[1,2],\"y\":null}}");
+	/* Member order does not matter, at any depth... */
+	assert_true(cas(s, "obj", "{\"b\":{\"y\":null,\"x\":[1,2]},\"a\":1}", "{\"a\":2}"));
+	tu_assert_value(s, "obj", "{\"a\":2}");
+	/* ...array order and member values do. */
+	put_json(s, "arr", "[1,2]");
+	assert_false(cas(s, "arr", "[2,1]", "[]"));
+	assert_false(cas(s, "obj", "{\"a\":\"2\"}", "[]"));
+	assert_false(cas(s, "obj", "{\"a\":2,\"b\":null}", "[]"));
+	assert_false(cas(s, "obj", "{}", "[]"));
+	tu_assert_value(s, "arr", "[1,2]");
+	/* Big integers compare by every digit. */
+	put_json(s, "big", "18446744073709551615");
+	assert_false(cas(s, "big", "18446744073709551614", "0"));
+	assert_true(cas(s, "big", "18446744073709551615", "1"));
+	tu_assert_value(s, "big", "1");
+}
+
+typedef struct {
+	faucet_store *store;
+	const char *url; /* processes open their own store */
+	int rounds;
+	int failures;
+	pthread_barrier_t *start;
+} incr_job;
+
+static int read_counter(const faucet_value *v)
+{
+	int n = -1;
+
+	if (v == NULL)
+		return 0;
+	if (sscanf(faucet_value_json(v), "{\"n\":%d}", &n) != 1)
+		return -1;
+	return n;
+}
+
+/* `rounds` successful increments of {"n": N} under "counter", each a
+ * read and a compare-and-put that retries on a lost race. */
+static int increment(faucet_store *s, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		for (;;) {
+			faucet_value *cur = NULL, *next = NULL;
+			char text[32];
+			int n, written = 0, rc;
+
+			if (faucet_store_get(s, "counter", &cur) != 0)
+				return -1;
+			n = read_counter(cur);
+			if (n < 0) {
+				faucet_value_free(cur);
+				return -1;
+			}
+			snprintf(text, sizeof(text), "{\"n\":%d}", n + 1);
+			rc = faucet_value_parse(&next, text, strlen(text));
+			if (rc == 0)
+				rc = faucet_store_compare_and_put(s, "counter", cur, next, &written);
+			faucet_value_free(cur);
+			faucet_value_free(next);
+			if (rc != 0)
+				return -1;
+			if (written)
+				break;
+		}
+	}
+	return 0;
+}
+
+static void *increment_thread(void *arg)
+{
+	incr_job *j = arg;
+
+	pthread_barrier_wait(j->start);
+	if (increment(j->store, j->rounds) != 0) {
+		fprintf(stderr, "thread: %s\n", faucet_error_last()->message);
+		j->failures++;
+	}
+	return NULL;
+}
+
+static void assert_counter(faucet_store *s, int want)
+{
+	faucet_value *v = NULL;
+
+	assert_int_equal(faucet_store_get(s, "counter", &v), 0);
+	assert_int_equal(read_counter(v), want);
+	faucet_value_free(v);
+}
+
+/* 8 threads x 250 increments through one handle end at exactly 2000. */
+static void compare_and_put_is_atomic_across_threads(void **state)
+{
+	pthread_t tid[8];
+	incr_job jobs[8];
+	pthread_barrier_t start;
+
+	assert_int_equal(pthread_barrier_init(&start, NULL, 8), 0);
+	for (int i = 0; i < 8; i++) {
+		jobs[i] = (incr_job){S(state), NULL, 250, 0, &start};
+		assert_int_equal(pthread_create(&tid[i], NULL, increment_thread, &jobs[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(tid[i], NULL), 0);
+		assert_int_equal(jobs[i].failures, 0);
+	}
+	pthread_barrier_destroy(&start);
+	assert_counter(S(state), 2000);
+}
+
+/* 8 processes x 250 increments, each process with its own store handle,
+ * end at exactly 2000.  The children wait on a pipe so they start together;
+ * the parent's handle is closed across the fork (SQLite and libpq
+ * connections must not be shared with a child). */
+static void compare_and_put_is_atomic_across_processes(void **state)
+{
+	fixture *f = *state;
+	int gate[2];
+	pid_t pids[8];
+
+	faucet_store_free(f->store);
+	f->store = NULL;
+	assert_int_equal(pipe(gate), 0);
+	fflush(NULL);
+	for (int i = 0; i < 8; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			faucet_store *s = NULL;
+			char c;
+			int rc;
+
+			close(gate[1]);
+			(void)read(gate[0], &c, 1); /* returns at EOF: the parent let go */
+			rc = faucet_store_open_url(&s, f->url) == 0 && increment(s, 250) == 0;
+			if (!rc)
+				fprintf(stderr, "child %d: %s\n", i, faucet_error_last()->message);
+			faucet_store_free(s);
+			_exit(rc ? 0 : 1);
+		}
+	}
+	close(gate[0]);
+	close(gate[1]);
+	for (int i = 0; i < 8; i++) {
+		int status = 0;
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	f->store = open_url(f->url);
+	assert_counter(f->store, 2000);
+}
+
+/* ---- batches ----------------------------------------------------------- */
+
+static void put_batch_writes_everything_or_nothing(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *a = tu_v("{\"a\":1}"), *b = tu_v("[2]"), *c = tu_v("\"three\"");
+	faucet_entry good[3] = {{"o::a", a}, {"o::b", b}, {"o::c", c}};
+	faucet_entry bad[2] = {{"o::x", a}, {"../bad", b}};
+	faucet_entry dup[2] = {{"o::d", a}, {"o::d", c}};
+
+	assert_true(faucet_store_supports_atomic_batch(s));
+	assert_int_equal(faucet_store_put_batch(s, good, 3), 0);
+	tu_assert_value(s, "o::a", "{\"a\":1}");
+	tu_assert_value(s, "o::b", "[2]");
+	tu_assert_value(s, "o::c", "\"three\"");
+	assert_int_equal(faucet_store_put_batch(s, bad, 2), FAUCET_EINVALID);
+	tu_assert_value(s, "o::x", NULL);
+	assert_int_equal(faucet_store_put_batch(s, NULL, 0), 0);
+	/* A key given twice ends with its last value, as one-by-one puts would. */
+	assert_int_equal(faucet_store_put_batch(s, dup, 2), 0);
+	tu_assert_value(s, "o::d", "\"three\"");
+	/* A batch overwrites. */
+	good[0].value = c;
+	assert_int_equal(faucet_store_put_batch(s, good, 1), 0);
+	tu_assert_value(s, "o::a", "\"three\"");
+	faucet_value_free(a);
+	faucet_value_free(b);
+	faucet_value_free(c);
+}
+
+static void a_large_batch_lands_whole(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_entry e[500];
+	char keys[500][24];
+	faucet_value *v = tu_v("{\"k\":1}");
+	faucet_strarray got = {0};
+
+	for (int i = 0; i < 500; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "big::%04d", i);
+		e[i].key = keys[i];
+		e[i].value = v;
+	}
+	assert_int_equal(faucet_store_put_batch(s, e, 500), 0);
+	assert_int_equal(faucet_store_list(s, "big::", &got), 0);
+	assert_int_equal(got.count, 500);
+	assert_string_equal(got.strings[0], "big::0000");
+	assert_string_equal(got.strings[499], "big::0499");
+	faucet_strarray_dispose(&got);
+	faucet_value_free(v);
+}
+
+/* ---- export / import --------------------------------------------------- */
+
+/* Export a namespace, import it into a second, fresh store of the same
+ * backend, and with `replace` drop the keys the document lacks. */
+static void export_then_import_round_trips(void **state)
+{
+	faucet_store *from = S(state), *to;
+	faucet_export *e = NULL;
+	faucet_import_report r;
+	char *url, *tmp = NULL;
+
+	put_json(from, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
+	put_json(from, "o::a::__sla__", "{}");
+	put_json(from, "o::b", "2");
+	put_json(from, "other::a", "9");
+	put_json(from, "o_x::a", "9"); /* '_' is not a wildcard in the namespace */
+	assert_int_equal(faucet_export_namespace(from, "o", &e), 0);
+	assert_int_equal(faucet_export_count(e), 3);
+	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
+	assert_string_equal(faucet_export_key_at(e, 1), "o::a::__sla__");
+	assert_string_equal(faucet_export_key_at(e, 2), "o::b");
+
+	url = contract_expand_url(current->url_template, &tmp);
+	assert_non_null(url);
+	to = open_url(url);
+	put_json(to, "o::stale", "0");
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
+	assert_null(r.error);
+	assert_true(r.atomic);
+	tu_assert_strings(&r.written, "o::a", "o::a::__sla__", "o::b", NULL);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(to, "o::stale", "0"); /* kept without replace */
+	tu_assert_value(to, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(faucet_import_namespace(to, e, 1, &r), 0);
+	assert_null(r.error);
+	tu_assert_strings(&r.deleted, "o::stale", NULL);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(to, "o::stale", NULL);
+	tu_assert_value(to, "o::b", "2");
+	tu_assert_value(to, "other::a", NULL);
+
+	{
+		faucet_strarray keys = {0};
+		assert_int_equal(faucet_store_list(to, "", &keys), 0);
+		for (size_t i = 0; i < keys.count; i++)
+			(void)faucet_store_delete(to, keys.strings[i]);
+		faucet_strarray_dispose(&keys);
+	}
+	faucet_store_free(to);
+	if (tmp != NULL) {
+		tu_rmrf(tmp);
+		free(tmp);
+	}
+	free(url);
+	faucet_export_free(e);
+}
+
+/* ---- persistence and doctor ------------------------------------------- */
+
+static void a_second_handle_sees_the_first_ones_writes(void **state)
+{
+	fixture *f = *state;
+	faucet_store *other;
+
+	put_json(f->store, "shared::k", "{\"x\":[1,2,3]}");
+	other = open_url(f->url);
+	tu_assert_value(other, "shared::k", "{\"x\":[1,2,3]}");
+	put_json(other, "shared::k", "false");
+	faucet_store_free(other);
+	tu_assert_value(f->store, "shared::k", "false");
+}
+
+static void doctor_probe_passes_and_leaves_no_residue(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_check_context ctx = {5000};
+	faucet_check_report *r = NULL;
+	faucet_strarray keys = {0};
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	assert_non_null(r);
+	assert_true(faucet_check_report_count(r) >= 1);
+	for (size_t i = 0; i < faucet_check_report_count(r); i++) {
+		const faucet_probe *p = faucet_check_report_probe(r, i);
+		if (p->status != FAUCET_PROBE_PASS)
+			fail_msg("%s: probe %s: %s", current->name, p->name,
+				 p->reason ? p->reason : "(no reason)");
+	}
+	assert_int_equal(faucet_check_report_failed_count(r), 0);
+	faucet_check_report_free(r);
+	assert_int_equal(faucet_store_list(s, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+}
+
+static void backend_name_is_reported(void **state)
+{
+	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
+}
+
+int contract_run(const contract_backend *b)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(backend_name_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(invalid_keys_are_rejected_everywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(typical_keys_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(missing_key_reads_as_null, setup, teardown),
+		cmocka_unit_test_setup_teardown(values_keep_their_fidelity, setup, teardown),
+		cmocka_unit_test_setup_teardown(put_overwrites, setup, teardown),
+		cmocka_unit_test_setup_teardown(delete_removes_and_missing_is_ok, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_of_an_empty_store_is_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_is_in_byte_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_prefix_is_literal, setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_writes_only_over_the_expected_value,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_compares_json_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(put_batch_writes_everything_or_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_large_batch_lands_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(export_then_import_round_trips, setup, teardown),
+		cmocka_unit_test_setup_teardown(doctor_probe_passes_and_leaves_no_residue, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_is_atomic_across_threads, setup,
+						teardown),
+		/* Only for stores several processes can share (not memory:). */
+		cmocka_unit_test_setup_teardown(a_second_handle_sees_the_first_ones_writes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_is_atomic_across_processes, setup,
+						teardown),
+	};
+	const size_t shared_only = 2;
+	size_t n = sizeof(tests) / sizeof(tests[0]);
+	char group[64];
+
+	current = b;
+	if (!b->cross_process)
+		n -= shared_only;
+	snprintf(group, sizeof(group), "contract/%s", b->name);
+	return _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+}

@@ -1,0 +1,26 @@
+/*
+ * servers.h - helpers for the tests that talk to the throw-away servers of
+ * scripts/test-servers.sh: their URLs, shell commands (psql, redis-cli) and
+ * the stop/start control of the restart pair.
+ */
+#ifndef FAUCET_TEST_SERVERS_H
+#define FAUCET_TEST_SERVERS_H
+
+/* The environment variable's value; fails the test when it is unset (a
+ * missing server is a failure, never a skip). */
+const char *ts_env(const char *name);
+
+/* Run a shell command; fails the test unless it exits 0.  Returns its
+ * standard output without the trailing newline (caller frees). */
+char *ts_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Run `$FAUCET_TEST_SERVERS_CTL action` (pg-stop, pg-start, ...). */
+void ts_ctl(const char *action);
+
+/* A loopback TCP port nothing listens on (bound, then released). */
+int ts_closed_port(void);
+
+/* Fail when text contains the test servers' password. */
+void ts_assert_no_secret(const char *text);
+
+#endif

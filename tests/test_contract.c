@@ -1,0 +1,43 @@
+/*
+ * test_contract.c - the store contract suite (tests/contract/) against every
+ * backend.  A new backend gets the whole suite by adding one row below.
+ *
+ * The server-backed rows need scripts/test-servers.sh running (scripts/test.sh
+ * starts it); an unset server URL fails the suite, it never skips it.
+ * Arguments, if any, name the backends to run (e.g. `test_contract sqlite`).
+ */
+#include <string.h>
+
+#include "testutil.h"
+#include "contract/contract.h"
+
+static const contract_backend backends[] = {
+	/* name      URL template                                        processes exact text */
+	{"memory", "memory:", 0, 1},
+	{"file", "file:{tmp}/state", 1, 1},
+	{"sqlite", "sqlite:{tmp}/state.db", 1, 1},
+	{"postgres", "${FAUCET_TEST_PG_URL}?table=contract_{uniq}", 1, 0},
+	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1},
+};
+
+static int wanted(const char *name, int argc, char **argv)
+{
+	if (argc < 2)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int failures = 0;
+
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		if (wanted(backends[i].name, argc, argv))
+			failures += contract_run(&backends[i]);
+	}
+	return failures != 0;
+}

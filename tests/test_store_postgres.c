@@ -1,0 +1,338 @@
+/*
+ * test_store_postgres.c - what the contract suite cannot say about the
+ * PostgreSQL store: the table layout shared with the original faucet (rows
+ * written with psql are read, ours are read by psql), configuration errors,
+ * an unreachable server, a wrong password, a missing table, values JSONB
+ * cannot give back, and a server restarted under a live store.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "contract/servers.h"
+
+static char *url_with(const char *base, const char *query)
+{
+	char *u = NULL;
+
+	assert_true(asprintf(&u, "%s%s%s", base, strchr(base, '?') ? "&" : "?", query) > 0);
+	return u;
+}
+
+/* Run SQL through psql against the shared server; returns its output. */
+static char *psql(const char *sql)
+{
+	char path[] = "/tmp/faucet-psql-XXXXXX";
+	int fd = mkstemp(path);
+	char *out;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, sql, strlen(sql)), (ssize_t)strlen(sql));
+	close(fd);
+	out = ts_sh("psql -X -q -At -v ON_ERROR_STOP=1 -d '%s' -f %s 2>&1",
+		    ts_env("FAUCET_TEST_PG_URL"), path);
+	unlink(path);
+	return out;
+}
+
+static faucet_store *open_table(const char *table, const char *extra)
+{
+	char q[256];
+	char *url;
+	faucet_store *s = NULL;
+
+	snprintf(q, sizeof(q), "table=%s%s%s", table, extra ? "&" : "", extra ? extra : "");
+	url = url_with(ts_env("FAUCET_TEST_PG_URL"), q);
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("open %s: %s", table, faucet_error_last()->message);
+	free(url);
+	return s;
+}
+
+static void rows_are_shared_with_plain_sql(void **state)
+{
+	char sql[1024], *out;
+	faucet_store *s;
+	faucet_value *v = tu_v("{\"b\":1,\"a\":[1,2],\"c\":\"x\"}");
+	faucet_strarray keys = {0};
+
+	(void)state;
+	/* A table created the original's way, before faucet ever opens it. */
+	snprintf(sql, sizeof(sql),
+		 "DROP TABLE IF EXISTS interop_%d;"
+		 "CREATE TABLE interop_%d (key TEXT PRIMARY KEY, value JSONB NOT NULL,"
+		 " updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW());"
+		 "INSERT INTO interop_%d (key, value) VALUES"
+		 " ('p::theirs', '{\"cursor\": 18446744073709551615, \"ts\": 0.1, \"s\": \"a_b\"}');",
+		 getpid(), getpid(), getpid());
+	free(psql(sql));
+	snprintf(sql, sizeof(sql), "interop_%d", getpid());
+	s = open_table(sql, "ensure_table=false");
+	tu_assert_value(s, "p::theirs", "{\"cursor\":18446744073709551615,\"ts\":0.1,\"s\":\"a_b\"}");
+	assert_int_equal(faucet_store_put(s, "p::ours", v), 0);
+	snprintf(sql, sizeof(sql),
+		 "SELECT value->>'b', value->'a'->>1, updated_at > NOW() - interval '1 hour'"
+		 " FROM interop_%d WHERE key = 'p::ours';",
+		 getpid());
+	out = psql(sql);
+	assert_string_equal(out, "1|2|t");
+	free(out);
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::ours", "p::theirs", NULL);
+	faucet_strarray_dispose(&keys);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE interop_%d;", getpid());
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+static void the_table_is_created_with_the_original_layout(void **state)
+{
+	char sql[512], name[64], *out;
+	faucet_store *s;
+	faucet_value *v = tu_v("1");
+
+	(void)state;
+	snprintf(name, sizeof(name), "created_%d", getpid());
+	s = open_table(name, NULL);
+	assert_int_equal(faucet_store_put(s, "k", v), 0);
+	snprintf(sql, sizeof(sql),
+		 "SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable, ', '"
+		 " ORDER BY ordinal_position) FROM information_schema.columns"
+		 " WHERE table_name = '%s';",
+		 name);
+	out = psql(sql);
+	assert_string_equal(out, "key text NO, value jsonb NO, updated_at timestamp with time "
+				 "zone NO");
+	free(out);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+static void a_missing_table_without_ensure_table_is_a_clear_error(void **state)
+{
+	faucet_store *s;
+	faucet_value *out = NULL;
+	char sql[256], *exists;
+
+	(void)state;
+	s = open_table("never_created", "ensure_table=false");
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ECONFIG);
+	tu_assert_error_contains("postgres");
+	tu_assert_error_contains("\"never_created\" does not exist");
+	ts_assert_no_secret(faucet_error_last()->message);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "SELECT to_regclass('never_created') IS NULL;");
+	exists = psql(sql);
+	assert_string_equal(exists, "t"); /* and nothing created it */
+	free(exists);
+}
+
+static void bad_options_are_config_errors(void **state)
+{
+	static const char *const bad[] = {"table=bad-name", "table=x%3Bdrop", "table=",
+					  "table=a234567890123456789012345678901234567890123456789"
+					  "012345678901234",
+					  "max_connections=0", "max_connections=-1",
+					  "ensure_table=maybe", "table=a&table=b"};
+	faucet_store_config cfg = {0};
+	faucet_store *s = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *url = url_with(ts_env("FAUCET_TEST_PG_URL"), bad[i]);
+		assert_int_equal(faucet_store_open_url(&s, url), FAUCET_ECONFIG);
+		assert_null(s);
+		ts_assert_no_secret(faucet_error_last()->message);
+		free(url);
+	}
+	cfg.type = "postgres";
+	cfg.url = ts_env("FAUCET_TEST_PG_URL");
+	cfg.table = "quote\"d";
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+	tu_assert_error_contains("table name");
+	cfg.table = NULL;
+	cfg.max_connections = -3;
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+	cfg.max_connections = 0;
+	cfg.url = NULL;
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+}
+
+static void assert_check_fails_without_secrets(faucet_store *s)
+{
+	faucet_check_context ctx = {3000};
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	assert_true(faucet_check_report_failed_count(r) >= 1);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_FAIL);
+	assert_non_null(p->hint);
+	ts_assert_no_secret(p->reason);
+	ts_assert_no_secret(p->hint);
+	faucet_check_report_free(r);
+}
+
+static void an_unreachable_server_fails_fast_and_clearly(void **state)
+{
+	char url[256];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL, *v = tu_v("1");
+
+	(void)state;
+	snprintf(url, sizeof(url), "postgres://faucet:wrong-secret-pw@127.0.0.1:%d/postgres",
+		 ts_closed_port());
+	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("postgres state store postgres://faucet:***@127.0.0.1");
+	tu_assert_error_contains("cannot connect");
+	ts_assert_no_secret(faucet_error_last()->message);
+	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_ERROR);
+	assert_check_fails_without_secrets(s);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void a_wrong_password_is_refused_without_showing_it(void **state)
+{
+	const char *good = ts_env("FAUCET_TEST_PG_URL");
+	const char *pw = ts_env("FAUCET_TEST_PASSWORD");
+	const char *at = strstr(good, pw);
+	char url[512];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	(void)state;
+	assert_non_null(at);
+	snprintf(url, sizeof(url), "%.*swrong-secret-pw%s", (int)(at - good), good,
+		 at + strlen(pw));
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("password authentication failed");
+	ts_assert_no_secret(faucet_error_last()->message);
+	assert_check_fails_without_secrets(s);
+	faucet_store_free(s);
+}
+
+static void values_jsonb_cannot_give_back_are_refused(void **state)
+{
+	char name[64], sql[512];
+	faucet_store *s;
+	faucet_value *v = tu_v("{\"n\":1E5}"), *out = NULL;
+
+	(void)state;
+	snprintf(name, sizeof(name), "jsonb_%d", getpid());
+	s = open_table(name, NULL);
+	/* Refused before writing: JSONB would hand back 100000, an integer. */
+	assert_int_equal(faucet_store_put(s, "p::e", v), FAUCET_EINVALID);
+	tu_assert_error_contains("1E5");
+	tu_assert_error_contains("'p::e'");
+	tu_assert_value(s, "p::e", NULL);
+	/* A row someone else wrote that we cannot hold exactly: an error naming
+	 * the key, never a wrong or missing bookmark. */
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('p::huge', '1e30');", name);
+	free(psql(sql));
+	assert_int_equal(faucet_store_get(s, "p::huge", &out), FAUCET_ERROR);
+	assert_null(out);
+	tu_assert_error_contains("postgres");
+	tu_assert_error_contains("'p::huge'");
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+static void a_pool_of_one_connection_serves_every_call(void **state)
+{
+	/* (The contract suite runs 8 threads on the default pool of 5, so
+	 * waiting for a connection is covered there.) */
+	char name[64];
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "pool_%d", getpid());
+	s = open_table(name, "max_connections=1");
+	for (int i = 0; i < 20; i++) {
+		char key[32], json[32];
+		faucet_value *v;
+		snprintf(key, sizeof(key), "k%d", i);
+		snprintf(json, sizeof(json), "%d", i);
+		v = tu_v(json);
+		assert_int_equal(faucet_store_put(s, key, v), 0);
+		faucet_value_free(v);
+	}
+	tu_assert_value(s, "k19", "19");
+	faucet_store_free(s);
+	snprintf(name, sizeof(name), "DROP TABLE pool_%d;", getpid());
+	free(psql(name));
+}
+
+static faucet_store *open_restart_store(void)
+{
+	char *url = url_with(ts_env("FAUCET_TEST_PG_RESTART_URL"), "table=restart_test");
+	faucet_store *s = NULL;
+
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("open: %s", faucet_error_last()->message);
+	free(url);
+	return s;
+}
+
+static void a_restarted_server_is_reconnected(void **state)
+{
+	faucet_store *s = open_restart_store();
+	faucet_value *one = tu_v("{\"n\":1}"), *two = tu_v("{\"n\":2}"), *out = NULL;
+	int written = 0;
+
+	(void)state;
+	assert_int_equal(faucet_store_put(s, "k", one), 0);
+	tu_assert_value(s, "k", "{\"n\":1}");
+
+	/* During the outage an operation fails with a clear error... */
+	ts_ctl("pg-stop");
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("postgres state store");
+	ts_assert_no_secret(faucet_error_last()->message);
+	ts_ctl("pg-start");
+	/* ...and the next one after it succeeds. */
+	tu_assert_value(s, "k", "{\"n\":1}");
+	assert_int_equal(faucet_store_compare_and_put(s, "k", one, two, &written), 0);
+	assert_true(written);
+
+	/* A restart nobody noticed: the pooled connection is stale, and even a
+	 * compare-and-put (never retried) succeeds at once. */
+	ts_ctl("pg-stop");
+	ts_ctl("pg-start");
+	assert_int_equal(faucet_store_compare_and_put(s, "k", two, one, &written), 0);
+	assert_true(written);
+	ts_ctl("pg-stop");
+	ts_ctl("pg-start");
+	tu_assert_value(s, "k", "{\"n\":1}");
+	assert_int_equal(faucet_store_delete(s, "k"), 0);
+	faucet_store_free(s);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rows_are_shared_with_plain_sql),
+		cmocka_unit_test(the_table_is_created_with_the_original_layout),
+		cmocka_unit_test(a_missing_table_without_ensure_table_is_a_clear_error),
+		cmocka_unit_test(bad_options_are_config_errors),
+		cmocka_unit_test(an_unreachable_server_fails_fast_and_clearly),
+		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
+		cmocka_unit_test(values_jsonb_cannot_give_back_are_refused),
+		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
+		cmocka_unit_test(a_restarted_server_is_reconnected),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

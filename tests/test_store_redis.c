@@ -1,0 +1,279 @@
+/*
+ * test_store_redis.c - what the contract suite cannot say about the Redis
+ * store: the key layout shared with the original faucet (keys written with
+ * redis-cli are read, ours are read by redis-cli), the database number,
+ * namespaces with glob characters, bad stored values, configuration errors,
+ * an unreachable server, a wrong password, and a server restarted under a
+ * live store.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "contract/servers.h"
+
+/* redis-cli against the shared server's database `db`. */
+static char *cli(int db, const char *args)
+{
+	const char *url = ts_env("FAUCET_TEST_REDIS_URL");
+	const char *slash = strrchr(url, '/');
+	const char *colon = slash;
+
+	while (colon > url && *colon != ':')
+		colon--;
+	return ts_sh("REDISCLI_AUTH='%s' redis-cli -h 127.0.0.1 -p %.*s -n %d %s 2>&1",
+		     ts_env("FAUCET_TEST_PASSWORD"), (int)(slash - colon - 1), colon + 1, db, args);
+}
+
+static faucet_store *open_ns(const char *base_env, const char *ns, const char *db)
+{
+	const char *base = ts_env(base_env);
+	const char *slash = strrchr(base, '/');
+	char url[512];
+	faucet_store *s = NULL;
+
+	snprintf(url, sizeof(url), "%.*s/%s?namespace=%s", (int)(slash - base), base,
+		 db ? db : "0", ns);
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("open %s: %s", ns, faucet_error_last()->message);
+	return s;
+}
+
+static void keys_are_shared_with_redis_cli(void **state)
+{
+	char ns[64], args[512], *out;
+	faucet_store *s;
+	faucet_value *v = tu_v("{\"b\":1,\"a\":[1,2]}");
+	faucet_strarray keys = {0};
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "interop%d", getpid());
+	snprintf(args, sizeof(args),
+		 "SET %s:p::theirs '{\"cursor\": 18446744073709551615, \"ts\": 0.1}'", ns);
+	free(cli(0, args));
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	tu_assert_value(s, "p::theirs", "{\"cursor\":18446744073709551615,\"ts\":0.1}");
+	assert_int_equal(faucet_store_put(s, "p::ours", v), 0);
+	snprintf(args, sizeof(args), "GET %s:p::ours", ns);
+	out = cli(0, args);
+	assert_string_equal(out, "{\"b\":1,\"a\":[1,2]}"); /* compact text, member order kept */
+	free(out);
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::ours", "p::theirs", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(faucet_store_delete(s, "p::ours"), 0);
+	assert_int_equal(faucet_store_delete(s, "p::theirs"), 0);
+	snprintf(args, sizeof(args), "EXISTS %s:p::theirs", ns);
+	out = cli(0, args);
+	assert_string_equal(out, "0");
+	free(out);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void the_url_selects_the_database(void **state)
+{
+	char ns[64], args[128], *out;
+	faucet_store *s;
+	faucet_value *v = tu_v("7");
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "db%d", getpid());
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, "3");
+	assert_int_equal(faucet_store_put(s, "k", v), 0);
+	snprintf(args, sizeof(args), "GET %s:k", ns);
+	out = cli(3, args);
+	assert_string_equal(out, "7");
+	free(out);
+	out = cli(0, args);
+	assert_string_equal(out, ""); /* not in database 0 */
+	free(out);
+	assert_int_equal(faucet_store_delete(s, "k"), 0);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void a_namespace_with_glob_characters_lists_only_its_keys(void **state)
+{
+	char star[64], plain[64];
+	faucet_store *a, *b;
+	faucet_value *v = tu_v("1");
+	faucet_strarray keys = {0};
+
+	(void)state;
+	snprintf(star, sizeof(star), "g%d*", getpid());
+	snprintf(plain, sizeof(plain), "g%dx", getpid());
+	a = open_ns("FAUCET_TEST_REDIS_URL", star, NULL);
+	b = open_ns("FAUCET_TEST_REDIS_URL", plain, NULL);
+	assert_int_equal(faucet_store_put(a, "mine", v), 0);
+	assert_int_equal(faucet_store_put(b, "theirs", v), 0);
+	assert_int_equal(faucet_store_list(a, "", &keys), 0);
+	tu_assert_strings(&keys, "mine", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(faucet_store_delete(a, "mine"), 0);
+	assert_int_equal(faucet_store_delete(b, "theirs"), 0);
+	faucet_store_free(a);
+	faucet_store_free(b);
+	faucet_value_free(v);
+}
+
+static void bad_stored_values_are_clear_errors(void **state)
+{
+	char ns[64], args[256];
+	faucet_store *s;
+	faucet_value *out = NULL;
+	faucet_strarray keys = {0};
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "bad%d", getpid());
+	snprintf(args, sizeof(args), "SET %s:p::text 'not json'", ns);
+	free(cli(0, args));
+	snprintf(args, sizeof(args), "RPUSH %s:p::list x", ns);
+	free(cli(0, args));
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	assert_int_equal(faucet_store_get(s, "p::text", &out), FAUCET_ERROR);
+	assert_null(out);
+	tu_assert_error_contains("redis state store");
+	tu_assert_error_contains("'p::text'");
+	tu_assert_error_contains("not valid JSON");
+	assert_int_equal(faucet_store_get(s, "p::list", &out), FAUCET_ERROR);
+	tu_assert_error_contains("'p::list'");
+	tu_assert_error_contains("not a string");
+	/* The store stays usable, and the keys are still listed and deletable. */
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::list", "p::text", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(faucet_store_delete(s, "p::text"), 0);
+	assert_int_equal(faucet_store_delete(s, "p::list"), 0);
+	faucet_store_free(s);
+}
+
+static void bad_options_are_config_errors(void **state)
+{
+	static const char *const bad[] = {"?namespace=", "?namespace=a:b", "?max_connections=0",
+					  "?unknown=1", "?namespace=a&namespace=b"};
+	const char *base = ts_env("FAUCET_TEST_REDIS_URL");
+	faucet_store_config cfg = {0};
+	faucet_store *s = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char url[512];
+		snprintf(url, sizeof(url), "%s%s", base, bad[i]);
+		assert_int_equal(faucet_store_open_url(&s, url), FAUCET_ECONFIG);
+		assert_null(s);
+		ts_assert_no_secret(faucet_error_last()->message);
+	}
+	assert_int_equal(faucet_store_open_url(&s, "redis://127.0.0.1:notaport/0"), FAUCET_ECONFIG);
+	assert_int_equal(faucet_store_open_url(&s, "redis://127.0.0.1:6379/x"), FAUCET_ECONFIG);
+	cfg.type = "redis";
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+	cfg.url = base;
+	cfg.namespace_name = "has:colon";
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+	tu_assert_error_contains("namespace");
+}
+
+static void assert_check_fails_without_secrets(faucet_store *s)
+{
+	faucet_check_context ctx = {3000};
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	assert_true(faucet_check_report_failed_count(r) >= 1);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_FAIL);
+	assert_non_null(p->hint);
+	ts_assert_no_secret(p->reason);
+	ts_assert_no_secret(p->hint);
+	faucet_check_report_free(r);
+}
+
+static void an_unreachable_server_fails_fast_and_clearly(void **state)
+{
+	char url[256];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	(void)state;
+	snprintf(url, sizeof(url), "redis://:wrong-secret-pw@127.0.0.1:%d/0", ts_closed_port());
+	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("redis state store redis://:***@127.0.0.1");
+	tu_assert_error_contains("cannot connect");
+	ts_assert_no_secret(faucet_error_last()->message);
+	assert_check_fails_without_secrets(s);
+	faucet_store_free(s);
+}
+
+static void a_wrong_password_is_refused_without_showing_it(void **state)
+{
+	const char *good = ts_env("FAUCET_TEST_REDIS_URL");
+	const char *pw = ts_env("FAUCET_TEST_PASSWORD");
+	const char *at = strstr(good, pw);
+	char url[512];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	(void)state;
+	assert_non_null(at);
+	snprintf(url, sizeof(url), "%.*swrong-secret-pw%s", (int)(at - good), good,
+		 at + strlen(pw));
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("authentication failed");
+	ts_assert_no_secret(faucet_error_last()->message);
+	assert_check_fails_without_secrets(s);
+	faucet_store_free(s);
+}
+
+static void a_restarted_server_is_reconnected(void **state)
+{
+	faucet_store *s = open_ns("FAUCET_TEST_REDIS_RESTART_URL", "restart", NULL);
+	faucet_value *one = tu_v("{\"n\":1}"), *two = tu_v("{\"n\":2}"), *out = NULL;
+	int written = 0;
+
+	(void)state;
+	assert_int_equal(faucet_store_put(s, "k", one), 0);
+	tu_assert_value(s, "k", "{\"n\":1}");
+
+	/* During the outage an operation fails with a clear error... */
+	ts_ctl("redis-stop");
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("redis state store");
+	ts_assert_no_secret(faucet_error_last()->message);
+	ts_ctl("redis-start");
+	/* ...and the next one after it succeeds (the server saved on shutdown). */
+	tu_assert_value(s, "k", "{\"n\":1}");
+	assert_int_equal(faucet_store_compare_and_put(s, "k", one, two, &written), 0);
+	assert_true(written);
+
+	/* A restart nobody noticed: the idle connection is replaced at once. */
+	ts_ctl("redis-stop");
+	ts_ctl("redis-start");
+	assert_int_equal(faucet_store_compare_and_put(s, "k", two, one, &written), 0);
+	assert_true(written);
+	assert_int_equal(faucet_store_delete(s, "k"), 0);
+	faucet_store_free(s);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(keys_are_shared_with_redis_cli),
+		cmocka_unit_test(the_url_selects_the_database),
+		cmocka_unit_test(a_namespace_with_glob_characters_lists_only_its_keys),
+		cmocka_unit_test(bad_stored_values_are_clear_errors),
+		cmocka_unit_test(bad_options_are_config_errors),
+		cmocka_unit_test(an_unreachable_server_fails_fast_and_clearly),
+		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
+		cmocka_unit_test(a_restarted_server_is_reconnected),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,209 @@
+/*
+ * test_store_sqlite.c - what the contract suite cannot say about the SQLite
+ * store: the table layout shared with the original faucet (rows written with
+ * plain SQL are read, ours are read by plain SQL), the durability settings,
+ * bad stored values and an unusable path.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+typedef struct {
+	char *dir;
+	char *db;
+	char *url;
+} paths;
+
+static int setup(void **state)
+{
+	paths *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	p->dir = tu_tempdir();
+	p->db = tu_join(p->dir, "state.db");
+	assert_true(asprintf(&p->url, "sqlite:%s", p->db) > 0);
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	paths *p = *state;
+
+	tu_rmrf(p->dir);
+	free(p->dir);
+	free(p->db);
+	free(p->url);
+	free(p);
+	return 0;
+}
+
+/* Run SQL on a plain connection of our own, like another program would. */
+static void sql(const char *db, const char *text)
+{
+	sqlite3 *c = NULL;
+	char *err = NULL;
+
+	assert_int_equal(sqlite3_open(db, &c), SQLITE_OK);
+	sqlite3_busy_timeout(c, 5000);
+	if (sqlite3_exec(c, text, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", text, err);
+	sqlite3_close(c);
+}
+
+/* The first column of the first row, as text (caller frees), or NULL. */
+static char *sql_text(const char *db, const char *text)
+{
+	sqlite3 *c = NULL;
+	sqlite3_stmt *st = NULL;
+	char *out = NULL;
+
+	assert_int_equal(sqlite3_open(db, &c), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(c, text, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(c);
+	return out;
+}
+
+static faucet_store *open_store(const paths *p)
+{
+	faucet_store *s = NULL;
+
+	if (faucet_store_open_url(&s, p->url) != 0)
+		fail_msg("open: %s", faucet_error_last()->message);
+	return s;
+}
+
+static void rows_are_shared_with_plain_sql(void **state)
+{
+	paths *p = *state;
+	faucet_store *s;
+	faucet_value *v = tu_v("{\"b\":1,\"a\":[1.0,0.1]}");
+	faucet_strarray keys = {0};
+	char *text;
+
+	/* A table created the original's way, before faucet opens the file. */
+	sql(p->db, "CREATE TABLE faucet_state (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+		   " updated_at TEXT);"
+		   "INSERT INTO faucet_state (key, value) VALUES"
+		   " ('p::theirs', '{\"cursor\": 18446744073709551615, \"ts\": 0.1}');");
+	s = open_store(p);
+	tu_assert_value(s, "p::theirs", "{\"cursor\":18446744073709551615,\"ts\":0.1}");
+	assert_int_equal(faucet_store_put(s, "p::ours", v), 0);
+	text = sql_text(p->db, "SELECT value FROM faucet_state WHERE key = 'p::ours'");
+	assert_string_equal(text, "{\"b\":1,\"a\":[1.0,0.1]}"); /* the exact compact text */
+	free(text);
+	text = sql_text(p->db, "SELECT updated_at IS NOT NULL FROM faucet_state"
+			       " WHERE key = 'p::ours'");
+	assert_string_equal(text, "1");
+	free(text);
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::ours", "p::theirs", NULL);
+	faucet_strarray_dispose(&keys);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void commits_are_durable_and_shared(void **state)
+{
+	paths *p = *state;
+	faucet_store *s = open_store(p);
+	faucet_value *v = tu_v("1");
+	char *mode;
+
+	assert_int_equal(faucet_store_put(s, "k", v), 0);
+	/* WAL is a property of the file: every later connection sees it. */
+	mode = sql_text(p->db, "PRAGMA journal_mode");
+	assert_string_equal(mode, "wal");
+	free(mode);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void bad_stored_values_are_clear_errors(void **state)
+{
+	paths *p = *state;
+	faucet_store *s = open_store(p);
+	faucet_value *v = tu_v("1"), *out = NULL;
+
+	/* Let the store create its table, then spoil two rows behind its back. */
+	assert_int_equal(faucet_store_put(s, "p::ok", v), 0);
+	sql(p->db, "INSERT INTO faucet_state (key, value) VALUES ('p::text', 'not json'),"
+		   " ('p::cut', '{\"a\":');");
+	assert_int_equal(faucet_store_get(s, "p::text", &out), FAUCET_ERROR);
+	assert_null(out);
+	tu_assert_error_contains("sqlite state store");
+	tu_assert_error_contains(p->db);
+	tu_assert_error_contains("'p::text'");
+	tu_assert_error_contains("not valid JSON");
+	assert_int_equal(faucet_store_get(s, "p::cut", &out), FAUCET_ERROR);
+	tu_assert_error_contains("'p::cut'");
+	/* A compare-and-put over a bad row fails and writes nothing. */
+	assert_int_equal(faucet_store_compare_and_put(s, "p::text", NULL, v, NULL), FAUCET_ERROR);
+	tu_assert_error_contains("'p::text'");
+	/* The store stays usable. */
+	tu_assert_value(s, "p::ok", "1");
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
+static void an_unusable_path_fails_clearly(void **state)
+{
+	paths *p = *state;
+	char *url, *missing = tu_join(p->dir, "no/such/dir/state.db");
+	faucet_store *s = NULL;
+	faucet_value *out = NULL, *v = tu_v("1");
+	faucet_check_report *r = NULL;
+	const faucet_probe *probe;
+
+	assert_true(asprintf(&url, "sqlite:%s", missing) > 0);
+	assert_int_equal(faucet_store_open_url(&s, url), 0); /* opened on first use */
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("sqlite state store");
+	tu_assert_error_contains(missing);
+	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_ERROR);
+	assert_int_equal(faucet_store_check(s, NULL, &r), 0);
+	assert_int_equal(faucet_check_report_failed_count(r), 1);
+	probe = faucet_check_report_probe(r, 0);
+	assert_int_equal(probe->status, FAUCET_PROBE_FAIL);
+	assert_non_null(strstr(probe->hint, missing));
+	faucet_check_report_free(r);
+	faucet_store_free(s);
+	assert_int_equal(faucet_store_open_url(&s, "sqlite:"), FAUCET_ECONFIG);
+	free(url);
+	free(missing);
+	faucet_value_free(v);
+}
+
+static void a_file_that_is_not_a_database_fails_clearly(void **state)
+{
+	paths *p = *state;
+	faucet_store *s;
+	faucet_value *out = NULL;
+
+	tu_write_file(p->db, "this is not a database, just some text long enough", 51);
+	s = open_store(p);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains("sqlite state store");
+	tu_assert_error_contains(p->db);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(rows_are_shared_with_plain_sql, setup, teardown),
+		cmocka_unit_test_setup_teardown(commits_are_durable_and_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_stored_values_are_clear_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_unusable_path_fails_clearly, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_file_that_is_not_a_database_fails_clearly, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
