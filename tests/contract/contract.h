@@ -16,6 +16,8 @@ typedef struct {
 	const char *url_template;
 	int cross_process; /* several processes may share one store (fork tests) */
 	int exact_text;    /* values come back byte for byte, not only as equal values */
+	int atomic_batch;  /* put_batch is all-or-nothing (the file store's is not: one
+			    * file per key, so a crash can leave a prefix; seed 001) */
 } contract_backend;
 
 /* Run the whole suite against one backend; returns the number of failures. */

@@ -1,0 +1,1455 @@
+/*
+ * file.c - the file state store ("file:PATH"), faucet's embedded default.
+ *
+ * One "{stem}.json" file per key in a root directory, named and laid out
+ * exactly as the original faucet does it (file_names.h), so either
+ * implementation reads a directory the other wrote.  Three decisions shape
+ * this file:
+ *
+ *  - Durability.  A put never changes a value file in place: it writes a
+ *    temp file under a name no other writer can use, syncs it, renames it
+ *    over "{stem}.json" and syncs the directory (write_durably() says why
+ *    each step is needed).  A reader therefore sees the old value or the new
+ *    one, never a torn one, and a put that returned survives a crash.
+ *
+ *  - No store-wide lock.  Because temp names are unique per write, puts to
+ *    different keys (and even to one key) run side by side, and their fsyncs
+ *    overlap so the filesystem journal can commit them together.  Only
+ *    compare-and-put and delete serialise, per key, through an OS advisory
+ *    lock (flock) on "{stem}.json.lock"; it works across processes and the
+ *    kernel releases it when its holder dies, so no stale-lock rule exists.
+ *
+ *  - The root stays open.  The store keeps an O_DIRECTORY descriptor of the
+ *    root and reaches every file with openat()/renameat() relative to it, so
+ *    a get or put does not resolve the root path again.  When an operation
+ *    meets ENOENT and the root path now names another directory (it was
+ *    removed, or removed and created again), the descriptor is reopened
+ *    once.  A replaced descriptor is kept open until the store is freed, so
+ *    a thread still using it never sees its number reused for another file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "store/value_internal.h"
+#include "file_internal.h"
+#include "crypto/envelope.h"
+#include <openssl/crypto.h>
+#include <faucet/keys.h>
+
+/* Room for "{root}/{name}" in messages; a longer root is cut (the message
+ * only). */
+#define PATH_CAP (PATH_MAX + FILE_NAME_CAP)
+
+typedef struct {
+	faucet_store_backend base;
+	char *root;               /* as configured, without trailing slashes */
+	atomic_int dirfd;         /* the open root, -1 until first needed */
+	pthread_mutex_t dir_lock; /* opening or replacing dirfd */
+	int *retired;             /* replaced root descriptors, closed at free */
+	size_t nretired;
+	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
+	pthread_mutex_t migrate_lock;
+	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
+} file_store;
+
+/* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
+static void name_from_stem(char *out, const char *stem, const char *suffix)
+{
+	size_t stem_len = strlen(stem), suffix_len = strlen(suffix);
+
+	memcpy(out, stem, stem_len);
+	memcpy(out + stem_len, suffix, suffix_len + 1);
+}
+
+static void path_of(const file_store *fs, const char *name, char *out)
+{
+	(void)snprintf(out, PATH_CAP, "%s/%s", fs->root, name);
+}
+
+/* ---- temp names ------------------------------------------------------
+ *
+ * A temp name is "{stem}.{token}.{counter}.{kind}.tmp".  The token is drawn
+ * from the kernel's random source once per process; the counter tells this
+ * process's writes apart.  The token must not come from the process id:
+ * containers sharing a volume all run as pid 1, and two writers sharing a
+ * temp name would interleave their bytes and rename a torn file into place.
+ * A forked child inherits its parent's memory, so the fork handler below
+ * makes it draw a token of its own.
+ */
+
+static pthread_mutex_t token_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int token_ready;
+static char token[33];
+static atomic_ullong temp_counter;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_rc;
+
+static void token_before_fork(void)
+{
+	(void)pthread_mutex_lock(&token_lock);
+}
+
+static void token_after_fork_parent(void)
+{
+	(void)pthread_mutex_unlock(&token_lock);
+}
+
+static void token_after_fork_child(void)
+{
+	atomic_store(&token_ready, 0);
+	(void)pthread_mutex_unlock(&token_lock);
+}
+
+static void register_fork_handler(void)
+{
+	atfork_rc = pthread_atfork(token_before_fork, token_after_fork_parent,
+				   token_after_fork_child);
+}
+
+static int process_token(const char **out)
+{
+	int rc = 0;
+
+	(void)pthread_once(&atfork_once, register_fork_handler);
+	if (atfork_rc != 0)
+		return faucet__error_os(FAUCET_ERROR, atfork_rc,
+					"cannot register the file store's fork handler");
+	if (!atomic_load_explicit(&token_ready, memory_order_acquire)) {
+		(void)pthread_mutex_lock(&token_lock);
+		if (!atomic_load_explicit(&token_ready, memory_order_relaxed)) {
+			rc = faucet__random_hex(token, 16);
+			if (rc == 0)
+				atomic_store_explicit(&token_ready, 1, memory_order_release);
+		}
+		(void)pthread_mutex_unlock(&token_lock);
+	}
+	*out = token;
+	return rc;
+}
+
+int faucet_file__temp_name(const char *stem, const char *kind, char *out, size_t cap)
+{
+	const char *tok;
+	unsigned long long n;
+	int len, rc = process_token(&tok);
+
+	if (rc != 0)
+		return rc;
+	n = atomic_fetch_add_explicit(&temp_counter, 1, memory_order_relaxed);
+	len = snprintf(out, cap, "%s.%s.%llu.%s.tmp", stem, tok, n, kind);
+	if (len < 0 || (size_t)len >= cap)
+		return faucet_error_set(FAUCET_ERROR, "temp file name for '%s' is too long", stem);
+	return 0;
+}
+
+/* ---- the advisory lock -------------------------------------------------
+ *
+ * flock() locks belong to an open file description, so two opens of the
+ * lock file - in two processes or two threads of one - exclude each other,
+ * and the kernel drops the lock when the last descriptor closes, also when
+ * the holder is killed.  delete unlinks the lock file while holding it; a
+ * waiter that then wins the lock holds it on a file no path names any more,
+ * while a newcomer could create and lock a fresh file at the same path.  So
+ * after winning, the holder checks that the path still names its file, and
+ * otherwise opens the path again and retries.
+ */
+
+static atomic_ullong lock_wait_ms;
+static _Atomic(faucet_file_lock_hook) lock_busy_hook;
+static _Atomic(void *) lock_busy_arg;
+
+void faucet_file__set_lock_wait_ms(uint64_t ms)
+{
+	atomic_store(&lock_wait_ms, (unsigned long long)ms);
+}
+
+void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg)
+{
+	atomic_store(&lock_busy_arg, arg);
+	atomic_store(&lock_busy_hook, hook);
+}
+
+/* Open (creating) the lock file; *open_err receives errno on failure. */
+static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		*open_err = errno;
+		return faucet__error_os(FAUCET_EIO, errno, "failed to create state lock %s", path);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* 1 when `name` under dirfd is the file fd has open, 0 when it is another
+ * file or none, or an error code. */
+static int lock_names_file(int dirfd, const char *name, const char *path, int fd)
+{
+	struct stat held, named;
+
+	if (fstat(fd, &held) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
+	if (fstatat(dirfd, name, &named, 0) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
+	}
+	return held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {0, (long)ms * 1000000L};
+
+	/* An early wake-up (EINTR) only shortens one poll interval. */
+	(void)nanosleep(&ts, NULL);
+}
+
+static int lock_acquire(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
+{
+	uint64_t wait = atomic_load(&lock_wait_ms);
+	uint64_t started = faucet__now_ms();
+	int fd = -1, rc;
+
+	if (wait == 0)
+		wait = FILE_LOCK_WAIT_MS;
+	rc = lock_open(dirfd, name, path, &fd, open_err);
+	while (rc == 0) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			int named = lock_names_file(dirfd, name, path, fd);
+			if (named == 1) {
+				*fd_out = fd;
+				return 0;
+			}
+			(void)close(fd);
+			fd = -1;
+			rc = named < 0 ? named : lock_open(dirfd, name, path, &fd, open_err);
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			rc = faucet__error_os(FAUCET_EIO, errno, "failed to lock state lock %s", path);
+			break;
+		}
+		faucet_file_lock_hook hook = atomic_load(&lock_busy_hook);
+		if (hook != NULL)
+			hook(atomic_load(&lock_busy_arg));
+		if (faucet__now_ms() - started >= wait) {
+			rc = faucet_error_set(FAUCET_ERROR, "state lock %s is held by another writer",
+					      path);
+			break;
+		}
+		sleep_ms(FILE_LOCK_POLL_MS);
+	}
+	if (fd >= 0)
+		(void)close(fd);
+	return rc;
+}
+
+int faucet_file__lock(int dirfd, const char *name, const char *path, int *fd_out)
+{
+	int open_err = 0;
+
+	*fd_out = -1;
+	return lock_acquire(dirfd, name, path, fd_out, &open_err);
+}
+
+/* ---- the root directory ----------------------------------------------- */
+
+/* Make a directory entry we just created durable: a new directory is an
+ * entry in its parent, and until the parent is synced a crash may forget
+ * it - together with every file later synced inside it. */
+static int sync_parent_of(const char *dir)
+{
+	const char *slash = strrchr(dir, '/');
+	char *parent;
+	int fd, rc = 0;
+
+	if (slash == NULL)
+		parent = faucet__strdup(".");
+	else if (slash == dir)
+		parent = faucet__strdup("/");
+	else
+		parent = faucet__strndup(dir, (size_t)(slash - dir));
+	if (parent == NULL)
+		return FAUCET_ENOMEM;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", parent);
+	if (fd >= 0)
+		(void)close(fd);
+	free(parent);
+	return rc;
+}
+
+/* mkdir -p the root, each new directory 0700 and durable in its parent. */
+static int make_root(const file_store *fs)
+{
+	char *path = faucet__strdup(fs->root);
+	int rc = 0;
+
+	if (path == NULL)
+		return FAUCET_ENOMEM;
+	for (char *p = path + 1; rc == 0; p++) {
+		int last = *p == '\0';
+		if (*p != '/' && !last)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) == 0)
+			rc = sync_parent_of(path);
+		else if (errno != EEXIST)
+			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create state dir %s",
+					      fs->root);
+		if (last)
+			break;
+		*p = '/';
+	}
+	free(path);
+	return rc;
+}
+
+/* Replace the root descriptor `stale` (-1: there is none yet) with a fresh
+ * one.  Without `create`, a missing root gives *dfd = -1 and rc 0: nothing
+ * is stored yet.  Another thread may have replaced it already; then its
+ * descriptor is used. */
+static int root_reopen(file_store *fs, int stale, int create, int *dfd)
+{
+	int fd, rc = 0;
+
+	(void)pthread_mutex_lock(&fs->dir_lock);
+	fd = atomic_load(&fs->dirfd);
+	if (fd >= 0 && fd != stale) {
+		(void)pthread_mutex_unlock(&fs->dir_lock);
+		*dfd = fd;
+		return 0;
+	}
+	fd = open(fs->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR) && create) {
+		rc = make_root(fs);
+		if (rc == 0)
+			fd = open(fs->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (rc == 0 && fd < 0 && (errno != ENOENT || create))
+		rc = faucet__error_os(FAUCET_EIO, errno, "failed to open state dir %s", fs->root);
+	if (rc == 0 && stale >= 0) {
+		int *grown = faucet__realloc(fs->retired, (fs->nretired + 1) * sizeof(int));
+		if (grown == NULL) {
+			rc = FAUCET_ENOMEM;
+		} else {
+			fs->retired = grown;
+			fs->retired[fs->nretired++] = stale;
+		}
+	}
+	if (rc == 0)
+		atomic_store(&fs->dirfd, fd);
+	else if (fd >= 0)
+		(void)close(fd);
+	(void)pthread_mutex_unlock(&fs->dir_lock);
+	*dfd = rc == 0 ? fd : -1;
+	return rc;
+}
+
+/* The root's descriptor, opened (and with `create`, made) on first use. */
+static int root_get(file_store *fs, int create, int *dfd)
+{
+	int fd = atomic_load(&fs->dirfd);
+
+	if (fd >= 0) {
+		*dfd = fd;
+		return 0;
+	}
+	return root_reopen(fs, -1, create, dfd);
+}
+
+/* Asked after ENOENT under dfd: does the root path now name another
+ * directory than dfd (or none)?  Then dfd is stale. */
+static int root_is_stale(const file_store *fs, int dfd)
+{
+	struct stat held, named;
+
+	if (fstat(dfd, &held) != 0 || stat(fs->root, &named) != 0)
+		return 1;
+	return held.st_dev != named.st_dev || held.st_ino != named.st_ino;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* Open `name` under the root for reading.  *fd_out = -1 (rc 0) when the file
+ * or the root does not exist. */
+static int open_entry(file_store *fs, const char *name, int *fd_out)
+{
+	char path[PATH_CAP];
+	int dfd, fd, err, rc = root_get(fs, 0, &dfd);
+
+	*fd_out = -1;
+	if (rc != 0 || dfd < 0)
+		return rc;
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	err = errno;
+	if (fd < 0 && err == ENOENT && root_is_stale(fs, dfd)) {
+		rc = root_reopen(fs, dfd, 0, &dfd);
+		if (rc != 0 || dfd < 0)
+			return rc;
+		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+		err = errno;
+	}
+	if (fd < 0 && err != ENOENT) {
+		path_of(fs, name, path);
+		return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* Small values are read into the caller's stack buffer: no allocation on the
+ * common path of get. */
+#define READ_INLINE 4096
+
+/* Read all of fd: its size from fstat, then normally one read.  Files are
+ * replaced by rename and never rewritten in place, so the size is exact.
+ * The bytes land in inline[READ_INLINE] when they fit, else in a new buffer
+ * returned through *heap. */
+static int read_whole(int fd, const file_store *fs, const char *name, char *inline_buf,
+		      char **bytes, size_t *len, char **heap)
+{
+	char path[PATH_CAP];
+	struct stat st;
+	size_t size, got = 0;
+	char *buf = inline_buf;
+	int err;
+
+	*heap = NULL;
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		goto os_error;
+	}
+	size = (size_t)st.st_size;
+	if (size >= READ_INLINE) {
+		buf = *heap = faucet__malloc(size + 1);
+		if (buf == NULL)
+			return FAUCET_ENOMEM;
+	}
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			free(*heap);
+			*heap = NULL;
+			goto os_error;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*bytes = buf;
+	*len = got;
+	return 0;
+os_error:
+	path_of(fs, name, path);
+	return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
+}
+
+/* ---- the disk encoding ---------------------------------------------------
+ *
+ * The two functions below are the only places that know how a value looks on
+ * disk.  Plaintext is the value's compact JSON, byte for byte.  Sealing
+ * (SPEC section 4) belongs here and nowhere else.
+ */
+
+/* The bytes to write for `value`.  *owned is what the caller frees (NULL
+ * when the bytes belong to the value). */
+static int encode_value(const file_store *fs, const char *key, const faucet_value *value,
+			const char **bytes, size_t *len, char **owned)
+{
+	unsigned char *sealed = NULL;
+	size_t sealed_len = 0;
+	int rc;
+
+	*owned = NULL;
+	if (fs->keyring == NULL) {
+		*bytes = faucet_value_json(value);
+		*len = faucet_value_len(value);
+		return 0;
+	}
+	/* Sealed with the state key as associated data (format 0x02), so a
+	 * file copied under another key's name fails to open. */
+	rc = faucet__seal(fs->keyring, key, faucet_value_json(value), faucet_value_len(value),
+			  &sealed, &sealed_len);
+	if (rc != 0)
+		return rc;
+	*owned = (char *)sealed;
+	*bytes = (const char *)sealed;
+	*len = sealed_len;
+	return 0;
+}
+
+/* "{prefix}{root}/{name}" into out[PATH_CAP + 32] without printf: this runs
+ * on every read, so it must cost next to nothing. */
+static void describe_file(char *out, const char *prefix, const file_store *fs, const char *name)
+{
+	size_t cap = PATH_CAP + 32, n = 0;
+	const char *parts[4] = {prefix, fs->root, "/", name};
+
+	for (size_t i = 0; i < 4; i++) {
+		size_t len = strlen(parts[i]);
+		if (len > cap - 1 - n)
+			len = cap - 1 - n;
+		memcpy(out + n, parts[i], len);
+		n += len;
+	}
+	out[n] = '\0';
+}
+
+/* The value stored as `bytes` in the file `name` under `key`. */
+static int decode_value(const file_store *fs, const char *key, const char *name,
+			const char *bytes, size_t len, faucet_value **out)
+{
+	char where[PATH_CAP + 32];
+	int rc;
+
+	/* A sealed file is never "no bookmark" and never JSON garbage: treating
+	 * it as either would make the pipeline start over.  Plaintext files stay
+	 * readable under a keyring and are sealed on their next write. */
+	if (faucet__is_sealed(bytes, len)) {
+		unsigned char *plain = NULL;
+		size_t plain_len = 0;
+
+		describe_file(where, "", fs, name);
+		if (fs->keyring == NULL)
+			return faucet__sealed_without_key(where);
+		rc = faucet__unseal(fs->keyring, key, where, bytes, len, &plain, &plain_len);
+		if (rc != 0)
+			return rc;
+		describe_file(where, "failed to parse state file ", fs, name);
+		rc = faucet_value__parse_at(out, (const char *)plain, plain_len, where);
+		OPENSSL_cleanse(plain, plain_len);
+		free(plain);
+	} else {
+		describe_file(where, "failed to parse state file ", fs, name);
+		rc = faucet_value__parse_at(out, bytes, len, where);
+	}
+	/* Corrupt stored state is a store failure, not bad input from the caller. */
+	if (rc == FAUCET_EINVALID)
+		rc = faucet_error_set(FAUCET_ERROR, "%s", faucet_error_last()->message);
+	return rc;
+}
+
+/* The value of `key` from its file `name`; *out NULL when there is none. */
+static int read_entry(file_store *fs, const char *key, const char *name, faucet_value **out)
+{
+	char inline_buf[READ_INLINE];
+	char *bytes = NULL, *heap = NULL;
+	size_t len = 0;
+	int fd, rc;
+
+	*out = NULL;
+	rc = open_entry(fs, name, &fd);
+	if (rc != 0 || fd < 0)
+		return rc;
+	rc = read_whole(fd, fs, name, inline_buf, &bytes, &len, &heap);
+	(void)close(fd); /* read-only: nothing to lose on close */
+	if (rc == 0)
+		rc = decode_value(fs, key, name, bytes, len, out);
+	free(heap);
+	return rc;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static int write_all(int fd, const char *bytes, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, bytes, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		bytes += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Create a temp file for one write of `stem` (O_EXCL: never someone else's
+ * file), following a replaced root once. */
+static int create_temp(file_store *fs, int *dfd, const char *stem, const char *kind,
+		       char *tmp, int *fd_out)
+{
+	char path[PATH_CAP];
+	int rc, fd, err;
+
+	for (int attempt = 0;; attempt++) {
+		rc = faucet_file__temp_name(stem, kind, tmp, FILE_NAME_CAP);
+		if (rc != 0)
+			return rc;
+		fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			*fd_out = fd;
+			return 0;
+		}
+		err = errno;
+		if (attempt == 0 && err == ENOENT && root_is_stale(fs, *dfd)) {
+			rc = root_reopen(fs, *dfd, 1, dfd);
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		/* EEXIST cannot come from our own writes (the counter is new);
+		 * take the next name rather than touch a file we did not make. */
+		if (attempt < 3 && err == EEXIST)
+			continue;
+		path_of(fs, tmp, path);
+		return faucet__error_os(FAUCET_EIO, err, "failed to create temp state file %s", path);
+	}
+}
+
+static int sync_root(const file_store *fs, int dfd)
+{
+	if (fsync(dfd) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", fs->root);
+	return 0;
+}
+
+/*
+ * Replace the file `name` under the root with `bytes`, durably:
+ *
+ *  1. Write a temp file (created O_EXCL, 0600) with a name unique to this
+ *     write.  Readers keep seeing the old file the whole time.
+ *  2. fsync the temp file.  rename only orders directory entries, not file
+ *     contents: without this sync a crash soon after the rename can leave
+ *     the new name pointing at a file whose blocks never reached the disk -
+ *     an empty or partial bookmark.
+ *  3. rename the temp file over the final name.  POSIX makes the switch
+ *     atomic: every reader opens either the old file or the new one.
+ *  4. fsync the directory.  The rename lives in the directory, and until
+ *     the directory is synced a crash may undo it and bring the old value
+ *     back after put returned.  Once this sync returns, the value is durable.
+ *
+ * Any failure before the rename removes the temp file, so failed writes
+ * leave no residue; a failure of the rename itself too.  A failure of step 4
+ * is reported although the new file is already in place: the caller must
+ * not believe a write durable that may not be.
+ */
+static int write_durably(file_store *fs, int *dfd, const char *stem, const char *kind,
+			 const char *name, const char *bytes, size_t len)
+{
+	char tmp[FILE_NAME_CAP], path[PATH_CAP];
+	const char *what;
+	int fd = -1, err, rc = create_temp(fs, dfd, stem, kind, tmp, &fd);
+
+	if (rc != 0)
+		return rc;
+	if (write_all(fd, bytes, len) != 0) {
+		what = "failed to write temp state file";
+		goto temp_error;
+	}
+	if (fsync(fd) != 0) {
+		what = "failed to fsync temp state file";
+		goto temp_error;
+	}
+	/* close can report a deferred write error (NFS): check it as well. */
+	if (close(fd) != 0) {
+		fd = -1;
+		what = "failed to close temp state file";
+		goto temp_error;
+	}
+	fd = -1;
+	if (renameat(*dfd, tmp, *dfd, name) != 0) {
+		err = errno;
+		(void)unlinkat(*dfd, tmp, 0);
+		path_of(fs, name, path);
+		return faucet__error_os(FAUCET_EIO, err, "failed to commit state file %s", path);
+	}
+	return sync_root(fs, *dfd);
+
+temp_error:
+	err = errno;
+	if (fd >= 0)
+		(void)close(fd);
+	(void)unlinkat(*dfd, tmp, 0);
+	path_of(fs, tmp, path);
+	return faucet__error_os(FAUCET_EIO, err, "%s %s", what, path);
+}
+
+/* Read a small file (a sidecar) into buf[cap]; 0 with *len set, or -1 with
+ * errno (ENOENT: absent; EFBIG: longer than cap - 1). */
+static int read_small(int dfd, const char *name, char *buf, size_t cap, size_t *len)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			(void)close(fd);
+			errno = err;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got == cap) {
+			(void)close(fd);
+			errno = EFBIG;
+			return -1;
+		}
+	}
+	(void)close(fd);
+	buf[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+/*
+ * Make "{stem}.key" hold the full key of a hashed stem: the listing reads it
+ * to report the key.  It is written only when missing or different, the
+ * same crash-safe way as a value, and before the value: write_durably's
+ * directory sync then makes the sidecar durable before the value that
+ * depends on it can be renamed into place, so a crash never leaves a hashed
+ * value that the listing cannot name.
+ */
+static int ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char *key)
+{
+	char name[FILE_NAME_CAP], have[FILE_KEY_CAP + 1];
+	size_t len;
+
+	name_from_stem(name, stem, ".key");
+	if (read_small(*dfd, name, have, sizeof(have), &len) == 0 && strcmp(have, key) == 0)
+		return 0;
+	return write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+}
+
+/* ---- sorting the listing ----------------------------------------------------
+ *
+ * Sorting is most of what a listing of many keys costs beyond the readdir
+ * itself.  Keys share long prefixes ("pipeline::row::..."), so a strcmp sort
+ * keeps comparing the same leading bytes, each time through a pointer into
+ * another heap block.  Instead each key carries 8 of its bytes next to its
+ * pointer, as a big-endian integer: integer order is strcmp's unsigned byte
+ * order (a key's end pads with zero bytes, and keys hold no zero bytes).  A
+ * radix sort orders those integers with a few sequential passes (a pass is
+ * skipped when all keys agree on its byte, as they do on shared prefixes),
+ * and each run of equal integers moves on to the keys' next 8 bytes.
+ */
+
+typedef struct {
+	uint64_t chunk; /* the key's 8 bytes from the current depth */
+	char *key;
+} sort_item;
+
+typedef struct {
+	sort_item *tmp;        /* scatter target, as long as the input */
+	size_t count[8][256];  /* per byte of the chunk; reused at every level */
+} sort_space;
+
+static uint64_t chunk_at(const char *key, size_t depth)
+{
+	uint64_t c = 0;
+	size_t i = 0;
+
+	for (; i < 8 && key[depth + i] != '\0'; i++)
+		c = c << 8 | (unsigned char)key[depth + i];
+	return i == 0 ? 0 : c << (8 * (8 - i));
+}
+
+/* Least-significant-byte-first radix sort of a[0..n) by chunk. */
+static void radix_sort_chunks(sort_item *a, size_t n, sort_space *sp)
+{
+	sort_item *src = a, *dst = sp->tmp;
+
+	memset(sp->count, 0, sizeof(sp->count));
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned b = 0; b < 8; b++)
+			sp->count[b][(a[i].chunk >> (8 * b)) & 0xff]++;
+	}
+	for (unsigned b = 0; b < 8; b++) {
+		size_t *count = sp->count[b], offset = 0;
+		sort_item *t;
+
+		if (count[(a[0].chunk >> (8 * b)) & 0xff] == n)
+			continue; /* every key has the same byte here */
+		for (unsigned d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = offset;
+			offset += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i].chunk >> (8 * b)) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+}
+
+/* Sort a[0..n), whose keys agree on their first `depth` bytes and whose
+ * chunks are loaded for `depth`.  Recursion goes 8 bytes deeper each level,
+ * so it is at most 33 levels deep for a 256-byte key. */
+static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
+{
+	if (n < 32) {
+		/* Few keys: insertion sort on their remaining bytes. */
+		for (size_t k = 1; k < n; k++) {
+			for (size_t j = k; j > 0 && strcmp(a[j - 1].key + depth, a[j].key + depth) > 0; j--) {
+				sort_item t = a[j - 1];
+				a[j - 1] = a[j];
+				a[j] = t;
+			}
+		}
+		return;
+	}
+	radix_sort_chunks(a, n, sp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && a[j].chunk == a[i].chunk; j++)
+			;
+		/* A run whose chunk ends in a zero byte holds equal keys. */
+		if (j - i < 2 || (a[i].chunk & 0xff) == 0)
+			continue;
+		for (size_t k = i; k < j; k++)
+			a[k].chunk = chunk_at(a[k].key, depth + 8);
+		sort_by_chunks(a + i, j - i, depth + 8, sp);
+	}
+}
+
+/* The keys a listing found, with their first chunk, in readdir order. */
+typedef struct {
+	sort_item *items;
+	size_t count, cap;
+} key_list;
+
+static int key_list_push(key_list *l, const char *key, size_t len)
+{
+	char *copy;
+
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		sort_item *grown = faucet__realloc(l->items, cap * sizeof(*grown));
+		if (grown == NULL)
+			return FAUCET_ENOMEM;
+		l->items = grown;
+		l->cap = cap;
+	}
+	copy = faucet__strndup(key, len);
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	/* The chunk comes from the caller's copy, still in cache. */
+	l->items[l->count].chunk = chunk_at(key, 0);
+	l->items[l->count].key = copy;
+	l->count++;
+	return 0;
+}
+
+static void key_list_dispose(key_list *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		free(l->items[i].key);
+	free(l->items);
+	l->items = NULL;
+	l->count = l->cap = 0;
+}
+
+/* Hand the keys over to `out` sorted by strcmp, without duplicates (a key
+ * can be found under its legacy and its current name before migration).
+ * `l` is left empty. */
+static int key_list_finish(key_list *l, faucet_strarray *out)
+{
+	sort_space *sp = NULL;
+	size_t cap = 4;
+
+	if (l->count == 0)
+		return 0;
+	/* Capacity as faucet_strarray_push_owned() expects it: the next power
+	 * of two, so a caller may append to the result. */
+	while (cap < l->count)
+		cap *= 2;
+	out->strings = faucet__malloc(cap * sizeof(char *));
+	if (out->strings != NULL && l->count >= 32) {
+		sp = faucet__malloc(sizeof(*sp));
+		if (sp != NULL)
+			sp->tmp = faucet__malloc(l->count * sizeof(*sp->tmp));
+		if (sp != NULL && sp->tmp == NULL) {
+			free(sp);
+			sp = NULL;
+		}
+		if (sp == NULL) {
+			free(out->strings);
+			out->strings = NULL;
+		}
+	}
+	if (out->strings == NULL) {
+		key_list_dispose(l);
+		return FAUCET_ENOMEM;
+	}
+	sort_by_chunks(l->items, l->count, 0, sp);
+	out->count = 0;
+	for (size_t i = 0; i < l->count; i++) {
+		if (out->count > 0 && strcmp(out->strings[out->count - 1], l->items[i].key) == 0)
+			free(l->items[i].key);
+		else
+			out->strings[out->count++] = l->items[i].key;
+	}
+	if (sp != NULL)
+		free(sp->tmp);
+	free(sp);
+	free(l->items);
+	l->items = NULL;
+	l->count = l->cap = 0;
+	return 0;
+}
+
+/* ---- legacy names ----------------------------------------------------------
+ *
+ * Releases before escaped capitals and hashed long names wrote "Users:x" as
+ * "Users%3Ax.json" and long keys unhashed.  Those files are renamed to their
+ * current names once per store, eagerly, rather than looked up as a fallback
+ * on each read: on a case-insensitive filesystem the current name of
+ * "users:x" would otherwise open the legacy file of "Users:x".
+ */
+
+/* If `name` is a value file, put its key in key[FILE_KEY_CAP] and return
+ * the key's length (0 otherwise).  When `legacy` is not NULL it receives
+ * whether the name is not the key's current one.  Hashed names are resolved
+ * through their sidecar. */
+static size_t classify_entry(int dfd, const char *name, size_t name_len, char *key, int *legacy)
+{
+	char stem[FILE_STEM_MAX + 1], side[FILE_NAME_CAP];
+	size_t stem_len, key_len;
+
+	if (legacy != NULL)
+		*legacy = 0;
+	if (name_len <= 5 || name[0] == '.' || memcmp(name + name_len - 5, ".json", 5) != 0)
+		return 0;
+	stem_len = name_len - 5;
+	if (!faucet_file__stem_is_hashed(name, stem_len)) {
+		key_len = faucet_file__decode_stem(name, stem_len, key);
+		if (key_len == 0)
+			return 0;
+		/* Current names are exactly what encoding the key gives back. */
+		if (legacy != NULL)
+			*legacy = faucet_file__stem(key, stem) != stem_len ||
+				  memcmp(stem, name, stem_len) != 0;
+		return key_len;
+	}
+	if (stem_len > FILE_STEM_MAX)
+		return 0;
+	memcpy(side, name, stem_len);
+	memcpy(side + stem_len, ".key", 5);
+	if (read_small(dfd, side, key, FILE_KEY_CAP, &key_len) != 0)
+		return 0;
+	if (!faucet_file__key_is_valid(key, key_len))
+		return 0;
+	/* Only a sidecar that matches its name counts; a stray one is ignored. */
+	if (faucet_file__stem(key, stem) != stem_len || memcmp(stem, name, stem_len) != 0)
+		return 0;
+	return key_len;
+}
+
+/*
+ * Walk the directory once.  Keys starting with `prefix` go to `keys` (when
+ * not NULL); names of legacy files go to `legacy` (when not NULL).
+ * Everything that is not a value file - temp files, lock files, sidecars,
+ * hidden and foreign files, directories - is skipped.
+ */
+static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *keys,
+		    faucet_strarray *legacy)
+{
+	size_t plen = prefix ? strlen(prefix) : 0;
+	int dfd = dirfd(d), rc = 0;
+	struct dirent *e;
+
+	for (;;) {
+		char key[FILE_KEY_CAP];
+		size_t klen;
+		int is_legacy = 0;
+
+		errno = 0;
+		e = readdir(d);
+		if (e == NULL)
+			break;
+		if (e->d_type == DT_DIR)
+			continue;
+		/* Only migration asks for no keys, and hashed names are current. */
+		if (keys == NULL && strchr(e->d_name, '~') != NULL)
+			continue;
+		klen = classify_entry(dfd, e->d_name, strlen(e->d_name), key,
+				      legacy != NULL ? &is_legacy : NULL);
+		if (klen == 0)
+			continue;
+		if (legacy != NULL && is_legacy)
+			rc = faucet_strarray_push(legacy, e->d_name);
+		if (rc == 0 && keys != NULL && klen >= plen && memcmp(key, prefix, plen) == 0)
+			rc = key_list_push(keys, key, klen);
+		if (rc != 0)
+			return rc;
+	}
+	if (errno != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s", fs->root);
+	return 0;
+}
+
+/* Move one legacy file to its current name, or drop it when the current name
+ * exists already (the current file is newer by construction). */
+static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
+{
+	char key[FILE_KEY_CAP], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	char from[PATH_CAP], to[PATH_CAP];
+	size_t len = strlen(legacy_name), stem_len;
+	int rc;
+
+	if (faucet_file__decode_stem(legacy_name, len - 5, key) == 0)
+		return 0;
+	stem_len = faucet_file__stem(key, stem);
+	if (faucet_file__stem_is_hashed(stem, stem_len)) {
+		rc = ensure_sidecar(fs, dfd, stem, key);
+		if (rc != 0)
+			return rc;
+	}
+	name_from_stem(name, stem, ".json");
+	/* RENAME_NOREPLACE decides "current name exists" and the move in one
+	 * atomic step, so a value written meanwhile is never overwritten. */
+	if (renameat2(*dfd, legacy_name, *dfd, name, RENAME_NOREPLACE) == 0 || errno == ENOENT)
+		return 0;
+	if (errno == EINVAL || errno == ENOSYS) {
+		/* A filesystem without RENAME_NOREPLACE: check, then move. */
+		struct stat st;
+		if (fstatat(*dfd, name, &st, 0) == 0)
+			errno = EEXIST;
+		else if (errno == ENOENT &&
+			 (renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
+			return 0;
+	}
+	if (errno == EEXIST) {
+		if (unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
+			return 0;
+		path_of(fs, legacy_name, from);
+		return faucet__error_os(FAUCET_EIO, errno, "failed to remove legacy state file %s",
+					from);
+	}
+	path_of(fs, legacy_name, from);
+	path_of(fs, name, to);
+	return faucet__error_os(FAUCET_EIO, errno, "failed to rename legacy state file %s to %s",
+				from, to);
+}
+
+static int migrate_names(file_store *fs, int dfd, const faucet_strarray *legacy)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < legacy->count && rc == 0; i++)
+		rc = migrate_one(fs, &dfd, legacy->strings[i]);
+	/* The renames are directory entries: make them durable together. */
+	if (rc == 0 && legacy->count > 0)
+		rc = sync_root(fs, dfd);
+	return rc;
+}
+
+/* A second descriptor of the root for readdir (fdopendir owns it). */
+static int open_dir_stream(const file_store *fs, int dfd, DIR **out)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	*out = fd >= 0 ? fdopendir(fd) : NULL;
+	if (*out == NULL) {
+		int err = errno;
+		if (fd >= 0)
+			(void)close(fd);
+		return faucet__error_os(FAUCET_EIO, err, "failed to list state dir %s", fs->root);
+	}
+	return 0;
+}
+
+/* Rename legacy files, the first time this store is used (see above).  A
+ * failure is returned and the work tried again on the next call. */
+static int migrate_once(file_store *fs)
+{
+	faucet_strarray legacy = {NULL, 0};
+	DIR *d;
+	int dfd, rc;
+
+	if (atomic_load_explicit(&fs->migrated, memory_order_acquire))
+		return 0;
+	(void)pthread_mutex_lock(&fs->migrate_lock);
+	rc = atomic_load(&fs->migrated) ? 0 : root_get(fs, 0, &dfd);
+	if (rc == 0 && !atomic_load(&fs->migrated) && dfd >= 0) {
+		rc = open_dir_stream(fs, dfd, &d);
+		if (rc == 0) {
+			rc = scan_dir(fs, d, NULL, NULL, &legacy);
+			(void)closedir(d);
+		}
+		if (rc == 0)
+			rc = migrate_names(fs, dfd, &legacy);
+		faucet_strarray_dispose(&legacy);
+	}
+	if (rc == 0)
+		atomic_store_explicit(&fs->migrated, 1, memory_order_release);
+	(void)pthread_mutex_unlock(&fs->migrate_lock);
+	return rc;
+}
+
+/* ---- the backend slots ------------------------------------------------------ */
+
+static int file_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	int rc = migrate_once(fs);
+
+	*out = NULL;
+	if (rc != 0)
+		return rc;
+	(void)faucet_file__stem(key, stem);
+	name_from_stem(name, stem, ".json");
+	return read_entry(fs, key, name, out);
+}
+
+/* put's body, shared with compare-and-put (which holds the key's lock). */
+static int store_value(file_store *fs, const char *key, const faucet_value *value)
+{
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	const char *bytes;
+	char *owned = NULL;
+	size_t len, stem_len;
+	int dfd, rc = root_get(fs, 1, &dfd);
+
+	if (rc == 0)
+		rc = migrate_once(fs);
+	if (rc != 0)
+		return rc;
+	stem_len = faucet_file__stem(key, stem);
+	name_from_stem(name, stem, ".json");
+	rc = encode_value(fs, key, value, &bytes, &len, &owned);
+	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
+		rc = ensure_sidecar(fs, &dfd, stem, key);
+	if (rc == 0)
+		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
+	free(owned);
+	return rc;
+}
+
+static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	return store_value((file_store *)b, key, value);
+}
+
+/* Take the key's lock "{stem}.json.lock", following a replaced root once.
+ * Without `create`, a root that no longer exists gives *fd_out = -1, rc 0. */
+static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem, int *fd_out)
+{
+	char name[FILE_NAME_CAP], path[PATH_CAP];
+	int open_err = 0, rc;
+
+	name_from_stem(name, stem, ".json.lock");
+	path_of(fs, name, path);
+	*fd_out = -1;
+	rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
+	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
+		rc = root_reopen(fs, *dfd, create, dfd);
+		if (rc != 0 || *dfd < 0)
+			return rc;
+		rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
+	}
+	return rc;
+}
+
+/* Atomic across threads and processes sharing the directory: the read, the
+ * comparison and the write all happen under the key's lock.  delete takes
+ * the same lock; a plain put does not (it is atomic on its own, but can
+ * land between another writer's read and write), so a key managed with
+ * compare-and-put should not also be written with put. */
+static int file_compare_and_put(faucet_store_backend *b, const char *key,
+				const faucet_value *expected, const faucet_value *value,
+				int *written)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	faucet_value *current = NULL;
+	int dfd, lock_fd, rc = root_get(fs, 1, &dfd);
+
+	*written = 0;
+	if (rc == 0)
+		rc = migrate_once(fs);
+	if (rc != 0)
+		return rc;
+	(void)faucet_file__stem(key, stem);
+	rc = take_key_lock(fs, &dfd, 1, stem, &lock_fd);
+	if (rc != 0)
+		return rc;
+	name_from_stem(name, stem, ".json");
+	rc = read_entry(fs, key, name, &current);
+	if (rc == 0 && faucet_value_equal(current, expected)) {
+		rc = store_value(fs, key, value);
+		*written = rc == 0;
+	}
+	faucet_value_free(current);
+	(void)close(lock_fd); /* releases the lock */
+	return rc;
+}
+
+/* Remove `name` under dfd; *removed is set when a file went away. */
+static int unlink_present(const file_store *fs, int dfd, const char *name, const char *what,
+			  int *removed)
+{
+	char path[PATH_CAP];
+
+	if (unlinkat(dfd, name, 0) == 0) {
+		*removed = 1;
+		return 0;
+	}
+	if (errno == ENOENT)
+		return 0;
+	path_of(fs, name, path);
+	return faucet__error_os(FAUCET_EIO, errno, "failed to delete %s %s", what, path);
+}
+
+static int file_del(faucet_store_backend *b, const char *key)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	size_t stem_len;
+	int dfd, lock_fd, removed = 0, rc = migrate_once(fs);
+
+	if (rc == 0)
+		rc = root_get(fs, 0, &dfd);
+	if (rc != 0 || dfd < 0)
+		return rc; /* no root, nothing stored */
+	stem_len = faucet_file__stem(key, stem);
+	rc = take_key_lock(fs, &dfd, 0, stem, &lock_fd);
+	if (rc != 0 || lock_fd < 0)
+		return rc;
+	name_from_stem(name, stem, ".json");
+	rc = unlink_present(fs, dfd, name, "state file", &removed);
+	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len)) {
+		name_from_stem(name, stem, ".key");
+		rc = unlink_present(fs, dfd, name, "state key file", &removed);
+	}
+	/* A delete that returned must not be undone by a crash either. */
+	if (rc == 0 && removed)
+		rc = sync_root(fs, dfd);
+	/* Unlink the lock file while still holding it: a waiter that wins the
+	 * orphaned file notices and locks the path afresh (see above). */
+	if (rc == 0) {
+		int ignored = 0;
+		name_from_stem(name, stem, ".json.lock");
+		rc = unlink_present(fs, dfd, name, "state lock", &ignored);
+	}
+	(void)close(lock_fd);
+	return rc;
+}
+
+static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	file_store *fs = (file_store *)b;
+	faucet_strarray legacy = {NULL, 0};
+	key_list found = {NULL, 0, 0};
+	int pending, dfd, rc = 0;
+	DIR *d;
+
+	/* The listing opens the path itself: it always sees the directory the
+	 * path names now, at the price of one lookup per listing. */
+	d = opendir(fs->root);
+	if (d == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		return faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s", fs->root);
+	}
+	/* The first use of the store renames legacy files; the listing finds
+	 * them in the same pass instead of reading the directory twice. */
+	pending = !atomic_load_explicit(&fs->migrated, memory_order_acquire);
+	if (pending) {
+		(void)pthread_mutex_lock(&fs->migrate_lock);
+		pending = !atomic_load(&fs->migrated);
+		if (!pending)
+			(void)pthread_mutex_unlock(&fs->migrate_lock);
+	}
+	rc = scan_dir(fs, d, prefix, &found, pending ? &legacy : NULL);
+	(void)closedir(d);
+	if (pending) {
+		if (rc == 0)
+			rc = root_get(fs, 0, &dfd);
+		if (rc == 0 && dfd >= 0)
+			rc = migrate_names(fs, dfd, &legacy);
+		if (rc == 0)
+			atomic_store_explicit(&fs->migrated, 1, memory_order_release);
+		(void)pthread_mutex_unlock(&fs->migrate_lock);
+		faucet_strarray_dispose(&legacy);
+	}
+	if (rc != 0) {
+		key_list_dispose(&found);
+		return rc;
+	}
+	return key_list_finish(&found, out);
+}
+
+/* ---- the doctor probe ------------------------------------------------------ */
+
+/* put, get and delete a sentinel key unique to this probe (so two probes on
+ * one directory never delete each other's), then compare. */
+static int sentinel_round_trip(file_store *fs)
+{
+	static const char probe_json[] = "{\"faucet_doctor\":true}";
+	faucet_value *probe = NULL, *got = NULL;
+	char *key = faucet_doctor_sentinel_key();
+	int rc;
+
+	if (key == NULL)
+		return faucet_error_last()->code ? faucet_error_last()->code : FAUCET_ENOMEM;
+	rc = faucet_value_parse(&probe, probe_json, sizeof(probe_json) - 1);
+	if (rc == 0)
+		rc = store_value(fs, key, probe);
+	if (rc == 0)
+		rc = file_get(&fs->base, key, &got);
+	if (rc == 0) {
+		/* Clean up whatever the read gave; a failed delete is an unusable store. */
+		rc = file_del(&fs->base, key);
+		if (rc == 0 && !faucet_value_equal(got, probe))
+			rc = faucet_error_set(FAUCET_ERROR,
+					      "sentinel readback did not match what was written");
+	} else {
+		int keep = rc;
+		char *msg = faucet__strdup(faucet_error_last()->message);
+		(void)file_del(&fs->base, key); /* best effort: leave no residue */
+		rc = faucet_error_set(keep, "%s", msg ? msg : "sentinel write failed");
+		free(msg);
+	}
+	faucet_value_free(got);
+	faucet_value_free(probe);
+	free(key);
+	return rc;
+}
+
+static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
+		      faucet_check_report **out)
+{
+	file_store *fs = (file_store *)b;
+	uint64_t started = faucet__now_ms(), elapsed;
+	char *reason = NULL, *hint = NULL;
+	int rc, probe_rc;
+
+	(void)ctx;
+	probe_rc = sentinel_round_trip(fs);
+	elapsed = faucet__now_ms() - started;
+	if (probe_rc != 0) {
+		reason = faucet__strdup(faucet_error_last()->message);
+		hint = faucet__sprintf("ensure %s exists and is writable", fs->root);
+		if (reason == NULL || hint == NULL) {
+			free(reason);
+			free(hint);
+			return FAUCET_ENOMEM;
+		}
+	}
+	rc = faucet_check_report_new(out);
+	if (rc == 0)
+		rc = faucet_check_report_add(*out, "sentinel",
+					     probe_rc == 0 ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL,
+					     reason, elapsed, hint);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+	}
+	free(reason);
+	free(hint);
+	return rc;
+}
+
+/* ---- open and free ----------------------------------------------------------- */
+
+static void file_free(faucet_store_backend *b)
+{
+	file_store *fs = (file_store *)b;
+	int fd = atomic_load(&fs->dirfd);
+
+	if (fd >= 0)
+		(void)close(fd);
+	for (size_t i = 0; i < fs->nretired; i++)
+		(void)close(fs->retired[i]);
+	free(fs->retired);
+	faucet__keyring_free(fs->keyring); /* wipes the derived keys */
+	free(fs->root);
+	(void)pthread_mutex_destroy(&fs->dir_lock);
+	(void)pthread_mutex_destroy(&fs->migrate_lock);
+	free(fs);
+}
+
+int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts)
+{
+	file_store *fs;
+	size_t len;
+
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_file: out is NULL");
+	*out = NULL;
+	if (root == NULL || root[0] == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a non-empty path");
+	fs = faucet__calloc(1, sizeof(*fs));
+	if (fs == NULL)
+		return FAUCET_ENOMEM;
+	/* A key of NULL with no previous keys means "no encryption" (store.h). */
+	if (opts != NULL && opts->encryption != NULL &&
+	    (opts->encryption->key != NULL || opts->encryption->previous_count > 0)) {
+		const faucet_encryption_options *enc = opts->encryption;
+		int rc = faucet__keyring_new(&fs->keyring, enc->key, enc->previous_keys,
+					     enc->previous_count);
+		if (rc != 0) {
+			free(fs);
+			return rc;
+		}
+	}
+	len = strlen(root);
+	while (len > 1 && root[len - 1] == '/')
+		len--;
+	fs->root = faucet__strndup(root, len);
+	if (fs->root == NULL) {
+		faucet__keyring_free(fs->keyring);
+		free(fs);
+		return FAUCET_ENOMEM;
+	}
+	if (pthread_mutex_init(&fs->dir_lock, NULL) != 0) {
+		faucet__keyring_free(fs->keyring);
+		free(fs->root);
+		free(fs);
+		return faucet_error_set(FAUCET_ENOMEM, "cannot create the file store's lock");
+	}
+	if (pthread_mutex_init(&fs->migrate_lock, NULL) != 0) {
+		(void)pthread_mutex_destroy(&fs->dir_lock);
+		faucet__keyring_free(fs->keyring);
+		free(fs->root);
+		free(fs);
+		return faucet_error_set(FAUCET_ENOMEM, "cannot create the file store's lock");
+	}
+	atomic_init(&fs->dirfd, -1);
+	atomic_init(&fs->migrated, 0);
+	fs->base.version = FAUCET_STORE_BACKEND_VERSION;
+	fs->base.name = "file";
+	fs->base.get = file_get;
+	fs->base.put = file_put;
+	fs->base.del = file_del;
+	fs->base.list = file_list;
+	fs->base.compare_and_put = file_compare_and_put;
+	fs->base.put_batch = NULL; /* a batch of files is not atomic: one by one */
+	fs->base.check = file_check;
+	fs->base.free = file_free;
+	return faucet_store_new(out, &fs->base);
+}

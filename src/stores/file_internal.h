@@ -1,0 +1,42 @@
+/*
+ * file_internal.h - test hooks of the file state store (not installed).
+ *
+ * The tests use these to look at what the public API hides (the temp names a
+ * put uses, the per-key advisory lock) and to shorten the 10 s a
+ * compare-and-put waits for a busy lock.  Library code other than
+ * src/stores/file.c has no reason to include this header.
+ */
+#ifndef FAUCET_FILE_INTERNAL_H
+#define FAUCET_FILE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stores/file_names.h"
+
+/* How long a lock is waited for by default: 10 s, polled every 10 ms. */
+#define FILE_LOCK_WAIT_MS 10000u
+#define FILE_LOCK_POLL_MS 10u
+
+/* Change how long a busy lock is waited for (process-wide); 0 restores the
+ * default. */
+void faucet_file__set_lock_wait_ms(uint64_t ms);
+
+/* Called (with `arg`) every time a lock attempt finds the lock held by
+ * someone else, just before the waiter sleeps; NULL removes it.  Lets a test
+ * know that a waiter has opened the lock file without sleeping to find out. */
+typedef void (*faucet_file_lock_hook)(void *arg);
+void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg);
+
+/* Take the exclusive lock on the lock file `name` under directory `dirfd`
+ * (AT_FDCWD and a full path work too), creating it 0600 when missing.
+ * `path` names it in messages.  On success *fd_out holds the lock; closing
+ * it releases the lock. */
+int faucet_file__lock(int dirfd, const char *name, const char *path, int *fd_out);
+
+/* A fresh temp name "{stem}.{token}.{counter}.{kind}.tmp" for one write:
+ * the token is 32 random hex digits drawn once per process (again in a
+ * forked child), the counter is per process.  `cap` >= FILE_NAME_CAP. */
+int faucet_file__temp_name(const char *stem, const char *kind, char *out, size_t cap);
+
+#endif

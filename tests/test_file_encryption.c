@@ -1,0 +1,291 @@
+/*
+ * test_file_encryption.c - the file store with encryption at rest (SPEC
+ * section 4): sealed files on disk, plaintext files sealed on their next
+ * write, key rotation, and every way a sealed file can fail to open - each a
+ * typed error naming the file, never "no bookmark", which would make a
+ * pipeline silently re-sync everything.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+typedef struct {
+	char *dir;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	f->dir = tu_tempdir();
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	tu_rmrf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* A store over dir with write key `key` and up to two previous keys. */
+static faucet_store *open_sealed(const char *dir, const char *key, const char *prev0,
+				 const char *prev1)
+{
+	const char *prev[2] = {prev0, prev1};
+	faucet_encryption_options enc = {key, prev, (size_t)(prev0 != NULL) + (prev1 != NULL)};
+	faucet_file_options opts = {&enc};
+	faucet_store *s = NULL;
+
+	if (faucet_store_open_file(&s, dir, key || prev0 ? &opts : NULL) != 0)
+		fail_msg("open: %s", faucet_error_last()->message);
+	return s;
+}
+
+static void put_json(faucet_store *s, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+	if (faucet_store_put(s, key, v) != 0)
+		fail_msg("put %s: %s", key, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+static char *file_of(fixture *f, const char *name, size_t *len)
+{
+	char *path = tu_join(f->dir, name);
+	char *bytes = tu_read_file(path, len);
+	free(path);
+	assert_non_null(bytes);
+	return bytes;
+}
+
+/* get must fail with FAUCET_ECRYPTO and a message naming the file. */
+static void assert_crypto_error(faucet_store *s, const char *key, const char *file,
+				const char *needle)
+{
+	faucet_value *v = NULL;
+
+	assert_int_equal(faucet_store_get(s, key, &v), FAUCET_ECRYPTO);
+	assert_null(v);
+	tu_assert_error_contains(file);
+	tu_assert_error_contains(needle);
+}
+
+static void round_trip_with_ciphertext_on_disk(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	faucet_value *junk = NULL;
+	size_t len;
+	char *raw;
+
+	put_json(s, "bk", "{\"lsn\":42}");
+	tu_assert_value(s, "bk", "{\"lsn\":42}");
+	raw = file_of(f, "bk.json", &len);
+	assert_memory_equal(raw, "FCT1\x02", 5);
+	assert_int_equal(len, 5 + 12 + strlen("{\"lsn\":42}") + 16);
+	assert_null(strstr(raw + 5, "lsn"));
+	assert_int_not_equal(faucet_value_parse(&junk, raw, len), 0);
+	free(raw);
+	faucet_strarray keys = {0};
+	assert_int_equal(faucet_store_list(s, "", &keys), 0);
+	tu_assert_strings(&keys, "bk", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(faucet_store_delete(s, "bk"), 0);
+	tu_assert_value(s, "bk", NULL);
+	faucet_store_free(s);
+}
+
+static void plaintext_stays_readable_and_is_sealed_on_next_write(void **state)
+{
+	fixture *f = *state;
+	faucet_store *plain = open_sealed(f->dir, NULL, NULL, NULL);
+	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
+	char *raw;
+
+	put_json(plain, "bk", "\"legacy\"");
+	raw = file_of(f, "bk.json", NULL);
+	assert_string_equal(raw, "\"legacy\"");
+	free(raw);
+	tu_assert_value(sealed, "bk", "\"legacy\"");
+	put_json(sealed, "bk", "\"updated\"");
+	raw = file_of(f, "bk.json", NULL);
+	assert_memory_equal(raw, "FCT1", 4);
+	free(raw);
+	tu_assert_value(sealed, "bk", "\"updated\"");
+	/* The plaintext store now meets a sealed file: a typed error. */
+	assert_crypto_error(plain, "bk", "bk.json", "no encryption key is configured");
+	faucet_store_free(plain);
+	faucet_store_free(sealed);
+}
+
+static void wrong_key_is_a_typed_error_not_a_missing_bookmark(void **state)
+{
+	fixture *f = *state;
+	faucet_store *right = open_sealed(f->dir, "s3cr3t-A-9f2e", NULL, NULL);
+	faucet_store *wrong = open_sealed(f->dir, "s3cr3t-B-7c1d", NULL, NULL);
+
+	put_json(right, "bk", "1");
+	assert_crypto_error(wrong, "bk", "bk.json", "could not be decrypted");
+	/* The key itself never appears in the message. */
+	assert_null(strstr(faucet_error_last()->message, "s3cr3t"));
+	faucet_store_free(right);
+	faucet_store_free(wrong);
+}
+
+static void a_file_moved_to_another_keys_name_fails(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	char *from = tu_join(f->dir, "orders%3A%3Aa.json"), *to = tu_join(f->dir, "orders%3A%3Ab.json");
+
+	put_json(s, "orders::a", "{\"offset\":1}");
+	assert_int_equal(rename(from, to), 0);
+	assert_crypto_error(s, "orders::b", "orders%3A%3Ab.json", "could not be decrypted");
+	free(from);
+	free(to);
+	faucet_store_free(s);
+}
+
+/* Flip one bit at `offset` of the sealed file and expect a typed error. */
+static void assert_tamper_detected(fixture *f, faucet_store *s, size_t offset)
+{
+	char *path = tu_join(f->dir, "bk.json");
+	size_t len;
+	char *raw = tu_read_file(path, &len);
+
+	assert_true(offset < len);
+	raw[offset] = (char)(raw[offset] ^ 0x10);
+	tu_write_file(path, raw, len);
+	assert_crypto_error(s, "bk", "bk.json", "");
+	raw[offset] = (char)(raw[offset] ^ 0x10);
+	tu_write_file(path, raw, len);
+	tu_assert_value(s, "bk", "{\"lsn\":42}");
+	free(raw);
+	free(path);
+}
+
+static void flipped_bits_in_nonce_ciphertext_and_tag_fail(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	size_t len;
+	char *raw;
+
+	put_json(s, "bk", "{\"lsn\":42}");
+	raw = file_of(f, "bk.json", &len);
+	free(raw);
+	assert_tamper_detected(f, s, 5);       /* nonce */
+	assert_tamper_detected(f, s, 5 + 12);  /* ciphertext */
+	assert_tamper_detected(f, s, len - 1); /* tag */
+	faucet_store_free(s);
+}
+
+static void truncated_files_and_unknown_formats_fail(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	char *path = tu_join(f->dir, "bk.json");
+	size_t len;
+	char *raw;
+
+	put_json(s, "bk", "{\"lsn\":42}");
+	raw = tu_read_file(path, &len);
+	tu_write_file(path, raw, 20);
+	assert_crypto_error(s, "bk", "bk.json", "truncated");
+	tu_write_file(path, raw, len - 1);
+	assert_crypto_error(s, "bk", "bk.json", "");
+	raw[4] = 0x03;
+	tu_write_file(path, raw, len);
+	assert_crypto_error(s, "bk", "bk.json", "0x03");
+	free(raw);
+	free(path);
+	faucet_store_free(s);
+}
+
+static void rotation_reads_old_files_and_reseals_with_the_new_key(void **state)
+{
+	fixture *f = *state;
+	faucet_store *old = open_sealed(f->dir, "old", NULL, NULL);
+	faucet_store *rotated = open_sealed(f->dir, "new", "older", "old");
+	faucet_store *new_only = open_sealed(f->dir, "new", NULL, NULL);
+
+	put_json(old, "bk", "\"v1\"");
+	assert_crypto_error(new_only, "bk", "bk.json", "could not be decrypted");
+	tu_assert_value(rotated, "bk", "\"v1\"");
+	put_json(rotated, "bk", "\"v2\"");
+	tu_assert_value(new_only, "bk", "\"v2\"");
+	assert_crypto_error(old, "bk", "bk.json", "could not be decrypted");
+	faucet_store_free(old);
+	faucet_store_free(rotated);
+	faucet_store_free(new_only);
+}
+
+static void no_temp_files_and_owner_only_files(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	int written = 0;
+	faucet_value *a = tu_v("1"), *b = tu_v("2");
+
+	put_json(s, "bk", "1");
+	assert_int_equal(faucet_store_compare_and_put(s, "bk", a, b, &written), 0);
+	assert_true(written);
+	assert_int_equal(faucet_store_compare_and_put(s, "bk", a, b, &written), 0);
+	assert_false(written);
+	tu_assert_value(s, "bk", "2");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	faucet_value_free(a);
+	faucet_value_free(b);
+	faucet_store_free(s);
+}
+
+static void doctor_and_export_work_on_a_sealed_store(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
+	faucet_check_report *r = NULL;
+	faucet_export *e = NULL;
+	char *doc = NULL;
+
+	put_json(s, "o::a", "{\"c\":18446744073709551615}");
+	assert_int_equal(faucet_store_check(s, NULL, &r), 0);
+	assert_int_equal(faucet_check_report_failed_count(r), 0);
+	faucet_check_report_free(r);
+	assert_int_equal(tu_count_entries(f->dir), 1);
+	/* Export writes plaintext values: that is what an export is for. */
+	assert_int_equal(faucet_export_namespace(s, "o", &e), 0);
+	assert_int_equal(faucet_export_to_json(e, 0, &doc), 0);
+	assert_non_null(strstr(doc, "\"o::a\":{\"c\":18446744073709551615}"));
+	faucet_free(doc);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(round_trip_with_ciphertext_on_disk, setup, teardown),
+		cmocka_unit_test_setup_teardown(plaintext_stays_readable_and_is_sealed_on_next_write,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(wrong_key_is_a_typed_error_not_a_missing_bookmark,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_file_moved_to_another_keys_name_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(flipped_bits_in_nonce_ciphertext_and_tag_fail, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(truncated_files_and_unknown_formats_fail, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rotation_reads_old_files_and_reseals_with_the_new_key,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(no_temp_files_and_owner_only_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(doctor_and_export_work_on_a_sealed_store, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
