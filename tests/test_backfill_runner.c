@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -542,6 +543,81 @@ static void two_runners_share_the_work(void **state)
 	teardown(f);
 }
 
+/* The same across processes, through one file store: its compare-and-put
+ * holds an OS lock, so the leases and marker merges are atomic between
+ * runners that share nothing but the directory. */
+static int race_in_child(const char *root, const faucet_backfill_plan *plan)
+{
+	faucet_store *s = NULL;
+	faucet_backfill_result res;
+	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
+	faucet_backfill_run_options o = {0};
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.concurrency = 3;
+	o.mode = FAUCET_BACKFILL_RESUME;
+	if (faucet_store_open_file(&s, root, NULL) != 0)
+		return 10;
+	if (faucet_backfill_run(s, plan, &o, &res) != 0) {
+		fprintf(stderr, "runner: %s\n", faucet_error_last()->message);
+		return 11;
+	}
+	faucet_store_free(s);
+	return res.failed == 0 && res.pending == 0 &&
+	       res.done + res.by_others + res.skipped == res.total ? 0 : 12;
+}
+
+static void two_processes_share_the_work_through_a_file_store(void **state)
+{
+	fixture *f = setup_plan("1d", 12);
+	char *root = tu_join(f->dir, "state");
+	faucet_store *fs = NULL;
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f);
+	int go[2];
+	pid_t pids[2];
+	(void)state;
+
+	/* Both children block on a pipe until the parent closes it: a start line. */
+	assert_int_equal(pipe(go), 0);
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+			close(go[1]);
+			(void)!read(go[0], &c, 1);
+			_exit(race_in_child(root, f->plan));
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	for (int i = 0; i < 2; i++) {
+		int st = 0;
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	for (size_t i = 0; i < 12; i++) {
+		char name[64], *text;
+		(void)snprintf(name, sizeof(name), "ran.%s", faucet_backfill_plan_unit(f->plan, i)->id);
+		text = log_of(f, name);
+		assert_non_null(text);
+		assert_string_equal(text, "x\n");
+		free(text);
+	}
+	assert_int_equal(faucet_store_open_file(&fs, root, NULL), 0);
+	assert_int_equal(faucet_backfill_marker_load(fs, key, &m), 0);
+	assert_non_null(m);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 12);
+	faucet_backfill_marker_free(m);
+	faucet_store_free(fs);
+	free(key);
+	free(root);
+	teardown(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +632,7 @@ int main(void)
 		cmocka_unit_test(sigterm_leaves_running_units_pending),
 		cmocka_unit_test(second_interrupt_kills),
 		cmocka_unit_test(two_runners_share_the_work),
+		cmocka_unit_test(two_processes_share_the_work_through_a_file_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
