@@ -267,6 +267,41 @@ static void doctor_and_export_work_on_a_sealed_store(void **state)
 	faucet_store_free(s);
 }
 
+static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
+{
+	fixture *f = *state;
+	faucet_store *old = open_sealed(f->dir, "old", NULL, NULL);
+	faucet_store *rotated = open_sealed(f->dir, "new", "old", NULL);
+	faucet_store *new_only = open_sealed(f->dir, "new", NULL, NULL);
+	faucet_store *plain = open_sealed(f->dir, NULL, NULL, NULL);
+	size_t rewritten = 99, skipped = 99;
+	char *raw;
+
+	put_json(old, "p::a", "{\"n\":1}");
+	put_json(old, "p::b", "[1,2]");
+	put_json(plain, "p::c", "\"plain\""); /* a plaintext file gets sealed too */
+	assert_crypto_error(new_only, "p::a", "p%3A%3Aa.json", "could not be decrypted");
+	assert_int_equal(faucet_store_rewrite_all(rotated, "", &rewritten, &skipped), 0);
+	assert_int_equal(rewritten, 3);
+	assert_int_equal(skipped, 0);
+	tu_assert_value(new_only, "p::a", "{\"n\":1}");
+	tu_assert_value(new_only, "p::b", "[1,2]");
+	tu_assert_value(new_only, "p::c", "\"plain\"");
+	raw = file_of(f, "p%3A%3Ac.json", NULL);
+	assert_memory_equal(raw, "FCT1\x02", 5);
+	free(raw);
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	/* A store that cannot open a file stops with an error naming the key. */
+	put_json(old, "p::d", "4");
+	assert_int_equal(faucet_store_rewrite_all(new_only, "", &rewritten, NULL), FAUCET_ECRYPTO);
+	tu_assert_error_contains("rewriting 'p::d'");
+	tu_assert_value(rotated, "p::d", "4"); /* untouched: still the old key's file */
+	faucet_store_free(old);
+	faucet_store_free(rotated);
+	faucet_store_free(new_only);
+	faucet_store_free(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +321,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_temp_files_and_owner_only_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(doctor_and_export_work_on_a_sealed_store, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(rewrite_all_reseals_every_file_with_the_current_key,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,17 @@ int faucet_store_supports_list(const faucet_store *s);
 int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
 int faucet_store_supports_atomic_batch(const faucet_store *s);
 
+/* Rewrite every value whose key starts with `prefix` ("" = all) with the
+ * store's current settings - for a file store, re-seal it with the current
+ * encryption key so previous keys can be retired.  Each value is rewritten
+ * by compare-and-put against the value just read, so a concurrent writer is
+ * never overwritten (its newer value is already written with the current
+ * settings and is skipped); a crash part-way leaves every value readable and
+ * a second run finishes the job.  *rewritten / *skipped (may be NULL) count
+ * the outcomes.  Needs a store that can list its keys. */
+int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
+			     size_t *skipped);
+
 /* ---- key migration ---------------------------------------------------- */
 
 typedef enum {

@@ -20,8 +20,11 @@
  * Entries are kept in one array sorted by strcmp, the order the document
  * and the import report list them in.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json_object_iterator.h>
 
@@ -455,10 +458,94 @@ int faucet_export_parse(faucet_export **out, const char *text, size_t len)
 
 /* ---- export and import against a store ------------------------------ */
 
+/* Reading a namespace is one get per key, and each get is a system-call
+ * round trip plus a JSON parse that do not depend on each other; a large
+ * namespace is therefore read by a few threads at once (every store is
+ * thread-safe), each taking the next chunk of keys.  The first failure stops
+ * every reader; its message is carried back to the calling thread, since the
+ * last error is per thread. */
+#define READ_CHUNK 64
+#define READ_PARALLEL_MIN 1024
+#define READ_THREADS_MAX 4
+
+typedef struct {
+	faucet_store *store;
+	char **keys;
+	size_t count;
+	faucet_value **values;
+	atomic_size_t next;
+	atomic_int failed;
+	pthread_mutex_t lock;
+	int rc;
+	char *message;
+} namespace_read;
+
+static void *read_chunks(void *arg)
+{
+	namespace_read *job = arg;
+
+	while (!atomic_load(&job->failed)) {
+		size_t from = atomic_fetch_add(&job->next, READ_CHUNK);
+		if (from >= job->count)
+			break;
+		for (size_t i = from; i < from + READ_CHUNK && i < job->count; i++) {
+			int rc = faucet_store_get(job->store, job->keys[i], &job->values[i]);
+			if (rc == 0)
+				continue;
+			pthread_mutex_lock(&job->lock);
+			if (job->rc == 0) {
+				job->rc = rc;
+				job->message = strdup(faucet_error_last()->message);
+			}
+			pthread_mutex_unlock(&job->lock);
+			atomic_store(&job->failed, 1);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static int read_values(faucet_store *s, const faucet_strarray *keys, faucet_value **values)
+{
+	namespace_read job;
+	pthread_t threads[READ_THREADS_MAX];
+	size_t started = 0, want = 1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(&job, 0, sizeof(job));
+	job.store = s;
+	job.keys = keys->strings;
+	job.count = keys->count;
+	job.values = values;
+	atomic_init(&job.next, 0);
+	atomic_init(&job.failed, 0);
+	if (pthread_mutex_init(&job.lock, NULL) != 0)
+		return faucet_error_set(FAUCET_ENOMEM, "cannot create a lock for the export");
+	if (keys->count >= READ_PARALLEL_MIN && cpus > 1)
+		want = (size_t)(cpus < READ_THREADS_MAX ? cpus : READ_THREADS_MAX);
+	/* The calling thread is one of the readers; a thread that cannot be
+	 * started only makes the export slower. */
+	for (; started + 1 < want; started++) {
+		if (pthread_create(&threads[started], NULL, read_chunks, &job) != 0)
+			break;
+	}
+	(void)read_chunks(&job);
+	for (size_t i = 0; i < started; i++)
+		(void)pthread_join(threads[i], NULL);
+	(void)pthread_mutex_destroy(&job.lock);
+	if (job.rc != 0) {
+		(void)faucet_error_set(job.rc, "%s", job.message ? job.message : "out of memory");
+		free(job.message);
+		return job.rc;
+	}
+	return 0;
+}
+
 int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out)
 {
 	faucet_strarray keys = {NULL, 0};
 	faucet_export *e = NULL;
+	faucet_value **values = NULL;
 	char *prefix;
 	int rc;
 
@@ -477,15 +564,19 @@ int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export
 		rc = faucet_export_new(&e, pipeline);
 	if (rc == 0)
 		rc = reserve(e, keys.count);
+	if (rc == 0 && (values = faucet__calloc(keys.count, sizeof(*values))) == NULL)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = read_values(s, &keys, values);
+	/* The listing is sorted, so each set appends. */
 	for (size_t i = 0; i < keys.count && rc == 0; i++) {
-		faucet_value *value = NULL;
-		rc = faucet_store_get(s, keys.strings[i], &value);
-		/* A key deleted between the listing and this read is skipped. */
-		if (rc == 0 && value != NULL) {
-			rc = faucet_export_set(e, keys.strings[i], value);
-			faucet_value_free(value);
-		}
+		/* A key deleted between the listing and its read is skipped. */
+		if (values[i] != NULL)
+			rc = faucet_export_set(e, keys.strings[i], values[i]);
 	}
+	for (size_t i = 0; values != NULL && i < keys.count; i++)
+		faucet_value_free(values[i]);
+	free(values);
 	faucet_strarray_dispose(&keys);
 	if (rc != 0) {
 		faucet_export_free(e);

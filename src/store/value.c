@@ -5,14 +5,20 @@
  * structural comparison) and their compact text (what every store writes).
  * json-c alone does not satisfy SPEC section 2: it clamps an integer above
  * 2^64-1 to 2^64-1, and keeps only the last of two members with one name.
- * So after parsing we walk the input and the re-serialised text side by side
- * and refuse the value when they disagree: a different number of values
- * means a duplicate member was dropped; a different number literal means a
- * number was altered.  Parsed doubles keep their source text (json-c's
- * double_s), so 0.1 stays 0.1; a double that overflows to infinity is
- * refused because it could not compare correctly afterwards.
+ * So after json-c has parsed a text we scan the text once more: an integer
+ * literal outside [-2^63, 2^64-1] is refused, and when the text holds more
+ * values than the tree, a duplicate member was dropped and the value is
+ * refused.  Parsed doubles keep their source text (json-c's double_s), so
+ * 0.1 stays 0.1; a double that overflows to infinity is refused because it
+ * could not compare correctly afterwards.
+ *
+ * The stored text is the input itself when it is already compact (no white
+ * space, no escapes) - every file this library writes is - and json-c's
+ * compact rendering otherwise.  Either way the text and the tree hold the
+ * same value; keeping the input avoids re-printing on every read.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,164 +49,164 @@ static int blank(const char *text, size_t len)
 	return 1;
 }
 
-/* A walk over JSON text that yields each value in document order, skipping
- * member names.  The text is already known to be valid JSON. */
+/* One pass over valid JSON text (json-c accepted it) that checks what
+ * json-c does not, and tells whether the text is already in the compact
+ * form json-c would print.  Counted values let the caller detect a dropped
+ * duplicate member by comparing with the parsed tree. */
 typedef struct {
-	const char *p;
-	const char *end;
-	const char *start; /* of the whole text, for offsets */
-} json_walk;
+	size_t items;  /* values in document order, member names excluded */
+	int compact;   /* no white space, no escapes, no "-0": json-c prints it as is */
+} json_scan;
 
-typedef enum { ITEM_END, ITEM_NUMBER, ITEM_OTHER } item_kind;
-
-static const char *skip_string(const char *p, const char *end)
+static int is_digit(char c)
 {
-	p++; /* opening quote */
-	while (p < end && *p != '"') {
-		if (*p == '\\' && p + 1 < end)
-			p++;
-		p++;
-	}
-	return p < end ? p + 1 : end;
-}
-
-static item_kind walk_next(json_walk *w, const char **tok, size_t *toklen)
-{
-	for (;;) {
-		const char *p = w->p;
-		while (p < w->end && (is_json_space(*p) || *p == ',' || *p == ':' ||
-				      *p == ']' || *p == '}'))
-			p++;
-		if (p >= w->end) {
-			w->p = p;
-			return ITEM_END;
-		}
-		if (*p == '"') {
-			const char *after = skip_string(p, w->end), *q = after;
-			while (q < w->end && is_json_space(*q))
-				q++;
-			w->p = after;
-			if (q < w->end && *q == ':')
-				continue; /* a member name, not a value */
-			*tok = p;
-			*toklen = (size_t)(after - p);
-			return ITEM_OTHER;
-		}
-		if (*p == '-' || (*p >= '0' && *p <= '9')) {
-			const char *q = p;
-			while (q < w->end && (*q == '-' || *q == '+' || *q == '.' || *q == 'e' ||
-					      *q == 'E' || (*q >= '0' && *q <= '9')))
-				q++;
-			*tok = p;
-			*toklen = (size_t)(q - p);
-			w->p = q;
-			return ITEM_NUMBER;
-		}
-		/* '{', '[', true, false, null */
-		*tok = p;
-		*toklen = 1;
-		if (*p == '{' || *p == '[') {
-			w->p = p + 1;
-		} else {
-			const char *q = p + 1; /* always advance, whatever the byte */
-			while (q < w->end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
-				q++;
-			w->p = q;
-			*toklen = (size_t)(q - p);
-		}
-		return ITEM_OTHER;
-	}
+	return c >= '0' && c <= '9';
 }
 
 /* json-c accepts NaN and Infinity even in strict mode; JSON does not. */
 static int is_json_literal(const char *tok, size_t len)
 {
-	if (tok[0] == '{' || tok[0] == '[' || tok[0] == '"')
-		return 1;
 	return (len == 4 && (memcmp(tok, "true", 4) == 0 || memcmp(tok, "null", 4) == 0)) ||
 	       (len == 5 && memcmp(tok, "false", 5) == 0);
+}
+
+/* Whether an integer literal lies in [-2^63, 2^64-1], json-c's range;
+ * outside it json-c silently clamps. */
+static int integer_in_range(const char *tok, size_t len)
+{
+	static const char max_u[] = "18446744073709551615", min_i[] = "9223372036854775808";
+	const char *bound = max_u;
+	size_t blen = sizeof(max_u) - 1;
+
+	if (tok[0] == '-') {
+		tok++;
+		len--;
+		bound = min_i;
+		blen = sizeof(min_i) - 1;
+	}
+	if (len != blen)
+		return len < blen;
+	return memcmp(tok, bound, len) <= 0;
 }
 
 static int number_is_finite(const char *tok, size_t len)
 {
 	char buf[512];
 
-	if (memchr(tok, '.', len) == NULL && memchr(tok, 'e', len) == NULL &&
-	    memchr(tok, 'E', len) == NULL)
-		return 1; /* an integer: checked against the re-serialised text */
 	if (len >= sizeof(buf))
-		return 1; /* a long mantissa; strtod below would still be finite */
+		return 1; /* a long mantissa with a small exponent: checked by strtod below otherwise */
 	memcpy(buf, tok, len);
 	buf[len] = '\0';
 	return isfinite(strtod(buf, NULL));
 }
 
-/* Check that `out` (json-c's rendering) holds exactly what `in` held. */
-static int check_fidelity(const char *in, size_t in_len, const char *out, size_t out_len,
-			  const char *where)
+static int scan_json(const char *text, size_t len, const char *where, json_scan *out)
 {
-	json_walk a = {in, in + in_len, in}, b = {out, out + out_len, out};
-	size_t in_items = 0, out_items = 0;
-	const char *ta, *tb;
-	size_t la, lb;
-	item_kind ka, kb;
+	const char *p = text, *end = text + len;
 
-	/* First count: a dropped duplicate member makes the counts differ and
-	 * would misalign the number comparison below. */
-	while (walk_next(&a, &ta, &la) != ITEM_END)
-		in_items++;
-	while (walk_next(&b, &tb, &lb) != ITEM_END)
-		out_items++;
-	if (in_items != out_items)
-		return faucet_error_set(FAUCET_EINVALID,
-					"%s: JSON object has a duplicate member name; "
-					"refusing a value that would not be stored as given", where);
-	a.p = in;
-	b.p = out;
-	for (;;) {
-		ka = walk_next(&a, &ta, &la);
-		kb = walk_next(&b, &tb, &lb);
-		if (ka == ITEM_END || kb == ITEM_END)
-			return 0;
-		if (ka == ITEM_OTHER && !is_json_literal(ta, la))
-			return faucet_error_set(FAUCET_EINVALID,
-						"%s: malformed JSON at byte %zu: '%.*s' is not a JSON value",
-						where, (size_t)(ta - in), (int)(la > 16 ? 16 : la), ta);
-		if (ka != ITEM_NUMBER)
-			continue;
-		if (!number_is_finite(ta, la))
-			return faucet_error_set(FAUCET_EINVALID,
-						"%s: number %.*s at byte %zu is too large for a "
-						"double; refusing it rather than storing infinity",
-						where, (int)(la > 64 ? 64 : la), ta, (size_t)(ta - in));
-		if (kb != ITEM_NUMBER || la != lb || memcmp(ta, tb, la) != 0) {
-			if (la == 2 && memcmp(ta, "-0", 2) == 0)
-				continue; /* -0 is the integer 0 */
-			return faucet_error_set(FAUCET_EINVALID,
-						"%s: number %.*s at byte %zu cannot be held exactly "
-						"(integers must lie between -2^63 and 2^64-1)",
-						where, (int)(la > 64 ? 64 : la), ta, (size_t)(ta - in));
+	out->items = 0;
+	out->compact = 1;
+	while (p < end) {
+		const char *tok = p;
+		char c = *p;
+
+		if (is_json_space(c)) {
+			out->compact = 0;
+			p++;
+		} else if (c == ',' || c == ':' || c == ']' || c == '}') {
+			p++;
+		} else if (c == '{' || c == '[') {
+			out->items++;
+			p++;
+		} else if (c == '"') {
+			const char *q = p + 1;
+			while (q < end && *q != '"') {
+				if (*q == '\\') {
+					out->compact = 0; /* json-c may print the escape another way */
+					q++;
+				} else if ((unsigned char)*q < 0x20) {
+					out->compact = 0;
+				}
+				q++;
+			}
+			p = q < end ? q + 1 : end;
+			while (q + 1 < end && is_json_space(q[1]))
+				q++;
+			if (!(q + 1 < end && q[1] == ':'))
+				out->items++; /* a value, not a member name */
+		} else if (c == '-' || is_digit(c)) {
+			int integer = 1;
+			while (p < end && (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E' ||
+					   is_digit(*p))) {
+				if (*p == '.' || *p == 'e' || *p == 'E')
+					integer = 0;
+				p++;
+			}
+			out->items++;
+			if (integer && !integer_in_range(tok, (size_t)(p - tok)))
+				return faucet_error_set(FAUCET_EINVALID,
+							"%s: number %.*s at byte %zu cannot be held exactly "
+							"(integers must lie between -2^63 and 2^64-1)",
+							where, (int)((size_t)(p - tok) > 64 ? 64 : p - tok), tok,
+							(size_t)(tok - text));
+			if (!integer && !number_is_finite(tok, (size_t)(p - tok)))
+				return faucet_error_set(FAUCET_EINVALID,
+							"%s: number %.*s at byte %zu is too large for a "
+							"double; refusing it rather than storing infinity",
+							where, (int)((size_t)(p - tok) > 64 ? 64 : p - tok), tok,
+							(size_t)(tok - text));
+			if (integer && p - tok == 2 && tok[1] == '0')
+				out->compact = 0; /* "-0" prints as "0" */
+		} else {
+			const char *q = p + 1; /* always advance, whatever the byte */
+			while (q < end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
+				q++;
+			if (!is_json_literal(p, (size_t)(q - p)))
+				return faucet_error_set(FAUCET_EINVALID,
+							"%s: malformed JSON at byte %zu: '%.*s' is not a JSON value",
+							where, (size_t)(p - text),
+							(int)(q - p > 16 ? 16 : q - p), p);
+			out->items++;
+			p = q;
 		}
 	}
+	return 0;
 }
 
-static int value_wrap(faucet_value **out, json_object *tree, const char *in, size_t in_len,
-		      const char *where)
+/* Values in a parsed tree, counted as scan_json counts them in text. */
+static size_t tree_items(json_object *o)
 {
-	size_t len = 0;
-	const char *text;
+	size_t n = 1;
+
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, name, member) {
+			(void)name;
+			n += tree_items(member);
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		size_t len = json_object_array_length(o);
+		for (size_t i = 0; i < len; i++)
+			n += tree_items(json_object_array_get_idx(o, i));
+	}
+	return n;
+}
+
+/* Wrap `tree` with its text: `in` itself when it is already compact,
+ * json-c's rendering otherwise.  Takes ownership of tree. */
+static int value_wrap(faucet_value **out, json_object *tree, const char *in, size_t in_len)
+{
+	size_t len = in_len;
+	const char *text = in;
 	faucet_value *v;
 
-	text = json_object_to_json_string_length(tree, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE,
-						 &len);
 	if (text == NULL) {
-		json_object_put(tree);
-		return faucet_error_set(FAUCET_ENOMEM, "out of memory serialising JSON");
-	}
-	if (in != NULL && check_fidelity(in, in_len, text, len, where) != 0) {
-		json_object_put(tree);
-		return FAUCET_EINVALID;
+		text = json_object_to_json_string_length(tree, JSON_C_TO_STRING_PLAIN |
+								       JSON_C_TO_STRING_NOSLASHESCAPE,
+							 &len);
+		if (text == NULL) {
+			json_object_put(tree);
+			return faucet_error_set(FAUCET_ENOMEM, "out of memory serialising JSON");
+		}
 	}
 	v = faucet__malloc(sizeof(*v) + len + 1);
 	if (v == NULL) {
@@ -210,9 +216,45 @@ static int value_wrap(faucet_value **out, json_object *tree, const char *in, siz
 	atomic_init(&v->refs, 1);
 	v->tree = tree;
 	v->len = len;
-	memcpy(v->text, text, len + 1);
+	memcpy(v->text, text, len);
+	v->text[len] = '\0';
 	*out = v;
 	return 0;
+}
+
+/* One tokener per thread, reset before each parse: allocating one costs as
+ * much as a third of parsing a small bookmark.  Freed when the thread ends. */
+static pthread_key_t tokener_key;
+static pthread_once_t tokener_once = PTHREAD_ONCE_INIT;
+
+static void tokener_destroy(void *tok)
+{
+	json_tokener_free(tok);
+}
+
+static void tokener_key_create(void)
+{
+	(void)pthread_key_create(&tokener_key, tokener_destroy);
+}
+
+static struct json_tokener *thread_tokener(void)
+{
+	struct json_tokener *tok;
+
+	(void)pthread_once(&tokener_once, tokener_key_create);
+	tok = pthread_getspecific(tokener_key);
+	if (tok == NULL) {
+		tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+		if (tok == NULL)
+			return NULL;
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+		if (pthread_setspecific(tokener_key, tok) != 0) {
+			json_tokener_free(tok);
+			return NULL;
+		}
+	}
+	json_tokener_reset(tok);
+	return tok;
 }
 
 int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where)
@@ -222,6 +264,7 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 	enum json_tokener_error err;
 	size_t end, at;
 	int fed_terminator = 0;
+	json_scan scan;
 
 	*out = NULL;
 	if (text == NULL)
@@ -230,10 +273,9 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 		return faucet_error_set(FAUCET_EINVALID, "%s: JSON text too large", where);
 	if (blank(text, len))
 		return faucet_error_set(FAUCET_EINVALID, "%s: malformed JSON: empty input", where);
-	tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	tok = thread_tokener();
 	if (tok == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	tree = json_tokener_parse_ex(tok, text, (int)len);
 	err = json_tokener_get_error(tok);
 	if (tree == NULL && err == json_tokener_continue) {
@@ -251,11 +293,9 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 		if (fed_terminator)
 			desc = "unexpected end of input";
 		json_object_put(tree);
-		json_tokener_free(tok);
 		return faucet_error_set(FAUCET_EINVALID, "%s: malformed JSON at byte %zu: %s",
 					where, at > len ? len : at, desc);
 	}
-	json_tokener_free(tok);
 	for (size_t i = end; i < len; i++) {
 		if (!is_json_space(text[i])) {
 			json_object_put(tree);
@@ -264,7 +304,18 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 						"after the value", where, i);
 		}
 	}
-	return value_wrap(out, tree, text, len, where);
+	/* json-c accepted the text; now refuse what it would not hold exactly. */
+	if (scan_json(text, len, where, &scan) != 0) {
+		json_object_put(tree);
+		return FAUCET_EINVALID;
+	}
+	if (tree_items(tree) != scan.items) {
+		json_object_put(tree);
+		return faucet_error_set(FAUCET_EINVALID,
+					"%s: JSON object has a duplicate member name; "
+					"refusing a value that would not be stored as given", where);
+	}
+	return value_wrap(out, tree, scan.compact ? text : NULL, len);
 }
 
 int faucet_value_parse(faucet_value **out, const char *text, size_t len)
@@ -277,7 +328,7 @@ int faucet_value_parse(faucet_value **out, const char *text, size_t len)
 int faucet_value__from_tree(faucet_value **out, json_object *tree)
 {
 	*out = NULL; /* a NULL tree is JSON null in json-c */
-	return value_wrap(out, tree, NULL, 0, NULL);
+	return value_wrap(out, tree, NULL, 0);
 }
 
 json_object *faucet_value__tree(const faucet_value *v)

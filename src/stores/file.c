@@ -428,40 +428,55 @@ static int read_whole(int fd, const file_store *fs, const char *name, char *inli
 {
 	char path[PATH_CAP];
 	struct stat st;
-	size_t size, got = 0;
+	size_t cap = READ_INLINE - 1, got = 0;
 	char *buf = inline_buf;
 	int err;
 
 	*heap = NULL;
-	if (fstat(fd, &st) != 0) {
-		err = errno;
-		goto os_error;
-	}
-	size = (size_t)st.st_size;
-	if (size >= READ_INLINE) {
-		buf = *heap = faucet__malloc(size + 1);
-		if (buf == NULL)
-			return FAUCET_ENOMEM;
-	}
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
+	/* Bookmarks are small: one read into the stack buffer usually returns
+	 * the whole file (a regular file reads short only at its end), which
+	 * saves an fstat per get.  A full buffer means a bigger file: size it. */
+	for (;;) {
+		ssize_t n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = errno;
-			free(*heap);
-			*heap = NULL;
 			goto os_error;
 		}
-		if (n == 0)
-			break;
 		got += (size_t)n;
+		if (n == 0 || got < cap)
+			break;
+		if (buf == inline_buf) {
+			size_t want;
+			if (fstat(fd, &st) != 0) {
+				err = errno;
+				goto os_error;
+			}
+			want = (size_t)st.st_size > cap ? (size_t)st.st_size + 1 : cap * 2;
+			buf = *heap = faucet__malloc(want + 1);
+			if (buf == NULL)
+				return FAUCET_ENOMEM;
+			memcpy(buf, inline_buf, got);
+			cap = want;
+		} else {
+			char *grown = faucet__realloc(*heap, cap * 2 + 1);
+			if (grown == NULL) {
+				free(*heap);
+				*heap = NULL;
+				return FAUCET_ENOMEM;
+			}
+			buf = *heap = grown;
+			cap *= 2;
+		}
 	}
 	buf[got] = '\0';
 	*bytes = buf;
 	*len = got;
 	return 0;
 os_error:
+	free(*heap);
+	*heap = NULL;
 	path_of(fs, name, path);
 	return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
 }

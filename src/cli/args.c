@@ -1,0 +1,176 @@
+/*
+ * args.c - scanning a command's arguments.
+ *
+ * A small scanner of our own rather than getopt_long: the global options
+ * must be recognised inside every subcommand, and a JSON value such as -1
+ * must reach `state put` as an argument, not as an unknown option.  When an
+ * unknown option is reported, only its name is echoed - never the text
+ * after '=' - so a mistyped `--encryption-key=...` does not print a secret.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum {
+	GLOBAL_STATE = 1,
+	GLOBAL_CONFIG,
+	GLOBAL_KEY_ENV,
+	GLOBAL_JSON,
+	GLOBAL_HELP
+};
+
+static const cli_option global_options[] = {
+	{"state", 0, 1, GLOBAL_STATE},
+	{"config", 'c', 1, GLOBAL_CONFIG},
+	{"encryption-key-env", 0, 1, GLOBAL_KEY_ENV},
+	{"json", 0, 0, GLOBAL_JSON},
+	{"help", 'h', 0, GLOBAL_HELP},
+	{NULL, 0, 0, 0},
+};
+
+void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv)
+{
+	memset(it, 0, sizeof(*it));
+	it->ctx = ctx;
+	it->command = command;
+	it->argc = argc;
+	it->argv = argv;
+	it->next = 1;
+}
+
+static const cli_option *find_long(const cli_option *opts, const char *name, size_t len)
+{
+	for (const cli_option *o = opts; o != NULL && o->long_name != NULL; o++) {
+		if (strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+static const cli_option *find_short(const cli_option *opts, char c)
+{
+	for (const cli_option *o = opts; o != NULL && o->long_name != NULL; o++) {
+		if (o->short_name != 0 && o->short_name == c)
+			return o;
+	}
+	return NULL;
+}
+
+static int looks_like_number(const char *arg)
+{
+	return arg[0] == '-' &&
+	       (isdigit((unsigned char)arg[1]) || (arg[1] == '.' && isdigit((unsigned char)arg[2])));
+}
+
+/* Apply a global option to the context; returns CLI_ARG_HELP for --help. */
+static int apply_global(cli_args *it, const cli_option *o, const char *value)
+{
+	switch (o->id) {
+	case GLOBAL_STATE: it->ctx->state_url = value; break;
+	case GLOBAL_CONFIG: it->ctx->config_arg = value; break;
+	case GLOBAL_KEY_ENV:
+		if (*value == '\0') {
+			(void)cli_usage_error(it->command, "--encryption-key-env needs the name "
+							   "of an environment variable");
+			return CLI_ARG_ERROR;
+		}
+		it->ctx->key_env = value;
+		break;
+	case GLOBAL_JSON: it->ctx->json = 1; break;
+	default: return CLI_ARG_HELP;
+	}
+	return 0;
+}
+
+int cli_args_next(cli_args *it, const cli_option *opts, const char **value)
+{
+	for (;;) {
+		const char *arg, *inline_value = NULL;
+		const cli_option *o;
+		int is_global = 0;
+		char shown[64];
+
+		*value = NULL;
+		if (it->next >= it->argc)
+			return CLI_ARG_END;
+		arg = it->argv[it->next++];
+		if (it->positional_only || arg[0] != '-' || arg[1] == '\0' || looks_like_number(arg)) {
+			*value = arg;
+			return CLI_ARG_POSITIONAL;
+		}
+		if (strcmp(arg, "--") == 0) {
+			it->positional_only = 1;
+			continue;
+		}
+		if (arg[1] == '-') {
+			const char *name = arg + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+
+			o = find_long(opts, name, len);
+			if (o == NULL && (o = find_long(global_options, name, len)) != NULL)
+				is_global = 1;
+			if (eq != NULL)
+				inline_value = eq + 1;
+			(void)snprintf(shown, sizeof(shown), "--%.*s", (int)(len < 40 ? len : 40), name);
+		} else {
+			o = find_short(opts, arg[1]);
+			if (o == NULL && (o = find_short(global_options, arg[1])) != NULL)
+				is_global = 1;
+			if (arg[2] != '\0')
+				inline_value = arg + 2;
+			(void)snprintf(shown, sizeof(shown), "-%c", arg[1]);
+		}
+		if (o == NULL) {
+			(void)cli_usage_error(it->command, "unknown option '%s'", shown);
+			return CLI_ARG_ERROR;
+		}
+		if (o->takes_value && inline_value == NULL) {
+			if (it->next >= it->argc) {
+				(void)cli_usage_error(it->command, "option '%s' needs a value", shown);
+				return CLI_ARG_ERROR;
+			}
+			inline_value = it->argv[it->next++];
+		} else if (!o->takes_value && inline_value != NULL) {
+			(void)cli_usage_error(it->command, "option '%s' takes no value", shown);
+			return CLI_ARG_ERROR;
+		}
+		if (!is_global) {
+			*value = inline_value;
+			return o->id;
+		}
+		{
+			int rc = apply_global(it, o, inline_value);
+			if (rc != 0)
+				return rc;
+		}
+	}
+}
+
+int cli_parse_duration_ms(const char *text, unsigned long long *out)
+{
+	static const struct {
+		const char *unit;
+		unsigned long long ms;
+	} units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}};
+	unsigned long long n;
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	n = strtoull(text, &end, 10);
+	if (errno != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) != 0)
+			continue;
+		if (n == 0 || n > ~0ULL / units[i].ms)
+			return -1;
+		*out = n * units[i].ms;
+		return 0;
+	}
+	return -1;
+}

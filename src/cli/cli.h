@@ -1,0 +1,164 @@
+/*
+ * cli.h - what every `faucet` subcommand shares: the run's context, store
+ * selection, argument scanning, error reporting and exit codes.
+ *
+ * Two decisions shape the whole command:
+ *
+ *  - The options that pick the store and the output form (--state, -c,
+ *    --encryption-key-env, --json, --help) are global: they are accepted
+ *    before the command name and anywhere among a subcommand's own
+ *    arguments, so `faucet state list --json` and `faucet --json state list`
+ *    mean the same.  cli_args_next() applies them to the context as it scans.
+ *
+ *  - The exit code is decided by the phase that failed, not by the library's
+ *    error class alone: everything the user typed (keys, JSON, files, the
+ *    config) is checked before the store is touched and fails with 2; once
+ *    the store is open, a failure is 1.  So "exit 2" always means "nothing
+ *    was written".
+ *
+ * Adding a command: write `int cli_NAME_main(cli_context *ctx, int argc,
+ * char **argv)` (argv[0] is the command's own name, the rest its arguments),
+ * declare it below and add one row to the command table in main.c.  The
+ * backfill command (src/cli/backfill*.c) joins that way: it declares
+ *
+ *     int cli_backfill_main(cli_context *ctx, int argc, char **argv);
+ *
+ * here, adds {"backfill", cli_backfill_main, ...} to main.c's table, reads
+ * its defaults through cli_context_config() (the YAML's `name` and
+ * `backfill:` block, and the config's absolute path for FAUCET_CONFIG),
+ * opens the store with cli_open_store(), and after that call finds in
+ * ctx->selected_config_path / ctx->selected_url what to hand its children.
+ */
+#ifndef FAUCET_CLI_H
+#define FAUCET_CLI_H
+
+#include <stdio.h>
+#include <faucet/faucet.h>
+
+#include "config.h"
+
+/* Exit codes (SPEC section 5). */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILED 1    /* the operation failed: a store error, a failed probe */
+#define CLI_EXIT_USAGE 2     /* bad usage, config, key, JSON or input file; nothing written */
+#define CLI_EXIT_CONDITION 3 /* a compare-and-put condition did not hold */
+
+typedef struct cli_context {
+	/* Global options, set wherever they appear on the command line. */
+	int json;                /* --json: print machine-readable JSON */
+	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
+	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
+	const char *key_env;     /* --encryption-key-env VAR, or NULL (borrowed) */
+
+	/* The terminal, looked at once at start-up. */
+	int stdout_tty; /* stdout is a terminal: tables and truncation allowed */
+	int color;      /* ... and NO_COLOR is unset and TERM is not dumb */
+
+	/* The pipeline config named by -c or FAUCET_CONFIG, loaded on first
+	 * use by cli_context_config(); NULL when neither names one. */
+	cli_config *config;
+	int config_loaded;
+
+	/* Filled by cli_open_store(): where the store came from.  Exactly one
+	 * of the two is set.  selected_url is the URL itself, unredacted
+	 * (children need it); print only store_label. */
+	const char *selected_config_path; /* absolute config path (owned by config) */
+	char *selected_url;               /* owned */
+	char *store_label;                /* owned: redacted, safe to print */
+
+	char *key_material; /* owned copy of the key read from key_env; wiped */
+} cli_context;
+
+/* Set up / release a context.  Dispose wipes any key material held. */
+void cli_context_init(cli_context *ctx);
+void cli_context_dispose(cli_context *ctx);
+
+/* The config named by -c/--config, else by FAUCET_CONFIG, loaded once.
+ * *out is NULL when neither names one.  On failure the error has been
+ * printed and the exit code (2) is returned; 0 otherwise. */
+int cli_context_config(cli_context *ctx, const cli_config **out);
+
+/* Open the store the user selected: --state, -c, FAUCET_CONFIG,
+ * FAUCET_STATE, else file:.faucet-state (first match wins).  On failure
+ * the error has been printed and the exit code is returned (2 for a bad
+ * URL or config, 1 when the store itself failed); 0 otherwise. */
+int cli_open_store(cli_context *ctx, faucet_store **out);
+
+/* Print "faucet: {what}: {last library error}" on stderr as one line and
+ * return exit_code. */
+int cli_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print "faucet: {message}" on stderr as one line and return exit_code. */
+int cli_error(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A usage error of `command` ("state put"): one line that also points at
+ * the command's --help.  Returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Flush stdout and turn a failed write (a full disk, a closed pipe) into
+ * an error line; returns `exit_code` or CLI_EXIT_FAILED. */
+int cli_finish(int exit_code);
+
+/* Read a whole file, or stdin for "-", into a NUL-terminated buffer.
+ * Errors print nothing; the library's last error names the file. */
+int cli_read_input(const char *path, char **out, size_t *len);
+
+/* ---- argument scanning ------------------------------------------------ */
+
+typedef struct {
+	const char *long_name; /* without the dashes: "if-equals" */
+	char short_name;       /* 'o', or 0 for none */
+	int takes_value;
+	int id;                /* > 0, returned by cli_args_next */
+} cli_option;
+
+/* cli_args_next() returns an option id (> 0) or one of these. */
+#define CLI_ARG_END 0
+#define CLI_ARG_POSITIONAL (-1) /* *value is the argument */
+#define CLI_ARG_HELP (-2)       /* -h/--help was given */
+#define CLI_ARG_ERROR (-3)      /* a usage error, already printed */
+
+typedef struct {
+	cli_context *ctx;
+	const char *command; /* for messages: "state put" */
+	int argc;
+	char **argv;
+	int next;            /* index of the next argument to look at */
+	int positional_only; /* after "--" */
+} cli_args;
+
+/* Scan argv[1..] of a command.  `opts` ends with a zeroed row and may be
+ * NULL.  The global options are handled here and never returned.  "-" and
+ * arguments that look like negative numbers ("-1", "-0.5") are positional,
+ * so a JSON value can be written without "--". */
+void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
+int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
+
+/* Print a command's help text (on stdout) and return 0. */
+int cli_print_help(const char *text);
+
+/* Parse a duration such as "10s", "500ms", "2m", "1h" or a bare number of
+ * seconds into milliseconds.  Returns 0, or -1 for text that is not one. */
+int cli_parse_duration_ms(const char *text, unsigned long long *out);
+
+/* ---- commands --------------------------------------------------------- */
+
+int cli_state_main(cli_context *ctx, int argc, char **argv);
+int cli_doctor_main(cli_context *ctx, int argc, char **argv);
+
+/* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
+int cli_state_list(cli_context *ctx, int argc, char **argv);
+int cli_state_show(cli_context *ctx, int argc, char **argv);
+int cli_state_get(cli_context *ctx, int argc, char **argv);
+int cli_state_put(cli_context *ctx, int argc, char **argv);
+int cli_state_delete(cli_context *ctx, int argc, char **argv);
+int cli_state_export(cli_context *ctx, int argc, char **argv);
+int cli_state_import(cli_context *ctx, int argc, char **argv);
+int cli_state_copy(cli_context *ctx, int argc, char **argv);
+int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+
+/* Whether the store cli_open_store() opened has an encryption key. */
+int cli_store_is_encrypted(const cli_context *ctx);
+
+#endif

@@ -1,0 +1,720 @@
+/*
+ * config.c - load the parts of a faucet pipeline YAML the command uses.
+ *
+ * libyaml builds the whole document as a node graph; we then walk only the
+ * three top-level entries we understand (`name`, `state`, `backfill`) and
+ * ignore the rest, so the pipeline's own sections never need to make sense
+ * here.  Inside those three blocks we are strict: an unknown field is an
+ * error, because a misspelt `path` would otherwise quietly point the
+ * operator at an empty store.
+ *
+ * Key material (state.config.encryption) passes through three places we
+ * control - the file buffer, libyaml's buffers and nodes, and our expanded
+ * strings - and each is wiped before it is freed.  Expansion sizes its
+ * output exactly, so no realloc leaves a stray copy behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "internal.h"
+#include "config.h"
+
+typedef struct {
+	const char *path;     /* as given, for messages */
+	yaml_document_t *doc;
+	cli_config *cfg;
+} loader;
+
+void cli_wipe_free(char *s)
+{
+	if (s == NULL)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+static void wipe_strarray(faucet_strarray *arr)
+{
+	for (size_t i = 0; i < arr->count; i++) {
+		if (arr->strings[i] != NULL)
+			explicit_bzero(arr->strings[i], strlen(arr->strings[i]));
+	}
+	faucet_strarray_dispose(arr);
+}
+
+void cli_config_free(cli_config *c)
+{
+	if (c == NULL)
+		return;
+	free(c->path);
+	free(c->name);
+	free(c->state_type);
+	free(c->state_path);
+	free(c->state_url);
+	free(c->state_table);
+	free(c->state_namespace);
+	cli_wipe_free(c->encryption_key);
+	wipe_strarray(&c->encryption_previous_keys);
+	free(c->backfill_window);
+	free(c->backfill_timezone);
+	faucet_strarray_dispose(&c->backfill_command);
+	free(c);
+}
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
+{
+	char *msg;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	msg = n < 0 ? NULL : malloc((size_t)n + 1);
+	if (msg == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: %s", l->path,
+			       node ? node->start_mark.line + 1 : 1, msg);
+	free(msg);
+	return FAUCET_ECONFIG;
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+static yaml_node_t *node_at(loader *l, int index)
+{
+	return yaml_document_get_node(l->doc, index);
+}
+
+static const char *scalar_raw(const yaml_node_t *node)
+{
+	return (const char *)node->data.scalar.value;
+}
+
+/* A plain `~`, `null` or empty scalar: the field is present but unset. */
+static int node_is_null(const yaml_node_t *node)
+{
+	const char *s;
+
+	if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return 0;
+	s = scalar_raw(node);
+	return *s == '\0' || strcmp(s, "~") == 0 || strcasecmp(s, "null") == 0;
+}
+
+static int env_name_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+/*
+ * Replace each ${env:VAR} in `in`.  Two passes: the first checks every
+ * reference and measures the result, the second writes it into a buffer of
+ * exactly that size.  Any other ${...} text is left alone (backfill
+ * commands carry ${backfill.start} for the runner).
+ */
+static int expand_env(loader *l, const yaml_node_t *node, const char *field, const char *in,
+		      char **out)
+{
+	static const char opener[] = "${env:";
+	const size_t olen = sizeof(opener) - 1;
+	size_t need = 0;
+	char *res, *w;
+
+	*out = NULL;
+	for (const char *p = in; *p;) {
+		const char *end, *val;
+		char name[256];
+		size_t nlen;
+
+		if (strncmp(p, opener, olen) != 0) {
+			need++;
+			p++;
+			continue;
+		}
+		end = strchr(p + olen, '}');
+		if (end == NULL)
+			return node_error(l, node, "%s: unterminated ${env:...} reference", field);
+		nlen = (size_t)(end - (p + olen));
+		if (nlen == 0 || nlen >= sizeof(name))
+			return node_error(l, node, "%s: bad environment variable reference '%.*s'",
+					  field, (int)(end - p + 1), p);
+		for (size_t i = 0; i < nlen; i++) {
+			if (!env_name_char(p[olen + i]))
+				return node_error(l, node,
+						  "%s: bad environment variable name '%.*s'", field,
+						  (int)nlen, p + olen);
+		}
+		memcpy(name, p + olen, nlen);
+		name[nlen] = '\0';
+		val = getenv(name);
+		if (val == NULL)
+			return node_error(l, node,
+					  "%s: environment variable %s is not set (${env:%s})", field,
+					  name, name);
+		need += strlen(val);
+		p = end + 1;
+	}
+	res = faucet__malloc(need + 1);
+	if (res == NULL)
+		return FAUCET_ENOMEM;
+	w = res;
+	for (const char *p = in; *p;) {
+		const char *end;
+		char name[256];
+		size_t nlen, vlen;
+		const char *val;
+
+		if (strncmp(p, opener, olen) != 0) {
+			*w++ = *p++;
+			continue;
+		}
+		end = strchr(p + olen, '}');
+		nlen = (size_t)(end - (p + olen));
+		memcpy(name, p + olen, nlen);
+		name[nlen] = '\0';
+		val = getenv(name);
+		vlen = strlen(val);
+		memcpy(w, val, vlen);
+		w += vlen;
+		p = end + 1;
+	}
+	*w = '\0';
+	*out = res;
+	return 0;
+}
+
+/* A string field: a scalar, with ${env:VAR} replaced.  *out is NULL for a
+ * null scalar. */
+static int read_string(loader *l, const yaml_node_t *node, const char *field, char **out)
+{
+	*out = NULL;
+	if (node->type != YAML_SCALAR_NODE)
+		return node_error(l, node, "%s must be a string", field);
+	if (node_is_null(node))
+		return 0;
+	if (strlen(scalar_raw(node)) != node->data.scalar.length)
+		return node_error(l, node, "%s contains a NUL byte", field);
+	return expand_env(l, node, field, scalar_raw(node), out);
+}
+
+/* A string that holds key material: as read_string, and the node's own copy
+ * of the text is wiped once read. */
+static int read_secret(loader *l, yaml_node_t *node, const char *field, char **out)
+{
+	int rc = read_string(l, node, field, out);
+
+	if (node->type == YAML_SCALAR_NODE)
+		explicit_bzero(node->data.scalar.value, node->data.scalar.length);
+	return rc;
+}
+
+static int read_int(loader *l, const yaml_node_t *node, const char *field, long min, long max,
+		    int *out)
+{
+	char *text, *end;
+	long v;
+	int rc;
+
+	rc = read_string(l, node, field, &text);
+	if (rc != 0)
+		return rc;
+	if (text == NULL)
+		return node_error(l, node, "%s must be a whole number", field);
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+		rc = node_error(l, node, "%s must be a whole number from %ld to %ld, got '%s'",
+				field, min, max, text);
+		free(text);
+		return rc;
+	}
+	free(text);
+	*out = (int)v;
+	return 0;
+}
+
+static int read_bool(loader *l, const yaml_node_t *node, const char *field, int *out)
+{
+	static const char *const yes[] = {"true", "yes", "on"};
+	static const char *const no[] = {"false", "no", "off"};
+	char *text;
+	int rc = read_string(l, node, field, &text);
+
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; text != NULL && i < FAUCET_ARRAY_LEN(yes); i++) {
+		if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
+			*out = strcasecmp(text, yes[i]) == 0;
+			free(text);
+			return 0;
+		}
+	}
+	rc = node_error(l, node, "%s must be true or false, got '%s'", field, text ? text : "");
+	free(text);
+	return rc;
+}
+
+/* A list of strings.  `secret` wipes each node's text once read. */
+static int read_string_list(loader *l, yaml_node_t *node, const char *field, int secret,
+			    faucet_strarray *out)
+{
+	if (node_is_null(node))
+		return 0;
+	if (node->type != YAML_SEQUENCE_NODE)
+		return node_error(l, node, "%s must be a list of strings", field);
+	for (yaml_node_item_t *it = node->data.sequence.items.start;
+	     it < node->data.sequence.items.top; it++) {
+		yaml_node_t *item = node_at(l, *it);
+		char *s;
+		int rc;
+
+		if (item == NULL)
+			return node_error(l, node, "%s: broken list", field);
+		rc = secret ? read_secret(l, item, field, &s) : read_string(l, item, field, &s);
+		if (rc != 0)
+			return rc;
+		if (s == NULL || *s == '\0') {
+			free(s);
+			return node_error(l, item, "%s: an entry is empty", field);
+		}
+		if (faucet_strarray_push_owned(out, s) != 0)
+			return FAUCET_ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+/* Check `node` is a mapping whose keys are strings, each named at most once
+ * and, when `allowed` is given, one of them. */
+static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
+			 const char *const *allowed)
+{
+	if (node->type != YAML_MAPPING_NODE)
+		return node_error(l, node, "%s must be a mapping", field);
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *key = node_at(l, p->key);
+		size_t i;
+
+		if (key == NULL || key->type != YAML_SCALAR_NODE)
+			return node_error(l, key, "%s: every field name must be a string", field);
+		for (yaml_node_pair_t *q = node->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *prev = node_at(l, q->key);
+			if (prev != NULL && prev->type == YAML_SCALAR_NODE &&
+			    strcmp(scalar_raw(prev), scalar_raw(key)) == 0)
+				return node_error(l, key, "%s: field '%s' is given twice", field,
+						  scalar_raw(key));
+		}
+		if (allowed == NULL)
+			continue;
+		for (i = 0; allowed[i] != NULL; i++) {
+			if (strcmp(allowed[i], scalar_raw(key)) == 0)
+				break;
+		}
+		if (allowed[i] == NULL) {
+			faucet_buf names = FAUCET_BUF_INIT;
+			int rc;
+
+			for (i = 0; allowed[i] != NULL; i++) {
+				(void)faucet_buf_puts(&names, i ? ", " : "");
+				(void)faucet_buf_puts(&names, allowed[i]);
+			}
+			rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
+					scalar_raw(key), names.ptr ? names.ptr : "");
+			faucet_buf_dispose(&names);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* The value of field `name` in a checked mapping, or NULL. */
+static yaml_node_t *field_of(loader *l, const yaml_node_t *map, const char *name,
+			     const yaml_node_t **key_out)
+{
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *key = node_at(l, p->key);
+		if (key != NULL && key->type == YAML_SCALAR_NODE &&
+		    strcmp(scalar_raw(key), name) == 0) {
+			if (key_out != NULL)
+				*key_out = key;
+			return node_at(l, p->value);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the blocks -------------------------------------------------------- */
+
+static int load_encryption(loader *l, yaml_node_t *node)
+{
+	static const char *const fields[] = {"key", "key_env", "previous_keys", "algorithm", NULL};
+	cli_config *c = l->cfg;
+	yaml_node_t *key, *key_env, *prev, *algo;
+	int rc;
+
+	if (node_is_null(node))
+		return 0;
+	rc = check_mapping(l, node, "state.config.encryption", fields);
+	if (rc != 0)
+		return rc;
+	c->has_encryption = 1;
+	key = field_of(l, node, "key", NULL);
+	key_env = field_of(l, node, "key_env", NULL);
+	prev = field_of(l, node, "previous_keys", NULL);
+	algo = field_of(l, node, "algorithm", NULL);
+
+	if (algo != NULL) {
+		char *name;
+		rc = read_string(l, algo, "state.config.encryption.algorithm", &name);
+		if (rc != 0)
+			return rc;
+		if (name != NULL && strcasecmp(name, "aes-256-gcm") != 0) {
+			rc = node_error(l, algo,
+					"encryption algorithm '%s' is not supported (supported: aes-256-gcm)",
+					name);
+			free(name);
+			return rc;
+		}
+		free(name);
+	}
+	if (key != NULL && key_env != NULL)
+		return node_error(l, key_env,
+				  "state.config.encryption: give `key` or `key_env`, not both");
+	if (key != NULL) {
+		rc = read_secret(l, key, "state.config.encryption.key", &c->encryption_key);
+		if (rc != 0)
+			return rc;
+	} else if (key_env != NULL) {
+		char *var;
+		const char *val;
+
+		rc = read_string(l, key_env, "state.config.encryption.key_env", &var);
+		if (rc != 0)
+			return rc;
+		if (var == NULL || *var == '\0') {
+			free(var);
+			return node_error(l, key_env, "state.config.encryption.key_env is empty");
+		}
+		val = getenv(var);
+		if (val == NULL) {
+			rc = node_error(l, key_env,
+					"environment variable %s (state.config.encryption.key_env) is not set",
+					var);
+			free(var);
+			return rc;
+		}
+		free(var);
+		c->encryption_key = faucet__strdup(val);
+		if (c->encryption_key == NULL)
+			return FAUCET_ENOMEM;
+	} else {
+		return node_error(l, node, "state.config.encryption needs a `key` (or `key_env`)");
+	}
+	if (c->encryption_key == NULL || *c->encryption_key == '\0')
+		return node_error(l, key ? key : key_env, "state.config.encryption key is empty");
+	if (prev != NULL)
+		return read_string_list(l, prev, "state.config.encryption.previous_keys", 1,
+					&c->encryption_previous_keys);
+	return 0;
+}
+
+static int load_state_config(loader *l, yaml_node_t *node)
+{
+	static const char *const fields[] = {"path", "url", "table", "ensure_table",
+					     "max_connections", "namespace", "encryption", NULL};
+	cli_config *c = l->cfg;
+	yaml_node_t *v;
+	int rc;
+
+	if (node_is_null(node))
+		return 0;
+	rc = check_mapping(l, node, "state.config", fields);
+	if (rc == 0 && (v = field_of(l, node, "path", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.path", &c->state_path);
+	if (rc == 0 && (v = field_of(l, node, "url", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.url", &c->state_url);
+	if (rc == 0 && (v = field_of(l, node, "table", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.table", &c->state_table);
+	if (rc == 0 && (v = field_of(l, node, "namespace", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.namespace", &c->state_namespace);
+	if (rc == 0 && (v = field_of(l, node, "ensure_table", NULL)) != NULL) {
+		int on = 0;
+		rc = read_bool(l, v, "state.config.ensure_table", &on);
+		c->state_ensure_table = on ? 1 : -1;
+	}
+	if (rc == 0 && (v = field_of(l, node, "max_connections", NULL)) != NULL)
+		rc = read_int(l, v, "state.config.max_connections", 1, 10000,
+			      &c->state_max_connections);
+	if (rc == 0 && (v = field_of(l, node, "encryption", NULL)) != NULL) {
+		if (c->state_type != NULL && strcmp(c->state_type, "file") != 0 && !node_is_null(v))
+			return node_error(l, v,
+					  "state.config.encryption applies to the file store only, "
+					  "not to type '%s'",
+					  c->state_type);
+		rc = load_encryption(l, v);
+	}
+	return rc;
+}
+
+static int load_state(loader *l, yaml_node_t *node)
+{
+	static const char *const fields[] = {"type", "config", NULL};
+	cli_config *c = l->cfg;
+	yaml_node_t *type, *conf;
+	int rc;
+
+	if (node_is_null(node))
+		return 0;
+	rc = check_mapping(l, node, "state", fields);
+	if (rc != 0)
+		return rc;
+	c->has_state = 1;
+	type = field_of(l, node, "type", NULL);
+	if (type == NULL)
+		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis)");
+	rc = read_string(l, type, "state.type", &c->state_type);
+	if (rc != 0)
+		return rc;
+	if (c->state_type == NULL || *c->state_type == '\0')
+		return node_error(l, type, "state.type is empty");
+	conf = field_of(l, node, "config", NULL);
+	return conf == NULL ? 0 : load_state_config(l, conf);
+}
+
+static int load_backfill(loader *l, yaml_node_t *node)
+{
+	static const char *const fields[] = {"window", "concurrency", "timezone", "command", NULL};
+	cli_config *c = l->cfg;
+	yaml_node_t *v;
+	int rc;
+
+	if (node_is_null(node))
+		return 0;
+	rc = check_mapping(l, node, "backfill", fields);
+	if (rc == 0 && (v = field_of(l, node, "window", NULL)) != NULL)
+		rc = read_string(l, v, "backfill.window", &c->backfill_window);
+	if (rc == 0 && (v = field_of(l, node, "concurrency", NULL)) != NULL)
+		rc = read_int(l, v, "backfill.concurrency", 1, 10000, &c->backfill_concurrency);
+	if (rc == 0 && (v = field_of(l, node, "timezone", NULL)) != NULL)
+		rc = read_string(l, v, "backfill.timezone", &c->backfill_timezone);
+	if (rc == 0 && (v = field_of(l, node, "command", NULL)) != NULL) {
+		if (v->type == YAML_SCALAR_NODE && !node_is_null(v))
+			return node_error(l, v,
+					  "backfill.command must be a list of arguments "
+					  "(it runs without a shell), e.g. [\"my-job\", \"--from\", \"${backfill.start}\"]");
+		rc = read_string_list(l, v, "backfill.command", 0, &c->backfill_command);
+	}
+	return rc;
+}
+
+static int load_root(loader *l)
+{
+	yaml_node_t *root = yaml_document_get_root_node(l->doc);
+	yaml_node_t *v;
+	int rc;
+
+	if (root == NULL || node_is_null(root))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"config %s: the file is empty (expected a pipeline "
+					"with name, state, backfill)",
+					l->path);
+	rc = check_mapping(l, root, "the top level", NULL);
+	if (rc != 0)
+		return rc;
+	if ((v = field_of(l, root, "name", NULL)) != NULL) {
+		rc = read_string(l, v, "name", &l->cfg->name);
+		if (rc != 0)
+			return rc;
+	}
+	if ((v = field_of(l, root, "state", NULL)) != NULL) {
+		rc = load_state(l, v);
+		if (rc != 0)
+			return rc;
+	}
+	if ((v = field_of(l, root, "backfill", NULL)) != NULL)
+		return load_backfill(l, v);
+	return 0;
+}
+
+/* ---- the file ---------------------------------------------------------- */
+
+static int read_config_file(const char *path, char **out, size_t *len)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	struct stat st;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
+	/* Size the buffer up front so it never moves: it may hold a key. */
+	if (fstat(fd, &st) != 0 || faucet_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
+		int err = errno;
+		close(fd);
+		faucet_buf_dispose(&b);
+		return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (b.cap - b.len < 2) {
+			/* The file grew while we read it; wipe the old buffer. */
+			faucet_buf bigger = FAUCET_BUF_INIT;
+			if (faucet_buf_grow(&bigger, b.cap * 2) != 0 ||
+			    faucet_buf_put(&bigger, b.ptr, b.len) != 0) {
+				explicit_bzero(b.ptr, b.len);
+				faucet_buf_dispose(&b);
+				faucet_buf_dispose(&bigger);
+				close(fd);
+				return FAUCET_ENOMEM;
+			}
+			explicit_bzero(b.ptr, b.len);
+			faucet_buf_dispose(&b);
+			b = bigger;
+		}
+		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			explicit_bzero(b.ptr, b.len);
+			faucet_buf_dispose(&b);
+			close(fd);
+			return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+	}
+	close(fd);
+	b.ptr[b.len] = '\0';
+	*len = b.len;
+	*out = b.ptr;
+	return 0;
+}
+
+/* libyaml keeps the raw and decoded input in its own buffers; clear them
+ * before the parser frees them. */
+static void wipe_parser(yaml_parser_t *p)
+{
+	if (p->raw_buffer.start != NULL)
+		explicit_bzero(p->raw_buffer.start, (size_t)(p->raw_buffer.end - p->raw_buffer.start));
+	if (p->buffer.start != NULL)
+		explicit_bzero(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
+}
+
+static int parse_yaml(const char *path, const char *text, size_t len, yaml_document_t *doc)
+{
+	yaml_parser_t parser;
+	int ok;
+
+	if (!yaml_parser_initialize(&parser))
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	ok = yaml_parser_load(&parser, doc);
+	if (!ok) {
+		(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: bad YAML: %s%s%s", path,
+				       parser.problem_mark.line + 1,
+				       parser.problem ? parser.problem : "cannot parse",
+				       parser.context ? " " : "",
+				       parser.context ? parser.context : "");
+	}
+	wipe_parser(&parser);
+	yaml_parser_delete(&parser);
+	return ok ? 0 : FAUCET_ECONFIG;
+}
+
+/* Clear every scalar of the document before it is freed: the loader wipes
+ * the ones it recognises as secrets, but a key may also sit in a part of
+ * the file we never read (an anchor, an ignored section). */
+static void wipe_document(yaml_document_t *doc)
+{
+	for (yaml_node_t *n = doc->nodes.start; n != NULL && n < doc->nodes.top; n++) {
+		if (n->type == YAML_SCALAR_NODE && n->data.scalar.value != NULL)
+			explicit_bzero(n->data.scalar.value, n->data.scalar.length);
+	}
+}
+
+int cli_config_load(cli_config **out, const char *path)
+{
+	yaml_document_t doc;
+	cli_config *c;
+	char *text = NULL, abs[PATH_MAX];
+	size_t len = 0;
+	loader l;
+	int rc;
+
+	*out = NULL;
+	rc = read_config_file(path, &text, &len);
+	if (rc != 0)
+		return rc;
+	rc = parse_yaml(path, text, len, &doc);
+	explicit_bzero(text, len);
+	free(text);
+	if (rc != 0)
+		return rc;
+	c = faucet__calloc(1, sizeof(*c));
+	if (c == NULL) {
+		wipe_document(&doc);
+		yaml_document_delete(&doc);
+		return FAUCET_ENOMEM;
+	}
+	l.path = path;
+	l.doc = &doc;
+	l.cfg = c;
+	rc = load_root(&l);
+	wipe_document(&doc);
+	yaml_document_delete(&doc);
+	if (rc == 0 && realpath(path, abs) == NULL)
+		rc = faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot resolve its path", path);
+	if (rc == 0 && (c->path = faucet__strdup(abs)) == NULL)
+		rc = FAUCET_ENOMEM;
+	if (rc != 0) {
+		cli_config_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void cli_config_store(const cli_config *c, faucet_store_config *cfg,
+		      faucet_encryption_options *enc)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	memset(enc, 0, sizeof(*enc));
+	cfg->type = c->state_type;
+	cfg->path = c->state_path;
+	cfg->url = c->state_url;
+	cfg->table = c->state_table;
+	cfg->ensure_table = c->state_ensure_table;
+	cfg->max_connections = c->state_max_connections;
+	cfg->namespace_name = c->state_namespace;
+	if (c->has_encryption) {
+		enc->key = c->encryption_key;
+		enc->previous_keys = (const char *const *)c->encryption_previous_keys.strings;
+		enc->previous_count = c->encryption_previous_keys.count;
+		cfg->encryption = enc;
+	}
+}

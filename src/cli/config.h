@@ -1,0 +1,62 @@
+/*
+ * config.h - a faucet pipeline YAML, as far as the `faucet` command needs it:
+ * the top-level `name`, the `state: {type, config}` block that says where the
+ * pipeline's state lives, and the `backfill:` defaults.
+ *
+ * `${env:VAR}` is replaced in every string read from these three parts (an
+ * unset VAR is an error naming it; a set-but-empty one is ""); the rest of
+ * the file - sources, sinks and their credentials - is not interpreted, so a
+ * variable only the pipeline itself needs does not have to be set for an
+ * operator to inspect its state.  Every error is FAUCET_ECONFIG with a
+ * message that names the file and the line.
+ */
+#ifndef FAUCET_CLI_CONFIG_H
+#define FAUCET_CLI_CONFIG_H
+
+#include <faucet/faucet.h>
+
+typedef struct cli_config {
+	char *path; /* absolute path of the YAML file */
+	char *name; /* top-level `name`, or NULL */
+
+	/* `state:`; has_state is 0 when the file has no such block. */
+	int has_state;
+	char *state_type;          /* file, memory, sqlite, postgres, redis, ... */
+	char *state_path;          /* file, sqlite; relative = to the current directory */
+	char *state_url;           /* postgres, redis */
+	char *state_table;         /* postgres, or NULL */
+	int state_ensure_table;    /* postgres: 0 default, 1 true, -1 false */
+	int state_max_connections; /* postgres, redis: 0 default, else >= 1 */
+	char *state_namespace;     /* redis, or NULL */
+
+	/* `state.config.encryption` (file store).  The key is either given
+	 * (usually as ${env:VAR}) or named by `key_env`; it is resolved at load
+	 * time and never empty.  All key strings are wiped when freed. */
+	int has_encryption;
+	char *encryption_key;
+	faucet_strarray encryption_previous_keys;
+
+	/* `backfill:` defaults; NULL / 0 / empty when not given. */
+	char *backfill_window;           /* as written: "1d", "3600", "6h" */
+	int backfill_concurrency;        /* >= 1, or 0 */
+	char *backfill_timezone;         /* IANA name */
+	faucet_strarray backfill_command; /* argv; ${backfill.*} left for the runner */
+} cli_config;
+
+/* Read and check the YAML at `path`.  Errors: FAUCET_ECONFIG (unreadable
+ * file, bad YAML with its line, a wrong type or value with its line, an
+ * unset ${env:VAR}, an empty encryption key, an unknown algorithm). */
+int cli_config_load(cli_config **out, const char *path);
+
+/* Fill a store config from the `state:` block.  The strings stay owned by
+ * `c`; `enc` receives the encryption options when the block has them (and
+ * cfg->encryption then points at it).  Call only when has_state. */
+void cli_config_store(const cli_config *c, faucet_store_config *cfg,
+		      faucet_encryption_options *enc);
+
+void cli_config_free(cli_config *c);
+
+/* Overwrite a string's bytes with zeros, then free it.  NULL is ignored. */
+void cli_wipe_free(char *s);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * jsonw.h - writing the command's --json output into a faucet_buf.
+ *
+ * We assemble JSON text ourselves instead of building a json-c tree: stored
+ * values are embedded as the exact compact text the library holds, so a
+ * bookmark such as 18446744073709551615 or 0.1 comes out digit for digit,
+ * which a round trip through a double would not promise.
+ */
+#ifndef FAUCET_CLI_JSONW_H
+#define FAUCET_CLI_JSONW_H
+
+#include "internal.h"
+
+/* Append `s` as a JSON string (quoted, escaped). */
+void jw_string(faucet_buf *b, const char *s);
+
+/* Append `s` as a JSON string, or null when s is NULL. */
+void jw_string_or_null(faucet_buf *b, const char *s);
+
+/* Append "name": (with a leading comma unless `first`). */
+void jw_member(faucet_buf *b, const char *name, int first);
+
+/* Append a JSON array of strings. */
+void jw_string_array(faucet_buf *b, const faucet_strarray *arr);
+
+/* Write the buffer and a newline to stdout; 0, or -1 when it failed to
+ * assemble (out of memory, message printed). */
+int jw_print(faucet_buf *b);
+
+#endif

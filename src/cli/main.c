@@ -1,0 +1,118 @@
+/*
+ * main.c - the `faucet` command: global options, then one command.
+ *
+ * stdout gets one large, fully buffered stream so that listing or exporting
+ * 100,000 keys costs one write per megabyte rather than one per line; errors
+ * go unbuffered to stderr.  Every path ends in cli_finish(), which turns a
+ * failed flush (a full disk behind a redirect) into exit code 1 instead of
+ * a silently truncated listing.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jsonw.h"
+
+static const char usage[] =
+	"usage: faucet [OPTIONS] COMMAND [ARGS]\n"
+	"\n"
+	"Inspect, move and repair the durable state of faucet pipelines.\n"
+	"\n"
+	"Commands:\n"
+	"  state list|show|get|put|delete|export|import|copy|rekey\n"
+	"                     read and write state keys (see 'faucet state --help')\n"
+	"  doctor             run the state store's health probes\n"
+	"\n"
+	"Store selection (first match wins):\n"
+	"  --state URL        file:PATH, memory:, sqlite:PATH, postgres://..., redis://...\n"
+	"  -c, --config FILE  a faucet pipeline YAML (its `state:` block)\n"
+	"  $FAUCET_CONFIG     a pipeline YAML, like -c\n"
+	"  $FAUCET_STATE      a store URL, like --state\n"
+	"  otherwise          file:.faucet-state in the current directory\n"
+	"\n"
+	"Options (accepted before or after the command):\n"
+	"  --encryption-key-env VAR  the file store's encryption key is in environment\n"
+	"                     variable VAR (a key is never given on the command line)\n"
+	"  --json             print machine-readable JSON\n"
+	"  -h, --help         show help (also after any command)\n"
+	"  --version          print the version\n"
+	"\n"
+	"Exit codes: 0 success; 1 the operation failed; 2 bad usage, config, key,\n"
+	"JSON or input file (nothing written); 3 a compare-and-put condition did not hold.\n";
+
+typedef struct {
+	const char *name;
+	int (*main)(cli_context *ctx, int argc, char **argv);
+} command;
+
+static const command commands[] = {
+	{"state", cli_state_main},
+	{"doctor", cli_doctor_main},
+};
+
+static int print_version(cli_context *ctx)
+{
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_putc(&b, '{');
+		jw_member(&b, "version", 1);
+		jw_string(&b, FAUCET_VERSION_STRING);
+		(void)faucet_buf_putc(&b, '}');
+		if (jw_print(&b) != 0)
+			return CLI_EXIT_FAILED;
+	} else {
+		printf("faucet %s\n", FAUCET_VERSION_STRING);
+	}
+	return CLI_EXIT_OK;
+}
+
+static int run(cli_context *ctx, int argc, char **argv)
+{
+	enum { OPT_VERSION = 1 };
+	static const cli_option opts[] = {{"version", 0, 0, OPT_VERSION}, {NULL, 0, 0, 0}};
+	cli_args it;
+	const char *arg;
+	int id, version = 0;
+
+	cli_args_init(&it, ctx, "", argc, argv);
+	for (;;) {
+		id = cli_args_next(&it, opts, &arg);
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(usage);
+		if (id == OPT_VERSION) {
+			version = 1;
+			continue;
+		}
+		break;
+	}
+	if (version)
+		return print_version(ctx);
+	if (id == CLI_ARG_END) {
+		fputs(usage, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(arg, "help") == 0)
+		return cli_print_help(usage);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, arg) == 0)
+			return commands[i].main(ctx, argc - (it.next - 1), argv + (it.next - 1));
+	}
+	return cli_usage_error("", "unknown command '%s'", arg);
+}
+
+int main(int argc, char **argv)
+{
+	static char out_buffer[1 << 20];
+	cli_context ctx;
+	int rc;
+
+	(void)setvbuf(stdout, out_buffer, _IOFBF, sizeof(out_buffer));
+	cli_context_init(&ctx);
+	rc = run(&ctx, argc, argv);
+	rc = cli_finish(rc);
+	cli_context_dispose(&ctx);
+	return rc;
+}

@@ -1,0 +1,210 @@
+/*
+ * state_write.c - `faucet state put` and `faucet state delete`.
+ *
+ * Everything the user typed is checked before the store is opened: the key,
+ * the value's JSON, the condition's JSON.  A typo therefore exits 2 with the
+ * store untouched.  A conditional put goes through the library's
+ * compare-and-put; when the condition does not hold nothing is written and
+ * the exit code is 3, so a script can tell "someone else moved the
+ * bookmark" from a failure.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jsonw.h"
+
+static const char put_help[] =
+	"usage: faucet state put KEY JSON|- [--if-absent | --if-equals JSON] [OPTIONS]\n"
+	"\n"
+	"Store a JSON value under KEY (- reads the value from standard input).\n"
+	"  --if-absent        write only when KEY has no value\n"
+	"  --if-equals JSON   write only when KEY's value equals JSON (compared as JSON\n"
+	"                     values: member order and number spelling do not matter)\n"
+	"With a condition this is a compare-and-put: when it does not hold nothing is\n"
+	"written and the exit code is 3.  A value that is not valid JSON exits 2.\n";
+
+static const char delete_help[] =
+	"usage: faucet state delete KEY [OPTIONS]\n"
+	"\n"
+	"Remove KEY.  An absent key is not an error.\n";
+
+typedef struct {
+	const char *key;
+	const char *value_arg;
+	int if_absent;
+	const char *if_equals;
+} put_args;
+
+static int parse_put_args(cli_context *ctx, int argc, char **argv, put_args *pa)
+{
+	enum { OPT_IF_ABSENT = 1, OPT_IF_EQUALS };
+	static const cli_option opts[] = {
+		{"if-absent", 0, 0, OPT_IF_ABSENT},
+		{"if-equals", 0, 1, OPT_IF_EQUALS},
+		{NULL, 0, 0, 0},
+	};
+	const char *arg;
+	cli_args it;
+	int id;
+
+	memset(pa, 0, sizeof(*pa));
+	cli_args_init(&it, ctx, "state put", argc, argv);
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(put_help);
+		if (id == OPT_IF_ABSENT)
+			pa->if_absent = 1;
+		else if (id == OPT_IF_EQUALS)
+			pa->if_equals = arg;
+		else if (pa->key == NULL)
+			pa->key = arg;
+		else if (pa->value_arg == NULL)
+			pa->value_arg = arg;
+		else
+			return cli_usage_error("state put", "unexpected argument '%s'", arg);
+	}
+	if (pa->key == NULL || pa->value_arg == NULL)
+		return cli_usage_error("state put", "needs KEY and a JSON value (or - for stdin)");
+	if (pa->if_absent && pa->if_equals != NULL)
+		return cli_usage_error("state put", "--if-absent and --if-equals exclude each other");
+	return -1;
+}
+
+/* The value to write: the argument itself, or standard input for "-". */
+static int read_value(const put_args *pa, faucet_value **out)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	if (strcmp(pa->value_arg, "-") != 0) {
+		if (faucet_value_parse(out, pa->value_arg, strlen(pa->value_arg)) != 0)
+			return cli_fail(CLI_EXIT_USAGE, "state put '%s': the value is not valid JSON",
+					pa->key);
+		return 0;
+	}
+	if (cli_read_input("-", &text, &len) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
+	rc = faucet_value_parse(out, text, len);
+	free(text);
+	if (rc != 0)
+		return cli_fail(CLI_EXIT_USAGE,
+				"state put '%s': the value on standard input is not valid JSON",
+				pa->key);
+	return 0;
+}
+
+static int print_put_json(const char *key, int written, int conditional, int atomic)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_putc(&b, '{');
+	jw_member(&b, "key", 1);
+	jw_string(&b, key);
+	jw_member(&b, "written", 0);
+	(void)faucet_buf_puts(&b, written ? "true" : "false");
+	if (conditional) {
+		jw_member(&b, "atomic", 0);
+		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
+	}
+	(void)faucet_buf_putc(&b, '}');
+	return jw_print(&b);
+}
+
+int cli_state_put(cli_context *ctx, int argc, char **argv)
+{
+	faucet_value *value = NULL, *expected = NULL;
+	int conditional, written = 0, rc;
+	faucet_store *s = NULL;
+	put_args pa;
+
+	rc = parse_put_args(ctx, argc, argv, &pa);
+	if (rc >= 0)
+		return rc;
+	if (faucet_validate_key(pa.key) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state put");
+	rc = read_value(&pa, &value);
+	if (rc != 0)
+		return rc;
+	if (pa.if_equals != NULL &&
+	    faucet_value_parse(&expected, pa.if_equals, strlen(pa.if_equals)) != 0) {
+		faucet_value_free(value);
+		return cli_fail(CLI_EXIT_USAGE, "state put '%s': --if-equals is not valid JSON",
+				pa.key);
+	}
+	conditional = pa.if_absent || pa.if_equals != NULL;
+	rc = cli_open_store(ctx, &s);
+	if (rc != 0)
+		goto done;
+	if (conditional) {
+		if (faucet_store_compare_and_put(s, pa.key, expected, value, &written) != 0) {
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", pa.key,
+				      ctx->store_label);
+			goto done;
+		}
+	} else {
+		if (faucet_store_put(s, pa.key, value) != 0) {
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", pa.key,
+				      ctx->store_label);
+			goto done;
+		}
+		written = 1;
+	}
+	if (ctx->json &&
+	    print_put_json(pa.key, written, conditional, faucet_store_supports_compare_and_put(s)) != 0)
+		rc = CLI_EXIT_FAILED;
+	if (!written)
+		rc = cli_error(CLI_EXIT_CONDITION, "state put '%s': not written: %s", pa.key,
+			       pa.if_absent ? "the key already has a value (--if-absent)"
+					    : "the stored value does not equal --if-equals");
+done:
+	faucet_store_free(s);
+	faucet_value_free(value);
+	faucet_value_free(expected);
+	return rc;
+}
+
+int cli_state_delete(cli_context *ctx, int argc, char **argv)
+{
+	const char *key = NULL, *arg;
+	faucet_store *s;
+	cli_args it;
+	int id, rc;
+
+	cli_args_init(&it, ctx, "state delete", argc, argv);
+	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(delete_help);
+		if (key != NULL)
+			return cli_usage_error("state delete", "unexpected argument '%s'", arg);
+		key = arg;
+	}
+	if (key == NULL)
+		return cli_usage_error("state delete", "missing KEY");
+	if (faucet_validate_key(key) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state delete");
+	rc = cli_open_store(ctx, &s);
+	if (rc != 0)
+		return rc;
+	if (faucet_store_delete(s, key) != 0)
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);
+	faucet_store_free(s);
+	if (rc == 0 && ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_putc(&b, '{');
+		jw_member(&b, "key", 1);
+		jw_string(&b, key);
+		jw_member(&b, "deleted", 0);
+		(void)faucet_buf_puts(&b, "true");
+		(void)faucet_buf_putc(&b, '}');
+		if (jw_print(&b) != 0)
+			rc = CLI_EXIT_FAILED;
+	}
+	return rc;
+}
