@@ -226,6 +226,17 @@ void faucet_strarray_sort_unique(faucet_strarray *arr)
 	arr->count = kept;
 }
 
+int faucet__hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* ---- clocks and randomness ------------------------------------------- */
 
 uint64_t faucet__now_ns(void)

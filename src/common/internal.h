@@ -58,6 +58,20 @@ int faucet_strarray_push_owned(faucet_strarray *arr, char *s);
 /* Sort by strcmp and drop duplicates. */
 void faucet_strarray_sort_unique(faucet_strarray *arr);
 
+/* The value of one hexadecimal digit (either case), or -1. */
+int faucet__hex_digit(char c);
+
+/* Append a probe whose outcome is the calling thread's last error when
+ * `failed` (its message is the reason, `hint` the hint), else a pass; the
+ * elapsed time runs from `start_ms` (faucet__now_ms()). */
+int faucet__check_report_probe(faucet_check_report *r, const char *name, int failed,
+			       uint64_t start_ms, const char *hint);
+
+/* The doctor's sentinel probe through a backend's own slots: put a unique
+ * key, read it back, delete it (also when the read failed: no residue) and
+ * compare.  Returns 0 or the first failure, with its message. */
+int faucet__sentinel_round_trip(faucet_store_backend *b);
+
 /* Monotonic milliseconds / nanoseconds. */
 uint64_t faucet__now_ms(void);
 uint64_t faucet__now_ns(void);

@@ -224,13 +224,6 @@ char *faucet_url_redact(const char *url)
 	return faucet_buf_detach(&b);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 /* Percent-decode in place; returns -1 on a bad escape. */
 static int percent_decode(char *s)
@@ -239,7 +232,7 @@ static int percent_decode(char *s)
 
 	for (char *r = s; *r; r++) {
 		if (*r == '%') {
-			int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
+			int hi = faucet__hex_digit(r[1]), lo = hi < 0 ? -1 : faucet__hex_digit(r[2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			*w++ = (char)(hi * 16 + lo);

@@ -1320,40 +1320,6 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 
 /* ---- the doctor probe ------------------------------------------------------ */
 
-/* put, get and delete a sentinel key unique to this probe (so two probes on
- * one directory never delete each other's), then compare. */
-static int sentinel_round_trip(file_store *fs)
-{
-	static const char probe_json[] = "{\"faucet_doctor\":true}";
-	faucet_value *probe = NULL, *got = NULL;
-	char *key = faucet_doctor_sentinel_key();
-	int rc;
-
-	if (key == NULL)
-		return faucet_error_last()->code ? faucet_error_last()->code : FAUCET_ENOMEM;
-	rc = faucet_value_parse(&probe, probe_json, sizeof(probe_json) - 1);
-	if (rc == 0)
-		rc = store_value(fs, key, probe);
-	if (rc == 0)
-		rc = file_get(&fs->base, key, &got);
-	if (rc == 0) {
-		/* Clean up whatever the read gave; a failed delete is an unusable store. */
-		rc = file_del(&fs->base, key);
-		if (rc == 0 && !faucet_value_equal(got, probe))
-			rc = faucet_error_set(FAUCET_ERROR,
-					      "sentinel readback did not match what was written");
-	} else {
-		int keep = rc;
-		char *msg = faucet__strdup(faucet_error_last()->message);
-		(void)file_del(&fs->base, key); /* best effort: leave no residue */
-		rc = faucet_error_set(keep, "%s", msg ? msg : "sentinel write failed");
-		free(msg);
-	}
-	faucet_value_free(got);
-	faucet_value_free(probe);
-	free(key);
-	return rc;
-}
 
 static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		      faucet_check_report **out)
@@ -1364,7 +1330,7 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	int rc, probe_rc;
 
 	(void)ctx;
-	probe_rc = sentinel_round_trip(fs);
+	probe_rc = faucet__sentinel_round_trip(&fs->base);
 	elapsed = faucet__now_ms() - started;
 	if (probe_rc != 0) {
 		reason = faucet__strdup(faucet_error_last()->message);

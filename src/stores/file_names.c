@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "file_names.h"
+#include "internal.h"
 #include <faucet/keys.h>
 
 static const char upper_hex[] = "0123456789ABCDEF";
@@ -99,16 +100,6 @@ int faucet_file__stem_is_hashed(const char *stem, size_t len)
 	return memchr(stem, '~', len) != NULL;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 size_t faucet_file__decode_stem(const char *stem, size_t len, char *key)
 {
@@ -123,8 +114,8 @@ size_t faucet_file__decode_stem(const char *stem, size_t len, char *key)
 			int hi, lo;
 			if (len - i < 3)
 				return 0;
-			hi = hex_value(stem[i + 1]);
-			lo = hex_value(stem[i + 2]);
+			hi = faucet__hex_digit(stem[i + 1]);
+			lo = faucet__hex_digit(stem[i + 2]);
 			if (hi < 0 || lo < 0)
 				return 0;
 			key[n] = (char)(hi << 4 | lo);

@@ -609,13 +609,6 @@ static int sentinel_round_trip(pg_store *s, PGconn *c)
 	return rc;
 }
 
-static int add_probe(faucet_check_report *r, const char *name, int failed, uint64_t start,
-		     const char *hint)
-{
-	return faucet_check_report_add(r, name, failed ? FAUCET_PROBE_FAIL : FAUCET_PROBE_PASS,
-				       failed ? faucet_error_last()->message : NULL,
-				       faucet__now_ms() - start, failed ? hint : NULL);
-}
 
 /* Two probes: "connect" (a connection and SELECT 1) and "sentinel" (put,
  * get and delete of a unique key, no residue).  Statements run under a
@@ -651,10 +644,10 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		else if (res != NULL)
 			PQclear(res);
 	}
-	rc = add_probe(*out, "connect", failed, start, hint);
+	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
 	if (rc == 0 && c != NULL && !failed) {
 		start = faucet__now_ms();
-		rc = add_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
 		PQclear(PQexec(c, "RESET statement_timeout"));
 	}
 	if (c != NULL) {

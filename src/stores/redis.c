@@ -529,13 +529,6 @@ static int sentinel_round_trip(redis_store *s, redisContext *c)
 	return rc;
 }
 
-static int add_probe(faucet_check_report *r, const char *name, int failed, uint64_t start,
-		     const char *hint)
-{
-	return faucet_check_report_add(r, name, failed ? FAUCET_PROBE_FAIL : FAUCET_PROBE_PASS,
-				       failed ? faucet_error_last()->message : NULL,
-				       faucet__now_ms() - start, failed ? hint : NULL);
-}
 
 /* Two probes: "connect" (a connection, AUTH, SELECT and PING) and
  * "sentinel" (SET, GET and DEL of a unique key), with the doctor's timeout
@@ -570,10 +563,10 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		if (!failed)
 			freeReplyObject(r);
 	}
-	rc = add_probe(*out, "connect", failed, start, hint);
+	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
 	if (rc == 0 && !failed) {
 		start = faucet__now_ms();
-		rc = add_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
 	}
 	if (c != NULL) {
 		if (c->err == 0)
@@ -606,16 +599,6 @@ static void redis_free_store(faucet_store_backend *b)
 	free(s);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* A percent-decoded copy of n bytes (user names and passwords may hold
  * escaped ':' '@' '/'); NULL with the last error set on a bad escape. */
@@ -627,8 +610,8 @@ static char *decode_part(const char *p, size_t n, const char *what)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == '%') {
-			int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+			int hi = i + 2 < n ? faucet__hex_digit(p[i + 1]) : -1;
+			int lo = i + 2 < n ? faucet__hex_digit(p[i + 2]) : -1;
 			if (hi < 0 || lo < 0) {
 				free(out);
 				(void)faucet_error_set(FAUCET_ECONFIG,

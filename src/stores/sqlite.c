@@ -36,7 +36,6 @@
 
 #define BUSY_TIMEOUT_MS 10000
 #define SQLITE_POOL_SIZE 5
-#define SENTINEL_JSON "{\"faucet_doctor\":true}"
 
 enum {
 	ST_GET,
@@ -420,34 +419,16 @@ static int sq_check(faucet_store_backend *b, const faucet_check_context *ctx,
 {
 	sqlite_store *s = (sqlite_store *)b;
 	uint64_t start = faucet__now_ms();
-	char *key = faucet_doctor_sentinel_key();
-	faucet_value *probe = NULL, *got = NULL;
 	char *reason = NULL, *hint = NULL;
 	int rc;
 
 	(void)ctx;
-	if (key == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_value_parse(&probe, SENTINEL_JSON, strlen(SENTINEL_JSON));
-	if (rc == 0) {
-		rc = sq_put(b, key, probe);
-		if (rc == 0)
-			rc = sq_get(b, key, &got);
-		/* Remove the sentinel whatever the read said: no residue. */
-		(void)sq_del(b, key);
-		if (rc == 0 && !faucet_value_equal(got, probe))
-			rc = faucet_error_set(FAUCET_ERROR,
-					      "sentinel readback did not match what was written");
-		if (rc != 0) {
-			reason = faucet__strdup(faucet_error_last()->message);
-			hint = faucet__sprintf("ensure %s can be created and written (its directory "
-					       "exists and is writable)",
-					       s->path);
-		}
+	if (faucet__sentinel_round_trip(b) != 0) {
+		reason = faucet__strdup(faucet_error_last()->message);
+		hint = faucet__sprintf("ensure %s can be created and written (its directory "
+				       "exists and is writable)",
+				       s->path);
 	}
-	faucet_value_free(probe);
-	faucet_value_free(got);
-	free(key);
 	rc = faucet_check_report_new(out);
 	if (rc == 0)
 		rc = faucet_check_report_add(*out, "sentinel",
