@@ -11,5 +11,6 @@
 #include "check.h"
 #include "metrics.h"
 #include "store.h"
+#include "backfill.h"
 
 #endif

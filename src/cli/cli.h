@@ -146,6 +146,7 @@ int cli_parse_duration_ms(const char *text, unsigned long long *out);
 
 int cli_state_main(cli_context *ctx, int argc, char **argv);
 int cli_doctor_main(cli_context *ctx, int argc, char **argv);
+int cli_backfill_main(cli_context *ctx, int argc, char **argv);
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);

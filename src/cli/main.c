@@ -22,6 +22,7 @@ static const char usage[] =
 	"  state list|show|get|put|delete|export|import|copy|rekey\n"
 	"                     read and write state keys (see 'faucet state --help')\n"
 	"  doctor             run the state store's health probes\n"
+	"  backfill           re-run a pipeline over a past range (see 'faucet backfill --help')\n"
 	"\n"
 	"Store selection (first match wins):\n"
 	"  --state URL        file:PATH, memory:, sqlite:PATH, postgres://..., redis://...\n"
@@ -48,6 +49,7 @@ typedef struct {
 static const command commands[] = {
 	{"state", cli_state_main},
 	{"doctor", cli_doctor_main},
+	{"backfill", cli_backfill_main},
 };
 
 static int print_version(cli_context *ctx)

@@ -1,0 +1,255 @@
+/*
+ * faucet/backfill.h - re-running a pipeline over a past time range, one
+ * window ("unit") at a time, with durable progress.
+ *
+ * The pieces, in the order a runner uses them:
+ *
+ *   faucet_tz              an IANA time zone read from the system tz database
+ *                          (TZif files), with no process-global state
+ *   faucet_backfill_plan   the range cut into contiguous half-open units,
+ *                          with the range's descriptor and hash
+ *   faucet_backfill_marker the progress document at
+ *                          {pipeline}::__backfill__::{hash}: each finished
+ *                          unit's outcome; pending units are absent
+ *
+ * Planning rules (SPEC section 6): a boundary is RFC 3339 or a bare date
+ * (local midnight, a DST gap resolving to the instant the gap ends); windows
+ * Ns/Nm/Nh/N are elapsed time, Nd/Nw step the local wall clock by days; the
+ * last unit is cut at the end of the range; more than 10,000 units is an
+ * error and more than 1,000 a warning.
+ */
+#ifndef FAUCET_BACKFILL_H
+#define FAUCET_BACKFILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common.h"
+#include "value.h"
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- time zones --------------------------------------------------------- */
+
+/* A parsed time zone.  Immutable once loaded, so one handle may be shared by
+ * any number of threads; keep it for as long as you plan in that zone. */
+typedef struct faucet_tz faucet_tz;
+
+/* Load the IANA zone `name` ("America/New_York", "UTC") from $TZDIR or
+ * /usr/share/zoneinfo.  A name that could leave the database ("..", a
+ * leading '/') or that names no zone file is FAUCET_ECONFIG naming it. */
+int faucet_tz_load(faucet_tz **out, const char *name);
+
+/* The name the zone was loaded under (owned by the zone). */
+const char *faucet_tz_name(const faucet_tz *tz);
+
+/* Seconds east of UTC in effect at `unix_seconds`. */
+int faucet_tz_offset_at(const faucet_tz *tz, int64_t unix_seconds, int32_t *offset);
+
+/* The instant of a local wall-clock time, given as seconds since 1970-01-01
+ * 00:00 local.  A repeated local time (DST ends) takes its earliest instant;
+ * a skipped one (DST starts) the instant the gap ends.  *skipped (may be
+ * NULL) says whether the time fell in a gap. */
+int faucet_tz_local_to_unix(const faucet_tz *tz, int64_t local_seconds, int64_t *out,
+			    int *skipped);
+
+void faucet_tz_free(faucet_tz *tz);
+
+/* ---- plans --------------------------------------------------------------- */
+
+#define FAUCET_BACKFILL_MAX_UNITS 10000  /* more is an error */
+#define FAUCET_BACKFILL_WARN_UNITS 1000  /* more is a warning */
+
+/* What to plan.  Strings are borrowed for the duration of the call. */
+typedef struct {
+	const char *from;     /* RFC 3339 or YYYY-MM-DD; required */
+	const char *to;       /* RFC 3339 or YYYY-MM-DD; required, after from */
+	const char *window;   /* "6h", "1d", "3600", ...; NULL or "" = one unit */
+	const char *timezone; /* IANA name; NULL = "UTC" */
+	const char *row;      /* NULL = "default" */
+} faucet_backfill_range;
+
+/* One unit [start, end).  Times are rendered in the plan's zone. */
+typedef struct {
+	char id[20];         /* UTC start as YYYYMMDDTHHMMSSZ */
+	char start[40];      /* RFC 3339, e.g. 2026-03-07T00:00:00-05:00 */
+	char end[40];
+	char start_date[12]; /* local YYYY-MM-DD */
+	char end_date[12];
+	int64_t start_unix;  /* epoch seconds (fraction dropped) */
+	int64_t end_unix;
+} faucet_backfill_unit;
+
+typedef struct faucet_backfill_plan faucet_backfill_plan;
+
+/* Plan `range`.  Bad boundaries, a bad window, an unknown zone, from not
+ * before to, or more than FAUCET_BACKFILL_MAX_UNITS units are
+ * FAUCET_ECONFIG with a message naming the input. */
+int faucet_backfill_plan_new(faucet_backfill_plan **out, const faucet_backfill_range *range);
+
+/* The same, with a zone the caller already holds (range->timezone is then
+ * ignored).  The plan takes no reference: keep tz alive while planning. */
+int faucet_backfill_plan_new_in(faucet_backfill_plan **out, const faucet_backfill_range *range,
+				const faucet_tz *tz);
+
+size_t faucet_backfill_plan_count(const faucet_backfill_plan *p);
+const faucet_backfill_unit *faucet_backfill_plan_unit(const faucet_backfill_plan *p, size_t i);
+
+/* "time|{from}|{to}|{window}|{row}" with from/to rendered in the zone. */
+const char *faucet_backfill_plan_descriptor(const faucet_backfill_plan *p);
+
+/* FNV-1a 64 of the descriptor as 16 lower-case hex digits. */
+const char *faucet_backfill_plan_hash(const faucet_backfill_plan *p);
+
+/* The zone's name, and the rendered range boundaries. */
+const char *faucet_backfill_plan_timezone(const faucet_backfill_plan *p);
+const char *faucet_backfill_plan_from(const faucet_backfill_plan *p);
+const char *faucet_backfill_plan_to(const faucet_backfill_plan *p);
+
+/* Non-zero when the plan has more than FAUCET_BACKFILL_WARN_UNITS units:
+ * callers should warn the operator before running it. */
+int faucet_backfill_plan_is_large(const faucet_backfill_plan *p);
+
+void faucet_backfill_plan_free(faucet_backfill_plan *p);
+
+/* ---- keys ---------------------------------------------------------------- */
+
+/* "{pipeline}::__backfill__::{hash}".  Caller frees; NULL on ENOMEM. */
+char *faucet_backfill_marker_key(const char *pipeline, const char *range_hash);
+
+/* A unit's scoped key "{pipeline}::backfill::{hash}::{unit}".  Caller frees. */
+char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, const char *unit);
+
+/* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
+char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
+
+/* ---- the progress marker ------------------------------------------------- */
+
+typedef enum {
+	FAUCET_BACKFILL_PENDING = 0, /* no outcome recorded */
+	FAUCET_BACKFILL_DONE = 1,
+	FAUCET_BACKFILL_FAILED = 2
+} faucet_backfill_status;
+
+typedef struct faucet_backfill_marker faucet_backfill_marker;
+
+/* An empty marker for the range `descriptor`. */
+int faucet_backfill_marker_new(faucet_backfill_marker **out, const char *descriptor);
+
+/* Read a stored marker.  A document of the wrong shape is FAUCET_ECONFIG
+ * ("backfill marker: ..."), since only a person editing the store makes one. */
+int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v);
+
+/* The marker as a JSON value (units in byte order of their ids). */
+int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out);
+
+int faucet_backfill_marker_mark_done(faucet_backfill_marker *m, const char *unit);
+int faucet_backfill_marker_mark_failed(faucet_backfill_marker *m, const char *unit,
+				       const char *error);
+
+/* A unit's status; *error (may be NULL) receives a failed unit's message,
+ * owned by the marker. */
+faucet_backfill_status faucet_backfill_marker_status(const faucet_backfill_marker *m,
+						     const char *unit, const char **error);
+
+const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m);
+size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m);
+size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m);
+
+/* Whether two markers hold the same descriptor and outcomes. */
+int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b);
+
+void faucet_backfill_marker_free(faucet_backfill_marker *m);
+
+/* Split a plan against a marker (NULL = fresh): *todo receives the indexes of
+ * the units still to run (failed and pending, in plan order; caller frees),
+ * *skipped the number already done. */
+int faucet_backfill_split(const faucet_backfill_plan *p, const faucet_backfill_marker *m,
+			  size_t **todo, size_t *todo_count, size_t *skipped);
+
+/* Load the marker at `key`: *out is NULL when there is none. */
+int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfill_marker **out);
+
+/* Record one unit's outcome (error NULL = done) in the stored marker at
+ * `key`, creating it with `descriptor` when absent.  The update is a
+ * compare-and-put merge retried on conflict, so concurrent runners never
+ * lose each other's outcomes.  A recorded "done" is never replaced by
+ * "failed".  A stored marker of another range is FAUCET_ECONFIG.
+ * *current (may be NULL) receives the marker as written. */
+int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
+				  const char *unit, const char *error,
+				  faucet_backfill_marker **current);
+
+/* ---- running ------------------------------------------------------------- */
+
+/* Expand ${backfill.start|end|start_date|end_date|start_unix|end_unix|unit}
+ * in one argument for unit `u`.  Other ${...} text is kept as it is; an
+ * unknown ${backfill.NAME} or an unterminated "${backfill." is
+ * FAUCET_ECONFIG naming the argument.  Caller frees *out. */
+int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char **out);
+
+typedef enum {
+	FAUCET_BACKFILL_FRESH = 0, /* an existing marker is an error */
+	FAUCET_BACKFILL_RESUME,    /* skip done units, run failed and pending ones */
+	FAUCET_BACKFILL_RESTART    /* discard the marker and every unit's scoped key */
+} faucet_backfill_mode;
+
+/* Progress callbacks, all optional, all called on the runner's thread. */
+typedef struct {
+	void *ctx;
+	/* Once, before anything runs: units in the plan, already done, to run. */
+	void (*on_plan)(void *ctx, size_t total, size_t skipped, size_t to_run);
+	/* Dry runs only: every unit in plan order with its recorded status. */
+	void (*on_planned)(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st);
+	void (*on_unit_start)(void *ctx, const faucet_backfill_unit *u);
+	/* A unit ended: DONE, FAILED (error set) or PENDING (interrupted, or
+	 * settled by another runner).  `finished` counts units settled so far
+	 * (skipped ones included) out of `total`. */
+	void (*on_unit_end)(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st,
+			    const char *error, size_t finished, size_t total);
+	/* A warning or notice worth a line ("unit X is leased by ...; later"). */
+	void (*on_message)(void *ctx, const char *text);
+} faucet_backfill_progress;
+
+typedef struct {
+	const char *pipeline;          /* required; the keys' namespace */
+	const char *const *argv;       /* the command, NULL-terminated; run without a shell */
+	unsigned concurrency;          /* units in flight; 0 = 1 */
+	faucet_backfill_mode mode;
+	int dry_run;                   /* read the marker, report, write nothing, run nothing */
+	int64_t lease_ttl;             /* seconds; 0 = 60; at least 3 */
+	const char *config_path;       /* given to units as FAUCET_CONFIG (made absolute) */
+	const char *state_url;         /* else given as FAUCET_STATE */
+	const char *metrics_file;      /* Prometheus text written here at the end; NULL = none */
+	int handle_signals;            /* catch SIGINT/SIGTERM while running */
+	const faucet_backfill_progress *progress; /* may be NULL */
+} faucet_backfill_run_options;
+
+typedef struct {
+	size_t total;      /* units in the plan */
+	size_t skipped;    /* done before this run started */
+	size_t done;       /* finished by this run */
+	size_t failed;     /* failed in this run */
+	size_t by_others;  /* settled by another runner while we waited */
+	size_t pending;    /* neither: interrupted, or never started */
+	int signal;        /* the signal that interrupted the run, or 0 */
+	int exit_code;     /* failed units capped at 100, or 128 + signal */
+} faucet_backfill_result;
+
+/* Run every unit of `plan` that is not done, at most `concurrency` at a
+ * time, each claimed by a lease, with its outcome merged into the marker as
+ * it ends.  Problems found before anything runs (bad options, a bad
+ * placeholder, a corrupt marker, an existing marker in FRESH mode) are
+ * FAUCET_ECONFIG and nothing is written.  Unit failures are not errors:
+ * they are in *result.  A store failure while recording stops new units and
+ * is returned once the running ones end. */
+int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
+			const faucet_backfill_run_options *opts, faucet_backfill_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

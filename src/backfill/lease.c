@@ -1,0 +1,166 @@
+/*
+ * lease.c - claiming a backfill unit so that two runners of one range never
+ * run it twice.
+ *
+ * A lease is an ordinary state entry next to the unit's key.  Every change
+ * is a compare-and-put against the exact value last seen, so of two runners
+ * racing for a unit exactly one wins, and an expired lease is taken over
+ * only by the runner that saw it expired.  Expiry uses wall-clock seconds
+ * because the holders may be on different hosts.
+ *
+ * Safety does not rest on the lease alone: the runner records a unit's
+ * outcome in the marker *before* releasing the lease, and re-reads the
+ * marker right after claiming one.  So even a runner that takes over a
+ * lease a moment after the unit finished sees the outcome and does not run
+ * the unit again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "store/value_internal.h"
+#include "backfill/backfill_internal.h"
+
+char *faucet_bf__lease_holder(void)
+{
+	char host[256] = "localhost", rnd[17];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		(void)snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	if (faucet__random_hex(rnd, 8) != 0)
+		return NULL;
+	rnd[16] = '\0';
+	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
+}
+
+static int lease_value(faucet_value **out, const char *holder, int64_t expires_at)
+{
+	json_object *o = json_object_new_object();
+	json_object *h = json_object_new_string(holder);
+	json_object *e = json_object_new_int64(expires_at);
+
+	if (o == NULL || h == NULL || e == NULL) {
+		json_object_put(o);
+		json_object_put(h);
+		json_object_put(e);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory building a lease");
+	}
+	json_object_object_add(o, "holder", h);
+	json_object_object_add(o, "expires_at", e);
+	return faucet_value__from_tree(out, o);
+}
+
+/* When the lease stored in `v` runs out.  A lease we cannot read says
+ * nothing about when it ends, so it counts as expired: honouring it would
+ * block the unit for ever. */
+static int64_t lease_expiry(const faucet_value *v)
+{
+	json_object *tree = faucet_value__tree(v), *e;
+
+	if (!json_object_is_type(tree, json_type_object) ||
+	    !json_object_object_get_ex(tree, "expires_at", &e) ||
+	    !json_object_is_type(e, json_type_int))
+		return 0;
+	return json_object_get_int64(e);
+}
+
+int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *holder,
+			   int64_t now, int64_t ttl, faucet_bf_lease *out, int *claimed,
+			   int64_t *held_until)
+{
+	faucet_value *current = NULL, *mine = NULL;
+	int rc, written = 0;
+
+	memset(out, 0, sizeof(*out));
+	*claimed = 0;
+	out->key = faucet__sprintf("%s::__lease__", unit_key);
+	if (out->key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_store_get(s, out->key, &current);
+	if (rc == 0 && current != NULL && lease_expiry(current) > now) {
+		if (held_until != NULL)
+			*held_until = lease_expiry(current);
+		faucet_value_free(current);
+		faucet_bf__lease_dispose(out);
+		return 0;
+	}
+	if (rc == 0)
+		rc = lease_value(&mine, holder, now + ttl);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(s, out->key, current, mine, &written);
+	faucet_value_free(current);
+	if (rc != 0 || !written) {
+		/* Someone else changed it between our read and our write. */
+		if (held_until != NULL)
+			*held_until = now;
+		faucet_value_free(mine);
+		faucet_bf__lease_dispose(out);
+		return rc;
+	}
+	out->holder = holder;
+	out->value = mine;
+	out->expires_at = now + ttl;
+	*claimed = 1;
+	return 0;
+}
+
+int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int64_t ttl,
+			   int *kept)
+{
+	faucet_value *next = NULL;
+	int rc, written = 0;
+
+	*kept = 0;
+	rc = lease_value(&next, l->holder, now + ttl);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(s, l->key, l->value, next, &written);
+	if (rc != 0 || !written) {
+		faucet_value_free(next);
+		return rc;
+	}
+	faucet_value_free(l->value);
+	l->value = next;
+	l->expires_at = now + ttl;
+	*kept = 1;
+	return 0;
+}
+
+/*
+ * The store has compare-and-put but no compare-and-delete, and a plain
+ * delete could remove a lease another runner took over after ours expired.
+ * So we first write a released form of our own lease ({holder: us,
+ * expires_at: 0}) with compare-and-put against the value we hold: that step
+ * is atomic and is the real hand-over - from then on anyone may claim the
+ * unit.  Only if the entry still holds that released form do we delete it,
+ * to keep the store tidy.  The small window between that re-check and the
+ * delete can remove a claim made in between, which is harmless: the unit's
+ * outcome is already in the marker, and the claimer checks the marker and
+ * skips the unit.  Should the delete fail, the released form blocks no one.
+ */
+int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l)
+{
+	faucet_value *released = NULL, *now = NULL;
+	int rc, written = 0;
+
+	rc = lease_value(&released, l->holder, 0);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(s, l->key, l->value, released, &written);
+	if (rc == 0 && written) {
+		rc = faucet_store_get(s, l->key, &now);
+		if (rc == 0 && faucet_value_equal(now, released))
+			rc = faucet_store_delete(s, l->key);
+	}
+	faucet_value_free(now);
+	faucet_value_free(released);
+	return rc;
+}
+
+void faucet_bf__lease_dispose(faucet_bf_lease *l)
+{
+	free(l->key);
+	faucet_value_free(l->value);
+	memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,441 @@
+/*
+ * marker.c - the durable progress marker of one backfill range.
+ *
+ * The marker is a single JSON document per range,
+ *   {"descriptor": "...", "units": {"{unit}": {"status": "done"} |
+ *                                   {"status": "failed", "error": "..."}}}
+ * at {pipeline}::__backfill__::{hash}, kept apart from the live bookmark
+ * ({pipeline}::{row}) and from every unit's own key.  Pending units are
+ * simply absent, so an interrupted unit is retried by --resume.
+ *
+ * Several runners may finish units of one range at the same time, so the
+ * marker is never written blind: each outcome is merged into the document
+ * read from the store and written back with compare-and-put, and a lost race
+ * re-reads and merges again.  Outcomes of other units are thus never lost,
+ * provided the store's compare-and-put is atomic (every backend that reports
+ * faucet_store_supports_compare_and_put()).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "store/value_internal.h"
+#include <faucet/backfill.h>
+#include <faucet/keys.h>
+
+#define RECORD_MAX_ATTEMPTS 10000 /* conflicts are short-lived; this is a safety stop */
+
+typedef struct {
+	char *unit;
+	faucet_backfill_status status;
+	char *error; /* failed units only */
+} unit_outcome;
+
+struct faucet_backfill_marker {
+	char *descriptor;
+	unit_outcome *units; /* sorted by strcmp of unit */
+	size_t count, cap;
+};
+
+/* ---- keys ------------------------------------------------------------------ */
+
+char *faucet_backfill_marker_key(const char *pipeline, const char *range_hash)
+{
+	return faucet__sprintf("%s::__backfill__::%s", pipeline, range_hash);
+}
+
+char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, const char *unit)
+{
+	char *row = faucet_backfill_unit_row(range_hash, unit), *key;
+
+	if (row == NULL)
+		return NULL;
+	key = faucet__sprintf("%s" FAUCET_KEY_SEPARATOR "%s", pipeline, row);
+	free(row);
+	return key;
+}
+
+char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit)
+{
+	return faucet__sprintf("%s::backfill::%s", pipeline, unit);
+}
+
+/* ---- the document in memory ------------------------------------------------ */
+
+int faucet_backfill_marker_new(faucet_backfill_marker **out, const char *descriptor)
+{
+	faucet_backfill_marker *m;
+
+	*out = NULL;
+	m = faucet__calloc(1, sizeof(*m));
+	if (m == NULL)
+		return FAUCET_ENOMEM;
+	m->descriptor = faucet__strdup(descriptor ? descriptor : "");
+	if (m->descriptor == NULL) {
+		free(m);
+		return FAUCET_ENOMEM;
+	}
+	*out = m;
+	return 0;
+}
+
+void faucet_backfill_marker_free(faucet_backfill_marker *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->count; i++) {
+		free(m->units[i].unit);
+		free(m->units[i].error);
+	}
+	free(m->units);
+	free(m->descriptor);
+	free(m);
+}
+
+/* Binary search: the index of `unit`, or where it would go (*found = 0). */
+static size_t find(const faucet_backfill_marker *m, const char *unit, int *found)
+{
+	size_t lo = 0, hi = m->count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->units[mid].unit, unit);
+		if (c == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = 0;
+	return lo;
+}
+
+static int set_outcome(faucet_backfill_marker *m, const char *unit, faucet_backfill_status st,
+		       const char *error)
+{
+	int found;
+	size_t i = find(m, unit, &found);
+	char *err_copy = NULL;
+
+	if (st == FAUCET_BACKFILL_FAILED && (err_copy = faucet__strdup(error ? error : "")) == NULL)
+		return FAUCET_ENOMEM;
+	if (!found) {
+		char *name = faucet__strdup(unit);
+		if (name == NULL) {
+			free(err_copy);
+			return FAUCET_ENOMEM;
+		}
+		if (m->count == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 8;
+			unit_outcome *grown = faucet__realloc(m->units, cap * sizeof(*grown));
+			if (grown == NULL) {
+				free(name);
+				free(err_copy);
+				return FAUCET_ENOMEM;
+			}
+			m->units = grown;
+			m->cap = cap;
+		}
+		memmove(&m->units[i + 1], &m->units[i], (m->count - i) * sizeof(*m->units));
+		m->count++;
+		m->units[i].unit = name;
+		m->units[i].error = NULL;
+	}
+	free(m->units[i].error);
+	m->units[i].status = st;
+	m->units[i].error = err_copy;
+	return 0;
+}
+
+int faucet_backfill_marker_mark_done(faucet_backfill_marker *m, const char *unit)
+{
+	return set_outcome(m, unit, FAUCET_BACKFILL_DONE, NULL);
+}
+
+int faucet_backfill_marker_mark_failed(faucet_backfill_marker *m, const char *unit,
+				       const char *error)
+{
+	return set_outcome(m, unit, FAUCET_BACKFILL_FAILED, error);
+}
+
+faucet_backfill_status faucet_backfill_marker_status(const faucet_backfill_marker *m,
+						     const char *unit, const char **error)
+{
+	int found;
+	size_t i = find(m, unit, &found);
+
+	if (error != NULL)
+		*error = found ? m->units[i].error : NULL;
+	return found ? m->units[i].status : FAUCET_BACKFILL_PENDING;
+}
+
+const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m)
+{
+	return m->descriptor;
+}
+
+size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->count; i++)
+		n += m->units[i].status == FAUCET_BACKFILL_DONE;
+	return n;
+}
+
+size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m)
+{
+	return m->count - faucet_backfill_marker_done_count(m);
+}
+
+int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b)
+{
+	if (strcmp(a->descriptor, b->descriptor) != 0 || a->count != b->count)
+		return 0;
+	for (size_t i = 0; i < a->count; i++) {
+		const unit_outcome *x = &a->units[i], *y = &b->units[i];
+		if (strcmp(x->unit, y->unit) != 0 || x->status != y->status ||
+		    strcmp(x->error ? x->error : "", y->error ? y->error : "") != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static int marker_shape_error(const char *what)
+{
+	return faucet_error_set(FAUCET_ECONFIG, "backfill marker: %s", what);
+}
+
+/* Read one unit's {"status": ...} object into the marker. */
+static int read_outcome(faucet_backfill_marker *m, const char *unit, json_object *o)
+{
+	json_object *status, *error;
+	const char *s;
+
+	if (!json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "status", &status) ||
+	    !json_object_is_type(status, json_type_string))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill marker: unit '%s' has no \"status\" string", unit);
+	s = json_object_get_string(status);
+	if (strcmp(s, "done") == 0)
+		return faucet_backfill_marker_mark_done(m, unit);
+	if (strcmp(s, "failed") != 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill marker: unit '%s' has unknown status '%s'", unit, s);
+	if (json_object_object_get_ex(o, "error", &error) &&
+	    !json_object_is_type(error, json_type_string))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill marker: unit '%s' has a non-string \"error\"", unit);
+	return faucet_backfill_marker_mark_failed(m, unit, error ? json_object_get_string(error) : "");
+}
+
+int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v)
+{
+	json_object *tree = faucet_value__tree(v), *desc, *units;
+	faucet_backfill_marker *m = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!json_object_is_type(tree, json_type_object))
+		return marker_shape_error("not a JSON object");
+	if (!json_object_object_get_ex(tree, "descriptor", &desc) ||
+	    !json_object_is_type(desc, json_type_string))
+		return marker_shape_error("missing the \"descriptor\" string");
+	rc = faucet_backfill_marker_new(&m, json_object_get_string(desc));
+	if (rc != 0)
+		return rc;
+	if (json_object_object_get_ex(tree, "units", &units) && !json_object_is_type(units, json_type_null)) {
+		if (!json_object_is_type(units, json_type_object)) {
+			faucet_backfill_marker_free(m);
+			return marker_shape_error("\"units\" is not an object");
+		}
+		json_object_object_foreach(units, unit, outcome) {
+			rc = read_outcome(m, unit, outcome);
+			if (rc != 0) {
+				faucet_backfill_marker_free(m);
+				return rc;
+			}
+		}
+	}
+	*out = m;
+	return 0;
+}
+
+/* Add a string member; json-c takes ownership of the new node. */
+static int add_string(json_object *obj, const char *name, const char *s)
+{
+	json_object *str = json_object_new_string(s);
+
+	if (str == NULL || json_object_object_add(obj, name, str) != 0) {
+		json_object_put(str);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory building the backfill marker");
+	}
+	return 0;
+}
+
+static int add_object(json_object *obj, const char *name, json_object *child)
+{
+	if (child == NULL || json_object_object_add(obj, name, child) != 0) {
+		json_object_put(child);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory building the backfill marker");
+	}
+	return 0;
+}
+
+int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out)
+{
+	json_object *root = json_object_new_object(), *units = json_object_new_object();
+	int rc;
+
+	*out = NULL;
+	if (root == NULL || units == NULL) {
+		json_object_put(root);
+		json_object_put(units);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory building the backfill marker");
+	}
+	rc = add_string(root, "descriptor", m->descriptor);
+	if (rc == 0)
+		rc = add_object(root, "units", units);
+	else
+		json_object_put(units);
+	for (size_t i = 0; rc == 0 && i < m->count; i++) {
+		json_object *o = json_object_new_object();
+		int failed = m->units[i].status == FAUCET_BACKFILL_FAILED;
+
+		rc = add_object(units, m->units[i].unit, o);
+		if (rc == 0)
+			rc = add_string(o, "status", failed ? "failed" : "done");
+		if (rc == 0 && failed)
+			rc = add_string(o, "error", m->units[i].error);
+	}
+	if (rc != 0) {
+		json_object_put(root);
+		return rc;
+	}
+	return faucet_value__from_tree(out, root);
+}
+
+/* ---- plans against markers ------------------------------------------------- */
+
+int faucet_backfill_split(const faucet_backfill_plan *p, const faucet_backfill_marker *m,
+			  size_t **todo, size_t *todo_count, size_t *skipped)
+{
+	size_t n = faucet_backfill_plan_count(p), k = 0;
+	size_t *idx = faucet__calloc(n ? n : 1, sizeof(*idx));
+
+	*todo = NULL;
+	*todo_count = 0;
+	*skipped = 0;
+	if (idx == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *id = faucet_backfill_plan_unit(p, i)->id;
+		if (m != NULL && faucet_backfill_marker_status(m, id, NULL) == FAUCET_BACKFILL_DONE)
+			(*skipped)++;
+		else
+			idx[k++] = i;
+	}
+	*todo = idx;
+	*todo_count = k;
+	return 0;
+}
+
+/* ---- stored markers -------------------------------------------------------- */
+
+int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfill_marker **out)
+{
+	faucet_value *v = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = faucet_store_get(s, key, &v);
+	if (rc != 0)
+		return rc;
+	if (v == NULL)
+		return 0;
+	rc = faucet_backfill_marker_from_value(out, v);
+	faucet_value_free(v);
+	if (rc != 0)
+		return faucet__error_wrap("%s", key);
+	return 0;
+}
+
+/* Apply one outcome to the marker read from the store.  A unit some runner
+ * already finished stays done: a later failure of the same unit (a runner
+ * whose lease lapsed) must not hide data that was written. */
+static int apply_outcome(faucet_backfill_marker *m, const char *unit, const char *error)
+{
+	if (error == NULL)
+		return faucet_backfill_marker_mark_done(m, unit);
+	if (faucet_backfill_marker_status(m, unit, NULL) == FAUCET_BACKFILL_DONE)
+		return 0;
+	return faucet_backfill_marker_mark_failed(m, unit, error);
+}
+
+/* One read-merge-compare-and-put round; *written says whether it landed. */
+static int record_once(faucet_store *s, const char *key, const char *descriptor,
+		       const char *unit, const char *error, faucet_backfill_marker **merged,
+		       int *written)
+{
+	faucet_value *current = NULL, *next = NULL;
+	faucet_backfill_marker *m = NULL;
+	int rc;
+
+	*written = 0;
+	*merged = NULL;
+	if ((rc = faucet_store_get(s, key, &current)) != 0)
+		return rc;
+	if (current == NULL)
+		rc = faucet_backfill_marker_new(&m, descriptor);
+	else if ((rc = faucet_backfill_marker_from_value(&m, current)) != 0)
+		rc = faucet__error_wrap("%s", key);
+	else if (strcmp(m->descriptor, descriptor) != 0)
+		rc = faucet_error_set(FAUCET_ECONFIG,
+				      "backfill marker %s belongs to another range ('%s')", key,
+				      m->descriptor);
+	if (rc == 0)
+		rc = apply_outcome(m, unit, error);
+	if (rc == 0)
+		rc = faucet_backfill_marker_to_value(m, &next);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(s, key, current, next, written);
+	faucet_value_free(current);
+	faucet_value_free(next);
+	if (rc == 0 && *written)
+		*merged = m;
+	else
+		faucet_backfill_marker_free(m);
+	return rc;
+}
+
+int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
+				  const char *unit, const char *error,
+				  faucet_backfill_marker **current)
+{
+	if (current != NULL)
+		*current = NULL;
+	for (int attempt = 0; attempt < RECORD_MAX_ATTEMPTS; attempt++) {
+		faucet_backfill_marker *merged = NULL;
+		int written = 0;
+		int rc = record_once(s, key, descriptor, unit, error, &merged, &written);
+
+		if (rc != 0)
+			return rc;
+		if (written) {
+			if (current != NULL)
+				*current = merged;
+			else
+				faucet_backfill_marker_free(merged);
+			return 0;
+		}
+	}
+	return faucet_error_set(FAUCET_ERROR,
+				"backfill marker %s: gave up after %d conflicting updates", key,
+				RECORD_MAX_ATTEMPTS);
+}

@@ -1,0 +1,1024 @@
+/*
+ * runner.c - running a backfill plan: one child process per unit, at most
+ * N at a time, each claimed by a lease, each outcome merged into the marker
+ * as soon as the unit ends.
+ *
+ * The runner is a single-threaded event loop around poll().  Each running
+ * unit contributes two descriptors: the read end of its stderr pipe (we keep
+ * the last line for the failure message and pass the text on to our own
+ * stderr) and a pidfd that becomes readable when the child exits, so no
+ * SIGCHLD handler is needed.  Signals, when the caller asks us to handle
+ * them, arrive through a self-pipe.  The poll timeout is the next lease
+ * renewal or deferred-unit retry; nothing here sleeps.
+ *
+ * Children run in their own process groups: a Ctrl-C at the terminal then
+ * reaches only the runner, which decides what the units get (SIGTERM, and
+ * SIGKILL on a second Ctrl-C) and sends it to each unit's whole group, so a
+ * unit that is a shell script does not leave orphans behind.
+ *
+ * Order of writes for one unit: claim lease, re-read marker (someone may
+ * have finished the unit meanwhile), migrate a legacy unit key, run, merge
+ * the outcome into the marker, release the lease.  Recording before
+ * releasing is what makes a late claimer see the outcome (see lease.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "backfill/backfill_internal.h"
+#include <faucet/keys.h>
+#include <faucet/metrics.h>
+
+extern char **environ;
+
+#define DEFAULT_TTL 60
+#define LAST_LINE_MAX 1024
+#define RETRY_MS_MAX 1000 /* how often a unit leased elsewhere is looked at again */
+
+/* ---- signals through a self-pipe -------------------------------------------- */
+
+static atomic_int signal_owner = 0;         /* one handling runner at a time */
+static volatile sig_atomic_t signal_wr = -1; /* write end of the self-pipe */
+
+static void on_signal(int signo)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)signo;
+
+	if (signal_wr >= 0)
+		(void)write(signal_wr, &b, 1);
+	errno = saved;
+}
+
+typedef struct {
+	int active;
+	int fds[2];
+	struct sigaction old_int, old_term;
+} signal_trap;
+
+static int trap_install(signal_trap *t)
+{
+	struct sigaction sa;
+	int expected = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->fds[0] = t->fds[1] = -1;
+	if (!atomic_compare_exchange_strong(&signal_owner, &expected, 1))
+		return faucet_error_set(FAUCET_EINVALID,
+					"another backfill in this process already handles signals");
+	if (pipe2(t->fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+		atomic_store(&signal_owner, 0);
+		return faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
+	}
+	signal_wr = t->fds[1];
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, &t->old_int);
+	(void)sigaction(SIGTERM, &sa, &t->old_term);
+	t->active = 1;
+	return 0;
+}
+
+static void trap_remove(signal_trap *t)
+{
+	if (!t->active)
+		return;
+	(void)sigaction(SIGINT, &t->old_int, NULL);
+	(void)sigaction(SIGTERM, &t->old_term, NULL);
+	signal_wr = -1;
+	close(t->fds[0]);
+	close(t->fds[1]);
+	t->active = 0;
+	atomic_store(&signal_owner, 0);
+}
+
+/* ---- per-unit state ---------------------------------------------------------- */
+
+typedef struct {
+	size_t index;          /* in the plan */
+	pid_t pid;
+	int err_fd;            /* read end of the child's stderr, -1 once closed */
+	int pid_fd;            /* pidfd, -1 when the kernel has none */
+	int exited;
+	int status;            /* from waitpid */
+	faucet_bf_lease lease;
+	uint64_t renew_at_ms;
+	char line[LAST_LINE_MAX]; /* the line being read */
+	size_t line_len;
+	char last[LAST_LINE_MAX]; /* the last complete non-empty line */
+} running_unit;
+
+typedef struct {
+	size_t index;
+	uint64_t retry_at_ms;
+} deferred_unit;
+
+typedef struct {
+	faucet_store *store;
+	const faucet_backfill_plan *plan;
+	const faucet_backfill_run_options *o;
+	const faucet_backfill_progress *cb;
+	faucet_backfill_result *res;
+	faucet_backfill_marker *initial; /* the marker as the run began (NULL = none) */
+	char *marker_key;
+	char *holder;
+	char *config_abs;
+	unsigned char *seen_leased;       /* per plan unit */
+	size_t *queue, qhead, qlen;       /* ring of plan indexes still to start */
+	deferred_unit *deferred;
+	size_t ndeferred;
+	running_unit *run;
+	size_t nrun, cap;
+	int64_t ttl;
+	int signal_fd;
+	int ran;                          /* got past preflight: units may have run */
+	int interrupted, killed;
+	int fatal;                        /* a store error: no new units */
+	char *fatal_msg;
+	int fatal_code;
+	size_t finished;
+} runner;
+
+static void say(runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(runner *r, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	if (r->cb == NULL || r->cb->on_message == NULL)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r->cb->on_message(r->cb->ctx, buf);
+}
+
+static const faucet_backfill_unit *unit_at(runner *r, size_t i)
+{
+	return faucet_backfill_plan_unit(r->plan, i);
+}
+
+static int64_t wall_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* Remember the first store failure; it ends the run once units drain. */
+static void set_fatal(runner *r, int rc)
+{
+	if (r->fatal)
+		return;
+	r->fatal = 1;
+	r->fatal_code = rc;
+	r->fatal_msg = faucet__strdup(faucet_error_last()->message);
+	say(r, "stopping: %s", faucet_error_last()->message);
+}
+
+/* ---- metrics ---------------------------------------------------------------- */
+
+static void count_outcome(runner *r, const char *outcome, uint64_t n)
+{
+	char labels[FAUCET_KEY_MAX + 64];
+
+	(void)snprintf(labels, sizeof(labels), "pipeline=\"%s\",outcome=\"%s\"", r->o->pipeline,
+		       outcome);
+	(void)faucet_metrics_counter_add("faucet_backfill_units_total", labels, n);
+}
+
+static void update_ratio(runner *r)
+{
+	char labels[FAUCET_KEY_MAX + 32];
+	double total = (double)r->res->total;
+
+	(void)snprintf(labels, sizeof(labels), "pipeline=\"%s\"", r->o->pipeline);
+	(void)faucet_metrics_gauge_set("faucet_backfill_progress_ratio", labels,
+				       total > 0 ? (double)r->finished / total : 1.0);
+}
+
+/* Write the registry to `path` atomically: a temp file next to it, fsync,
+ * rename.  A scraper never sees half a file. */
+static int write_metrics_file(const char *path)
+{
+	char *text = NULL, *tmp = NULL;
+	size_t len, off = 0;
+	int fd = -1, rc;
+
+	if ((rc = faucet_metrics_render(&text)) != 0)
+		return rc;
+	tmp = faucet__sprintf("%s.%ld.tmp", path, (long)getpid());
+	if (tmp == NULL) {
+		free(text);
+		return FAUCET_ENOMEM;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
+		goto done;
+	}
+	len = strlen(text);
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
+			goto done;
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fd = -1;
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
+		goto done;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0)
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot rename %s to %s", tmp, path);
+done:
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0)
+		(void)unlink(tmp);
+	free(tmp);
+	free(text);
+	return rc;
+}
+
+/* ---- preflight: everything that can be wrong before anything is written ------ */
+
+static int check_options(runner *r)
+{
+	const faucet_backfill_run_options *o = r->o;
+	const faucet_backfill_unit *first = unit_at(r, 0);
+
+	if (o->pipeline == NULL || faucet_validate_key(o->pipeline) != 0 ||
+	    strstr(o->pipeline, "::") != NULL)
+		return faucet_error_set(FAUCET_ECONFIG, "invalid pipeline name '%s'",
+					o->pipeline ? o->pipeline : "");
+	if (!o->dry_run && (o->argv == NULL || o->argv[0] == NULL || o->argv[0][0] == '\0'))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"no command to run: give one after -- or in backfill.command");
+	if (o->lease_ttl != 0 && o->lease_ttl < 3)
+		return faucet_error_set(FAUCET_ECONFIG, "lease TTL must be at least 3 seconds, not %lld",
+					(long long)o->lease_ttl);
+	if (o->mode > FAUCET_BACKFILL_RESTART)
+		return faucet_error_set(FAUCET_ECONFIG, "unknown backfill mode");
+	/* Every placeholder must expand: try them on the first unit. */
+	for (size_t i = 0; o->argv != NULL && o->argv[i] != NULL && first != NULL; i++) {
+		char *x = NULL;
+		int rc = faucet_backfill_expand(o->argv[i], first, &x);
+		free(x);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int load_initial_marker(runner *r)
+{
+	faucet_backfill_marker *m = NULL;
+	int rc;
+
+	r->marker_key = faucet_backfill_marker_key(r->o->pipeline, faucet_backfill_plan_hash(r->plan));
+	if (r->marker_key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_backfill_marker_load(r->store, r->marker_key, &m);
+	if (rc == FAUCET_ECONFIG)
+		return faucet__error_wrap("cannot resume or restart: corrupt backfill marker");
+	if (rc != 0)
+		return rc;
+	if (m != NULL &&
+	    strcmp(faucet_backfill_marker_descriptor(m), faucet_backfill_plan_descriptor(r->plan)) != 0) {
+		rc = faucet_error_set(FAUCET_ECONFIG, "backfill marker %s describes another range ('%s')",
+				      r->marker_key, faucet_backfill_marker_descriptor(m));
+		faucet_backfill_marker_free(m);
+		return rc;
+	}
+	if (m != NULL && r->o->mode == FAUCET_BACKFILL_FRESH) {
+		rc = faucet_error_set(FAUCET_ECONFIG,
+				      "a backfill of this range already ran (%zu done, %zu failed; "
+				      "marker %s): use --resume to continue it or --restart to start over",
+				      faucet_backfill_marker_done_count(m),
+				      faucet_backfill_marker_failed_count(m), r->marker_key);
+		faucet_backfill_marker_free(m);
+		return rc;
+	}
+	if (r->o->mode == FAUCET_BACKFILL_RESTART) {
+		faucet_backfill_marker_free(m);
+		m = NULL;
+	}
+	r->initial = m;
+	return 0;
+}
+
+/* --restart: the marker and every unit's scoped key (current and legacy
+ * rendering, or migration would bring the old value straight back). */
+static int discard_previous_run(runner *r)
+{
+	const char *hash = faucet_backfill_plan_hash(r->plan);
+	int rc = faucet_store_delete(r->store, r->marker_key);
+
+	for (size_t i = 0; rc == 0 && i < r->res->total; i++) {
+		char *k = faucet_backfill_unit_key(r->o->pipeline, hash, unit_at(r, i)->id);
+		char *legacy = faucet_backfill_legacy_unit_key(r->o->pipeline, unit_at(r, i)->id);
+		if (k == NULL || legacy == NULL)
+			rc = FAUCET_ENOMEM;
+		if (rc == 0)
+			rc = faucet_store_delete(r->store, k);
+		if (rc == 0)
+			rc = faucet_store_delete(r->store, legacy);
+		free(k);
+		free(legacy);
+	}
+	return rc;
+}
+
+/* ---- starting a unit ----------------------------------------------------------- */
+
+static void env_drop(char **env, size_t *n, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < *n; i++) {
+		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
+			env[i] = env[--*n];
+			i--;
+		}
+	}
+}
+
+static void free_strings(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The child's environment: ours, minus any store selection or backfill
+ * variables we are about to set, plus the unit's values.  `owned` receives
+ * the strings we allocated (the rest belong to environ). */
+static int build_env(runner *r, const faucet_backfill_unit *u, const char *state_key,
+		     char ***env_out, char ***owned_out)
+{
+	static const char *names[] = {"FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_BACKFILL_START",
+				      "FAUCET_BACKFILL_END", "FAUCET_BACKFILL_START_DATE",
+				      "FAUCET_BACKFILL_END_DATE", "FAUCET_BACKFILL_START_UNIX",
+				      "FAUCET_BACKFILL_END_UNIX", "FAUCET_BACKFILL_UNIT",
+				      "FAUCET_BACKFILL_STATE_KEY"};
+	size_t n = 0, k = 0;
+	char **env, **owned;
+
+	while (environ != NULL && environ[n] != NULL)
+		n++;
+	env = faucet__calloc(n + 16, sizeof(*env));
+	owned = faucet__calloc(16, sizeof(*owned));
+	if (env == NULL || owned == NULL) {
+		free(env);
+		free(owned);
+		return FAUCET_ENOMEM;
+	}
+	memcpy(env, environ, n * sizeof(*env));
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(names); i++)
+		env_drop(env, &n, names[i]);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START=%s", u->start);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END=%s", u->end);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START_DATE=%s", u->start_date);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END_DATE=%s", u->end_date);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START_UNIX=%lld", (long long)u->start_unix);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END_UNIX=%lld", (long long)u->end_unix);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_UNIT=%s", u->id);
+	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_STATE_KEY=%s", state_key);
+	if (r->config_abs != NULL)
+		owned[k++] = faucet__sprintf("FAUCET_CONFIG=%s", r->config_abs);
+	else if (r->o->state_url != NULL)
+		owned[k++] = faucet__sprintf("FAUCET_STATE=%s", r->o->state_url);
+	for (size_t i = 0; i < k; i++) {
+		if (owned[i] == NULL) {
+			free_strings(owned);
+			free(env);
+			return FAUCET_ENOMEM;
+		}
+		env[n++] = owned[i];
+	}
+	env[n] = NULL;
+	*env_out = env;
+	*owned_out = owned;
+	return 0;
+}
+
+static int build_argv(runner *r, const faucet_backfill_unit *u, char ***out)
+{
+	size_t n = 0;
+	char **argv;
+
+	while (r->o->argv[n] != NULL)
+		n++;
+	argv = faucet__calloc(n + 1, sizeof(*argv));
+	if (argv == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int rc = faucet_backfill_expand(r->o->argv[i], u, &argv[i]);
+		if (rc != 0) {
+			free_strings(argv);
+			return rc;
+		}
+	}
+	*out = argv;
+	return 0;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls.
+ * SIGINT and SIGTERM arrive blocked (see spawn), so our handler can never
+ * run here and write into the runner's self-pipe; they are unblocked only
+ * once their disposition is back to the default. */
+static void child_exec(char **argv, char **env, int err_wr, const sigset_t *old_mask)
+{
+	struct sigaction dfl;
+	int null_fd;
+	const char *msg;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	(void)sigaction(SIGINT, &dfl, NULL);
+	(void)sigaction(SIGTERM, &dfl, NULL);
+	(void)sigprocmask(SIG_SETMASK, old_mask, NULL);
+	(void)setpgid(0, 0);
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd >= 0 && null_fd != 0) {
+		(void)dup2(null_fd, 0);
+		(void)close(null_fd);
+	}
+	if (err_wr != 2) {
+		(void)dup2(err_wr, 2);
+		(void)close(err_wr);
+	}
+	execvpe(argv[0], argv, env);
+	msg = strerror(errno);
+	(void)!write(2, "faucet backfill: cannot run '", 29);
+	(void)!write(2, argv[0], strlen(argv[0]));
+	(void)!write(2, "': ", 3);
+	(void)!write(2, msg, strlen(msg));
+	(void)!write(2, "\n", 1);
+	_exit(127);
+}
+
+static int spawn(runner *r, running_unit *ru, const char *state_key)
+{
+	const faucet_backfill_unit *u = unit_at(r, ru->index);
+	char **argv = NULL, **env = NULL, **owned = NULL;
+	int pipefd[2], rc;
+	sigset_t block, old_mask;
+	pid_t pid;
+
+	if ((rc = build_argv(r, u, &argv)) != 0)
+		return rc;
+	if ((rc = build_env(r, u, state_key, &env, &owned)) != 0) {
+		free_strings(argv);
+		return rc;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) != 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
+		goto out;
+	}
+	(void)fflush(NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+	pid = fork();
+	if (pid == 0)
+		child_exec(argv, env, pipefd[1], &old_mask);
+	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	close(pipefd[1]);
+	if (pid < 0) {
+		close(pipefd[0]);
+		rc = faucet__error_os(FAUCET_ERROR, errno, "backfill: cannot start unit %s", u->id);
+		goto out;
+	}
+	(void)setpgid(pid, pid); /* also here, so a kill right away finds the group */
+	(void)fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+	ru->pid = pid;
+	ru->err_fd = pipefd[0];
+	ru->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ru->exited = 0;
+	ru->line_len = 0;
+	ru->last[0] = '\0';
+	rc = 0;
+out:
+	free_strings(argv);
+	free_strings(owned);
+	free(env);
+	return rc;
+}
+
+/* Whether another runner settled unit i while we were not looking: done, or
+ * failed when it was not failed (so) as we began, or after we saw it leased. */
+static int settled_elsewhere(runner *r, size_t i, const faucet_backfill_marker *now)
+{
+	const char *id = unit_at(r, i)->id, *err_now = NULL, *err_then = NULL;
+	faucet_backfill_status st = faucet_backfill_marker_status(now, id, &err_now), then;
+
+	if (st == FAUCET_BACKFILL_DONE)
+		return 1;
+	if (st != FAUCET_BACKFILL_FAILED)
+		return 0;
+	if (r->seen_leased[i])
+		return 1;
+	then = r->initial ? faucet_backfill_marker_status(r->initial, id, &err_then)
+			  : FAUCET_BACKFILL_PENDING;
+	return then != FAUCET_BACKFILL_FAILED || strcmp(err_now, err_then) != 0;
+}
+
+static void unit_settled_elsewhere(runner *r, size_t i)
+{
+	r->res->by_others++;
+	r->finished++;
+	say(r, "unit %s was finished by another runner", unit_at(r, i)->id);
+	if (r->cb && r->cb->on_unit_end)
+		r->cb->on_unit_end(r->cb->ctx, unit_at(r, i), FAUCET_BACKFILL_PENDING, NULL,
+				   r->finished, r->res->total);
+}
+
+static void defer(runner *r, size_t i, int64_t held_until)
+{
+	uint64_t wait_ms = (uint64_t)r->ttl * 1000 / 3;
+
+	if (wait_ms > RETRY_MS_MAX)
+		wait_ms = RETRY_MS_MAX;
+	if (!r->seen_leased[i])
+		say(r, "unit %s is leased by another runner until %lld; coming back to it later",
+		    unit_at(r, i)->id, (long long)held_until);
+	r->seen_leased[i] = 1;
+	r->deferred[r->ndeferred].index = i;
+	r->deferred[r->ndeferred].retry_at_ms = faucet__now_ms() + wait_ms;
+	r->ndeferred++;
+}
+
+/* Claim unit i and start it; a unit leased elsewhere is deferred, one
+ * settled elsewhere dropped.  Store errors are returned (fatal). */
+static int try_start(runner *r, size_t i)
+{
+	const faucet_backfill_unit *u = unit_at(r, i);
+	const char *hash = faucet_backfill_plan_hash(r->plan);
+	running_unit *ru = &r->run[r->nrun];
+	faucet_backfill_marker *now = NULL;
+	char *key = NULL, *legacy = NULL;
+	const char *cands[1];
+	int claimed = 0, rc;
+	int64_t held_until = 0;
+
+	memset(ru, 0, sizeof(*ru));
+	ru->index = i;
+	ru->err_fd = ru->pid_fd = -1;
+	key = faucet_backfill_unit_key(r->o->pipeline, hash, u->id);
+	legacy = faucet_backfill_legacy_unit_key(r->o->pipeline, u->id);
+	if (key == NULL || legacy == NULL) {
+		rc = FAUCET_ENOMEM;
+		goto out;
+	}
+	rc = faucet_bf__lease_claim(r->store, key, r->holder, wall_now(), r->ttl, &ru->lease,
+				    &claimed, &held_until);
+	if (rc != 0)
+		goto out;
+	if (!claimed) {
+		defer(r, i, held_until);
+		goto out;
+	}
+	rc = faucet_backfill_marker_load(r->store, r->marker_key, &now);
+	if (rc == 0 && now != NULL && settled_elsewhere(r, i, now)) {
+		rc = faucet_bf__lease_release(r->store, &ru->lease);
+		faucet_bf__lease_dispose(&ru->lease);
+		if (rc == 0)
+			unit_settled_elsewhere(r, i);
+		goto out;
+	}
+	cands[0] = legacy;
+	if (rc == 0) {
+		faucet_migration_kind kind = FAUCET_MIGRATION_FRESH;
+		rc = faucet_migrate_state_key(r->store, key, cands, 1, &kind, NULL);
+		if (rc == 0 && kind == FAUCET_MIGRATION_MOVED)
+			say(r, "unit %s: moved its state from %s to %s", u->id, legacy, key);
+	}
+	if (rc == 0)
+		rc = spawn(r, ru, key);
+	if (rc != 0) {
+		(void)faucet_bf__lease_release(r->store, &ru->lease);
+		faucet_bf__lease_dispose(&ru->lease);
+		goto out;
+	}
+	ru->renew_at_ms = faucet__now_ms() + (uint64_t)r->ttl * 1000 / 3;
+	r->nrun++;
+	if (r->cb && r->cb->on_unit_start)
+		r->cb->on_unit_start(r->cb->ctx, u);
+out:
+	faucet_backfill_marker_free(now);
+	free(key);
+	free(legacy);
+	return rc;
+}
+
+/* ---- a unit's output and end ------------------------------------------------------ */
+
+/* Pass stderr through and keep its last non-empty line. */
+static void drain_stderr(running_unit *ru)
+{
+	char buf[4096];
+
+	while (ru->err_fd >= 0) {
+		ssize_t n = read(ru->err_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) {
+				close(ru->err_fd);
+				ru->err_fd = -1;
+				if (ru->line_len > 0) {
+					memcpy(ru->last, ru->line, ru->line_len);
+					ru->last[ru->line_len] = '\0';
+					ru->line_len = 0;
+				}
+			}
+			return;
+		}
+		(void)!write(2, buf, (size_t)n);
+		for (ssize_t k = 0; k < n; k++) {
+			char c = buf[k];
+			if (c == '\n' || c == '\r') {
+				if (ru->line_len > 0) {
+					memcpy(ru->last, ru->line, ru->line_len);
+					ru->last[ru->line_len] = '\0';
+				}
+				ru->line_len = 0;
+			} else if (ru->line_len < sizeof(ru->line) - 1) {
+				ru->line[ru->line_len++] = c;
+			}
+		}
+	}
+}
+
+static char *failure_message(const running_unit *ru)
+{
+	const char *sep = ru->last[0] ? ": " : "";
+
+	if (WIFSIGNALED(ru->status))
+		return faucet__sprintf("killed by signal %d%s%s", WTERMSIG(ru->status), sep, ru->last);
+	return faucet__sprintf("exit status %d%s%s", WEXITSTATUS(ru->status), sep, ru->last);
+}
+
+/* The child has exited: record its outcome and give the lease back. */
+static void finish_unit(runner *r, size_t slot)
+{
+	running_unit *ru = &r->run[slot];
+	const faucet_backfill_unit *u = unit_at(r, ru->index);
+	int ok = WIFEXITED(ru->status) && WEXITSTATUS(ru->status) == 0;
+	faucet_backfill_status st = ok ? FAUCET_BACKFILL_DONE : FAUCET_BACKFILL_FAILED;
+	char *error = NULL;
+	int rc = 0;
+
+	/* Leave the pipe to EOF: a grandchild may hold it, but we have what we need. */
+	if (ru->err_fd >= 0) {
+		drain_stderr(ru);
+		if (ru->err_fd >= 0)
+			close(ru->err_fd);
+		ru->err_fd = -1;
+		if (ru->line_len > 0) {
+			memcpy(ru->last, ru->line, ru->line_len);
+			ru->last[ru->line_len] = '\0';
+		}
+	}
+	if (ru->pid_fd >= 0)
+		close(ru->pid_fd);
+	if (!ok && r->interrupted) {
+		/* Stopped by us: neither done nor failed - it stays pending. */
+		st = FAUCET_BACKFILL_PENDING;
+		r->res->pending++;
+	} else {
+		if (!ok && (error = failure_message(ru)) == NULL)
+			rc = FAUCET_ENOMEM;
+		if (rc == 0)
+			rc = faucet_backfill_marker_record(r->store, r->marker_key,
+							   faucet_backfill_plan_descriptor(r->plan),
+							   u->id, error, NULL);
+		if (rc != 0) {
+			set_fatal(r, rc);
+			st = FAUCET_BACKFILL_PENDING;
+			r->res->pending++;
+		} else {
+			if (ok)
+				r->res->done++;
+			else
+				r->res->failed++;
+			count_outcome(r, ok ? "ok" : "err", 1);
+			r->finished++;
+			update_ratio(r);
+		}
+	}
+	if (faucet_bf__lease_release(r->store, &ru->lease) != 0)
+		say(r, "unit %s: could not release its lease: %s", u->id, faucet_error_last()->message);
+	faucet_bf__lease_dispose(&ru->lease);
+	if (r->cb && r->cb->on_unit_end)
+		r->cb->on_unit_end(r->cb->ctx, u, st, error, r->finished, r->res->total);
+	free(error);
+	r->run[slot] = r->run[--r->nrun];
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static void signal_units(runner *r, int sig)
+{
+	for (size_t i = 0; i < r->nrun; i++) {
+		if (!r->run[i].exited)
+			(void)kill(-r->run[i].pid, sig);
+	}
+}
+
+static void handle_signals(runner *r)
+{
+	unsigned char b;
+
+	while (read(r->signal_fd, &b, 1) == 1) {
+		if (!r->interrupted) {
+			r->interrupted = b;
+			say(r, "interrupted by signal %d: stopping %zu running unit(s); "
+			    "interrupt again to kill them", (int)b, r->nrun);
+			signal_units(r, SIGTERM);
+		} else if (!r->killed) {
+			r->killed = 1;
+			signal_units(r, SIGKILL);
+		}
+	}
+}
+
+static void renew_leases(runner *r, uint64_t now_ms)
+{
+	for (size_t i = 0; i < r->nrun; i++) {
+		running_unit *ru = &r->run[i];
+		int kept = 0;
+
+		if (ru->exited || now_ms < ru->renew_at_ms)
+			continue;
+		ru->renew_at_ms = now_ms + (uint64_t)r->ttl * 1000 / 3;
+		if (faucet_bf__lease_renew(r->store, &ru->lease, wall_now(), r->ttl, &kept) != 0)
+			say(r, "unit %s: lease renewal failed: %s", unit_at(r, ru->index)->id,
+			    faucet_error_last()->message);
+		else if (!kept)
+			say(r, "unit %s: its lease was taken over by another runner",
+			    unit_at(r, ru->index)->id);
+	}
+}
+
+/* The queue is a ring of plan indexes: a unit is in it, deferred or
+ * running at most once, so `total` slots always suffice. */
+static void queue_push(runner *r, size_t index)
+{
+	r->queue[(r->qhead + r->qlen) % r->res->total] = index;
+	r->qlen++;
+}
+
+/* Deferred units whose retry time has come go back to the queue; those the
+ * marker now records are dropped. */
+static int requeue_deferred(runner *r, uint64_t now_ms)
+{
+	faucet_backfill_marker *m = NULL;
+	size_t kept = 0;
+	int rc, due = 0;
+
+	for (size_t i = 0; i < r->ndeferred; i++)
+		due |= r->deferred[i].retry_at_ms <= now_ms;
+	if (!due)
+		return 0;
+	rc = faucet_backfill_marker_load(r->store, r->marker_key, &m);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < r->ndeferred; i++) {
+		deferred_unit d = r->deferred[i];
+		if (d.retry_at_ms > now_ms)
+			r->deferred[kept++] = d;
+		else if (m != NULL && settled_elsewhere(r, d.index, m))
+			unit_settled_elsewhere(r, d.index);
+		else
+			queue_push(r, d.index);
+	}
+	r->ndeferred = kept;
+	faucet_backfill_marker_free(m);
+	return 0;
+}
+
+static int poll_timeout(runner *r, uint64_t now_ms)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (size_t i = 0; i < r->nrun; i++) {
+		if (r->run[i].pid_fd < 0)
+			next = now_ms + 50; /* no pidfd: look for the exit ourselves */
+		if (r->run[i].renew_at_ms < next)
+			next = r->run[i].renew_at_ms;
+	}
+	if (!r->interrupted && !r->fatal) {
+		for (size_t i = 0; i < r->ndeferred; i++)
+			if (r->deferred[i].retry_at_ms < next)
+				next = r->deferred[i].retry_at_ms;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now_ms ? 0 : (int)(next - now_ms > INT_MAX ? INT_MAX : next - now_ms);
+}
+
+static void wait_once(runner *r)
+{
+	struct pollfd *fds = r->run ? (struct pollfd *)(r->run + r->cap) : NULL;
+	size_t n = 0;
+	int timeout;
+
+	fds[n++] = (struct pollfd){.fd = r->signal_fd, .events = POLLIN};
+	for (size_t i = 0; i < r->nrun; i++) {
+		fds[n++] = (struct pollfd){.fd = r->run[i].err_fd, .events = POLLIN};
+		fds[n++] = (struct pollfd){.fd = r->run[i].pid_fd, .events = POLLIN};
+	}
+	timeout = poll_timeout(r, faucet__now_ms());
+	if (poll(fds, n, timeout) < 0 && errno != EINTR)
+		say(r, "poll failed: %s", strerror(errno));
+	if (r->signal_fd >= 0)
+		handle_signals(r);
+	for (size_t i = 0; i < r->nrun; i++) {
+		running_unit *ru = &r->run[i];
+		if (ru->err_fd >= 0)
+			drain_stderr(ru);
+		if (!ru->exited && waitpid(ru->pid, &ru->status, WNOHANG) == ru->pid)
+			ru->exited = 1;
+	}
+	for (size_t i = r->nrun; i-- > 0;) {
+		if (r->run[i].exited)
+			finish_unit(r, i);
+	}
+	renew_leases(r, faucet__now_ms());
+}
+
+static int run_loop(runner *r)
+{
+	unsigned conc = r->o->concurrency ? r->o->concurrency : 1;
+
+	for (;;) {
+		int rc;
+
+		while (!r->interrupted && !r->fatal && r->nrun < conc && r->qlen > 0) {
+			size_t i = r->queue[r->qhead];
+			r->qhead = (r->qhead + 1) % r->res->total;
+			r->qlen--;
+			if ((rc = try_start(r, i)) != 0)
+				set_fatal(r, rc);
+		}
+		if (r->nrun == 0 && (r->qlen == 0 || r->interrupted || r->fatal) &&
+		    (r->ndeferred == 0 || r->interrupted || r->fatal))
+			return 0;
+		wait_once(r);
+		if (!r->interrupted && !r->fatal && (rc = requeue_deferred(r, faucet__now_ms())) != 0)
+			set_fatal(r, rc);
+	}
+}
+
+/* ---- the entry point ----------------------------------------------------------------- */
+
+static int prepare(runner *r)
+{
+	size_t n = r->res->total, conc = r->o->concurrency ? r->o->concurrency : 1;
+
+	r->ttl = r->o->lease_ttl ? r->o->lease_ttl : DEFAULT_TTL;
+	r->holder = faucet_bf__lease_holder();
+	r->seen_leased = faucet__calloc(n ? n : 1, 1);
+	r->queue = faucet__calloc(n ? n : 1, sizeof(*r->queue));
+	r->deferred = faucet__calloc(n ? n : 1, sizeof(*r->deferred));
+	/* One allocation for the running slots and the pollfd array after them. */
+	r->cap = conc;
+	r->run = faucet__calloc(1, conc * sizeof(*r->run) + (2 * conc + 1) * sizeof(struct pollfd));
+	if (r->holder == NULL || r->seen_leased == NULL || r->queue == NULL || r->deferred == NULL ||
+	    r->run == NULL)
+		return FAUCET_ENOMEM;
+	if (r->o->config_path != NULL) {
+		r->config_abs = realpath(r->o->config_path, NULL);
+		if (r->config_abs == NULL)
+			return faucet__error_os(FAUCET_ECONFIG, errno, "config file %s",
+						r->o->config_path);
+	}
+	return 0;
+}
+
+static void release_runner(runner *r)
+{
+	faucet_backfill_marker_free(r->initial);
+	free(r->marker_key);
+	free(r->holder);
+	free(r->config_abs);
+	free(r->seen_leased);
+	free(r->queue);
+	free(r->deferred);
+	free(r->run);
+	free(r->fatal_msg);
+}
+
+static void report_plan(runner *r, const size_t *todo, size_t ntodo)
+{
+	if (r->cb && r->cb->on_plan)
+		r->cb->on_plan(r->cb->ctx, r->res->total, r->res->skipped, ntodo);
+	if (!r->o->dry_run || r->cb == NULL || r->cb->on_planned == NULL)
+		return;
+	for (size_t i = 0; i < r->res->total; i++) {
+		const faucet_backfill_unit *u = unit_at(r, i);
+		faucet_backfill_status st = r->initial
+			? faucet_backfill_marker_status(r->initial, u->id, NULL)
+			: FAUCET_BACKFILL_PENDING;
+		r->cb->on_planned(r->cb->ctx, u, st);
+	}
+	(void)todo;
+}
+
+static int run_units(runner *r, const size_t *todo, size_t ntodo)
+{
+	signal_trap trap = {0};
+	int rc;
+
+	if (r->o->mode == FAUCET_BACKFILL_RESTART && (rc = discard_previous_run(r)) != 0)
+		return rc;
+	r->ran = 1;
+	memcpy(r->queue, todo, ntodo * sizeof(*todo));
+	r->qlen = ntodo;
+	r->finished = r->res->skipped;
+	r->signal_fd = -1;
+	if (r->o->handle_signals) {
+		if ((rc = trap_install(&trap)) != 0)
+			return rc;
+		r->signal_fd = trap.fds[0];
+	}
+	if (r->res->skipped > 0)
+		count_outcome(r, "skipped", r->res->skipped);
+	update_ratio(r);
+	rc = run_loop(r);
+	trap_remove(&trap);
+	r->res->pending = r->res->total - r->res->skipped - r->res->done - r->res->failed -
+			  r->res->by_others;
+	r->res->signal = r->interrupted;
+	return rc;
+}
+
+int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
+			const faucet_backfill_run_options *opts, faucet_backfill_result *result)
+{
+	runner r;
+	size_t *todo = NULL, ntodo = 0;
+	int rc;
+
+	if (s == NULL || plan == NULL || opts == NULL || result == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_backfill_run: NULL argument");
+	memset(result, 0, sizeof(*result));
+	memset(&r, 0, sizeof(r));
+	r.store = s;
+	r.plan = plan;
+	r.o = opts;
+	r.cb = opts->progress;
+	r.res = result;
+	result->total = faucet_backfill_plan_count(plan);
+
+	rc = check_options(&r);
+	if (rc == 0)
+		rc = load_initial_marker(&r);
+	if (rc == 0)
+		rc = faucet_backfill_split(plan, r.initial, &todo, &ntodo, &result->skipped);
+	if (rc == 0)
+		rc = prepare(&r);
+	if (rc == 0) {
+		report_plan(&r, todo, ntodo);
+		if (opts->dry_run)
+			result->pending = ntodo;
+		else
+			rc = run_units(&r, todo, ntodo);
+	}
+	if (rc == 0 && r.fatal) {
+		rc = faucet_error_set(r.fatal_code, "%s", r.fatal_msg ? r.fatal_msg : "store error");
+	}
+	/* Metrics describe what ran, so they are written even after a store
+	 * error - but not when preflight refused the run (nothing written). */
+	if (r.ran && opts->metrics_file != NULL) {
+		int mrc = write_metrics_file(opts->metrics_file);
+		if (rc == 0)
+			rc = mrc;
+	}
+	result->exit_code = result->signal ? 128 + result->signal
+					   : (int)(result->failed > 100 ? 100 : result->failed);
+	free(todo);
+	release_runner(&r);
+	return rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * test_backfill_lease.c - unit leases: one winner, expiry and take-over,
+ * renewal, and a release that never removes someone else's lease.
+ * Time is passed in, so expiry is tested without waiting.
+ */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "backfill/backfill_internal.h"
+
+#define UNIT "p::backfill::h::20260601T000000Z"
+#define LEASE UNIT "::__lease__"
+
+static void one_claim_wins_until_it_expires(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_bf_lease a, b;
+	int claimed = 0, kept = 0;
+	int64_t until = 0;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &a, &claimed, NULL), 0);
+	assert_true(claimed);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+
+	/* A live lease is left alone, and says when it ends. */
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1059, 60, &b, &claimed, &until), 0);
+	assert_false(claimed);
+	assert_int_equal(until, 1060);
+	assert_null(b.key);
+
+	/* Renewal moves the expiry. */
+	assert_int_equal(faucet_bf__lease_renew(s, &a, 1020, 60, &kept), 0);
+	assert_true(kept);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1080}");
+
+	/* Once expired, another runner takes it over... */
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1080, 60, &b, &claimed, NULL), 0);
+	assert_true(claimed);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1140}");
+	/* ...and the old holder can neither renew nor release it. */
+	assert_int_equal(faucet_bf__lease_renew(s, &a, 1081, 60, &kept), 0);
+	assert_false(kept);
+	assert_int_equal(faucet_bf__lease_release(s, &a), 0);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1140}");
+
+	/* The holder's release removes it. */
+	assert_int_equal(faucet_bf__lease_release(s, &b), 0);
+	tu_assert_value(s, LEASE, NULL);
+	faucet_bf__lease_dispose(&a);
+	faucet_bf__lease_dispose(&b);
+	faucet_store_free(s);
+}
+
+static void unreadable_or_released_leases_can_be_claimed(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_bf_lease l;
+	faucet_value *junk = tu_v("{\"holder\":\"x\"}");
+	faucet_value *released = tu_v("{\"holder\":\"x\",\"expires_at\":0}");
+	int claimed = 0;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_store_put(s, LEASE, junk), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "me", 5, 60, &l, &claimed, NULL), 0);
+	assert_true(claimed);
+	faucet_bf__lease_dispose(&l);
+	assert_int_equal(faucet_store_put(s, LEASE, released), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "me", 5, 60, &l, &claimed, NULL), 0);
+	assert_true(claimed);
+	faucet_bf__lease_dispose(&l);
+	faucet_value_free(junk);
+	faucet_value_free(released);
+	faucet_store_free(s);
+}
+
+static void holder_names_host_pid_and_a_random_part(void **state)
+{
+	char *a = faucet_bf__lease_holder(), *b = faucet_bf__lease_holder();
+	char pid[32];
+	(void)state;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	snprintf(pid, sizeof(pid), ":%ld:", (long)getpid());
+	assert_non_null(strstr(a, pid));
+	assert_string_not_equal(a, b);
+	assert_int_equal(strlen(strrchr(a, ':') + 1), 16);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_claim_wins_until_it_expires),
+		cmocka_unit_test(unreadable_or_released_leases_can_be_claimed),
+		cmocka_unit_test(holder_names_host_pid_and_a_random_part),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

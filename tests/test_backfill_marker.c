@@ -1,0 +1,284 @@
+/*
+ * test_backfill_marker.c - the progress marker: its JSON form, its keys,
+ * splitting a plan against it, corrupt documents, and compare-and-put merges
+ * from many threads that must not lose a single outcome.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static faucet_backfill_plan *days(int n)
+{
+	char to[16];
+	faucet_backfill_range r = {"2026-06-01", to, "1d", "UTC", NULL};
+	faucet_backfill_plan *p = NULL;
+
+	(void)snprintf(to, sizeof(to), "2026-06-%02d", n + 1);
+	assert_int_equal(faucet_backfill_plan_new(&p, &r), 0);
+	assert_int_equal(faucet_backfill_plan_count(p), (size_t)n);
+	return p;
+}
+
+static void marker_round_trips(void **state)
+{
+	faucet_backfill_marker *m = NULL, *back = NULL;
+	faucet_value *v = NULL;
+	const char *err = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_backfill_marker_new(&m, "2026-06-01|2026-07-01|1d"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_done(m, "20260601T000000Z"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_failed(m, "20260602T000000Z",
+							    "connection refused"), 0);
+	assert_int_equal(faucet_backfill_marker_to_value(m, &v), 0);
+	assert_string_equal(faucet_value_json(v),
+			    "{\"descriptor\":\"2026-06-01|2026-07-01|1d\",\"units\":{"
+			    "\"20260601T000000Z\":{\"status\":\"done\"},"
+			    "\"20260602T000000Z\":{\"status\":\"failed\",\"error\":\"connection refused\"}}}");
+	assert_int_equal(faucet_backfill_marker_from_value(&back, v), 0);
+	assert_true(faucet_backfill_marker_equal(back, m));
+	assert_int_equal(faucet_backfill_marker_done_count(back), 1);
+	assert_int_equal(faucet_backfill_marker_failed_count(back), 1);
+	assert_int_equal(faucet_backfill_marker_status(back, "20260602T000000Z", &err),
+			 FAUCET_BACKFILL_FAILED);
+	assert_string_equal(err, "connection refused");
+	assert_int_equal(faucet_backfill_marker_status(back, "20260603T000000Z", &err),
+			 FAUCET_BACKFILL_PENDING);
+	assert_null(err);
+	faucet_backfill_marker_free(back);
+	faucet_value_free(v);
+	faucet_backfill_marker_free(m);
+
+	/* What the original writes is read: no "units", a failure without an
+	 * error, members it may add later. */
+	v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"failed\"}},\"extra\":1}");
+	assert_int_equal(faucet_backfill_marker_from_value(&back, v), 0);
+	assert_int_equal(faucet_backfill_marker_status(back, "u", &err), FAUCET_BACKFILL_FAILED);
+	assert_string_equal(err, "");
+	faucet_backfill_marker_free(back);
+	faucet_value_free(v);
+	v = tu_v("{\"descriptor\":\"d\"}");
+	assert_int_equal(faucet_backfill_marker_from_value(&back, v), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(back), 0);
+	faucet_backfill_marker_free(back);
+	faucet_value_free(v);
+}
+
+static void keys_are_valid_and_namespaced(void **state)
+{
+	char *marker = faucet_backfill_marker_key("orders", "0123456789abcdef");
+	char *unit = faucet_backfill_unit_key("orders", "0123456789abcdef", "20260601T000000Z");
+	char *legacy = faucet_backfill_legacy_unit_key("orders", "20260601T000000Z");
+	(void)state;
+
+	assert_string_equal(marker, "orders::__backfill__::0123456789abcdef");
+	assert_int_equal(faucet_validate_key(marker), 0);
+	assert_string_equal(unit, "orders::backfill::0123456789abcdef::20260601T000000Z");
+	assert_int_equal(faucet_validate_key(unit), 0);
+	assert_string_equal(legacy, "orders::backfill::20260601T000000Z");
+	assert_int_equal(faucet_validate_key(legacy), 0);
+	/* No unit key can be the live bookmark {pipeline}::{row}. */
+	assert_string_not_equal(unit, "orders::default");
+	assert_string_not_equal(legacy, "orders::default");
+	free(marker);
+	free(unit);
+	free(legacy);
+}
+
+static void split_remaining_skips_done_retries_failed(void **state)
+{
+	faucet_backfill_plan *p = days(3);
+	faucet_backfill_marker *m = NULL;
+	size_t *todo = NULL, n = 0, skipped = 0;
+	(void)state;
+
+	assert_int_equal(faucet_backfill_marker_new(&m, "d"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_done(m, faucet_backfill_plan_unit(p, 0)->id), 0);
+	assert_int_equal(faucet_backfill_marker_mark_failed(m, faucet_backfill_plan_unit(p, 1)->id,
+							    "boom"), 0);
+	assert_int_equal(faucet_backfill_split(p, m, &todo, &n, &skipped), 0);
+	assert_int_equal(skipped, 1);
+	assert_int_equal(n, 2);
+	assert_int_equal(todo[0], 1);
+	assert_int_equal(todo[1], 2);
+	free(todo);
+	/* failed -> done leaves the failed set */
+	assert_int_equal(faucet_backfill_marker_mark_done(m, faucet_backfill_plan_unit(p, 1)->id), 0);
+	assert_int_equal(faucet_backfill_marker_failed_count(m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 2);
+	faucet_backfill_marker_free(m);
+	faucet_backfill_plan_free(p);
+}
+
+static void fresh_marker_runs_everything(void **state)
+{
+	faucet_backfill_plan *p = days(2);
+	faucet_backfill_marker *m = NULL;
+	size_t *todo = NULL, n = 0, skipped = 7;
+	(void)state;
+
+	assert_int_equal(faucet_backfill_marker_new(&m, "d"), 0);
+	assert_int_equal(faucet_backfill_split(p, m, &todo, &n, &skipped), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(todo[0], 0);
+	assert_int_equal(todo[1], 1);
+	free(todo);
+	assert_int_equal(faucet_backfill_split(p, NULL, &todo, &n, &skipped), 0);
+	assert_int_equal(n, 2);
+	free(todo);
+	faucet_backfill_marker_free(m);
+	faucet_backfill_plan_free(p);
+}
+
+static void corrupt_markers_are_config_errors(void **state)
+{
+	static const char *bad[] = {
+		"[]", "{}", "{\"descriptor\":1}", "{\"descriptor\":\"d\",\"units\":[]}",
+		"{\"descriptor\":\"d\",\"units\":{\"u\":\"done\"}}",
+		"{\"descriptor\":\"d\",\"units\":{\"u\":{}}}",
+		"{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"running\"}}}",
+		"{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"failed\",\"error\":5}}}",
+	};
+	faucet_store *s = NULL;
+	faucet_backfill_marker *m = (faucet_backfill_marker *)0x1;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		faucet_value *v = tu_v(bad[i]);
+		assert_int_equal(faucet_backfill_marker_from_value(&m, v), FAUCET_ECONFIG);
+		assert_null(m);
+		tu_assert_error_contains("backfill marker");
+		faucet_value_free(v);
+	}
+	/* Through the store: the error names the key, and a record leaves the
+	 * corrupt document alone. */
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	{
+		faucet_value *v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{}}}");
+		assert_int_equal(faucet_store_put(s, "p::__backfill__::h", v), 0);
+		faucet_value_free(v);
+	}
+	assert_int_equal(faucet_backfill_marker_load(s, "p::__backfill__::h", &m), FAUCET_ECONFIG);
+	tu_assert_error_contains("p::__backfill__::h");
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "x", NULL, NULL),
+			 FAUCET_ECONFIG);
+	tu_assert_value(s, "p::__backfill__::h", "{\"descriptor\":\"d\",\"units\":{\"u\":{}}}");
+	/* A marker of another range is not merged into. */
+	{
+		faucet_value *v = tu_v("{\"descriptor\":\"other\",\"units\":{}}");
+		assert_int_equal(faucet_store_put(s, "p::__backfill__::h2", v), 0);
+		faucet_value_free(v);
+	}
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h2", "d", "x", NULL, NULL),
+			 FAUCET_ECONFIG);
+	tu_assert_error_contains("another range");
+	faucet_store_free(s);
+}
+
+static void record_creates_merges_and_keeps_done(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_backfill_marker *m = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_backfill_marker_load(s, "p::__backfill__::h", &m), 0);
+	assert_null(m);
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "a", NULL, NULL), 0);
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "b", "exit status 1: x",
+						       &m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 1);
+	assert_int_equal(faucet_backfill_marker_failed_count(m), 1);
+	faucet_backfill_marker_free(m);
+	/* A failure never hides a finished unit; a success replaces a failure. */
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "a", "late", NULL), 0);
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "b", NULL, NULL), 0);
+	tu_assert_value(s, "p::__backfill__::h",
+			"{\"descriptor\":\"d\",\"units\":{\"a\":{\"status\":\"done\"},"
+			"\"b\":{\"status\":\"done\"}}}");
+	faucet_store_free(s);
+}
+
+/* ---- concurrent merges ---------------------------------------------------- */
+
+#define THREADS 8
+#define UNITS_PER_THREAD 40
+
+typedef struct {
+	faucet_store *store;
+	int index;
+	pthread_barrier_t *go;
+} merge_job;
+
+static void *merge_thread(void *arg)
+{
+	merge_job *job = arg;
+	char unit[32];
+
+	pthread_barrier_wait(job->go);
+	for (int i = 0; i < UNITS_PER_THREAD; i++) {
+		(void)snprintf(unit, sizeof(unit), "t%d-u%03d", job->index, i);
+		if (faucet_backfill_marker_record(job->store, "p::__backfill__::h", "d", unit,
+						  i % 3 == 0 ? "boom" : NULL, NULL) != 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void concurrent_merges_lose_nothing(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_backfill_marker *m = NULL;
+	pthread_barrier_t go;
+	pthread_t th[THREADS];
+	merge_job jobs[THREADS];
+	void *res;
+	size_t failed_per_thread = (UNITS_PER_THREAD + 2) / 3;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_true(faucet_store_supports_compare_and_put(s));
+	assert_int_equal(pthread_barrier_init(&go, NULL, THREADS), 0);
+	for (int i = 0; i < THREADS; i++) {
+		jobs[i] = (merge_job){s, i, &go};
+		assert_int_equal(pthread_create(&th[i], NULL, merge_thread, &jobs[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], &res), 0);
+		assert_null(res);
+	}
+	pthread_barrier_destroy(&go);
+	assert_int_equal(faucet_backfill_marker_load(s, "p::__backfill__::h", &m), 0);
+	assert_non_null(m);
+	assert_int_equal(faucet_backfill_marker_failed_count(m), THREADS * failed_per_thread);
+	assert_int_equal(faucet_backfill_marker_done_count(m),
+			 THREADS * (UNITS_PER_THREAD - failed_per_thread));
+	for (int t = 0; t < THREADS; t++) {
+		for (int i = 0; i < UNITS_PER_THREAD; i++) {
+			char unit[32];
+			(void)snprintf(unit, sizeof(unit), "t%d-u%03d", t, i);
+			assert_int_equal(faucet_backfill_marker_status(m, unit, NULL),
+					 i % 3 == 0 ? FAUCET_BACKFILL_FAILED : FAUCET_BACKFILL_DONE);
+		}
+	}
+	faucet_backfill_marker_free(m);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(marker_round_trips),
+		cmocka_unit_test(keys_are_valid_and_namespaced),
+		cmocka_unit_test(split_remaining_skips_done_retries_failed),
+		cmocka_unit_test(fresh_marker_runs_everything),
+		cmocka_unit_test(corrupt_markers_are_config_errors),
+		cmocka_unit_test(record_creates_merges_and_keeps_done),
+		cmocka_unit_test(concurrent_merges_lose_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,638 @@
+/*
+ * test_backfill_runner.c - the unit runner with real commands: outcomes in
+ * the marker, resume/restart/dry-run, placeholders and environment, key
+ * migration, overlap under concurrency, leases held elsewhere, signals and
+ * exit codes.
+ *
+ * Commands are small /bin/sh scripts that leave evidence in a temp
+ * directory.  Nothing is timed: overlap is proven by units that each wait
+ * for a sibling's file, signals are sent by the units themselves.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "backfill/backfill_internal.h"
+
+typedef struct {
+	char *dir;
+	faucet_store *store;
+	faucet_backfill_plan *plan;
+	char events[4096];
+	size_t started;
+	void (*on_start_hook)(void *t, const faucet_backfill_unit *u);
+} fixture;
+
+/* Append "{a}{sep}{b};" to the event log. */
+static void ev(fixture *f, const char *a, char sep, const char *b)
+{
+	size_t len = strlen(f->events);
+	(void)snprintf(f->events + len, sizeof(f->events) - len, "%s%c%s;", a, sep, b);
+}
+
+static void cb_start(void *ctx, const faucet_backfill_unit *u)
+{
+	fixture *f = ctx;
+	f->started++;
+	if (f->on_start_hook)
+		f->on_start_hook(f, u);
+}
+
+static void cb_end(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st,
+		   const char *error, size_t finished, size_t total)
+{
+	fixture *f = ctx;
+	(void)finished;
+	(void)total;
+	ev(f, u->id, '=',
+	   st == FAUCET_BACKFILL_DONE ? "done" : st == FAUCET_BACKFILL_FAILED ? error : "pending");
+}
+
+static void cb_planned(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st)
+{
+	fixture *f = ctx;
+	ev(f, u->id, ':', st == FAUCET_BACKFILL_DONE ? "done" : "todo");
+}
+
+static fixture *setup_plan(const char *window, int units)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	char to[32];
+	faucet_backfill_range r = {"2026-06-01", to, window, "UTC", NULL};
+
+	(void)snprintf(to, sizeof(to), "2026-06-%02d", units + 1);
+	f->dir = tu_tempdir();
+	assert_int_equal(faucet_store_open_memory(&f->store), 0);
+	assert_int_equal(faucet_backfill_plan_new(&f->plan, &r), 0);
+	assert_int_equal(faucet_backfill_plan_count(f->plan), (size_t)units);
+	assert_int_equal(setenv("T", f->dir, 1), 0);
+	faucet_metrics_reset();
+	return f;
+}
+
+static void teardown(fixture *f)
+{
+	faucet_backfill_plan_free(f->plan);
+	faucet_store_free(f->store);
+	tu_rmrf(f->dir);
+	free(f->dir);
+	free(f);
+}
+
+static int run(fixture *f, const char *script, faucet_backfill_mode mode, unsigned conc,
+	       int dry, faucet_backfill_result *res)
+{
+	const char *argv[] = {"/bin/sh", "-c", script, "unit", "${backfill.start}",
+			      "${backfill.end_date}", "${backfill.unit}", NULL};
+	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL};
+	faucet_backfill_run_options o = {0};
+
+	f->events[0] = '\0';
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.concurrency = conc;
+	o.mode = mode;
+	o.dry_run = dry;
+	o.state_url = "memory:";
+	o.handle_signals = 1;
+	o.progress = &cb;
+	return faucet_backfill_run(f->store, f->plan, &o, res);
+}
+
+static char *marker_key(fixture *f)
+{
+	return faucet_backfill_marker_key("orders", faucet_backfill_plan_hash(f->plan));
+}
+
+static char *log_of(fixture *f, const char *name)
+{
+	char *path = tu_join(f->dir, name), *text = tu_read_file(path, NULL);
+	free(path);
+	return text;
+}
+
+static void units_run_with_placeholders_and_environment(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	faucet_backfill_marker *m = NULL;
+	faucet_strarray keys = {0};
+	char *key = marker_key(f), *log, *metrics_path, *metrics;
+	const char *argv[] = {"/bin/sh", "-c",
+			      "echo \"$1|$2|$3|${HOME:+home}|$FAUCET_BACKFILL_START|$FAUCET_BACKFILL_END"
+			      "|$FAUCET_BACKFILL_START_DATE|$FAUCET_BACKFILL_END_DATE"
+			      "|$FAUCET_BACKFILL_START_UNIX|$FAUCET_BACKFILL_END_UNIX"
+			      "|$FAUCET_BACKFILL_UNIT|$FAUCET_BACKFILL_STATE_KEY|$FAUCET_STATE"
+			      "|${FAUCET_CONFIG:-none}\" >> \"$T/log\"",
+			      "unit", "${backfill.start}", "${backfill.end_date}",
+			      "x=${backfill.start_unix}-${backfill.end_unix}", NULL};
+	faucet_backfill_run_options o = {0};
+	(void)state;
+
+	setenv("FAUCET_CONFIG", "/should/not/leak.yaml", 1);
+	metrics_path = tu_join(f->dir, "metrics.prom");
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.state_url = "memory:";
+	o.metrics_file = metrics_path;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	unsetenv("FAUCET_CONFIG");
+	assert_int_equal(res.done, 2);
+	assert_int_equal(res.exit_code, 0);
+	log = log_of(f, "log");
+	assert_string_equal(log,
+		"2026-06-01T00:00:00+00:00|2026-06-02|x=1780272000-1780358400|home"
+		"|2026-06-01T00:00:00+00:00|2026-06-02T00:00:00+00:00|2026-06-01|2026-06-02"
+		"|1780272000|1780358400|20260601T000000Z"
+		"|orders::backfill::99fe5d502e08464a::20260601T000000Z|memory:|none\n"
+		"2026-06-02T00:00:00+00:00|2026-06-03|x=1780358400-1780444800|home"
+		"|2026-06-02T00:00:00+00:00|2026-06-03T00:00:00+00:00|2026-06-02|2026-06-03"
+		"|1780358400|1780444800|20260602T000000Z"
+		"|orders::backfill::99fe5d502e08464a::20260602T000000Z|memory:|none\n");
+	free(log);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 2);
+	faucet_backfill_marker_free(m);
+	/* Only the marker is left: the leases are gone. */
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	tu_assert_strings(&keys, key, NULL);
+	faucet_strarray_dispose(&keys);
+	metrics = tu_read_file(metrics_path, NULL);
+	assert_non_null(metrics);
+	assert_non_null(strstr(metrics,
+		"faucet_backfill_units_total{pipeline=\"orders\",outcome=\"ok\"} 2\n"));
+	assert_non_null(strstr(metrics, "faucet_backfill_progress_ratio{pipeline=\"orders\"} 1"));
+	free(metrics);
+	free(metrics_path);
+	free(key);
+	teardown(f);
+}
+
+#define FAIL_SECOND "echo ran $3 >> \"$T/log\"; " \
+	"if [ \"$3\" = 20260602T000000Z ]; then echo first >&2; echo 'last line' >&2; exit 3; fi"
+
+static void failure_resume_and_restart(void **state)
+{
+	fixture *f = setup_plan("1d", 3);
+	faucet_backfill_result res;
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f), *log;
+	const char *err = NULL;
+	faucet_value *v;
+	(void)state;
+
+	assert_int_equal(run(f, FAIL_SECOND, FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(res.done, 2);
+	assert_int_equal(res.failed, 1);
+	assert_int_equal(res.exit_code, 1);
+	assert_string_equal(f->events, "20260601T000000Z=done;20260602T000000Z=exit status 3: last line;"
+				       "20260603T000000Z=done;");
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_status(m, "20260602T000000Z", &err),
+			 FAUCET_BACKFILL_FAILED);
+	assert_string_equal(err, "exit status 3: last line");
+	faucet_backfill_marker_free(m);
+
+	/* Without --resume/--restart an existing marker stops everything. */
+	assert_int_equal(run(f, FAIL_SECOND, FAUCET_BACKFILL_FRESH, 1, 0, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("2 done, 1 failed");
+	tu_assert_error_contains("--resume");
+	log = log_of(f, "log");
+	assert_string_equal(log, "ran 20260601T000000Z\nran 20260602T000000Z\nran 20260603T000000Z\n");
+	free(log);
+
+	/* --resume runs only the failed unit. */
+	assert_int_equal(run(f, "echo ran $3 >> \"$T/log\"", FAUCET_BACKFILL_RESUME, 1, 0, &res), 0);
+	assert_int_equal(res.skipped, 2);
+	assert_int_equal(res.done, 1);
+	assert_int_equal(res.exit_code, 0);
+	log = log_of(f, "log");
+	assert_string_equal(log, "ran 20260601T000000Z\nran 20260602T000000Z\nran 20260603T000000Z\n"
+				 "ran 20260602T000000Z\n");
+	free(log);
+
+	/* --restart drops the marker and each unit's key, then runs all. */
+	v = tu_v("{\"cursor\":42}");
+	assert_int_equal(faucet_store_put(f->store,
+		"orders::backfill::816002da283beacb::20260601T000000Z", v), 0);
+	faucet_value_free(v);
+	assert_int_equal(run(f, "echo again $3 >> \"$T/log2\"", FAUCET_BACKFILL_RESTART, 1, 0, &res), 0);
+	assert_int_equal(res.skipped, 0);
+	assert_int_equal(res.done, 3);
+	tu_assert_value(f->store, "orders::backfill::816002da283beacb::20260601T000000Z", NULL);
+	log = log_of(f, "log2");
+	assert_string_equal(log, "again 20260601T000000Z\nagain 20260602T000000Z\nagain 20260603T000000Z\n");
+	free(log);
+	free(key);
+	teardown(f);
+}
+
+static void dry_run_writes_nothing(void **state)
+{
+	fixture *f = setup_plan("1d", 3);
+	faucet_backfill_result res;
+	faucet_strarray before = {0}, after = {0};
+	char *key = marker_key(f), *log;
+	(void)state;
+
+	assert_int_equal(faucet_backfill_marker_record(f->store, key,
+		faucet_backfill_plan_descriptor(f->plan), "20260602T000000Z", NULL, NULL), 0);
+	assert_int_equal(faucet_store_list(f->store, "", &before), 0);
+	assert_int_equal(run(f, "echo ran >> \"$T/log\"", FAUCET_BACKFILL_RESUME, 2, 1, &res), 0);
+	assert_string_equal(f->events, "20260601T000000Z:todo;20260602T000000Z:done;"
+				       "20260603T000000Z:todo;");
+	assert_int_equal(res.skipped, 1);
+	assert_int_equal(res.pending, 2);
+	assert_int_equal(f->started, 0);
+	log = log_of(f, "log");
+	assert_null(log);
+	assert_int_equal(faucet_store_list(f->store, "", &after), 0);
+	assert_int_equal(after.count, before.count);
+	assert_string_equal(after.strings[0], before.strings[0]);
+	/* Even a dry run refuses an existing marker without --resume. */
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 1, &res), FAUCET_ECONFIG);
+	faucet_strarray_dispose(&before);
+	faucet_strarray_dispose(&after);
+	free(key);
+	teardown(f);
+}
+
+static void bad_input_runs_nothing(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	faucet_strarray keys = {0};
+	faucet_backfill_run_options o = {0};
+	const char *bad_ph[] = {"echo", "${backfill.strat}", NULL};
+	const char *open_ph[] = {"echo", "${backfill.start", NULL};
+	const char *ok_ph[] = {"echo", "${HOME} ${other.x} $${backfill.unit}", NULL};
+	char *x = NULL;
+	faucet_value *junk = tu_v("{\"units\":{}}");
+	char *key = marker_key(f);
+	(void)state;
+
+	o.pipeline = "orders";
+	o.argv = bad_ph;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("unknown placeholder ${backfill.strat}");
+	o.argv = open_ph;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("unterminated");
+	assert_int_equal(faucet_backfill_expand(ok_ph[1], faucet_backfill_plan_unit(f->plan, 0), &x), 0);
+	assert_string_equal(x, "${HOME} ${other.x} $20260601T000000Z");
+	free(x);
+	o.argv = ok_ph;
+	o.lease_ttl = 1;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("lease TTL");
+	o.lease_ttl = 0;
+	o.argv = NULL;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("no command");
+	o.argv = ok_ph;
+	o.pipeline = "bad pipeline";
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+
+	/* A corrupt marker: a config error naming the key, left untouched. */
+	assert_int_equal(faucet_store_put(f->store, key, junk), 0);
+	o.pipeline = "orders";
+	o.mode = FAUCET_BACKFILL_RESUME;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("corrupt backfill marker");
+	tu_assert_error_contains(key);
+	o.mode = FAUCET_BACKFILL_RESTART;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_value(f->store, key, "{\"units\":{}}");
+	faucet_value_free(junk);
+	free(key);
+	teardown(f);
+}
+
+static void exit_codes_and_missing_commands(void **state)
+{
+	fixture *f = setup_plan("1d", 3);
+	faucet_backfill_result res;
+	faucet_backfill_run_options o = {0};
+	const char *missing[] = {"/nonexistent/faucet-test-cmd", NULL};
+	const char *no[] = {"false", NULL};
+	char *key = marker_key(f);
+	faucet_backfill_marker *m = NULL;
+	const char *err = NULL;
+	(void)state;
+
+	o.pipeline = "orders";
+	o.argv = no;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	assert_int_equal(res.failed, 3);
+	assert_int_equal(res.exit_code, 3);
+	o.argv = missing;
+	o.mode = FAUCET_BACKFILL_RESUME;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	assert_int_equal(res.exit_code, 3);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	faucet_backfill_marker_status(m, "20260601T000000Z", &err);
+	assert_string_equal(err, "exit status 127: faucet backfill: cannot run "
+				 "'/nonexistent/faucet-test-cmd': No such file or directory");
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
+static void legacy_unit_keys_are_migrated(void **state)
+{
+	fixture *f = setup_plan("1d", 1);
+	faucet_backfill_result res;
+	faucet_value *v = tu_v("{\"cursor\":7}");
+	(void)state;
+
+	assert_int_equal(faucet_store_put(f->store, "orders::backfill::20260601T000000Z", v), 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	tu_assert_value(f->store, "orders::backfill::3c43b8ed6269ef11::20260601T000000Z",
+			"{\"cursor\":7}");
+	tu_assert_value(f->store, "orders::backfill::20260601T000000Z", NULL);
+	assert_int_equal(faucet_metrics_counter_get("faucet_state_key_migrations_total",
+						    "outcome=\"moved\""), 1);
+	faucet_value_free(v);
+	teardown(f);
+}
+
+/* Each unit announces itself, then waits until both have: with
+ * concurrency 1 the first would give up and fail. */
+static void concurrency_really_overlaps(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	(void)state;
+
+	assert_int_equal(run(f,
+		"mkdir -p \"$T/up\"; touch \"$T/up/$3\"; i=0; "
+		"while [ \"$(ls \"$T/up\" | wc -l)\" -lt 2 ]; do "
+		"  i=$((i+1)); [ $i -gt 3000 ] && { echo 'no sibling' >&2; exit 1; }; sleep 0.01; "
+		"done", FAUCET_BACKFILL_FRESH, 2, 0, &res), 0);
+	assert_int_equal(res.done, 2);
+	assert_int_equal(res.failed, 0);
+	teardown(f);
+}
+
+/* Another runner holds unit 1's lease; while unit 2 runs, that runner
+ * finishes unit 1 (simulated from the start callback).  We must not run it. */
+static void finish_unit_one_elsewhere(void *ctx, const faucet_backfill_unit *u)
+{
+	fixture *f = ctx;
+	char *key = marker_key(f);
+
+	if (strcmp(u->id, "20260602T000000Z") == 0) {
+		assert_int_equal(faucet_backfill_marker_record(f->store, key,
+			faucet_backfill_plan_descriptor(f->plan), "20260601T000000Z", NULL, NULL), 0);
+		assert_int_equal(faucet_store_delete(f->store,
+			"orders::backfill::99fe5d502e08464a::20260601T000000Z::__lease__"), 0);
+	}
+	free(key);
+}
+
+static void units_leased_elsewhere_are_left_to_their_holder(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	char lease[128];
+	faucet_value *v;
+	char *log;
+	(void)state;
+
+	(void)snprintf(lease, sizeof(lease), "{\"holder\":\"elsewhere:1:x\",\"expires_at\":%lld}",
+		       (long long)time(NULL) + 3600);
+	v = tu_v(lease);
+	assert_int_equal(faucet_store_put(f->store,
+		"orders::backfill::99fe5d502e08464a::20260601T000000Z::__lease__", v), 0);
+	faucet_value_free(v);
+	f->on_start_hook = finish_unit_one_elsewhere;
+	assert_int_equal(run(f, "echo ran $3 >> \"$T/log\"", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(res.done, 1);
+	assert_int_equal(res.by_others, 1);
+	log = log_of(f, "log");
+	assert_string_equal(log, "ran 20260602T000000Z\n");
+	free(log);
+	teardown(f);
+}
+
+static void sigterm_leaves_running_units_pending(void **state)
+{
+	fixture *f = setup_plan("1d", 3);
+	faucet_backfill_result res;
+	faucet_strarray keys = {0};
+	(void)state;
+
+	assert_int_equal(run(f, "echo ran $3 >> \"$T/log\"; kill -TERM $PPID; exec sleep 30",
+			     FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(res.signal, SIGTERM);
+	assert_int_equal(res.exit_code, 128 + SIGTERM);
+	assert_int_equal(res.pending, 3);
+	assert_int_equal(res.done + res.failed, 0);
+	assert_string_equal(f->events, "20260601T000000Z=pending;");
+	/* No outcome recorded, no lease left behind. */
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+	/* The handlers are gone again. */
+	{
+		struct sigaction sa;
+		sigaction(SIGTERM, NULL, &sa);
+		assert_true(sa.sa_handler == SIG_DFL);
+	}
+	teardown(f);
+}
+
+static void second_interrupt_kills(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	(void)state;
+
+	/* Unit 1 interrupts the runner, and answers the SIGTERM the runner then
+	 * sends it with a second interrupt; both units survive SIGTERM, so only
+	 * the SIGKILL that the second interrupt triggers ends them.  (Sending the
+	 * two signals back to back would leave their order to the kernel.) */
+	assert_int_equal(run(f, "if [ $3 = 20260601T000000Z ]; then "
+			     "  trap '' INT; trap 'kill -TERM $PPID' TERM; kill -INT $PPID; i=0; "
+			     "  while [ $i -lt 3000 ]; do i=$((i+1)); sleep 0.01; done; exit 0; "
+			     "fi; trap '' TERM INT; exec sleep 30",
+			     FAUCET_BACKFILL_FRESH, 2, 0, &res), 0);
+	assert_int_equal(res.signal, SIGINT);
+	assert_int_equal(res.exit_code, 128 + SIGINT);
+	assert_int_equal(res.pending, 2);
+	assert_int_equal(res.done, 0);
+	teardown(f);
+}
+
+/* ---- two runners, one range ----------------------------------------------- */
+
+typedef struct {
+	faucet_store *store;
+	const faucet_backfill_plan *plan;
+	pthread_barrier_t *go;
+	faucet_backfill_result res;
+	int rc;
+} racer;
+
+static void *race_thread(void *arg)
+{
+	racer *r = arg;
+	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
+	faucet_backfill_run_options o = {0};
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.concurrency = 2;
+	o.mode = FAUCET_BACKFILL_RESUME;
+	pthread_barrier_wait(r->go);
+	r->rc = faucet_backfill_run(r->store, r->plan, &o, &r->res);
+	return NULL;
+}
+
+/* Two runners of one range at once (threads sharing a store whose
+ * compare-and-put is atomic): every unit's command runs exactly once, and
+ * between them they finish every unit. */
+static void two_runners_share_the_work(void **state)
+{
+	fixture *f = setup_plan("1d", 8);
+	pthread_barrier_t go;
+	pthread_t th[2];
+	racer rs[2];
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f);
+	size_t done = 0;
+	(void)state;
+
+	assert_int_equal(pthread_barrier_init(&go, NULL, 2), 0);
+	for (int i = 0; i < 2; i++) {
+		rs[i] = (racer){f->store, f->plan, &go, {0}, -1};
+		assert_int_equal(pthread_create(&th[i], NULL, race_thread, &rs[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rs[i].rc, 0);
+		assert_int_equal(rs[i].res.failed, 0);
+		assert_int_equal(rs[i].res.pending, 0);
+		assert_int_equal(rs[i].res.done + rs[i].res.by_others + rs[i].res.skipped, 8);
+		done += rs[i].res.done;
+	}
+	assert_int_equal(done, 8);
+	for (size_t i = 0; i < 8; i++) {
+		char name[64], *text;
+		(void)snprintf(name, sizeof(name), "ran.%s", faucet_backfill_plan_unit(f->plan, i)->id);
+		text = log_of(f, name);
+		assert_non_null(text);
+		assert_string_equal(text, "x\n");
+		free(text);
+	}
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 8);
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
+/* The same across processes, through one file store: its compare-and-put
+ * holds an OS lock, so the leases and marker merges are atomic between
+ * runners that share nothing but the directory. */
+static int race_in_child(const char *root, const faucet_backfill_plan *plan)
+{
+	faucet_store *s = NULL;
+	faucet_backfill_result res;
+	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
+	faucet_backfill_run_options o = {0};
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.concurrency = 3;
+	o.mode = FAUCET_BACKFILL_RESUME;
+	if (faucet_store_open_file(&s, root, NULL) != 0)
+		return 10;
+	if (faucet_backfill_run(s, plan, &o, &res) != 0) {
+		fprintf(stderr, "runner: %s\n", faucet_error_last()->message);
+		return 11;
+	}
+	faucet_store_free(s);
+	return res.failed == 0 && res.pending == 0 &&
+	       res.done + res.by_others + res.skipped == res.total ? 0 : 12;
+}
+
+static void two_processes_share_the_work_through_a_file_store(void **state)
+{
+	fixture *f = setup_plan("1d", 12);
+	char *root = tu_join(f->dir, "state");
+	faucet_store *fs = NULL;
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f);
+	int go[2];
+	pid_t pids[2];
+	(void)state;
+
+	/* Both children block on a pipe until the parent closes it: a start line. */
+	assert_int_equal(pipe(go), 0);
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+			close(go[1]);
+			(void)!read(go[0], &c, 1);
+			_exit(race_in_child(root, f->plan));
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	for (int i = 0; i < 2; i++) {
+		int st = 0;
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	for (size_t i = 0; i < 12; i++) {
+		char name[64], *text;
+		(void)snprintf(name, sizeof(name), "ran.%s", faucet_backfill_plan_unit(f->plan, i)->id);
+		text = log_of(f, name);
+		assert_non_null(text);
+		assert_string_equal(text, "x\n");
+		free(text);
+	}
+	assert_int_equal(faucet_store_open_file(&fs, root, NULL), 0);
+	assert_int_equal(faucet_backfill_marker_load(fs, key, &m), 0);
+	assert_non_null(m);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 12);
+	faucet_backfill_marker_free(m);
+	faucet_store_free(fs);
+	free(key);
+	free(root);
+	teardown(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(units_run_with_placeholders_and_environment),
+		cmocka_unit_test(failure_resume_and_restart),
+		cmocka_unit_test(dry_run_writes_nothing),
+		cmocka_unit_test(bad_input_runs_nothing),
+		cmocka_unit_test(exit_codes_and_missing_commands),
+		cmocka_unit_test(legacy_unit_keys_are_migrated),
+		cmocka_unit_test(concurrency_really_overlaps),
+		cmocka_unit_test(units_leased_elsewhere_are_left_to_their_holder),
+		cmocka_unit_test(sigterm_leaves_running_units_pending),
+		cmocka_unit_test(second_interrupt_kills),
+		cmocka_unit_test(two_runners_share_the_work),
+		cmocka_unit_test(two_processes_share_the_work_through_a_file_store),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
