@@ -257,6 +257,19 @@ static struct json_tokener *thread_tokener(void)
 	return tok;
 }
 
+/* Drop this thread's tokener after a parse error.  json_tokener_reset()
+ * does not clear everything a half-read token leaves behind (json-c 0.16
+ * keeps a pending \u high surrogate), and a reused tokener then alters the
+ * next value it parses: "\ud83d\u" followed by {"a":"\u0041"} read as
+ * {"a":"\ufffdA"}.  Errors are rare, so starting afresh costs nothing. */
+static void tokener_discard(void)
+{
+	struct json_tokener *tok = pthread_getspecific(tokener_key);
+
+	if (tok != NULL && pthread_setspecific(tokener_key, NULL) == 0)
+		json_tokener_free(tok);
+}
+
 int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where)
 {
 	struct json_tokener *tok;
@@ -293,6 +306,7 @@ int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, con
 		if (fed_terminator)
 			desc = "unexpected end of input";
 		json_object_put(tree);
+		tokener_discard();
 		return faucet_error_set(FAUCET_EINVALID, "%s: malformed JSON at byte %zu: %s",
 					where, at > len ? len : at, desc);
 	}
