@@ -11,6 +11,7 @@
  *   list of 2,000 and of 100,000 keys        vs  readdir of the same directory
  *   export of 100,000 keys                   vs  readdir + open/read/close of every file
  *   8 threads putting distinct keys          vs  one thread
+ *   sealed put / get (AES-256-GCM)           vs  plaintext put / get on the same disk
  *   memory store get / put                   (absolute: operations per second)
  *
  * fsync latency here drifts by 2x within a minute, so durable writes are
@@ -230,6 +231,57 @@ static double alternate(faucet_store *s, int dirfd, write_op op, double *floor_m
 	return median(ratios, BLOCKS);
 }
 
+/* ---- encryption at rest: sealed vs plaintext, both durable ------------- */
+
+/* Median over blocks of (sealed put time / plaintext put time), the two
+ * stores alternating block by block in sibling directories. */
+static double alternate_sealed(faucet_store *plain, faucet_store *sealed, double *plain_ms,
+			       double *sealed_ms)
+{
+	double ratios[BLOCKS], a[BLOCKS], b[BLOCKS];
+	faucet_value *v = val(payload);
+
+	for (int blk = 0; blk < BLOCKS; blk++) {
+		double t0 = now_s(), t1, t2;
+		for (int i = 0; i < BLOCK_OPS; i++) {
+			if (faucet_store_put(plain, "bench::sealed", v) != 0)
+				die("plain put");
+		}
+		t1 = now_s();
+		for (int i = 0; i < BLOCK_OPS; i++) {
+			if (faucet_store_put(sealed, "bench::sealed", v) != 0)
+				die("sealed put");
+		}
+		t2 = now_s();
+		a[blk] = (t1 - t0) / BLOCK_OPS * 1e3;
+		b[blk] = (t2 - t1) / BLOCK_OPS * 1e3;
+		ratios[blk] = b[blk] / a[blk];
+	}
+	faucet_value_free(v);
+	*plain_ms = median(a, BLOCKS);
+	*sealed_ms = median(b, BLOCKS);
+	return median(ratios, BLOCKS);
+}
+
+static double get_us(faucet_store *s, const char *key, int reps)
+{
+	faucet_value *got;
+	double t0;
+
+	for (int i = 0; i < 1000; i++) { /* warm */
+		if (faucet_store_get(s, key, &got) != 0 || got == NULL)
+			die("get");
+		faucet_value_free(got);
+	}
+	t0 = now_s();
+	for (int i = 0; i < reps; i++) {
+		if (faucet_store_get(s, key, &got) != 0 || got == NULL)
+			die("get");
+		faucet_value_free(got);
+	}
+	return (now_s() - t0) / reps * 1e6;
+}
+
 /* ---- threads ---------------------------------------------------------- */
 
 typedef struct {
@@ -325,6 +377,38 @@ int main(int argc, char **argv)
 		     ">= 1.30x");
 	}
 	faucet_store_free(s);
+
+	/* Encryption at rest: the same puts and gets, sealed and plaintext. */
+	{
+		char *pdir = join(base, "plain"), *sdir = join(base, "sealed");
+		faucet_encryption_options enc = {"bench-key-not-a-secret", NULL, 0};
+		faucet_file_options sopts = {&enc};
+		faucet_store *plain, *sealed;
+		double pms, sms, pus, sus;
+
+		rmrf(pdir);
+		rmrf(sdir);
+		if (faucet_store_open_file(&plain, pdir, NULL) != 0 ||
+		    faucet_store_open_file(&sealed, sdir, &sopts) != 0)
+			die("open sealed/plain stores");
+		if (faucet_store_put(plain, "bench::sealed", v) != 0 ||
+		    faucet_store_put(sealed, "bench::sealed", v) != 0)
+			die("warm sealed/plain");
+		r = alternate_sealed(plain, sealed, &pms, &sms);
+		line("file put, plaintext", pms, "ms", 0, "", "");
+		line("file put, sealed (AES-256-GCM)", sms, "ms", r, "median block ratio vs plain",
+		     "<= 1.05x");
+		pus = get_us(plain, "bench::sealed", 20000);
+		sus = get_us(sealed, "bench::sealed", 20000);
+		line("file get, plaintext", pus, "us", 0, "", "");
+		line("file get, sealed", sus, "us", sus / pus, "vs plaintext get", "<= 1.50x");
+		faucet_store_free(plain);
+		faucet_store_free(sealed);
+		rmrf(pdir);
+		rmrf(sdir);
+		free(pdir);
+		free(sdir);
+	}
 
 	/* Reads: 2,000 and 100,000 keys. */
 	populate(small, SMALL_COUNT);

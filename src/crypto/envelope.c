@@ -20,6 +20,7 @@
  *   tag, so a failed attempt's output is wiped before it is freed.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,22 @@
 /* OpenSSL takes int lengths; feed longer inputs in pieces this big. */
 #define UPDATE_CHUNK ((size_t)1 << 30)
 
+/* Contexts already keyed for one key and one direction.  Setting a key
+ * up (the AES key schedule, GHASH tables) costs more than sealing a small
+ * bookmark, so finished contexts are kept for the next call, which only
+ * sets a fresh nonce.  A pool is shared by every thread using the keyring,
+ * behind the keyring's mutex; each context is used by one call at a time. */
+#define POOL_MAX 8
+
+typedef struct {
+	EVP_CIPHER_CTX *ctx[POOL_MAX];
+	size_t n;
+} ctx_pool;
+
 struct faucet_keyring {
 	EVP_CIPHER *cipher;
+	pthread_mutex_t lock;         /* guards pools (the keys never change) */
+	ctx_pool *pools;              /* [2 * key index + enc] */
 	size_t count;                 /* keys[0] writes; keys[1..] are previous keys */
 	unsigned char keys[][KEY_LEN];
 };
@@ -98,6 +113,12 @@ int faucet__keyring_new(faucet_keyring **out, const char *key,
 	if (kr == NULL)
 		return FAUCET_ENOMEM;
 	kr->count = count;
+	kr->pools = faucet__calloc(2 * count, sizeof(*kr->pools));
+	if (kr->pools == NULL || pthread_mutex_init(&kr->lock, NULL) != 0) {
+		free(kr->pools);
+		free(kr);
+		return faucet_error_set(FAUCET_ENOMEM, "cannot create the keyring");
+	}
 	kr->cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	if (kr->cipher == NULL) {
 		ERR_clear_error();
@@ -120,25 +141,74 @@ void faucet__keyring_free(faucet_keyring *kr)
 	if (kr == NULL)
 		return;
 	OPENSSL_cleanse(kr->keys, kr->count * KEY_LEN);
+	/* EVP_CIPHER_CTX_free wipes each context's key schedule. */
+	for (size_t i = 0; i < 2 * kr->count; i++) {
+		for (size_t j = 0; j < kr->pools[i].n; j++)
+			EVP_CIPHER_CTX_free(kr->pools[i].ctx[j]);
+	}
+	free(kr->pools);
+	(void)pthread_mutex_destroy(&kr->lock);
 	EVP_CIPHER_free(kr->cipher);
 	free(kr);
 }
 
 /* ---- GCM primitives --------------------------------------------------- */
 
-/* Start an encryption (enc = 1) or decryption (enc = 0) with key and nonce,
- * and authenticate `aad` when there is any.  Returns 1 on success. */
-static int gcm_begin(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, int enc,
-		     const unsigned char *key, const unsigned char *nonce,
-		     const unsigned char *aad, size_t aad_len)
+/* A context keyed with key `i` for encryption (enc = 1) or decryption
+ * (enc = 0): from the pool, or set up afresh.  NULL on failure.  The pool
+ * lives inside a keyring the API hands around as const: taking and giving
+ * back contexts does not change what the keyring means. */
+static EVP_CIPHER_CTX *ctx_take(const faucet_keyring *kr, size_t i, int enc)
+{
+	faucet_keyring *m = (faucet_keyring *)kr;
+	ctx_pool *pool = &m->pools[2 * i + (size_t)enc];
+	EVP_CIPHER_CTX *ctx = NULL;
+
+	pthread_mutex_lock(&m->lock);
+	if (pool->n > 0)
+		ctx = pool->ctx[--pool->n];
+	pthread_mutex_unlock(&m->lock);
+	if (ctx != NULL)
+		return ctx;
+	ctx = EVP_CIPHER_CTX_new();
+	if (ctx == NULL)
+		return NULL;
+	if (EVP_CipherInit_ex(ctx, kr->cipher, NULL, NULL, NULL, enc) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, FAUCET_SEAL_NONCE_LEN, NULL) != 1 ||
+	    EVP_CipherInit_ex(ctx, NULL, NULL, kr->keys[i], NULL, enc) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* Return a context after a call that went through (its state is then
+ * known); a context from a failed library call is freed instead. */
+static void ctx_give(const faucet_keyring *kr, size_t i, int enc, EVP_CIPHER_CTX *ctx, int reuse)
+{
+	faucet_keyring *m = (faucet_keyring *)kr;
+	ctx_pool *pool = &m->pools[2 * i + (size_t)enc];
+
+	if (reuse) {
+		pthread_mutex_lock(&m->lock);
+		if (pool->n < POOL_MAX) {
+			pool->ctx[pool->n++] = ctx;
+			ctx = NULL;
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+	EVP_CIPHER_CTX_free(ctx);
+}
+
+/* Start a seal or an open on a keyed context with a fresh nonce (which
+ * resets GCM's state), and authenticate `aad` when there is any.  Returns 1
+ * on success. */
+static int gcm_begin(EVP_CIPHER_CTX *ctx, const unsigned char *nonce, const unsigned char *aad,
+		     size_t aad_len)
 {
 	int n = 0;
 
-	if (EVP_CipherInit_ex(ctx, cipher, NULL, NULL, NULL, enc) != 1)
-		return 0;
-	if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, FAUCET_SEAL_NONCE_LEN, NULL) != 1)
-		return 0;
-	if (EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, enc) != 1)
+	if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, nonce, -1) != 1)
 		return 0;
 	if (aad_len > 0) {
 		if (aad_len > INT_MAX)
@@ -166,35 +236,32 @@ static int gcm_update(EVP_CIPHER_CTX *ctx, const unsigned char *in, size_t len, 
 	return 1;
 }
 
-/* Encrypt `plain` into `cipher_out` (same length) and write the tag.
- * Returns 1 on success. */
-static int gcm_seal(const EVP_CIPHER *cipher, const unsigned char *key,
-		    const unsigned char *nonce, const unsigned char *aad, size_t aad_len,
-		    const unsigned char *plain, size_t len,
-		    unsigned char *cipher_out, unsigned char tag[FAUCET_SEAL_TAG_LEN])
+/* Encrypt `plain` into `cipher_out` (same length) with key 0 and write the
+ * tag.  Returns 1 on success. */
+static int gcm_seal(const faucet_keyring *kr, const unsigned char *nonce,
+		    const unsigned char *aad, size_t aad_len, const unsigned char *plain,
+		    size_t len, unsigned char *cipher_out, unsigned char tag[FAUCET_SEAL_TAG_LEN])
 {
-	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	EVP_CIPHER_CTX *ctx = ctx_take(kr, 0, 1);
 	int n = 0, ok;
 
 	if (ctx == NULL)
 		return 0;
-	ok = gcm_begin(ctx, cipher, 1, key, nonce, aad, aad_len) &&
-	     gcm_update(ctx, plain, len, cipher_out) &&
+	ok = gcm_begin(ctx, nonce, aad, aad_len) && gcm_update(ctx, plain, len, cipher_out) &&
 	     EVP_CipherFinal_ex(ctx, cipher_out + len, &n) == 1 && n == 0 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, FAUCET_SEAL_TAG_LEN, tag) == 1;
-	EVP_CIPHER_CTX_free(ctx);
+	ctx_give(kr, 0, 1, ctx, ok);
 	return ok;
 }
 
-/* Decrypt `ct` into `plain_out` (same length) and verify `tag`.  The tag
- * check happens last, so on GCM_AUTH_FAILED plain_out holds bytes that must
- * not be used (the caller wipes them). */
-static int gcm_open(const EVP_CIPHER *cipher, const unsigned char *key,
-		    const unsigned char *nonce, const unsigned char *aad, size_t aad_len,
-		    const unsigned char *ct, size_t len, const unsigned char *tag,
-		    unsigned char *plain_out)
+/* Decrypt `ct` into `plain_out` (same length) with key `i` and verify `tag`.
+ * The tag check happens last, so on GCM_AUTH_FAILED plain_out holds bytes
+ * that must not be used (the caller wipes them). */
+static int gcm_open(const faucet_keyring *kr, size_t i, const unsigned char *nonce,
+		    const unsigned char *aad, size_t aad_len, const unsigned char *ct, size_t len,
+		    const unsigned char *tag, unsigned char *plain_out)
 {
-	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	EVP_CIPHER_CTX *ctx = ctx_take(kr, i, 0);
 	unsigned char tag_copy[FAUCET_SEAL_TAG_LEN];
 	int n = 0, result;
 
@@ -203,15 +270,16 @@ static int gcm_open(const EVP_CIPHER *cipher, const unsigned char *key,
 	/* EVP_CIPHER_CTX_ctrl takes a mutable pointer; hand it a copy rather
 	 * than casting away the const of the caller's buffer. */
 	memcpy(tag_copy, tag, sizeof(tag_copy));
-	if (!gcm_begin(ctx, cipher, 0, key, nonce, aad, aad_len) ||
-	    !gcm_update(ctx, ct, len, plain_out) ||
+	if (!gcm_begin(ctx, nonce, aad, aad_len) || !gcm_update(ctx, ct, len, plain_out) ||
 	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, FAUCET_SEAL_TAG_LEN, tag_copy) != 1)
 		result = GCM_LIBRARY_ERROR;
 	else if (EVP_CipherFinal_ex(ctx, plain_out + len, &n) != 1)
 		result = GCM_AUTH_FAILED;
 	else
 		result = GCM_OK;
-	EVP_CIPHER_CTX_free(ctx);
+	/* A failed tag check is an ordinary outcome; the next nonce resets the
+	 * context, so it goes back to the pool as well. */
+	ctx_give(kr, i, 0, ctx, result != GCM_LIBRARY_ERROR);
 	return result;
 }
 
@@ -264,7 +332,7 @@ int faucet__seal_with_nonce(const faucet_keyring *kr, const char *state_key,
 	memcpy(env, FAUCET_SEAL_MAGIC, FAUCET_SEAL_MAGIC_LEN);
 	env[FAUCET_SEAL_MAGIC_LEN] = format;
 	memcpy(env + FAUCET_SEAL_MAGIC_LEN + 1, nonce, FAUCET_SEAL_NONCE_LEN);
-	if (!gcm_seal(kr->cipher, kr->keys[0], nonce, aad, aad_len, plain, len,
+	if (!gcm_seal(kr, nonce, aad, aad_len, plain, len,
 		      env + FAUCET_SEAL_HEADER_LEN, env + FAUCET_SEAL_HEADER_LEN + len)) {
 		ERR_clear_error();
 		free(env);
@@ -378,7 +446,7 @@ int faucet__unseal(const faucet_keyring *kr, const char *state_key, const char *
 	if (buf == NULL)
 		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < kr->count && result == GCM_AUTH_FAILED; i++)
-		result = gcm_open(kr->cipher, kr->keys[i], nonce, aad, aad_len, ct, ct_len, tag, buf);
+		result = gcm_open(kr, i, nonce, aad, aad_len, ct, ct_len, tag, buf);
 	if (result != GCM_OK) {
 		ERR_clear_error();
 		OPENSSL_cleanse(buf, ct_len + 1);
