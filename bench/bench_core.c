@@ -487,7 +487,7 @@ int main(int argc, char **argv)
 	{
 		double best_floor = 1e9, best_store = 1e9;
 		for (int i = 0; i < 2; i++) {
-			char *doc;
+			char *doc = NULL;
 			t0 = now_s();
 			(void)floor_readdir(big, 1);
 			if (now_s() - t0 < best_floor)
