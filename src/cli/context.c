@@ -54,7 +54,7 @@ static void print_line(const char *text)
 	fputc('\n', stderr);
 }
 
-static char *vformat(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
 {
 	va_list copy;
 	char *s;
