@@ -26,8 +26,10 @@
  * connection or process can write between our read and our write.
  */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "store/value_internal.h"
@@ -56,7 +58,7 @@ enum {
 static const char *const statement_sql[ST_COUNT] = {
 	"SELECT value FROM faucet_state WHERE key = ?1",
 	"INSERT INTO faucet_state (key, value, updated_at) "
-	"VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+	"VALUES (?1, ?2, ?3) "
 	"ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
 	"DELETE FROM faucet_state WHERE key = ?1",
 	"SELECT key FROM faucet_state ORDER BY key",
@@ -216,13 +218,34 @@ static int read_value(sqlite_store *s, sq_conn *c, const char *key, faucet_value
 	return rc;
 }
 
-static int write_value(sqlite_store *s, sq_conn *c, const char *key, const faucet_value *v)
+/* updated_at as SQLite's strftime('%Y-%m-%dT%H:%M:%fZ', 'now') writes it
+ * (the schema's default), computed once per write or batch in C: asking
+ * SQLite for the time on every row costs more than the row itself. */
+typedef struct {
+	char text[64];
+} sq_stamp;
+
+static void stamp_now(sq_stamp *out)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	(void)gmtime_r(&ts.tv_sec, &tm);
+	(void)snprintf(out->text, sizeof(out->text), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		       tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		       tm.tm_sec, (int)(ts.tv_nsec / 1000000));
+}
+
+static int write_value(sqlite_store *s, sq_conn *c, const char *key, const faucet_value *v,
+		       const sq_stamp *when)
 {
 	sqlite3_stmt *st = c->st[ST_PUT];
 
 	if (sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_text(st, 2, faucet_value_json(v), (int)faucet_value_len(v),
-			      SQLITE_STATIC) != SQLITE_OK) {
+			      SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 3, when->text, -1, SQLITE_STATIC) != SQLITE_OK) {
 		st_done(st);
 		return sq_error(s, c->db, "cannot bind a value");
 	}
@@ -257,12 +280,14 @@ static int sq_get(faucet_store_backend *b, const char *key, faucet_value **out)
 static int sq_put(faucet_store_backend *b, const char *key, const faucet_value *value)
 {
 	sqlite_store *s = (sqlite_store *)b;
+	sq_stamp when;
 	sq_conn *c;
 	int rc = with_conn(s, &c);
 
 	if (rc != 0)
 		return rc;
-	rc = write_value(s, c, key, value);
+	stamp_now(&when);
+	rc = write_value(s, c, key, value, &when);
 	give_back(s, c);
 	return rc;
 }
@@ -367,6 +392,7 @@ static int sq_compare_and_put(faucet_store_backend *b, const char *key,
 {
 	sqlite_store *s = (sqlite_store *)b;
 	faucet_value *current = NULL;
+	sq_stamp when;
 	sq_conn *c;
 	int rc = with_conn(s, &c);
 
@@ -377,7 +403,8 @@ static int sq_compare_and_put(faucet_store_backend *b, const char *key,
 	if (rc == 0)
 		rc = read_value(s, c, key, &current);
 	if (rc == 0 && faucet_value_equal(current, expected)) {
-		rc = write_value(s, c, key, value);
+		stamp_now(&when);
+		rc = write_value(s, c, key, value, &when);
 		if (rc == 0)
 			*written = 1;
 	}
@@ -396,14 +423,16 @@ static int sq_compare_and_put(faucet_store_backend *b, const char *key,
 static int sq_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
 {
 	sqlite_store *s = (sqlite_store *)b;
+	sq_stamp when;
 	sq_conn *c;
 	int rc = with_conn(s, &c);
 
 	if (rc != 0)
 		return rc;
+	stamp_now(&when);
 	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
 	for (size_t i = 0; i < count && rc == 0; i++)
-		rc = write_value(s, c, entries[i].key, entries[i].value);
+		rc = write_value(s, c, entries[i].key, entries[i].value, &when);
 	if (rc == 0)
 		rc = st_exec(s, c, ST_COMMIT, "cannot commit a batch");
 	if (rc != 0)
