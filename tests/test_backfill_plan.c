@@ -291,6 +291,7 @@ static void assert_config_error(const char *from, const char *to, const char *wi
 
 static void bounds_errors(void **state)
 {
+	faucet_backfill_plan *p;
 	(void)state;
 	assert_config_error("2026-06-02", "2026-06-01", "1d", NULL, "must be before --to");
 	assert_config_error("2026-06-01", "2026-06-01", "1d", NULL, "must be before --to");
@@ -304,6 +305,25 @@ static void bounds_errors(void **state)
 	assert_config_error("2026-06-01T00:00:00.Z", "2026-06-02", NULL, NULL, "--from");
 	assert_config_error("2026-06-01 ", "2026-06-02", NULL, NULL, "--from");
 	assert_config_error(NULL, "2026-06-02", NULL, NULL, "--from and --to");
+	/* Ids are YYYYMMDDTHHMMSSZ in UTC and times have four-digit years:
+	 * year 0000 in Kathmandu starts in year -1 in UTC, 9999 in New York
+	 * ends in 10000, and 9999 in Kathmandu cannot be rendered there. */
+	assert_config_error("0000-01-01", "0000-01-02", "1h", "Asia/Kathmandu",
+			    "--from '0000-01-01' is outside the years 0000-9999");
+	assert_config_error("9999-12-31", "9999-12-31T23:59:59-05:00", "1h", "America/New_York",
+			    "--to '9999-12-31T23:59:59-05:00' is outside the years 0000-9999");
+	assert_config_error("2026-01-01", "9999-12-31T23:00:00Z", NULL, "Asia/Kathmandu",
+			    "--to '9999-12-31T23:00:00Z' is outside");
+	assert_config_error("0000-01-01T00:00:00+01:00", "2026-01-01", NULL, NULL,
+			    "--from '0000-01-01T00:00:00+01:00' is outside");
+	/* The first and last representable days still plan. */
+	p = plan_ok("0000-01-01", "0000-01-02", "1d", "UTC");
+	assert_string_equal(faucet_backfill_plan_unit(p, 0)->id, "00000101T000000Z");
+	faucet_backfill_plan_free(p);
+	p = plan_ok("9999-12-31", "9999-12-31T23:59:59.5Z", "12h", NULL);
+	assert_string_equal(faucet_backfill_plan_unit(p, 1)->id, "99991231T120000Z");
+	assert_string_equal(faucet_backfill_plan_to(p), "9999-12-31T23:59:59.500+00:00");
+	faucet_backfill_plan_free(p);
 }
 
 static void bad_windows(void **state)

@@ -122,6 +122,24 @@ static int cut_units(faucet_backfill_plan *p, const faucet_tz *tz, faucet_bf_ins
 	return 0;
 }
 
+/* Render a boundary in the zone.  Times have four-digit years both there
+ * and in unit ids (the UTC start as YYYYMMDDTHHMMSSZ), so a boundary outside
+ * the years 0000..9999 in either is refused here: every unit starts between
+ * the two boundaries, and an id like "-0011231T181844Z" must never be made. */
+static int render_boundary(const faucet_tz *tz, faucet_bf_instant t, const char *what,
+			   const char *text, char *out, size_t size)
+{
+	int64_t first = faucet_bf__days_from_civil(0, 1, 1) * 86400;
+	int64_t past = faucet_bf__days_from_civil(10000, 1, 1) * 86400;
+
+	if (t.sec < first || t.sec >= past || faucet_bf__render(tz, t, out, size) != 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"%s '%s' is outside the years 0000-9999 in UTC or in "
+					"time zone '%s'",
+					what, text, faucet_tz_name(tz));
+	return 0;
+}
+
 static int plan_build(faucet_backfill_plan *p, const faucet_backfill_range *r, const faucet_tz *tz)
 {
 	const char *window = r->window && r->window[0] ? r->window : NULL;
@@ -141,9 +159,9 @@ static int plan_build(faucet_backfill_plan *p, const faucet_backfill_range *r, c
 	if (!before(from, to))
 		return faucet_error_set(FAUCET_ECONFIG, "--from '%s' must be before --to '%s'",
 					r->from, r->to);
-	if ((rc = faucet_bf__render(tz, from, p->from, sizeof(p->from))) != 0 ||
-	    (rc = faucet_bf__render(tz, to, p->to, sizeof(p->to))) != 0)
-		return FAUCET_ECONFIG;
+	if ((rc = render_boundary(tz, from, "--from", r->from, p->from, sizeof(p->from))) != 0 ||
+	    (rc = render_boundary(tz, to, "--to", r->to, p->to, sizeof(p->to))) != 0)
+		return rc;
 	p->zone = faucet__strdup(faucet_tz_name(tz));
 	p->descriptor = faucet__sprintf("time|%s|%s|%s|%s", p->from, p->to, w.label, row);
 	if (p->zone == NULL || p->descriptor == NULL)
