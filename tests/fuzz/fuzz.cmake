@@ -13,7 +13,7 @@ set(FAUCET_FUZZ_SECONDS 20 CACHE STRING "Seconds each libFuzzer ctest test fuzze
 set(FAUCET_FUZZ_MAX_LEN 4096 CACHE STRING "Largest input libFuzzer generates, in bytes")
 
 set(FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(FUZZ_TARGETS value key export envelope)
+set(FUZZ_TARGETS value key export envelope backfill_plan backfill_expand)
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/stores/file.c)
   list(APPEND FUZZ_TARGETS file_store file_names)
 endif()
@@ -28,6 +28,9 @@ endif()
 set(FUZZ_DICT_value ${FUZZ_DIR}/json.dict)
 set(FUZZ_DICT_export ${FUZZ_DIR}/json.dict)
 set(FUZZ_DICT_file_store ${FUZZ_DIR}/json.dict)
+# The backfill targets get the tokens of times, windows and placeholders.
+set(FUZZ_DICT_backfill_plan ${FUZZ_DIR}/backfill_plan.dict)
+set(FUZZ_DICT_backfill_expand ${FUZZ_DIR}/backfill_expand.dict)
 
 if(FAUCET_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
