@@ -2,7 +2,8 @@
 # `faucet backfill`: units run with placeholders and environment, failures
 # and their exit codes, --resume / --restart / --dry-run, the YAML's
 # backfill block and flags over it, --json, metrics, interruption, two
-# runners on one range, and bad input that must run and write nothing.
+# runners on one range, lease renewal while a unit runs, and bad input that
+# must run and write nothing.
 . "$(dirname "$0")/lib.sh"
 
 ST=file:st
@@ -158,5 +159,43 @@ for d in $(seq -w 1 12); do
 	[ "$(cat "race/202612${d}T000000Z" 2>/dev/null)" = "x" ] || ok=0
 done
 if [ $ok -eq 1 ]; then pass; else fail "every unit ran exactly once: $(ls race | wc -l) files"; fi
+
+# ---- the lease is renewed while a unit runs ----
+# With --lease-ttl 3s the runner renews every second.  The unit watches its
+# own lease through the store it was given (FAUCET_STATE) until expires_at
+# grows, and fails if that does not happen within about ten seconds - which
+# is what a runner that never renews would make it do.
+cat > lease.sh <<'SH'
+lease() {
+	"$FAUCET_BIN" state get "$FAUCET_BACKFILL_STATE_KEY::__lease__" |
+		sed -n 's/.*"expires_at": *\([0-9][0-9]*\).*/\1/p'
+}
+first=$(lease)
+[ -n "$first" ] || { echo "no lease at $FAUCET_BACKFILL_STATE_KEY::__lease__" >&2; exit 1; }
+echo "$FAUCET_BACKFILL_STATE_KEY" > lease.key
+i=0
+while [ $i -lt 100 ]; do
+	now=$(lease)
+	if [ -n "$now" ] && [ "$now" -gt "$first" ]; then
+		echo "$first $now" > lease.seen
+		exit 0
+	fi
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "expires_at stayed $first" >&2
+exit 1
+SH
+run "${BF[@]}" --from 2027-01-01 --to 2027-01-02 --lease-ttl 3s --json -- sh lease.sh
+expect_rc 0 "the unit saw its lease renewed"
+expect_json 'd["done"] == 1 and d["failed"] == 0' "the unit is done"
+expect_file lease.seen "the unit recorded the renewal"
+run state get --state "$ST" "orders::__backfill__::$("$FAUCET_BIN" "${BF[@]}" --from 2027-01-01 --to 2027-01-02 --dry-run --resume --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["range_hash"])')"
+expect_json 'd["units"] == {"20270101T000000Z": {"status": "done"}}' "the marker records the unit as done"
+# An absent key prints nothing and exits 0 (SPEC section 5).
+run state get --state "$ST" "$(cat lease.key)::__lease__"
+expect_rc 0 "reading the lease key after the run"
+expect_no_err "reading the lease key after the run"
+expect_out "" "the lease is gone after the run"
 
 finish
