@@ -662,6 +662,30 @@ static int sync_root(const file_store *fs, int dfd)
  * is reported although the new file is already in place: the caller must
  * not believe a write durable that may not be.
  */
+/*
+ * Replace `name` with `bytes` so that a crash at any instant leaves either
+ * the old complete file or the new complete file, and so that the new one
+ * survives a crash once this returns 0.  Each step is there for a reason:
+ *
+ *  1. A temp file with a name no other writer can hold (O_CREAT|O_EXCL on a
+ *     random per-process token + counter).  A shared temp name let a second
+ *     writer truncate the first one's half-written file, which the first
+ *     then renamed into place: a torn bookmark.
+ *  2. fsync(temp) BEFORE the rename.  Without it the rename (metadata) can
+ *     reach the disk before the data blocks do; after a crash the final
+ *     name would then hold a zero-length or partial file.  Some filesystems
+ *     paper over this for rename-over-existing (ext4 auto_da_alloc), none
+ *     promise it.
+ *  3. close() is checked: on NFS, write errors can surface only at close.
+ *  4. renameat() over the final name: POSIX makes the replacement atomic, so
+ *     a concurrent reader opens either the old inode or the new one.
+ *  5. fsync(directory).  The rename changed the directory, not the file; until
+ *     the directory is synced the new entry may be lost in a crash and the
+ *     old value come back - a put that returned would be undone.
+ *
+ * Any failure before the rename removes the temp file, so a failed write
+ * leaves nothing behind and the old value untouched.
+ */
 static int write_durably(file_store *fs, int *dfd, const char *stem, const char *kind,
 			 const char *name, const char *bytes, size_t len)
 {
