@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "store/value_internal.h"
 #include "jsonw.h"
 
 static const char put_help[] =
@@ -81,19 +82,16 @@ static int read_value(const put_args *pa, faucet_value **out)
 	int rc;
 
 	if (strcmp(pa->value_arg, "-") != 0) {
-		if (faucet_value_parse(out, pa->value_arg, strlen(pa->value_arg)) != 0)
-			return cli_fail(CLI_EXIT_USAGE, "state put '%s': the value is not valid JSON",
-					pa->key);
+		if (faucet_value__parse_at(out, pa->value_arg, strlen(pa->value_arg), "value") != 0)
+			return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
 		return 0;
 	}
 	if (cli_read_input("-", &text, &len) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
-	rc = faucet_value_parse(out, text, len);
+	rc = faucet_value__parse_at(out, text, len, "value on standard input");
 	free(text);
 	if (rc != 0)
-		return cli_fail(CLI_EXIT_USAGE,
-				"state put '%s': the value on standard input is not valid JSON",
-				pa->key);
+		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
 	return 0;
 }
 
@@ -130,10 +128,9 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (pa.if_equals != NULL &&
-	    faucet_value_parse(&expected, pa.if_equals, strlen(pa.if_equals)) != 0) {
+	    faucet_value__parse_at(&expected, pa.if_equals, strlen(pa.if_equals), "--if-equals") != 0) {
 		faucet_value_free(value);
-		return cli_fail(CLI_EXIT_USAGE, "state put '%s': --if-equals is not valid JSON",
-				pa.key);
+		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa.key);
 	}
 	conditional = pa.if_absent || pa.if_equals != NULL;
 	rc = cli_open_store(ctx, &s);
