@@ -90,3 +90,39 @@ void ts_assert_no_secret(const char *text)
 	if (text != NULL && strstr(text, "wrong-secret-pw") != NULL)
 		fail_msg("a message shows the (wrong) password: %s", text);
 }
+
+void ts_assert_check_fails_without_secrets(faucet_store *s)
+{
+	faucet_check_context ctx = {3000};
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	assert_true(faucet_check_report_failed_count(r) >= 1);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_FAIL);
+	assert_non_null(p->hint);
+	ts_assert_no_secret(p->reason);
+	ts_assert_no_secret(p->hint);
+	faucet_check_report_free(r);
+}
+
+void ts_assert_wrong_password_refused(const char *url_env, const char *needle)
+{
+	const char *good = ts_env(url_env);
+	const char *pw = ts_env("FAUCET_TEST_PASSWORD");
+	const char *at = strstr(good, pw);
+	char url[512];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	assert_non_null(at);
+	snprintf(url, sizeof(url), "%.*swrong-secret-pw%s", (int)(at - good), good,
+		 at + strlen(pw));
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains(needle);
+	ts_assert_no_secret(faucet_error_last()->message);
+	ts_assert_check_fails_without_secrets(s);
+	faucet_store_free(s);
+}

@@ -6,6 +6,8 @@
 #ifndef FAUCET_TEST_SERVERS_H
 #define FAUCET_TEST_SERVERS_H
 
+#include <faucet/faucet.h>
+
 /* The environment variable's value; fails the test when it is unset (a
  * missing server is a failure, never a skip). */
 const char *ts_env(const char *name);
@@ -22,5 +24,13 @@ int ts_closed_port(void);
 
 /* Fail when text contains the test servers' password. */
 void ts_assert_no_secret(const char *text);
+
+/* The store's doctor check reports a failed first probe with a hint, and
+ * neither its reason nor its hint shows a password. */
+void ts_assert_check_fails_without_secrets(faucet_store *s);
+
+/* The server URL in `url_env` with a wrong password: the first get fails
+ * with an error containing `needle`, and no message shows either password. */
+void ts_assert_wrong_password_refused(const char *url_env, const char *needle);
 
 #endif
