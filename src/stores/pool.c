@@ -163,3 +163,20 @@ void faucet_pool_free(faucet_pool *p)
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
+
+int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent)
+{
+	for (int attempt = 0;; attempt++) {
+		void *conn;
+		int fresh, broken, rc;
+
+		rc = faucet_pool_acquire(p, &conn, &fresh);
+		if (rc != 0)
+			return rc;
+		rc = fn(conn, ctx);
+		broken = p->ops.broken != NULL && p->ops.broken(conn);
+		faucet_pool_release(p, conn, broken);
+		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
+			return rc;
+	}
+}

@@ -29,6 +29,9 @@ typedef struct {
 	/* Optional: whether an idle connection still looks usable (cheap, no
 	 * round trip).  NULL = always. */
 	int (*alive)(void *conn);
+	/* Optional: whether a connection that just ran an operation is broken
+	 * and must not be reused (used by faucet_pool_run).  NULL = never. */
+	int (*broken)(void *conn);
 } faucet_pool_ops;
 
 int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max);
@@ -40,6 +43,15 @@ int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh);
 
 /* Give a connection back; `broken` closes it and every idle connection. */
 void faucet_pool_release(faucet_pool *p, void *conn, int broken);
+
+/* Run `fn` on a pooled connection and give it back.  A server restart
+ * closes every idle connection at once and only their next use finds out,
+ * so when `fn` fails on a connection that the `broken` callback condemns,
+ * and that connection was not opened for this call, an `idempotent`
+ * operation is run once more on a fresh connection.  A non-idempotent one
+ * (a compare-and-put) never is: after a broken connection we cannot know
+ * whether it landed, and a second try could report it as not written. */
+int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent);
 
 /* Close every connection.  No connection may be in use. */
 void faucet_pool_free(faucet_pool *p);

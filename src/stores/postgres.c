@@ -266,7 +266,16 @@ static int pg_alive(void *conn)
 	return pfd.fd >= 0 && poll(&pfd, 1, 0) == 0;
 }
 
-static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive};
+/* A connection that lost the server, or was left inside a transaction by a
+ * failed statement, is not reused. */
+static int pg_broken(void *conn)
+{
+	PGconn *c = conn;
+
+	return PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
+}
+
+static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive, pg_broken};
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -471,24 +480,27 @@ static int op_batch(pg_store *s, PGconn *c, pg_args *a)
 	return pg_command_on(s, c, "faucet_batch", 1, params, "cannot write a batch", NULL);
 }
 
-/* Run one operation on a pooled connection.  A connection that broke is
- * closed (with every idle one); an idempotent operation that broke a
- * reused connection gets one more try on a fresh connection. */
+/* One operation bound to its store and arguments, for faucet_pool_run. */
+typedef struct {
+	pg_store *s;
+	pg_op op;
+	pg_args *a;
+} pg_call;
+
+static int pg_call_on(void *conn, void *ctx)
+{
+	pg_call *k = ctx;
+
+	return k->op(k->s, conn, k->a);
+}
+
+/* Run op on a pooled connection; the pool retries an idempotent op once
+ * after a broken connection (faucet_pool_run). */
 static int pg_run(pg_store *s, pg_op op, pg_args *a, int idempotent)
 {
-	for (int attempt = 0;; attempt++) {
-		PGconn *c;
-		int fresh, broken, rc;
+	pg_call k = {s, op, a};
 
-		rc = faucet_pool_acquire(s->pool, (void **)&c, &fresh);
-		if (rc != 0)
-			return rc;
-		rc = op(s, c, a);
-		broken = PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
-		faucet_pool_release(s->pool, c, broken);
-		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
-			return rc;
-	}
+	return faucet_pool_run(s->pool, pg_call_on, &k, idempotent);
 }
 
 static int pg_get(faucet_store_backend *b, const char *key, faucet_value **out)

@@ -151,7 +151,14 @@ static int redis_alive(void *conn)
 	return c->err == 0 && c->fd >= 0 && poll(&pfd, 1, 0) == 0;
 }
 
-static const faucet_pool_ops redis_pool_ops = {redis_connect, redis_disconnect, redis_alive};
+/* hiredis sets err on a context once its connection failed. */
+static int redis_broken(void *conn)
+{
+	return ((redisContext *)conn)->err != 0;
+}
+
+static const faucet_pool_ops redis_pool_ops = {redis_connect, redis_disconnect, redis_alive,
+					       redis_broken};
 
 /* ---- keys and values --------------------------------------------------- */
 
@@ -415,24 +422,27 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 
 /* ---- pooled operations ------------------------------------------------- */
 
-/* Run one operation on a pooled connection; see postgres.c's pg_run for the
- * retry rule (idempotent operations only, once, after a reused connection
- * broke). */
+/* One operation bound to its store and arguments, for faucet_pool_run. */
+typedef struct {
+	redis_store *s;
+	redis_op op;
+	redis_args *a;
+} redis_call;
+
+static int redis_call_on(void *conn, void *ctx)
+{
+	redis_call *k = ctx;
+
+	return k->op(k->s, conn, k->a);
+}
+
+/* Run op on a pooled connection; the pool retries an idempotent op once
+ * after a broken connection (faucet_pool_run). */
 static int redis_run(redis_store *s, redis_op op, redis_args *a, int idempotent)
 {
-	for (int attempt = 0;; attempt++) {
-		redisContext *c;
-		int fresh, broken, rc;
+	redis_call k = {s, op, a};
 
-		rc = faucet_pool_acquire(s->pool, (void **)&c, &fresh);
-		if (rc != 0)
-			return rc;
-		rc = op(s, c, a);
-		broken = c->err != 0;
-		faucet_pool_release(s->pool, c, broken);
-		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
-			return rc;
-	}
+	return faucet_pool_run(s->pool, redis_call_on, &k, idempotent);
 }
 
 static int run_on_key(redis_store *s, redis_op op, redis_args *a, int idempotent)

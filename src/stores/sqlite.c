@@ -155,7 +155,7 @@ static int sq_connect(void *owner, void **out)
 	return 0;
 }
 
-static const faucet_pool_ops sq_pool_ops = {sq_connect, sq_disconnect, NULL};
+static const faucet_pool_ops sq_pool_ops = {sq_connect, sq_disconnect, NULL, NULL};
 
 static void st_done(sqlite3_stmt *st)
 {
