@@ -126,3 +126,35 @@ void ts_assert_wrong_password_refused(const char *url_env, const char *needle)
 	ts_assert_check_fails_without_secrets(s);
 	faucet_store_free(s);
 }
+
+void ts_assert_reconnects_after_restart(faucet_store *s, const char *server, const char *label)
+{
+	faucet_value *one = tu_v("{\"n\":1}"), *two = tu_v("{\"n\":2}"), *out = NULL;
+	char stop[32], start[32];
+	int written = 0;
+
+	snprintf(stop, sizeof(stop), "%s-stop", server);
+	snprintf(start, sizeof(start), "%s-start", server);
+	assert_int_equal(faucet_store_put(s, "k", one), 0);
+	tu_assert_value(s, "k", "{\"n\":1}");
+
+	/* During the outage an operation fails with a clear error... */
+	ts_ctl(stop);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	tu_assert_error_contains(label);
+	ts_assert_no_secret(faucet_error_last()->message);
+	ts_ctl(start);
+	/* ...and the next one after it succeeds. */
+	tu_assert_value(s, "k", "{\"n\":1}");
+	assert_int_equal(faucet_store_compare_and_put(s, "k", one, two, &written), 0);
+	assert_true(written);
+
+	/* A restart nobody noticed: the pooled connection is stale, and even a
+	 * compare-and-put (never retried) succeeds at once. */
+	ts_ctl(stop);
+	ts_ctl(start);
+	assert_int_equal(faucet_store_compare_and_put(s, "k", two, one, &written), 0);
+	assert_true(written);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}

@@ -33,4 +33,10 @@ void ts_assert_check_fails_without_secrets(faucet_store *s);
  * with an error containing `needle`, and no message shows either password. */
 void ts_assert_wrong_password_refused(const char *url_env, const char *needle);
 
+/* With `server` ("pg" or "redis") of the restart pair stopped, an operation
+ * on `s` fails with an error containing `label` and no secret; once it is
+ * started again the next operations succeed, also after a restart nobody
+ * noticed.  Leaves {"n":1} under "k". */
+void ts_assert_reconnects_after_restart(faucet_store *s, const char *server, const char *label);
+
 #endif
