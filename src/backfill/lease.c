@@ -53,18 +53,22 @@ static int lease_value(faucet_value **out, const char *holder, int64_t expires_a
 	return faucet_value__from_tree(out, o);
 }
 
-/* When the lease stored in `v` runs out.  A lease we cannot read says
- * nothing about when it ends, so it counts as expired: honouring it would
- * block the unit for ever. */
-static int64_t lease_expiry(const faucet_value *v)
+/* When the lease stored in `v` runs out, in *expires_at.  A lease whose
+ * shape we cannot read says nothing about when it ends, so it counts as
+ * expired (0): honouring it would block the unit for ever.  Fails only when
+ * the value cannot be parsed at all (out of memory). */
+static int lease_expiry(const faucet_value *v, int64_t *expires_at)
 {
-	json_object *tree = faucet_value__tree(v), *e;
+	json_object *tree, *e;
+	int rc = faucet_value__tree(v, &tree);
 
-	if (!json_object_is_type(tree, json_type_object) ||
-	    !json_object_object_get_ex(tree, "expires_at", &e) ||
-	    !json_object_is_type(e, json_type_int))
-		return 0;
-	return json_object_get_int64(e);
+	*expires_at = 0;
+	if (rc != 0)
+		return rc;
+	if (json_object_is_type(tree, json_type_object) &&
+	    json_object_object_get_ex(tree, "expires_at", &e) && json_object_is_type(e, json_type_int))
+		*expires_at = json_object_get_int64(e);
+	return 0;
 }
 
 int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *holder,
@@ -72,6 +76,7 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 			   int64_t *held_until)
 {
 	faucet_value *current = NULL, *mine = NULL;
+	int64_t expires_at = 0;
 	int rc, written = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -80,9 +85,11 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 	if (out->key == NULL)
 		return FAUCET_ENOMEM;
 	rc = faucet_store_get(s, out->key, &current);
-	if (rc == 0 && current != NULL && lease_expiry(current) > now) {
+	if (rc == 0 && current != NULL)
+		rc = lease_expiry(current, &expires_at);
+	if (rc == 0 && current != NULL && expires_at > now) {
 		if (held_until != NULL)
-			*held_until = lease_expiry(current);
+			*held_until = expires_at;
 		faucet_value_free(current);
 		faucet_bf__lease_dispose(out);
 		return 0;

@@ -237,11 +237,14 @@ static int read_outcome(faucet_backfill_marker *m, const char *unit, json_object
 
 int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v)
 {
-	json_object *tree = faucet_value__tree(v), *desc, *units;
+	json_object *tree, *desc, *units;
 	faucet_backfill_marker *m = NULL;
 	int rc;
 
 	*out = NULL;
+	rc = faucet_value__tree(v, &tree);
+	if (rc != 0)
+		return rc;
 	if (!json_object_is_type(tree, json_type_object))
 		return marker_shape_error("not a JSON object");
 	if (!json_object_object_get_ex(tree, "descriptor", &desc) ||

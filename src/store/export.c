@@ -439,8 +439,9 @@ int faucet_export_parse(faucet_export **out, const char *text, size_t len)
 		return rc;
 	/* The document value is ours alone until it is freed below, so
 	 * serialising its subtrees (which caches text inside them) is safe. */
-	root = faucet_value__tree(doc);
-	rc = check_version(root);
+	rc = faucet_value__tree(doc, &root);
+	if (rc == 0)
+		rc = check_version(root);
 	if (rc == 0)
 		rc = read_header(root, &e);
 	if (rc == 0)

@@ -11,8 +11,9 @@
 /* Wrap a tree the library built (takes ownership of `tree`, even on error). */
 int faucet_value__from_tree(faucet_value **out, json_object *tree);
 
-/* The value's parsed tree, read-only and shared: never modify it. */
-json_object *faucet_value__tree(const faucet_value *v);
+/* The value's parsed tree in *out (NULL is JSON null), built on first use;
+ * read-only and shared: never modify it.  Fails only when out of memory. */
+int faucet_value__tree(const faucet_value *v, json_object **out);
 
 /* Parse like faucet_value_parse, but prefix any error with `where`
  * (a file name, "document") so the message says where the bad JSON was. */
