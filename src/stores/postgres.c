@@ -114,36 +114,62 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 
 /* ---- connections ------------------------------------------------------- */
 
-/* Each statement names the table once: SQL = before + "table" + after. */
+/* Statements are prepared on every connection; TABLE_MARK in their SQL
+ * stands for the quoted table name, wherever and however often it occurs. */
+#define TABLE_MARK "{table}"
+
 typedef struct {
 	const char *name;
-	const char *before;
-	const char *after;
+	const char *sql;
 	int nparams;
 } pg_statement;
 
 static const pg_statement statements[] = {
-	{"faucet_get", "SELECT value::text FROM ", " WHERE key = $1", 1},
-	{"faucet_put", "INSERT INTO ",
-	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	{"faucet_get", "SELECT value::text FROM {table} WHERE key = $1", 1},
+	{"faucet_put",
+	 "INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 2},
-	{"faucet_del", "DELETE FROM ", " WHERE key = $1", 1},
+	{"faucet_del", "DELETE FROM {table} WHERE key = $1", 1},
 	/* starts_with() compares literally ('_' and '%' are not wildcards) and
 	 * COLLATE "C" orders by bytes whatever the database's collation. */
-	{"faucet_list", "SELECT key FROM ", " WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"",
-	 1},
-	{"faucet_cas_absent", "INSERT INTO ",
-	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) ON CONFLICT (key) DO NOTHING", 2},
-	{"faucet_cas_update", "UPDATE ",
-	 " SET value = $3::jsonb, updated_at = NOW() WHERE key = $1 AND value = $2::jsonb", 3},
+	{"faucet_list",
+	 "SELECT key FROM {table} WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"", 1},
+	{"faucet_cas_absent",
+	 "INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	 "ON CONFLICT (key) DO NOTHING",
+	 2},
+	{"faucet_cas_update",
+	 "UPDATE {table} SET value = $3::jsonb, updated_at = NOW() "
+	 "WHERE key = $1 AND value = $2::jsonb",
+	 3},
 	/* A batch is one statement over a JSON object {key: value, ...}: one
 	 * round trip, and atomic like any single statement. */
-	{"faucet_batch", "INSERT INTO ",
-	 " (key, value, updated_at) SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
+	{"faucet_batch",
+	 "INSERT INTO {table} (key, value, updated_at) "
+	 "SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 1},
 };
+
+/* A statement's SQL with every TABLE_MARK replaced by the quoted name. */
+static char *statement_sql(const char *sql, const char *quoted)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	const char *hit;
+
+	while ((hit = strstr(sql, TABLE_MARK)) != NULL) {
+		(void)faucet_buf_put(&b, sql, (size_t)(hit - sql));
+		(void)faucet_buf_puts(&b, quoted);
+		sql = hit + strlen(TABLE_MARK);
+	}
+	(void)faucet_buf_puts(&b, sql);
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return NULL;
+	}
+	return faucet_buf_detach(&b);
+}
 
 static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *params)
 {
@@ -192,8 +218,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 static int prepare_statements(pg_store *s, PGconn *c)
 {
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(statements); i++) {
-		char *sql = faucet__sprintf("%s%s%s", statements[i].before, s->quoted,
-					    statements[i].after);
+		char *sql = statement_sql(statements[i].sql, s->quoted);
 		PGresult *res;
 
 		if (sql == NULL)
