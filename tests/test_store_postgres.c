@@ -3,11 +3,16 @@
  * PostgreSQL store: the table layout shared with the original faucet (rows
  * written with psql are read, ours are read by psql), configuration errors,
  * an unreachable server, a wrong password, a missing table, values JSONB
- * cannot give back, and a server restarted under a live store.
+ * cannot give back, both ways a batch is written, and a server restarted
+ * under a live store.
  */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -242,6 +247,165 @@ static void a_pool_of_one_connection_serves_every_call(void **state)
 	free(psql(name));
 }
 
+/* A batch first updates the keys that exist and plain-inserts the rest, in
+ * one statement: both halves at once, and a key given twice that already
+ * exists (the contract suite gives a new key twice). */
+static void a_batch_updates_existing_keys_and_inserts_new_ones(void **state)
+{
+	char name[64], sql[256], *out;
+	faucet_store *s;
+	faucet_value *v[6];
+	faucet_entry e[5];
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		char json[16];
+		snprintf(json, sizeof(json), "%d", i);
+		v[i] = tu_v(json);
+	}
+	snprintf(name, sizeof(name), "mixed_%d", getpid());
+	s = open_table(name, NULL);
+	assert_int_equal(faucet_store_put(s, "m::a", v[0]), 0);
+	assert_int_equal(faucet_store_put(s, "m::b", v[0]), 0);
+	assert_int_equal(faucet_store_put(s, "m::untouched", v[0]), 0);
+	e[0] = (faucet_entry){"m::a", v[1]};
+	e[1] = (faucet_entry){"m::new1", v[2]};
+	e[2] = (faucet_entry){"m::b", v[3]};
+	e[3] = (faucet_entry){"m::a", v[4]};
+	e[4] = (faucet_entry){"m::new2", v[5]};
+	assert_int_equal(faucet_store_put_batch(s, e, 5), 0);
+	tu_assert_value(s, "m::a", "4");
+	tu_assert_value(s, "m::b", "3");
+	tu_assert_value(s, "m::new1", "2");
+	tu_assert_value(s, "m::new2", "5");
+	tu_assert_value(s, "m::untouched", "0");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s;", name);
+	out = psql(sql);
+	assert_string_equal(out, "5");
+	free(out);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	for (int i = 0; i < 6; i++)
+		faucet_value_free(v[i]);
+}
+
+static PGconn *raw_connect(void)
+{
+	PGconn *c = PQconnectdb(ts_env("FAUCET_TEST_PG_URL"));
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("connect: %s", PQerrorMessage(c));
+	return c;
+}
+
+static void raw_exec(PGconn *c, const char *sql)
+{
+	PGresult *res = PQexec(c, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(res);
+}
+
+typedef struct {
+	faucet_store *store;
+	const faucet_entry *entries;
+	size_t count;
+	int rc;
+	char message[512];
+	atomic_int done;
+} batch_call;
+
+static void *run_batch(void *arg)
+{
+	batch_call *b = arg;
+
+	b->rc = faucet_store_put_batch(b->store, b->entries, b->count);
+	if (b->rc != 0)
+		snprintf(b->message, sizeof(b->message), "%s", faucet_error_last()->message);
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+/* Wait until some backend waits for a lock held by backend `pid`; fails
+ * when the batch finishes first or nothing waits within a minute. */
+static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
+{
+	const struct timespec pause = {0, 1000000};
+	time_t deadline = time(NULL) + 60;
+	char text[16];
+	const char *params[1] = {text};
+
+	snprintf(text, sizeof(text), "%d", pid);
+	for (;;) {
+		PGresult *res = PQexecParams(monitor,
+					     "SELECT count(*) FROM pg_stat_activity "
+					     "WHERE $1::int = ANY(pg_blocking_pids(pid))",
+					     1, NULL, params, NULL, NULL, 0);
+		int waiting;
+
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			fail_msg("pg_stat_activity: %s", PQerrorMessage(monitor));
+		waiting = atoi(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (waiting > 0)
+			return;
+		if (atomic_load(&b->done))
+			fail_msg("the batch did not wait for the uncommitted insert (rc %d: %s)",
+				 b->rc, b->message);
+		if (time(NULL) > deadline)
+			fail_msg("nothing waited for the uncommitted insert within a minute");
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Another session inserts one of the batch's keys after the batch's
+ * snapshot: the batch's plain INSERT waits for that transaction, then fails
+ * with a unique violation once it commits, and the batch is written again
+ * as an upsert.  Every key ends with the batch's value. */
+static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+{
+	char name[64], sql[256];
+	faucet_store *s;
+	faucet_value *ours = tu_v("\"ours\""), *old = tu_v("\"old\"");
+	faucet_entry e[4] = {{"r::a", ours}, {"r::race", ours}, {"r::b", ours}, {"r::old", ours}};
+	batch_call b = {0};
+	PGconn *other, *monitor;
+	pthread_t thread;
+
+	(void)state;
+	snprintf(name, sizeof(name), "race_%d", getpid());
+	s = open_table(name, NULL);
+	assert_int_equal(faucet_store_put(s, "r::old", old), 0);
+	other = raw_connect();
+	monitor = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('r::race', '\"theirs\"')",
+		 name);
+	raw_exec(other, sql);
+	b.store = s;
+	b.entries = e;
+	b.count = 4;
+	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
+	wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	raw_exec(other, "COMMIT");
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	if (b.rc != 0)
+		fail_msg("put_batch: %s", b.message);
+	tu_assert_value(s, "r::race", "\"ours\"");
+	tu_assert_value(s, "r::a", "\"ours\"");
+	tu_assert_value(s, "r::b", "\"ours\"");
+	tu_assert_value(s, "r::old", "\"ours\"");
+	PQfinish(other);
+	PQfinish(monitor);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(ours);
+	faucet_value_free(old);
+}
+
 static faucet_store *open_restart_store(void)
 {
 	char *url = url_with(ts_env("FAUCET_TEST_PG_RESTART_URL"), "table=restart_test");
@@ -278,6 +442,8 @@ int main(void)
 		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
 		cmocka_unit_test(values_jsonb_cannot_give_back_are_refused),
 		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
+		cmocka_unit_test(a_batch_updates_existing_keys_and_inserts_new_ones),
+		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
 

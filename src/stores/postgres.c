@@ -46,6 +46,7 @@
 #define PG_DEFAULT_POOL 5
 #define PG_CONNECT_TIMEOUT "10"
 #define SENTINEL_JSON "{\"faucet_doctor\":true}"
+#define PG_UNIQUE_VIOLATION "23505" /* SQLSTATE unique_violation */
 
 typedef struct {
 	faucet_store_backend base;
@@ -114,36 +115,71 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 
 /* ---- connections ------------------------------------------------------- */
 
-/* Each statement names the table once: SQL = before + "table" + after. */
+/* Statements are prepared on every connection; TABLE_MARK in their SQL
+ * stands for the quoted table name, wherever and however often it occurs. */
+#define TABLE_MARK "{table}"
+
 typedef struct {
 	const char *name;
-	const char *before;
-	const char *after;
+	const char *sql;
 	int nparams;
 } pg_statement;
 
 static const pg_statement statements[] = {
-	{"faucet_get", "SELECT value::text FROM ", " WHERE key = $1", 1},
-	{"faucet_put", "INSERT INTO ",
-	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	{"faucet_get", "SELECT value::text FROM {table} WHERE key = $1", 1},
+	{"faucet_put",
+	 "INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 2},
-	{"faucet_del", "DELETE FROM ", " WHERE key = $1", 1},
+	{"faucet_del", "DELETE FROM {table} WHERE key = $1", 1},
 	/* starts_with() compares literally ('_' and '%' are not wildcards) and
 	 * COLLATE "C" orders by bytes whatever the database's collation. */
-	{"faucet_list", "SELECT key FROM ", " WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"",
-	 1},
-	{"faucet_cas_absent", "INSERT INTO ",
-	 " (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) ON CONFLICT (key) DO NOTHING", 2},
-	{"faucet_cas_update", "UPDATE ",
-	 " SET value = $3::jsonb, updated_at = NOW() WHERE key = $1 AND value = $2::jsonb", 3},
+	{"faucet_list",
+	 "SELECT key FROM {table} WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"", 1},
+	{"faucet_cas_absent",
+	 "INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	 "ON CONFLICT (key) DO NOTHING",
+	 2},
+	{"faucet_cas_update",
+	 "UPDATE {table} SET value = $3::jsonb, updated_at = NOW() "
+	 "WHERE key = $1 AND value = $2::jsonb",
+	 3},
 	/* A batch is one statement over a JSON object {key: value, ...}: one
-	 * round trip, and atomic like any single statement. */
-	{"faucet_batch", "INSERT INTO ",
-	 " (key, value, updated_at) SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
+	 * round trip, and atomic like any single statement.  JSONB keeps the
+	 * last of duplicate members, so each key occurs once.  See op_batch
+	 * for why there are two. */
+	{"faucet_batch_split",
+	 "WITH src AS MATERIALIZED (SELECT key, value FROM jsonb_each($1::jsonb)), "
+	 "upd AS (UPDATE {table} AS t SET value = src.value, updated_at = NOW() FROM src "
+	 "WHERE t.key = src.key RETURNING t.key) "
+	 "INSERT INTO {table} (key, value, updated_at) SELECT key, value, NOW() FROM src "
+	 "WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.key = src.key)",
+	 1},
+	{"faucet_batch_upsert",
+	 "INSERT INTO {table} (key, value, updated_at) "
+	 "SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 1},
 };
+
+/* A statement's SQL with every TABLE_MARK replaced by the quoted name. */
+static char *statement_sql(const char *sql, const char *quoted)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	const char *hit;
+
+	while ((hit = strstr(sql, TABLE_MARK)) != NULL) {
+		(void)faucet_buf_put(&b, sql, (size_t)(hit - sql));
+		(void)faucet_buf_puts(&b, quoted);
+		sql = hit + strlen(TABLE_MARK);
+	}
+	(void)faucet_buf_puts(&b, sql);
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return NULL;
+	}
+	return faucet_buf_detach(&b);
+}
 
 static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *params)
 {
@@ -192,8 +228,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 static int prepare_statements(pg_store *s, PGconn *c)
 {
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(statements); i++) {
-		char *sql = faucet__sprintf("%s%s%s", statements[i].before, s->quoted,
-					    statements[i].after);
+		char *sql = statement_sql(statements[i].sql, s->quoted);
 		PGresult *res;
 
 		if (sql == NULL)
@@ -473,11 +508,30 @@ static int op_list(pg_store *s, PGconn *c, pg_args *a)
 	return rc;
 }
 
+/* Two statements, because the one that is right in every case is not the
+ * fast one.  INSERT ... ON CONFLICT DO UPDATE is safe against concurrent
+ * writers, but every new row costs a speculative insertion (and its WAL
+ * records) in case another session inserts the same key meanwhile.  So a
+ * batch first updates the keys that exist and plain-inserts the others in
+ * one statement.  That INSERT fails with unique_violation only when another
+ * session inserted one of our keys after our snapshot; the statement
+ * is atomic, so nothing was written and the batch runs again as the upsert,
+ * on the same connection.  Any other error is the batch's error. */
 static int op_batch(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[1] = {a->batch_json};
+	PGresult *res = run_prepared(c, "faucet_batch_split", 1, params);
+	const char *state;
 
-	return pg_command_on(s, c, "faucet_batch", 1, params, "cannot write a batch", NULL);
+	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
+		PQclear(res);
+		return 0;
+	}
+	state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (state == NULL || strcmp(state, PG_UNIQUE_VIOLATION) != 0)
+		return pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
+	PQclear(res);
+	return pg_command_on(s, c, "faucet_batch_upsert", 1, params, "cannot write a batch", NULL);
 }
 
 /* One operation bound to its store and arguments, for faucet_pool_run. */
