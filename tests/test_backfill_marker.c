@@ -12,7 +12,7 @@
 
 static faucet_backfill_plan *days(int n)
 {
-	char to[16];
+	char to[32];
 	faucet_backfill_range r = {"2026-06-01", to, "1d", "UTC", NULL};
 	faucet_backfill_plan *p = NULL;
 

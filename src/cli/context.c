@@ -243,7 +243,7 @@ static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
-	const char *key;
+	const char *key = NULL;
 	int rc;
 
 	ctx->selected_url = faucet__strdup(url);
@@ -281,7 +281,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
-	const char *key;
+	const char *key = NULL;
 	int rc;
 
 	ctx->selected_config_path = conf->path;
