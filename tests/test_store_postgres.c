@@ -87,6 +87,17 @@ static void rows_are_shared_with_plain_sql(void **state)
 	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
 	tu_assert_strings(&keys, "p::ours", "p::theirs", NULL);
 	faucet_strarray_dispose(&keys);
+	/* This table's key follows the database's collation (ICU English on
+	 * the test cluster, where "a" < "B" < "_x"); list still gives byte
+	 * order. */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO interop_%d (key, value) VALUES ('o::a', '1'), ('o::B', '1'),"
+		 " ('o::_x', '1'), ('o::Z', '1'), ('o::a_', '1');",
+		 getpid());
+	free(psql(sql));
+	assert_int_equal(faucet_store_list(s, "o::", &keys), 0);
+	tu_assert_strings(&keys, "o::B", "o::Z", "o::_x", "o::a", "o::a_", NULL);
+	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE interop_%d;", getpid());
 	free(psql(sql));
@@ -111,6 +122,14 @@ static void the_table_is_created_with_the_original_layout(void **state)
 	out = psql(sql);
 	assert_string_equal(out, "key text NO, value jsonb NO, updated_at timestamp with time "
 				 "zone NO");
+	free(out);
+	/* Its key compares bytes, the order list() gives. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT collation_name FROM information_schema.columns"
+		 " WHERE table_name = '%s' AND column_name = 'key';",
+		 name);
+	out = psql(sql);
+	assert_string_equal(out, "C");
 	free(out);
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);

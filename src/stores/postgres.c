@@ -10,7 +10,12 @@
  * The table name is checked against [A-Za-z0-9_]{1,63} and always written
  * as a quoted identifier.  Unless ensure_table is "never", the first
  * connection creates a missing table, under an advisory lock so several
- * processes starting at once do not race on the catalog.
+ * processes starting at once do not race on the catalog.  A table we create
+ * declares its key COLLATE "C": still TEXT, so the original reads and
+ * writes it unchanged, but its index compares bytes - the order list()
+ * promises - instead of running the database's collation (ICU or libc)
+ * for every comparison, which was a fifth of a 10,000-key batch.  Tables
+ * made by the original keep their collation and work the same.
  *
  * What round-trips through JSONB: JSONB keeps values, not text.  Every
  * integer we accept (-2^63 .. 2^64-1) and every decimal written without an
@@ -209,7 +214,8 @@ static int ensure_table(pg_store *s, PGconn *c)
 					s->redacted, s->quoted);
 	create = faucet__sprintf(
 		"BEGIN; SELECT pg_advisory_xact_lock(hashtext('faucet_state_create')); "
-		"CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value JSONB NOT NULL, "
+		"CREATE TABLE IF NOT EXISTS %s (key TEXT COLLATE \"C\" PRIMARY KEY, "
+		"value JSONB NOT NULL, "
 		"updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW()); COMMIT",
 		s->quoted);
 	if (create == NULL)
