@@ -20,6 +20,15 @@
  * target for it is 20x.  The single puts' floor is the raw put (SQLite) or
  * the bare round trip (PostgreSQL, Redis) times 10,000.
  *
+ * Round-trip and fsync latency on a small machine drift within a run (a
+ * loopback round trip here takes 10 us or 100 us depending on where the
+ * scheduler puts the two processes), so put and get are measured in
+ * alternating blocks - floor, store, floor, store, ... - and each ratio is
+ * the median of the per-block ratios, the store's block against the mean
+ * of the two floor blocks around it.  Every 10,000-key batch (the store's
+ * and the raw SQLite one) is the median of three batches of distinct new
+ * keys.
+ *
  * Each store figure is printed with its ratio to the floor.  Durable-write
  * figures (SQLite put, compare-and-put) swing with fsync latency from run
  * to run; compare them only with the raw figures of the same run.  The SQLite
@@ -39,12 +48,12 @@
 
 #include <faucet/faucet.h>
 
-#define PUTS 200
-#define GETS 2000
+#define BLOCKS 7
+#define PUTS 40 /* per block */
+#define GETS 1000 /* per block */
 #define CAS_CYCLES 200
 #define LIST_KEYS 10000
 #define RAW_BIG 100000
-#define PINGS 2000
 
 static double now_s(void)
 {
@@ -54,10 +63,78 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+typedef void (*op_fn)(void *ctx, int i);
+
+/* Seconds per call of op(ctx, first..first+n-1). */
+static double block(op_fn op, void *ctx, int first, int n)
+{
+	double t = now_s();
+
+	for (int i = 0; i < n; i++)
+		op(ctx, first + i);
+	return (now_s() - t) / n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double median3(double a, double b, double c)
+{
+	double v[3] = {a, b, c};
+
+	return median(v, 3);
+}
+
+/* What the store's put and get are compared with. */
+typedef struct {
+	op_fn put, get;
+	void *ctx;
+} floor_ops;
+
+typedef struct {
+	double store, floor, ratio; /* medians: seconds per call, and per-block ratios */
+} paired;
+
+/* Blocks of n calls alternating floor, store, floor, ...: the median store
+ * time, floor time and ratio of each store block to the floor blocks
+ * around it. */
+static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void *store_ctx,
+			  int n)
+{
+	double fl[BLOCKS + 1], st[BLOCKS], ratio[BLOCKS];
+	paired out;
+
+	fl[0] = block(floor_op, floor_ctx, 0, n);
+	for (int b = 0; b < BLOCKS; b++) {
+		st[b] = block(store_op, store_ctx, b * n, n);
+		fl[b + 1] = block(floor_op, floor_ctx, (b + 1) * n, n);
+		ratio[b] = st[b] / ((fl[b] + fl[b + 1]) / 2);
+	}
+	out.ratio = median(ratio, BLOCKS);
+	out.store = median(st, BLOCKS);
+	out.floor = median(fl, BLOCKS + 1);
+	return out;
+}
+
 static void die(const char *what)
 {
 	fprintf(stderr, "bench: %s: %s\n", what, faucet_error_last()->message);
 	exit(1);
+}
+
+static void row_ratio(const char *name, double seconds, double ratio, const char *floor_name)
+{
+	printf("  %-28s %12.1f us   %6.2fx %s\n", name, seconds * 1e6, ratio, floor_name);
 }
 
 static void row(const char *name, double seconds, double floor_seconds, const char *floor_name)
@@ -81,10 +158,52 @@ static faucet_value *json(const char *text)
 /* ---- the store API ------------------------------------------------------ */
 
 typedef struct {
-	double put, get, cas, list, batch, singles;
+	faucet_store *s;
+	faucet_value *vals[PUTS * BLOCKS];
+} store_op;
+
+static void store_put(void *ctx, int i)
+{
+	store_op *op = ctx;
+
+	if (faucet_store_put(op->s, "bench::put", op->vals[i]) != 0)
+		die("put");
+}
+
+static void store_get(void *ctx, int i)
+{
+	store_op *op = ctx;
+	faucet_value *out = NULL;
+
+	(void)i;
+	if (faucet_store_get(op->s, "bench::put", &out) != 0 || out == NULL)
+		die("get");
+	faucet_value_free(out);
+}
+
+/* One put_batch of 10,000 new keys named prefix%06d, in seconds. */
+static double store_batch(faucet_store *s, faucet_entry *entries, char (*keys)[32],
+			  faucet_value *v, const char *prefix)
+{
+	double t;
+
+	for (int i = 0; i < LIST_KEYS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "%s%06d", prefix, i);
+		entries[i].key = keys[i];
+		entries[i].value = v;
+	}
+	t = now_s();
+	if (faucet_store_put_batch(s, entries, LIST_KEYS) != 0)
+		die("put_batch");
+	return now_s() - t;
+}
+
+typedef struct {
+	paired put, get;
+	double cas, list, batch, singles;
 } store_figures;
 
-static store_figures measure_store(const char *url, int clean_up)
+static store_figures measure_store(const char *url, int clean_up, const floor_ops *fl)
 {
 	store_figures f;
 	faucet_store *s = NULL;
@@ -105,30 +224,18 @@ static store_figures measure_store(const char *url, int clean_up)
 	 * commit that changes nothing costs nothing - that would not measure a
 	 * durable write. */
 	{
-		faucet_value *vals[PUTS];
-		for (int i = 0; i < PUTS; i++) {
+		static store_op op;
+		op.s = s;
+		for (int i = 0; i < PUTS * BLOCKS; i++) {
 			char text[96];
 			snprintf(text, sizeof(text), "{\"cursor\":%d,\"ts\":\"2026-01-01T00:00:00Z\"}", i);
-			vals[i] = json(text);
+			op.vals[i] = json(text);
 		}
-		t = now_s();
-		for (int i = 0; i < PUTS; i++) {
-			if (faucet_store_put(s, "bench::put", vals[i]) != 0)
-				die("put");
-		}
-		f.put = (now_s() - t) / PUTS;
-		for (int i = 0; i < PUTS; i++)
-			faucet_value_free(vals[i]);
+		f.put = interleaved(fl->put, fl->ctx, store_put, &op, PUTS);
+		for (int i = 0; i < PUTS * BLOCKS; i++)
+			faucet_value_free(op.vals[i]);
+		f.get = interleaved(fl->get, fl->ctx, store_get, &op, GETS);
 	}
-
-	t = now_s();
-	for (int i = 0; i < GETS; i++) {
-		faucet_value *out = NULL;
-		if (faucet_store_get(s, "bench::put", &out) != 0)
-			die("get");
-		faucet_value_free(out);
-	}
-	f.get = (now_s() - t) / GETS;
 
 	t = now_s();
 	for (int i = 0; i < CAS_CYCLES; i++) {
@@ -157,15 +264,9 @@ static store_figures measure_store(const char *url, int clean_up)
 	}
 	f.singles = now_s() - t;
 
-	for (int i = 0; i < LIST_KEYS; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "bench::list::%06d", i);
-		entries[i].key = keys[i];
-		entries[i].value = v;
-	}
-	t = now_s();
-	if (faucet_store_put_batch(s, entries, LIST_KEYS) != 0)
-		die("put_batch");
-	f.batch = now_s() - t;
+	f.batch = median3(store_batch(s, entries, keys, v, "bench::list::"),
+			  store_batch(s, entries, keys, v, "bench::batch1::"),
+			  store_batch(s, entries, keys, v, "bench::batch2::"));
 
 	t = now_s();
 	if (faucet_store_list(s, "bench::list::", &listed) != 0 || listed.count != LIST_KEYS)
@@ -189,7 +290,7 @@ static store_figures measure_store(const char *url, int clean_up)
 /* ---- raw SQLite -------------------------------------------------------- */
 
 typedef struct {
-	double put, get, batch_small, batch_big, scan_small, scan_big;
+	double batch_small, batch_big, scan_small, scan_big;
 } sqlite_floor;
 
 static void sq(sqlite3 *db, const char *text)
@@ -241,72 +342,104 @@ static double raw_scan(sqlite3 *db, int offset, int want)
 	return now_s() - t;
 }
 
-static sqlite_floor measure_raw_sqlite(const char *path)
-{
-	const char *value = "{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}";
-	sqlite_floor f;
-	sqlite3 *db;
+typedef struct {
 	sqlite3_stmt *put, *get;
-	double t;
+	const char *value;
+} raw_op;
 
-	if (sqlite3_open(path, &db) != SQLITE_OK)
+static void raw_put(void *ctx, int i)
+{
+	raw_op *op = ctx;
+
+	(void)i;
+	sqlite3_bind_text(op->put, 1, "raw::put", -1, SQLITE_STATIC);
+	sqlite3_bind_text(op->put, 2, op->value, -1, SQLITE_STATIC);
+	if (sqlite3_step(op->put) != SQLITE_DONE)
 		exit(1);
-	sq(db, "PRAGMA journal_mode=WAL");
-	sq(db, "PRAGMA synchronous=FULL");
-	sq(db, "CREATE TABLE IF NOT EXISTS t (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-	sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO t (key, value) VALUES (?1, ?2)", -1, &put,
-			   NULL);
-	sqlite3_prepare_v2(db, "SELECT value FROM t WHERE key = ?1", -1, &get, NULL);
+	sqlite3_reset(op->put);
+}
 
-	t = now_s();
-	for (int i = 0; i < PUTS; i++) {
-		sqlite3_bind_text(put, 1, "raw::put", -1, SQLITE_STATIC);
-		sqlite3_bind_text(put, 2, value, -1, SQLITE_STATIC);
-		if (sqlite3_step(put) != SQLITE_DONE)
-			exit(1);
-		sqlite3_reset(put);
-	}
-	f.put = (now_s() - t) / PUTS;
+static void raw_get(void *ctx, int i)
+{
+	raw_op *op = ctx;
 
-	t = now_s();
-	for (int i = 0; i < GETS; i++) {
-		sqlite3_bind_text(get, 1, "raw::put", -1, SQLITE_STATIC);
-		if (sqlite3_step(get) != SQLITE_ROW || sqlite3_column_text(get, 0) == NULL)
-			exit(1);
-		sqlite3_reset(get);
-	}
-	f.get = (now_s() - t) / GETS;
+	(void)i;
+	sqlite3_bind_text(op->get, 1, "raw::put", -1, SQLITE_STATIC);
+	if (sqlite3_step(op->get) != SQLITE_ROW || sqlite3_column_text(op->get, 0) == NULL)
+		exit(1);
+	sqlite3_reset(op->get);
+}
 
-	f.batch_small = raw_batch(db, put, value, LIST_KEYS, 1);
-	f.batch_big = raw_batch(db, put, value, RAW_BIG, 2);
-	f.scan_small = raw_scan(db, 1, LIST_KEYS);
-	f.scan_big = raw_scan(db, 2, RAW_BIG);
-	sqlite3_finalize(put);
-	sqlite3_finalize(get);
-	sqlite3_close(db);
+typedef struct {
+	sqlite3 *db;
+	raw_op op;
+} raw_db;
+
+static void raw_open(raw_db *r, const char *path)
+{
+	static const char value[] = "{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}";
+
+	if (sqlite3_open(path, &r->db) != SQLITE_OK)
+		exit(1);
+	sq(r->db, "PRAGMA journal_mode=WAL");
+	sq(r->db, "PRAGMA synchronous=FULL");
+	sq(r->db, "CREATE TABLE IF NOT EXISTS t (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+	if (sqlite3_prepare_v2(r->db, "INSERT OR REPLACE INTO t (key, value) VALUES (?1, ?2)", -1,
+			       &r->op.put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db, "SELECT value FROM t WHERE key = ?1", -1, &r->op.get,
+			       NULL) != SQLITE_OK)
+		exit(1);
+	r->op.value = value;
+	raw_put(&r->op, 0); /* the row raw_get reads */
+}
+
+/* The raw batches and scans (put and get are measured beside the store). */
+static sqlite_floor raw_figures(raw_db *r)
+{
+	sqlite_floor f = {0};
+
+	f.batch_small = median3(raw_batch(r->db, r->op.put, r->op.value, LIST_KEYS, 1),
+				raw_batch(r->db, r->op.put, r->op.value, LIST_KEYS, 3),
+				raw_batch(r->db, r->op.put, r->op.value, LIST_KEYS, 4));
+	f.batch_big = raw_batch(r->db, r->op.put, r->op.value, RAW_BIG, 2);
+	f.scan_small = raw_scan(r->db, 1, LIST_KEYS);
+	f.scan_big = raw_scan(r->db, 2, RAW_BIG);
 	return f;
+}
+
+static void raw_close(raw_db *r)
+{
+	sqlite3_finalize(r->op.put);
+	sqlite3_finalize(r->op.get);
+	sqlite3_close(r->db);
 }
 
 /* ---- bare server round trips ------------------------------------------ */
 
-static double pg_select1(const char *url)
+static void select1(void *ctx, int i)
+{
+	(void)i;
+	PQclear(PQexec(ctx, "SELECT 1"));
+}
+
+static void ping(void *ctx, int i)
+{
+	(void)i;
+	freeReplyObject(redisCommand(ctx, "PING"));
+}
+
+static PGconn *pg_connect(const char *url)
 {
 	PGconn *c = PQconnectdb(url);
-	double t;
 
 	if (PQstatus(c) != CONNECTION_OK) {
 		fprintf(stderr, "bench: cannot connect to PostgreSQL\n");
 		exit(1);
 	}
-	t = now_s();
-	for (int i = 0; i < PINGS; i++)
-		PQclear(PQexec(c, "SELECT 1"));
-	t = (now_s() - t) / PINGS;
-	PQfinish(c);
-	return t;
+	return c;
 }
 
-static double redis_ping(const char *url)
+static redisContext *redis_connect(const char *url)
 {
 	/* redis://:password@host:port/db */
 	const char *at = strchr(url + 8, '@');
@@ -314,7 +447,6 @@ static double redis_ping(const char *url)
 	const char *colon = strchr(hostp, ':');
 	char host[128], password[128] = "";
 	redisContext *c;
-	double t;
 
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - hostp), hostp);
 	if (at != NULL && url[8] == ':')
@@ -324,12 +456,7 @@ static double redis_ping(const char *url)
 		exit(1);
 	if (*password)
 		freeReplyObject(redisCommand(c, "AUTH %s", password));
-	t = now_s();
-	for (int i = 0; i < PINGS; i++)
-		freeReplyObject(redisCommand(c, "PING"));
-	t = (now_s() - t) / PINGS;
-	redisFree(c);
-	return t;
+	return c;
 }
 
 static void remove_db(const char *path)
@@ -351,12 +478,14 @@ static void batch_rows(store_figures f, double single_floor, const char *single_
 	       f.singles / f.batch);
 }
 
-static void print_store(const char *name, store_figures f, double rt, const char *rt_name,
+static void print_store(const char *name, store_figures f, const char *rt_name,
 			const char *rts_name)
 {
+	double rt = (f.put.floor + f.get.floor) / 2;
+
 	printf("%s (store API)\n", name);
-	row("put", f.put, rt, rt_name);
-	row("get", f.get, rt, rt_name);
+	row_ratio("put", f.put.store, f.put.ratio, rt_name);
+	row_ratio("get", f.get.store, f.get.ratio, rt_name);
 	row("compare-and-put cycle", f.cas, rt, rt_name);
 	row("list of 10,000 keys", f.list, rt, rt_name);
 	row("batch of 10,000 keys", f.batch, rt, rt_name);
@@ -368,47 +497,55 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : ".";
 	const char *pg = getenv("FAUCET_TEST_PG_URL");
 	const char *redis = getenv("FAUCET_TEST_REDIS_URL");
-	char path[4096], url[4200];
+	char path[4096], raw_path[4096], url[4200];
 	store_figures f;
 	sqlite_floor raw;
+	raw_db rdb;
+	floor_ops fl;
 
 	snprintf(path, sizeof(path), "%s/bench-backends-%ld.db", dir, (long)getpid());
+	snprintf(raw_path, sizeof(raw_path), "%s/bench-backends-raw-%ld.db", dir, (long)getpid());
 	snprintf(url, sizeof(url), "sqlite:%s", path);
-	f = measure_store(url, 0);
-	snprintf(path, sizeof(path), "%s/bench-backends-raw-%ld.db", dir, (long)getpid());
-	raw = measure_raw_sqlite(path);
+	raw_open(&rdb, raw_path);
+	fl = (floor_ops){raw_put, raw_get, &rdb.op};
+	f = measure_store(url, 0, &fl);
+	raw = raw_figures(&rdb);
+	raw_close(&rdb);
 	printf("sqlite (store API vs raw SQLite, WAL + synchronous=FULL, prepared)\n");
-	row("put", f.put, raw.put, "raw put");
-	row("get", f.get, raw.get, "raw get");
-	row("compare-and-put cycle", f.cas, raw.put, "raw put");
+	row_ratio("put", f.put.store, f.put.ratio, "raw put");
+	row_ratio("get", f.get.store, f.get.ratio, "raw get");
+	row("compare-and-put cycle", f.cas, f.put.floor, "raw put");
 	row("list of 10,000 keys", f.list, raw.scan_small, "raw scan of 10,000");
 	row("batch of 10,000 keys", f.batch, raw.batch_small, "raw batch of 10,000");
-	batch_rows(f, raw.put * LIST_KEYS, "raw put x 10,000");
+	batch_rows(f, f.put.floor * LIST_KEYS, "raw put x 10,000");
 	printf("raw SQLite\n");
-	row("put", raw.put, 0, NULL);
-	row("get", raw.get, 0, NULL);
+	row("put", f.put.floor, 0, NULL);
+	row("get", f.get.floor, 0, NULL);
 	row("batch of 100,000 rows", raw.batch_big, 0, NULL);
 	row("range scan of 100,000 keys", raw.scan_big, 0, NULL);
-	remove_db(path);
-	snprintf(path, sizeof(path), "%s/bench-backends-%ld.db", dir, (long)getpid());
+	remove_db(raw_path);
 	remove_db(path);
 
 	if (pg != NULL && *pg) {
-		double rt = pg_select1(pg);
+		PGconn *c = pg_connect(pg);
+		fl = (floor_ops){select1, select1, c};
 		snprintf(url, sizeof(url), "%s%sfaucet_bench", pg, strchr(pg, '?') ? "&table=" : "?table=");
-		f = measure_store(url, 1);
-		print_store("postgres", f, rt, "SELECT 1", "SELECT 1 x 10,000");
-		row("bare SELECT 1 round trip", rt, 0, NULL);
+		f = measure_store(url, 1, &fl);
+		print_store("postgres", f, "SELECT 1", "SELECT 1 x 10,000");
+		row("bare SELECT 1 round trip", (f.put.floor + f.get.floor) / 2, 0, NULL);
+		PQfinish(c);
 	} else {
 		printf("postgres: not measured (FAUCET_TEST_PG_URL is unset)\n");
 	}
 	if (redis != NULL && *redis) {
-		double rt = redis_ping(redis);
+		redisContext *c = redis_connect(redis);
+		fl = (floor_ops){ping, ping, c};
 		snprintf(url, sizeof(url), "%s%snamespace=faucet_bench", redis,
 			 strchr(redis, '?') ? "&" : "?");
-		f = measure_store(url, 1);
-		print_store("redis", f, rt, "PING", "PING x 10,000");
-		row("bare PING round trip", rt, 0, NULL);
+		f = measure_store(url, 1, &fl);
+		print_store("redis", f, "PING", "PING x 10,000");
+		row("bare PING round trip", (f.put.floor + f.get.floor) / 2, 0, NULL);
+		redisFree(c);
 	} else {
 		printf("redis: not measured (FAUCET_TEST_REDIS_URL is unset)\n");
 	}

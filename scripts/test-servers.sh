@@ -20,11 +20,18 @@
 # have something to fail against.  The shared cluster's default collation is
 # ICU English (when available), whose order is not byte order: a backend
 # that forgets COLLATE "C" fails the list-order tests.
+#
+# FAUCET_SERVERS_CPUS (a taskset CPU list, e.g. "1") pins every server to
+# those CPUs; the benchmark uses it to keep servers and client apart.
 set -euo pipefail
 
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PASSWORD=faucet-test-secret
 here=$(cd "$(dirname "$0")" && pwd)
+pin=()
+if [ -n "${FAUCET_SERVERS_CPUS:-}" ]; then
+  pin=(taskset -c "$FAUCET_SERVERS_CPUS")
+fi
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -40,7 +47,7 @@ as_pg() {
 }
 
 pg_start_one() { # datadir port
-  as_pg "$PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
+  as_pg "${pin[@]}" "$PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
     -o "-p $2 -k $1.sock -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
     start >/dev/null
 }
@@ -53,7 +60,7 @@ pg_stop_one() { # datadir
 redis_start_one() { # name port
   local d=$dir/$1
   mkdir -p "$d"
-  redis-server --bind 127.0.0.1 --port "$2" --requirepass "$PASSWORD" --save '' \
+  "${pin[@]}" redis-server --bind 127.0.0.1 --port "$2" --requirepass "$PASSWORD" --save '' \
     --appendonly no --dir "$d" --dbfilename dump.rdb --daemonize yes \
     --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
   for _ in $(seq 1 200); do
