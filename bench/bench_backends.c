@@ -10,7 +10,8 @@
  *
  *   sqlite    raw SQLite, WAL + synchronous=FULL, prepared statements: put,
  *             get, 10,000- and 100,000-row batch in one transaction, range
- *             scan of 10,000 and 100,000 keys
+ *             scan of 10,000 and 100,000 keys (the store's batch and list
+ *             are measured at both sizes too)
  *   postgres  a bare `SELECT 1` round trip (libpq)
  *   redis     a bare `PING` round trip (hiredis)
  *
@@ -27,7 +28,8 @@
  * the median of the per-block ratios, the store's block against the mean
  * of the two floor blocks around it.  Every 10,000-key batch (the store's
  * and the raw SQLite one) is the median of three batches of distinct new
- * keys.
+ * keys, and every list or range scan the median of three after one
+ * untimed warm-up.
  *
  * Each store figure is printed with its ratio to the floor.  Durable-write
  * figures (SQLite put, compare-and-put) swing with fsync latency from run
@@ -107,9 +109,9 @@ typedef struct {
 
 /* Blocks of n calls alternating floor, store, floor, ...: the median store
  * time, floor time and ratio of each store block to the floor blocks
- * around it. */
-static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void *store_ctx,
-			  int n)
+ * around it.  tidy (may be NULL) runs untimed after each store block. */
+static paired interleaved_tidy(op_fn floor_op, void *floor_ctx, op_fn store_op, void *store_ctx,
+			       op_fn tidy, int n)
 {
 	double fl[BLOCKS + 1], st[BLOCKS], ratio[BLOCKS];
 	paired out;
@@ -117,6 +119,8 @@ static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void 
 	fl[0] = block(floor_op, floor_ctx, 0, n);
 	for (int b = 0; b < BLOCKS; b++) {
 		st[b] = block(store_op, store_ctx, b * n, n);
+		if (tidy != NULL)
+			tidy(store_ctx, b);
 		fl[b + 1] = block(floor_op, floor_ctx, (b + 1) * n, n);
 		ratio[b] = st[b] / ((fl[b] + fl[b + 1]) / 2);
 	}
@@ -124,6 +128,12 @@ static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void 
 	out.store = median(st, BLOCKS);
 	out.floor = median(fl, BLOCKS + 1);
 	return out;
+}
+
+static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void *store_ctx,
+			  int n)
+{
+	return interleaved_tidy(floor_op, floor_ctx, store_op, store_ctx, NULL, n);
 }
 
 static void die(const char *what)
@@ -198,6 +208,19 @@ static double store_batch(faucet_store *s, faucet_entry *entries, char (*keys)[3
 	return now_s() - t;
 }
 
+/* One list of `prefix`, which must hold `want` keys, in seconds. */
+static double store_list(faucet_store *s, const char *prefix, size_t want)
+{
+	faucet_strarray listed = {0};
+	double t = now_s();
+
+	if (faucet_store_list(s, prefix, &listed) != 0 || listed.count != want)
+		die("list");
+	t = now_s() - t;
+	faucet_strarray_dispose(&listed);
+	return t;
+}
+
 typedef struct {
 	paired put, get;
 	double cas, list, batch, singles;
@@ -268,11 +291,10 @@ static store_figures measure_store(const char *url, int clean_up, const floor_op
 			  store_batch(s, entries, keys, v, "bench::batch1::"),
 			  store_batch(s, entries, keys, v, "bench::batch2::"));
 
-	t = now_s();
-	if (faucet_store_list(s, "bench::list::", &listed) != 0 || listed.count != LIST_KEYS)
-		die("list");
-	f.list = now_s() - t;
-	faucet_strarray_dispose(&listed);
+	(void)store_list(s, "bench::list::", LIST_KEYS); /* warm-up */
+	f.list = median3(store_list(s, "bench::list::", LIST_KEYS),
+			 store_list(s, "bench::list::", LIST_KEYS),
+			 store_list(s, "bench::list::", LIST_KEYS));
 
 	/* Leave a server as we found it (a SQLite file is simply removed). */
 	if (clean_up && faucet_store_list(s, "bench::", &listed) == 0) {
@@ -290,7 +312,7 @@ static store_figures measure_store(const char *url, int clean_up, const floor_op
 /* ---- raw SQLite -------------------------------------------------------- */
 
 typedef struct {
-	double batch_small, batch_big, scan_small, scan_big;
+	double batch_small, batch_big;
 } sqlite_floor;
 
 static void sq(sqlite3 *db, const char *text)
@@ -316,29 +338,6 @@ static double raw_batch(sqlite3 *db, sqlite3_stmt *put, const char *value, int n
 		sqlite3_reset(put);
 	}
 	sq(db, "COMMIT");
-	return now_s() - t;
-}
-
-static double raw_scan(sqlite3 *db, int offset, int want)
-{
-	sqlite3_stmt *st;
-	char lo[32], hi[32];
-	int n = 0;
-	double t = now_s();
-
-	snprintf(lo, sizeof(lo), "raw::%d::", offset);
-	snprintf(hi, sizeof(hi), "raw::%d:;", offset);
-	sqlite3_prepare_v2(db, "SELECT key FROM t WHERE key >= ?1 AND key < ?2 ORDER BY key", -1,
-			   &st, NULL);
-	sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, hi, -1, SQLITE_STATIC);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (sqlite3_column_text(st, 0) != NULL)
-			n++;
-	}
-	sqlite3_finalize(st);
-	if (n != want)
-		exit(1);
 	return now_s() - t;
 }
 
@@ -393,7 +392,7 @@ static void raw_open(raw_db *r, const char *path)
 	raw_put(&r->op, 0); /* the row raw_get reads */
 }
 
-/* The raw batches and scans (put and get are measured beside the store). */
+/* The raw batches (put, get and scans are measured beside the store). */
 static sqlite_floor raw_figures(raw_db *r)
 {
 	sqlite_floor f = {0};
@@ -402,8 +401,6 @@ static sqlite_floor raw_figures(raw_db *r)
 				raw_batch(r->db, r->op.put, r->op.value, LIST_KEYS, 3),
 				raw_batch(r->db, r->op.put, r->op.value, LIST_KEYS, 4));
 	f.batch_big = raw_batch(r->db, r->op.put, r->op.value, RAW_BIG, 2);
-	f.scan_small = raw_scan(r->db, 1, LIST_KEYS);
-	f.scan_big = raw_scan(r->db, 2, RAW_BIG);
 	return f;
 }
 
@@ -412,6 +409,107 @@ static void raw_close(raw_db *r)
 	sqlite3_finalize(r->op.put);
 	sqlite3_finalize(r->op.get);
 	sqlite3_close(r->db);
+}
+
+/* A range scan of the store's own table through a plain connection: the
+ * floor of list(), on the very same file, WAL and data. */
+typedef struct {
+	sqlite3_stmt *st;
+	const char *lo, *hi;
+	int want;
+} raw_scan_op;
+
+static void raw_scan(void *ctx, int i)
+{
+	raw_scan_op *op = ctx;
+	int n = 0;
+
+	(void)i;
+	sqlite3_bind_text(op->st, 1, op->lo, -1, SQLITE_STATIC);
+	sqlite3_bind_text(op->st, 2, op->hi, -1, SQLITE_STATIC);
+	while (sqlite3_step(op->st) == SQLITE_ROW) {
+		if (sqlite3_column_text(op->st, 0) != NULL)
+			n++;
+	}
+	sqlite3_reset(op->st);
+	if (n != op->want)
+		exit(1);
+}
+
+typedef struct {
+	faucet_store *s;
+	const char *prefix;
+	size_t want;
+	faucet_strarray listed; /* freed untimed: the scan frees nothing either */
+} list_op;
+
+static void list_once(void *ctx, int i)
+{
+	list_op *op = ctx;
+
+	(void)i;
+	if (faucet_store_list(op->s, op->prefix, &op->listed) != 0 || op->listed.count != op->want)
+		die("list");
+}
+
+static void list_tidy(void *ctx, int i)
+{
+	(void)i;
+	faucet_strarray_dispose(&((list_op *)ctx)->listed);
+}
+
+/* List and raw scan of one key range, after one untimed warm-up each. */
+static paired list_vs_scan(faucet_store *s, sqlite3_stmt *st, const char *prefix,
+			   const char *successor, int want)
+{
+	raw_scan_op scan = {st, prefix, successor, want};
+	list_op list = {s, prefix, (size_t)want, {NULL, 0}};
+
+	raw_scan(&scan, 0);
+	list_once(&list, 0);
+	list_tidy(&list, 0);
+	return interleaved_tidy(raw_scan, &scan, list_once, &list, list_tidy, 1);
+}
+
+/* On the database measure_store left (bench::list:: holds 10,000 keys):
+ * a put_batch of 100,000 new keys, then list() of 10,000 and of 100,000
+ * keys against a raw range scan of the same rows. */
+static void sqlite_lists(const char *url, const char *path, double *big_batch,
+			 paired *small, paired *big)
+{
+	faucet_store *s = NULL;
+	faucet_value *v = json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
+	faucet_entry *entries = calloc(RAW_BIG, sizeof(*entries));
+	char (*keys)[32] = calloc(RAW_BIG, sizeof(*keys));
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	double t;
+
+	if (entries == NULL || keys == NULL || faucet_store_open_url(&s, url) != 0)
+		die("open");
+	for (int i = 0; i < RAW_BIG; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "big::%07d", i);
+		entries[i].key = keys[i];
+		entries[i].value = v;
+	}
+	t = now_s();
+	if (faucet_store_put_batch(s, entries, RAW_BIG) != 0)
+		die("put_batch");
+	*big_batch = now_s() - t;
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT key FROM faucet_state WHERE key >= ?1 AND key < ?2 "
+			       "ORDER BY key",
+			       -1, &st, NULL) != SQLITE_OK)
+		exit(1);
+	*small = list_vs_scan(s, st, "bench::list::", "bench::list:;", LIST_KEYS);
+	*big = list_vs_scan(s, st, "big::", "big:;", RAW_BIG);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	free(entries);
+	free(keys);
 }
 
 /* ---- bare server round trips ------------------------------------------ */
@@ -500,6 +598,8 @@ int main(int argc, char **argv)
 	char path[4096], raw_path[4096], url[4200];
 	store_figures f;
 	sqlite_floor raw;
+	double big_batch;
+	paired list_small, list_big;
 	raw_db rdb;
 	floor_ops fl;
 
@@ -509,20 +609,23 @@ int main(int argc, char **argv)
 	raw_open(&rdb, raw_path);
 	fl = (floor_ops){raw_put, raw_get, &rdb.op};
 	f = measure_store(url, 0, &fl);
+	sqlite_lists(url, path, &big_batch, &list_small, &list_big);
 	raw = raw_figures(&rdb);
 	raw_close(&rdb);
 	printf("sqlite (store API vs raw SQLite, WAL + synchronous=FULL, prepared)\n");
 	row_ratio("put", f.put.store, f.put.ratio, "raw put");
 	row_ratio("get", f.get.store, f.get.ratio, "raw get");
 	row("compare-and-put cycle", f.cas, f.put.floor, "raw put");
-	row("list of 10,000 keys", f.list, raw.scan_small, "raw scan of 10,000");
+	row_ratio("list of 10,000 keys", list_small.store, list_small.ratio, "raw scan of 10,000");
 	row("batch of 10,000 keys", f.batch, raw.batch_small, "raw batch of 10,000");
+	row("batch of 100,000 keys", big_batch, raw.batch_big, "raw batch of 100,000");
+	row_ratio("list of 100,000 keys", list_big.store, list_big.ratio, "raw scan of 100,000");
 	batch_rows(f, f.put.floor * LIST_KEYS, "raw put x 10,000");
 	printf("raw SQLite\n");
 	row("put", f.put.floor, 0, NULL);
 	row("get", f.get.floor, 0, NULL);
 	row("batch of 100,000 rows", raw.batch_big, 0, NULL);
-	row("range scan of 100,000 keys", raw.scan_big, 0, NULL);
+	row("range scan of 100,000 keys", list_big.floor, 0, NULL);
 	remove_db(raw_path);
 	remove_db(path);
 

@@ -362,7 +362,8 @@ static int sq_list(faucet_store_backend *b, const char *prefix, faucet_strarray 
 	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		if (key != NULL)
-			rc = faucet_strarray_push(out, key);
+			rc = faucet_strarray_push_owned(
+				out, faucet__strndup(key, (size_t)sqlite3_column_bytes(st, 0)));
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = sq_error(s, c->db, "cannot list keys");
