@@ -1,10 +1,12 @@
 /*
  * test_store_defaults.c - what the store front-end supplies for a backend
- * that implements only get, put and delete: "cannot enumerate" listing,
+ * that implements only get, put and delete: "cannot enumerate" listing (and
+ * a list made from a scan slot),
  * one-by-one batches that leave a prefix written, read-compare-write
  * compare-and-put, a skipped doctor probe - and the checks faucet_store_new
  * makes on a backend struct.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,10 +101,61 @@ static int cas(faucet_store *s, const char *key, const char *expected, const cha
 	return written;
 }
 
+static int count_key(const char *key, void *n)
+{
+	(void)key;
+	++*(int *)n;
+	return 0;
+}
+
+/* A scan slot that hands over the inner store's keys and fails after the
+ * second one. */
+static int bare_scan_failing(faucet_store_backend *b, const char *prefix, faucet_key_fn fn,
+			     void *ctx)
+{
+	faucet_strarray keys = {NULL, 0};
+	int rc = faucet_store_list(((bare_backend *)b)->inner, prefix, &keys);
+
+	for (size_t i = 0; rc == 0 && i < keys.count; i++) {
+		rc = i == 2 ? faucet_error_set(FAUCET_EIO, "connection lost mid-scan")
+			    : fn(keys.strings[i], ctx);
+	}
+	faucet_strarray_dispose(&keys);
+	return rc;
+}
+
+/* list() is made from a backend's scan: the keys copied, and on an error
+ * nothing half-listed is left behind. */
+static void list_from_scan_copies_and_cleans_up(void **state)
+{
+	bare_backend *b = new_bare(NULL);
+	faucet_strarray listed = {NULL, 0};
+	faucet_store *s = NULL;
+	(void)state;
+
+	b->base.scan = bare_scan_failing;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	assert_true(faucet_store_supports_list(s));
+	put(s, "p::a", "1");
+	put(s, "p::b", "2");
+	assert_int_equal(faucet_store_list(s, "p::", &listed), 0);
+	assert_int_equal(listed.count, 2);
+	assert_string_equal(listed.strings[0], "p::a");
+	assert_string_equal(listed.strings[1], "p::b");
+	faucet_strarray_dispose(&listed);
+	put(s, "p::c", "3");
+	assert_int_equal(faucet_store_list(s, "p::", &listed), FAUCET_EIO);
+	tu_assert_error_contains("connection lost mid-scan");
+	assert_null(listed.strings);
+	assert_int_equal(listed.count, 0);
+	faucet_store_free(s);
+}
+
 static void defaults_cannot_list_and_batch_sequentially(void **state)
 {
 	faucet_store *s = open_bare();
 	faucet_strarray listed = {NULL, 0};
+	int counted = 0;
 	faucet_value *one = tu_v("1"), *two = tu_v("2");
 	faucet_entry ab[] = {{"p::a", one}, {"p::b", two}};
 	faucet_entry boom[] = {{"p::c", one}, {"p::boom", two}, {"p::d", two}};
@@ -114,6 +167,9 @@ static void defaults_cannot_list_and_batch_sequentially(void **state)
 	assert_int_equal(faucet_store_list(s, "p::", &listed), FAUCET_EUNSUPPORTED);
 	tu_assert_error_contains("this state store cannot enumerate its keys");
 	assert_int_equal(listed.count, 0);
+	assert_int_equal(faucet_store_scan(s, "p::", count_key, &counted), FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("this state store cannot enumerate its keys");
+	assert_int_equal(counted, 0);
 
 	assert_int_equal(faucet_store_put_batch(s, ab, 2), 0);
 	tu_assert_value(s, "p::b", "2");
@@ -207,7 +263,12 @@ static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
 	b = new_bare(&freed);
 	b->base.version = FAUCET_STORE_BACKEND_VERSION + 1;
 	assert_int_equal(faucet_store_new(&s, &b->base), FAUCET_EINVALID);
-	tu_assert_error_contains("version 2 is not supported");
+	{
+		char want[96];
+		snprintf(want, sizeof(want), "version %d is not supported (expected %d",
+			 FAUCET_STORE_BACKEND_VERSION + 1, FAUCET_STORE_BACKEND_VERSION);
+		tu_assert_error_contains(want);
+	}
 	assert_null(s);
 	assert_true(freed); /* the store owned it from the call on */
 
@@ -236,6 +297,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_cannot_list_and_batch_sequentially),
+		cmocka_unit_test(list_from_scan_copies_and_cleans_up),
 		cmocka_unit_test(default_compare_and_put_reads_compares_and_writes),
 		cmocka_unit_test(default_check_reports_one_skipped_probe),
 		cmocka_unit_test(supports_queries_follow_the_backend_slots),

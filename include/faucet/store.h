@@ -7,7 +7,8 @@
  *
  *   compare-and-put  read, compare, write - not atomic across processes
  *   put_batch        one put after another - an error leaves a prefix written
- *   list             FAUCET_EUNSUPPORTED "this state store cannot enumerate its keys"
+ *   list, scan       each from the other; with neither, FAUCET_EUNSUPPORTED
+ *                    "this state store cannot enumerate its keys"
  *   check            one skipped probe "no check implemented"
  *
  * The faucet_store_supports_* queries say which of these a backend does
@@ -102,6 +103,17 @@ int faucet_store_delete(faucet_store *s, const char *key);
 
 /* Every key starting with `prefix` ("" = all), in byte order (strcmp). */
 int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
+
+/* Called by faucet_store_scan for each key; `key` is borrowed until it
+ * returns.  Return 0 to go on, anything else to stop the scan. */
+typedef int (*faucet_key_fn)(const char *key, void *ctx);
+
+/* The keys of faucet_store_list, in the same order, handed to fn one at a
+ * time without building a list (SQLite and PostgreSQL copy nothing).
+ * Returns 0 after the last key, fn's value when fn stopped the scan (use a
+ * positive one to tell it from the errors), or a FAUCET_E* error.  fn may
+ * use the store; on SQLite the scan holds one pooled connection meanwhile. */
+int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
 
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */

@@ -63,7 +63,7 @@ const char *faucet_store_backend_name(const faucet_store *s)
 
 int faucet_store_supports_list(const faucet_store *s)
 {
-	return s->backend->list != NULL;
+	return s->backend->list != NULL || s->backend->scan != NULL;
 }
 
 int faucet_store_supports_compare_and_put(const faucet_store *s)
@@ -102,16 +102,54 @@ int faucet_store_delete(faucet_store *s, const char *key)
 	return s->backend->del(s->backend, key);
 }
 
+static int cannot_enumerate(void)
+{
+	return faucet_error_set(FAUCET_EUNSUPPORTED, "this state store cannot enumerate its keys");
+}
+
+static int push_key(const char *key, void *arr)
+{
+	return faucet_strarray_push(arr, key);
+}
+
 int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out)
 {
+	int rc;
+
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_list: out is NULL");
 	out->strings = NULL;
 	out->count = 0;
+	prefix = prefix ? prefix : "";
+	if (s->backend->list != NULL)
+		return s->backend->list(s->backend, prefix, out);
+	if (s->backend->scan == NULL)
+		return cannot_enumerate();
+	/* Default: copy what a scan hands over. */
+	rc = s->backend->scan(s->backend, prefix, push_key, out);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
+int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx)
+{
+	faucet_strarray keys = {NULL, 0};
+	int rc;
+
+	if (fn == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_scan: fn is NULL");
+	prefix = prefix ? prefix : "";
+	if (s->backend->scan != NULL)
+		return s->backend->scan(s->backend, prefix, fn, ctx);
 	if (s->backend->list == NULL)
-		return faucet_error_set(FAUCET_EUNSUPPORTED,
-					"this state store cannot enumerate its keys");
-	return s->backend->list(s->backend, prefix ? prefix : "", out);
+		return cannot_enumerate();
+	/* Default: visit a list.  No lock is held while fn runs. */
+	rc = s->backend->list(s->backend, prefix, &keys);
+	for (size_t i = 0; rc == 0 && i < keys.count; i++)
+		rc = fn(keys.strings[i], ctx);
+	faucet_strarray_dispose(&keys);
+	return rc;
 }
 
 int faucet_store_compare_and_put(faucet_store *s, const char *key,

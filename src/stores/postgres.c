@@ -471,7 +471,7 @@ typedef struct {
 	const faucet_value *expected;
 	faucet_value **out;
 	const char *prefix;
-	faucet_strarray *list;
+	PGresult *rows; /* scan: the listed keys, visited after the connection is back */
 	const char *batch_json;
 	int *written;
 } pg_args;
@@ -498,20 +498,15 @@ static int op_cas(pg_store *s, PGconn *c, pg_args *a)
 	return pg_cas_on(s, c, a->key, a->expected, a->value, a->written);
 }
 
-static int op_list(pg_store *s, PGconn *c, pg_args *a)
+static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[1] = {a->prefix};
 	PGresult *res = run_prepared(c, "faucet_list", 1, params);
-	int rc = 0;
 
 	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys") != 0)
 		return FAUCET_ERROR;
-	for (int i = 0; i < PQntuples(res) && rc == 0; i++)
-		rc = faucet_strarray_push(a->list, PQgetvalue(res, i, 0));
-	PQclear(res);
-	if (rc != 0)
-		faucet_strarray_dispose(a->list);
-	return rc;
+	a->rows = res;
+	return 0;
 }
 
 /* Two statements, because the one that is right in every case is not the
@@ -587,11 +582,17 @@ static int pg_del(faucet_store_backend *b, const char *key)
 	return pg_run((pg_store *)b, op_del, &a, 1);
 }
 
-static int pg_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+/* The keys come in one result; fn sees them after the connection has gone
+ * back to the pool, so it may use the store freely. */
+static int pg_scan(faucet_store_backend *b, const char *prefix, faucet_key_fn fn, void *ctx)
 {
-	pg_args a = {.prefix = prefix, .list = out};
+	pg_args a = {.prefix = prefix};
+	int rc = pg_run((pg_store *)b, op_scan, &a, 1);
 
-	return pg_run((pg_store *)b, op_list, &a, 1);
+	for (int i = 0; rc == 0 && i < PQntuples(a.rows); i++)
+		rc = fn(PQgetvalue(a.rows, i, 0), ctx);
+	PQclear(a.rows);
+	return rc;
 }
 
 static int pg_compare_and_put(faucet_store_backend *b, const char *key,
@@ -829,7 +830,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.get = pg_get;
 	s->base.put = pg_put;
 	s->base.del = pg_del;
-	s->base.list = pg_list;
+	s->base.scan = pg_scan;
 	s->base.compare_and_put = pg_compare_and_put;
 	s->base.put_batch = pg_put_batch;
 	s->base.check = pg_check;

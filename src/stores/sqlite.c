@@ -328,7 +328,9 @@ static size_t prefix_successor(const char *prefix, char *succ)
 	return n;
 }
 
-static int sq_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+/* Keys are handed to fn straight from SQLite's row, so listing copies each
+ * key once (into the caller's list, front-end) and scanning copies none. */
+static int sq_scan(faucet_store_backend *b, const char *prefix, faucet_key_fn fn, void *ctx)
 {
 	sqlite_store *s = (sqlite_store *)b;
 	char *succ = NULL;
@@ -362,16 +364,13 @@ static int sq_list(faucet_store_backend *b, const char *prefix, faucet_strarray 
 	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		if (key != NULL)
-			rc = faucet_strarray_push_owned(
-				out, faucet__strndup(key, (size_t)sqlite3_column_bytes(st, 0)));
+			rc = fn(key, ctx);
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = sq_error(s, c->db, "cannot list keys");
 	st_done(st);
 	give_back(s, c);
 	free(succ);
-	if (rc != 0)
-		faucet_strarray_dispose(out);
 	return rc;
 }
 
@@ -514,7 +513,7 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	s->base.get = sq_get;
 	s->base.put = sq_put;
 	s->base.del = sq_del;
-	s->base.list = sq_list;
+	s->base.scan = sq_scan;
 	s->base.compare_and_put = sq_compare_and_put;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;

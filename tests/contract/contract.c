@@ -292,9 +292,27 @@ static int by_strcmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Collects what a scan hands over (copies: the keys are borrowed). */
+static int collect_key(const char *key, void *arg)
+{
+	faucet_strarray *arr = arg;
+	char **grown = realloc(arr->strings, (arr->count + 1) * sizeof(*grown));
+	char *copy = strdup(key);
+
+	if (grown == NULL || copy == NULL) {
+		free(copy);
+		if (grown != NULL)
+			arr->strings = grown;
+		return FAUCET_ENOMEM;
+	}
+	arr->strings = grown;
+	arr->strings[arr->count++] = copy;
+	return 0;
+}
+
 static void assert_list(faucet_store *s, const char *prefix, const char **want, size_t n)
 {
-	faucet_strarray got = {0};
+	faucet_strarray got = {0}, scanned = {0};
 
 	if (faucet_store_list(s, prefix, &got) != 0)
 		fail_msg("%s: list '%s': %s", current->name, prefix, faucet_error_last()->message);
@@ -308,6 +326,18 @@ static void assert_list(faucet_store *s, const char *prefix, const char **want, 
 			fail_msg("%s: list '%s' [%zu] = '%s', want '%s'", current->name, prefix, i,
 				 got.strings[i], want[i]);
 	}
+	/* A scan visits the same keys in the same order. */
+	if (faucet_store_scan(s, prefix, collect_key, &scanned) != 0)
+		fail_msg("%s: scan '%s': %s", current->name, prefix, faucet_error_last()->message);
+	if (scanned.count != n)
+		fail_msg("%s: scan '%s' gave %zu keys, want %zu", current->name, prefix,
+			 scanned.count, n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(scanned.strings[i], want[i]) != 0)
+			fail_msg("%s: scan '%s' [%zu] = '%s', want '%s'", current->name, prefix, i,
+				 scanned.strings[i], want[i]);
+	}
+	faucet_strarray_dispose(&scanned);
 	faucet_strarray_dispose(&got);
 }
 
@@ -365,6 +395,54 @@ static void list_prefix_is_literal(void **state)
 	}
 	assert_list(s, "nothing", NULL, 0);
 	assert_list(s, "p::c::d::", NULL, 0);
+}
+
+/* A scan stops where its callback says, returning the callback's value; the
+ * callback may read the store (and write to it) while the scan runs. */
+typedef struct {
+	faucet_store *s;
+	int seen, stop_at;
+	char last[64];
+} scan_probe;
+
+static int probe_key(const char *key, void *arg)
+{
+	scan_probe *p = arg;
+	faucet_value *v = NULL;
+
+	if (faucet_store_get(p->s, key, &v) != 0 || v == NULL)
+		return FAUCET_ERROR;
+	/* Outside the scanned prefix, so the scan's outcome is fixed. */
+	if (faucet_store_put(p->s, "scanned::last", v) != 0) {
+		faucet_value_free(v);
+		return FAUCET_ERROR;
+	}
+	faucet_value_free(v);
+	snprintf(p->last, sizeof(p->last), "%s", key);
+	return ++p->seen == p->stop_at ? 42 : 0;
+}
+
+static void scan_stops_when_told_and_lets_the_callback_use_the_store(void **state)
+{
+	faucet_store *s = S(state);
+	scan_probe p = {s, 0, 3, ""};
+	faucet_value *v = tu_v("{\"k\":1}");
+
+	for (int i = 0; i < 6; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "scan::%d", i);
+		assert_int_equal(faucet_store_put(s, key, v), 0);
+	}
+	assert_int_equal(faucet_store_scan(s, "scan::", probe_key, &p), 42);
+	tu_assert_value(s, "scanned::last", "{\"k\":1}");
+	assert_int_equal(p.seen, 3);
+	assert_string_equal(p.last, "scan::2");
+	p = (scan_probe){s, 0, 0, ""};
+	assert_int_equal(faucet_store_scan(s, "scan::", probe_key, &p), 0);
+	assert_int_equal(p.seen, 6);
+	assert_string_equal(p.last, "scan::5");
+	assert_int_equal(faucet_store_scan(s, "scan::", NULL, NULL), FAUCET_EINVALID);
+	faucet_value_free(v);
 }
 
 static void list_of_an_empty_store_is_empty(void **state)
@@ -735,6 +813,8 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(list_of_an_empty_store_is_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_is_in_byte_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_prefix_is_literal, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_stops_when_told_and_lets_the_callback_use_the_store,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_writes_only_over_the_expected_value,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_compares_json_values, setup, teardown),

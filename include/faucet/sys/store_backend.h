@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define FAUCET_STORE_BACKEND_VERSION 1
+#define FAUCET_STORE_BACKEND_VERSION 2
 
 typedef struct faucet_store_backend faucet_store_backend;
 
@@ -38,6 +38,9 @@ struct faucet_store_backend {
 
 	/* Optional: keys starting with prefix, sorted by strcmp. */
 	int (*list)(faucet_store_backend *b, const char *prefix, faucet_strarray *out);
+	/* Optional: the same keys in the same order, each passed to fn; stop
+	 * and return fn's value when it is non-zero.  (Version 2.) */
+	int (*scan)(faucet_store_backend *b, const char *prefix, faucet_key_fn fn, void *ctx);
 	/* Optional: ATOMIC compare-and-put (expected NULL = no entry). */
 	int (*compare_and_put)(faucet_store_backend *b, const char *key,
 			       const faucet_value *expected,
