@@ -1,10 +1,9 @@
 /*
  * test_store_defaults.c - what the store front-end supplies for a backend
  * that implements only get, put and delete: "cannot enumerate" listing (and
- * a list made from a scan slot),
- * one-by-one batches that leave a prefix written, read-compare-write
- * compare-and-put, a skipped doctor probe - and the checks faucet_store_new
- * makes on a backend struct.
+ * a list made from a scan slot), one-by-one batches that leave a prefix
+ * written, read-compare-write compare-and-put, a skipped doctor probe - and
+ * the checks faucet_store_new makes on a backend struct.
  */
 #include <stdio.h>
 #include <stdlib.h>
