@@ -80,7 +80,7 @@ static int is_letter(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static const char *skip_space(checker *ck, const char *p)
+static inline const char *skip_space(checker *ck, const char *p)
 {
 	while (p < ck->end && is_space(*p)) {
 		ck->out->compact = 0;
@@ -503,9 +503,14 @@ static int check_document(checker *ck)
 int faucet__json_check(const char *text, size_t len, const char *where,
 		       faucet_json_check_result *out)
 {
-	checker ck = {.text = text, .end = text + len, .where = where, .out = out};
+	checker ck; /* not zeroed: `local` is scratch, filled as names come */
 	int rc;
 
+	ck.text = text;
+	ck.end = text + len;
+	ck.where = where;
+	ck.out = out;
+	ck.nnames = 0;
 	out->items = 0;
 	out->compact = 1;
 	ck.names = ck.local;
