@@ -42,6 +42,15 @@ static char *psql(const char *sql)
 	return out;
 }
 
+/* Run SQL with psql and check its whole output. */
+static void assert_psql(const char *sql, const char *want)
+{
+	char *out = psql(sql);
+
+	assert_string_equal(out, want);
+	free(out);
+}
+
 static faucet_store *open_table(const char *table, const char *extra)
 {
 	char q[256];
@@ -58,7 +67,7 @@ static faucet_store *open_table(const char *table, const char *extra)
 
 static void rows_are_shared_with_plain_sql(void **state)
 {
-	char sql[1024], *out;
+	char sql[1024];
 	faucet_store *s;
 	faucet_value *v = tu_v("{\"b\":1,\"a\":[1,2],\"c\":\"x\"}");
 	faucet_strarray keys = {0};
@@ -81,9 +90,7 @@ static void rows_are_shared_with_plain_sql(void **state)
 		 "SELECT value->>'b', value->'a'->>1, updated_at > NOW() - interval '1 hour'"
 		 " FROM interop_%d WHERE key = 'p::ours';",
 		 getpid());
-	out = psql(sql);
-	assert_string_equal(out, "1|2|t");
-	free(out);
+	assert_psql(sql, "1|2|t");
 	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
 	tu_assert_strings(&keys, "p::ours", "p::theirs", NULL);
 	faucet_strarray_dispose(&keys);
@@ -106,7 +113,7 @@ static void rows_are_shared_with_plain_sql(void **state)
 
 static void the_table_is_created_with_the_original_layout(void **state)
 {
-	char sql[512], name[64], *out;
+	char sql[512], name[64];
 	faucet_store *s;
 	faucet_value *v = tu_v("1");
 
@@ -119,18 +126,13 @@ static void the_table_is_created_with_the_original_layout(void **state)
 		 " ORDER BY ordinal_position) FROM information_schema.columns"
 		 " WHERE table_name = '%s';",
 		 name);
-	out = psql(sql);
-	assert_string_equal(out, "key text NO, value jsonb NO, updated_at timestamp with time "
-				 "zone NO");
-	free(out);
+	assert_psql(sql, "key text NO, value jsonb NO, updated_at timestamp with time zone NO");
 	/* Its key compares bytes, the order list() gives. */
 	snprintf(sql, sizeof(sql),
 		 "SELECT collation_name FROM information_schema.columns"
 		 " WHERE table_name = '%s' AND column_name = 'key';",
 		 name);
-	out = psql(sql);
-	assert_string_equal(out, "C");
-	free(out);
+	assert_psql(sql, "C");
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
 	free(psql(sql));
@@ -271,7 +273,7 @@ static void a_pool_of_one_connection_serves_every_call(void **state)
  * exists (the contract suite gives a new key twice). */
 static void a_batch_updates_existing_keys_and_inserts_new_ones(void **state)
 {
-	char name[64], sql[256], *out;
+	char name[64], sql[256];
 	faucet_store *s;
 	faucet_value *v[6];
 	faucet_entry e[5];
@@ -299,9 +301,7 @@ static void a_batch_updates_existing_keys_and_inserts_new_ones(void **state)
 	tu_assert_value(s, "m::new2", "5");
 	tu_assert_value(s, "m::untouched", "0");
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s;", name);
-	out = psql(sql);
-	assert_string_equal(out, "5");
-	free(out);
+	assert_psql(sql, "5");
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
 	free(psql(sql));
