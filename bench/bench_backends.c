@@ -554,6 +554,56 @@ static void select1(void *ctx, int i)
 	PQclear(PQexec(ctx, "SELECT 1"));
 }
 
+/* The store's put statement, prepared and run by hand on a plain
+ * connection: what a durable PostgreSQL write costs with nothing of ours. */
+static void raw_upsert(void *ctx, int i)
+{
+	char text[96];
+	const char *params[2] = {"bench::raw-upsert", text};
+	PGresult *res;
+
+	snprintf(text, sizeof(text), "{\"cursor\":%d,\"ts\":\"2026-01-01T00:00:00Z\"}", i);
+	res = PQexecPrepared(ctx, "raw_upsert", 2, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "bench: raw upsert: %s", PQresultErrorMessage(res));
+		exit(1);
+	}
+	PQclear(res);
+}
+
+/* The store's put against raw_upsert, in alternating blocks. */
+static paired pg_put_vs_upsert(const char *store_url, PGconn *c)
+{
+	static store_op op;
+	faucet_store *s = NULL;
+	PGresult *res;
+	paired out;
+
+	if (faucet_store_open_url(&s, store_url) != 0)
+		die("open");
+	res = PQprepare(c, "raw_upsert",
+			"INSERT INTO faucet_bench (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+			"ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
+			2, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		exit(1);
+	PQclear(res);
+	op.s = s;
+	for (int i = 0; i < PUTS * BLOCKS; i++) {
+		char text[96];
+		snprintf(text, sizeof(text), "{\"cursor\":%d,\"ts\":\"2026-01-01T00:00:00Z\"}", i);
+		op.vals[i] = json(text);
+	}
+	raw_upsert(c, 0);
+	out = interleaved(raw_upsert, c, store_put, &op, PUTS);
+	for (int i = 0; i < PUTS * BLOCKS; i++)
+		faucet_value_free(op.vals[i]);
+	(void)faucet_store_delete(s, "bench::put");
+	(void)faucet_store_delete(s, "bench::raw-upsert");
+	faucet_store_free(s);
+	return out;
+}
+
 static void ping(void *ctx, int i)
 {
 	(void)i;
@@ -672,6 +722,12 @@ int main(int argc, char **argv)
 		f = measure_store(url, 1, &fl);
 		print_store("postgres", f, "SELECT 1", "SELECT 1 x 10,000");
 		row("bare SELECT 1 round trip", (f.put.floor + f.get.floor) / 2, 0, NULL);
+		{
+			paired up = pg_put_vs_upsert(url, c);
+			row_ratio("put, against a raw upsert", up.store, up.ratio,
+				  "the same statement by hand");
+			row("raw prepared upsert", up.floor, 0, NULL);
+		}
 		PQfinish(c);
 	} else {
 		printf("postgres: not measured (FAUCET_TEST_PG_URL is unset)\n");
