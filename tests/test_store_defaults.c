@@ -2,7 +2,8 @@
  * test_store_defaults.c - what the store front-end supplies for a backend
  * that implements only get, put and delete: "cannot enumerate" listing (and
  * a list made from a scan slot), one-by-one batches that leave a prefix
- * written, read-compare-write compare-and-put, a skipped doctor probe - and
+ * written, read-compare-write compare-and-put and read-compare-delete
+ * compare-and-delete, a skipped doctor probe - and
  * the checks faucet_store_new makes on a backend struct.
  */
 #include <stdio.h>
@@ -215,6 +216,34 @@ static void default_compare_and_put_reads_compares_and_writes(void **state)
 	faucet_store_free(s);
 }
 
+static void default_compare_and_delete_reads_compares_and_deletes(void **state)
+{
+	faucet_store *s = open_bare();
+	faucet_value *want = tu_v("{\"b\":2,\"a\":1}"), *other = tu_v("{\"a\":1}");
+	int deleted = -1;
+	(void)state;
+
+	assert_false(faucet_store_supports_compare_and_delete(s));
+	put(s, "k", "{\"a\":1,\"b\":2}");
+	assert_int_equal(faucet_store_compare_and_delete(s, "k", other, &deleted), 0);
+	assert_false(deleted);
+	tu_assert_value(s, "k", "{\"a\":1,\"b\":2}");
+	/* Compared as JSON values, not as text. */
+	assert_int_equal(faucet_store_compare_and_delete(s, "k", want, &deleted), 0);
+	assert_true(deleted);
+	tu_assert_value(s, "k", NULL);
+	assert_int_equal(faucet_store_compare_and_delete(s, "k", want, &deleted), 0);
+	assert_false(deleted);
+	/* A failing read is an error, and nothing is reported deleted. */
+	assert_int_equal(faucet_store_compare_and_delete(s, "p::unreadable", want, &deleted),
+			 FAUCET_EIO);
+	assert_false(deleted);
+	assert_int_equal(faucet_store_compare_and_delete(s, "k", NULL, NULL), FAUCET_EINVALID);
+	faucet_value_free(want);
+	faucet_value_free(other);
+	faucet_store_free(s);
+}
+
 static void default_check_reports_one_skipped_probe(void **state)
 {
 	faucet_store *s = open_bare();
@@ -241,9 +270,11 @@ static void supports_queries_follow_the_backend_slots(void **state)
 	assert_int_equal(faucet_store_open_memory(&mem), 0);
 	assert_true(faucet_store_supports_list(mem));
 	assert_true(faucet_store_supports_compare_and_put(mem));
+	assert_true(faucet_store_supports_compare_and_delete(mem));
 	assert_true(faucet_store_supports_atomic_batch(mem));
 	assert_false(faucet_store_supports_list(bare));
 	assert_false(faucet_store_supports_compare_and_put(bare));
+	assert_false(faucet_store_supports_compare_and_delete(bare));
 	assert_false(faucet_store_supports_atomic_batch(bare));
 	assert_string_equal(faucet_store_backend_name(bare), "bare");
 	assert_ptr_not_equal(faucet_store_backend_of(bare), NULL);
@@ -298,6 +329,7 @@ int main(void)
 		cmocka_unit_test(defaults_cannot_list_and_batch_sequentially),
 		cmocka_unit_test(list_from_scan_copies_and_cleans_up),
 		cmocka_unit_test(default_compare_and_put_reads_compares_and_writes),
+		cmocka_unit_test(default_compare_and_delete_reads_compares_and_deletes),
 		cmocka_unit_test(default_check_reports_one_skipped_probe),
 		cmocka_unit_test(supports_queries_follow_the_backend_slots),
 		cmocka_unit_test(faucet_store_new_refuses_a_backend_it_cannot_use),

@@ -6,6 +6,7 @@
  * implementation or, where the backend has none, the default behaviour:
  *
  *   compare-and-put  read, compare, write - not atomic across processes
+ *   compare-and-delete  read, compare, delete - likewise
  *   put_batch        one put after another - an error leaves a prefix written
  *   list, scan       each from the other; with neither, FAUCET_EUNSUPPORTED
  *                    "this state store cannot enumerate its keys"
@@ -121,6 +122,11 @@ int faucet_store_compare_and_put(faucet_store *s, const char *key,
 				 const faucet_value *expected,
 				 const faucet_value *value, int *written);
 
+/* Delete the entry only when it equals `expected` as a JSON value (which
+ * must not be NULL).  *deleted says whether it was removed. */
+int faucet_store_compare_and_delete(faucet_store *s, const char *key,
+				    const faucet_value *expected, int *deleted);
+
 /* Store every entry.  All keys are validated before anything is written. */
 int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count);
 
@@ -129,6 +135,7 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx, faucet_
 
 int faucet_store_supports_list(const faucet_store *s);
 int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
+int faucet_store_supports_compare_and_delete(const faucet_store *s); /* atomic */
 int faucet_store_supports_atomic_batch(const faucet_store *s);
 
 /* Rewrite every value whose key starts with `prefix` ("" = all) with the

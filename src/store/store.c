@@ -71,6 +71,11 @@ int faucet_store_supports_compare_and_put(const faucet_store *s)
 	return s->backend->compare_and_put != NULL;
 }
 
+int faucet_store_supports_compare_and_delete(const faucet_store *s)
+{
+	return s->backend->compare_and_delete != NULL;
+}
+
 int faucet_store_supports_atomic_batch(const faucet_store *s)
 {
 	return s->backend->put_batch != NULL;
@@ -182,6 +187,37 @@ int faucet_store_compare_and_put(faucet_store *s, const char *key,
 	rc = s->backend->put(s->backend, key, value);
 	if (rc == 0)
 		*written = 1;
+	return rc;
+}
+
+int faucet_store_compare_and_delete(faucet_store *s, const char *key,
+				    const faucet_value *expected, int *deleted)
+{
+	faucet_value *current = NULL;
+	int rc, dummy, equal;
+
+	if (deleted == NULL)
+		deleted = &dummy;
+	*deleted = 0;
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (expected == NULL)
+		return faucet_error_set(FAUCET_EINVALID,
+					"compare-and-delete '%s': no expected value (use delete)", key);
+	if (s->backend->compare_and_delete != NULL)
+		return s->backend->compare_and_delete(s->backend, key, expected, deleted);
+
+	/* Default: read, compare, delete.  Not atomic across processes; the
+	 * store says so through faucet_store_supports_compare_and_delete(). */
+	rc = s->backend->get(s->backend, key, &current);
+	if (rc != 0)
+		return rc;
+	equal = faucet_value_equal(current, expected);
+	faucet_value_free(current);
+	if (!equal)
+		return 0;
+	rc = s->backend->del(s->backend, key);
+	*deleted = rc == 0;
 	return rc;
 }
 

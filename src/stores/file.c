@@ -1263,29 +1263,22 @@ static int unlink_present(const file_store *fs, int dfd, const char *name, const
 	return faucet__error_os(FAUCET_EIO, errno, "failed to delete %s %s", what, path);
 }
 
-static int file_del(faucet_store_backend *b, const char *key)
+/* Remove a key's files and then its lock file, holding the key's lock;
+ * *removed says whether a file went away. */
+static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_len,
+			 int *removed)
 {
-	file_store *fs = (file_store *)b;
-	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	size_t stem_len;
-	int dfd, lock_fd, removed = 0, rc = migrate_once(fs);
+	char name[FILE_NAME_CAP];
+	int rc;
 
-	if (rc == 0)
-		rc = root_get(fs, 0, &dfd);
-	if (rc != 0 || dfd < 0)
-		return rc; /* no root, nothing stored */
-	stem_len = faucet_file__stem(key, stem);
-	rc = take_key_lock(fs, &dfd, 0, stem, &lock_fd);
-	if (rc != 0 || lock_fd < 0)
-		return rc;
 	name_from_stem(name, stem, ".json");
-	rc = unlink_present(fs, dfd, name, "state file", &removed);
+	rc = unlink_present(fs, dfd, name, "state file", removed);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len)) {
 		name_from_stem(name, stem, ".key");
-		rc = unlink_present(fs, dfd, name, "state key file", &removed);
+		rc = unlink_present(fs, dfd, name, "state key file", removed);
 	}
 	/* A delete that returned must not be undone by a crash either. */
-	if (rc == 0 && removed)
+	if (rc == 0 && *removed)
 		rc = sync_root(fs, dfd);
 	/* Unlink the lock file while still holding it: a waiter that wins the
 	 * orphaned file notices and locks the path afresh (see above). */
@@ -1294,6 +1287,61 @@ static int file_del(faucet_store_backend *b, const char *key)
 		name_from_stem(name, stem, ".json.lock");
 		rc = unlink_present(fs, dfd, name, "state lock", &ignored);
 	}
+	return rc;
+}
+
+/* Take the key's lock for a removal: *lock_fd is -1 (rc 0) when there is
+ * no root, so nothing is stored. */
+static int lock_for_removal(file_store *fs, const char *key, char *stem, size_t *stem_len,
+			    int *dfd, int *lock_fd)
+{
+	int rc = migrate_once(fs);
+
+	*lock_fd = -1;
+	if (rc == 0)
+		rc = root_get(fs, 0, dfd);
+	if (rc != 0 || *dfd < 0)
+		return rc;
+	*stem_len = faucet_file__stem(key, stem);
+	return take_key_lock(fs, dfd, 0, stem, lock_fd);
+}
+
+static int file_del(faucet_store_backend *b, const char *key)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1];
+	size_t stem_len = 0;
+	int dfd = -1, lock_fd, removed = 0;
+	int rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+
+	if (rc != 0 || lock_fd < 0)
+		return rc;
+	rc = remove_locked(fs, dfd, stem, stem_len, &removed);
+	(void)close(lock_fd);
+	return rc;
+}
+
+/* Under the key's lock, like compare-and-put: read, compare, remove. */
+static int file_compare_and_delete(faucet_store_backend *b, const char *key,
+				   const faucet_value *expected, int *deleted)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	faucet_value *current = NULL;
+	size_t stem_len = 0;
+	int dfd = -1, lock_fd, removed = 0;
+	int rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+
+	*deleted = 0;
+	if (rc != 0 || lock_fd < 0)
+		return rc;
+	name_from_stem(name, stem, ".json");
+	rc = read_entry(fs, key, name, &current);
+	if (rc == 0 && current != NULL && faucet_value_equal(current, expected)) {
+		rc = remove_locked(fs, dfd, stem, stem_len, &removed);
+		*deleted = rc == 0;
+	}
+	faucet_value_free(current);
 	(void)close(lock_fd);
 	return rc;
 }
@@ -1453,6 +1501,7 @@ int faucet_store_open_file(faucet_store **out, const char *root, const faucet_fi
 	fs->base.del = file_del;
 	fs->base.list = file_list;
 	fs->base.compare_and_put = file_compare_and_put;
+	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: one by one */
 	fs->base.check = file_check;
 	fs->base.free = file_free;

@@ -140,24 +140,40 @@ static int memory_put(faucet_store_backend *b, const char *key, const faucet_val
 	return rc;
 }
 
-static int memory_del(faucet_store_backend *b, const char *key)
+/* Remove the key's node when it exists and, if `expected` is given, holds
+ * that value; *deleted says whether it did. */
+static void remove_key(memory_store *m, const char *key, const faucet_value *expected,
+		       int *deleted)
 {
-	memory_store *m = (memory_store *)b;
-	uint64_t hash = key_hash(key);
 	node **slot, *gone = NULL;
 
 	pthread_rwlock_wrlock(&m->lock);
-	slot = slot_for(m, key, hash);
-	if (*slot != NULL) {
+	slot = slot_for(m, key, key_hash(key));
+	if (*slot != NULL && (expected == NULL || faucet_value_equal((*slot)->value, expected))) {
 		gone = *slot;
 		*slot = gone->next;
 		m->count--;
 	}
 	pthread_rwlock_unlock(&m->lock);
+	*deleted = gone != NULL;
 	if (gone != NULL) {
 		faucet_value_free(gone->value);
 		free(gone);
 	}
+}
+
+static int memory_del(faucet_store_backend *b, const char *key)
+{
+	int deleted;
+
+	remove_key((memory_store *)b, key, NULL, &deleted);
+	return 0;
+}
+
+static int memory_compare_and_delete(faucet_store_backend *b, const char *key,
+				     const faucet_value *expected, int *deleted)
+{
+	remove_key((memory_store *)b, key, expected, deleted);
 	return 0;
 }
 
@@ -298,6 +314,7 @@ int faucet_store_open_memory(faucet_store **out)
 	m->base.del = memory_del;
 	m->base.list = memory_list;
 	m->base.compare_and_put = memory_compare_and_put;
+	m->base.compare_and_delete = memory_compare_and_delete;
 	m->base.put_batch = memory_put_batch;
 	m->base.check = memory_check;
 	m->base.free = memory_free;

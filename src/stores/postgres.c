@@ -149,6 +149,7 @@ static const pg_statement statements[] = {
 	 "UPDATE {table} SET value = $3::jsonb, updated_at = NOW() "
 	 "WHERE key = $1 AND value = $2::jsonb",
 	 3},
+	{"faucet_cad", "DELETE FROM {table} WHERE key = $1 AND value = $2::jsonb", 2},
 	/* A batch is one statement over a JSON object {key: value, ...}: one
 	 * round trip, and atomic like any single statement.  JSONB keeps the
 	 * last of duplicate members, so each key occurs once.  See op_batch
@@ -498,6 +499,19 @@ static int op_cas(pg_store *s, PGconn *c, pg_args *a)
 	return pg_cas_on(s, c, a->key, a->expected, a->value, a->written);
 }
 
+/* One DELETE whose condition compares with JSONB equality, atomic like
+ * the compare-and-put UPDATE. */
+static int op_cad(pg_store *s, PGconn *c, pg_args *a)
+{
+	const char *params[2] = {a->key, faucet_value_json(a->expected)};
+	int affected = 0;
+	int rc = pg_command_on(s, c, "faucet_cad", 2, params, "cannot compare-and-delete a key",
+			       &affected);
+
+	*a->written = rc == 0 && affected == 1;
+	return rc;
+}
+
 static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[1] = {a->prefix};
@@ -608,6 +622,16 @@ static int pg_compare_and_put(faucet_store_backend *b, const char *key,
 	/* Never retried: after a broken connection we cannot know whether the
 	 * write landed, and a second try could report it as not written. */
 	return pg_run(s, op_cas, &a, 0);
+}
+
+static int pg_compare_and_delete(faucet_store_backend *b, const char *key,
+				 const faucet_value *expected, int *deleted)
+{
+	pg_args a = {.key = key, .expected = expected, .written = deleted};
+
+	*deleted = 0;
+	/* Never retried, for the reason compare-and-put is not. */
+	return pg_run((pg_store *)b, op_cad, &a, 0);
 }
 
 static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
@@ -832,6 +856,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.del = pg_del;
 	s->base.scan = pg_scan;
 	s->base.compare_and_put = pg_compare_and_put;
+	s->base.compare_and_delete = pg_compare_and_delete;
 	s->base.put_batch = pg_put_batch;
 	s->base.check = pg_check;
 	s->base.free = pg_free;

@@ -312,13 +312,18 @@ static int op_list(redis_store *s, redisContext *c, redis_args *a)
 	return 0;
 }
 
-/* One optimistic attempt: *done = 0 when EXEC found the key changed. */
+/* One optimistic attempt at compare-and-put (a->value given) or
+ * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
+ * changed. */
 static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done)
 {
 	const char *watch[2] = {"WATCH", a->rkey};
 	const char *get[2] = {"GET", a->rkey};
-	const char *set[3] = {"SET", a->rkey, faucet_value_json(a->value)};
-	size_t setlens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
+	const char *set[3] = {"SET", a->rkey, a->value ? faucet_value_json(a->value) : NULL};
+	size_t setlens[3] = {3, strlen(a->rkey), a->value ? faucet_value_len(a->value) : 0};
+	const char *del[2] = {"DEL", a->rkey};
+	size_t dellens[2] = {3, strlen(a->rkey)};
+	const char *what = a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key";
 	faucet_value *current = NULL;
 	redisReply *r;
 	int rc;
@@ -338,31 +343,32 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 		return rc;
 	}
 	faucet_value_free(current);
-	/* MULTI, SET, EXEC in one round trip. */
+	/* MULTI, SET or DEL, EXEC in one round trip. */
 	if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
-	    redisAppendCommandArgv(c, 3, set, setlens) != REDIS_OK ||
+	    (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
+		      : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
 	    redisAppendCommand(c, "EXEC") != REDIS_OK)
-		return redis_fail(s, "cannot compare-and-put a key", c->errstr);
+		return redis_fail(s, what, c->errstr);
 	/* Read all three replies, even after a bad one, so the connection
-	 * stays in step.  MULTI answers OK, SET answers QUEUED, EXEC answers
-	 * the array of results - or nil when the watched key changed. */
+	 * stays in step.  MULTI answers OK, SET or DEL answers QUEUED, EXEC
+	 * answers the array of results - or nil when the watched key changed. */
 	for (int i = 0; i < 3; i++) {
 		void *reply = NULL;
 
 		if (redisGetReply(c, &reply) != REDIS_OK)
-			return redis_fail(s, "cannot compare-and-put a key", c->errstr);
+			return redis_fail(s, what, c->errstr);
 		r = reply;
 		if (rc != 0) {
 			/* an earlier reply already failed */
 		} else if (i < 2 && r->type != REDIS_REPLY_STATUS) {
-			rc = redis_fail(s, "cannot compare-and-put a key",
+			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		} else if (i == 2 && r->type == REDIS_REPLY_NIL) {
 			*done = 0;
 		} else if (i == 2 && r->type == REDIS_REPLY_ARRAY) {
 			*a->written = 1;
 		} else if (i == 2) {
-			rc = redis_fail(s, "cannot compare-and-put a key",
+			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		}
 		freeReplyObject(r);
@@ -377,7 +383,8 @@ static int op_cas(redis_store *s, redisContext *c, redis_args *a)
 		if (rc != 0 || done)
 			return rc;
 	}
-	return redis_fail(s, "cannot compare-and-put a key",
+	return redis_fail(s,
+			  a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key",
 			  "the key kept changing under us; gave up after 1000 attempts");
 }
 
@@ -493,6 +500,16 @@ static int redis_compare_and_put(faucet_store_backend *b, const char *key,
 	redis_args a = {.key = key, .expected = expected, .value = value, .written = written};
 
 	*written = 0;
+	/* Never retried after a broken connection: EXEC may have run. */
+	return run_on_key((redis_store *)b, op_cas, &a, 0);
+}
+
+static int redis_compare_and_delete(faucet_store_backend *b, const char *key,
+				    const faucet_value *expected, int *deleted)
+{
+	redis_args a = {.key = key, .expected = expected, .value = NULL, .written = deleted};
+
+	*deleted = 0;
 	/* Never retried after a broken connection: EXEC may have run. */
 	return run_on_key((redis_store *)b, op_cas, &a, 0);
 }
@@ -746,6 +763,7 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.del = redis_del;
 	s->base.list = redis_list;
 	s->base.compare_and_put = redis_compare_and_put;
+	s->base.compare_and_delete = redis_compare_and_delete;
 	s->base.put_batch = redis_put_batch;
 	s->base.check = redis_check;
 	s->base.free = redis_free_store;

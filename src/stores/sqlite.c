@@ -292,6 +292,15 @@ static int sq_put(faucet_store_backend *b, const char *key, const faucet_value *
 	return rc;
 }
 
+static int delete_on(sqlite_store *s, sq_conn *c, const char *key)
+{
+	if (sqlite3_bind_text(c->st[ST_DEL], 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
+		st_done(c->st[ST_DEL]);
+		return sq_error(s, c->db, "cannot bind a key");
+	}
+	return st_exec(s, c, ST_DEL, "cannot delete a key");
+}
+
 static int sq_del(faucet_store_backend *b, const char *key)
 {
 	sqlite_store *s = (sqlite_store *)b;
@@ -300,12 +309,7 @@ static int sq_del(faucet_store_backend *b, const char *key)
 
 	if (rc != 0)
 		return rc;
-	if (sqlite3_bind_text(c->st[ST_DEL], 1, key, -1, SQLITE_STATIC) != SQLITE_OK) {
-		st_done(c->st[ST_DEL]);
-		rc = sq_error(s, c->db, "cannot bind a key");
-	} else {
-		rc = st_exec(s, c, ST_DEL, "cannot delete a key");
-	}
+	rc = delete_on(s, c, key);
 	give_back(s, c);
 	return rc;
 }
@@ -386,38 +390,55 @@ static void rollback_quietly(sq_conn *c)
 	}
 }
 
-static int sq_compare_and_put(faucet_store_backend *b, const char *key,
-			      const faucet_value *expected, const faucet_value *value,
-			      int *written)
+/* Compare-and-put (value given) or compare-and-delete (value NULL): read,
+ * compare and act inside one BEGIN IMMEDIATE transaction. */
+static int compare_and_act(sqlite_store *s, const char *key, const faucet_value *expected,
+			   const faucet_value *value, int *done)
 {
-	sqlite_store *s = (sqlite_store *)b;
 	faucet_value *current = NULL;
 	sq_stamp when;
 	sq_conn *c;
 	int rc = with_conn(s, &c);
 
-	*written = 0;
+	*done = 0;
 	if (rc != 0)
 		return rc;
 	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
 	if (rc == 0)
 		rc = read_value(s, c, key, &current);
 	if (rc == 0 && faucet_value_equal(current, expected)) {
-		stamp_now(&when);
-		rc = write_value(s, c, key, value, &when);
+		if (value != NULL) {
+			stamp_now(&when);
+			rc = write_value(s, c, key, value, &when);
+		} else {
+			rc = delete_on(s, c, key);
+		}
 		if (rc == 0)
-			*written = 1;
+			*done = 1;
 	}
-	/* Commit even when nothing was written: it only releases the lock. */
+	/* Commit even when nothing changed: it only releases the lock. */
 	if (rc == 0)
 		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
 	if (rc != 0) {
-		*written = 0;
+		*done = 0;
 		rollback_quietly(c);
 	}
 	faucet_value_free(current);
 	give_back(s, c);
 	return rc;
+}
+
+static int sq_compare_and_put(faucet_store_backend *b, const char *key,
+			      const faucet_value *expected, const faucet_value *value,
+			      int *written)
+{
+	return compare_and_act((sqlite_store *)b, key, expected, value, written);
+}
+
+static int sq_compare_and_delete(faucet_store_backend *b, const char *key,
+				 const faucet_value *expected, int *deleted)
+{
+	return compare_and_act((sqlite_store *)b, key, expected, NULL, deleted);
 }
 
 static int sq_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
@@ -515,6 +536,7 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	s->base.del = sq_del;
 	s->base.scan = sq_scan;
 	s->base.compare_and_put = sq_compare_and_put;
+	s->base.compare_and_delete = sq_compare_and_delete;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;
 	s->base.free = sq_free;

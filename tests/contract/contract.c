@@ -645,6 +645,176 @@ static void compare_and_put_is_atomic_across_processes(void **state)
 	assert_counter(f->store, 2000);
 }
 
+/* ---- compare-and-delete ----------------------------------------------- */
+
+static int cad(faucet_store *s, const char *key, const char *expected)
+{
+	faucet_value *e = tu_v(expected);
+	int deleted = -1;
+
+	if (faucet_store_compare_and_delete(s, key, e, &deleted) != 0)
+		fail_msg("%s: compare-and-delete '%s': %s", current->name, key,
+			 faucet_error_last()->message);
+	faucet_value_free(e);
+	assert_true(deleted == 0 || deleted == 1);
+	return deleted;
+}
+
+static void compare_and_delete_removes_only_the_expected_value(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *v = tu_v("1");
+	int deleted = -1;
+
+	assert_true(faucet_store_supports_compare_and_delete(s));
+	put_json(s, "k", "{\"a\":1,\"b\":[2,3]}");
+	assert_false(cad(s, "k", "{\"a\":1,\"b\":[3,2]}"));
+	assert_false(cad(s, "k", "{\"a\":1}"));
+	tu_assert_value(s, "k", "{\"a\":1,\"b\":[2,3]}");
+	/* Equal as JSON values, written another way. */
+	assert_true(cad(s, "k", "{ \"b\" : [2,3], \"a\" : 1 }"));
+	tu_assert_value(s, "k", NULL);
+	assert_false(cad(s, "k", "{\"a\":1,\"b\":[2,3]}"));
+	assert_false(cad(s, "missing", "null"));
+	/* Nothing expected is not "no entry" here: plain delete is for that. */
+	assert_int_equal(faucet_store_compare_and_delete(s, "k", NULL, &deleted),
+			 FAUCET_EINVALID);
+	assert_int_equal(deleted, 0);
+	assert_int_equal(faucet_store_compare_and_delete(s, "../bad", v, &deleted),
+			 FAUCET_EINVALID);
+	/* The key can be written again afterwards. */
+	put_json(s, "k", "2");
+	tu_assert_value(s, "k", "2");
+	faucet_value_free(v);
+}
+
+/* A token {"n": N} under "token" passes from hand to hand: whoever deletes
+ * it with compare-and-delete owns it and puts {"n": N+1} back.  Were the
+ * delete not atomic, two takers could own one N, and the wins would add up
+ * to more than the final N.  Returns this taker's wins, or -1. */
+#define TOKEN_LIMIT 160
+
+static int take_tokens(faucet_store *s)
+{
+	int wins = 0;
+
+	for (;;) {
+		faucet_value *t = NULL, *next;
+		int n, deleted = 0;
+		char text[32];
+
+		if (faucet_store_get(s, "token", &t) != 0)
+			return -1;
+		if (t == NULL)
+			continue; /* its owner is about to put it back */
+		n = read_counter(t);
+		if (n < 0 || n >= TOKEN_LIMIT) {
+			faucet_value_free(t);
+			return n < 0 ? -1 : wins;
+		}
+		if (faucet_store_compare_and_delete(s, "token", t, &deleted) != 0) {
+			faucet_value_free(t);
+			return -1;
+		}
+		faucet_value_free(t);
+		if (!deleted)
+			continue;
+		wins++;
+		snprintf(text, sizeof(text), "{\"n\":%d}", n + 1);
+		next = tu_v(text);
+		if (faucet_store_put(s, "token", next) != 0) {
+			faucet_value_free(next);
+			return -1;
+		}
+		faucet_value_free(next);
+	}
+}
+
+typedef struct {
+	faucet_store *store;
+	pthread_barrier_t *start;
+	int wins;
+} token_job;
+
+static void *token_thread(void *arg)
+{
+	token_job *j = arg;
+
+	pthread_barrier_wait(j->start);
+	j->wins = take_tokens(j->store);
+	if (j->wins < 0)
+		fprintf(stderr, "thread: %s\n", faucet_error_last()->message);
+	return NULL;
+}
+
+static void compare_and_delete_is_atomic_across_threads(void **state)
+{
+	pthread_t tid[8];
+	token_job jobs[8];
+	pthread_barrier_t start;
+	int total = 0;
+
+	put_json(S(state), "token", "{\"n\":0}");
+	assert_int_equal(pthread_barrier_init(&start, NULL, 8), 0);
+	for (int i = 0; i < 8; i++) {
+		jobs[i] = (token_job){S(state), &start, 0};
+		assert_int_equal(pthread_create(&tid[i], NULL, token_thread, &jobs[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(tid[i], NULL), 0);
+		assert_true(jobs[i].wins >= 0);
+		total += jobs[i].wins;
+	}
+	pthread_barrier_destroy(&start);
+	assert_int_equal(total, TOKEN_LIMIT);
+	tu_assert_value(S(state), "token", "{\"n\":160}");
+}
+
+/* The same with 8 processes, each with its own handle; a child's exit
+ * status is its number of wins. */
+static void compare_and_delete_is_atomic_across_processes(void **state)
+{
+	fixture *f = *state;
+	int gate[2], total = 0;
+	pid_t pids[8];
+
+	put_json(f->store, "token", "{\"n\":0}");
+	faucet_store_free(f->store);
+	f->store = NULL;
+	assert_int_equal(pipe(gate), 0);
+	fflush(NULL);
+	for (int i = 0; i < 8; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			faucet_store *s = NULL;
+			int wins = -1;
+			char c;
+
+			close(gate[1]);
+			(void)read(gate[0], &c, 1); /* returns at EOF: the parent let go */
+			if (faucet_store_open_url(&s, f->url) == 0)
+				wins = take_tokens(s);
+			if (wins < 0)
+				fprintf(stderr, "child %d: %s\n", i, faucet_error_last()->message);
+			faucet_store_free(s);
+			_exit(wins < 0 ? 255 : wins);
+		}
+	}
+	close(gate[0]);
+	close(gate[1]);
+	for (int i = 0; i < 8; i++) {
+		int status = 0;
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_true(WEXITSTATUS(status) != 255);
+		total += WEXITSTATUS(status);
+	}
+	f->store = open_url(f->url);
+	assert_int_equal(total, TOKEN_LIMIT);
+	tu_assert_value(f->store, "token", "{\"n\":160}");
+}
+
 /* ---- batches ----------------------------------------------------------- */
 
 static void put_batch_lands_every_entry_and_checks_keys_first(void **state)
@@ -824,15 +994,21 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(export_then_import_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(doctor_probe_passes_and_leaves_no_residue, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_delete_removes_only_the_expected_value,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_is_atomic_across_threads, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_delete_is_atomic_across_threads, setup,
 						teardown),
 		/* Only for stores several processes can share (not memory:). */
 		cmocka_unit_test_setup_teardown(a_second_handle_sees_the_first_ones_writes, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_is_atomic_across_processes, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_delete_is_atomic_across_processes, setup,
+						teardown),
 	};
-	const size_t shared_only = 2;
+	const size_t shared_only = 3;
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	char group[64];
 

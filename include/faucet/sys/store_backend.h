@@ -45,6 +45,10 @@ struct faucet_store_backend {
 	int (*compare_and_put)(faucet_store_backend *b, const char *key,
 			       const faucet_value *expected,
 			       const faucet_value *value, int *written);
+	/* Optional: ATOMIC compare-and-delete (expected is never NULL).
+	 * (Version 2.) */
+	int (*compare_and_delete)(faucet_store_backend *b, const char *key,
+				  const faucet_value *expected, int *deleted);
 	/* Optional: ALL-OR-NOTHING batch. */
 	int (*put_batch)(faucet_store_backend *b, const faucet_entry *entries, size_t count);
 	/* Optional: doctor probes. */
