@@ -136,9 +136,11 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 }
 
 /*
- * The store has compare-and-put but no compare-and-delete, and a plain
- * delete could remove a lease another runner took over after ours expired.
- * So we first write a released form of our own lease ({holder: us,
+ * Release: delete the lease only while it is still ours - a plain delete
+ * could remove a lease another runner took over after ours expired.  With
+ * an atomic compare-and-delete (every built-in store) that is one step.
+ *
+ * Otherwise we first write a released form of our own lease ({holder: us,
  * expires_at: 0}) with compare-and-put against the value we hold: that step
  * is atomic and is the real hand-over - from then on anyone may claim the
  * unit.  Only if the entry still holds that released form do we delete it,
@@ -152,6 +154,8 @@ int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l)
 	faucet_value *released = NULL, *now = NULL;
 	int rc, written = 0;
 
+	if (faucet_store_supports_compare_and_delete(s))
+		return faucet_store_compare_and_delete(s, l->key, l->value, &written);
 	rc = lease_value(&released, l->holder, 0);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(s, l->key, l->value, released, &written);
