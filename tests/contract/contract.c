@@ -602,14 +602,13 @@ static void compare_and_put_is_atomic_across_threads(void **state)
 	assert_counter(S(state), 2000);
 }
 
-/* 8 processes x 250 increments, each process with its own store handle,
- * end at exactly 2000.  The children wait on a pipe so they start together;
- * the parent's handle is closed across the fork (SQLite and libpq
- * connections must not be shared with a child). */
-static void compare_and_put_is_atomic_across_processes(void **state)
+/* Run child() in 8 processes started together, each with its own handle
+ * on the store, and return the sum of their results (each 0..254).  The
+ * parent's handle is closed across the fork (SQLite and libpq connections
+ * must not be shared with a child) and reopened afterwards. */
+static int in_8_processes(fixture *f, int (*child)(faucet_store *s))
 {
-	fixture *f = *state;
-	int gate[2];
+	int gate[2], total = 0;
 	pid_t pids[8];
 
 	faucet_store_free(f->store);
@@ -621,16 +620,17 @@ static void compare_and_put_is_atomic_across_processes(void **state)
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			faucet_store *s = NULL;
+			int result = -1;
 			char c;
-			int rc;
 
 			close(gate[1]);
 			(void)read(gate[0], &c, 1); /* returns at EOF: the parent let go */
-			rc = faucet_store_open_url(&s, f->url) == 0 && increment(s, 250) == 0;
-			if (!rc)
+			if (faucet_store_open_url(&s, f->url) == 0)
+				result = child(s);
+			if (result < 0)
 				fprintf(stderr, "child %d: %s\n", i, faucet_error_last()->message);
 			faucet_store_free(s);
-			_exit(rc ? 0 : 1);
+			_exit(result < 0 || result > 254 ? 255 : result);
 		}
 	}
 	close(gate[0]);
@@ -639,9 +639,25 @@ static void compare_and_put_is_atomic_across_processes(void **state)
 		int status = 0;
 		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
 		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_int_not_equal(WEXITSTATUS(status), 255);
+		total += WEXITSTATUS(status);
 	}
 	f->store = open_url(f->url);
+	return total;
+}
+
+static int increment_250(faucet_store *s)
+{
+	return increment(s, 250) == 0 ? 0 : -1;
+}
+
+/* 8 processes x 250 increments, each process with its own store handle,
+ * end at exactly 2000. */
+static void compare_and_put_is_atomic_across_processes(void **state)
+{
+	fixture *f = *state;
+
+	assert_int_equal(in_8_processes(f, increment_250), 0);
 	assert_counter(f->store, 2000);
 }
 
@@ -770,48 +786,13 @@ static void compare_and_delete_is_atomic_across_threads(void **state)
 	tu_assert_value(S(state), "token", "{\"n\":160}");
 }
 
-/* The same with 8 processes, each with its own handle; a child's exit
- * status is its number of wins. */
+/* The same with 8 processes, each with its own handle. */
 static void compare_and_delete_is_atomic_across_processes(void **state)
 {
 	fixture *f = *state;
-	int gate[2], total = 0;
-	pid_t pids[8];
 
 	put_json(f->store, "token", "{\"n\":0}");
-	faucet_store_free(f->store);
-	f->store = NULL;
-	assert_int_equal(pipe(gate), 0);
-	fflush(NULL);
-	for (int i = 0; i < 8; i++) {
-		pids[i] = fork();
-		assert_true(pids[i] >= 0);
-		if (pids[i] == 0) {
-			faucet_store *s = NULL;
-			int wins = -1;
-			char c;
-
-			close(gate[1]);
-			(void)read(gate[0], &c, 1); /* returns at EOF: the parent let go */
-			if (faucet_store_open_url(&s, f->url) == 0)
-				wins = take_tokens(s);
-			if (wins < 0)
-				fprintf(stderr, "child %d: %s\n", i, faucet_error_last()->message);
-			faucet_store_free(s);
-			_exit(wins < 0 ? 255 : wins);
-		}
-	}
-	close(gate[0]);
-	close(gate[1]);
-	for (int i = 0; i < 8; i++) {
-		int status = 0;
-		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-		assert_true(WIFEXITED(status));
-		assert_true(WEXITSTATUS(status) != 255);
-		total += WEXITSTATUS(status);
-	}
-	f->store = open_url(f->url);
-	assert_int_equal(total, TOKEN_LIMIT);
+	assert_int_equal(in_8_processes(f, take_tokens), TOKEN_LIMIT);
 	tu_assert_value(f->store, "token", "{\"n\":160}");
 }
 
