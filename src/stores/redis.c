@@ -81,6 +81,19 @@ static redisReply *command(redisContext *c, int argc, const char **argv, const s
 	return redisCommandArgv(c, argc, argv, lens);
 }
 
+/* Run a command whose reply only has to be of `type`: 0, or reply_ok's
+ * error. */
+static int command_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
+		      const size_t *lens, int type, const char *what)
+{
+	redisReply *r = command(c, argc, argv, lens);
+	int rc = reply_ok(s, c, r, type, what);
+
+	if (rc == 0)
+		freeReplyObject(r);
+	return rc;
+}
+
 /* ---- connections ------------------------------------------------------- */
 
 static struct timeval ms_to_tv(uint64_t ms)
@@ -109,24 +122,17 @@ static int redis_connect(void *owner, void **out)
 		rc = redis_fail(s, "cannot set the command timeout", c->errstr);
 	if (rc == 0 && s->password != NULL) {
 		const char *argv[3] = {"AUTH", s->user ? s->user : s->password, s->password};
-		int argc = s->user ? 3 : 2;
-		redisReply *r = command(c, argc, argv, NULL);
 		/* Redis's own reply names no secret ("invalid username-password
 		 * pair" / "WRONGPASS ..."). */
-		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "authentication failed");
-		if (rc == 0)
-			freeReplyObject(r);
+		rc = command_ok(s, c, s->user ? 3 : 2, argv, NULL, REDIS_REPLY_STATUS,
+				"authentication failed");
 	}
 	if (rc == 0 && s->db != 0) {
 		char db[16];
 		const char *argv[2] = {"SELECT", db};
-		redisReply *r;
 
 		snprintf(db, sizeof(db), "%d", s->db);
-		r = command(c, 2, argv, NULL);
-		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot select the database");
-		if (rc == 0)
-			freeReplyObject(r);
+		rc = command_ok(s, c, 2, argv, NULL, REDIS_REPLY_STATUS, "cannot select the database");
 	}
 	if (rc != 0) {
 		redisFree(c);
@@ -244,23 +250,15 @@ static int op_put(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[3] = {"SET", a->rkey, faucet_value_json(a->value)};
 	size_t lens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
-	redisReply *r = command(c, 3, argv, lens);
 
-	if (reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot write a key") != 0)
-		return FAUCET_ERROR;
-	freeReplyObject(r);
-	return 0;
+	return command_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
 }
 
 static int op_del(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[2] = {"DEL", a->rkey};
-	redisReply *r = command(c, 2, argv, NULL);
 
-	if (reply_ok(s, c, r, REDIS_REPLY_INTEGER, "cannot delete a key") != 0)
-		return FAUCET_ERROR;
-	freeReplyObject(r);
-	return 0;
+	return command_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
 }
 
 /* SCAN, never KEYS: it does not block the server on a large data set.  SCAN
@@ -329,10 +327,8 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	int rc;
 
 	*done = 1;
-	r = command(c, 2, watch, NULL);
-	if (reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot watch a key") != 0)
+	if (command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key") != 0)
 		return FAUCET_ERROR;
-	freeReplyObject(r);
 	rc = value_from_reply(s, c, command(c, 2, get, NULL), a->key, &current);
 	if (rc != 0 || !faucet_value_equal(current, a->expected)) {
 		const char *unwatch[1] = {"UNWATCH"};
@@ -395,7 +391,6 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	const char **argv = faucet__calloc(argc, sizeof(*argv));
 	size_t *lens = faucet__calloc(argc, sizeof(*lens));
 	char **keys = faucet__calloc(a->count, sizeof(*keys));
-	redisReply *r;
 	int rc = 0;
 
 	if (argv == NULL || lens == NULL || keys == NULL)
@@ -414,10 +409,8 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	if (rc == 0) {
 		argv[0] = "MSET";
 		lens[0] = 4;
-		r = redisCommandArgv(c, (int)argc, argv, lens);
-		rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "cannot write a batch");
-		if (rc == 0)
-			freeReplyObject(r);
+		rc = command_ok(s, c, (int)argc, argv, lens, REDIS_REPLY_STATUS,
+				"cannot write a batch");
 	}
 	for (size_t i = 0; keys != NULL && i < a->count; i++)
 		free(keys[i]);
@@ -582,13 +575,9 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
 	if (!failed) {
 		const char *ping[1] = {"PING"};
-		redisReply *r;
 
 		(void)redisSetTimeout(c, ms_to_tv(timeout));
-		r = command(c, 1, ping, NULL);
-		failed = reply_ok(s, c, r, REDIS_REPLY_STATUS, "PING failed") != 0;
-		if (!failed)
-			freeReplyObject(r);
+		failed = command_ok(s, c, 1, ping, NULL, REDIS_REPLY_STATUS, "PING failed") != 0;
 	}
 	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
 	if (rc == 0 && !failed) {
