@@ -8,6 +8,7 @@
  * a stack: the most recently used connection is handed out first, which
  * keeps a lightly loaded store on one warm connection.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -179,4 +180,11 @@ int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx,
 		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
 			return rc;
 	}
+}
+
+int faucet_pool_socket_quiet(int fd)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+
+	return fd >= 0 && poll(&pfd, 1, 0) == 0;
 }

@@ -53,6 +53,11 @@ void faucet_pool_release(faucet_pool *p, void *conn, int broken);
  * whether it landed, and a second try could report it as not written. */
 int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent);
 
+/* For `alive` callbacks of network connections: whether socket fd is open
+ * and has nothing to read.  An idle connection is owed no data, so a
+ * readable socket means the server is closing it (EOF after a restart). */
+int faucet_pool_socket_quiet(int fd);
+
 /* Close every connection.  No connection may be in use. */
 void faucet_pool_free(faucet_pool *p);
 

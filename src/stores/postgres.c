@@ -38,7 +38,6 @@
  * the password is scrubbed from libpq's own text.
  */
 #include <libpq-fe.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,11 +300,9 @@ static void pg_disconnect(void *conn)
 static int pg_alive(void *conn)
 {
 	PGconn *c = conn;
-	struct pollfd pfd = {PQsocket(c), POLLIN, 0};
 
-	if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE)
-		return 0;
-	return pfd.fd >= 0 && poll(&pfd, 1, 0) == 0;
+	return PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE &&
+	       faucet_pool_socket_quiet(PQsocket(c));
 }
 
 /* A connection that lost the server, or was left inside a transaction by a

@@ -22,7 +22,6 @@
  * appears in messages.
  */
 #include <hiredis/hiredis.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -152,9 +151,8 @@ static void redis_disconnect(void *conn)
 static int redis_alive(void *conn)
 {
 	redisContext *c = conn;
-	struct pollfd pfd = {c->fd, POLLIN, 0};
 
-	return c->err == 0 && c->fd >= 0 && poll(&pfd, 1, 0) == 0;
+	return c->err == 0 && faucet_pool_socket_quiet(c->fd);
 }
 
 /* hiredis sets err on a context once its connection failed. */
