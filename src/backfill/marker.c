@@ -26,7 +26,7 @@
 #define RECORD_MAX_ATTEMPTS 10000 /* conflicts are short-lived; this is a safety stop */
 
 typedef struct {
-	char *unit;
+	char *unit; /* first: faucet__find_sorted looks it up */
 	faucet_backfill_status status;
 	char *error; /* failed units only */
 } unit_outcome;
@@ -92,25 +92,10 @@ void faucet_backfill_marker_free(faucet_backfill_marker *m)
 	free(m);
 }
 
-/* Binary search: the index of `unit`, or where it would go (*found = 0). */
+/* The index of `unit`, or where it would go (*found = 0). */
 static size_t find(const faucet_backfill_marker *m, const char *unit, int *found)
 {
-	size_t lo = 0, hi = m->count;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(m->units[mid].unit, unit);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = 0;
-	return lo;
+	return faucet__find_sorted(m->units, m->count, sizeof(*m->units), unit, found);
 }
 
 static int set_outcome(faucet_backfill_marker *m, const char *unit, faucet_backfill_status st,
@@ -128,17 +113,14 @@ static int set_outcome(faucet_backfill_marker *m, const char *unit, faucet_backf
 			free(err_copy);
 			return FAUCET_ENOMEM;
 		}
-		if (m->count == m->cap) {
-			size_t cap = m->cap ? m->cap * 2 : 8;
-			unit_outcome *grown = faucet__realloc(m->units, cap * sizeof(*grown));
-			if (grown == NULL) {
-				free(name);
-				free(err_copy);
-				return FAUCET_ENOMEM;
-			}
-			m->units = grown;
-			m->cap = cap;
+		unit_outcome *grown =
+			faucet__reserve(m->units, &m->cap, m->count + 1, sizeof(*m->units), 8);
+		if (grown == NULL) {
+			free(name);
+			free(err_copy);
+			return FAUCET_ENOMEM;
 		}
+		m->units = grown;
 		memmove(&m->units[i + 1], &m->units[i], (m->count - i) * sizeof(*m->units));
 		m->count++;
 		m->units[i].unit = name;

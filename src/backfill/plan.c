@@ -93,6 +93,7 @@ static int cut_units(faucet_backfill_plan *p, const faucet_tz *tz, faucet_bf_ins
 
 	while (before(cursor, to)) {
 		faucet_bf_instant next = cursor;
+		faucet_backfill_unit *grown;
 		int rc;
 
 		if (p->count == FAUCET_BACKFILL_MAX_UNITS)
@@ -105,14 +106,10 @@ static int cut_units(faucet_backfill_plan *p, const faucet_tz *tz, faucet_bf_ins
 			next.sec = cursor.sec + w->seconds;
 		if (before(to, next))
 			next = to;
-		if (p->count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			faucet_backfill_unit *grown = faucet__realloc(p->units, ncap * sizeof(*grown));
-			if (grown == NULL)
-				return FAUCET_ENOMEM;
-			p->units = grown;
-			cap = ncap;
-		}
+		grown = faucet__reserve(p->units, &cap, p->count + 1, sizeof(*p->units), 16);
+		if (grown == NULL)
+			return FAUCET_ENOMEM;
+		p->units = grown;
 		rc = fill_unit(&p->units[p->count], tz, cursor, next);
 		if (rc != 0)
 			return rc;

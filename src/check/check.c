@@ -52,17 +52,13 @@ int faucet_check_report_add(faucet_check_report *r, const char *name,
 			    faucet_probe_status status, const char *reason,
 			    uint64_t elapsed_ms, const char *hint)
 {
-	faucet_probe *p;
+	faucet_probe *p, *grown;
 	int failed = 0;
 
-	if (r->count == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 4;
-		faucet_probe *grown = faucet__realloc(r->probes, cap * sizeof(*grown));
-		if (grown == NULL)
-			return FAUCET_ENOMEM;
-		r->probes = grown;
-		r->cap = cap;
-	}
+	grown = faucet__reserve(r->probes, &r->cap, r->count + 1, sizeof(*r->probes), 4);
+	if (grown == NULL)
+		return FAUCET_ENOMEM;
+	r->probes = grown;
 	p = &r->probes[r->count];
 	p->name = dup_or_null(name ? name : "probe", &failed);
 	p->status = status;

@@ -51,6 +51,30 @@ char *faucet__strdup(const char *s)
 	return faucet__strndup(s, strlen(s));
 }
 
+void *faucet__reserve(void *items, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t n;
+	void *grown;
+
+	if (need <= *cap)
+		return items;
+	n = *cap ? *cap : first;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			break;
+		n *= 2;
+	}
+	if (n < need || n > SIZE_MAX / size) {
+		(void)faucet_error_set(FAUCET_ENOMEM, "out of memory (an array of %zu elements)",
+				       need);
+		return NULL;
+	}
+	grown = faucet__realloc(items, n * size);
+	if (grown != NULL)
+		*cap = n;
+	return grown;
+}
+
 char *faucet__sprintf(const char *fmt, ...)
 {
 	va_list ap;
@@ -202,6 +226,36 @@ int faucet_strarray_push(faucet_strarray *arr, const char *s)
 {
 	char *copy = faucet__strdup(s);
 	return copy ? faucet_strarray_push_owned(arr, copy) : FAUCET_ENOMEM;
+}
+
+static const char *name_at(const void *base, size_t i, size_t stride)
+{
+	const char *const *name = (const void *)((const char *)base + i * stride);
+
+	return *name;
+}
+
+size_t faucet__find_sorted(const void *base, size_t count, size_t stride, const char *name,
+			   int *found)
+{
+	size_t lo = 0, hi = count;
+
+	*found = 0;
+	if (hi > 0 && strcmp(name_at(base, hi - 1, stride), name) < 0)
+		return hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name_at(base, mid, stride), name);
+		if (c == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static int compare_strings(const void *a, const void *b)

@@ -20,6 +20,10 @@ void *faucet__malloc(size_t n);
 void *faucet__calloc(size_t count, size_t size);
 void *faucet__realloc(void *p, size_t n);
 char *faucet__strdup(const char *s);
+/* Grow an array of `size`-byte elements whose capacity is *cap so that it
+ * holds at least `need` (>= 1), doubling from `first`.  Returns the array,
+ * moved or not, or NULL when out of memory (then nothing changed). */
+void *faucet__reserve(void *items, size_t *cap, size_t need, size_t size, size_t first);
 char *faucet__strndup(const char *s, size_t n);
 char *faucet__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -50,6 +54,13 @@ int faucet_buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format
 /* Hand the buffer's string to the caller (never NULL unless failed). */
 char *faucet_buf_detach(faucet_buf *b);
 void faucet_buf_dispose(faucet_buf *b);
+
+/* Binary search of `count` elements of `stride` bytes, each starting with
+ * its `char *` name, sorted by strcmp: the index of `name`, or where it
+ * would be inserted; *found says which.  Appending in order is cheap: the
+ * last element is looked at first. */
+size_t faucet__find_sorted(const void *base, size_t count, size_t stride, const char *name,
+			   int *found);
 
 /* Append one string to a strarray (copied). */
 int faucet_strarray_push(faucet_strarray *arr, const char *s);

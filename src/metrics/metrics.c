@@ -28,20 +28,16 @@ static size_t registry_len, registry_cap;
 /* Find or create under the lock; NULL on allocation failure. */
 static metric *lookup_locked(const char *name, const char *labels, int is_gauge)
 {
-	metric *m;
+	metric *m, *grown;
 
 	for (size_t i = 0; i < registry_len; i++) {
 		if (strcmp(registry[i].name, name) == 0 && strcmp(registry[i].labels, labels) == 0)
 			return &registry[i];
 	}
-	if (registry_len == registry_cap) {
-		size_t cap = registry_cap ? registry_cap * 2 : 16;
-		metric *grown = faucet__realloc(registry, cap * sizeof(*grown));
-		if (grown == NULL)
-			return NULL;
-		registry = grown;
-		registry_cap = cap;
-	}
+	grown = faucet__reserve(registry, &registry_cap, registry_len + 1, sizeof(*registry), 16);
+	if (grown == NULL)
+		return NULL;
+	registry = grown;
 	m = &registry[registry_len];
 	memset(m, 0, sizeof(*m));
 	m->name = faucet__strdup(name);

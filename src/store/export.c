@@ -33,7 +33,7 @@
 #include <faucet/keys.h>
 
 typedef struct {
-	char *key;
+	char *key; /* first: faucet__find_sorted looks it up */
 	faucet_value *value;
 } export_entry;
 
@@ -86,43 +86,20 @@ void faucet_export_free(faucet_export *e)
 static int reserve(faucet_export *e, size_t extra)
 {
 	export_entry *grown;
-	size_t cap;
 
 	if (e->count + extra <= e->cap)
-		return 0;
-	cap = e->cap ? e->cap : 16;
-	while (cap < e->count + extra)
-		cap *= 2;
-	grown = faucet__realloc(e->entries, cap * sizeof(*grown));
+		return 0; /* also when nothing is added to an empty document */
+	grown = faucet__reserve(e->entries, &e->cap, e->count + extra, sizeof(*e->entries), 16);
 	if (grown == NULL)
 		return FAUCET_ENOMEM;
 	e->entries = grown;
-	e->cap = cap;
 	return 0;
 }
 
 /* Index of key, or where it would be inserted; *found says which. */
 static size_t find_key(const faucet_export *e, const char *key, int *found)
 {
-	size_t lo = 0, hi = e->count;
-
-	*found = 0;
-	/* Keys usually arrive in order (a sorted listing): check the end first. */
-	if (hi > 0 && strcmp(e->entries[hi - 1].key, key) < 0)
-		return hi;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(e->entries[mid].key, key);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return faucet__find_sorted(e->entries, e->count, sizeof(*e->entries), key, found);
 }
 
 int faucet_export_set(faucet_export *e, const char *key, faucet_value *value)

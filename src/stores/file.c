@@ -881,16 +881,13 @@ typedef struct {
 
 static int key_list_push(key_list *l, const char *key, size_t len)
 {
+	sort_item *grown;
 	char *copy;
 
-	if (l->count == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		sort_item *grown = faucet__realloc(l->items, cap * sizeof(*grown));
-		if (grown == NULL)
-			return FAUCET_ENOMEM;
-		l->items = grown;
-		l->cap = cap;
-	}
+	grown = faucet__reserve(l->items, &l->cap, l->count + 1, sizeof(*l->items), 256);
+	if (grown == NULL)
+		return FAUCET_ENOMEM;
+	l->items = grown;
 	copy = faucet__strndup(key, len);
 	if (copy == NULL)
 		return FAUCET_ENOMEM;
