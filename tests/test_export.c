@@ -112,15 +112,6 @@ static faucet_store *open_test_backend(backend_kind kind)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static void put(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
 static void set(faucet_export *e, const char *key, const char *json)
 {
 	faucet_value *v = tu_v(json);
@@ -349,17 +340,17 @@ static void export_then_import_round_trips_and_replace_drops_stale_keys(void **s
 	(void)state;
 
 	assert_int_equal(faucet_store_open_memory(&from), 0);
-	put(from, "o::a", "{\"c\":1}");
-	put(from, "o::b", "2");
-	put(from, "other::a", "9");
-	put(from, "ox::a", "9");
+	tu_put(from, "o::a", "{\"c\":1}");
+	tu_put(from, "o::b", "2");
+	tu_put(from, "other::a", "9");
+	tu_put(from, "ox::a", "9");
 	assert_int_equal(faucet_export_namespace(from, "o", &e), 0);
 	assert_int_equal(faucet_export_count(e), 2);
 	assert_string_equal(faucet_export_pipeline(e), "o");
 	assert_null(faucet_export_exported_at(e));
 
 	assert_int_equal(faucet_store_open_memory(&to), 0);
-	put(to, "o::stale", "0");
+	tu_put(to, "o::stale", "0");
 	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
 	assert_true(r.atomic);
 	assert_null(r.error);
@@ -388,7 +379,7 @@ static void export_skips_keys_deleted_after_the_listing(void **state)
 	faucet_export *e = NULL;
 	(void)state;
 
-	put(phantom, "o::a", "1");
+	tu_put(phantom, "o::a", "1");
 	assert_int_equal(faucet_export_namespace(phantom, "o", &e), 0);
 	assert_int_equal(faucet_export_count(e), 1);
 	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
@@ -446,7 +437,7 @@ static void import_reports_batch_and_delete_failures(void **state)
 	/* The failing store's plain calls work. */
 	assert_int_equal(faucet_store_get(failing, "o::a", &v), 0);
 	assert_null(v);
-	put(failing, "o::a", "1");
+	tu_put(failing, "o::a", "1");
 	assert_int_equal(faucet_store_delete(failing, "o::a"), 0);
 
 	set(e, "o::a", "1");
@@ -463,8 +454,8 @@ static void import_reports_batch_and_delete_failures(void **state)
 	assert_null(r.error);
 	faucet_import_report_dispose(&r);
 
-	put(listing, "o::stuck", "1");
-	put(listing, "o::gone", "1");
+	tu_put(listing, "o::stuck", "1");
+	tu_put(listing, "o::gone", "1");
 	tu_assert_value(listing, "o::stuck", "1");
 	assert_int_equal(faucet_import_namespace(listing, e, 1, &r), 0);
 	assert_false(r.atomic);
@@ -488,9 +479,9 @@ static void import_of_an_empty_document_with_replace_empties_the_namespace(void 
 	(void)state;
 
 	assert_int_equal(faucet_store_open_memory(&s), 0);
-	put(s, "o::a", "1");
-	put(s, "o::b::__sla__", "{}");
-	put(s, "other::a", "1");
+	tu_put(s, "o::a", "1");
+	tu_put(s, "o::b::__sla__", "{}");
+	tu_put(s, "other::a", "1");
 	assert_int_equal(faucet_import_namespace(s, e, 1, &r), 0);
 	assert_int_equal(r.written.count, 0);
 	tu_assert_strings(&r.deleted, "o::a", "o::b::__sla__", NULL);

@@ -47,14 +47,6 @@ static faucet_store *open_sealed(const char *dir, const char *key, const char *p
 	return s;
 }
 
-static void put_json(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
 static char *file_of(fixture *f, const char *name, size_t *len)
 {
 	char *path = tu_join(f->dir, name);
@@ -84,7 +76,7 @@ static void round_trip_with_ciphertext_on_disk(void **state)
 	size_t len;
 	char *raw;
 
-	put_json(s, "bk", "{\"lsn\":42}");
+	tu_put(s, "bk", "{\"lsn\":42}");
 	tu_assert_value(s, "bk", "{\"lsn\":42}");
 	raw = file_of(f, "bk.json", &len);
 	assert_memory_equal(raw, "FCT1\x02", 5);
@@ -108,12 +100,12 @@ static void plaintext_stays_readable_and_is_sealed_on_next_write(void **state)
 	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
 	char *raw;
 
-	put_json(plain, "bk", "\"legacy\"");
+	tu_put(plain, "bk", "\"legacy\"");
 	raw = file_of(f, "bk.json", NULL);
 	assert_string_equal(raw, "\"legacy\"");
 	free(raw);
 	tu_assert_value(sealed, "bk", "\"legacy\"");
-	put_json(sealed, "bk", "\"updated\"");
+	tu_put(sealed, "bk", "\"updated\"");
 	raw = file_of(f, "bk.json", NULL);
 	assert_memory_equal(raw, "FCT1", 4);
 	free(raw);
@@ -130,7 +122,7 @@ static void wrong_key_is_a_typed_error_not_a_missing_bookmark(void **state)
 	faucet_store *right = open_sealed(f->dir, "s3cr3t-A-9f2e", NULL, NULL);
 	faucet_store *wrong = open_sealed(f->dir, "s3cr3t-B-7c1d", NULL, NULL);
 
-	put_json(right, "bk", "1");
+	tu_put(right, "bk", "1");
 	assert_crypto_error(wrong, "bk", "bk.json", "could not be decrypted");
 	/* The key itself never appears in the message. */
 	assert_null(strstr(faucet_error_last()->message, "s3cr3t"));
@@ -144,7 +136,7 @@ static void a_file_moved_to_another_keys_name_fails(void **state)
 	faucet_store *s = open_sealed(f->dir, "k1", NULL, NULL);
 	char *from = tu_join(f->dir, "orders%3A%3Aa.json"), *to = tu_join(f->dir, "orders%3A%3Ab.json");
 
-	put_json(s, "orders::a", "{\"offset\":1}");
+	tu_put(s, "orders::a", "{\"offset\":1}");
 	assert_int_equal(rename(from, to), 0);
 	assert_crypto_error(s, "orders::b", "orders%3A%3Ab.json", "could not be decrypted");
 	free(from);
@@ -177,7 +169,7 @@ static void flipped_bits_in_nonce_ciphertext_and_tag_fail(void **state)
 	size_t len;
 	char *raw;
 
-	put_json(s, "bk", "{\"lsn\":42}");
+	tu_put(s, "bk", "{\"lsn\":42}");
 	raw = file_of(f, "bk.json", &len);
 	free(raw);
 	assert_tamper_detected(f, s, 5);       /* nonce */
@@ -194,7 +186,7 @@ static void truncated_files_and_unknown_formats_fail(void **state)
 	size_t len;
 	char *raw;
 
-	put_json(s, "bk", "{\"lsn\":42}");
+	tu_put(s, "bk", "{\"lsn\":42}");
 	raw = tu_read_file(path, &len);
 	tu_write_file(path, raw, 20);
 	assert_crypto_error(s, "bk", "bk.json", "truncated");
@@ -215,10 +207,10 @@ static void rotation_reads_old_files_and_reseals_with_the_new_key(void **state)
 	faucet_store *rotated = open_sealed(f->dir, "new", "older", "old");
 	faucet_store *new_only = open_sealed(f->dir, "new", NULL, NULL);
 
-	put_json(old, "bk", "\"v1\"");
+	tu_put(old, "bk", "\"v1\"");
 	assert_crypto_error(new_only, "bk", "bk.json", "could not be decrypted");
 	tu_assert_value(rotated, "bk", "\"v1\"");
-	put_json(rotated, "bk", "\"v2\"");
+	tu_put(rotated, "bk", "\"v2\"");
 	tu_assert_value(new_only, "bk", "\"v2\"");
 	assert_crypto_error(old, "bk", "bk.json", "could not be decrypted");
 	faucet_store_free(old);
@@ -233,7 +225,7 @@ static void no_temp_files_and_owner_only_files(void **state)
 	int written = 0;
 	faucet_value *a = tu_v("1"), *b = tu_v("2");
 
-	put_json(s, "bk", "1");
+	tu_put(s, "bk", "1");
 	assert_int_equal(faucet_store_compare_and_put(s, "bk", a, b, &written), 0);
 	assert_true(written);
 	assert_int_equal(faucet_store_compare_and_put(s, "bk", a, b, &written), 0);
@@ -253,7 +245,7 @@ static void doctor_and_export_work_on_a_sealed_store(void **state)
 	faucet_export *e = NULL;
 	char *doc = NULL;
 
-	put_json(s, "o::a", "{\"c\":18446744073709551615}");
+	tu_put(s, "o::a", "{\"c\":18446744073709551615}");
 	assert_int_equal(faucet_store_check(s, NULL, &r), 0);
 	assert_int_equal(faucet_check_report_failed_count(r), 0);
 	faucet_check_report_free(r);
@@ -277,9 +269,9 @@ static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
 	size_t rewritten = 99, skipped = 99;
 	char *raw;
 
-	put_json(old, "p::a", "{\"n\":1}");
-	put_json(old, "p::b", "[1,2]");
-	put_json(plain, "p::c", "\"plain\""); /* a plaintext file gets sealed too */
+	tu_put(old, "p::a", "{\"n\":1}");
+	tu_put(old, "p::b", "[1,2]");
+	tu_put(plain, "p::c", "\"plain\""); /* a plaintext file gets sealed too */
 	assert_crypto_error(new_only, "p::a", "p%3A%3Aa.json", "could not be decrypted");
 	assert_int_equal(faucet_store_rewrite_all(rotated, "", &rewritten, &skipped), 0);
 	assert_int_equal(rewritten, 3);
@@ -292,7 +284,7 @@ static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
 	free(raw);
 	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
 	/* A store that cannot open a file stops with an error naming the key. */
-	put_json(old, "p::d", "4");
+	tu_put(old, "p::d", "4");
 	assert_int_equal(faucet_store_rewrite_all(new_only, "", &rewritten, NULL), FAUCET_ECRYPTO);
 	tu_assert_error_contains("rewriting 'p::d'");
 	tu_assert_value(rotated, "p::d", "4"); /* untouched: still the old key's file */

@@ -65,27 +65,6 @@ static faucet_store *open_at(const char *root)
 	return s;
 }
 
-static void put_json(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
-static int cas_json(faucet_store *s, const char *key, const char *expected, const char *json)
-{
-	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(json);
-	int written = -1;
-
-	if (faucet_store_compare_and_put(s, key, e, v, &written) != 0)
-		fail_msg("compare-and-put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(e);
-	faucet_value_free(v);
-	return written;
-}
-
 static void list_into(faucet_store *s, const char *prefix, faucet_strarray *out)
 {
 	if (faucet_store_list(s, prefix, out) != 0)
@@ -186,7 +165,7 @@ static void colon_keys_round_trip_without_colons_on_disk(void **state)
 	char *path = tu_join(f->dir, "pipeline%3Arest%3Aissues.json");
 	char *names;
 
-	put_json(f->s, "pipeline:rest:issues", "{\"cursor\":\"z\"}");
+	tu_put(f->s, "pipeline:rest:issues", "{\"cursor\":\"z\"}");
 	tu_assert_value(f->s, "pipeline:rest:issues", "{\"cursor\":\"z\"}");
 	assert_true(tu_exists(path));
 	names = dir_names(f->dir);
@@ -371,7 +350,7 @@ static void root_is_created_lazily_with_owner_only_modes(void **state)
 	assert_int_equal(faucet_store_delete(s, "k"), 0);
 	assert_false(tu_exists(nested));
 
-	put_json(s, "k", "\"v\"");
+	tu_put(s, "k", "\"v\"");
 	assert_int_equal(stat(root, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
@@ -383,7 +362,7 @@ static void root_is_created_lazily_with_owner_only_modes(void **state)
 	free(file);
 
 	/* Lock files and sidecars are owner-only too. */
-	assert_int_equal(cas_json(s, "k", "\"v\"", "\"w\""), 1);
+	assert_int_equal(tu_cas(s, "k", "\"v\"", "\"w\""), 1);
 	file = tu_join(root, "k.json.lock");
 	assert_int_equal(stat(file, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -391,7 +370,7 @@ static void root_is_created_lazily_with_owner_only_modes(void **state)
 	memset(key, 'q', sizeof(key));
 	memcpy(key, "p::", 3);
 	key[180] = '\0';
-	put_json(s, key, "1");
+	tu_put(s, key, "1");
 	{
 		char *stem = stem_of(key), *name;
 		assert_int_equal(asprintf(&name, "%s.key", stem), (int)strlen(stem) + 4);
@@ -411,7 +390,7 @@ static void put_then_get_round_trips(void **state)
 {
 	fixture *f = *state;
 
-	put_json(f->s, "github_issues", "{\"cursor\":\"abc\",\"n\":42,\"nested\":{\"flag\":true}}");
+	tu_put(f->s, "github_issues", "{\"cursor\":\"abc\",\"n\":42,\"nested\":{\"flag\":true}}");
 	tu_assert_value(f->s, "github_issues", "{\"cursor\":\"abc\",\"n\":42,\"nested\":{\"flag\":true}}");
 }
 
@@ -427,7 +406,7 @@ static void values_keep_every_digit_and_the_file_bytes(void **state)
 	char *first, *second;
 	size_t len1, len2;
 
-	put_json(f->s, "fidelity", text);
+	tu_put(f->s, "fidelity", text);
 	first = tu_read_file(path, &len1);
 	/* Stored compact, exactly the value's text. */
 	assert_int_equal(len1, strlen(text));
@@ -473,8 +452,8 @@ static void keys_differing_only_in_case_keep_separate_files(void **state)
 	fixture *f = *state;
 	faucet_strarray keys = {NULL, 0};
 
-	put_json(f->s, "Users::x", "1");
-	put_json(f->s, "users::x", "2");
+	tu_put(f->s, "Users::x", "1");
+	tu_put(f->s, "users::x", "2");
 	tu_assert_value(f->s, "Users::x", "1");
 	tu_assert_value(f->s, "users::x", "2");
 	list_into(f->s, "", &keys);
@@ -492,7 +471,7 @@ static void a_long_key_round_trips_lists_and_deletes(void **state)
 	for (int i = 0; i < 34; i++)
 		strcat(key, "parent:");
 	assert_true(strlen(key) <= FAUCET_KEY_MAX);
-	put_json(f->s, key, "{\"c\":1}");
+	tu_put(f->s, key, "{\"c\":1}");
 	tu_assert_value(f->s, key, "{\"c\":1}");
 	/* The value and its sidecar holding the full key. */
 	assert_int_equal(tu_count_entries(f->dir), 2);
@@ -500,7 +479,7 @@ static void a_long_key_round_trips_lists_and_deletes(void **state)
 	tu_assert_strings(&keys, key, NULL);
 	faucet_strarray_dispose(&keys);
 	/* Writing again keeps the sidecar as it is. */
-	put_json(f->s, key, "{\"c\":2}");
+	tu_put(f->s, key, "{\"c\":2}");
 	assert_int_equal(tu_count_entries(f->dir), 2);
 	assert_int_equal(faucet_store_delete(f->s, key), 0);
 	tu_assert_value(f->s, key, NULL);
@@ -518,19 +497,19 @@ static void a_wrong_or_missing_sidecar_is_rewritten(void **state)
 	stem = stem_of(key);
 	assert_int_equal(asprintf(&name, "%s.key", stem), (int)strlen(stem) + 4);
 	path = tu_join(f->dir, name);
-	put_json(f->s, key, "1");
+	tu_put(f->s, key, "1");
 	/* A sidecar that names another key does not make that key listable. */
 	tu_write_file(path, "p::other", 8);
 	list_into(f->s, "", &keys);
 	assert_int_equal(keys.count, 0);
 	faucet_strarray_dispose(&keys);
 	/* The next write puts the right key back. */
-	put_json(f->s, key, "2");
+	tu_put(f->s, key, "2");
 	text = tu_read_file(path, NULL);
 	assert_string_equal(text, key);
 	free(text);
 	assert_int_equal(unlink(path), 0);
-	put_json(f->s, key, "3");
+	tu_put(f->s, key, "3");
 	text = tu_read_file(path, NULL);
 	assert_string_equal(text, key);
 	free(text);
@@ -547,8 +526,8 @@ static void put_overwrites_atomically_without_residue(void **state)
 {
 	fixture *f = *state;
 
-	put_json(f->s, "k", "{\"v\":1}");
-	put_json(f->s, "k", "{\"v\":2}");
+	tu_put(f->s, "k", "{\"v\":1}");
+	tu_put(f->s, "k", "{\"v\":2}");
 	tu_assert_value(f->s, "k", "{\"v\":2}");
 	assert_false(tu_has_suffix_entry(f->dir, ".json.tmp"));
 	assert_dir_names(f->dir, "k.json");
@@ -611,7 +590,7 @@ static void a_failed_write_keeps_the_old_value(void **state)
 	faucet_value *v;
 	int rc;
 
-	put_json(f->s, "k", "{\"v\":1}");
+	tu_put(f->s, "k", "{\"v\":1}");
 	memset(big, 'x', sizeof(big));
 	big[0] = '"';
 	big[sizeof(big) - 2] = '"';
@@ -638,7 +617,7 @@ static void delete_removes_the_file_and_a_missing_key_is_fine(void **state)
 	fixture *f = *state;
 	char *path = tu_join(f->dir, "k.json");
 
-	put_json(f->s, "k", "\"v\"");
+	tu_put(f->s, "k", "\"v\"");
 	assert_int_equal(faucet_store_delete(f->s, "k"), 0);
 	tu_assert_value(f->s, "k", NULL);
 	assert_false(tu_exists(path));
@@ -778,10 +757,10 @@ static void a_removed_root_is_recreated_and_a_replaced_one_followed(void **state
 	char *root = tu_join(f->dir, "state"), *path;
 	faucet_store *s = open_at(root);
 
-	put_json(s, "k", "1");
+	tu_put(s, "k", "1");
 	tu_rmrf(root);
 	tu_assert_value(s, "k", NULL);
-	put_json(s, "k", "2");
+	tu_put(s, "k", "2");
 	tu_assert_value(s, "k", "2");
 	/* Someone replaces the directory with one holding another value. */
 	tu_rmrf(root);
@@ -790,7 +769,7 @@ static void a_removed_root_is_recreated_and_a_replaced_one_followed(void **state
 	tu_write_file(path, "3", 1);
 	tu_assert_value(s, "k", "3");
 	tu_rmrf(root);
-	assert_int_equal(cas_json(s, "k", NULL, "4"), 1);
+	assert_int_equal(tu_cas(s, "k", NULL, "4"), 1);
 	tu_assert_value(s, "k", "4");
 	tu_rmrf(root);
 	assert_int_equal(faucet_store_delete(s, "k"), 0);
@@ -815,7 +794,7 @@ static void legacy_named_files_are_read_and_migrated(void **state)
 	/* The lower-case key must not read the upper-case key's legacy file. */
 	tu_assert_value(f->s, "users:x", NULL);
 	tu_assert_value(f->s, "Users:x", "{\"c\":7}");
-	put_json(f->s, "Users:x", "{\"c\":8}");
+	tu_put(f->s, "Users:x", "{\"c\":8}");
 	assert_dir_names(f->dir, "%55sers%3Ax.json");
 	tu_assert_value(f->s, "Users:x", "{\"c\":8}");
 	assert_int_equal(faucet_store_delete(f->s, "Users:x"), 0);
@@ -911,7 +890,7 @@ static void list_ignores_temp_foreign_and_hidden_files(void **state)
 	free(root);
 
 	for (size_t i = 0; i < 4; i++)
-		put_json(f->s, keys[i], "1");
+		tu_put(f->s, keys[i], "1");
 	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
 		char *p = tu_join(f->dir, junk[i]);
 		tu_write_file(p, "{}", 2);
@@ -1040,14 +1019,14 @@ static void compare_and_put_writes_only_over_the_expected_value(void **state)
 	int written = -1;
 
 	assert_true(faucet_store_supports_compare_and_put(f->s));
-	assert_int_equal(cas_json(f->s, "k", NULL, "{\"v\":1}"), 1);
-	assert_int_equal(cas_json(f->s, "k", NULL, "{\"v\":2}"), 0);
-	assert_int_equal(cas_json(f->s, "k", "{\"v\":2}", "{\"v\":2}"), 0);
-	assert_int_equal(cas_json(f->s, "k", "{\"v\":1}", "{\"v\":2}"), 1);
+	assert_int_equal(tu_cas(f->s, "k", NULL, "{\"v\":1}"), 1);
+	assert_int_equal(tu_cas(f->s, "k", NULL, "{\"v\":2}"), 0);
+	assert_int_equal(tu_cas(f->s, "k", "{\"v\":2}", "{\"v\":2}"), 0);
+	assert_int_equal(tu_cas(f->s, "k", "{\"v\":1}", "{\"v\":2}"), 1);
 	tu_assert_value(f->s, "k", "{\"v\":2}");
 	/* Values compare as JSON: member order does not matter. */
-	put_json(f->s, "o", "{\"a\":1,\"b\":2}");
-	assert_int_equal(cas_json(f->s, "o", "{\"b\":2,\"a\":1}", "3"), 1);
+	tu_put(f->s, "o", "{\"a\":1,\"b\":2}");
+	assert_int_equal(tu_cas(f->s, "o", "{\"b\":2,\"a\":1}", "3"), 1);
 	tu_assert_value(f->s, "o", "3");
 	assert_int_equal(faucet_store_compare_and_put(f->s, "bad key!", NULL, a, &written),
 			 FAUCET_EINVALID);
@@ -1128,9 +1107,9 @@ static void a_dead_writers_lock_is_taken_at_once(void **state)
 	tu_write_file(lock, "", 0);
 	faucet_file__set_lock_wait_ms(1);
 	faucet_file__set_lock_busy_hook(count_busy, &busy);
-	assert_int_equal(cas_json(f->s, "lease", NULL, "1"), 1);
+	assert_int_equal(tu_cas(f->s, "lease", NULL, "1"), 1);
 	/* The lock is released after each compare-and-put. */
-	assert_int_equal(cas_json(f->s, "lease", "1", "2"), 1);
+	assert_int_equal(tu_cas(f->s, "lease", "1", "2"), 1);
 	faucet_file__set_lock_busy_hook(NULL, NULL);
 	faucet_file__set_lock_wait_ms(0);
 	assert_int_equal(busy, 0);
@@ -1147,12 +1126,12 @@ static void delete_removes_the_lock_file_and_the_key_stays_usable(void **state)
 	char *never = tu_join(f->dir, "never-created");
 	faucet_store *s;
 
-	assert_int_equal(cas_json(f->s, "k", NULL, "1"), 1);
+	assert_int_equal(tu_cas(f->s, "k", NULL, "1"), 1);
 	assert_true(tu_exists(lock));
 	assert_int_equal(faucet_store_delete(f->s, "k"), 0);
 	assert_false(tu_exists(lock));
 	tu_assert_value(f->s, "k", NULL);
-	assert_int_equal(cas_json(f->s, "k", NULL, "2"), 1);
+	assert_int_equal(tu_cas(f->s, "k", NULL, "2"), 1);
 	tu_assert_value(f->s, "k", "2");
 
 	s = open_at(never);

@@ -20,28 +20,6 @@ static faucet_store *open_memory(void)
 	return s;
 }
 
-static void put(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
-/* compare-and-put of the JSON literals (expected may be NULL). */
-static int cas(faucet_store *s, const char *key, const char *expected, const char *value)
-{
-	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(value);
-	int written = -1;
-
-	if (faucet_store_compare_and_put(s, key, e, v, &written) != 0)
-		fail_msg("compare-and-put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(e);
-	faucet_value_free(v);
-	return written;
-}
-
 static void compare_and_put_writes_only_over_the_expected_value(void **state)
 {
 	faucet_store *s = open_memory();
@@ -50,10 +28,10 @@ static void compare_and_put_writes_only_over_the_expected_value(void **state)
 	(void)state;
 
 	assert_true(faucet_store_supports_compare_and_put(s));
-	assert_true(cas(s, "k", NULL, "{\"v\":1}"));
-	assert_false(cas(s, "k", NULL, "{\"v\":2}"));
-	assert_false(cas(s, "k", "{\"v\":2}", "{\"v\":2}"));
-	assert_true(cas(s, "k", "{\"v\":1}", "{\"v\":2}"));
+	assert_true(tu_cas(s, "k", NULL, "{\"v\":1}"));
+	assert_false(tu_cas(s, "k", NULL, "{\"v\":2}"));
+	assert_false(tu_cas(s, "k", "{\"v\":2}", "{\"v\":2}"));
+	assert_true(tu_cas(s, "k", "{\"v\":1}", "{\"v\":2}"));
 	tu_assert_value(s, "k", "{\"v\":2}");
 	assert_int_equal(faucet_store_compare_and_put(s, "bad key!", NULL, a, &written),
 			 FAUCET_EINVALID);
@@ -68,14 +46,14 @@ static void compare_and_put_compares_json_values(void **state)
 	faucet_store *s = open_memory();
 	(void)state;
 
-	put(s, "k", "{\"a\":1,\"b\":2}");
-	assert_true(cas(s, "k", "{\"b\":2,\"a\":1}", "{\"a\":1,\"b\":3}"));
+	tu_put(s, "k", "{\"a\":1,\"b\":2}");
+	assert_true(tu_cas(s, "k", "{\"b\":2,\"a\":1}", "{\"a\":1,\"b\":3}"));
 	tu_assert_value(s, "k", "{\"a\":1,\"b\":3}");
 	/* A different value, or expecting "no entry" over one, writes nothing. */
-	assert_false(cas(s, "k", "{\"a\":1,\"b\":2}", "0"));
-	assert_false(cas(s, "k", NULL, "0"));
+	assert_false(tu_cas(s, "k", "{\"a\":1,\"b\":2}", "0"));
+	assert_false(tu_cas(s, "k", NULL, "0"));
 	/* Expecting a value where there is none writes nothing either. */
-	assert_false(cas(s, "absent", "1", "2"));
+	assert_false(tu_cas(s, "absent", "1", "2"));
 	tu_assert_value(s, "absent", NULL);
 	faucet_store_free(s);
 }
@@ -97,13 +75,13 @@ static void memory_put_then_get_round_trips(void **state)
 	faucet_value *v = NULL;
 	(void)state;
 
-	put(s, "k", "{\"cursor\":\"abc\",\"n\":7}");
+	tu_put(s, "k", "{\"cursor\":\"abc\",\"n\":7}");
 	assert_int_equal(faucet_store_get(s, "k", &v), 0);
 	assert_non_null(v);
 	assert_string_equal(faucet_value_json(v), "{\"cursor\":\"abc\",\"n\":7}");
 	faucet_value_free(v);
 	/* Fidelity survives the store. */
-	put(s, "big", "[18446744073709551615,-9223372036854775808,0.1]");
+	tu_put(s, "big", "[18446744073709551615,-9223372036854775808,0.1]");
 	tu_assert_value(s, "big", "[18446744073709551615,-9223372036854775808,0.1]");
 	assert_int_equal(faucet_store_get(s, "big", &v), 0);
 	assert_string_equal(faucet_value_json(v), "[18446744073709551615,-9223372036854775808,0.1]");
@@ -116,8 +94,8 @@ static void memory_put_overwrites_previous_value(void **state)
 	faucet_store *s = open_memory();
 	(void)state;
 
-	put(s, "k", "1");
-	put(s, "k", "2");
+	tu_put(s, "k", "1");
+	tu_put(s, "k", "2");
 	tu_assert_value(s, "k", "2");
 	faucet_store_free(s);
 }
@@ -127,7 +105,7 @@ static void memory_delete_makes_get_return_none(void **state)
 	faucet_store *s = open_memory();
 	(void)state;
 
-	put(s, "k", "\"v\"");
+	tu_put(s, "k", "\"v\"");
 	assert_int_equal(faucet_store_delete(s, "k"), 0);
 	tu_assert_value(s, "k", NULL);
 	faucet_store_free(s);
@@ -191,7 +169,7 @@ static void memory_lists_by_prefix_sorted_and_batches_atomically(void **state)
 
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(quoted, sizeof(quoted), "\"%s\"", keys[i]);
-		put(s, keys[i], quoted);
+		tu_put(s, keys[i], quoted);
 	}
 	assert_true(faucet_store_supports_list(s));
 	assert_int_equal(faucet_store_list(s, "p::", &listed), 0);
@@ -223,7 +201,7 @@ static void list_is_in_byte_order(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		put(s, keys[i], "0");
+		tu_put(s, keys[i], "0");
 	assert_int_equal(faucet_store_list(s, "p::", &listed), 0);
 	tu_assert_strings(&listed, "p::A", "p::B", "p::a", "p::a-", "p::a.", "p::a_", "p::b", NULL);
 	faucet_strarray_dispose(&listed);
@@ -281,7 +259,7 @@ static void compare_and_put_is_atomic_across_threads(void **state)
 	char want[16];
 	(void)state;
 
-	put(s, "counter", "0");
+	tu_put(s, "counter", "0");
 	assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
 	for (int i = 0; i < THREADS; i++) {
 		args[i] = (worker_arg){s, &start, 0};

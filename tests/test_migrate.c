@@ -89,14 +89,6 @@ static int reset_metrics(void **state)
 	return 0;
 }
 
-static void put(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	assert_int_equal(faucet_store_put(s, key, v), 0);
-	faucet_value_free(v);
-}
-
 static faucet_migration_kind migrate(faucet_store *s, const char *key,
 				     const char *const *candidates, size_t count, char **from)
 {
@@ -121,7 +113,7 @@ static void migration_moves_once_and_never_clobbers(void **state)
 	assert_int_equal(migrate(s, "p::new", old_only, 1, &from), FAUCET_MIGRATION_FRESH);
 	assert_null(from);
 
-	put(s, "p::old", "{\"page\":3}");
+	tu_put(s, "p::old", "{\"page\":3}");
 	assert_int_equal(migrate(s, "p::new", with_self, 2, &from), FAUCET_MIGRATION_MOVED);
 	assert_string_equal(from, "p::old");
 	free(from);
@@ -130,7 +122,7 @@ static void migration_moves_once_and_never_clobbers(void **state)
 	assert_int_equal(faucet_metrics_counter_get(METRIC, "outcome=\"moved\""), 1);
 
 	/* A value reappearing under the old key never overwrites the new one. */
-	put(s, "p::old", "1");
+	tu_put(s, "p::old", "1");
 	assert_int_equal(migrate(s, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_CURRENT);
 	tu_assert_value(s, "p::new", "{\"page\":3}");
 	tu_assert_value(s, "p::old", "1");
@@ -147,8 +139,8 @@ static void the_first_candidate_holding_a_value_wins(void **state)
 	(void)state;
 
 	assert_int_equal(faucet_store_open_memory(&s), 0);
-	put(s, "p::v1", "\"one\"");
-	put(s, "p::v2", "\"two\"");
+	tu_put(s, "p::v1", "\"one\"");
+	tu_put(s, "p::v2", "\"two\"");
 	assert_int_equal(migrate(s, "p::new", candidates, 3, &from), FAUCET_MIGRATION_MOVED);
 	assert_string_equal(from, "p::v1");
 	free(from);
@@ -165,7 +157,7 @@ static void a_legacy_key_that_cannot_be_removed_still_moves(void **state)
 	char *from = NULL;
 	(void)state;
 
-	put(sticky, "p::old", "2");
+	tu_put(sticky, "p::old", "2");
 	assert_int_equal(migrate(sticky, "p::new", old_only, 1, &from), FAUCET_MIGRATION_MOVED);
 	assert_string_equal(from, "p::old");
 	free(from);
@@ -176,7 +168,7 @@ static void a_legacy_key_that_cannot_be_removed_still_moves(void **state)
 	assert_int_equal(migrate(sticky, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_CURRENT);
 
 	/* The racing store still gets, puts and deletes normally. */
-	put(racing, "k", "1");
+	tu_put(racing, "k", "1");
 	assert_int_equal(faucet_store_delete(racing, "k"), 0);
 	assert_int_equal(faucet_store_get(racing, "k", &v), 0);
 	assert_null(v);
@@ -192,7 +184,7 @@ static void a_concurrent_writer_wins_the_race(void **state)
 	char *text = NULL;
 	(void)state;
 
-	put(s, "p::old", "1");
+	tu_put(s, "p::old", "1");
 	assert_int_equal(migrate(s, "p::new", old_only, 1, &from), FAUCET_MIGRATION_CURRENT);
 	assert_null(from);
 	tu_assert_value(s, "p::old", "1"); /* the loser deletes nothing */
@@ -215,8 +207,8 @@ static void both_outcomes_render_as_prometheus_text(void **state)
 	(void)state;
 
 	assert_int_equal(faucet_store_open_memory(&mem), 0);
-	put(mem, "p::old", "1");
-	put(racing, "p::old", "1");
+	tu_put(mem, "p::old", "1");
+	tu_put(racing, "p::old", "1");
 	assert_int_equal(migrate(mem, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_MOVED);
 	assert_int_equal(migrate(racing, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_CURRENT);
 	assert_int_equal(faucet_metrics_render(&text), 0);
@@ -243,7 +235,7 @@ static void read_failures_and_bad_arguments_are_errors(void **state)
 						  &from), FAUCET_EIO);
 	tu_assert_error_contains("disk on fire");
 	assert_null(from);
-	put(broken_old, "p::old", "1");
+	tu_put(broken_old, "p::old", "1");
 	assert_int_equal(faucet_migrate_state_key(broken_old, "p::new", old_only, 1, &kind, NULL),
 			 FAUCET_EIO);
 	tu_assert_value(broken_old, "p::new", NULL);

@@ -80,15 +80,6 @@ static faucet_store *open_bare(void)
 	return s;
 }
 
-static void put(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put %s: %s", key, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
 static int cas(faucet_store *s, const char *key, const char *expected, const char *value,
 	       int *rc)
 {
@@ -136,14 +127,14 @@ static void list_from_scan_copies_and_cleans_up(void **state)
 	b->base.scan = bare_scan_failing;
 	assert_int_equal(faucet_store_new(&s, &b->base), 0);
 	assert_true(faucet_store_supports_list(s));
-	put(s, "p::a", "1");
-	put(s, "p::b", "2");
+	tu_put(s, "p::a", "1");
+	tu_put(s, "p::b", "2");
 	assert_int_equal(faucet_store_list(s, "p::", &listed), 0);
 	assert_int_equal(listed.count, 2);
 	assert_string_equal(listed.strings[0], "p::a");
 	assert_string_equal(listed.strings[1], "p::b");
 	faucet_strarray_dispose(&listed);
-	put(s, "p::c", "3");
+	tu_put(s, "p::c", "3");
 	assert_int_equal(faucet_store_list(s, "p::", &listed), FAUCET_EIO);
 	tu_assert_error_contains("connection lost mid-scan");
 	assert_null(listed.strings);
@@ -224,7 +215,7 @@ static void default_compare_and_delete_reads_compares_and_deletes(void **state)
 	(void)state;
 
 	assert_false(faucet_store_supports_compare_and_delete(s));
-	put(s, "k", "{\"a\":1,\"b\":2}");
+	tu_put(s, "k", "{\"a\":1,\"b\":2}");
 	assert_int_equal(faucet_store_compare_and_delete(s, "k", other, &deleted), 0);
 	assert_false(deleted);
 	tu_assert_value(s, "k", "{\"a\":1,\"b\":2}");
@@ -316,7 +307,7 @@ static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
 	b->base.name = NULL;
 	assert_int_equal(faucet_store_new(&s, &b->base), 0);
 	assert_string_equal(faucet_store_backend_name(s), "custom");
-	put(s, "k", "1");
+	tu_put(s, "k", "1");
 	tu_assert_value(s, "k", "1");
 	faucet_store_free(s);
 	assert_true(freed);

@@ -128,15 +128,6 @@ static faucet_store *S(void **state)
 	return ((fixture *)*state)->store;
 }
 
-static void put_json(faucet_store *s, const char *key, const char *json)
-{
-	faucet_value *v = tu_v(json);
-
-	if (faucet_store_put(s, key, v) != 0)
-		fail_msg("put '%s' = %s: %s", key, json, faucet_error_last()->message);
-	faucet_value_free(v);
-}
-
 /* ---- keys ------------------------------------------------------------- */
 
 static void invalid_keys_are_rejected_everywhere(void **state)
@@ -181,7 +172,7 @@ static void typical_keys_round_trip(void **state)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		char json[320];
 		snprintf(json, sizeof(json), "\"%s\"", keys[i]);
-		put_json(s, keys[i], json);
+		tu_put(s, keys[i], json);
 		tu_assert_value(s, keys[i], json);
 	}
 }
@@ -264,8 +255,8 @@ static void put_overwrites(void **state)
 {
 	faucet_store *s = S(state);
 
-	put_json(s, "k", "{\"v\":1}");
-	put_json(s, "k", "{\"v\":2,\"more\":[1]}");
+	tu_put(s, "k", "{\"v\":1}");
+	tu_put(s, "k", "{\"v\":2,\"more\":[1]}");
 	tu_assert_value(s, "k", "{\"v\":2,\"more\":[1]}");
 }
 
@@ -273,15 +264,15 @@ static void delete_removes_and_missing_is_ok(void **state)
 {
 	faucet_store *s = S(state);
 
-	put_json(s, "gone", "1");
-	put_json(s, "stays", "2");
+	tu_put(s, "gone", "1");
+	tu_put(s, "stays", "2");
 	assert_int_equal(faucet_store_delete(s, "gone"), 0);
 	tu_assert_value(s, "gone", NULL);
 	tu_assert_value(s, "stays", "2");
 	assert_int_equal(faucet_store_delete(s, "gone"), 0);
 	assert_int_equal(faucet_store_delete(s, "never::there"), 0);
 	/* A deleted key can be written again. */
-	put_json(s, "gone", "3");
+	tu_put(s, "gone", "3");
 	tu_assert_value(s, "gone", "3");
 }
 
@@ -353,7 +344,7 @@ static void list_is_in_byte_order(void **state)
 
 	assert_true(faucet_store_supports_list(s));
 	for (size_t i = 0; i < n; i++)
-		put_json(s, keys[i], "true");
+		tu_put(s, keys[i], "true");
 	assert_list(s, "", keys, n);
 }
 
@@ -364,7 +355,7 @@ static void list_prefix_is_literal(void **state)
 	faucet_store *s = S(state);
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		put_json(s, all[i], "0");
+		tu_put(s, all[i], "0");
 	{
 		const char *want[] = {"p_::a"}; /* '_' is not "any character" */
 		assert_list(s, "p_", want, 1);
@@ -453,38 +444,24 @@ static void list_of_an_empty_store_is_empty(void **state)
 
 /* ---- compare-and-put --------------------------------------------------- */
 
-static int cas(faucet_store *s, const char *key, const char *expected, const char *value)
-{
-	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(value);
-	int written = -1;
-
-	if (faucet_store_compare_and_put(s, key, e, v, &written) != 0)
-		fail_msg("%s: compare-and-put '%s': %s", current->name, key,
-			 faucet_error_last()->message);
-	faucet_value_free(e);
-	faucet_value_free(v);
-	assert_true(written == 0 || written == 1);
-	return written;
-}
-
 static void compare_and_put_writes_only_over_the_expected_value(void **state)
 {
 	faucet_store *s = S(state);
 
 	assert_true(faucet_store_supports_compare_and_put(s));
-	assert_true(cas(s, "k", NULL, "{\"v\":1}"));
-	assert_false(cas(s, "k", NULL, "{\"v\":2}"));
-	assert_false(cas(s, "k", "{\"v\":2}", "{\"v\":2}"));
+	assert_true(tu_cas(s, "k", NULL, "{\"v\":1}"));
+	assert_false(tu_cas(s, "k", NULL, "{\"v\":2}"));
+	assert_false(tu_cas(s, "k", "{\"v\":2}", "{\"v\":2}"));
 	tu_assert_value(s, "k", "{\"v\":1}");
-	assert_true(cas(s, "k", "{\"v\":1}", "{\"v\":2}"));
+	assert_true(tu_cas(s, "k", "{\"v\":1}", "{\"v\":2}"));
 	tu_assert_value(s, "k", "{\"v\":2}");
 	/* An expected value for a missing key does not hold. */
-	assert_false(cas(s, "missing", "{\"v\":1}", "1"));
+	assert_false(tu_cas(s, "missing", "{\"v\":1}", "1"));
 	tu_assert_value(s, "missing", NULL);
 	/* After a delete the key is absent again. */
 	assert_int_equal(faucet_store_delete(s, "k"), 0);
-	assert_false(cas(s, "k", "{\"v\":2}", "3"));
-	assert_true(cas(s, "k", NULL, "3"));
+	assert_false(tu_cas(s, "k", "{\"v\":2}", "3"));
+	assert_true(tu_cas(s, "k", NULL, "3"));
 	tu_assert_value(s, "k", "3");
 }
 
@@ -492,21 +469,21 @@ static void compare_and_put_compares_json_values(void **state)
 {
 	faucet_store *s = S(state);
 
-	put_json(s, "obj", "{\"a\":1,\"b\":{\"x\":[1,2],\"y\":null}}");
+	tu_put(s, "obj", "{\"a\":1,\"b\":{\"x\":[1,2],\"y\":null}}");
 	/* Member order does not matter, at any depth... */
-	assert_true(cas(s, "obj", "{\"b\":{\"y\":null,\"x\":[1,2]},\"a\":1}", "{\"a\":2}"));
+	assert_true(tu_cas(s, "obj", "{\"b\":{\"y\":null,\"x\":[1,2]},\"a\":1}", "{\"a\":2}"));
 	tu_assert_value(s, "obj", "{\"a\":2}");
 	/* ...array order and member values do. */
-	put_json(s, "arr", "[1,2]");
-	assert_false(cas(s, "arr", "[2,1]", "[]"));
-	assert_false(cas(s, "obj", "{\"a\":\"2\"}", "[]"));
-	assert_false(cas(s, "obj", "{\"a\":2,\"b\":null}", "[]"));
-	assert_false(cas(s, "obj", "{}", "[]"));
+	tu_put(s, "arr", "[1,2]");
+	assert_false(tu_cas(s, "arr", "[2,1]", "[]"));
+	assert_false(tu_cas(s, "obj", "{\"a\":\"2\"}", "[]"));
+	assert_false(tu_cas(s, "obj", "{\"a\":2,\"b\":null}", "[]"));
+	assert_false(tu_cas(s, "obj", "{}", "[]"));
 	tu_assert_value(s, "arr", "[1,2]");
 	/* Big integers compare by every digit. */
-	put_json(s, "big", "18446744073709551615");
-	assert_false(cas(s, "big", "18446744073709551614", "0"));
-	assert_true(cas(s, "big", "18446744073709551615", "1"));
+	tu_put(s, "big", "18446744073709551615");
+	assert_false(tu_cas(s, "big", "18446744073709551614", "0"));
+	assert_true(tu_cas(s, "big", "18446744073709551615", "1"));
 	tu_assert_value(s, "big", "1");
 }
 
@@ -683,7 +660,7 @@ static void compare_and_delete_removes_only_the_expected_value(void **state)
 	int deleted = -1;
 
 	assert_true(faucet_store_supports_compare_and_delete(s));
-	put_json(s, "k", "{\"a\":1,\"b\":[2,3]}");
+	tu_put(s, "k", "{\"a\":1,\"b\":[2,3]}");
 	assert_false(cad(s, "k", "{\"a\":1,\"b\":[3,2]}"));
 	assert_false(cad(s, "k", "{\"a\":1}"));
 	tu_assert_value(s, "k", "{\"a\":1,\"b\":[2,3]}");
@@ -699,7 +676,7 @@ static void compare_and_delete_removes_only_the_expected_value(void **state)
 	assert_int_equal(faucet_store_compare_and_delete(s, "../bad", v, &deleted),
 			 FAUCET_EINVALID);
 	/* The key can be written again afterwards. */
-	put_json(s, "k", "2");
+	tu_put(s, "k", "2");
 	tu_assert_value(s, "k", "2");
 	faucet_value_free(v);
 }
@@ -770,7 +747,7 @@ static void compare_and_delete_is_atomic_across_threads(void **state)
 	pthread_barrier_t start;
 	int total = 0;
 
-	put_json(S(state), "token", "{\"n\":0}");
+	tu_put(S(state), "token", "{\"n\":0}");
 	assert_int_equal(pthread_barrier_init(&start, NULL, 8), 0);
 	for (int i = 0; i < 8; i++) {
 		jobs[i] = (token_job){S(state), &start, 0};
@@ -791,7 +768,7 @@ static void compare_and_delete_is_atomic_across_processes(void **state)
 {
 	fixture *f = *state;
 
-	put_json(f->store, "token", "{\"n\":0}");
+	tu_put(f->store, "token", "{\"n\":0}");
 	assert_int_equal(in_8_processes(f, take_tokens), TOKEN_LIMIT);
 	tu_assert_value(f->store, "token", "{\"n\":160}");
 }
@@ -859,11 +836,11 @@ static void export_then_import_round_trips(void **state)
 	faucet_import_report r;
 	char *url, *tmp = NULL;
 
-	put_json(from, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
-	put_json(from, "o::a::__sla__", "{}");
-	put_json(from, "o::b", "2");
-	put_json(from, "other::a", "9");
-	put_json(from, "o_x::a", "9"); /* '_' is not a wildcard in the namespace */
+	tu_put(from, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
+	tu_put(from, "o::a::__sla__", "{}");
+	tu_put(from, "o::b", "2");
+	tu_put(from, "other::a", "9");
+	tu_put(from, "o_x::a", "9"); /* '_' is not a wildcard in the namespace */
 	assert_int_equal(faucet_export_namespace(from, "o", &e), 0);
 	assert_int_equal(faucet_export_count(e), 3);
 	assert_string_equal(faucet_export_key_at(e, 0), "o::a");
@@ -873,7 +850,7 @@ static void export_then_import_round_trips(void **state)
 	url = contract_expand_url(current->url_template, &tmp);
 	assert_non_null(url);
 	to = open_url(url);
-	put_json(to, "o::stale", "0");
+	tu_put(to, "o::stale", "0");
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
 	assert_null(r.error);
@@ -915,10 +892,10 @@ static void a_second_handle_sees_the_first_ones_writes(void **state)
 	fixture *f = *state;
 	faucet_store *other;
 
-	put_json(f->store, "shared::k", "{\"x\":[1,2,3]}");
+	tu_put(f->store, "shared::k", "{\"x\":[1,2,3]}");
 	other = open_url(f->url);
 	tu_assert_value(other, "shared::k", "{\"x\":[1,2,3]}");
-	put_json(other, "shared::k", "false");
+	tu_put(other, "shared::k", "false");
 	faucet_store_free(other);
 	tu_assert_value(f->store, "shared::k", "false");
 }

@@ -136,6 +136,28 @@ faucet_value *tu_v(const char *json)
 	return v;
 }
 
+void tu_put(faucet_store *s, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	if (faucet_store_put(s, key, v) != 0)
+		fail_msg("put '%s' = %s: %s", key, json, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+int tu_cas(faucet_store *s, const char *key, const char *expected, const char *json)
+{
+	faucet_value *e = expected ? tu_v(expected) : NULL, *v = tu_v(json);
+	int written = -1;
+
+	if (faucet_store_compare_and_put(s, key, e, v, &written) != 0)
+		fail_msg("compare-and-put '%s': %s", key, faucet_error_last()->message);
+	faucet_value_free(e);
+	faucet_value_free(v);
+	assert_true(written == 0 || written == 1);
+	return written;
+}
+
 void tu_assert_value(faucet_store *s, const char *key, const char *json)
 {
 	faucet_value *got = NULL, *want;

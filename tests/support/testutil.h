@@ -31,6 +31,12 @@ int tu_has_suffix_entry(const char *dir, const char *suffix);
 
 /* Parse a JSON literal, failing the test when it is invalid. */
 faucet_value *tu_v(const char *json);
+/* Put a JSON literal under key, failing the test (with the reason) when
+ * the put fails. */
+void tu_put(faucet_store *s, const char *key, const char *json);
+/* Compare-and-put JSON literals (expected NULL = no entry), failing the test
+ * when the call fails; returns whether it wrote. */
+int tu_cas(faucet_store *s, const char *key, const char *expected, const char *json);
 /* Assert the store holds exactly `json` (compared as JSON) under key, or
  * nothing when json is NULL. */
 void tu_assert_value(faucet_store *s, const char *key, const char *json);
