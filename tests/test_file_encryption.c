@@ -12,26 +12,7 @@
 
 #include "testutil.h"
 
-typedef struct {
-	char *dir;
-} fixture;
-
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-	f->dir = tu_tempdir();
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-	tu_rmrf(f->dir);
-	free(f->dir);
-	free(f);
-	return 0;
-}
+typedef tu_dir_fixture fixture;
 
 /* A store over dir with write key `key` and up to two previous keys. */
 static faucet_store *open_sealed(const char *dir, const char *key, const char *prev0,
@@ -297,24 +278,16 @@ static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(round_trip_with_ciphertext_on_disk, setup, teardown),
-		cmocka_unit_test_setup_teardown(plaintext_stays_readable_and_is_sealed_on_next_write,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(wrong_key_is_a_typed_error_not_a_missing_bookmark,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(a_file_moved_to_another_keys_name_fails, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(flipped_bits_in_nonce_ciphertext_and_tag_fail, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(truncated_files_and_unknown_formats_fail, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(rotation_reads_old_files_and_reseals_with_the_new_key,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(no_temp_files_and_owner_only_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(doctor_and_export_work_on_a_sealed_store, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(rewrite_all_reseals_every_file_with_the_current_key,
-						setup, teardown),
+		TU_DIR_TEST(round_trip_with_ciphertext_on_disk),
+		TU_DIR_TEST(plaintext_stays_readable_and_is_sealed_on_next_write),
+		TU_DIR_TEST(wrong_key_is_a_typed_error_not_a_missing_bookmark),
+		TU_DIR_TEST(a_file_moved_to_another_keys_name_fails),
+		TU_DIR_TEST(flipped_bits_in_nonce_ciphertext_and_tag_fail),
+		TU_DIR_TEST(truncated_files_and_unknown_formats_fail),
+		TU_DIR_TEST(rotation_reads_old_files_and_reseals_with_the_new_key),
+		TU_DIR_TEST(no_temp_files_and_owner_only_files),
+		TU_DIR_TEST(doctor_and_export_work_on_a_sealed_store),
+		TU_DIR_TEST(rewrite_all_reseals_every_file_with_the_current_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

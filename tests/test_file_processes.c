@@ -21,28 +21,7 @@
 
 #define WORKERS 8
 
-typedef struct {
-	char *dir;
-} fixture;
-
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-
-	f->dir = tu_tempdir();
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-
-	tu_rmrf(f->dir);
-	free(f->dir);
-	free(f);
-	return 0;
-}
+typedef tu_dir_fixture fixture;
 
 /* Block until the parent closes the barrier's write end. */
 static void wait_for_start(int barrier[2])
@@ -271,9 +250,9 @@ static void a_killed_writer_never_leaves_a_torn_value(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(exactly_one_process_takes_an_absent_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(concurrent_increments_are_never_lost, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_killed_writer_never_leaves_a_torn_value, setup, teardown),
+		TU_DIR_TEST(exactly_one_process_takes_an_absent_key),
+		TU_DIR_TEST(concurrent_increments_are_never_lost),
+		TU_DIR_TEST(a_killed_writer_never_leaves_a_torn_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,6 +127,26 @@ int tu_has_suffix_entry(const char *dir, const char *suffix)
 	return found;
 }
 
+int tu_dir_setup(void **state)
+{
+	tu_dir_fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->dir = tu_tempdir();
+	*state = f;
+	return 0;
+}
+
+int tu_dir_teardown(void **state)
+{
+	tu_dir_fixture *f = *state;
+
+	tu_rmrf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
 faucet_value *tu_v(const char *json)
 {
 	faucet_value *v = NULL;

@@ -29,6 +29,15 @@ int tu_count_entries(const char *dir);
 /* Whether any entry's name ends with `suffix`. */
 int tu_has_suffix_entry(const char *dir, const char *suffix);
 
+/* cmocka fixture of tests that need only a fresh temporary directory:
+ * *state is a tu_dir_fixture whose dir is removed again by teardown. */
+typedef struct {
+	char *dir;
+} tu_dir_fixture;
+int tu_dir_setup(void **state);
+int tu_dir_teardown(void **state);
+#define TU_DIR_TEST(t) cmocka_unit_test_setup_teardown(t, tu_dir_setup, tu_dir_teardown)
+
 /* Parse a JSON literal, failing the test when it is invalid. */
 faucet_value *tu_v(const char *json);
 /* Put a JSON literal under key, failing the test (with the reason) when
