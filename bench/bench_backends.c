@@ -50,6 +50,8 @@
 
 #include <faucet/faucet.h>
 
+#include "bench.h"
+
 #define BLOCKS 11
 #define PUTS 30 /* per block */
 #define GETS 1000 /* per block */
@@ -57,44 +59,23 @@
 #define LIST_KEYS 10000
 #define RAW_BIG 100000
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef void (*op_fn)(void *ctx, int i);
 
 /* Seconds per call of op(ctx, first..first+n-1). */
 static double block(op_fn op, void *ctx, int first, int n)
 {
-	double t = now_s();
+	double t = bench_now_s();
 
 	for (int i = 0; i < n; i++)
 		op(ctx, first + i);
-	return (now_s() - t) / n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return (bench_now_s() - t) / n;
 }
 
 static double median3(double a, double b, double c)
 {
 	double v[3] = {a, b, c};
 
-	return median(v, 3);
+	return bench_median(v, 3);
 }
 
 /* What the store's put and get are compared with. */
@@ -124,9 +105,9 @@ static paired interleaved_tidy(op_fn floor_op, void *floor_ctx, op_fn store_op, 
 		fl[b + 1] = block(floor_op, floor_ctx, (b + 1) * n, n);
 		ratio[b] = st[b] / ((fl[b] + fl[b + 1]) / 2);
 	}
-	out.ratio = median(ratio, BLOCKS);
-	out.store = median(st, BLOCKS);
-	out.floor = median(fl, BLOCKS + 1);
+	out.ratio = bench_median(ratio, BLOCKS);
+	out.store = bench_median(st, BLOCKS);
+	out.floor = bench_median(fl, BLOCKS + 1);
 	return out;
 }
 
@@ -134,12 +115,6 @@ static paired interleaved(op_fn floor_op, void *floor_ctx, op_fn store_op, void 
 			  int n)
 {
 	return interleaved_tidy(floor_op, floor_ctx, store_op, store_ctx, NULL, n);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench: %s: %s\n", what, faucet_error_last()->message);
-	exit(1);
 }
 
 static void row_ratio(const char *name, double seconds, double ratio, const char *floor_name)
@@ -156,15 +131,6 @@ static void row(const char *name, double seconds, double floor_seconds, const ch
 		printf("  %-28s %12.1f us\n", name, seconds * 1e6);
 }
 
-static faucet_value *json(const char *text)
-{
-	faucet_value *v = NULL;
-
-	if (faucet_value_parse(&v, text, strlen(text)) != 0)
-		die("parse");
-	return v;
-}
-
 /* ---- the store API ------------------------------------------------------ */
 
 typedef struct {
@@ -177,7 +143,7 @@ static void store_put(void *ctx, int i)
 	store_op *op = ctx;
 
 	if (faucet_store_put(op->s, "bench::put", op->vals[i]) != 0)
-		die("put");
+		bench_die("put");
 }
 
 static void store_get(void *ctx, int i)
@@ -187,7 +153,7 @@ static void store_get(void *ctx, int i)
 
 	(void)i;
 	if (faucet_store_get(op->s, "bench::put", &out) != 0 || out == NULL)
-		die("get");
+		bench_die("get");
 	faucet_value_free(out);
 }
 
@@ -202,21 +168,21 @@ static double store_batch(faucet_store *s, faucet_entry *entries, char (*keys)[3
 		entries[i].key = keys[i];
 		entries[i].value = v;
 	}
-	t = now_s();
+	t = bench_now_s();
 	if (faucet_store_put_batch(s, entries, LIST_KEYS) != 0)
-		die("put_batch");
-	return now_s() - t;
+		bench_die("put_batch");
+	return bench_now_s() - t;
 }
 
 /* One list of `prefix`, which must hold `want` keys, in seconds. */
 static double store_list(faucet_store *s, const char *prefix, size_t want)
 {
 	faucet_strarray listed = {0};
-	double t = now_s();
+	double t = bench_now_s();
 
 	if (faucet_store_list(s, prefix, &listed) != 0 || listed.count != want)
-		die("list");
-	t = now_s() - t;
+		bench_die("list");
+	t = bench_now_s() - t;
 	faucet_strarray_dispose(&listed);
 	return t;
 }
@@ -230,18 +196,18 @@ static store_figures measure_store(const char *url, int clean_up, const floor_op
 {
 	store_figures f;
 	faucet_store *s = NULL;
-	faucet_value *v = json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
+	faucet_value *v = bench_json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
 	faucet_entry *entries = calloc(LIST_KEYS, sizeof(*entries));
 	char (*keys)[32] = calloc(LIST_KEYS, sizeof(*keys));
 	faucet_strarray listed = {0};
 	double t;
 
 	if (entries == NULL || keys == NULL)
-		die("out of memory");
+		bench_die("out of memory");
 	if (faucet_store_open_url(&s, url) != 0)
-		die("open");
+		bench_die("open");
 	if (faucet_store_put(s, "bench::warm", v) != 0)
-		die("put");
+		bench_die("put");
 
 	/* Distinct values: rewriting an identical row changes no page, and a
 	 * commit that changes nothing costs nothing - that would not measure a
@@ -252,7 +218,7 @@ static store_figures measure_store(const char *url, int clean_up, const floor_op
 		for (int i = 0; i < PUTS * BLOCKS; i++) {
 			char text[96];
 			snprintf(text, sizeof(text), "{\"cursor\":%d,\"ts\":\"2026-01-01T00:00:00Z\"}", i);
-			op.vals[i] = json(text);
+			op.vals[i] = bench_json(text);
 		}
 		f.put = interleaved(fl->put, fl->ctx, store_put, &op, PUTS);
 		for (int i = 0; i < PUTS * BLOCKS; i++)
@@ -260,32 +226,32 @@ static store_figures measure_store(const char *url, int clean_up, const floor_op
 		f.get = interleaved(fl->get, fl->ctx, store_get, &op, GETS);
 	}
 
-	t = now_s();
+	t = bench_now_s();
 	for (int i = 0; i < CAS_CYCLES; i++) {
 		faucet_value *cur = NULL, *next;
 		char text[32];
 		int written = 0;
 
 		if (faucet_store_get(s, "bench::cas", &cur) != 0)
-			die("get");
+			bench_die("get");
 		snprintf(text, sizeof(text), "{\"n\":%d}", i);
-		next = json(text);
+		next = bench_json(text);
 		if (faucet_store_compare_and_put(s, "bench::cas", cur, next, &written) != 0 ||
 		    !written)
-			die("compare-and-put");
+			bench_die("compare-and-put");
 		faucet_value_free(cur);
 		faucet_value_free(next);
 	}
-	f.cas = (now_s() - t) / CAS_CYCLES;
+	f.cas = (bench_now_s() - t) / CAS_CYCLES;
 
 	for (int i = 0; i < LIST_KEYS; i++)
 		snprintf(keys[i], sizeof(keys[i]), "bench::single::%06d", i);
-	t = now_s();
+	t = bench_now_s();
 	for (int i = 0; i < LIST_KEYS; i++) {
 		if (faucet_store_put(s, keys[i], v) != 0)
-			die("put");
+			bench_die("put");
 	}
-	f.singles = now_s() - t;
+	f.singles = bench_now_s() - t;
 
 	f.batch = median3(store_batch(s, entries, keys, v, "bench::list::"),
 			  store_batch(s, entries, keys, v, "bench::batch1::"),
@@ -325,7 +291,7 @@ static void sq(sqlite3 *db, const char *text)
 
 static double raw_batch(sqlite3 *db, sqlite3_stmt *put, const char *value, int n, int offset)
 {
-	double t = now_s();
+	double t = bench_now_s();
 
 	sq(db, "BEGIN IMMEDIATE");
 	for (int i = 0; i < n; i++) {
@@ -338,7 +304,7 @@ static double raw_batch(sqlite3 *db, sqlite3_stmt *put, const char *value, int n
 		sqlite3_reset(put);
 	}
 	sq(db, "COMMIT");
-	return now_s() - t;
+	return bench_now_s() - t;
 }
 
 /* The floor's connections are single-threaded, so they skip SQLite's
@@ -460,7 +426,7 @@ static void list_once(void *ctx, int i)
 
 	(void)i;
 	if (faucet_store_list(op->s, op->prefix, &op->listed) != 0 || op->listed.count != op->want)
-		die("list");
+		bench_die("list");
 }
 
 static void list_tidy(void *ctx, int i)
@@ -484,7 +450,7 @@ static void scan_once(void *ctx, int i)
 
 	(void)i;
 	if (faucet_store_scan(op->s, op->prefix, count_key, &n) != 0 || n != op->want)
-		die("scan");
+		bench_die("scan");
 }
 
 /* list() or faucet_store_scan() of one key range against the raw scan of
@@ -510,7 +476,7 @@ static paired vs_raw_scan(faucet_store *s, sqlite3_stmt *st, const char *prefix,
 static void sqlite_lists(const char *url, const char *path, double *big_batch, paired lists[4])
 {
 	faucet_store *s = NULL;
-	faucet_value *v = json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
+	faucet_value *v = bench_json("{\"cursor\":18446744073709551615,\"ts\":\"2026-01-01T00:00:00Z\"}");
 	faucet_entry *entries = calloc(RAW_BIG, sizeof(*entries));
 	char (*keys)[32] = calloc(RAW_BIG, sizeof(*keys));
 	sqlite3 *db;
@@ -518,16 +484,16 @@ static void sqlite_lists(const char *url, const char *path, double *big_batch, p
 	double t;
 
 	if (entries == NULL || keys == NULL || faucet_store_open_url(&s, url) != 0)
-		die("open");
+		bench_die("open");
 	for (int i = 0; i < RAW_BIG; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "big::%07d", i);
 		entries[i].key = keys[i];
 		entries[i].value = v;
 	}
-	t = now_s();
+	t = bench_now_s();
 	if (faucet_store_put_batch(s, entries, RAW_BIG) != 0)
-		die("put_batch");
-	*big_batch = now_s() - t;
+		bench_die("put_batch");
+	*big_batch = bench_now_s() - t;
 	if (raw_sqlite_open(path, &db) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
 			       "SELECT key FROM faucet_state WHERE key >= ?1 AND key < ?2 "
@@ -580,7 +546,7 @@ static paired pg_put_vs_upsert(const char *store_url, PGconn *c)
 	paired out;
 
 	if (faucet_store_open_url(&s, store_url) != 0)
-		die("open");
+		bench_die("open");
 	res = PQprepare(c, "raw_upsert",
 			"INSERT INTO faucet_bench (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
 			"ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
@@ -592,7 +558,7 @@ static paired pg_put_vs_upsert(const char *store_url, PGconn *c)
 	for (int i = 0; i < PUTS * BLOCKS; i++) {
 		char text[96];
 		snprintf(text, sizeof(text), "{\"cursor\":%d,\"ts\":\"2026-01-01T00:00:00Z\"}", i);
-		op.vals[i] = json(text);
+		op.vals[i] = bench_json(text);
 	}
 	raw_upsert(c, 0);
 	out = interleaved(raw_upsert, c, store_put, &op, PUTS);

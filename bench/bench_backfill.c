@@ -26,43 +26,19 @@
 #include <faucet/faucet.h>
 #include <faucet/backfill.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_backfill: %s: %s\n", what, faucet_error_last()->message);
-	exit(1);
-}
-
-static int rm_one(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-	(void)st; (void)f; (void)w;
-	return remove(p);
-}
+#include "bench.h"
 
 static double floor_ms(const char *dir, int n)
 {
 	int dfd = open(dir, O_DIRECTORY | O_RDONLY);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 
 	if (dfd < 0)
-		die("open floor dir");
-	for (int i = 0; i < n; i++) {
-		char tmp[64];
-		int fd;
-		snprintf(tmp, sizeof(tmp), "floor.%d.tmp", i);
-		fd = openat(dfd, tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
-		if (fd < 0 || write(fd, "{\"status\":\"done\"}", 17) != 17 || fsync(fd) != 0 ||
-		    close(fd) != 0 || renameat(dfd, tmp, dfd, "floor.json") != 0 || fsync(dfd) != 0)
-			die("floor write");
-	}
+		bench_die("open floor dir");
+	for (int i = 0; i < n; i++)
+		bench_durable_replace(dfd, "floor.json", i, "{\"status\":\"done\"}", 17);
 	close(dfd);
-	return (now_s() - t0) / n * 1e3;
+	return (bench_now_s() - t0) / n * 1e3;
 }
 
 int main(int argc, char **argv)
@@ -83,16 +59,16 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s/backfill-state", base);
 	snprintf(fdir, sizeof(fdir), "%s/backfill-floor", base);
 	mkdir(base, 0700);
-	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	(void)nftw(fdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	bench_rmrf(dir);
+	bench_rmrf(fdir);
 	mkdir(fdir, 0700);
 
 	for (int i = 0; i < 5; i++) {
-		t0 = now_s();
+		t0 = bench_now_s();
 		if (faucet_backfill_plan_new(&plan, &big) != 0)
-			die("plan 10,000 units");
-		if (now_s() - t0 < best)
-			best = now_s() - t0;
+			bench_die("plan 10,000 units");
+		if (bench_now_s() - t0 < best)
+			best = bench_now_s() - t0;
 		if (faucet_backfill_plan_count(plan) != 10000) {
 			fprintf(stderr, "bench_backfill: expected 10,000 units, planned %zu\n",
 				faucet_backfill_plan_count(plan));
@@ -104,19 +80,19 @@ int main(int argc, char **argv)
 	       best * 1e3);
 
 	if (faucet_backfill_plan_new(&plan, &units) != 0)
-		die("plan 1,000 units");
+		bench_die("plan 1,000 units");
 	if (faucet_store_open_file(&s, dir, NULL) != 0)
-		die("open file store");
+		bench_die("open file store");
 	memset(&opts, 0, sizeof(opts));
 	opts.pipeline = "bench";
 	opts.argv = cmd;
 	opts.concurrency = 1;
 	opts.state_url = "file:bench";
 	fl_before = floor_ms(fdir, 100);
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (faucet_backfill_run(s, plan, &opts, &result) != 0)
-		die("run");
-	run_ms = (now_s() - t0) / (double)faucet_backfill_plan_count(plan) * 1e3;
+		bench_die("run");
+	run_ms = (bench_now_s() - t0) / (double)faucet_backfill_plan_count(plan) * 1e3;
 	fl_after = floor_ms(fdir, 100);
 	if (result.done != 1000 || result.failed != 0) {
 		fprintf(stderr, "bench_backfill: %zu done, %zu failed of 1,000\n", result.done,
@@ -130,7 +106,7 @@ int main(int argc, char **argv)
 	       run_ms - (fl_before + fl_after) / 2);
 	faucet_backfill_plan_free(plan);
 	faucet_store_free(s);
-	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	(void)nftw(fdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	bench_rmrf(dir);
+	bench_rmrf(fdir);
 	return 0;
 }
