@@ -1,8 +1,8 @@
 /*
  * faucet/check.h - doctor probes: what `faucet doctor` runs against a store.
  *
- * A probe has a name, a status (pass, fail with a reason, or skip with a
- * reason), the time it took and an optional hint for the operator.  Hints
+ * A probe has a name, a status (pass, fail with a reason, skip with a
+ * reason, or warn with a reason: something to look at that is not a failure), the time it took and an optional hint for the operator.  Hints
  * and reasons never contain secrets.  A report is an ordered list of probes.
  */
 #ifndef FAUCET_CHECK_H
@@ -19,7 +19,8 @@ extern "C" {
 typedef enum {
 	FAUCET_PROBE_PASS = 0,
 	FAUCET_PROBE_FAIL = 1,
-	FAUCET_PROBE_SKIP = 2
+	FAUCET_PROBE_SKIP = 2,
+	FAUCET_PROBE_WARN = 3  /* worth the operator's attention; does not fail the report */
 } faucet_probe_status;
 
 /* One probe's outcome.  Read-only view owned by its report. */

@@ -28,8 +28,22 @@ typedef enum {
 	FAUCET_ECONFIG = -5,      /* bad configuration: unknown store URL, bad option */
 	FAUCET_EIO = -6,          /* an operating-system I/O call failed */
 	FAUCET_ECRYPTO = -7,      /* a sealed file could not be opened (wrong key, tampered) */
-	FAUCET_ENOMEM = -8        /* out of memory */
+	FAUCET_ENOMEM = -8,       /* out of memory */
+	FAUCET_EBUSY = -9,        /* a lock was not had in time (file lock wait, SQLite busy) */
+	FAUCET_ECONTENTION = -10, /* compare-and-put kept losing to other writers and gave up */
+	FAUCET_EAUTH = -11,       /* the server refused our credentials */
+	FAUCET_EUNAVAILABLE = -12,/* the server could not be reached, or the connection dropped
+				     before the request was sent */
+	FAUCET_ETIMEOUT = -13,    /* the operation ran out of time */
+	FAUCET_EUNKNOWN = -14,    /* outcome unknown: the request may have been applied (its
+				     reply was lost); read back before retrying */
+	FAUCET_ELEASELOST = -15   /* the lease this write depends on was lost or taken over */
 } faucet_error_code;
+
+/* Non-zero when an operation that failed with `code` may succeed if simply
+ * tried again later (busy, contention, unavailable, timeout).  Outcome
+ * unknown is not retryable as such: read the state back first. */
+int faucet_error_retryable(int code);
 
 /* The last error raised on this thread. */
 typedef struct {

@@ -24,6 +24,7 @@ static const char *status_name(faucet_probe_status st)
 	switch (st) {
 	case FAUCET_PROBE_PASS: return "pass";
 	case FAUCET_PROBE_FAIL: return "fail";
+	case FAUCET_PROBE_WARN: return "warn";
 	default: return "skip";
 	}
 }
@@ -33,6 +34,7 @@ static const char *status_color(faucet_probe_status st)
 	switch (st) {
 	case FAUCET_PROBE_PASS: return "\033[32m";
 	case FAUCET_PROBE_FAIL: return "\033[31m";
+	case FAUCET_PROBE_WARN: return "\033[35m";
 	default: return "\033[33m";
 	}
 }
@@ -85,7 +87,7 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 		const faucet_probe *p = faucet_check_report_probe(r, i);
 		char label[5];
 
-		/* "PASS", "FAIL", "SKIP": the JSON name in capitals. */
+		/* "PASS", "FAIL", "SKIP", "WARN": the JSON name in capitals. */
 		for (size_t c = 0; c < 4; c++)
 			label[c] = (char)(status_name(p->status)[c] - 'a' + 'A');
 		label[4] = '\0';

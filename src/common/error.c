@@ -182,6 +182,26 @@ const char *faucet_error_name(int code)
 	case FAUCET_EIO: return "io";
 	case FAUCET_ECRYPTO: return "crypto";
 	case FAUCET_ENOMEM: return "out-of-memory";
+	case FAUCET_EBUSY: return "busy";
+	case FAUCET_ECONTENTION: return "contention";
+	case FAUCET_EAUTH: return "auth";
+	case FAUCET_EUNAVAILABLE: return "unavailable";
+	case FAUCET_ETIMEOUT: return "timeout";
+	case FAUCET_EUNKNOWN: return "outcome-unknown";
+	case FAUCET_ELEASELOST: return "lease-lost";
 	default: return "unknown";
+	}
+}
+
+int faucet_error_retryable(int code)
+{
+	switch (code) {
+	case FAUCET_EBUSY:
+	case FAUCET_ECONTENTION:
+	case FAUCET_EUNAVAILABLE:
+	case FAUCET_ETIMEOUT:
+		return 1;
+	default:
+		return 0;
 	}
 }
