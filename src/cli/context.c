@@ -26,6 +26,11 @@ void cli_context_init(cli_context *ctx)
 	const char *term = getenv("TERM");
 
 	memset(ctx, 0, sizeof(*ctx));
+	/* The default of --encryption-key-env: how a backfill's units learn
+	 * the store's key variable without the key in argv. */
+	ctx->key_env = getenv("FAUCET_ENCRYPTION_KEY_ENV");
+	if (ctx->key_env != NULL && *ctx->key_env == '\0')
+		ctx->key_env = NULL;
 	ctx->stdout_tty = isatty(STDOUT_FILENO);
 	ctx->color = ctx->stdout_tty && (no_color == NULL || *no_color == '\0') &&
 		     (term == NULL || strcmp(term, "dumb") != 0);
