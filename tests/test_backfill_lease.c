@@ -2,6 +2,7 @@
  * test_backfill_lease.c - unit leases: one winner, expiry and take-over,
  * renewal, and a release that never removes someone else's lease - both
  * with compare-and-delete and, on a store without it, the two-step release.
+ * Doctor's probe lists the leases whose expiry has passed.
  * Writes whose reply is lost (FAUCET_EUNKNOWN after the write landed) are
  * settled by reading the lease back and finding our holder id there.
  * Time is passed in, so expiry is tested without waiting.
@@ -326,6 +327,77 @@ static void lease_writes_that_did_not_land_are_errors(void **state)
 	faucet_store_free(s);
 }
 
+/* Doctor's view: every key ending in ::__lease__ (units' and runs') whose
+ * expiry has passed or cannot be read, and nothing else. */
+static void expired_leases_are_listed_and_warned_about(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_strarray keys = {0};
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+	char key[64];
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	/* Nothing to see yet. */
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	p = faucet_check_report_probe(r, 0);
+	assert_string_equal(p->name, "expired leases");
+	assert_int_equal(p->status, FAUCET_PROBE_PASS);
+	faucet_check_report_free(r);
+
+	tu_put(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":999}");
+	tu_put(s, "p::r::__lease__", "{\"holder\":\"h:2:b\",\"expires_at\":1000,\"run\":\"x\"}");
+	tu_put(s, "p::live::__lease__", "{\"holder\":\"h:3:c\",\"expires_at\":1001}");
+	tu_put(s, "p::junk::__lease__", "[]");
+	tu_put(s, "p::__lease__x", "{\"expires_at\":1}");
+	tu_put(s, "p::other", "{\"expires_at\":1}");
+	assert_int_equal(faucet_lease_list_expired(s, 1000, &keys), 0);
+	tu_assert_strings(&keys, "p::backfill::h::20260601T000000Z::__lease__",
+			  "p::junk::__lease__", "p::r::__lease__", NULL);
+	faucet_strarray_dispose(&keys);
+
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_WARN);
+	assert_int_equal(faucet_check_report_failed_count(r), 0);
+	assert_string_equal(p->reason, "3 expired lease(s): "
+			    "p::backfill::h::20260601T000000Z::__lease__, p::junk::__lease__, "
+			    "p::r::__lease__");
+	assert_non_null(p->hint);
+	faucet_check_report_free(r);
+
+	/* Many: the first ten are named, the rest counted. */
+	for (int i = 0; i < 12; i++) {
+		(void)snprintf(key, sizeof(key), "q::%02d::__lease__", i);
+		tu_put(s, key, "{\"holder\":\"h\",\"expires_at\":1}");
+	}
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_WARN);
+	assert_non_null(strstr(p->reason, "15 expired lease(s): "));
+	assert_non_null(strstr(p->reason, "q::06::__lease__ and 5 more"));
+	faucet_check_report_free(r);
+	faucet_store_free(s);
+}
+
+/* A store that cannot enumerate its keys cannot be searched: a skip. */
+static void expired_leases_are_skipped_without_a_listing(void **state)
+{
+	faucet_store *s = open_store(0); /* the no-cad backend has no list */
+	faucet_check_report *r = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	assert_int_equal(faucet_check_report_probe(r, 0)->status, FAUCET_PROBE_SKIP);
+	faucet_check_report_free(r);
+	faucet_store_free(s);
+}
+
 static void holder_names_host_pid_and_a_random_part(void **state)
 {
 	char *a = faucet_bf__lease_holder(), *b = faucet_bf__lease_holder();
@@ -351,6 +423,8 @@ int main(void)
 		cmocka_unit_test(a_claim_whose_reply_was_lost_is_ours),
 		cmocka_unit_test(our_own_live_lease_is_recognised),
 		cmocka_unit_test(lease_writes_that_did_not_land_are_errors),
+		cmocka_unit_test(expired_leases_are_listed_and_warned_about),
+		cmocka_unit_test(expired_leases_are_skipped_without_a_listing),
 		cmocka_unit_test(holder_names_host_pid_and_a_random_part),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

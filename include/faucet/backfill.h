@@ -125,6 +125,19 @@ char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, con
 /* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
 char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
 
+/* ---- leases left behind ---------------------------------------------------- */
+
+/* Every lease in the store (a key ending in "::__lease__": backfill units'
+ * and runs') whose expires_at is at or before `now` (unix seconds), or whose
+ * value has no readable expiry, in key order.  Needs a store that can list
+ * its keys.  Caller disposes *out. */
+int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out);
+
+/* Append doctor's "expired leases" probe to `report`: pass when there are
+ * none, warn naming them (the first ten), skip when the store cannot list
+ * its keys or the listing fails.  Fails only when out of memory. */
+int faucet_lease_probe(faucet_store *s, int64_t now, faucet_check_report *report);
+
 /* ---- the progress marker ------------------------------------------------- */
 
 typedef enum {

@@ -270,3 +270,95 @@ void faucet_bf__lease_dispose(faucet_bf_lease *l)
 	faucet_value_free(l->value);
 	memset(l, 0, sizeof(*l));
 }
+
+/* ---- doctor: leases left behind ------------------------------------------- */
+
+/*
+ * Every lease - a backfill unit's and a run's (SPEC section 8) - is a key
+ * ending in "::__lease__" with an expires_at, so one scan finds them all,
+ * on every backend that can list its keys.  An expired lease blocks no one
+ * (the next claim takes it over), but it says a runner stopped without
+ * releasing it: killed, crashed, or its release failed.  Doctor shows them
+ * as a warning so the operator looks at those units or runs.
+ */
+
+#define LEASE_SUFFIX "::__lease__"
+#define PROBE_NAMES_MAX 10 /* leases named in the probe's reason */
+
+static int collect_lease_key(const char *key, void *ctx)
+{
+	size_t n = strlen(key), m = strlen(LEASE_SUFFIX);
+
+	if (n < m || strcmp(key + n - m, LEASE_SUFFIX) != 0)
+		return 0;
+	return faucet_strarray_push(ctx, key) == 0 ? 0 : FAUCET_ENOMEM;
+}
+
+int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out)
+{
+	faucet_strarray keys = {0};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = faucet_store_scan(s, "", collect_lease_key, &keys);
+	for (size_t i = 0; rc == 0 && i < keys.count; i++) {
+		faucet_value *v = NULL;
+		int64_t expires_at = 0;
+		int mine = 0;
+
+		rc = faucet_store_get(s, keys.strings[i], &v);
+		/* Gone since the scan: released meanwhile. */
+		if (rc == 0 && v != NULL)
+			rc = lease_read(v, "", &expires_at, &mine);
+		if (rc == 0 && v != NULL && expires_at <= now &&
+		    faucet_strarray_push(out, keys.strings[i]) != 0)
+			rc = FAUCET_ENOMEM;
+		faucet_value_free(v);
+	}
+	faucet_strarray_dispose(&keys);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
+int faucet_lease_probe(faucet_store *s, int64_t now, faucet_check_report *report)
+{
+	static const char name[] = "expired leases";
+	faucet_strarray expired = {0};
+	faucet_buf reason = FAUCET_BUF_INIT;
+	uint64_t start = faucet__now_ms();
+	int rc;
+
+	if (!faucet_store_supports_list(s))
+		return faucet_check_report_add(report, name, FAUCET_PROBE_SKIP,
+					       "this state store cannot enumerate its keys", 0, NULL);
+	rc = faucet_lease_list_expired(s, now, &expired);
+	if (rc == FAUCET_ENOMEM)
+		return rc;
+	if (rc != 0) {
+		char *why = faucet__sprintf("cannot look for leases: %s", faucet_error_last()->message);
+		if (why == NULL)
+			return FAUCET_ENOMEM;
+		rc = faucet_check_report_add(report, name, FAUCET_PROBE_SKIP, why,
+					     faucet__now_ms() - start, NULL);
+		free(why);
+		return rc;
+	}
+	if (expired.count == 0)
+		return faucet_check_report_add(report, name, FAUCET_PROBE_PASS, NULL,
+					       faucet__now_ms() - start, NULL);
+	rc = faucet_buf_printf(&reason, "%zu expired lease(s): ", expired.count);
+	for (size_t i = 0; rc == 0 && i < expired.count && i < PROBE_NAMES_MAX; i++)
+		rc = faucet_buf_printf(&reason, "%s%s", i ? ", " : "", expired.strings[i]);
+	if (rc == 0 && expired.count > PROBE_NAMES_MAX)
+		rc = faucet_buf_printf(&reason, " and %zu more", expired.count - PROBE_NAMES_MAX);
+	if (rc == 0)
+		rc = faucet_check_report_add(
+			report, name, FAUCET_PROBE_WARN, reason.ptr, faucet__now_ms() - start,
+			"a runner stopped without releasing these (killed, crashed, or its release "
+			"failed); they block no one, the next claim takes them over - check those "
+			"units or runs, and `faucet state delete KEY` removes a lease");
+	faucet_buf_dispose(&reason);
+	faucet_strarray_dispose(&expired);
+	return rc;
+}

@@ -200,6 +200,18 @@ expect_rc 0 "reading the lease key after the run"
 expect_no_err "reading the lease key after the run"
 expect_out "" "the lease is gone after the run"
 
+# ---- doctor warns about expired leases (a runner that died leaves them) ----
+mkdir dl
+run state put --state file:dl 'orders::backfill::abc::20260601T000000Z::__lease__' '{"holder":"gone:1:x","expires_at":5}'
+run state put --state file:dl 'orders::backfill::abc::20260602T000000Z::__lease__' "{\"holder\":\"live:1:x\",\"expires_at\":$(( $(date +%s) + 3600 ))}"
+run doctor --state file:dl
+expect_rc 0 "an expired lease is a warning, not a failure"
+expect_out_contains "WARN  expired leases" "the warning"
+expect_out_contains "1 expired lease(s): orders::backfill::abc::20260601T000000Z::__lease__" "it names the expired lease"
+expect_out_lacks "20260602T000000Z" "a live lease is not named"
+run doctor --state file:dl --json
+expect_json '[p["status"] for p in d["probes"] if p["name"] == "expired leases"] == ["warn"] and d["ok"]' "the warning in JSON"
+
 # ---- an encrypted store: units inherit the key by its variable's name ----
 # The unit writes its scoped key with a plain `faucet state put`: it must be
 # sealed like the rest of the store, and the key must reach the unit only
