@@ -286,6 +286,7 @@ static void our_own_live_lease_is_recognised(void **state)
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &l, &claimed, &until), 0);
 	assert_true(claimed);
 	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	faucet_bf__lease_dispose(&l);
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1010, 60, &l, &claimed, &until), 0);
 	assert_true(claimed);
 	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1070}");
