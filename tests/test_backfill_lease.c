@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -342,7 +343,7 @@ static void expired_leases_are_listed_and_warned_about(void **state)
 	assert_int_equal(faucet_store_open_memory(&s), 0);
 	/* Nothing to see yet. */
 	assert_int_equal(faucet_check_report_new(&r), 0);
-	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 0, r), 0);
 	p = faucet_check_report_probe(r, 0);
 	assert_string_equal(p->name, "expired leases");
 	assert_int_equal(p->status, FAUCET_PROBE_PASS);
@@ -360,7 +361,7 @@ static void expired_leases_are_listed_and_warned_about(void **state)
 	faucet_strarray_dispose(&keys);
 
 	assert_int_equal(faucet_check_report_new(&r), 0);
-	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 0, r), 0);
 	p = faucet_check_report_probe(r, 0);
 	assert_int_equal(p->status, FAUCET_PROBE_WARN);
 	assert_int_equal(faucet_check_report_failed_count(r), 0);
@@ -376,7 +377,7 @@ static void expired_leases_are_listed_and_warned_about(void **state)
 		tu_put(s, key, "{\"holder\":\"h\",\"expires_at\":1}");
 	}
 	assert_int_equal(faucet_check_report_new(&r), 0);
-	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 0, r), 0);
 	p = faucet_check_report_probe(r, 0);
 	assert_int_equal(p->status, FAUCET_PROBE_WARN);
 	assert_non_null(strstr(p->reason, "15 expired lease(s): "));
@@ -393,8 +394,62 @@ static void expired_leases_are_skipped_without_a_listing(void **state)
 	(void)state;
 
 	assert_int_equal(faucet_check_report_new(&r), 0);
-	assert_int_equal(faucet_lease_probe(s, 1000, r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 0, r), 0);
 	assert_int_equal(faucet_check_report_probe(r, 0)->status, FAUCET_PROBE_SKIP);
+	faucet_check_report_free(r);
+	faucet_store_free(s);
+}
+
+/* A memory store whose reads each take a few milliseconds (a slow server):
+ * the lease probe gives up at its deadline instead of holding doctor up. */
+static int slow_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	struct timespec t0, t;
+
+	/* Let time pass without sleeping: a read that simply takes long. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+	return nc_get(b, key, out);
+}
+
+static int slow_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	return faucet_store_list(inner_of(b), prefix, out);
+}
+
+static void the_lease_probe_keeps_to_its_time(void **state)
+{
+	no_cad_backend *b = calloc(1, sizeof(*b));
+	faucet_store *s = NULL;
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+	(void)state;
+
+	assert_non_null(b);
+	assert_int_equal(faucet_store_open_memory(&b->inner), 0);
+	b->base.version = FAUCET_STORE_BACKEND_VERSION;
+	b->base.name = "slow";
+	b->base.get = slow_get;
+	b->base.put = nc_put;
+	b->base.del = nc_del;
+	b->base.list = slow_list;
+	b->base.free = nc_free;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	tu_put(s, "a::__lease__", "{\"holder\":\"h\",\"expires_at\":1}");
+	tu_put(s, "b::__lease__", "{\"holder\":\"h\",\"expires_at\":1}");
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 1, r), 0);
+	p = faucet_check_report_probe(r, 0);
+	assert_int_equal(p->status, FAUCET_PROBE_SKIP);
+	assert_non_null(strstr(p->reason, "ran out of time"));
+	faucet_check_report_free(r);
+	/* Without a limit it finds both. */
+	assert_int_equal(faucet_check_report_new(&r), 0);
+	assert_int_equal(faucet_lease_probe(s, 1000, 0, r), 0);
+	assert_string_equal(faucet_check_report_probe(r, 0)->reason,
+			    "2 expired lease(s): a::__lease__, b::__lease__");
 	faucet_check_report_free(r);
 	faucet_store_free(s);
 }
@@ -426,6 +481,7 @@ int main(void)
 		cmocka_unit_test(lease_writes_that_did_not_land_are_errors),
 		cmocka_unit_test(expired_leases_are_listed_and_warned_about),
 		cmocka_unit_test(expired_leases_are_skipped_without_a_listing),
+		cmocka_unit_test(the_lease_probe_keeps_to_its_time),
 		cmocka_unit_test(holder_names_host_pid_and_a_random_part),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

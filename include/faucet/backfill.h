@@ -135,8 +135,10 @@ int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out
 
 /* Append doctor's "expired leases" probe to `report`: pass when there are
  * none, warn naming them (the first ten), skip when the store cannot list
- * its keys or the listing fails.  Fails only when out of memory. */
-int faucet_lease_probe(faucet_store *s, int64_t now, faucet_check_report *report);
+ * its keys, the listing fails, or it takes more than timeout_ms (0 = no
+ * limit).  Fails only when out of memory. */
+int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
+		       faucet_check_report *report);
 
 /* ---- the progress marker ------------------------------------------------- */
 

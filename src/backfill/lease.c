@@ -285,43 +285,75 @@ void faucet_bf__lease_dispose(faucet_bf_lease *l)
 #define LEASE_SUFFIX "::__lease__"
 #define PROBE_NAMES_MAX 10 /* leases named in the probe's reason */
 
-static int collect_lease_key(const char *key, void *ctx)
-{
-	size_t n = strlen(key), m = strlen(LEASE_SUFFIX);
+typedef struct {
+	faucet_strarray keys;
+	uint64_t deadline_ms; /* 0 = none */
+} lease_scan;
 
-	if (n < m || strcmp(key + n - m, LEASE_SUFFIX) != 0)
-		return 0;
-	return faucet_strarray_push(ctx, key) == 0 ? 0 : FAUCET_ENOMEM;
+/* The scan's deadline has passed: a positive value stops the scan. */
+#define SCAN_TIMED_OUT 1
+
+static int past(uint64_t deadline_ms)
+{
+	return deadline_ms != 0 && faucet__now_ms() > deadline_ms;
 }
 
-int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out)
+static int collect_lease_key(const char *key, void *ctx)
 {
-	faucet_strarray keys = {0};
+	lease_scan *scan = ctx;
+	size_t n = strlen(key), m = strlen(LEASE_SUFFIX);
+
+	if (past(scan->deadline_ms))
+		return SCAN_TIMED_OUT;
+	if (n < m || strcmp(key + n - m, LEASE_SUFFIX) != 0)
+		return 0;
+	return faucet_strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
+}
+
+/* faucet_lease_list_expired with a deadline: FAUCET_ETIMEOUT once
+ * deadline_ms (faucet__now_ms time, 0 = none) has passed. */
+static int list_expired_until(faucet_store *s, int64_t now, uint64_t deadline_ms,
+			      faucet_strarray *out)
+{
+	lease_scan scan = {{0}, deadline_ms};
+	faucet_strarray *keys = &scan.keys;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = faucet_store_scan(s, "", collect_lease_key, &keys);
-	for (size_t i = 0; rc == 0 && i < keys.count; i++) {
+	rc = faucet_store_scan(s, "", collect_lease_key, &scan);
+	for (size_t i = 0; rc == 0 && i < keys->count; i++) {
+		if (past(deadline_ms)) {
+			rc = SCAN_TIMED_OUT;
+			break;
+		}
 		faucet_value *v = NULL;
 		int64_t expires_at = 0;
 		int mine = 0;
 
-		rc = faucet_store_get(s, keys.strings[i], &v);
+		rc = faucet_store_get(s, keys->strings[i], &v);
 		/* Gone since the scan: released meanwhile. */
 		if (rc == 0 && v != NULL)
 			rc = lease_read(v, "", &expires_at, &mine);
 		if (rc == 0 && v != NULL && expires_at <= now &&
-		    faucet_strarray_push(out, keys.strings[i]) != 0)
+		    faucet_strarray_push(out, keys->strings[i]) != 0)
 			rc = FAUCET_ENOMEM;
 		faucet_value_free(v);
 	}
-	faucet_strarray_dispose(&keys);
+	faucet_strarray_dispose(keys);
+	if (rc == SCAN_TIMED_OUT)
+		rc = faucet_error_set(FAUCET_ETIMEOUT, "ran out of time looking for leases");
 	if (rc != 0)
 		faucet_strarray_dispose(out);
 	return rc;
 }
 
-int faucet_lease_probe(faucet_store *s, int64_t now, faucet_check_report *report)
+int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out)
+{
+	return list_expired_until(s, now, 0, out);
+}
+
+int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
+		       faucet_check_report *report)
 {
 	static const char name[] = "expired leases";
 	faucet_strarray expired = {0};
@@ -332,7 +364,7 @@ int faucet_lease_probe(faucet_store *s, int64_t now, faucet_check_report *report
 	if (!faucet_store_supports_list(s))
 		return faucet_check_report_add(report, name, FAUCET_PROBE_SKIP,
 					       "this state store cannot enumerate its keys", 0, NULL);
-	rc = faucet_lease_list_expired(s, now, &expired);
+	rc = list_expired_until(s, now, timeout_ms ? start + timeout_ms : 0, &expired);
 	if (rc == FAUCET_ENOMEM)
 		return rc;
 	if (rc != 0) {

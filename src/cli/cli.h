@@ -48,7 +48,7 @@ typedef struct cli_context {
 	int json;                /* --json: print machine-readable JSON */
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
-	const char *key_env;     /* --encryption-key-env VAR, or NULL (borrowed) */
+	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
 
 	/* The terminal, looked at once at start-up. */
 	int stdout_tty; /* stdout is a terminal: tables and truncation allowed */

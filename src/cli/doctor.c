@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "internal.h"
 #include "cli.h"
 #include "jsonw.h"
 
@@ -104,6 +105,14 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 	}
 }
 
+/* What the backend's probes left of --timeout for the lease probe (at
+ * least 1 ms: 0 would mean no limit). */
+static uint64_t remaining_ms(uint64_t timeout_ms, uint64_t start_ms)
+{
+	uint64_t used = faucet__now_ms() - start_ms;
+	return used < timeout_ms ? timeout_ms - used : 1;
+}
+
 int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 {
 	enum { OPT_TIMEOUT = 1 };
@@ -111,6 +120,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	faucet_check_context cctx = {10000};
 	faucet_check_report *report = NULL;
 	unsigned long long ms;
+	uint64_t start_ms;
 	faucet_store *s;
 	const char *arg;
 	cli_args it;
@@ -135,8 +145,10 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 		return rc;
 	/* Leases look alike in every backend, so their probe is added here
 	 * (a warning naming the expired ones; SPEC section 5). */
+	start_ms = faucet__now_ms();
 	if (faucet_store_check(s, &cctx, &report) != 0 ||
-	    faucet_lease_probe(s, (int64_t)time(NULL), report) != 0) {
+	    faucet_lease_probe(s, (int64_t)time(NULL), remaining_ms(cctx.timeout_ms, start_ms),
+			       report) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot check %s", ctx->store_label);
 		faucet_check_report_free(report);
 		faucet_store_free(s);
