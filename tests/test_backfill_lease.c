@@ -216,7 +216,7 @@ static int fl_cad(faucet_store_backend *b, const char *key, const faucet_value *
 	return flaky_outcome(f, key, rc);
 }
 
-static faucet_store *open_flaky(flaky_backend **out)
+static faucet_store *open_flaky_with(flaky_backend **out, int with_cad)
 {
 	flaky_backend *b = calloc(1, sizeof(*b));
 	faucet_store *s = NULL;
@@ -229,11 +229,16 @@ static faucet_store *open_flaky(flaky_backend **out)
 	b->base.put = nc_put;
 	b->base.del = nc_del;
 	b->base.compare_and_put = fl_cas;
-	b->base.compare_and_delete = fl_cad;
+	b->base.compare_and_delete = with_cad ? fl_cad : NULL;
 	b->base.free = nc_free;
 	assert_int_equal(faucet_store_new(&s, &b->base), 0);
 	*out = b;
 	return s;
+}
+
+static faucet_store *open_flaky(flaky_backend **out)
+{
+	return open_flaky_with(out, 1);
 }
 
 /* A claim applied by the server whose reply was lost is ours: the claimer
@@ -454,6 +459,30 @@ static void the_lease_probe_keeps_to_its_time(void **state)
 	faucet_store_free(s);
 }
 
+/* The two-step release (no compare-and-delete) settles its hand-over the
+ * same way: a lost reply still releases, a refused write keeps the lease
+ * and says so. */
+static void the_two_step_release_settles_lost_replies(void **state)
+{
+	flaky_backend *f;
+	faucet_store *s = open_flaky_with(&f, 0);
+	faucet_bf_lease l;
+	int claimed = 0;
+	(void)state;
+
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &l, &claimed, NULL), 0);
+	assert_true(claimed);
+	f->refused = 1;
+	assert_int_equal(faucet_bf__lease_release(s, &l), FAUCET_EUNAVAILABLE);
+	tu_assert_error_contains("connection dropped");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	f->landed = 1;
+	assert_int_equal(faucet_bf__lease_release(s, &l), 0);
+	tu_assert_value(s, LEASE, NULL);
+	faucet_bf__lease_dispose(&l);
+	faucet_store_free(s);
+}
+
 static void holder_names_host_pid_and_a_random_part(void **state)
 {
 	char *a = faucet_bf__lease_holder(), *b = faucet_bf__lease_holder();
@@ -482,6 +511,7 @@ int main(void)
 		cmocka_unit_test(expired_leases_are_listed_and_warned_about),
 		cmocka_unit_test(expired_leases_are_skipped_without_a_listing),
 		cmocka_unit_test(the_lease_probe_keeps_to_its_time),
+		cmocka_unit_test(the_two_step_release_settles_lost_replies),
 		cmocka_unit_test(holder_names_host_pid_and_a_random_part),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

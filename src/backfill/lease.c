@@ -252,15 +252,26 @@ int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l)
 		return rc;
 	}
 	rc = lease_value(&released, l->holder, 0);
-	if (rc == 0)
-		rc = faucet_store_compare_and_put(s, l->key, l->value, released, &written);
-	if (rc == 0 && written) {
-		rc = faucet_store_get(s, l->key, &now);
-		if (rc == 0 && faucet_value_equal(now, released))
-			rc = faucet_store_delete(s, l->key);
+	if (rc != 0)
+		return rc;
+	err = faucet_store_compare_and_put(s, l->key, l->value, released, &written);
+	if (err != 0) {
+		/* Handed over after all, or still ours (the error stands)? */
+		rc = reread_after_error(s, l->key, err, &now, &why);
+		if (rc == 0 && faucet_value_equal(now, l->value))
+			rc = write_failed(err, why);
+		written = rc == 0 && faucet_value_equal(now, released);
+		faucet_value_free(now);
+		now = NULL;
 	}
+	/* Tidying up after the hand-over is best-effort: a released form left
+	 * behind blocks no one (doctor lists it among the expired leases). */
+	if (rc == 0 && written && faucet_store_get(s, l->key, &now) == 0 &&
+	    faucet_value_equal(now, released))
+		(void)faucet_store_delete(s, l->key);
 	faucet_value_free(now);
 	faucet_value_free(released);
+	free(why);
 	return rc;
 }
 
