@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "testutil.h"
 
@@ -194,6 +196,41 @@ static void a_file_that_is_not_a_database_fails_clearly(void **state)
 	faucet_store_free(s);
 }
 
+static void assert_mode_0600(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		fail_msg("%s does not exist", path);
+	if ((st.st_mode & 07777) != 0600)
+		fail_msg("%s has mode %04o, not 0600", path, (unsigned)(st.st_mode & 07777));
+}
+
+/* Under umask 000 SQLite alone would create the database, its -wal and its
+ * -shm world-readable (0644): bookmarks, and whatever secrets a connector
+ * keeps in them, are owner-only like the file store's.  The umask is a
+ * process-wide setting, so it is changed only around the store's use in
+ * this single-threaded test and restored. */
+static void files_are_owner_only_whatever_the_umask(void **state)
+{
+	paths *p = *state;
+	char *wal = NULL, *shm = NULL;
+	mode_t old = umask(0);
+	faucet_store *s = open_store(p);
+
+	tu_put(s, "k", "1");
+	assert_true(asprintf(&wal, "%s-wal", p->db) > 0);
+	assert_true(asprintf(&shm, "%s-shm", p->db) > 0);
+	/* While the store is open the WAL and the shared-memory file exist. */
+	assert_mode_0600(p->db);
+	assert_mode_0600(wal);
+	assert_mode_0600(shm);
+	faucet_store_free(s);
+	(void)umask(old);
+	free(wal);
+	free(shm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +238,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(commits_are_durable_and_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_stored_values_are_clear_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_unusable_path_fails_clearly, setup, teardown),
+		cmocka_unit_test_setup_teardown(files_are_owner_only_whatever_the_umask, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_file_that_is_not_a_database_fails_clearly, setup,
 						teardown),
 	};

@@ -21,15 +21,26 @@
  * with many short-lived threads would otherwise leak connections, and WAL
  * lets the pooled connections read in parallel anyway.
  *
+ * Permissions: the database is created by us, owner-only (0600), before
+ * SQLite opens it.  SQLite would create it 0644 minus the umask, and it
+ * gives the -wal and -shm files the database's own mode (fchmod-ing them
+ * past the umask), so an owner-only database means owner-only companions.
+ * An existing database keeps the mode its owner gave it.
+ *
  * Atomicity: compare-and-put and put_batch run in one BEGIN IMMEDIATE
  * transaction, which takes the database's write lock up front, so no other
  * connection or process can write between our read and our write.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "store/value_internal.h"
@@ -119,6 +130,59 @@ static int sq_setup_exec(sqlite3 *db, const char *sql)
 	}
 }
 
+/* fsync the directory holding `path`, so a database we just created is
+ * still there after a power cut (the file's own content is SQLite's to
+ * sync; its name is ours). */
+static int sync_parent_dir(const sqlite_store *s)
+{
+	char *copy = faucet__strdup(s->path);
+	int fd, rc = 0;
+
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = faucet__error_os(FAUCET_EIO, errno,
+				      "sqlite state store %s: cannot sync its directory", s->path);
+	if (fd >= 0)
+		(void)close(fd);
+	free(copy);
+	return rc;
+}
+
+/* Create the database file owner-only when it does not exist yet (see the
+ * header).  O_EXCL: an existing file, or a symlink, is left alone - SQLite
+ * opens it as it is. */
+static int create_owner_only(const sqlite_store *s)
+{
+	int fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return faucet__error_os(FAUCET_ERROR, errno,
+					"sqlite state store %s: cannot create the database",
+					s->path);
+	}
+	/* The umask may have taken bits off 0600 (0400 under umask 0200). */
+	if (fchmod(fd, 0600) != 0) {
+		int err = errno;
+		(void)close(fd);
+		(void)unlink(s->path);
+		return faucet__error_os(FAUCET_ERROR, err,
+					"sqlite state store %s: cannot make the database owner-only",
+					s->path);
+	}
+	if (close(fd) != 0) {
+		int err = errno;
+		(void)unlink(s->path);
+		return faucet__error_os(FAUCET_ERROR, err,
+					"sqlite state store %s: cannot create the database",
+					s->path);
+	}
+	return sync_parent_dir(s);
+}
+
 static int sq_connect(void *owner, void **out)
 {
 	sqlite_store *s = owner;
@@ -127,6 +191,11 @@ static int sq_connect(void *owner, void **out)
 
 	if (c == NULL)
 		return FAUCET_ENOMEM;
+	rc = create_owner_only(s);
+	if (rc != 0) {
+		free(c);
+		return rc;
+	}
 	/* NOMUTEX: the pool guarantees one thread per connection at a time. */
 	rc = sqlite3_open_v2(s->path, &c->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
