@@ -46,9 +46,10 @@
 #include "store/value_internal.h"
 #include "store/open_internal.h"
 #include "stores/pool.h"
+#include "stores/sqlite_internal.h"
 
 #define BUSY_TIMEOUT_MS 10000
-#define SQLITE_POOL_SIZE 5
+#define SQLITE_POOL_SIZE FAUCET_SQLITE_POOL_SIZE
 
 enum {
 	ST_GET,
@@ -91,9 +92,10 @@ typedef struct {
 	sqlite3_stmt *st[ST_COUNT];
 } sq_conn;
 
-typedef struct {
+typedef struct faucet_sqlite_store {
 	faucet_store_backend base;
 	char *path;
+	char *vfs; /* NULL = SQLite's default VFS; another only in tests */
 	faucet_pool *pool;
 } sqlite_store;
 
@@ -198,7 +200,8 @@ static int sq_connect(void *owner, void **out)
 	}
 	/* NOMUTEX: the pool guarantees one thread per connection at a time. */
 	rc = sqlite3_open_v2(s->path, &c->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			     s->vfs);
 	if (rc != SQLITE_OK) {
 		(void)sq_error(s, c->db, "cannot open the database");
 		sq_disconnect(c);
@@ -568,17 +571,21 @@ static void sq_free(faucet_store_backend *b)
 
 	faucet_pool_free(s->pool);
 	free(s->path);
+	free(s->vfs);
 	free(s);
 }
 
 /* Open the store; the database file is opened (and created) by the first
  * operation, so a bad path is reported by that operation and by doctor. */
-int faucet_store_open_sqlite(faucet_store **out, const char *path)
+int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const char *vfs,
+				  faucet_sqlite_store **handle)
 {
 	sqlite_store *s;
 	int rc;
 
 	*out = NULL;
+	if (handle != NULL)
+		*handle = NULL;
 	if (path == NULL || *path == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
 	if (!sqlite3_threadsafe())
@@ -588,13 +595,13 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	if (s == NULL)
 		return FAUCET_ENOMEM;
 	s->path = faucet__strdup(path);
-	if (s->path == NULL) {
-		free(s);
-		return FAUCET_ENOMEM;
-	}
-	rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
+	s->vfs = vfs ? faucet__strdup(vfs) : NULL;
+	rc = s->path == NULL || (vfs != NULL && s->vfs == NULL) ? FAUCET_ENOMEM : 0;
+	if (rc == 0)
+		rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
 	if (rc != 0) {
 		free(s->path);
+		free(s->vfs);
 		free(s);
 		return rc;
 	}
@@ -609,5 +616,26 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;
 	s->base.free = sq_free;
-	return faucet_store_new(out, &s->base);
+	rc = faucet_store_new(out, &s->base);
+	if (rc == 0 && handle != NULL)
+		*handle = s;
+	return rc;
+}
+
+int faucet_store_open_sqlite(faucet_store **out, const char *path)
+{
+	return faucet__store_open_sqlite_vfs(out, path, NULL, NULL);
+}
+
+int faucet__sqlite_with_connection(faucet_sqlite_store *s, int (*fn)(sqlite3 *db, void *ctx),
+				   void *ctx)
+{
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	rc = fn(c->db, ctx);
+	give_back(s, c);
+	return rc;
 }
