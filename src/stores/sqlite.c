@@ -274,12 +274,14 @@ static int read_value(sqlite_store *s, sq_conn *c, const char *key, faucet_value
 
 		if (text == NULL) {
 			rc = bad_stored_value(s, key, "it is NULL");
-		} else if (faucet_value_parse(out, text, (size_t)len) != 0) {
+		} else if ((rc = faucet_value_parse(out, text, (size_t)len)) == FAUCET_ENOMEM) {
+			/* Out of memory says nothing about the stored text. */
+			(void)faucet__error_wrap("sqlite state store %s: cannot read key '%s'",
+						 s->path, key);
+		} else if (rc != 0) {
 			char *why = faucet__strdup(faucet_error_last()->message);
 			rc = bad_stored_value(s, key, why ? why : "unparsable");
 			free(why);
-		} else {
-			rc = 0;
 		}
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
