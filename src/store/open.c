@@ -15,9 +15,15 @@
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {
-	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0)
-		return faucet_error_set(FAUCET_ECONFIG,
-					"store URL 'memory:' takes no path or options (got '%s')", url);
+	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0) {
+		char *shown = faucet_url_redact(url);
+
+		(void)faucet_error_set(FAUCET_ECONFIG,
+				       "store URL 'memory:' takes no path or options (got '%s')",
+				       shown ? shown : "?");
+		free(shown);
+		return FAUCET_ECONFIG;
+	}
 	cfg->type = "memory";
 	return 0;
 }
@@ -202,28 +208,6 @@ int faucet_store_open_url(faucet_store **out, const char *url)
 	faucet_buf_dispose(&known);
 	return FAUCET_ECONFIG;
 }
-
-char *faucet_url_redact(const char *url)
-{
-	const char *scheme_end = strstr(url, "://");
-	const char *at, *colon, *auth;
-	faucet_buf b = FAUCET_BUF_INIT;
-
-	if (scheme_end == NULL)
-		return faucet__strdup(url);
-	auth = scheme_end + 3;
-	at = strchr(auth, '@');
-	if (at == NULL || (strchr(auth, '/') != NULL && strchr(auth, '/') < at))
-		return faucet__strdup(url);
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL)
-		return faucet__strdup(url);
-	(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
-	(void)faucet_buf_puts(&b, "***");
-	(void)faucet_buf_puts(&b, at);
-	return faucet_buf_detach(&b);
-}
-
 
 /* Percent-decode in place; returns -1 on a bad escape. */
 static int percent_decode(char *s)
