@@ -91,6 +91,17 @@ int cli_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 
 /* Print "faucet: {message}" on stderr as one line and return exit_code. */
 int cli_error(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Every failure goes through cli_fail/cli_error/cli_usage_error, which
+ * escape the line (cli_escape) and, with --json, also print
+ * {"error": {"code", "message", "exit"}} on stdout - unless the command
+ * already printed its JSON document (jw_print calls cli_json_printed), which
+ * then carries the error itself.  The code is faucet_error_name() of the
+ * library's error, or "invalid" (exit 2) / "state" when there is none.
+ * cli_escape and cli_json_error_object are in jsonw.h. */
+
+/* Note that stdout now holds the command's JSON document. */
+void cli_json_printed(void);
+
 /* A usage error of `command` ("state put"): one line that also points at
  * the command's --help.  Returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)

@@ -17,8 +17,15 @@
 
 #include "internal.h"
 #include "cli.h"
+#include "jsonw.h"
 
 #define DEFAULT_STATE_URL "file:.faucet-state"
+
+/* The context whose --json decides whether a failure is also reported on
+ * stdout, and whether a JSON document was already printed there (then the
+ * failure is on stderr only, so stdout stays one JSON document). */
+static const cli_context *error_ctx;
+static int json_printed;
 
 void cli_context_init(cli_context *ctx)
 {
@@ -26,6 +33,7 @@ void cli_context_init(cli_context *ctx)
 	const char *term = getenv("TERM");
 
 	memset(ctx, 0, sizeof(*ctx));
+	error_ctx = ctx;
 	ctx->stdout_tty = isatty(STDOUT_FILENO);
 	ctx->color = ctx->stdout_tty && (no_color == NULL || *no_color == '\0') &&
 		     (term == NULL || strcmp(term, "dumb") != 0);
@@ -38,20 +46,124 @@ void cli_context_dispose(cli_context *ctx)
 	free(ctx->store_label);
 	cli_wipe_free(ctx->key_material);
 	memset(ctx, 0, sizeof(*ctx));
+	if (error_ctx == ctx)
+		error_ctx = NULL;
 }
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* One line on stderr: any newline a message carries becomes a space. */
-static void print_line(const char *text)
+
+void cli_json_printed(void)
 {
+	json_printed = 1;
+}
+
+/* Length of the UTF-8 sequence at p that is a printable character, or 0
+ * when the byte at p must be escaped (a C1 control, or not UTF-8). */
+static size_t printable_utf8(const unsigned char *p)
+{
+	size_t n;
+	unsigned long cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1fUL;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0fUL;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07UL;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fUL);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+void cli_escape(faucet_buf *b, const char *text)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)text;
+
+	while (*p) {
+		size_t n;
+
+		if (*p >= 0x20 && *p < 0x7f) {
+			(void)faucet_buf_putc(b, (char)*p++);
+			continue;
+		}
+		if (*p >= 0x80 && (n = printable_utf8(p)) > 0) {
+			(void)faucet_buf_put(b, (const char *)p, n);
+			p += n;
+			continue;
+		}
+		switch (*p) {
+		case '\n': (void)faucet_buf_puts(b, "\\n"); break;
+		case '\r': (void)faucet_buf_puts(b, "\\r"); break;
+		case '\t': (void)faucet_buf_puts(b, "\\t"); break;
+		default:
+			(void)faucet_buf_puts(b, "\\x");
+			(void)faucet_buf_putc(b, hex[*p >> 4]);
+			(void)faucet_buf_putc(b, hex[*p & 15]);
+		}
+		p++;
+	}
+}
+
+void cli_json_error_object(faucet_buf *b, const char *code, const char *message, int exit_code)
+{
+	(void)faucet_buf_putc(b, '{');
+	jw_member(b, "code", 1);
+	jw_string(b, code);
+	jw_member(b, "message", 0);
+	jw_string(b, message);
+	jw_member(b, "exit", 0);
+	(void)faucet_buf_printf(b, "%d", exit_code);
+	(void)faucet_buf_putc(b, '}');
+}
+
+/* The error code's name for a failure the library did not report. */
+static const char *code_for_exit(int exit_code)
+{
+	return faucet_error_name(exit_code == CLI_EXIT_USAGE ? FAUCET_EINVALID : FAUCET_ERROR);
+}
+
+/*
+ * Every failure the command reports comes through here: one line on
+ * stderr, "faucet: {message}", with the control characters and escape
+ * sequences of whatever input it echoes made visible instead of acted on by
+ * the terminal; and with --json, {"error": {"code", "message", "exit"}} on
+ * stdout, unless a JSON document (a report that carries its own error) was
+ * already printed there.
+ */
+static void report_failure(int exit_code, const char *code, const char *text)
+{
+	faucet_buf line = FAUCET_BUF_INIT;
+
 	/* Whatever stdout holds so far comes first, so a report and its
 	 * error read in order on a terminal. */
 	(void)fflush(stdout);
-	fputs("faucet: ", stderr);
-	for (const char *p = text; *p; p++)
-		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, stderr);
-	fputc('\n', stderr);
+	(void)faucet_buf_puts(&line, "faucet: ");
+	cli_escape(&line, text);
+	(void)faucet_buf_putc(&line, '\n');
+	fputs(line.failed || line.ptr == NULL ? "faucet: out of memory\n" : line.ptr, stderr);
+	faucet_buf_dispose(&line);
+	if (error_ctx != NULL && error_ctx->json && !json_printed) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_puts(&b, "{\"error\":");
+		cli_json_error_object(&b, code, text, exit_code);
+		(void)faucet_buf_putc(&b, '}');
+		(void)jw_print(&b);
+	}
 }
 
 __attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
@@ -77,7 +189,7 @@ int cli_error(int exit_code, const char *fmt, ...)
 	va_start(ap, fmt);
 	msg = vformat(fmt, ap);
 	va_end(ap);
-	print_line(msg ? msg : "out of memory");
+	report_failure(exit_code, code_for_exit(exit_code), msg ? msg : "out of memory");
 	free(msg);
 	return exit_code;
 }
@@ -94,7 +206,9 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	line = what ? faucet__sprintf("%s: %s", what,
 				      *last->message ? last->message : "unknown error")
 		    : NULL;
-	print_line(line ? line : "out of memory");
+	report_failure(exit_code,
+		       last->code != 0 ? faucet_error_name(last->code) : code_for_exit(exit_code),
+		       line ? line : "out of memory");
 	free(line);
 	free(what);
 	return exit_code;

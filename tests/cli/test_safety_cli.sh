@@ -43,4 +43,88 @@ YAML
 run -c pg.yaml doctor --timeout 2s
 expect_no_secret "doctor of a config with a password in its url"
 
+# ---- control characters in echoed input are escaped, never raw ----
+ESC=$(printf '\033')
+expect_no_raw_controls() {
+	case "$ERR$OUT" in
+	*"$ESC"* | *$'\a'* | *$'\r'*) fail "$1: a raw control character was printed" ;;
+	*) pass ;;
+	esac
+}
+run --state memory: state get "bad${ESC}[31mkey"
+expect_rc 2 "a key with an escape sequence is refused"
+expect_one_error_line "rejected key: one line"
+expect_no_raw_controls "rejected key"
+expect_err_contains 'bad\x1b[31mkey' "the key is shown escaped"
+run --state memory: state get "two$(printf '\nlines')"
+expect_one_error_line "a key with a newline stays on one line"
+expect_err_contains 'two\nlines' "the newline is shown as \\n"
+run --state memory: state put k::a "{\"a\":1}$ESC]0;title$(printf '\a')"
+expect_rc 2 "a bad value"
+expect_no_raw_controls "bad value"
+run --state memory: state list "--x${ESC}[2J"
+expect_rc 2 "a bad flag"
+expect_no_raw_controls "bad flag"
+expect_err_contains '\x1b[2J' "the flag is shown escaped"
+run --state "file:st${ESC}[1m/$(printf '\a')" state put a::b 1 --json
+expect_no_raw_controls "a path with controls in a message"
+
+# ---- --json: every failure is one JSON object on stdout ----
+run --json --state memory: state get 'bad key'
+expect_rc 2 "--json: bad key"
+expect_json 'd["error"]["code"] == "invalid" and d["error"]["exit"] == 2 and "bad key" in d["error"]["message"]' "--json error object for a bad key"
+expect_one_error_line "--json keeps the stderr line"
+run --json --state memory: state put a::b '{"x":'
+expect_json 'd["error"]["exit"] == 2 and d["error"]["code"] == "invalid"' "--json error object for bad JSON"
+run --json --state 'nosuch://x' state list
+expect_json 'd["error"]["code"] == "config" and d["error"]["exit"] == 2' "--json error object for a bad URL"
+run --json --state memory: state frobnicate
+expect_json 'd["error"]["exit"] == 2' "--json error object for an unknown subcommand"
+run state get --state memory: 'bad key'
+expect_out "" "without --json stdout stays empty"
+
+# ---- a failed condition prints what it found ----
+S=file:cstore
+run --state $S state put c::k '{"v":1}'
+expect_rc 0 "put"
+run --state $S state put c::k '{"v":2}' --if-absent
+expect_rc 3 "--if-absent on a present key"
+expect_one_error_line "--if-absent failure"
+expect_err_contains 'found: {"v":1}' "--if-absent failure shows the value found"
+run --state $S state put c::k '{"v":2}' --if-equals '{"v":0}'
+expect_rc 3 "--if-equals mismatch"
+expect_err_contains 'found: {"v":1}' "--if-equals failure shows the value found"
+run --state $S state put c::gone '{"v":2}' --if-equals '{"v":0}'
+expect_rc 3 "--if-equals on an absent key"
+expect_err_contains 'found: absent' "an absent key is reported as absent"
+run --json --state $S state put c::k '{"v":2}' --if-equals '{"v":0}'
+expect_rc 3 "--if-equals mismatch with --json"
+expect_json 'd["written"] is False and d["found"] == {"v": 1} and d["error"]["exit"] == 3 and "found" in d["error"]["message"]' "--json carries found and the error"
+run --json --state $S state put c::gone '{"v":2}' --if-equals '{"v":0}'
+expect_json 'd["found"] is None and d["error"]["exit"] == 3' "--json: found is null for an absent key"
+run --state $S state get c::k
+expect_out '{"v":1}' "nothing written by the failed conditions"
+
+# ---- \u0000: refused with its offset, never stored altered ----
+run --state $S state put c::nul '{"a\u0000b":1}'
+expect_rc 2 "a NUL in a member name is refused"
+expect_err_contains 'byte 3' "the refusal names the byte offset"
+run --state $S state get c::nul
+expect_out "" "nothing stored"
+run --state $S state put c::nul '"x\u0000"'
+expect_rc 2 "a NUL in a string is refused"
+run --state $S state put c::k '{"a":1}'
+run --state $S state put c::k '2' --if-equals '{"a\u0000b":1}'
+expect_rc 2 "a NUL in --if-equals is refused, not matched against {\"a\":1}"
+run --state $S state get c::k
+expect_out '{"a":1}' "the value stays"
+# A file holding one (written by another tool) is refused on read, not cut.
+printf '{"a\\u0000b":1}' >cstore/c%3A%3Araw.json
+run --state $S state get c::raw
+expect_rc 1 "reading a stored NUL is an error"
+expect_err_contains '\u0000 at byte 3' "the read error names the offset"
+run --state $S state put c::raw 2 --if-equals '{"a":1}'
+if [ "$RC" -ne 0 ] && [ "$RC" -ne 3 ]; then pass; else fail "--if-equals must not match a cut name (rc $RC)"; fi
+expect_same "$(cat 'cstore/c%3A%3Araw.json')" '{"a\u0000b":1}' "the raw file is untouched"
+
 finish
