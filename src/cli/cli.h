@@ -84,6 +84,12 @@ int cli_context_config(cli_context *ctx, const cli_config **out);
  * URL or config, 1 when the store itself failed); 0 otherwise. */
 int cli_open_store(cli_context *ctx, faucet_store **out);
 
+/* As cli_open_store, for the read commands (list, show, get, export,
+ * copy's source, doctor): a file: directory or sqlite: database that does
+ * not exist is an error, exit 1, "no state store at PATH (write commands
+ * create it)", instead of being created empty. */
+int cli_open_store_existing(cli_context *ctx, faucet_store **out);
+
 /* Print "faucet: {what}: {last library error}" on stderr as one line and
  * return exit_code. */
 int cli_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

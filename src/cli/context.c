@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -353,7 +354,48 @@ static int open_failed(cli_context *ctx)
 	return cli_fail(exit_code, "cannot open the state store %s", ctx->store_label);
 }
 
-static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
+/* The path of a file: or sqlite: store URL ("file:P" or "file://P"), or
+ * NULL for the other schemes. */
+static const char *url_store_path(const char *url)
+{
+	static const char *const schemes[] = {"file:", "sqlite:"};
+
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncmp(url, schemes[i], n) == 0)
+			return strncmp(url + n, "//", 2) == 0 ? url + n + 2 : url + n;
+	}
+	return NULL;
+}
+
+/*
+ * A read command must not create the store it reads: the library creates a
+ * file store's directory or a SQLite database on open, and a mistyped path
+ * would then read as an empty store (and doctor would pass).  So before a
+ * read we look for the directory or database ourselves.  Servers (postgres,
+ * redis) and memory: have nothing to create here.
+ */
+static int require_existing(const char *path)
+{
+	struct stat st;
+
+	if (path == NULL || *path == '\0')
+		return 0; /* the library names the missing path itself */
+	if (stat(path, &st) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR) {
+		char *msg = faucet__sprintf("no state store at %s (write commands create it)", path);
+
+		report_failure(CLI_EXIT_FAILED, faucet_error_name(FAUCET_ENOTFOUND),
+			       msg ? msg : "out of memory");
+		free(msg);
+		return CLI_EXIT_FAILED;
+	}
+	return cli_error(CLI_EXIT_FAILED, "cannot look for the state store at %s: %s", path,
+			 strerror(errno));
+}
+
+static int open_from_url(cli_context *ctx, const char *url, int must_exist, faucet_store **out)
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
@@ -364,6 +406,8 @@ static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
 	ctx->store_label = faucet_url_redact(url);
 	if (ctx->selected_url == NULL || ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
+	if (must_exist && (rc = require_existing(url_store_path(url))) != 0)
+		return rc;
 	if (ctx->key_env == NULL) {
 		if (faucet_store_open_url(out, url) != 0)
 			return open_failed(ctx);
@@ -391,7 +435,8 @@ static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
 	return 0;
 }
 
-static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_store **out)
+static int open_from_config(cli_context *ctx, const cli_config *conf, int must_exist,
+			    faucet_store **out)
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
@@ -403,7 +448,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 		/* A pipeline without a `state:` block keeps its state where the
 		 * original does by default; the config still names the store for
 		 * child processes, so only selected_config_path stays set. */
-		rc = open_from_url(ctx, DEFAULT_STATE_URL, out);
+		rc = open_from_url(ctx, DEFAULT_STATE_URL, must_exist, out);
 		free(ctx->selected_url);
 		ctx->selected_url = NULL;
 		return rc;
@@ -412,6 +457,10 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
+	if (must_exist && (strcmp(conf->state_type, "file") == 0 ||
+			   strcmp(conf->state_type, "sqlite") == 0) &&
+	    (rc = require_existing(conf->state_path)) != 0)
+		return rc;
 	if (ctx->key_env != NULL) {
 		if (strcmp(conf->state_type, "file") != 0)
 			return cli_error(CLI_EXIT_USAGE,
@@ -430,7 +479,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 	return 0;
 }
 
-int cli_open_store(cli_context *ctx, faucet_store **out)
+static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 {
 	const cli_config *conf;
 	const char *url;
@@ -438,14 +487,24 @@ int cli_open_store(cli_context *ctx, faucet_store **out)
 
 	*out = NULL;
 	if (ctx->state_url != NULL)
-		return open_from_url(ctx, ctx->state_url, out);
+		return open_from_url(ctx, ctx->state_url, must_exist, out);
 	rc = cli_context_config(ctx, &conf);
 	if (rc != 0)
 		return rc;
 	if (conf != NULL)
-		return open_from_config(ctx, conf, out);
+		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
-	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, out);
+	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
+}
+
+int cli_open_store(cli_context *ctx, faucet_store **out)
+{
+	return open_store(ctx, 0, out);
+}
+
+int cli_open_store_existing(cli_context *ctx, faucet_store **out)
+{
+	return open_store(ctx, 1, out);
 }
 
 int cli_store_is_encrypted(const cli_context *ctx)

@@ -128,7 +128,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 					       arg);
 		cctx.timeout_ms = ms;
 	}
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
 	if (faucet_store_check(s, &cctx, &report) != 0) {

@@ -127,4 +127,40 @@ run --state $S state put c::raw 2 --if-equals '{"a":1}'
 if [ "$RC" -ne 0 ] && [ "$RC" -ne 3 ]; then pass; else fail "--if-equals must not match a cut name (rc $RC)"; fi
 expect_same "$(cat 'cstore/c%3A%3Araw.json')" '{"a\u0000b":1}' "the raw file is untouched"
 
+# ---- read commands never create a store ----
+for cmd in "state list" "state show p" "state get p::k" "state export p" "doctor"; do
+	# shellcheck disable=SC2086
+	run --state file:missing-dir $cmd
+	expect_rc 1 "$cmd on a missing file store"
+	expect_one_error_line "$cmd on a missing file store"
+	expect_err_contains "no state store at missing-dir (write commands create it)" "$cmd names the path"
+	expect_no_file missing-dir "$cmd created no directory"
+	# shellcheck disable=SC2086
+	run --state sqlite:missing.db $cmd
+	expect_rc 1 "$cmd on a missing sqlite database"
+	expect_err_contains "no state store at missing.db" "$cmd names the database"
+	expect_no_file missing.db "$cmd created no database"
+done
+run --state sqlite:missing.db state copy p --to memory:
+expect_rc 1 "copy from a missing store"
+expect_no_file missing.db "copy created no source database"
+run --json --state sqlite:///nowhere/x.db state get p::k
+expect_json 'd["error"]["code"] == "not-found" and d["error"]["exit"] == 1' "--json: a missing store is not-found, exit 1"
+# The default store and a config's store follow the same rule.
+run state list
+expect_rc 1 "list of the default store when .faucet-state is missing"
+expect_no_file .faucet-state "the default store is not created by a read"
+printf 'state: {type: sqlite, config: {path: cfg.db}}\n' >sq.yaml
+run -c sq.yaml state get p::k
+expect_rc 1 "get through a config naming a missing database"
+expect_no_file cfg.db "no database created through the config"
+# A write creates the store; reads then work.
+run --state sqlite:made.db state put p::k 1
+expect_rc 0 "a write creates the database"
+run --state sqlite:made.db state get p::k
+expect_out "1" "and a read finds it"
+run --state file:made-dir state put p::k 1
+run --state file:made-dir doctor
+expect_rc 0 "doctor of an existing file store"
+
 finish
