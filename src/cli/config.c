@@ -66,17 +66,56 @@ void cli_config_free(cli_config *c)
 	free(c->backfill_window);
 	free(c->backfill_timezone);
 	faucet_strarray_dispose(&c->backfill_command);
+	faucet_strarray_dispose(&c->env_refs);
+	wipe_strarray(&c->env_values);
 	free(c);
 }
 
 /* ---- messages ---------------------------------------------------------- */
+
+/* The longest value of `c` that starts at `p`, as an index, or -1. */
+static long env_value_at(const cli_config *c, const char *p)
+{
+	long best = -1;
+	size_t best_len = 0;
+
+	for (size_t i = 0; i < c->env_values.count; i++) {
+		const char *v = c->env_values.strings[i];
+		size_t n = strlen(v);
+
+		if (n >= CLI_SCRUB_MIN && n > best_len && strncmp(p, v, n) == 0) {
+			best = (long)i;
+			best_len = n;
+		}
+	}
+	return best;
+}
+
+char *cli_config_scrub(const cli_config *c, const char *text)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (c == NULL || c->env_values.count == 0)
+		return faucet__strdup(text);
+	for (const char *p = text; *p;) {
+		long i = env_value_at(c, p);
+
+		if (i < 0) {
+			(void)faucet_buf_putc(&b, *p++);
+			continue;
+		}
+		(void)faucet_buf_puts(&b, c->env_refs.strings[i]);
+		p += strlen(c->env_values.strings[i]);
+	}
+	return faucet_buf_detach(&b);
+}
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 {
-	char *msg;
+	char *msg, *scrubbed;
 	va_list ap;
 	int n;
 
@@ -89,9 +128,16 @@ static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: %s", l->path,
-			       node ? node->start_mark.line + 1 : 1, msg);
+	/* A value from ${env:...} may have found its way into the detail (a
+	 * type named in another field's message, say): put the reference back. */
+	scrubbed = cli_config_scrub(l->cfg, msg);
+	explicit_bzero(msg, strlen(msg));
 	free(msg);
+	if (scrubbed == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: %s", l->path,
+			       node ? node->start_mark.line + 1 : 1, scrubbed);
+	free(scrubbed);
 	return FAUCET_ECONFIG;
 }
 
@@ -122,6 +168,23 @@ static int env_name_char(char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 	       c == '_';
+}
+
+/* Note that `value` came from ${env:name}, so messages can hide it. */
+static int remember_env(cli_config *c, const char *name, const char *value)
+{
+	char *copy;
+
+	/* push_owned frees the string when it cannot keep it. */
+	if (faucet_strarray_push_owned(&c->env_refs, faucet__sprintf("${env:%s}", name)) != 0)
+		return FAUCET_ENOMEM;
+	copy = faucet__strdup(value);
+	if (copy == NULL || faucet_strarray_push_owned(&c->env_values, copy) != 0) {
+		c->env_refs.count--;
+		free(c->env_refs.strings[c->env_refs.count]);
+		return FAUCET_ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -195,6 +258,11 @@ static int expand_env(loader *l, const yaml_node_t *node, const char *field, con
 		memcpy(w, val, vlen);
 		w += vlen;
 		p = end + 1;
+		if (vlen > 0 && remember_env(l->cfg, name, val) != 0) {
+			explicit_bzero(res, need + 1);
+			free(res);
+			return FAUCET_ENOMEM;
+		}
 	}
 	*w = '\0';
 	*out = res;
@@ -226,6 +294,14 @@ static int read_secret(loader *l, yaml_node_t *node, const char *field, char **o
 	return rc;
 }
 
+/* A value for a message: the scalar as written in the file, so a
+ * ${env:VAR} reference is shown as such and never the value it stands for
+ * (which may be key material put in the wrong field). */
+static const char *shown(const yaml_node_t *node)
+{
+	return node->type == YAML_SCALAR_NODE ? scalar_raw(node) : "";
+}
+
 static int read_int(loader *l, const yaml_node_t *node, const char *field, long min, long max,
 		    int *out)
 {
@@ -242,7 +318,7 @@ static int read_int(loader *l, const yaml_node_t *node, const char *field, long 
 	v = strtol(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
 		rc = node_error(l, node, "%s must be a whole number from %ld to %ld, got '%s'",
-				field, min, max, text);
+				field, min, max, shown(node));
 		free(text);
 		return rc;
 	}
@@ -267,7 +343,7 @@ static int read_bool(loader *l, const yaml_node_t *node, const char *field, int 
 			return 0;
 		}
 	}
-	rc = node_error(l, node, "%s must be true or false, got '%s'", field, text ? text : "");
+	rc = node_error(l, node, "%s must be true or false, got '%s'", field, shown(node));
 	free(text);
 	return rc;
 }
@@ -392,7 +468,7 @@ static int load_encryption(loader *l, yaml_node_t *node)
 		if (name != NULL && strcasecmp(name, "aes-256-gcm") != 0) {
 			rc = node_error(l, algo,
 					"encryption algorithm '%s' is not supported (supported: aes-256-gcm)",
-					name);
+					shown(algo));
 			free(name);
 			return rc;
 		}

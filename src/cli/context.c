@@ -145,9 +145,17 @@ static const char *code_for_exit(int exit_code)
  * stdout, unless a JSON document (a report that carries its own error) was
  * already printed there.
  */
-static void report_failure(int exit_code, const char *code, const char *text)
+static void report_failure(int exit_code, const char *code, const char *raw)
 {
 	faucet_buf line = FAUCET_BUF_INIT;
+	/* No value that came from ${env:...} is ever shown: the config's
+	 * references replace it (library messages name types, paths, ...). */
+	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
+
+	if (text == NULL)
+		text = faucet__strdup("out of memory");
+	if (text == NULL)
+		return;
 
 	/* Whatever stdout holds so far comes first, so a report and its
 	 * error read in order on a terminal. */
@@ -165,6 +173,7 @@ static void report_failure(int exit_code, const char *code, const char *text)
 		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
+	free(text);
 }
 
 __attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)

@@ -163,4 +163,27 @@ run --state file:made-dir state put p::k 1
 run --state file:made-dir doctor
 expect_rc 0 "doctor of an existing file store"
 
+# ---- a value from ${env:...} is never echoed, whatever field it lands in ----
+export KEYMAT="k3y-Mat3rial/xyz"
+expect_no_keymat() {
+	expect_out_lacks "$KEYMAT" "$1 (stdout)"
+	expect_err_lacks "$KEYMAT" "$1 (stderr)"
+}
+conf_case() { # conf_case WHAT YAML: load it through get and doctor, --json too
+	printf '%s\n' "$2" >envcase.yaml
+	run -c envcase.yaml state get p::k
+	if [ "$RC" -ne 0 ]; then pass; else fail "$1: should fail"; fi
+	expect_no_keymat "$1"
+	expect_err_contains '${env:KEYMAT}' "$1: the reference is shown instead"
+	run --json -c envcase.yaml doctor
+	expect_no_keymat "$1 (--json doctor)"
+}
+conf_case "key in algorithm" 'state: {type: file, config: {path: es, encryption: {key: x, algorithm: "${env:KEYMAT}"}}}'
+conf_case "key in ensure_table" 'state: {type: postgres, config: {url: "postgres://127.0.0.1:1/x", ensure_table: "${env:KEYMAT}"}}'
+conf_case "key in max_connections" 'state: {type: redis, config: {url: "redis://127.0.0.1:1/0", max_connections: "${env:KEYMAT}"}}'
+conf_case "key in type" 'state: {type: "${env:KEYMAT}", config: {path: es}}'
+conf_case "key in table" 'state: {type: postgres, config: {url: "postgres://127.0.0.1:1/x", table: "${env:KEYMAT}"}}'
+conf_case "key in namespace" 'state: {type: redis, config: {url: "redis://127.0.0.1:1/0", namespace: "a:${env:KEYMAT}"}}'
+conf_case "key in backfill.concurrency" 'backfill: {concurrency: "${env:KEYMAT}"}'
+
 finish
