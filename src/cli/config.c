@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -32,6 +34,22 @@ typedef struct {
 	yaml_document_t *doc;
 	cli_config *cfg;
 } loader;
+
+int cli_forbid_core_dumps(void)
+{
+	struct rlimit none;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	if (getrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	/* Only the soft limit: lowering it always works, and a child that
+	 * holds no key may raise it again. */
+	none.rlim_cur = 0;
+	if (setrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	return 0;
+}
 
 void cli_wipe_free(char *s)
 {
@@ -452,6 +470,9 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	if (node_is_null(node))
 		return 0;
 	rc = check_mapping(l, node, "state.config.encryption", fields);
+	if (rc != 0)
+		return rc;
+	rc = cli_forbid_core_dumps();
 	if (rc != 0)
 		return rc;
 	c->has_encryption = 1;

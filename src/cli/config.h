@@ -70,6 +70,15 @@ void cli_config_free(cli_config *c);
 #define CLI_SCRUB_MIN 4
 char *cli_config_scrub(const cli_config *c, const char *text);
 
+/* Called before the process first holds key material (a config's
+ * encryption block, --encryption-key-env): turns core dumps off, so a crash
+ * cannot write the key to disk - the process is no longer dumpable
+ * (PR_SET_DUMPABLE 0, which also keeps other processes of the user from
+ * reading its memory) and its core size limit is 0 (inherited by the
+ * commands backfill starts, which get the key too).  0, or FAUCET_EIO with
+ * the last error set. */
+int cli_forbid_core_dumps(void);
+
 /* Overwrite a string's bytes with zeros, then free it.  NULL is ignored. */
 void cli_wipe_free(char *s);
 

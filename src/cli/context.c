@@ -338,6 +338,8 @@ static int key_from_env(cli_context *ctx, const char **key)
 		*key = ctx->key_material;
 		return 0;
 	}
+	if (cli_forbid_core_dumps() != 0)
+		return cli_fail(CLI_EXIT_FAILED, "before reading the encryption key");
 	v = getenv(ctx->key_env);
 	if (v == NULL)
 		return cli_error(CLI_EXIT_USAGE,

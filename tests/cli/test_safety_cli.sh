@@ -186,4 +186,23 @@ conf_case "key in table" 'state: {type: postgres, config: {url: "postgres://127.
 conf_case "key in namespace" 'state: {type: redis, config: {url: "redis://127.0.0.1:1/0", namespace: "a:${env:KEYMAT}"}}'
 conf_case "key in backfill.concurrency" 'backfill: {concurrency: "${env:KEYMAT}"}'
 
+# ---- a process holding an encryption key turns core dumps off ----
+# The core size limit is inherited by the commands backfill starts, so a
+# unit can report the limit it was given.  (The other half, the process no
+# longer being dumpable, is reset by exec and not visible from outside.)
+if ulimit -c 4096 2>/dev/null; then
+	export DUMPKEY=not-a-real-key
+	run --state file:dk --encryption-key-env DUMPKEY backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-with-flag'
+	expect_rc 0 "backfill with --encryption-key-env"
+	expect_same "$(cat limit-with-flag 2>&1)" "0" "no core dumps once the key (flag) is held"
+	printf 'state: {type: file, config: {path: dk2, encryption: {key_env: DUMPKEY}}}\n' >dk.yaml
+	run -c dk.yaml backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-with-config'
+	expect_rc 0 "backfill with a config's encryption"
+	expect_same "$(cat limit-with-config 2>&1)" "0" "no core dumps once the key (config) is held"
+	run --state file:dk3 backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-without'
+	if [ "$(cat limit-without)" != "0" ]; then pass; else fail "without a key the limit stays"; fi
+else
+	echo "skipped: cannot raise the core size limit here"
+fi
+
 finish
