@@ -536,6 +536,50 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	return 0;
 }
 
+/* The state.config fields each backend takes; an unknown type is left to
+ * the library, which lists the types it knows. */
+static const struct {
+	const char *type;
+	const char *fields; /* ", "-separated, for the message too */
+} backend_fields[] = {
+	{"memory", ""},
+	{"file", "path, encryption"},
+	{"sqlite", "path"},
+	{"postgres", "url, table, ensure_table, max_connections"},
+	{"redis", "url, namespace, max_connections"},
+};
+
+/* A field of another backend (type: file with table:) is an error naming
+ * it: left alone it would be ignored, and the operator would believe the
+ * store is configured as written. */
+static int check_backend_fields(loader *l, const yaml_node_t *node)
+{
+	const char *type = l->cfg->state_type, *fields = NULL;
+
+	for (size_t i = 0; type != NULL && i < FAUCET_ARRAY_LEN(backend_fields); i++) {
+		if (strcmp(backend_fields[i].type, type) == 0)
+			fields = backend_fields[i].fields;
+	}
+	if (fields == NULL)
+		return 0;
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *key = node_at(l, p->key);
+		const char *name = scalar_raw(key);
+		const char *at = strstr(fields, name);
+		size_t n = strlen(name);
+
+		/* A whole entry of the list, not a part of one. */
+		while (at != NULL && !((at == fields || at[-1] == ' ') && (at[n] == ',' || at[n] == '\0')))
+			at = strstr(at + 1, name);
+		if (at == NULL)
+			return node_error(l, key,
+					  "state.config.%s does not apply to type '%s' (it takes: %s)",
+					  name, type, *fields ? fields : "no options");
+	}
+	return 0;
+}
+
 static int load_state_config(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"path", "url", "table", "ensure_table",
@@ -547,6 +591,8 @@ static int load_state_config(loader *l, yaml_node_t *node)
 	if (node_is_null(node))
 		return 0;
 	rc = check_mapping(l, node, "state.config", fields);
+	if (rc == 0)
+		rc = check_backend_fields(l, node);
 	if (rc == 0 && (v = field_of(l, node, "path", NULL)) != NULL)
 		rc = read_string(l, v, "state.config.path", &c->state_path);
 	if (rc == 0 && (v = field_of(l, node, "url", NULL)) != NULL)
@@ -722,6 +768,17 @@ static void wipe_parser(yaml_parser_t *p)
 		explicit_bzero(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
 }
 
+/* Clear every scalar of the document before it is freed: the loader wipes
+ * the ones it recognises as secrets, but a key may also sit in a part of
+ * the file we never read (an anchor, an ignored section). */
+static void wipe_document(yaml_document_t *doc)
+{
+	for (yaml_node_t *n = doc->nodes.start; n != NULL && n < doc->nodes.top; n++) {
+		if (n->type == YAML_SCALAR_NODE && n->data.scalar.value != NULL)
+			explicit_bzero(n->data.scalar.value, n->data.scalar.length);
+	}
+}
+
 static int parse_yaml(const char *path, const char *text, size_t len, yaml_document_t *doc)
 {
 	yaml_parser_t parser;
@@ -731,6 +788,36 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	ok = yaml_parser_load(&parser, doc);
+	if (ok && yaml_document_get_root_node(doc) != NULL) {
+		/* A second document would be ignored, and which one is "the"
+		 * config would be a guess: refuse the file, naming the line. */
+		yaml_document_t next;
+
+		if (!yaml_parser_load(&parser, &next)) {
+			ok = 0;
+		} else {
+			yaml_node_t *root = yaml_document_get_root_node(&next);
+
+			if (root != NULL) {
+				(void)faucet_error_set(FAUCET_ECONFIG,
+						       "config %s: line %zu: a second YAML document "
+						       "(after ---); a config is one document",
+						       path, root->start_mark.line + 1);
+				wipe_document(&next);
+				yaml_document_delete(&next);
+				wipe_document(doc);
+				yaml_document_delete(doc);
+				wipe_parser(&parser);
+				yaml_parser_delete(&parser);
+				return FAUCET_ECONFIG;
+			}
+			yaml_document_delete(&next);
+		}
+		if (!ok) {
+			wipe_document(doc);
+			yaml_document_delete(doc);
+		}
+	}
 	if (!ok) {
 		(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: bad YAML: %s%s%s", path,
 				       parser.problem_mark.line + 1,
@@ -741,17 +828,6 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 	wipe_parser(&parser);
 	yaml_parser_delete(&parser);
 	return ok ? 0 : FAUCET_ECONFIG;
-}
-
-/* Clear every scalar of the document before it is freed: the loader wipes
- * the ones it recognises as secrets, but a key may also sit in a part of
- * the file we never read (an anchor, an ignored section). */
-static void wipe_document(yaml_document_t *doc)
-{
-	for (yaml_node_t *n = doc->nodes.start; n != NULL && n < doc->nodes.top; n++) {
-		if (n->type == YAML_SCALAR_NODE && n->data.scalar.value != NULL)
-			explicit_bzero(n->data.scalar.value, n->data.scalar.length);
-	}
 }
 
 int cli_config_load(cli_config **out, const char *path)

@@ -205,4 +205,46 @@ else
 	echo "skipped: cannot raise the core size limit here"
 fi
 
+# ---- config strictness ----
+printf 'state: {type: file, config: {path: one}}\n---\nstate: {type: file, config: {path: two}}\n' >multi.yaml
+run -c multi.yaml state put p::k 1
+expect_rc 2 "a config with two YAML documents"
+expect_one_error_line "two documents"
+expect_err_contains "line 3" "the second document's line is named"
+expect_err_contains "second YAML document" "the reason is named"
+expect_no_file one "nothing written through the first document"
+printf -- '---\nstate: {type: file, config: {path: one}}\n...\n' >single.yaml
+run -c single.yaml state put p::k 1
+expect_rc 0 "one document with explicit markers is fine"
+for c in "file:table: t" "file:url: postgres://x/y" "sqlite:encryption: {key: k}" "postgres:path: p" \
+	"redis:table: t" "postgres:namespace: n" "memory:path: p"; do
+	type=${c%%:*} field=${c#*:}
+	case $type in
+	file | sqlite) base="path: bs" ;;
+	postgres) base='url: "postgres://127.0.0.1:1/x"' ;;
+	redis) base='url: "redis://127.0.0.1:1/0"' ;;
+	memory) base="" ;;
+	esac
+	printf 'state:\n  type: %s\n  config:\n    %s\n    %s\n' "$type" "$base" "$field" | grep -v '^    $' >other.yaml
+	run -c other.yaml state put p::k 1
+	expect_rc 2 "type $type with $field"
+	expect_err_contains "state.config.${field%%:*} does not apply to type '$type'" "type $type names ${field%%:*}"
+done
+expect_no_file bs "nothing written with another backend's field"
+
+# An option in the config's URL query and in the config: both named.
+printf 'state: {type: postgres, config: {url: "postgres://127.0.0.1:1/x?table=a", table: b}}\n' >both.yaml
+run -c both.yaml state get p::k
+expect_rc 2 "table given in the URL and the config"
+expect_err_contains "'table' is given both in the URL (?table=) and in the config (table:)" "both places named"
+printf 'state: {type: redis, config: {url: "redis://127.0.0.1:1/0?namespace=a&max_connections=2", max_connections: 3}}\n' >both.yaml
+run -c both.yaml state get p::k
+expect_rc 2 "max_connections given twice"
+expect_err_contains "'max_connections' is given both" "max_connections named"
+# Given once, in the URL, it is taken from there (here: refused by name).
+printf 'state: {type: postgres, config: {url: "postgres://127.0.0.1:1/x?table=no-dash"}}\n' >once.yaml
+run -c once.yaml state get p::k
+expect_rc 2 "a config URL's table option is read"
+expect_err_contains "table name 'no-dash' is not allowed" "the URL's table reaches the store"
+
 finish
