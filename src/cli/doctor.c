@@ -73,11 +73,24 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
+/* Text that may echo input (a path, a URL): its control characters
+ * escaped, as in every error line. */
+static void print_escaped(const char *text)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	cli_escape(&b, text);
+	fputs(b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
+	faucet_buf_dispose(&b);
+}
+
 static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_report *r)
 {
 	size_t n = faucet_check_report_count(r), width = 4;
 
-	printf("store: %s (%s)\n", ctx->store_label, faucet_store_backend_name(s));
+	fputs("store: ", stdout);
+	print_escaped(ctx->store_label);
+	printf(" (%s)\n", faucet_store_backend_name(s));
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(faucet_check_report_probe(r, i)->name);
 		if (len > width)
@@ -94,11 +107,16 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 		printf("%s%s%s  %-*s  %6llu ms", ctx->color ? status_color(p->status) : "", label,
 		       ctx->color ? "\033[0m" : "", (int)width, p->name,
 		       (unsigned long long)p->elapsed_ms);
-		if (p->reason != NULL)
-			printf("  %s", p->reason);
+		if (p->reason != NULL) {
+			fputs("  ", stdout);
+			print_escaped(p->reason);
+		}
 		putchar('\n');
-		if (p->hint != NULL)
-			printf("      hint: %s\n", p->hint);
+		if (p->hint != NULL) {
+			fputs("      hint: ", stdout);
+			print_escaped(p->hint);
+			putchar('\n');
+		}
 	}
 }
 

@@ -247,4 +247,17 @@ run -c once.yaml state get p::k
 expect_rc 2 "a config URL's table option is read"
 expect_err_contains "table name 'no-dash' is not allowed" "the URL's table reaches the store"
 
+# doctor's report shows an echoed path escaped too.
+mkdir "dd${ESC}[31m"
+run --state "file:dd${ESC}[31m" doctor
+expect_rc 0 "doctor of a store whose path holds an escape sequence"
+expect_no_raw_controls "doctor report"
+expect_out_contains 'dd\x1b[31m' "the store is shown escaped"
+
+# copy's destination is redacted like any store address.
+run --state file:made-dir state copy p --to "postgres://u@127.0.0.1:1/x?password=$SECRET"
+expect_no_secret "copy --to with a password"
+run --json --state file:made-dir state copy p --to "redis://:$SECRET@127.0.0.1:1/0"
+expect_no_secret "copy --json --to with a password"
+
 finish
