@@ -190,7 +190,13 @@ conf_case "key in backfill.concurrency" 'backfill: {concurrency: "${env:KEYMAT}"
 # The core size limit is inherited by the commands backfill starts, so a
 # unit can report the limit it was given.  (The other half, the process no
 # longer being dumpable, is reset by exec and not visible from outside.)
-if ulimit -c 4096 2>/dev/null; then
+# A sanitizer build lowers the limit itself (ASan's disable_coredump), so
+# the check needs a run without a key that keeps it first.
+ulimit -c 4096 2>/dev/null
+run --state file:dk3 backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-without'
+if [ "$(cat limit-without 2>&1)" = "0" ]; then
+	echo "skipped: the core size limit is 0 even without a key (sanitizer build or a hard limit of 0)"
+else
 	export DUMPKEY=not-a-real-key
 	run --state file:dk --encryption-key-env DUMPKEY backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-with-flag'
 	expect_rc 0 "backfill with --encryption-key-env"
@@ -199,10 +205,6 @@ if ulimit -c 4096 2>/dev/null; then
 	run -c dk.yaml backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-with-config'
 	expect_rc 0 "backfill with a config's encryption"
 	expect_same "$(cat limit-with-config 2>&1)" "0" "no core dumps once the key (config) is held"
-	run --state file:dk3 backfill --pipeline p --from 2026-01-01 --to 2026-01-02 -- sh -c 'ulimit -c >limit-without'
-	if [ "$(cat limit-without)" != "0" ]; then pass; else fail "without a key the limit stays"; fi
-else
-	echo "skipped: cannot raise the core size limit here"
 fi
 
 # ---- config strictness ----
