@@ -14,9 +14,12 @@ expect_no_secret() {
 }
 
 # ---- passwords in store URLs, in every spelling ----
+# (A bad %-escape makes libpq quote the password in its own message.)
 for url in "postgres://u:$SECRET@127.0.0.1:1/db" \
 	"postgres://u@127.0.0.1:1/db?password=$SECRET" \
 	"postgres://u@127.0.0.1:1/db?sslmode=disable&password=$SECRET&table=t" \
+	"postgres://u@127.0.0.1:1/db?password=$SECRET%zz" \
+	"postgres://u:$SECRET%zz@127.0.0.1:1/db" \
 	"redis://:$SECRET@127.0.0.1:1/0" \
 	"redis://$SECRET@127.0.0.1:1/0" \
 	"redis://127.0.0.1:1/0?password=$SECRET"; do
