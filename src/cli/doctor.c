@@ -6,6 +6,7 @@
  * as the library wrote them - they are written to be safe to show (no
  * passwords, no key material).  Any failed probe makes the exit code 1.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -39,6 +40,43 @@ static const char *status_color(faucet_probe_status st)
 	}
 }
 
+/* Text that may echo input (a path, a URL), as shown: with any value that
+ * came from the config's ${env:...} put back as its reference, like every
+ * error line. */
+static char *shown(const cli_context *ctx, const char *text)
+{
+	return cli_config_scrub(ctx->config, text);
+}
+
+/* ... and on a terminal, its control characters escaped. */
+static void print_escaped(const cli_context *ctx, const char *text)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	char *safe = shown(ctx, text);
+
+	if (safe != NULL)
+		cli_escape(&b, safe);
+	fputs(safe == NULL || b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
+	faucet_buf_dispose(&b);
+	free(safe);
+}
+
+static void json_shown(faucet_buf *b, const cli_context *ctx, const char *text)
+{
+	char *safe;
+
+	if (text == NULL) {
+		(void)faucet_buf_puts(b, "null");
+		return;
+	}
+	safe = shown(ctx, text);
+	if (safe == NULL)
+		b->failed = 1;
+	else
+		jw_string(b, safe);
+	free(safe);
+}
+
 static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_report *r)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -46,7 +84,7 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 
 	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "store", 1);
-	jw_string(&b, ctx->store_label);
+	json_shown(&b, ctx, ctx->store_label);
 	jw_member(&b, "backend", 0);
 	jw_string(&b, faucet_store_backend_name(s));
 	jw_member(&b, "ok", 0);
@@ -62,26 +100,15 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 		jw_member(&b, "status", 0);
 		jw_string(&b, status_name(p->status));
 		jw_member(&b, "reason", 0);
-		jw_string_or_null(&b, p->reason);
+		json_shown(&b, ctx, p->reason);
 		jw_member(&b, "elapsed_ms", 0);
 		(void)faucet_buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
 		jw_member(&b, "hint", 0);
-		jw_string_or_null(&b, p->hint);
+		json_shown(&b, ctx, p->hint);
 		(void)faucet_buf_putc(&b, '}');
 	}
 	(void)faucet_buf_puts(&b, "]}");
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
-}
-
-/* Text that may echo input (a path, a URL): its control characters
- * escaped, as in every error line. */
-static void print_escaped(const char *text)
-{
-	faucet_buf b = FAUCET_BUF_INIT;
-
-	cli_escape(&b, text);
-	fputs(b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
-	faucet_buf_dispose(&b);
 }
 
 static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_report *r)
@@ -89,7 +116,7 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 	size_t n = faucet_check_report_count(r), width = 4;
 
 	fputs("store: ", stdout);
-	print_escaped(ctx->store_label);
+	print_escaped(ctx, ctx->store_label);
 	printf(" (%s)\n", faucet_store_backend_name(s));
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(faucet_check_report_probe(r, i)->name);
@@ -109,12 +136,12 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 		       (unsigned long long)p->elapsed_ms);
 		if (p->reason != NULL) {
 			fputs("  ", stdout);
-			print_escaped(p->reason);
+			print_escaped(ctx, p->reason);
 		}
 		putchar('\n');
 		if (p->hint != NULL) {
 			fputs("      hint: ", stdout);
-			print_escaped(p->hint);
+			print_escaped(ctx, p->hint);
 			putchar('\n');
 		}
 	}

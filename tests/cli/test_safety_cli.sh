@@ -188,6 +188,17 @@ conf_case "key in type" 'state: {type: "${env:KEYMAT}", config: {path: es}}'
 conf_case "key in table" 'state: {type: postgres, config: {url: "postgres://127.0.0.1:1/x", table: "${env:KEYMAT}"}}'
 conf_case "key in namespace" 'state: {type: redis, config: {url: "redis://127.0.0.1:1/0", namespace: "a:${env:KEYMAT}"}}'
 conf_case "key in backfill.concurrency" 'backfill: {concurrency: "${env:KEYMAT}"}'
+conf_case "key in a missing path" 'state: {type: sqlite, config: {path: "${env:KEYMAT}"}}'
+# doctor's report (text and --json) names paths in its probes: same rule.
+mkdir -p "$KEYMAT"
+printf '%s\n' 'state: {type: sqlite, config: {path: "${env:KEYMAT}"}}' >envcase.yaml
+run -c envcase.yaml doctor
+expect_rc 1 "doctor of a sqlite path that is a directory"
+expect_no_keymat "doctor report"
+expect_out_contains '${env:KEYMAT}' "doctor shows the reference"
+run --json -c envcase.yaml doctor
+expect_no_keymat "doctor --json report"
+expect_json 'd["ok"] is False' "doctor --json report of it"
 
 # ---- a process holding an encryption key turns core dumps off ----
 # The core size limit is inherited by the commands backfill starts, so a
