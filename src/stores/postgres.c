@@ -847,23 +847,29 @@ static int valid_table_name(const char *t)
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
-/* The password of a postgres://user:password@host URL, or NULL. */
+/* The password of a postgres://user:password@host URL, else of its
+ * ?password= option (as written: libpq echoes a bad %-escape raw), or
+ * NULL. */
 static char *url_password(const char *url)
 {
 	const char *auth = strstr(url, "://");
-	const char *at, *colon, *slash;
+	const char *at, *colon, *slash, *q;
 
 	if (auth == NULL)
 		return NULL;
 	auth += 3;
 	at = strchr(auth, '@');
 	slash = strchr(auth, '/');
-	if (at == NULL || (slash != NULL && slash < at))
-		return NULL;
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL || colon + 1 == at)
-		return NULL;
-	return faucet__strndup(colon + 1, (size_t)(at - colon - 1));
+	if (at != NULL && (slash == NULL || slash > at)) {
+		colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon != NULL && colon + 1 != at)
+			return faucet__strndup(colon + 1, (size_t)(at - colon - 1));
+	}
+	for (q = strchr(auth, '?'); q != NULL; q = strchr(q + 1, '&')) {
+		if (strncmp(q + 1, "password=", 9) == 0 && q[10] != '\0' && q[10] != '&')
+			return faucet__strndup(q + 10, strcspn(q + 10, "&#"));
+	}
+	return NULL;
 }
 
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg)

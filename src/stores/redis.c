@@ -784,11 +784,12 @@ static int parse_url(redis_store *s, const char *url)
 	} else if (*end == '/') {
 		end++;
 	}
+	/* Name the option, never its value: it may be a password. */
 	if (*end == '?')
 		return faucet_error_set(FAUCET_ECONFIG,
-					"redis store URL %s: unknown option '%s' (faucet knows "
+					"redis store URL %s: unknown option '%.*s' (faucet knows "
 					"namespace and max_connections)",
-					s->redacted, end + 1);
+					s->redacted, (int)strcspn(end + 1, "=&"), end + 1);
 	return 0;
 }
 
