@@ -743,7 +743,7 @@ static int compare_names(const void *a, const void *b)
 
 static int has_name(char *const *sorted, size_t count, const char *key)
 {
-	return bsearch(&key, sorted, count, sizeof(*sorted), compare_names) != NULL;
+	return count > 0 && bsearch(&key, sorted, count, sizeof(*sorted), compare_names) != NULL;
 }
 
 /* The document's keys sorted (borrowed pointers): a duplicate is refused. */
