@@ -4,6 +4,9 @@
  * namespace, and importing with and without replace - including the
  * failure reports of non-atomic stores, failing batches and stuck deletes.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* asprintf */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -826,6 +829,47 @@ static void export_write_matches_to_json(void **state)
 	faucet_store_free(s);
 }
 
+/* get_many: the values in key order, NULL for an absent key, through the
+ * backend's own slot (SQLite: one transaction) or one get each. */
+static void check_get_many(faucet_store *s)
+{
+	const char *keys[] = {"o::a", "o::missing", "o::b"};
+	const char *bad[] = {"o::a", "bad key"};
+	faucet_value *out[3];
+
+	tu_put(s, "o::a", "{\"n\":1}");
+	tu_put(s, "o::b", "18446744073709551615");
+	assert_int_equal(faucet_store_get_many(s, keys, 3, out), 0);
+	assert_string_equal(faucet_value_json(out[0]), "{\"n\":1}");
+	assert_null(out[1]);
+	assert_string_equal(faucet_value_json(out[2]), "18446744073709551615");
+	faucet_value_free(out[0]);
+	faucet_value_free(out[2]);
+	assert_int_equal(faucet_store_get_many(s, bad, 2, out), FAUCET_EINVALID);
+	assert_null(out[0]);
+	assert_null(out[1]);
+	assert_int_equal(faucet_store_get_many(s, keys, 0, out), 0);
+}
+
+static void get_many_reads_values_in_key_order(void **state)
+{
+	faucet_store *mem = NULL, *sq = NULL;
+	char *dir = tu_tempdir(), *db = tu_join(dir, "s.db"), *url = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&mem), 0);
+	check_get_many(mem);
+	faucet_store_free(mem);
+	assert_true(asprintf(&url, "sqlite:%s", db) > 0);
+	assert_int_equal(faucet_store_open_url(&sq, url), 0);
+	check_get_many(sq);
+	faucet_store_free(sq);
+	tu_rmrf(dir);
+	free(url);
+	free(db);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -849,6 +893,7 @@ int main(void)
 		cmocka_unit_test(import_file_validates_all_before_writing),
 		cmocka_unit_test(the_deepest_value_put_accepts_survives_export_and_import),
 		cmocka_unit_test(export_write_matches_to_json),
+		cmocka_unit_test(get_many_reads_values_in_key_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

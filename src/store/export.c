@@ -411,10 +411,11 @@ int faucet_export_parse(faucet_export **out, const char *text, size_t len)
 /* Reading a namespace is one get per key, and each get is a system-call
  * round trip plus a JSON parse that do not depend on each other; a large
  * namespace is therefore read by a few threads at once (every store is
- * thread-safe), each taking the next chunk of keys.  The first failure stops
+ * thread-safe), each taking the next chunk of keys and reading it with one
+ * faucet_store_get_many (one transaction on SQLite).  The first failure stops
  * every reader; its message is carried back to the calling thread, since the
  * last error is per thread. */
-#define READ_CHUNK 64
+#define READ_CHUNK 256
 #define READ_PARALLEL_MIN 1024
 #define READ_THREADS_MAX 4
 
@@ -438,19 +439,19 @@ static void *read_chunks(void *arg)
 		size_t from = atomic_fetch_add(&job->next, READ_CHUNK);
 		if (from >= job->count)
 			break;
-		for (size_t i = from; i < from + READ_CHUNK && i < job->count; i++) {
-			int rc = faucet_store_get(job->store, job->keys[i], &job->values[i]);
-			if (rc == 0)
-				continue;
-			pthread_mutex_lock(&job->lock);
-			if (job->rc == 0) {
-				job->rc = rc;
-				job->message = strdup(faucet_error_last()->message);
-			}
-			pthread_mutex_unlock(&job->lock);
-			atomic_store(&job->failed, 1);
-			return NULL;
+		size_t n = job->count - from < READ_CHUNK ? job->count - from : READ_CHUNK;
+		int rc = faucet_store_get_many(job->store, (const char *const *)job->keys + from, n,
+					       job->values + from);
+		if (rc == 0)
+			continue;
+		pthread_mutex_lock(&job->lock);
+		if (job->rc == 0) {
+			job->rc = rc;
+			job->message = strdup(faucet_error_last()->message);
 		}
+		pthread_mutex_unlock(&job->lock);
+		atomic_store(&job->failed, 1);
+		return NULL;
 	}
 	return NULL;
 }
