@@ -138,6 +138,29 @@ static int write_file_atomically(const char *path, const char *data, size_t len)
 
 /* ---- export ----------------------------------------------------------- */
 
+/* An anonymous read-write temp file in $TMPDIR (else /tmp), unlinked at
+ * once so it disappears with the process; owner-only, since it holds
+ * plaintext values. */
+static FILE *anonymous_temp(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char *path = faucet__sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
+	FILE *f = NULL;
+	int fd;
+
+	if (path == NULL)
+		return NULL;
+	fd = mkstemp(path);
+	if (fd >= 0) {
+		(void)unlink(path);
+		f = fdopen(fd, "w+");
+		if (f == NULL)
+			close(fd);
+	}
+	free(path);
+	return f;
+}
+
 static int format_now(char *when, size_t size)
 {
 	time_t now = time(NULL);
@@ -162,7 +185,7 @@ static int export_to_temp(cli_context *ctx, faucet_store *s, const char *pipelin
 	*out = NULL;
 	if (format_now(when, sizeof(when)) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "export of '%s'", pipeline);
-	tmp = tmpfile();
+	tmp = anonymous_temp();
 	if (tmp == NULL)
 		return cli_error(CLI_EXIT_FAILED, "export of '%s': cannot create a temp file: %s",
 				 pipeline, strerror(errno));
@@ -436,7 +459,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 		*out = f;
 		return 0;
 	}
-	tmp = tmpfile();
+	tmp = anonymous_temp();
 	if (tmp == NULL) {
 		int err = errno;
 		if (!use_stdin)
