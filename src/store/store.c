@@ -31,7 +31,8 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
 					"state store backend version %d is not supported "
-					"(expected 2 to %d with get, put, del and free)",
+					"(expected %d, or 2 without get_many, with get, put, del "
+					"and free)",
 					version, FAUCET_STORE_BACKEND_VERSION);
 	}
 	s = faucet__calloc(1, sizeof(*s));
