@@ -42,6 +42,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "durable.h"
+#include "sys.h"
 #include "store/value_internal.h"
 #include "file_internal.h"
 #include "crypto/envelope.h"
@@ -588,143 +590,59 @@ static int read_entry(file_store *fs, const char *key, const char *name, faucet_
 
 /* ---- writing -------------------------------------------------------------- */
 
-static int write_all(int fd, const char *bytes, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, bytes, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		bytes += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Create a temp file for one write of `stem` (O_EXCL: never someone else's
- * file), following a replaced root once. */
-static int create_temp(file_store *fs, int *dfd, const char *stem, const char *kind,
-		       char *tmp, int *fd_out)
-{
-	char path[PATH_CAP];
-	int rc, fd, err;
-
-	for (int attempt = 0;; attempt++) {
-		rc = faucet_file__temp_name(stem, kind, tmp, FILE_NAME_CAP);
-		if (rc != 0)
-			return rc;
-		fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			*fd_out = fd;
-			return 0;
-		}
-		err = errno;
-		if (attempt == 0 && err == ENOENT && root_is_stale(fs, *dfd)) {
-			rc = root_reopen(fs, *dfd, 1, dfd);
-			if (rc != 0)
-				return rc;
-			continue;
-		}
-		/* EEXIST cannot come from our own writes (the counter is new);
-		 * take the next name rather than touch a file we did not make. */
-		if (attempt < 3 && err == EEXIST)
-			continue;
-		path_of(fs, tmp, path);
-		return faucet__error_os(FAUCET_EIO, err, "failed to create temp state file %s", path);
-	}
-}
-
 static int sync_root(const file_store *fs, int dfd)
 {
-	if (fsync(dfd) != 0)
+	if (faucet__sys()->fsync(dfd) != 0)
 		return faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", fs->root);
 	return 0;
 }
 
+/* The temp name of one write: SPEC section 3's
+ * "{stem}.{32-hex random per process}.{counter}.{kind}.tmp". */
+typedef struct {
+	const char *stem;
+	const char *kind;
+} temp_spec;
+
+static int file_temp_namer(void *arg, char *out, size_t cap)
+{
+	const temp_spec *spec = arg;
+
+	return faucet_file__temp_name(spec->stem, spec->kind, out, cap);
+}
+
+/* The root vanished under a write: take the directory the path names now,
+ * once, when it is another one (root_reopen creates it). */
+static int file_reopen_root(void *arg, int *dfd)
+{
+	file_store *fs = arg;
+
+	if (!root_is_stale(fs, *dfd))
+		return 1;
+	return root_reopen(fs, *dfd, 1, dfd);
+}
+
 /*
- * Replace the file `name` under the root with `bytes`, durably:
- *
- *  1. Write a temp file (created O_EXCL, 0600) with a name unique to this
- *     write.  Readers keep seeing the old file the whole time.
- *  2. fsync the temp file.  rename only orders directory entries, not file
- *     contents: without this sync a crash soon after the rename can leave
- *     the new name pointing at a file whose blocks never reached the disk -
- *     an empty or partial bookmark.
- *  3. rename the temp file over the final name.  POSIX makes the switch
- *     atomic: every reader opens either the old file or the new one.
- *  4. fsync the directory.  The rename lives in the directory, and until
- *     the directory is synced a crash may undo it and bring the old value
- *     back after put returned.  Once this sync returns, the value is durable.
- *
- * Any failure before the rename removes the temp file, so failed writes
- * leave no residue; a failure of the rename itself too.  A failure of step 4
- * is reported although the new file is already in place: the caller must
- * not believe a write durable that may not be.
- */
-/*
- * Replace `name` with `bytes` so that a crash at any instant leaves either
- * the old complete file or the new complete file, and so that the new one
- * survives a crash once this returns 0.  Each step is there for a reason:
- *
- *  1. A temp file with a name no other writer can hold (O_CREAT|O_EXCL on a
- *     random per-process token + counter).  A shared temp name let a second
- *     writer truncate the first one's half-written file, which the first
- *     then renamed into place: a torn bookmark.
- *  2. fsync(temp) BEFORE the rename.  Without it the rename (metadata) can
- *     reach the disk before the data blocks do; after a crash the final
- *     name would then hold a zero-length or partial file.  Some filesystems
- *     paper over this for rename-over-existing (ext4 auto_da_alloc), none
- *     promise it.
- *  3. close() is checked: on NFS, write errors can surface only at close.
- *  4. renameat() over the final name: POSIX makes the replacement atomic, so
- *     a concurrent reader opens either the old inode or the new one.
- *  5. fsync(directory).  The rename changed the directory, not the file; until
- *     the directory is synced the new entry may be lost in a crash and the
- *     old value come back - a put that returned would be undone.
- *
- * Any failure before the rename removes the temp file, so a failed write
- * leaves nothing behind and the old value untouched.
+ * Replace the file `name` under the root with `bytes`, durably, through the
+ * one durable-write routine (durable.c explains each step).  A reader sees
+ * the old file or the new one; once this returns 0 the new one survives a
+ * crash; any failure before the rename leaves the old file and no temp
+ * file.  FAUCET_EUNKNOWN: the new file is in place, but the directory sync
+ * failed, so it may not survive a crash.
  */
 static int write_durably(file_store *fs, int *dfd, const char *stem, const char *kind,
 			 const char *name, const char *bytes, size_t len)
 {
-	char tmp[FILE_NAME_CAP], path[PATH_CAP];
-	const char *what;
-	int fd = -1, err, rc = create_temp(fs, dfd, stem, kind, tmp, &fd);
+	char path[PATH_CAP];
+	temp_spec spec = {stem, kind};
+	faucet_durable_target t = {*dfd, name, path, "state file", file_temp_namer, &spec,
+				   file_reopen_root, fs};
+	int rc;
 
-	if (rc != 0)
-		return rc;
-	if (write_all(fd, bytes, len) != 0) {
-		what = "failed to write temp state file";
-		goto temp_error;
-	}
-	if (fsync(fd) != 0) {
-		what = "failed to fsync temp state file";
-		goto temp_error;
-	}
-	/* close can report a deferred write error (NFS): check it as well. */
-	if (close(fd) != 0) {
-		fd = -1;
-		what = "failed to close temp state file";
-		goto temp_error;
-	}
-	fd = -1;
-	if (renameat(*dfd, tmp, *dfd, name) != 0) {
-		err = errno;
-		(void)unlinkat(*dfd, tmp, 0);
-		path_of(fs, name, path);
-		return faucet__error_os(FAUCET_EIO, err, "failed to commit state file %s", path);
-	}
-	return sync_root(fs, *dfd);
-
-temp_error:
-	err = errno;
-	if (fd >= 0)
-		(void)close(fd);
-	(void)unlinkat(*dfd, tmp, 0);
-	path_of(fs, tmp, path);
-	return faucet__error_os(FAUCET_EIO, err, "%s %s", what, path);
+	path_of(fs, name, path);
+	rc = faucet__durable_replace(&t, bytes, len);
+	*dfd = t.dirfd;
+	return rc;
 }
 
 /* Read a small file (a sidecar) into buf[cap]; 0 with *len set, or -1 with
