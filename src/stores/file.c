@@ -64,6 +64,7 @@ typedef struct {
 	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
 	pthread_mutex_t migrate_lock;
 	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
+	atomic_int marked;        /* the encrypted-store marker is known to exist */
 } file_store;
 
 /* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
@@ -186,10 +187,17 @@ void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg)
 /* Open (creating) the lock file; *open_err receives errno on failure. */
 static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
 {
-	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* O_NOFOLLOW: a symlink planted at a lock name (-> /etc/nologin) would
+	 * otherwise make us create or open a file anywhere. */
+	int fd = faucet__sys()->openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+				       0600);
 
 	if (fd < 0) {
 		*open_err = errno;
+		if (errno == ELOOP)
+			return faucet_error_set(FAUCET_ERROR,
+						"state lock %s is a symbolic link; refusing to follow it",
+						path);
 		return faucet__error_os(FAUCET_EIO, errno, "failed to create state lock %s", path);
 	}
 	*fd_out = fd;
@@ -204,7 +212,7 @@ static int lock_names_file(int dirfd, const char *name, const char *path, int fd
 
 	if (fstat(fd, &held) != 0)
 		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
-	if (fstatat(dirfd, name, &named, 0) != 0) {
+	if (fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno == ENOENT)
 			return 0;
 		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
@@ -390,6 +398,12 @@ static int root_is_stale(const file_store *fs, int dfd)
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* Entries are opened without following a symlink: a link planted at a key's
+ * name (-> /root/creds.json) would make `export` print another file.
+ * O_NONBLOCK keeps a FIFO planted there from hanging the read; it changes
+ * nothing for a regular file. */
+#define ENTRY_OPEN_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
 /* Open `name` under the root for reading.  *fd_out = -1 (rc 0) when the file
  * or the root does not exist. */
 static int open_entry(file_store *fs, const char *name, int *fd_out)
@@ -400,14 +414,19 @@ static int open_entry(file_store *fs, const char *name, int *fd_out)
 	*fd_out = -1;
 	if (rc != 0 || dfd < 0)
 		return rc;
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	err = errno;
 	if (fd < 0 && err == ENOENT && root_is_stale(fs, dfd)) {
 		rc = root_reopen(fs, dfd, 0, &dfd);
 		if (rc != 0 || dfd < 0)
 			return rc;
-		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+		fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 		err = errno;
+	}
+	if (fd < 0 && err == ELOOP) {
+		path_of(fs, name, path);
+		return faucet_error_set(FAUCET_ERROR,
+					"state file %s is a symbolic link; refusing to follow it", path);
 	}
 	if (fd < 0 && err != ENOENT) {
 		path_of(fs, name, path);
@@ -649,7 +668,7 @@ static int write_durably(file_store *fs, int *dfd, const char *stem, const char 
  * errno (ENOENT: absent; EFBIG: longer than cap - 1). */
 static int read_small(int dfd, const char *name, char *buf, size_t cap, size_t *len)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	size_t got = 0;
 
 	if (fd < 0)
@@ -921,6 +940,14 @@ static size_t classify_entry(int dfd, const char *name, size_t name_len, char *k
 	return key_len;
 }
 
+/* For filesystems whose readdir gives no type. */
+static int entry_is_symlink(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
 /*
  * Walk the directory once.  Keys starting with `prefix` go to `keys` (when
  * not NULL); names of legacy files go to `legacy` (when not NULL).
@@ -943,7 +970,10 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *
 		e = readdir(d);
 		if (e == NULL)
 			break;
-		if (e->d_type == DT_DIR)
+		/* A symlink is never a key (SPEC 5: nothing in a store follows
+		 * one); doctor reports it. */
+		if (e->d_type == DT_DIR || e->d_type == DT_LNK ||
+		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name)))
 			continue;
 		/* Only migration asks for no keys, and hashed names are current. */
 		if (keys == NULL && strchr(e->d_name, '~') != NULL)
@@ -1080,6 +1110,9 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 }
 
 /* put's body, shared with compare-and-put (which holds the key's lock). */
+static int ensure_marker(file_store *fs, int *dfd);
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name);
+
 static int store_value(file_store *fs, const char *key, const faucet_value *value)
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
@@ -1094,12 +1127,90 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 		return rc;
 	stem_len = faucet_file__stem(key, stem);
 	name_from_stem(name, stem, ".json");
-	rc = encode_value(fs, key, value, &bytes, &len, &owned);
+	/* doctor's sentinel is removed at once: it must not mark a plaintext
+	 * store encrypted. */
+	if (fs->keyring == NULL)
+		rc = refuse_keyless_write(fs, dfd, name);
+	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX, strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
+		rc = ensure_marker(fs, &dfd);
+	if (rc == 0)
+		rc = encode_value(fs, key, value, &bytes, &len, &owned);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
 		rc = ensure_sidecar(fs, &dfd, stem, key);
 	if (rc == 0)
 		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
 	free(owned);
+	return rc;
+}
+
+/* ---- the encrypted-store marker ----------------------------------------------
+ *
+ * A store that holds sealed files has a hidden file STORE_MARKER, written
+ * durably before its first sealed value.  A writer without a key checks
+ * for it and refuses: a child started without the key's variable would
+ * otherwise write plaintext bookmarks into an encrypted store.  The original
+ * faucet ignores the marker (it lists only "*.json").  A store it sealed has
+ * no marker, so a keyless put also looks at the header of the file it is
+ * about to replace.  Both checks cost a syscall or three next to a put's
+ * two fsyncs.
+ */
+#define STORE_MARKER ".faucet-encrypted"
+static const char marker_text[] =
+	"This faucet state store holds sealed (encrypted) values: open it with the key.\n";
+
+/* 1 when `name` under dfd holds a sealed value, 0 when not (or absent). */
+static int holds_sealed_file(int dfd, const char *name)
+{
+	char head[FAUCET_SEAL_MAGIC_LEN];
+	ssize_t n;
+	int fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
+
+	if (fd < 0)
+		return 0;
+	do
+		n = read(fd, head, sizeof(head));
+	while (n < 0 && errno == EINTR);
+	(void)close(fd);
+	return n > 0 && faucet__is_sealed(head, (size_t)n);
+}
+
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+	    !holds_sealed_file(dfd, name))
+		return 0;
+	return faucet_error_set(FAUCET_EINVALID,
+				"this store (%s) is encrypted; give --encryption-key-env "
+				"(a write without the key is refused)",
+				fs->root);
+}
+
+/* Make sure the marker exists before a sealed value is written. */
+static int ensure_marker(file_store *fs, int *dfd)
+{
+	char path[PATH_CAP];
+	struct stat st;
+	int rc;
+
+	if (atomic_load_explicit(&fs->marked, memory_order_acquire))
+		return 0;
+	path_of(fs, STORE_MARKER, path);
+	if (fstatat(*dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return faucet_error_set(FAUCET_ERROR,
+						"store marker %s is not a regular file", path);
+		atomic_store_explicit(&fs->marked, 1, memory_order_release);
+		return 0;
+	}
+	if (errno != ENOENT)
+		return faucet__error_os(FAUCET_EIO, errno, "failed to stat store marker %s", path);
+	/* Durable (directory synced) before the sealed file that needs it. */
+	rc = write_durably(fs, dfd, STORE_MARKER, "marker", STORE_MARKER, marker_text,
+			   sizeof(marker_text) - 1);
+	if (rc == 0)
+		atomic_store_explicit(&fs->marked, 1, memory_order_release);
 	return rc;
 }
 
@@ -1305,8 +1416,199 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 	return key_list_finish(&found, out);
 }
 
-/* ---- the doctor probe ------------------------------------------------------ */
+/* ---- the doctor probes ------------------------------------------------------
+ *
+ * Besides the sentinel round trip, doctor walks the root once and reports
+ * what a put or get never looks at: value files it cannot open (a wrong key
+ * opens nothing, so every value file is read when the store is small, the
+ * first DOCTOR_READ_MAX otherwise), symlinks (never followed: a FAIL), and
+ * temp files of writers that died (a WARN; with FAUCET_CHECK_REPAIR they
+ * are removed).  A temp file is a dead writer's only when nobody holds its
+ * flock (durable.c): age says nothing about a writer stalled on a slow
+ * disk.
+ */
 
+#define DOCTOR_READ_MAX 1000
+
+typedef struct {
+	size_t values;                /* value files read */
+	size_t unreadable;            /* ... of which failed to open or parse */
+	char *first_error;            /* the first one's message */
+	int first_code;
+	size_t symlinks;
+	char first_link[FILE_NAME_CAP];
+	size_t orphans;               /* temp files no writer holds */
+	long long orphan_bytes, oldest;
+	int repair;
+	size_t removed;
+} doctor_walk;
+
+static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w)
+{
+	char key[FILE_KEY_CAP];
+	faucet_value *v = NULL;
+	int rc;
+
+	if (w->values >= DOCTOR_READ_MAX ||
+	    classify_entry(dfd, name, strlen(name), key, NULL) == 0)
+		return;
+	w->values++;
+	rc = read_entry(fs, key, name, &v);
+	faucet_value_free(v);
+	if (rc == 0)
+		return;
+	if (w->unreadable++ == 0) {
+		w->first_code = rc;
+		w->first_error = faucet__strdup(faucet_error_last()->message);
+	}
+}
+
+static int walk_temp(int dfd, const char *name, doctor_walk *w)
+{
+	long long bytes = 0, mtime = 0;
+	int rc = faucet__temp_is_orphan(dfd, name, w->repair, &bytes, &mtime);
+
+	if (rc <= 0)
+		return rc;
+	if (w->orphans == 0 || mtime < w->oldest)
+		w->oldest = mtime;
+	w->orphans++;
+	w->orphan_bytes += bytes;
+	w->removed += (size_t)w->repair;
+	return 0;
+}
+
+static int walk_root(file_store *fs, int dfd, doctor_walk *w)
+{
+	struct dirent *e;
+	DIR *d;
+	int rc = open_dir_stream(fs, dfd, &d);
+
+	while (rc == 0) {
+		size_t len;
+
+		errno = 0;
+		e = readdir(d);
+		if (e == NULL) {
+			if (errno != 0)
+				rc = faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s",
+						      fs->root);
+			break;
+		}
+		len = strlen(e->d_name);
+		if (e->d_type == DT_DIR)
+			continue;
+		if (e->d_type == DT_LNK ||
+		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name))) {
+			if (w->symlinks++ == 0)
+				(void)snprintf(w->first_link, sizeof(w->first_link), "%s", e->d_name);
+		} else if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
+			rc = walk_temp(dfd, e->d_name, w);
+		} else {
+			walk_value(fs, dfd, e->d_name, w);
+		}
+	}
+	(void)closedir(d);
+	return rc;
+}
+
+static int add_values_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w,
+			    uint64_t elapsed)
+{
+	char *reason, *hint;
+	int rc;
+
+	if (w->unreadable == 0)
+		return faucet_check_report_add(r, "values", FAUCET_PROBE_PASS, NULL, elapsed, NULL);
+	reason = w->unreadable == 1
+			 ? faucet__sprintf("%s", w->first_error ? w->first_error : "unreadable")
+			 : faucet__sprintf("%s (and %zu more of %zu files read)",
+					   w->first_error ? w->first_error : "unreadable",
+					   w->unreadable - 1, w->values);
+	hint = w->first_code == FAUCET_ECRYPTO
+		       ? faucet__sprintf("give the key these files were sealed with "
+					 "(--encryption-key-env, --previous-key-env)")
+		       : faucet__sprintf("restore the file from a backup or remove it from %s",
+					 fs->root);
+	rc = reason == NULL || hint == NULL
+		     ? FAUCET_ENOMEM
+		     : faucet_check_report_add(r, "values", FAUCET_PROBE_FAIL, reason, elapsed, hint);
+	free(reason);
+	free(hint);
+	return rc;
+}
+
+static int add_symlink_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w)
+{
+	char *reason;
+	int rc;
+
+	if (w->symlinks == 0)
+		return faucet_check_report_add(r, "symlinks", FAUCET_PROBE_PASS, NULL, 0, NULL);
+	reason = faucet__sprintf("%zu symbolic link%s in the store, never followed: %s/%s%s",
+				 w->symlinks, w->symlinks == 1 ? "" : "s", fs->root, w->first_link,
+				 w->symlinks == 1 ? "" : ", ...");
+	rc = reason == NULL ? FAUCET_ENOMEM
+			    : faucet_check_report_add(r, "symlinks", FAUCET_PROBE_FAIL, reason, 0,
+						      "a state store holds no links: remove them");
+	free(reason);
+	return rc;
+}
+
+static int add_temp_probe(faucet_check_report *r, const doctor_walk *w)
+{
+	char when[32], *text;
+	time_t oldest = (time_t)w->oldest;
+	struct tm tm;
+	int rc;
+
+	if (w->orphans == 0)
+		return faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, NULL);
+	if (gmtime_r(&oldest, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
+		(void)snprintf(when, sizeof(when), "%lld", w->oldest);
+	text = faucet__sprintf("%s %zu orphaned temp file%s (%lld bytes, oldest %s) of writers "
+			       "that died",
+			       w->repair ? "removed" : "found", w->orphans,
+			       w->orphans == 1 ? "" : "s", w->orphan_bytes, when);
+	if (text == NULL)
+		return FAUCET_ENOMEM;
+	/* Removed: nothing is left to look at, so a pass that says what it did. */
+	if (w->repair)
+		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, text);
+	else
+		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_WARN, text, 0,
+					     "run `faucet doctor --repair` to remove them");
+	free(text);
+	return rc;
+}
+
+/* The walk's probes; a root that does not exist has nothing to walk. */
+static int add_walk_probes(file_store *fs, int repair, faucet_check_report *r)
+{
+	doctor_walk w;
+	uint64_t started = faucet__now_ms();
+	int dfd, rc = root_get(fs, 0, &dfd);
+
+	/* No root, or one that cannot be opened: the sentinel probe has said
+	 * so already. */
+	if (rc != 0 || dfd < 0)
+		return 0;
+	memset(&w, 0, sizeof(w));
+	w.repair = repair;
+	rc = walk_root(fs, dfd, &w);
+	if (rc != 0) {
+		free(w.first_error);
+		return faucet__check_report_probe(r, "values", 1, started, NULL);
+	}
+	rc = add_values_probe(r, fs, &w, faucet__now_ms() - started);
+	if (rc == 0)
+		rc = add_symlink_probe(r, fs, &w);
+	if (rc == 0)
+		rc = add_temp_probe(r, &w);
+	free(w.first_error);
+	return rc;
+}
 
 static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		      faucet_check_report **out)
@@ -1316,7 +1618,6 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	char *reason = NULL, *hint = NULL;
 	int rc, probe_rc;
 
-	(void)ctx;
 	probe_rc = faucet__sentinel_round_trip(&fs->base);
 	elapsed = faucet__now_ms() - started;
 	if (probe_rc != 0) {
@@ -1333,6 +1634,9 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		rc = faucet_check_report_add(*out, "sentinel",
 					     probe_rc == 0 ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL,
 					     reason, elapsed, hint);
+	if (rc == 0)
+		rc = add_walk_probes(fs, ctx != NULL && (ctx->flags & FAUCET_CHECK_REPAIR) != 0,
+				     *out);
 	if (rc != 0) {
 		faucet_check_report_free(*out);
 		*out = NULL;
@@ -1409,6 +1713,7 @@ int faucet_store_open_file(faucet_store **out, const char *root, const faucet_fi
 	}
 	atomic_init(&fs->dirfd, -1);
 	atomic_init(&fs->migrated, 0);
+	atomic_init(&fs->marked, 0);
 	fs->base.version = FAUCET_STORE_BACKEND_VERSION;
 	fs->base.name = "file";
 	fs->base.get = file_get;

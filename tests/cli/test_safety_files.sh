@@ -63,4 +63,79 @@ run backfill --state "$ST" --pipeline orders2 --from 2026-10-01 --to 2026-10-02 
 expect_rc 0 "metrics to a character device"
 if [ -c mdev ]; then pass; else fail "--metrics-file replaced a character device"; fi
 
+# ---- symlinks inside a store are never followed ----
+printf '{"password":"hunter2"}' >secret.json
+ln -s "$PWD/secret.json" 'st/p%3A%3Aplanted.json'
+run state export --state "$ST" p
+expect_rc 0 "export beside a planted symlink"
+expect_out_lacks hunter2 "export does not print the link's target"
+expect_out_lacks planted "a symlink is not a key (export)"
+run state list --state "$ST"
+expect_out_lacks planted "a symlink is not a key (list)"
+run state get --state "$ST" p::planted
+expect_rc 1 "get through a symlink is an error"
+expect_err_contains 'p%3A%3Aplanted.json' "the error names the file"
+expect_out_lacks hunter2 "get does not print the link's target"
+run doctor --state "$ST"
+expect_rc 1 "doctor fails on a symlink"
+expect_out_contains 'p%3A%3Aplanted.json' "doctor names the symlink"
+rm 'st/p%3A%3Aplanted.json'
+
+ln -s "$PWD/made-by-lock" 'st/p%3A%3Ab.json.lock'
+run state put --state "$ST" p::b 1 --if-absent
+expect_rc 1 "a symlinked lock file is an error"
+expect_err_contains "symbolic link" "the error says why"
+expect_no_file made-by-lock "the lock symlink's target is not created"
+run state delete --state "$ST" p::b
+expect_rc 1 "delete through a symlinked lock file is an error"
+expect_no_file made-by-lock "the lock symlink's target is not created by delete"
+rm 'st/p%3A%3Ab.json.lock'
+
+# ---- encryption: keyless writes refused, doctor opens the sealed files ----
+export K1=first-secret K2=second-secret
+E=file:est
+run --state "$E" --encryption-key-env K1 state put p::a '{"n":1}'
+expect_rc 0 "a sealed put"
+run --state "$E" state put p::b 2
+expect_rc 2 "a keyless put into an encrypted store"
+expect_err_contains "is encrypted; give --encryption-key-env" "the refusal says what to do"
+expect_no_file 'est/p%3A%3Ab.json' "nothing written without the key"
+run --state "$E" --encryption-key-env K2 doctor
+expect_rc 1 "doctor with a wrong key"
+expect_out_contains 'p%3A%3Aa.json' "doctor names the file the key cannot open"
+run --state "$E" --encryption-key-env K1 doctor
+expect_rc 0 "doctor with the right key"
+
+# ---- orphaned temp files: a WARN; --repair removes those no writer holds ----
+dead='st/p%3A%3Az.0123456789abcdef0123456789abcdef.7.json.tmp'
+live='st/p%3A%3Ay.0123456789abcdef0123456789abcdef.8.json.tmp'
+head -c 1000 /dev/zero >"$dead"
+head -c 10 /dev/zero >"$live"
+run doctor --state "$ST"
+expect_rc 0 "orphaned temp files are a warning, not a failure"
+expect_out_contains WARN "the orphans are reported"
+expect_out_contains "2 orphaned temp files (1010 bytes" "count and bytes"
+# flock(1) holds the live writer's lock while doctor --repair runs.
+LAST_CMD="doctor --repair (with $live locked)"
+flock -x "$live" "$FAUCET_BIN" doctor --state "$ST" --repair >"$WORK/.out" 2>"$WORK/.err"
+RC=$?
+OUT=$(cat "$WORK/.out")
+ERR=$(cat "$WORK/.err")
+expect_rc 0 "doctor --repair"
+expect_out_contains "removed 1 orphaned temp file" "repair says what it removed"
+expect_no_file "$dead" "the dead writer's temp file is removed"
+expect_file "$live" "a temp file a writer holds is kept"
+rm -f "$live"
+run doctor --state "$ST"
+expect_out_lacks WARN "nothing left to warn about"
+
+# ---- 0600 files and 0700 directories whatever the umask ----
+(umask 000 && "$FAUCET_BIN" state put --state file:um/deep p::a 1 >/dev/null 2>&1 &&
+	"$FAUCET_BIN" state put --state file:um/deep p::a 2 --if-equals 1 >/dev/null 2>&1 &&
+	"$FAUCET_BIN" --state file:um/enc --encryption-key-env K1 state put p::a 1 >/dev/null 2>&1)
+modes=$(find um -exec stat -c '%n %a' {} + | sort)
+bad=$(printf '%s\n' "$modes" | awk '($2 != "700" && $2 != "600") || (substr($1,length($1)-4) == ".json" && $2 != "600")')
+if [ -n "$modes" ] && [ -z "$bad" ]; then pass; else fail "modes under umask 000: $modes"; fi
+if [ "$(stat -c %a um/deep)" = 700 ] && [ -f 'um/deep/p%3A%3Aa.json' ]; then pass; else fail "store dir under umask 000: $modes"; fi
+
 finish
