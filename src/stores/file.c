@@ -3,14 +3,21 @@
  *
  * One "{stem}.json" file per key in a root directory, named and laid out
  * exactly as the original faucet does it (file_names.h), so either
- * implementation reads a directory the other wrote.  Three decisions shape
+ * implementation reads a directory the other wrote.  Four decisions shape
  * this file:
  *
  *  - Durability.  A put never changes a value file in place: it writes a
  *    temp file under a name no other writer can use, syncs it, renames it
- *    over "{stem}.json" and syncs the directory (write_durably() says why
- *    each step is needed).  A reader therefore sees the old value or the new
- *    one, never a torn one, and a put that returned survives a crash.
+ *    over "{stem}.json" and syncs the directory, through libfaucet's one
+ *    durable-write routine (src/common/durable.c says why each step is
+ *    needed).  A reader therefore sees the old value or the new one, never
+ *    a torn one, and a put that returned survives a crash.  The calls that
+ *    change or sync the disk go through the sys.h table, so tests can make
+ *    them fail (the legacy migration's renameat2 is not in it yet).
+ *
+ *  - Nothing is followed.  Values, sidecars and lock files are opened
+ *    O_NOFOLLOW and a symlink is never listed as a key: a link planted in
+ *    the directory must not make us read or create a file elsewhere.
  *
  *  - No store-wide lock.  Because temp names are unique per write, puts to
  *    different keys (and even to one key) run side by side, and their fsyncs
@@ -239,7 +246,7 @@ static int lock_acquire(int dirfd, const char *name, const char *path, int *fd_o
 		wait = FILE_LOCK_WAIT_MS;
 	rc = lock_open(dirfd, name, path, &fd, open_err);
 	while (rc == 0) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (faucet__sys()->flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			int named = lock_names_file(dirfd, name, path, fd);
 			if (named == 1) {
 				*fd_out = fd;
@@ -299,7 +306,7 @@ static int sync_parent_of(const char *dir)
 	if (parent == NULL)
 		return FAUCET_ENOMEM;
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
+	if (fd < 0 || faucet__sys()->fsync(fd) != 0)
 		rc = faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", parent);
 	if (fd >= 0)
 		(void)close(fd);
@@ -320,7 +327,7 @@ static int make_root(const file_store *fs)
 		if (*p != '/' && !last)
 			continue;
 		*p = '\0';
-		if (mkdir(path, 0700) == 0)
+		if (faucet__sys()->mkdirat(AT_FDCWD, path, 0700) == 0)
 			rc = sync_parent_of(path);
 		else if (errno != EEXIST)
 			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create state dir %s",
@@ -1023,11 +1030,11 @@ static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
 		if (fstatat(*dfd, name, &st, 0) == 0)
 			errno = EEXIST;
 		else if (errno == ENOENT &&
-			 (renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
+			 (faucet__sys()->renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
 			return 0;
 	}
 	if (errno == EEXIST) {
-		if (unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
+		if (faucet__sys()->unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
 			return 0;
 		path_of(fs, legacy_name, from);
 		return faucet__error_os(FAUCET_EIO, errno, "failed to remove legacy state file %s",
