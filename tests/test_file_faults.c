@@ -28,6 +28,20 @@
 
 typedef tu_dir_fixture fixture;
 
+/* The real calls again after every test, also one whose assertion failed
+ * while its table was in place. */
+static int fault_teardown(void **state)
+{
+	faucet__sys_set(NULL);
+	return tu_dir_teardown(state);
+}
+
+/* The table a test installs; static, so no test leaves a pointer into its
+ * dead stack frame behind. */
+static faucet_sys table;
+
+#define FAULT_TEST(t) cmocka_unit_test_setup_teardown(t, tu_dir_setup, fault_teardown)
+
 static faucet_store *open_store(const char *dir)
 {
 	faucet_store *s = NULL;
@@ -60,12 +74,12 @@ static int failing_dir_fsync(int fd)
 static void a_failed_directory_sync_after_the_rename_is_outcome_unknown(void **state)
 {
 	fixture *f = *state;
-	faucet_sys table = *faucet__sys_default();
 	faucet_store *s = open_store(f->dir);
 	faucet_value *v = tu_v("{\"n\":2}"), *three = tu_v("3");
 	int written = 0;
 
 	tu_put(s, "p::a", "{\"n\":1}");
+	table = *faucet__sys_default();
 	table.fsync = failing_dir_fsync;
 	faucet__sys_set(&table);
 	assert_int_equal(faucet_store_put(s, "p::a", v), FAUCET_EUNKNOWN);
@@ -86,6 +100,43 @@ static void a_failed_directory_sync_after_the_rename_is_outcome_unknown(void **s
 	faucet_store_free(s);
 }
 
+static int dir_fsyncs_to_fail;
+
+static int failing_first_dir_fsync(int fd)
+{
+	struct stat st;
+
+	if (dir_fsyncs_to_fail > 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir_fsyncs_to_fail--;
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+/* A long key's sidecar is written before its value: when the sidecar's
+ * directory sync fails the value is never written, so the put failed -
+ * not "outcome unknown". */
+static void a_failed_sidecar_sync_is_a_failed_put(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *v = tu_v("1");
+	char key[240];
+
+	memset(key, 'b', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	table = *faucet__sys_default();
+	table.fsync = failing_first_dir_fsync;
+	dir_fsyncs_to_fail = 1;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_put(s, key, v), FAUCET_EIO);
+	faucet__sys_set(NULL);
+	tu_assert_value(s, key, NULL);
+	faucet_value_free(v);
+	faucet_store_free(s);
+}
+
 /* ---- a write that fails ----------------------------------------------------- */
 
 static ssize_t failing_write(int fd, const void *buf, size_t len)
@@ -100,11 +151,11 @@ static ssize_t failing_write(int fd, const void *buf, size_t len)
 static void a_failed_write_keeps_the_old_value_and_leaves_no_temp(void **state)
 {
 	fixture *f = *state;
-	faucet_sys table = *faucet__sys_default();
 	faucet_store *s = open_store(f->dir);
 	faucet_value *v = tu_v("2");
 
 	tu_put(s, "p::a", "1");
+	table = *faucet__sys_default();
 	table.write = failing_write;
 	faucet__sys_set(&table);
 	assert_int_equal(faucet_store_put(s, "p::a", v), FAUCET_EIO);
@@ -130,12 +181,12 @@ static int failing_lock_unlink(int dirfd, const char *name, int flags)
 static void a_delete_whose_lock_file_stays_succeeds_with_a_warning(void **state)
 {
 	fixture *f = *state;
-	faucet_sys table = *faucet__sys_default();
 	faucet_store *s = open_store(f->dir);
 	const char *warning;
 
 	tu_put(s, "p::a", "1");
 	faucet_warning_clear();
+	table = *faucet__sys_default();
 	table.unlinkat = failing_lock_unlink;
 	faucet__sys_set(&table);
 	assert_int_equal(faucet_store_delete(s, "p::a"), 0);
@@ -214,17 +265,17 @@ static void a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept(void **s
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
-		faucet_sys table = *faucet__sys_default();
+		faucet_sys ctable = *faucet__sys_default();
 		faucet_store *cs = NULL;
 		faucet_value *v = NULL;
 
 		stall_signal_fd = signal_pipe[1];
 		stall_wait_fd = wait_pipe[0];
-		table.write = stalling_write;
+		ctable.write = stalling_write;
 		if (faucet_store_open_file(&cs, f->dir, NULL) != 0 ||
 		    faucet_value_parse(&v, "[1,2,3]", 7) != 0)
 			_exit(2);
-		faucet__sys_set(&table);
+		faucet__sys_set(&ctable);
 		(void)faucet_store_put(cs, "p::a", v);
 		_exit(5);
 	}
@@ -270,11 +321,11 @@ static int racing_openat(int dirfd, const char *name, int flags, mode_t mode)
 static void a_writer_whose_new_temp_file_was_repaired_away_takes_another(void **state)
 {
 	fixture *f = *state;
-	faucet_sys table = *faucet__sys_default();
 	faucet_store *s = open_store(f->dir);
 	faucet_value *v = tu_v("{\"n\":7}");
 
 	raced = 0;
+	table = *faucet__sys_default();
 	table.openat = racing_openat;
 	faucet__sys_set(&table);
 	assert_int_equal(faucet_store_put(s, "p::a", v), 0);
@@ -316,12 +367,13 @@ static void a_symlinked_key_sidecar_is_not_followed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TU_DIR_TEST(a_failed_directory_sync_after_the_rename_is_outcome_unknown),
-		TU_DIR_TEST(a_failed_write_keeps_the_old_value_and_leaves_no_temp),
-		TU_DIR_TEST(a_delete_whose_lock_file_stays_succeeds_with_a_warning),
-		TU_DIR_TEST(a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept),
-		TU_DIR_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
-		TU_DIR_TEST(a_symlinked_key_sidecar_is_not_followed),
+		FAULT_TEST(a_failed_directory_sync_after_the_rename_is_outcome_unknown),
+		FAULT_TEST(a_failed_sidecar_sync_is_a_failed_put),
+		FAULT_TEST(a_failed_write_keeps_the_old_value_and_leaves_no_temp),
+		FAULT_TEST(a_delete_whose_lock_file_stays_succeeds_with_a_warning),
+		FAULT_TEST(a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept),
+		FAULT_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
+		FAULT_TEST(a_symlinked_key_sidecar_is_not_followed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

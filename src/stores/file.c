@@ -718,11 +718,15 @@ static int ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char
 {
 	char name[FILE_NAME_CAP], have[FILE_KEY_CAP + 1];
 	size_t len;
+	int rc;
 
 	name_from_stem(name, stem, ".key");
 	if (read_small(*dfd, name, have, sizeof(have), &len) == 0 && strcmp(have, key) == 0)
 		return 0;
-	return write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+	rc = write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+	/* The value is not written after this: its put failed, whatever
+	 * became of the sidecar. */
+	return rc == FAUCET_EUNKNOWN ? FAUCET_EIO : rc;
 }
 
 /* ---- sorting the listing ----------------------------------------------------
@@ -1117,10 +1121,10 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 	return read_entry(fs, key, name, out);
 }
 
-/* put's body, shared with compare-and-put (which holds the key's lock). */
 static int ensure_marker(file_store *fs, int *dfd);
 static int refuse_keyless_write(const file_store *fs, int dfd, const char *name);
 
+/* put's body, shared with compare-and-put (which holds the key's lock). */
 static int store_value(file_store *fs, const char *key, const faucet_value *value)
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
@@ -1139,7 +1143,8 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	 * store encrypted. */
 	if (fs->keyring == NULL)
 		rc = refuse_keyless_write(fs, dfd, name);
-	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX, strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
+	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX,
+			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
 		rc = ensure_marker(fs, &dfd);
 	if (rc == 0)
 		rc = encode_value(fs, key, value, &bytes, &len, &owned);
@@ -1219,7 +1224,8 @@ static int ensure_marker(file_store *fs, int *dfd)
 			   sizeof(marker_text) - 1);
 	if (rc == 0)
 		atomic_store_explicit(&fs->marked, 1, memory_order_release);
-	return rc;
+	/* No sealed value follows an undurable marker: the put failed. */
+	return rc == FAUCET_EUNKNOWN ? FAUCET_EIO : rc;
 }
 
 static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
