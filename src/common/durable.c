@@ -87,7 +87,7 @@ static int write_all(const faucet_sys *sys, int fd, const char *bytes, size_t le
 	return 0;
 }
 
-/* Lock a temp file we just created.  A repair may have found it unlocked in
+/* Lock a temp file we just created and give it mode 0600.  A repair may have found it unlocked in
  * the instant before and removed it (it unlinks while holding the lock):
  * then the file has no name any more and *gone is set. */
 static int lock_new_temp(const faucet_sys *sys, int fd, int *gone)
@@ -101,6 +101,10 @@ static int lock_new_temp(const faucet_sys *sys, int fd, int *gone)
 	if (fstat(fd, &st) != 0)
 		return -1;
 	*gone = st.st_nlink == 0;
+	/* Exactly 0600 whatever the umask (SPEC 5): a umask like 0277 leaves
+	 * 0400.  Free in the usual case, where the fstat above shows 0600. */
+	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+		return -1;
 	return 0;
 }
 

@@ -192,6 +192,19 @@ void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg)
 	atomic_store(&lock_busy_hook, hook);
 }
 
+/* Give fd the mode `mode` when a umask (0277, say) took bits off it: a
+ * lock file of 0400 could not be opened for writing by its owner again. */
+static int fix_mode(int fd, mode_t mode)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	if ((st.st_mode & 07777) == mode)
+		return 0;
+	return fchmod(fd, mode);
+}
+
 /* Open (creating) the lock file; *open_err receives errno on failure. */
 static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
 {
@@ -208,6 +221,10 @@ static int lock_open(int dirfd, const char *name, const char *path, int *fd_out,
 						path);
 		return faucet__error_os(FAUCET_EIO, errno, "failed to create state lock %s", path);
 	}
+	/* Best effort: a lock file another user created (a store shared with
+	 * the original faucet) may not be ours to chmod, and its mode does not
+	 * matter to a lock we already hold open. */
+	(void)fix_mode(fd, 0600);
 	*fd_out = fd;
 	return 0;
 }
@@ -327,8 +344,15 @@ static int make_root(const file_store *fs)
 		if (*p != '/' && !last)
 			continue;
 		*p = '\0';
-		if (faucet__sys()->mkdirat(AT_FDCWD, path, 0700) == 0)
-			rc = sync_parent_of(path);
+		/* chmod: a umask such as 0277 would leave 0500, a directory
+		 * its owner cannot write (SPEC 5: 0700 whatever the umask). */
+		if (faucet__sys()->mkdirat(AT_FDCWD, path, 0700) == 0) {
+			if (chmod(path, 0700) != 0)
+				rc = faucet__error_os(FAUCET_EIO, errno,
+						      "failed to set the mode of state dir %s", path);
+			else
+				rc = sync_parent_of(path);
+		}
 		else if (errno != EEXIST)
 			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create state dir %s",
 					      fs->root);

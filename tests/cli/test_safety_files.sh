@@ -130,12 +130,19 @@ run doctor --state "$ST"
 expect_out_lacks WARN "nothing left to warn about"
 
 # ---- 0600 files and 0700 directories whatever the umask ----
-(umask 000 && "$FAUCET_BIN" state put --state file:um/deep p::a 1 >/dev/null 2>&1 &&
-	"$FAUCET_BIN" state put --state file:um/deep p::a 2 --if-equals 1 >/dev/null 2>&1 &&
-	"$FAUCET_BIN" --state file:um/enc --encryption-key-env K1 state put p::a 1 >/dev/null 2>&1)
-modes=$(find um -exec stat -c '%n %a' {} + | sort)
-bad=$(printf '%s\n' "$modes" | awk '($2 != "700" && $2 != "600") || (substr($1,length($1)-4) == ".json" && $2 != "600")')
-if [ -n "$modes" ] && [ -z "$bad" ]; then pass; else fail "modes under umask 000: $modes"; fi
-if [ "$(stat -c %a um/deep)" = 700 ] && [ -f 'um/deep/p%3A%3Aa.json' ]; then pass; else fail "store dir under umask 000: $modes"; fi
+for um in 000 277; do
+	(umask $um && "$FAUCET_BIN" state put --state file:um$um/deep p::a 1 >/dev/null 2>&1 &&
+		"$FAUCET_BIN" state put --state file:um$um/deep p::a 2 --if-equals 1 >/dev/null 2>&1 &&
+		"$FAUCET_BIN" --state file:um$um/enc --encryption-key-env K1 state put p::a 1 >/dev/null 2>&1)
+	modes=$(find um$um -exec stat -c '%n %a' {} + | sort)
+	# Every directory 700, every file (values, locks, the marker) 600.
+	bad=$(find um$um \( -type d ! -perm 700 \) -o \( -type f ! -perm 600 \))
+	if [ -n "$modes" ] && [ -z "$bad" ]; then pass; else fail "modes under umask $um: $modes"; fi
+	if [ -f "um$um/deep/p%3A%3Aa.json.lock" ] && [ -f "um$um/enc/.faucet-encrypted" ]; then
+		pass
+	else
+		fail "umask $um: the lock file and the marker are checked too: $modes"
+	fi
+done
 
 finish
