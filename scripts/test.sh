@@ -24,6 +24,19 @@ run_suite() {
 
 echo "== normal build =="
 run_suite build
+
+# The Python binding (bindings/python) against the library just built, on
+# the file, SQLite, PostgreSQL and Redis stores.  Debian's interpreter has
+# pytest (python3-pytest); a `python3` earlier on PATH may not, so the
+# package is also imported with that one, which is all it must do there.
+echo "== Python binding =="
+FAUCET_LIBRARY=build/libfaucet.so /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  bindings/python/tests || status=1
+if [ "$(command -v python3)" != /usr/bin/python3 ]; then
+  FAUCET_LIBRARY=build/libfaucet.so PYTHONPATH=bindings/python python3 -c \
+    'import faucet; s = faucet.open("memory:"); s.put("p::r", 2**64 - 1); assert s.get("p::r") == 2**64 - 1' \
+    || status=1
+fi
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DFAUCET_SANITIZE=ON
