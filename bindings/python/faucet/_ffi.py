@@ -143,9 +143,53 @@ void faucet_import_report_dispose(void *r);
 
 /* Optional: present in later libraries only, looked up with has(). */
 const char *faucet_version(void);
+
+/* include/faucet/run.h (invocation runs) */
+typedef struct faucet_run faucet_run;
+typedef struct { const char *key; const faucet_value *value; } faucet_entry;
+typedef struct {
+    unsigned version;
+    const char *row;
+    int pipeline_level;
+    int no_lease;
+    uint64_t lease_ttl_ms;
+    uint64_t wait_ms;
+    const char *command;
+    const char *undoes;
+} faucet_run_options;
+int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
+                     const faucet_run_options *opts);
+int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline,
+                    const char *row, const char *run_id);
+const char *faucet_run_id(const faucet_run *r);
+const char *faucet_run_scope(const faucet_run *r);
+const char *faucet_run_row(const faucet_run *r);
+int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value);
+int faucet_run_delete(faucet_run *r, const char *key);
+int faucet_run_compare_and_put(faucet_run *r, const char *key,
+                               const faucet_value *expected,
+                               const faucet_value *value, int *written);
+int faucet_run_compare_and_delete(faucet_run *r, const char *key,
+                                  const faucet_value *expected, int *deleted);
+int faucet_run_renew(faucet_run *r);
+uint64_t faucet_run_renew_interval_ms(const faucet_run *r);
+const faucet_strarray *faucet_run_keys(const faucet_run *r);
+int faucet_run_end(faucet_run *r, int outcome, int exit_status, const char *message);
+void faucet_run_free(faucet_run *r);
+int faucet_run_is_bookkeeping_key(const char *key);
 int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
                                const faucet_import_options *opts, void *report);
 """
+
+# The calls of invocation runs (run.h); Store.run() needs all of them.
+RUN_CALLS = (
+    "faucet_run_begin", "faucet_run_join", "faucet_run_id", "faucet_run_scope",
+    "faucet_run_row", "faucet_run_put", "faucet_run_delete",
+    "faucet_run_compare_and_put", "faucet_run_compare_and_delete",
+    "faucet_run_renew", "faucet_run_renew_interval_ms", "faucet_run_keys",
+    "faucet_run_end", "faucet_run_free",
+)
+RUN_OPTIONS_VERSION = 1
 
 # Every function above that the package cannot work without.
 REQUIRED = (
