@@ -190,3 +190,23 @@ def test_run_is_unsupported_without_the_library_calls(memory):
         pytest.skip("this libfaucet has invocation runs (tested in test_runs.py)")
     with pytest.raises(faucet.Unsupported):
         memory.run("orders", "default")
+
+
+def test_import_dry_run_and_allow_empty(memory):
+    from faucet._ffi import lib, has
+    if not has(lib, "faucet_import_namespace_ex"):
+        with pytest.raises(faucet.Unsupported):
+            memory.import_({"version": 1, "pipeline": "orders", "keys": {}}, dry_run=True)
+        return
+    memory.put("orders::default", 1)
+    doc = {"version": 1, "pipeline": "orders", "keys": {"orders::eu": 2}}
+    report = memory.import_(doc, replace=True, dry_run=True)
+    assert report.dry_run and report.written == ["orders::eu"]
+    assert report.deleted == ["orders::default"]
+    assert memory.list() == ["orders::default"]  # nothing written
+    empty = {"version": 1, "pipeline": "orders", "keys": {}}
+    with pytest.raises(faucet.InvalidArgument):
+        memory.import_(empty, replace=True)
+    assert memory.list() == ["orders::default"]
+    assert memory.import_(empty, replace=True, allow_empty=True).deleted == ["orders::default"]
+    assert memory.list() == []
