@@ -63,23 +63,28 @@ _decode = json.JSONDecoder().decode
 _SCALARS = (str, int, float, bool, type(None))
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
 def _check_keys(obj, depth=0):
     """Refuse a dict key that is not a str anywhere inside obj.  Only the
-    containers are walked; the encoder refuses every other foreign type."""
+    containers are walked (one set lookup per member tells a plain scalar
+    from one); the encoder refuses every other foreign type."""
     if depth > 512:
         raise InvalidValue("value nests more than 512 levels deep (or contains "
                            "itself); it cannot be stored")
     if isinstance(obj, dict):
-        for k, v in obj.items():
+        for k in obj:
             if type(k) is not str and not isinstance(k, str):
                 raise InvalidValue(f"object key {k!r} is not a string; JSON "
                                    "would store it as text and give back "
                                    "another value")
-            if not isinstance(v, _SCALARS):
+        for v in obj.values():
+            if type(v) not in _SCALAR_TYPES:
                 _check_keys(v, depth + 1)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            if not isinstance(v, _SCALARS):
+            if type(v) not in _SCALAR_TYPES:
                 _check_keys(v, depth + 1)
 
 
