@@ -8,8 +8,9 @@ the memory store, timed from Python and from C, and the difference.
 The C figures come from bench/bench_memory.c (built with the library as
 build/bench_memory; give its path as the argument, or it is looked for next
 to FAUCET_LIBRARY), which times the same loop: 1,000 keys used in turn, the
-same value, best of several rounds.  The Python loop's own cost (range,
-indexing the key list) is measured with an empty body and taken off, so the
+same value, best of several rounds (short rounds, so that on a busy machine
+some land in a quiet moment).  The Python loop's own cost (range, indexing
+the key list) is measured with an empty body and taken off, so the
 overhead figure is the binding's: key and value conversion, JSON encoding
 or decoding and parsing, the cffi call, error checks.  Target: at most 3 us
 per call for each.
@@ -23,8 +24,8 @@ import time
 import faucet
 
 KEYS = 1000
-CALLS = 200_000
-ROUNDS = 7
+CALLS = 50_000
+ROUNDS = 21
 TARGET_US = 3.0
 VALUE = {"cursor": 18446744073709551615, "ts": "2026-01-01T00:00:00Z"}
 
