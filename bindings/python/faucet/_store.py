@@ -518,8 +518,15 @@ class _ScanFeed:
 
 def _scan_thread(feed, store, ptr, prefix):
     error = None
+    failed = []
 
-    @ffi.callback("int(const char *, void *)")
+    def on_error(exc_type, exc, tb):
+        # An exception inside the callback (out of memory, say) must not
+        # look like the end of the keys: keep it, and stop the scan.
+        failed.append(exc)
+        return 1
+
+    @ffi.callback("int(const char *, void *)", onerror=on_error)
     def on_key(key, ctx):
         if feed.stop:
             return 1
@@ -533,6 +540,8 @@ def _scan_thread(feed, store, ptr, prefix):
         rc = lib.faucet_store_scan(ptr, prefix, on_key, ffi.NULL)
         if rc < 0:
             error = E.last_error(rc, E.InvalidKey)
+        elif failed:
+            error = failed[0]
     except BaseException as e:  # noqa: B902 - handed to the consumer
         error = e
     finally:

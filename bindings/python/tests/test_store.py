@@ -210,3 +210,21 @@ def test_import_dry_run_and_allow_empty(memory):
     assert memory.list() == ["orders::default"]
     assert memory.import_(empty, replace=True, allow_empty=True).deleted == ["orders::default"]
     assert memory.list() == []
+
+
+def test_a_failure_inside_the_scan_is_raised_not_a_short_list(memory, monkeypatch):
+    from faucet import _store
+    for i in range(5):
+        memory.put(f"p::k{i}", i)
+    real = _store.ffi.string
+    calls = []
+
+    def failing_string(cdata, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError("simulated")
+        return real(cdata, *args)
+
+    monkeypatch.setattr(_store.ffi, "string", failing_string)
+    with pytest.raises(MemoryError, match="simulated"):
+        list(memory.scan("p::", chunk=1))
