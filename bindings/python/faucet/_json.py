@@ -37,7 +37,7 @@ def _no_default(o):
     raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
-_encode = None
+_encode = _c_encode = None
 if _c_make_encoder is not None:
     try:
         # markers=None: no circular-reference table; _check_keys refuses a
@@ -49,7 +49,7 @@ if _c_make_encoder is not None:
         def _encode(obj):
             return "".join(_c_encode(obj, 0))
     except TypeError:  # another CPython's signature: use the module
-        _encode = None
+        _encode = _c_encode = None
 if _encode is None:
     _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
                                separators=(",", ":")).encode
@@ -104,6 +104,8 @@ def dumps(obj):
         if not isinstance(obj, _SCALARS):
             _check_keys(obj)
     try:
+        if _c_encode is not None:
+            return "".join(_c_encode(obj, 0)).encode()
         return _encode(obj).encode()
     except UnicodeEncodeError:
         raise InvalidValue("value holds a string that is not valid Unicode "

@@ -53,6 +53,11 @@ def _key_bytes(key, what="key"):
 
 
 _VALUE_OUT = ffi.typeof("faucet_value **")
+# Out-parameter cells for get and put, reused: ffi.new costs as much as the
+# C call on the memory store.  Each call pops a cell of its own and pushes
+# it back (both atomic), so threads and a signal handler re-entering a call
+# never share one.
+_cells = []
 _INT_OUT = ffi.typeof("int *")
 _new = ffi.new
 _NULL = ffi.NULL
@@ -189,7 +194,7 @@ class Store:
             raise _bad_key(key, "key") from None
         if b"\0" in k or type(key) is not str and not isinstance(key, str):
             raise _bad_key(key, "key")
-        out = _new(_VALUE_OUT)
+        out = _cells.pop() if _cells else _new(_VALUE_OUT)
         calls = self._calls
         calls.append(None)
         try:
@@ -198,11 +203,12 @@ class Store:
             rc = lib.faucet_store_get(self._ptr, k, out)
             if rc != 0:
                 raise E.last_error(rc, E.InvalidKey)
+            v = out[0]
         finally:
+            _cells.append(out)
             calls.pop()
             if self._closing and not calls:
                 self._free()
-        v = out[0]
         if v == _NULL:
             return None
         try:
@@ -227,11 +233,12 @@ class Store:
         if value is None:
             _parse_value(value)  # raises the "None is no entry" error
         data = dumps(value)
-        out = _new(_VALUE_OUT)
+        out = _cells.pop() if _cells else _new(_VALUE_OUT)
         rc = lib.faucet_value_parse(out, data, len(data))
+        v = out[0]
+        _cells.append(out)
         if rc != 0:
             raise E.last_error(rc, E.InvalidValue)
-        v = out[0]
         calls = self._calls
         calls.append(None)
         try:
