@@ -27,8 +27,6 @@ from ._ffi import ffi, lib, has
 from . import _errors as E
 from ._json import dumps, loads
 
-_KEY_NUL = "\0"
-
 
 def _bad_key(key, what):
     """The InvalidKey for a key or prefix that cannot become a C string."""
