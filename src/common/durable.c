@@ -256,7 +256,7 @@ int faucet__write_file(const char *path, const char *what, const void *bytes, si
 	if (dir == NULL)
 		return FAUCET_ENOMEM;
 	memset(&t, 0, sizeof(t));
-	t.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	t.dirfd = faucet__sys()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (t.dirfd < 0) {
 		rc = faucet__error_os(FAUCET_EIO, errno, "cannot open the directory of %s %s", what,
 				      path);

@@ -1342,9 +1342,13 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 		name_from_stem(name, stem, ".key");
 		rc = unlink_present(fs, dfd, name, "state key file", removed);
 	}
-	/* A delete that returned must not be undone by a crash either. */
-	if (rc == 0 && *removed)
-		rc = sync_root(fs, dfd);
+	/* A delete that returned must not be undone by a crash either.  When
+	 * the sync fails the value is gone but may come back after a crash:
+	 * the outcome is unknown, not a failure that left the value in place. */
+	if (rc == 0 && *removed && sync_root(fs, dfd) != 0) {
+		(void)faucet__error_wrap("deleted, but the delete may not survive a crash");
+		rc = faucet_error_set(FAUCET_EUNKNOWN, "%s", faucet_error_last()->message);
+	}
 	/* Unlink the lock file while still holding it: a waiter that wins the
 	 * orphaned file notices and locks the path afresh (see above).  The
 	 * value is durably gone by now, so a lock file that stays is only
