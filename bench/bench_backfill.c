@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 	if (faucet_store_open_file(&s, dir, NULL) != 0)
 		bench_die("open file store");
 	memset(&opts, 0, sizeof(opts));
+	opts.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION;
 	opts.pipeline = "bench";
 	opts.argv = cmd;
 	opts.concurrency = 1;

@@ -326,7 +326,7 @@ int main(int argc, char **argv)
 	{
 		char *pdir = join(base, "plain"), *sdir = join(base, "sealed");
 		faucet_encryption_options enc = {"bench-key-not-a-secret", NULL, 0};
-		faucet_file_options sopts = {&enc};
+		faucet_file_options sopts = {.version = FAUCET_FILE_OPTIONS_VERSION, .encryption = &enc};
 		faucet_store *plain = NULL, *sealed = NULL;
 		double pms, sms, pus, sus;
 

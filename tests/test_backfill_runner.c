@@ -94,7 +94,7 @@ static int run(fixture *f, const char *script, faucet_backfill_mode mode, unsign
 	const char *argv[] = {"/bin/sh", "-c", script, "unit", "${backfill.start}",
 			      "${backfill.end_date}", "${backfill.unit}", NULL};
 	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL};
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 
 	f->events[0] = '\0';
 	o.pipeline = "orders";
@@ -135,7 +135,7 @@ static void units_run_with_placeholders_and_environment(void **state)
 			      "|${FAUCET_CONFIG:-none}\" >> \"$T/log\"",
 			      "unit", "${backfill.start}", "${backfill.end_date}",
 			      "x=${backfill.start_unix}-${backfill.end_unix}", NULL};
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 	(void)state;
 
 	setenv("FAUCET_CONFIG", "/should/not/leak.yaml", 1);
@@ -271,7 +271,7 @@ static void bad_input_runs_nothing(void **state)
 	fixture *f = setup_plan("1d", 2);
 	faucet_backfill_result res;
 	faucet_strarray keys = {0};
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 	const char *bad_ph[] = {"echo", "${backfill.strat}", NULL};
 	const char *open_ph[] = {"echo", "${backfill.start", NULL};
 	const char *ok_ph[] = {"echo", "${HOME} ${other.x} $${backfill.unit}", NULL};
@@ -324,7 +324,7 @@ static void exit_codes_and_missing_commands(void **state)
 {
 	fixture *f = setup_plan("1d", 3);
 	faucet_backfill_result res;
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 	const char *missing[] = {"/nonexistent/faucet-test-cmd", NULL};
 	const char *not_on_path[] = {"faucet-test-no-such-command", NULL};
 	const char *by_placeholder[] = {"/nonexistent/${backfill.unit}", NULL};
@@ -537,7 +537,7 @@ static void units_inherit_the_key_variable_names(void **state)
 {
 	fixture *f = setup_plan("1d", 1);
 	faucet_backfill_result res;
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 	const char *argv[] = {"/bin/sh", "-c",
 			      "echo \"${FAUCET_ENCRYPTION_KEY_ENV:-none}|${FAUCET_PREVIOUS_KEY_ENV:-none}"
 			      "|$BF_TEST_KEY\" >> \"$T/log\"", NULL};
@@ -704,7 +704,7 @@ static void *race_thread(void *arg)
 {
 	racer *r = arg;
 	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 
 	o.pipeline = "orders";
 	o.argv = argv;
@@ -768,7 +768,7 @@ static int race_in_child(const char *root, const faucet_backfill_plan *plan)
 	faucet_store *s = NULL;
 	faucet_backfill_result res;
 	const char *argv[] = {"/bin/sh", "-c", "echo x >> \"$T/ran.$1\"", "unit", "${backfill.unit}", NULL};
-	faucet_backfill_run_options o = {0};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 
 	o.pipeline = "orders";
 	o.argv = argv;

@@ -190,7 +190,8 @@ static const scenario scenarios[] = {
 static faucet_store *open_store(const scenario *sc, const char *root)
 {
 	faucet_encryption_options enc = {sc->seal_key, NULL, 0};
-	faucet_file_options opts = {sc->seal_key ? &enc : NULL};
+	faucet_file_options opts = {.version = FAUCET_FILE_OPTIONS_VERSION,
+				    .encryption = sc->seal_key ? &enc : NULL};
 	faucet_store *s = NULL;
 
 	if (faucet_store_open_file(&s, root, &opts) != 0)

@@ -21,7 +21,7 @@ static faucet_store *open_sealed(const char *dir, const char *key, const char *p
 {
 	const char *prev[2] = {prev0, prev1};
 	faucet_encryption_options enc = {key, prev, (size_t)(prev0 != NULL) + (prev1 != NULL)};
-	faucet_file_options opts = {&enc};
+	faucet_file_options opts = {.version = FAUCET_FILE_OPTIONS_VERSION, .encryption = &enc};
 	faucet_store *s = NULL;
 
 	if (faucet_store_open_file(&s, dir, key || prev0 ? &opts : NULL) != 0)

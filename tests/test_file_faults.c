@@ -236,7 +236,8 @@ static const faucet_probe *probe_named(const faucet_check_report *r, const char 
 static void check_temp_probe(faucet_store *s, unsigned flags, faucet_probe_status want,
 			     const char *needle)
 {
-	faucet_check_context ctx = {.timeout_ms = 10000, .flags = flags};
+	faucet_check_context ctx = {.version = FAUCET_CHECK_CONTEXT_VERSION, .timeout_ms = 10000,
+				    .flags = flags};
 	faucet_check_report *r = NULL;
 	const faucet_probe *p;
 

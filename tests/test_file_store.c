@@ -664,7 +664,9 @@ static void opening_refuses_bad_configuration(void **state)
 	faucet_store *s = (faucet_store *)0x1;
 	const char *prev[] = {""};
 	faucet_encryption_options empty = {"", NULL, 0}, empty_prev = {"k", prev, 1};
-	faucet_file_options opts = {&empty}, opts_prev = {&empty_prev};
+	faucet_file_options opts = {.version = FAUCET_FILE_OPTIONS_VERSION, .encryption = &empty};
+	faucet_file_options opts_prev = {.version = FAUCET_FILE_OPTIONS_VERSION,
+					 .encryption = &empty_prev};
 
 	(void)state;
 	assert_int_equal(faucet_store_open_file(&s, "", NULL), FAUCET_ECONFIG);

@@ -165,7 +165,7 @@ static void bad_options_are_config_errors(void **state)
 					  "012345678901234",
 					  "max_connections=0", "max_connections=-1",
 					  "ensure_table=maybe", "table=a&table=b"};
-	faucet_store_config cfg = {0};
+	faucet_store_config cfg = FAUCET_STORE_CONFIG_INIT;
 	faucet_store *s = NULL;
 
 	(void)state;

@@ -155,7 +155,7 @@ static void bad_options_are_config_errors(void **state)
 	static const char *const bad[] = {"?namespace=", "?namespace=a:b", "?max_connections=0",
 					  "?unknown=1", "?namespace=a&namespace=b"};
 	const char *base = ts_env("FAUCET_TEST_REDIS_URL");
-	faucet_store_config cfg = {0};
+	faucet_store_config cfg = FAUCET_STORE_CONFIG_INIT;
 	faucet_store *s = NULL;
 
 	(void)state;

@@ -40,22 +40,22 @@ typedef struct faucet_tz faucet_tz;
 /* Load the IANA zone `name` ("America/New_York", "UTC") from $TZDIR or
  * /usr/share/zoneinfo.  A name that could leave the database ("..", a
  * leading '/') or that names no zone file is FAUCET_ECONFIG naming it. */
-int faucet_tz_load(faucet_tz **out, const char *name);
+FAUCET_EXTERN int faucet_tz_load(faucet_tz **out, const char *name);
 
 /* The name the zone was loaded under (owned by the zone). */
-const char *faucet_tz_name(const faucet_tz *tz);
+FAUCET_EXTERN const char *faucet_tz_name(const faucet_tz *tz);
 
 /* Seconds east of UTC in effect at `unix_seconds`. */
-int faucet_tz_offset_at(const faucet_tz *tz, int64_t unix_seconds, int32_t *offset);
+FAUCET_EXTERN int faucet_tz_offset_at(const faucet_tz *tz, int64_t unix_seconds, int32_t *offset);
 
 /* The instant of a local wall-clock time, given as seconds since 1970-01-01
  * 00:00 local.  A repeated local time (DST ends) takes its earliest instant;
  * a skipped one (DST starts) the instant the gap ends.  *skipped (may be
  * NULL) says whether the time fell in a gap. */
-int faucet_tz_local_to_unix(const faucet_tz *tz, int64_t local_seconds, int64_t *out,
+FAUCET_EXTERN int faucet_tz_local_to_unix(const faucet_tz *tz, int64_t local_seconds, int64_t *out,
 			    int *skipped);
 
-void faucet_tz_free(faucet_tz *tz);
+FAUCET_EXTERN void faucet_tz_free(faucet_tz *tz);
 
 /* ---- plans --------------------------------------------------------------- */
 
@@ -87,43 +87,43 @@ typedef struct faucet_backfill_plan faucet_backfill_plan;
 /* Plan `range`.  Bad boundaries, a bad window, an unknown zone, from not
  * before to, or more than FAUCET_BACKFILL_MAX_UNITS units are
  * FAUCET_ECONFIG with a message naming the input. */
-int faucet_backfill_plan_new(faucet_backfill_plan **out, const faucet_backfill_range *range);
+FAUCET_EXTERN int faucet_backfill_plan_new(faucet_backfill_plan **out, const faucet_backfill_range *range);
 
 /* The same, with a zone the caller already holds (range->timezone is then
  * ignored).  The plan takes no reference: keep tz alive while planning. */
-int faucet_backfill_plan_new_in(faucet_backfill_plan **out, const faucet_backfill_range *range,
+FAUCET_EXTERN int faucet_backfill_plan_new_in(faucet_backfill_plan **out, const faucet_backfill_range *range,
 				const faucet_tz *tz);
 
-size_t faucet_backfill_plan_count(const faucet_backfill_plan *p);
-const faucet_backfill_unit *faucet_backfill_plan_unit(const faucet_backfill_plan *p, size_t i);
+FAUCET_EXTERN size_t faucet_backfill_plan_count(const faucet_backfill_plan *p);
+FAUCET_EXTERN const faucet_backfill_unit *faucet_backfill_plan_unit(const faucet_backfill_plan *p, size_t i);
 
 /* "time|{from}|{to}|{window}|{row}" with from/to rendered in the zone. */
-const char *faucet_backfill_plan_descriptor(const faucet_backfill_plan *p);
+FAUCET_EXTERN const char *faucet_backfill_plan_descriptor(const faucet_backfill_plan *p);
 
 /* FNV-1a 64 of the descriptor as 16 lower-case hex digits. */
-const char *faucet_backfill_plan_hash(const faucet_backfill_plan *p);
+FAUCET_EXTERN const char *faucet_backfill_plan_hash(const faucet_backfill_plan *p);
 
 /* The zone's name, and the rendered range boundaries. */
-const char *faucet_backfill_plan_timezone(const faucet_backfill_plan *p);
-const char *faucet_backfill_plan_from(const faucet_backfill_plan *p);
-const char *faucet_backfill_plan_to(const faucet_backfill_plan *p);
+FAUCET_EXTERN const char *faucet_backfill_plan_timezone(const faucet_backfill_plan *p);
+FAUCET_EXTERN const char *faucet_backfill_plan_from(const faucet_backfill_plan *p);
+FAUCET_EXTERN const char *faucet_backfill_plan_to(const faucet_backfill_plan *p);
 
 /* Non-zero when the plan has more than FAUCET_BACKFILL_WARN_UNITS units:
  * callers should warn the operator before running it. */
-int faucet_backfill_plan_is_large(const faucet_backfill_plan *p);
+FAUCET_EXTERN int faucet_backfill_plan_is_large(const faucet_backfill_plan *p);
 
-void faucet_backfill_plan_free(faucet_backfill_plan *p);
+FAUCET_EXTERN void faucet_backfill_plan_free(faucet_backfill_plan *p);
 
 /* ---- keys ---------------------------------------------------------------- */
 
 /* "{pipeline}::__backfill__::{hash}".  Caller frees; NULL on ENOMEM. */
-char *faucet_backfill_marker_key(const char *pipeline, const char *range_hash);
+FAUCET_EXTERN char *faucet_backfill_marker_key(const char *pipeline, const char *range_hash);
 
 /* A unit's scoped key "{pipeline}::backfill::{hash}::{unit}".  Caller frees. */
-char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, const char *unit);
+FAUCET_EXTERN char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, const char *unit);
 
 /* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
-char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
+FAUCET_EXTERN char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
 
 /* ---- leases left behind ---------------------------------------------------- */
 
@@ -131,13 +131,13 @@ char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
  * and runs') whose expires_at is at or before `now` (unix seconds), or whose
  * value has no readable expiry, in key order.  Needs a store that can list
  * its keys.  Caller disposes *out. */
-int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out);
+FAUCET_EXTERN int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out);
 
 /* Append doctor's "expired leases" probe to `report`: pass when there are
  * none, warn naming them (the first ten), skip when the store cannot list
  * its keys, the listing fails, or it takes more than timeout_ms (0 = no
  * limit).  Fails only when out of memory. */
-int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
+FAUCET_EXTERN int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
 		       faucet_check_report *report);
 
 /* ---- the progress marker ------------------------------------------------- */
@@ -151,41 +151,41 @@ typedef enum {
 typedef struct faucet_backfill_marker faucet_backfill_marker;
 
 /* An empty marker for the range `descriptor`. */
-int faucet_backfill_marker_new(faucet_backfill_marker **out, const char *descriptor);
+FAUCET_EXTERN int faucet_backfill_marker_new(faucet_backfill_marker **out, const char *descriptor);
 
 /* Read a stored marker.  A document of the wrong shape is FAUCET_ECONFIG
  * ("backfill marker: ..."), since only a person editing the store makes one. */
-int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v);
+FAUCET_EXTERN int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v);
 
 /* The marker as a JSON value (units in byte order of their ids). */
-int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out);
+FAUCET_EXTERN int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out);
 
-int faucet_backfill_marker_mark_done(faucet_backfill_marker *m, const char *unit);
-int faucet_backfill_marker_mark_failed(faucet_backfill_marker *m, const char *unit,
+FAUCET_EXTERN int faucet_backfill_marker_mark_done(faucet_backfill_marker *m, const char *unit);
+FAUCET_EXTERN int faucet_backfill_marker_mark_failed(faucet_backfill_marker *m, const char *unit,
 				       const char *error);
 
 /* A unit's status; *error (may be NULL) receives a failed unit's message,
  * owned by the marker. */
-faucet_backfill_status faucet_backfill_marker_status(const faucet_backfill_marker *m,
+FAUCET_EXTERN faucet_backfill_status faucet_backfill_marker_status(const faucet_backfill_marker *m,
 						     const char *unit, const char **error);
 
-const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m);
-size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m);
-size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m);
+FAUCET_EXTERN const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m);
+FAUCET_EXTERN size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m);
+FAUCET_EXTERN size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m);
 
 /* Whether two markers hold the same descriptor and outcomes. */
-int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b);
+FAUCET_EXTERN int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b);
 
-void faucet_backfill_marker_free(faucet_backfill_marker *m);
+FAUCET_EXTERN void faucet_backfill_marker_free(faucet_backfill_marker *m);
 
 /* Split a plan against a marker (NULL = fresh): *todo receives the indexes of
  * the units still to run (failed and pending, in plan order; caller frees),
  * *skipped the number already done. */
-int faucet_backfill_split(const faucet_backfill_plan *p, const faucet_backfill_marker *m,
+FAUCET_EXTERN int faucet_backfill_split(const faucet_backfill_plan *p, const faucet_backfill_marker *m,
 			  size_t **todo, size_t *todo_count, size_t *skipped);
 
 /* Load the marker at `key`: *out is NULL when there is none. */
-int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfill_marker **out);
+FAUCET_EXTERN int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfill_marker **out);
 
 /* Record one unit's outcome (error NULL = done) in the stored marker at
  * `key`, creating it with `descriptor` when absent.  The update is a
@@ -193,7 +193,7 @@ int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfil
  * lose each other's outcomes.  A recorded "done" is never replaced by
  * "failed".  A stored marker of another range is FAUCET_ECONFIG.
  * *current (may be NULL) receives the marker as written. */
-int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
+FAUCET_EXTERN int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
 				  const char *unit, const char *error,
 				  faucet_backfill_marker **current);
 
@@ -203,7 +203,7 @@ int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *
  * in one argument for unit `u`.  Other ${...} text is kept as it is; an
  * unknown ${backfill.NAME} or an unterminated "${backfill." is
  * FAUCET_ECONFIG naming the argument.  Caller frees *out. */
-int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char **out);
+FAUCET_EXTERN int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char **out);
 
 typedef enum {
 	FAUCET_BACKFILL_FRESH = 0, /* an existing marker is an error */
@@ -228,7 +228,13 @@ typedef struct {
 	void (*on_message)(void *ctx, const char *text);
 } faucet_backfill_progress;
 
+/* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT, then set
+ * what you need; the struct may grow at its end (see faucet/store.h on
+ * options structs). */
+#define FAUCET_BACKFILL_RUN_OPTIONS_VERSION 1
+#define FAUCET_BACKFILL_RUN_OPTIONS_INIT {.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION}
 typedef struct {
+	unsigned version;              /* FAUCET_BACKFILL_RUN_OPTIONS_VERSION */
 	const char *pipeline;          /* required; the keys' namespace */
 	const char *const *argv;       /* the command, NULL-terminated; run without a shell */
 	unsigned concurrency;          /* units in flight; 0 = 1 */
@@ -274,7 +280,7 @@ typedef struct {
  * not be released is an error too, returned at the end with every such
  * lease named (the other units still run): it would hold its unit until it
  * expires. */
-int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
+FAUCET_EXTERN int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 			const faucet_backfill_run_options *opts, faucet_backfill_result *result);
 
 #ifdef __cplusplus

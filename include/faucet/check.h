@@ -32,8 +32,13 @@ typedef struct {
 	const char *hint;    /* what the operator can do; may be NULL */
 } faucet_probe;
 
-/* What a check may use: a deadline for the whole report, and flags. */
+/* What a check may use: a deadline for the whole report, and flags.
+ * Initialise with FAUCET_CHECK_CONTEXT_INIT; the struct may grow at its end
+ * (see faucet/store.h on options structs). */
+#define FAUCET_CHECK_CONTEXT_VERSION 1
+#define FAUCET_CHECK_CONTEXT_INIT {.version = FAUCET_CHECK_CONTEXT_VERSION}
 typedef struct {
+	unsigned version;    /* FAUCET_CHECK_CONTEXT_VERSION */
 	uint64_t timeout_ms; /* 0 = the default, 10 000 ms */
 	unsigned flags;      /* FAUCET_CHECK_* */
 } faucet_check_context;
@@ -45,30 +50,30 @@ typedef struct {
 typedef struct faucet_check_report faucet_check_report;
 
 /* A new, empty report.  Free with faucet_check_report_free(). */
-int faucet_check_report_new(faucet_check_report **out);
+FAUCET_EXTERN int faucet_check_report_new(faucet_check_report **out);
 
 /* The default report of a store that implements no check: one skipped probe
  * "no check implemented". */
-int faucet_check_report_not_implemented(faucet_check_report **out);
+FAUCET_EXTERN int faucet_check_report_not_implemented(faucet_check_report **out);
 
 /* Append a probe (strings are copied; reason/hint may be NULL). */
-int faucet_check_report_add(faucet_check_report *r, const char *name,
+FAUCET_EXTERN int faucet_check_report_add(faucet_check_report *r, const char *name,
 			    faucet_probe_status status, const char *reason,
 			    uint64_t elapsed_ms, const char *hint);
 
-size_t faucet_check_report_count(const faucet_check_report *r);
+FAUCET_EXTERN size_t faucet_check_report_count(const faucet_check_report *r);
 
 /* The i-th probe, or NULL past the end. */
-const faucet_probe *faucet_check_report_probe(const faucet_check_report *r, size_t i);
+FAUCET_EXTERN const faucet_probe *faucet_check_report_probe(const faucet_check_report *r, size_t i);
 
 /* How many probes failed. */
-size_t faucet_check_report_failed_count(const faucet_check_report *r);
+FAUCET_EXTERN size_t faucet_check_report_failed_count(const faucet_check_report *r);
 
-void faucet_check_report_free(faucet_check_report *r);
+FAUCET_EXTERN void faucet_check_report_free(faucet_check_report *r);
 
 /* A doctor sentinel key unique to one probe: "faucet_doctor_probe.{32 hex}".
  * Caller frees. */
-char *faucet_doctor_sentinel_key(void);
+FAUCET_EXTERN char *faucet_doctor_sentinel_key(void);
 
 #define FAUCET_DOCTOR_SENTINEL_PREFIX "faucet_doctor_probe"
 

@@ -11,12 +11,19 @@
 #define FAUCET_COMMON_H
 
 #include <stddef.h>
+#include "export.h"
+#include <faucet/version.h> /* generated: in the build tree until installed */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FAUCET_VERSION_STRING "0.1.0"
+/* The library's version ("1.0.0"), which may differ from the headers'
+ * FAUCET_VERSION_STRING when the program was compiled against other ones. */
+FAUCET_EXTERN const char *faucet_version(void);
+
+/* The library's FAUCET_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH). */
+FAUCET_EXTERN int faucet_version_number(void);
 
 /* Return codes.  Each failure code is also the error's "class". */
 typedef enum {
@@ -43,7 +50,7 @@ typedef enum {
 /* Non-zero when an operation that failed with `code` may succeed if simply
  * tried again later (busy, contention, unavailable, timeout).  Outcome
  * unknown is not retryable as such: read the state back first. */
-int faucet_error_retryable(int code);
+FAUCET_EXTERN int faucet_error_retryable(int code);
 
 /* The last error raised on this thread. */
 typedef struct {
@@ -53,20 +60,20 @@ typedef struct {
 
 /* The calling thread's last error; valid until the next libfaucet call on
  * this thread.  Never returns NULL. */
-const faucet_error *faucet_error_last(void);
+FAUCET_EXTERN const faucet_error *faucet_error_last(void);
 
 /* Forget the calling thread's last error. */
-void faucet_error_clear(void);
+FAUCET_EXTERN void faucet_error_clear(void);
 
 /* The calling thread's last warning: a call that succeeded but has
  * something the operator should hear (e.g. a file store delete whose lock
  * file could not be removed), or NULL.  Cleared by faucet_warning_clear();
  * valid until the next libfaucet call on this thread. */
-const char *faucet_warning_last(void);
-void faucet_warning_clear(void);
+FAUCET_EXTERN const char *faucet_warning_last(void);
+FAUCET_EXTERN void faucet_warning_clear(void);
 
 /* Short name of a code ("invalid", "io", ...), for printing. */
-const char *faucet_error_name(int code);
+FAUCET_EXTERN const char *faucet_error_name(int code);
 
 /* An owned array of NUL-terminated strings (like git_strarray). */
 typedef struct {
@@ -75,11 +82,11 @@ typedef struct {
 } faucet_strarray;
 
 /* Free the strings and the array; leaves *arr empty.  NULL is ignored. */
-void faucet_strarray_dispose(faucet_strarray *arr);
+FAUCET_EXTERN void faucet_strarray_dispose(faucet_strarray *arr);
 
 /* Release memory returned by libfaucet as a plain char * (rendered keys,
  * JSON documents).  Same as free(); provided so callers need not know. */
-void faucet_free(void *ptr);
+FAUCET_EXTERN void faucet_free(void *ptr);
 
 #ifdef __cplusplus
 }

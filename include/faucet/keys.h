@@ -33,7 +33,7 @@ extern "C" {
  * only between non-empty segments that do not start with a dot.
  * Returns 0 or FAUCET_EINVALID with a message naming the key, the offending
  * character and its byte offset. */
-int faucet_validate_key(const char *key);
+FAUCET_EXTERN int faucet_validate_key(const char *key);
 
 /* What a key holds besides a plain resume position. */
 typedef enum {
@@ -50,89 +50,89 @@ typedef enum {
 } faucet_suffix_kind;
 
 /* Whether the suffix hangs off the pipeline rather than an invocation. */
-int faucet_suffix_is_pipeline_level(faucet_suffix_kind kind);
+FAUCET_EXTERN int faucet_suffix_is_pipeline_level(faucet_suffix_kind kind);
 
 /* The suffix's rendering without the leading separator ("__rollback__::x");
  * `arg` is used only by the kinds that take one.  Caller frees. */
-char *faucet_suffix_render(faucet_suffix_kind kind, const char *arg);
+FAUCET_EXTERN char *faucet_suffix_render(faucet_suffix_kind kind, const char *arg);
 
 /* The suffix as it ends a key, separator included ("::__lease__"). Caller frees. */
-char *faucet_suffix_tail(faucet_suffix_kind kind, const char *arg);
+FAUCET_EXTERN char *faucet_suffix_tail(faucet_suffix_kind kind, const char *arg);
 
 /* A state key under construction.  Opaque; freed with faucet_key_free(). */
 typedef struct faucet_key faucet_key;
 
 /* The pipeline-level namespace of `pipeline` (no row yet). */
-int faucet_key_new_pipeline(faucet_key **out, const char *pipeline);
+FAUCET_EXTERN int faucet_key_new_pipeline(faucet_key **out, const char *pipeline);
 
 /* {pipeline}::{row} - a matrix row's (or topology node's) key. */
-int faucet_key_new_invocation(faucet_key **out, const char *pipeline, const char *row);
+FAUCET_EXTERN int faucet_key_new_invocation(faucet_key **out, const char *pipeline, const char *row);
 
 /* A key derived from an invocation key rendered earlier; the builder's
  * tenant/row/parent-key/sub setters are then ignored, as in the original. */
-int faucet_key_new_from_rendered(faucet_key **out, const char *base);
+FAUCET_EXTERN int faucet_key_new_from_rendered(faucet_key **out, const char *base);
 
 /* Builder setters.  Each copies its argument; NULL clears the component.
  * They return 0, or FAUCET_ENOMEM. */
-int faucet_key_set_tenant(faucet_key *k, const char *tenant);
-int faucet_key_set_row(faucet_key *k, const char *row);
-int faucet_key_set_parent_key(faucet_key *k, const char *raw); /* encoded on render */
-int faucet_key_set_sub(faucet_key *k, const char *encoded);    /* already in key form */
-int faucet_key_set_shard(faucet_key *k, const char *shard);
-int faucet_key_set_suffix(faucet_key *k, faucet_suffix_kind kind, const char *arg);
+FAUCET_EXTERN int faucet_key_set_tenant(faucet_key *k, const char *tenant);
+FAUCET_EXTERN int faucet_key_set_row(faucet_key *k, const char *row);
+FAUCET_EXTERN int faucet_key_set_parent_key(faucet_key *k, const char *raw); /* encoded on render */
+FAUCET_EXTERN int faucet_key_set_sub(faucet_key *k, const char *encoded);    /* already in key form */
+FAUCET_EXTERN int faucet_key_set_shard(faucet_key *k, const char *shard);
+FAUCET_EXTERN int faucet_key_set_suffix(faucet_key *k, faucet_suffix_kind kind, const char *arg);
 
 /* Accessors.  Strings are owned by the key; NULL when the component is
  * absent or the key was built from a rendering. */
-const char *faucet_key_tenant(const faucet_key *k);
-const char *faucet_key_pipeline_name(const faucet_key *k);
-const char *faucet_key_row(const faucet_key *k);
-const char *faucet_key_shard(const faucet_key *k);
-faucet_suffix_kind faucet_key_suffix(const faucet_key *k);
-const char *faucet_key_suffix_arg(const faucet_key *k);
+FAUCET_EXTERN const char *faucet_key_tenant(const faucet_key *k);
+FAUCET_EXTERN const char *faucet_key_pipeline_name(const faucet_key *k);
+FAUCET_EXTERN const char *faucet_key_row(const faucet_key *k);
+FAUCET_EXTERN const char *faucet_key_shard(const faucet_key *k);
+FAUCET_EXTERN faucet_suffix_kind faucet_key_suffix(const faucet_key *k);
+FAUCET_EXTERN const char *faucet_key_suffix_arg(const faucet_key *k);
 
 /* The rendered sub component (a parent key encoded), or NULL.  Caller frees. */
-char *faucet_key_sub(const faucet_key *k);
+FAUCET_EXTERN char *faucet_key_sub(const faucet_key *k);
 
 /* [{tenant}::]{pipeline}, or the base rendering.  Caller frees. */
-char *faucet_key_namespace(const faucet_key *k);
+FAUCET_EXTERN char *faucet_key_namespace(const faucet_key *k);
 
 /* The prefix of every key under this one: "{render}::".  Caller frees. */
-char *faucet_key_children_prefix(const faucet_key *k);
+FAUCET_EXTERN char *faucet_key_children_prefix(const faucet_key *k);
 
 /* The key under the current scheme.  Caller frees; NULL only on ENOMEM. */
-char *faucet_key_render(const faucet_key *k);
+FAUCET_EXTERN char *faucet_key_render(const faucet_key *k);
 
 /* The key as scheme `version` (1 or 2) rendered it.  Caller frees. */
-char *faucet_key_render_scheme(const faucet_key *k, unsigned version);
+FAUCET_EXTERN char *faucet_key_render_scheme(const faucet_key *k, unsigned version);
 
 /* Every distinct, valid key an earlier scheme rendered for this key, newest
  * scheme first.  *out is filled (possibly empty); dispose it. */
-int faucet_key_legacy_renderings(const faucet_key *k, faucet_strarray *out);
+FAUCET_EXTERN int faucet_key_legacy_renderings(const faucet_key *k, faucet_strarray *out);
 
 /* Decode `key` under the namespace [{tenant}::]{pipeline} (tenant may be
  * NULL).  FAUCET_ENOTFOUND when the key is outside the namespace.  A shard
  * cannot be told from a sub component, so it is reported as the sub; the
  * rendering round-trips.  A backfill unit's row is backfill::{hash}::{unit}. */
-int faucet_key_parse(faucet_key **out, const char *tenant, const char *pipeline, const char *key);
+FAUCET_EXTERN int faucet_key_parse(faucet_key **out, const char *tenant, const char *pipeline, const char *key);
 
-void faucet_key_free(faucet_key *k);
+FAUCET_EXTERN void faucet_key_free(faucet_key *k);
 
 /* One raw value as a key component: kept when it is 1..64 legal bytes
  * ([A-Za-z0-9_.-], plus ':' and '/' when allow_separators) without "::" and
  * without a leading or trailing ':'; otherwise a readable prefix (up to 32
  * plain characters) + ".h" + FNV-1a 64 of the raw bytes as 16 hex digits.
  * Caller frees. */
-char *faucet_encode_component(const char *raw, int allow_separators);
+FAUCET_EXTERN char *faucet_encode_component(const char *raw, int allow_separators);
 
 /* FNV-1a 64 of `len` bytes. */
-unsigned long long faucet_fnv1a64(const void *data, size_t len);
+FAUCET_EXTERN unsigned long long faucet_fnv1a64(const void *data, size_t len);
 
 /* "backfill::{range_hash}::{unit}" - the row of one backfill unit.  Caller frees. */
-char *faucet_backfill_unit_row(const char *range_hash, const char *unit);
+FAUCET_EXTERN char *faucet_backfill_unit_row(const char *range_hash, const char *unit);
 
 /* The key prefix every key of pipeline `name` starts with: "{name}::".
  * Caller frees. */
-char *faucet_namespace_prefix(const char *pipeline);
+FAUCET_EXTERN char *faucet_namespace_prefix(const char *pipeline);
 
 #ifdef __cplusplus
 }

@@ -18,25 +18,25 @@ extern "C" {
 
 /* Add `n` to the counter `name` with `labels`, a Prometheus label list
  * without braces (`outcome="moved"`, or "" for none). */
-int faucet_metrics_counter_add(const char *name, const char *labels, uint64_t n);
+FAUCET_EXTERN int faucet_metrics_counter_add(const char *name, const char *labels, uint64_t n);
 
 /* Set the gauge `name`{labels} to `value`. */
-int faucet_metrics_gauge_set(const char *name, const char *labels, double value);
+FAUCET_EXTERN int faucet_metrics_gauge_set(const char *name, const char *labels, double value);
 
 /* The current value of counter `name`{labels}; 0 when never counted. */
-uint64_t faucet_metrics_counter_get(const char *name, const char *labels);
+FAUCET_EXTERN uint64_t faucet_metrics_counter_get(const char *name, const char *labels);
 
 /* The whole registry as Prometheus text (# TYPE lines, one sample a line,
  * sorted by name then labels).  Caller frees. */
-int faucet_metrics_render(char **out);
+FAUCET_EXTERN int faucet_metrics_render(char **out);
 
 /* Write the rendered registry to the file `path` (a scraper's textfile):
  * replaced atomically and durably, created 0600; an existing device, FIFO or
  * symlink is written through instead. */
-int faucet_metrics_write_file(const char *path);
+FAUCET_EXTERN int faucet_metrics_write_file(const char *path);
 
 /* Forget every metric (for tests and for a runner that starts afresh). */
-void faucet_metrics_reset(void);
+FAUCET_EXTERN void faucet_metrics_reset(void);
 
 #ifdef __cplusplus
 }

@@ -45,24 +45,40 @@ typedef struct {
 	size_t previous_count;
 } faucet_encryption_options;
 
-/* Options of the file store.  Zero-initialise, then set what you need. */
+/*
+ * Options structs that may grow (this one, faucet_store_config,
+ * faucet_import_options, faucet_check_context, faucet_backfill_run_options)
+ * start with `version`: initialise one with its _INIT macro, then set what
+ * you need.  A struct only ever grows at its end; the library reads an
+ * older version's struct with defaults for the fields it lacks, and refuses
+ * version 0 (not initialised) or a version newer than itself
+ * (FAUCET_EINVALID).
+ */
+
+/* Options of the file store. */
+#define FAUCET_FILE_OPTIONS_VERSION 1
+#define FAUCET_FILE_OPTIONS_INIT {.version = FAUCET_FILE_OPTIONS_VERSION}
 typedef struct {
+	unsigned version;                            /* FAUCET_FILE_OPTIONS_VERSION */
 	const faucet_encryption_options *encryption; /* NULL = plaintext */
 } faucet_file_options;
 
 /* An empty in-process store. */
-int faucet_store_open_memory(faucet_store **out);
+FAUCET_EXTERN int faucet_store_open_memory(faucet_store **out);
 
 /* A store of one JSON file per key under `root` (created on first write,
  * 0700).  `opts` may be NULL.  Errors: FAUCET_ECONFIG for an empty path or an
  * empty encryption key. */
-int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts);
+FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts);
 
 /* Where a store lives and how to open it: what a pipeline YAML's
- * `state: {type, config}` block or a store URL says.  Zero-initialise, then
- * set `type` and the fields that type uses; strings are borrowed for the
- * duration of the open call. */
+ * `state: {type, config}` block or a store URL says.  Initialise with
+ * FAUCET_STORE_CONFIG_INIT, then set `type` and the fields that type uses;
+ * strings are borrowed for the duration of the open call. */
+#define FAUCET_STORE_CONFIG_VERSION 1
+#define FAUCET_STORE_CONFIG_INIT {.version = FAUCET_STORE_CONFIG_VERSION}
 typedef struct {
+	unsigned version;           /* FAUCET_STORE_CONFIG_VERSION */
 	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis" */
 	const char *path;           /* file, sqlite: the directory / database file */
 	const char *url;            /* postgres, redis: the server URL, without faucet's options */
@@ -75,43 +91,43 @@ typedef struct {
 
 /* Open the store a config describes.  An unknown type is FAUCET_ECONFIG
  * listing the types this build knows. */
-int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg);
+FAUCET_EXTERN int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg);
 
 /* Open a store by URL: "memory:", "file:PATH", "sqlite:PATH",
  * "postgres://...?table=t&ensure_table=true&max_connections=5",
  * "redis://host:port/0?namespace=ns".  faucet's own options are taken off
  * the query before the URL reaches the driver.  An unknown scheme is
  * FAUCET_ECONFIG listing the known ones. */
-int faucet_store_open_url(faucet_store **out, const char *url);
+FAUCET_EXTERN int faucet_store_open_url(faucet_store **out, const char *url);
 
 /* The URL with any password replaced by "***", for messages.  Caller frees. */
-char *faucet_url_redact(const char *url);
+FAUCET_EXTERN char *faucet_url_redact(const char *url);
 
 /* Close the store and free everything it holds.  NULL is ignored. */
-void faucet_store_free(faucet_store *s);
+FAUCET_EXTERN void faucet_store_free(faucet_store *s);
 
 /* The backend's name ("memory", "file", ...). */
-const char *faucet_store_backend_name(const faucet_store *s);
+FAUCET_EXTERN const char *faucet_store_backend_name(const faucet_store *s);
 
 /* The value under `key`: *out is a new reference, or NULL when there is no
  * entry (that is not an error). */
-int faucet_store_get(faucet_store *s, const char *key, faucet_value **out);
+FAUCET_EXTERN int faucet_store_get(faucet_store *s, const char *key, faucet_value **out);
 
 /* The values of `count` keys: out[i] is a new reference, or NULL when
  * keys[i] has no entry.  Where the backend can, they are read as one
  * snapshot, far faster than one get each (SQLite: one transaction).  On
  * error every out[i] is NULL. */
-int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count,
+FAUCET_EXTERN int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count,
 			  faucet_value **out);
 
 /* Store `value` under `key`, replacing any entry; durable when it returns. */
-int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value);
+FAUCET_EXTERN int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value);
 
 /* Remove the entry under `key`; an absent key is not an error. */
-int faucet_store_delete(faucet_store *s, const char *key);
+FAUCET_EXTERN int faucet_store_delete(faucet_store *s, const char *key);
 
 /* Every key starting with `prefix` ("" = all), in byte order (strcmp). */
-int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
+FAUCET_EXTERN int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
 
 /* Called by faucet_store_scan for each key; `key` is borrowed until it
  * returns.  Return 0 to go on, anything else to stop the scan. */
@@ -122,29 +138,29 @@ typedef int (*faucet_key_fn)(const char *key, void *ctx);
  * Returns 0 after the last key, fn's value when fn stopped the scan (use a
  * positive one to tell it from the errors), or a FAUCET_E* error.  fn may
  * use the store; on SQLite the scan holds one pooled connection meanwhile. */
-int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
+FAUCET_EXTERN int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
 
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */
-int faucet_store_compare_and_put(faucet_store *s, const char *key,
+FAUCET_EXTERN int faucet_store_compare_and_put(faucet_store *s, const char *key,
 				 const faucet_value *expected,
 				 const faucet_value *value, int *written);
 
 /* Delete the entry only when it equals `expected` as a JSON value (which
  * must not be NULL).  *deleted says whether it was removed. */
-int faucet_store_compare_and_delete(faucet_store *s, const char *key,
+FAUCET_EXTERN int faucet_store_compare_and_delete(faucet_store *s, const char *key,
 				    const faucet_value *expected, int *deleted);
 
 /* Store every entry.  All keys are validated before anything is written. */
-int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count);
+FAUCET_EXTERN int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count);
 
 /* Run the backend's doctor probes; `ctx` may be NULL.  Caller frees *out. */
-int faucet_store_check(faucet_store *s, const faucet_check_context *ctx, faucet_check_report **out);
+FAUCET_EXTERN int faucet_store_check(faucet_store *s, const faucet_check_context *ctx, faucet_check_report **out);
 
-int faucet_store_supports_list(const faucet_store *s);
-int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
-int faucet_store_supports_compare_and_delete(const faucet_store *s); /* atomic */
-int faucet_store_supports_atomic_batch(const faucet_store *s);
+FAUCET_EXTERN int faucet_store_supports_list(const faucet_store *s);
+FAUCET_EXTERN int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
+FAUCET_EXTERN int faucet_store_supports_compare_and_delete(const faucet_store *s); /* atomic */
+FAUCET_EXTERN int faucet_store_supports_atomic_batch(const faucet_store *s);
 
 /* Rewrite every value whose key starts with `prefix` ("" = all) with the
  * store's current settings - for a file store, re-seal it with the current
@@ -154,7 +170,7 @@ int faucet_store_supports_atomic_batch(const faucet_store *s);
  * settings and is skipped); a crash part-way leaves every value readable and
  * a second run finishes the job.  *rewritten / *skipped (may be NULL) count
  * the outcomes.  Needs a store that can list its keys. */
-int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
+FAUCET_EXTERN int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
 			     size_t *skipped);
 
 /* ---- key migration ---------------------------------------------------- */
@@ -171,7 +187,7 @@ typedef enum {
  * key is then deleted best-effort.  Counted in
  * faucet_state_key_migrations_total{outcome="moved"|"raced"}.
  * *from_out (may be NULL) receives the moved-from key when MOVED; caller frees. */
-int faucet_migrate_state_key(faucet_store *s, const char *key,
+FAUCET_EXTERN int faucet_migrate_state_key(faucet_store *s, const char *key,
 			     const char *const *candidates, size_t count,
 			     faucet_migration_kind *kind_out, char **from_out);
 
@@ -184,34 +200,34 @@ int faucet_migrate_state_key(faucet_store *s, const char *key,
 typedef struct faucet_export faucet_export;
 
 /* A new, empty version-1 document for `pipeline` (not yet validated). */
-int faucet_export_new(faucet_export **out, const char *pipeline);
+FAUCET_EXTERN int faucet_export_new(faucet_export **out, const char *pipeline);
 
 /* Add or replace one key (takes a new reference on value). */
-int faucet_export_set(faucet_export *e, const char *key, faucet_value *value);
+FAUCET_EXTERN int faucet_export_set(faucet_export *e, const char *key, faucet_value *value);
 
 /* Set the informational exported_at text (RFC 3339); NULL clears it. */
-int faucet_export_set_exported_at(faucet_export *e, const char *when);
+FAUCET_EXTERN int faucet_export_set_exported_at(faucet_export *e, const char *when);
 
-const char *faucet_export_pipeline(const faucet_export *e);
-const char *faucet_export_exported_at(const faucet_export *e); /* may be NULL */
-size_t faucet_export_count(const faucet_export *e);
-const char *faucet_export_key_at(const faucet_export *e, size_t i);
-const faucet_value *faucet_export_value_at(const faucet_export *e, size_t i);
+FAUCET_EXTERN const char *faucet_export_pipeline(const faucet_export *e);
+FAUCET_EXTERN const char *faucet_export_exported_at(const faucet_export *e); /* may be NULL */
+FAUCET_EXTERN size_t faucet_export_count(const faucet_export *e);
+FAUCET_EXTERN const char *faucet_export_key_at(const faucet_export *e, size_t i);
+FAUCET_EXTERN const faucet_value *faucet_export_value_at(const faucet_export *e, size_t i);
 
 /* Every key valid and inside the pipeline's namespace; pipeline name valid. */
-int faucet_export_validate(const faucet_export *e);
+FAUCET_EXTERN int faucet_export_validate(const faucet_export *e);
 
 /* Parse and validate a document.  A version this build does not know is
  * refused rather than half-read.  Errors name the problem (FAUCET_EINVALID). */
-int faucet_export_parse(faucet_export **out, const char *text, size_t len);
+FAUCET_EXTERN int faucet_export_parse(faucet_export **out, const char *text, size_t len);
 
 /* The document as JSON text (compact, or indented when `pretty`).  Caller frees. */
-int faucet_export_to_json(const faucet_export *e, int pretty, char **out);
+FAUCET_EXTERN int faucet_export_to_json(const faucet_export *e, int pretty, char **out);
 
-void faucet_export_free(faucet_export *e);
+FAUCET_EXTERN void faucet_export_free(faucet_export *e);
 
 /* Read every key of `pipeline`'s namespace ("{pipeline}::") into a document. */
-int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out);
+FAUCET_EXTERN int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out);
 
 /* What an import did - or, with dry_run, would do.  The report tells the
  * truth about the store after a failure too:
@@ -239,8 +255,12 @@ typedef struct {
 /* Keys per write of a chunked import (one put_batch call each). */
 #define FAUCET_IMPORT_CHUNK 10000
 
-/* How to import.  Zero-initialise, then set what you need. */
+/* How to import.  Initialise with FAUCET_IMPORT_OPTIONS_INIT, then set what
+ * you need. */
+#define FAUCET_IMPORT_OPTIONS_VERSION 1
+#define FAUCET_IMPORT_OPTIONS_INIT {.version = FAUCET_IMPORT_OPTIONS_VERSION}
 typedef struct {
+	unsigned version; /* FAUCET_IMPORT_OPTIONS_VERSION */
 	int replace;     /* also delete the namespace's keys the document lacks */
 	int allow_empty; /* with replace: accept a document without keys (else refused) */
 	int dry_run;     /* report what would be written and deleted; write nothing */
@@ -251,13 +271,13 @@ typedef struct {
  * validation, or a listing failure before anything is written, is an error
  * return; a failure while writing is reported in report->error (return 0).
  * Dispose the report with faucet_import_report_dispose(). */
-int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
+FAUCET_EXTERN int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
 			    faucet_import_report *report);
 
-/* faucet_import_namespace with options (NULL = all zero).  A replace with a
+/* faucet_import_namespace with options (NULL = the defaults).  A replace with a
  * document without keys is refused (FAUCET_EINVALID, nothing written)
  * unless allow_empty: it would empty the namespace. */
-int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
+FAUCET_EXTERN int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 			       const faucet_import_options *opts, faucet_import_report *report);
 
 /* Import the document read from `in`, which must be seekable: it is read
@@ -267,7 +287,7 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
  * the document's size.  Each value is checked on its own exactly as a put
  * checks it.  Errors and the report as faucet_import_namespace_ex; the
  * report also names the document's pipeline. */
-int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
+FAUCET_EXTERN int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report);
 
 /* Write the export document of `pipeline`'s namespace to `out` as the keys
@@ -275,10 +295,10 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
  * for faucet_export_namespace's document.  `exported_at` may be NULL.
  * *count (may be NULL) receives the number of keys written.  A write error
  * on `out` is FAUCET_EIO; `out` is not flushed or closed. */
-int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
+FAUCET_EXTERN int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
 			int pretty, FILE *out, size_t *count);
 
-void faucet_import_report_dispose(faucet_import_report *r);
+FAUCET_EXTERN void faucet_import_report_dispose(faucet_import_report *r);
 
 #ifdef __cplusplus
 }

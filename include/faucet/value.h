@@ -28,24 +28,24 @@ typedef struct faucet_value faucet_value;
 /* Parse `len` bytes of strict JSON (surrounding white space allowed) into a
  * new value with one reference owned by the caller.  Errors: FAUCET_EINVALID
  * naming the problem and its byte offset. */
-int faucet_value_parse(faucet_value **out, const char *text, size_t len);
+FAUCET_EXTERN int faucet_value_parse(faucet_value **out, const char *text, size_t len);
 
 /* The value's compact JSON text, NUL-terminated, owned by the value. */
-const char *faucet_value_json(const faucet_value *v);
+FAUCET_EXTERN const char *faucet_value_json(const faucet_value *v);
 
 /* Length in bytes of faucet_value_json(v). */
-size_t faucet_value_len(const faucet_value *v);
+FAUCET_EXTERN size_t faucet_value_len(const faucet_value *v);
 
 /* Whether two values are equal as JSON values: objects compare by member set
  * ({"a":1,"b":2} equals {"b":2,"a":1}), numbers by value.  NULL equals only
  * NULL (NULL stands for "no entry"). */
-int faucet_value_equal(const faucet_value *a, const faucet_value *b);
+FAUCET_EXTERN int faucet_value_equal(const faucet_value *a, const faucet_value *b);
 
 /* Take one more reference to v (returns v).  NULL is passed through. */
-faucet_value *faucet_value_ref(faucet_value *v);
+FAUCET_EXTERN faucet_value *faucet_value_ref(faucet_value *v);
 
 /* Drop one reference; the value is freed with its last one.  NULL is ignored. */
-void faucet_value_free(faucet_value *v);
+FAUCET_EXTERN void faucet_value_free(faucet_value *v);
 
 #ifdef __cplusplus
 }

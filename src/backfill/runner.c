@@ -139,7 +139,8 @@ typedef struct {
 typedef struct {
 	faucet_store *store;
 	const faucet_backfill_plan *plan;
-	const faucet_backfill_run_options *o;
+	const faucet_backfill_run_options *o; /* points at opts */
+	faucet_backfill_run_options opts;     /* the caller's, as the current version */
 	const faucet_backfill_progress *cb;
 	faucet_backfill_result *res;
 	faucet_backfill_marker *initial; /* the marker as the run began (NULL = none) */
@@ -1102,6 +1103,7 @@ static int run_units(runner *r, const size_t *todo, size_t ntodo)
 int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 			const faucet_backfill_run_options *opts, faucet_backfill_result *result)
 {
+	static const size_t sizes[] = {sizeof(faucet_backfill_run_options)};
 	runner r;
 	size_t *todo = NULL, ntodo = 0;
 	int rc;
@@ -1110,10 +1112,14 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 		return faucet_error_set(FAUCET_EINVALID, "faucet_backfill_run: NULL argument");
 	memset(result, 0, sizeof(*result));
 	memset(&r, 0, sizeof(r));
+	rc = faucet__options_load(&r.opts, sizeof(r.opts), opts, sizes,
+				  FAUCET_BACKFILL_RUN_OPTIONS_VERSION, "faucet_backfill_run_options");
+	if (rc != 0)
+		return rc;
 	r.store = s;
 	r.plan = plan;
-	r.o = opts;
-	r.cb = opts->progress;
+	r.o = &r.opts;
+	r.cb = r.opts.progress;
 	r.res = result;
 	result->total = faucet_backfill_plan_count(plan);
 
@@ -1128,7 +1134,7 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 		rc = prepare(&r);
 	if (rc == 0) {
 		report_plan(&r, todo, ntodo);
-		if (opts->dry_run)
+		if (r.o->dry_run)
 			result->pending = ntodo;
 		else
 			rc = run_units(&r, todo, ntodo);
@@ -1146,8 +1152,8 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 	}
 	/* Metrics describe what ran, so they are written even after a store
 	 * error - but not when preflight refused the run (nothing written). */
-	if (r.ran && opts->metrics_file != NULL) {
-		int mrc = write_metrics_file(opts->metrics_file);
+	if (r.ran && r.o->metrics_file != NULL) {
+		int mrc = write_metrics_file(r.o->metrics_file);
 		if (rc == 0)
 			rc = mrc;
 	}

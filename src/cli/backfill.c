@@ -360,6 +360,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	memset(&o, 0, sizeof(o));
+	o.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION;
 	memset(&range, 0, sizeof(range));
 	memset(&view, 0, sizeof(view));
 	view.ctx = ctx;

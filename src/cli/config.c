@@ -875,7 +875,9 @@ int cli_config_load(cli_config **out, const char *path)
 void cli_config_store(const cli_config *c, faucet_store_config *cfg,
 		      faucet_encryption_options *enc)
 {
-	memset(cfg, 0, sizeof(*cfg));
+	faucet_store_config init = FAUCET_STORE_CONFIG_INIT;
+
+	*cfg = init;
 	memset(enc, 0, sizeof(*enc));
 	cfg->type = c->state_type;
 	cfg->path = c->state_path;

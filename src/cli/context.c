@@ -443,6 +443,7 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	if (rc != 0)
 		return rc;
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.version = FAUCET_STORE_CONFIG_VERSION;
 	memset(&enc, 0, sizeof(enc));
 	enc.key = key;
 	cfg.type = "file";

@@ -166,7 +166,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	static const cli_option opts[] = {{"timeout", 0, 1, OPT_TIMEOUT},
 					  {"repair", 0, 0, OPT_REPAIR},
 					  {NULL, 0, 0, 0}};
-	faucet_check_context cctx = {.timeout_ms = 10000};
+	faucet_check_context cctx = {.version = FAUCET_CHECK_CONTEXT_VERSION, .timeout_ms = 10000};
 	faucet_check_report *report = NULL;
 	unsigned long long ms;
 	uint64_t start_ms;

@@ -59,12 +59,12 @@ static int print_version(cli_context *ctx)
 
 		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "version", 1);
-		jw_string(&b, FAUCET_VERSION_STRING);
+		jw_string(&b, faucet_version());
 		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {
-		printf("faucet %s\n", FAUCET_VERSION_STRING);
+		printf("faucet %s\n", faucet_version());
 	}
 	return CLI_EXIT_OK;
 }

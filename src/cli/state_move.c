@@ -439,7 +439,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		{NULL, 0, 0, 0},
 	};
 	const char *input = NULL, *arg, *name;
-	faucet_import_options o = {0, 0, 0};
+	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_store *s;
 	FILE *in = NULL;
 	cli_args it;
@@ -488,7 +488,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		{NULL, 0, 0, 0},
 	};
 	const char *pipeline = NULL, *to = NULL, *arg;
-	faucet_import_options o = {0, 0, 0};
+	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_store *src = NULL, *dst = NULL;
 	char *to_label = NULL, *what = NULL;
 	FILE *tmp = NULL;

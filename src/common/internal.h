@@ -34,6 +34,15 @@ char *faucet__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 void faucet__alloc_fail_at(long n);
 int faucet__alloc_failed(void);
 
+/* Read a caller's versioned options struct `src` (public options structs
+ * start with `unsigned version`) into `dst`, the library's current struct of
+ * `dst_size` bytes: sizes[v - 1] is the size of version v, for v = 1 up to
+ * `current`.  An older version's missing fields are left zero (their
+ * defaults); dst->version becomes `current`.  Version 0 or one above
+ * `current` is FAUCET_EINVALID naming `what`. */
+int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
+			 unsigned current, const char *what);
+
 /* Set the last error from errno-style `err` with a printf-style prefix:
  * "{prefix}: {strerror(err)}".  Returns `code`. */
 int faucet__error_os(int code, int err, const char *fmt, ...)

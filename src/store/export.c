@@ -926,30 +926,48 @@ static int copy_names(const faucet_export *e, char ***names)
 	return 0;
 }
 
+/* The caller's options (NULL = the defaults) as the current struct. */
+static int load_import_options(faucet_import_options *o, const faucet_import_options *caller)
+{
+	static const size_t sizes[] = {sizeof(faucet_import_options)};
+	faucet_import_options defaults = FAUCET_IMPORT_OPTIONS_INIT;
+
+	if (caller == NULL) {
+		*o = defaults;
+		return 0;
+	}
+	return faucet__options_load(o, sizeof(*o), caller, sizes, FAUCET_IMPORT_OPTIONS_VERSION,
+				    "faucet_import_options");
+}
+
 int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 			       const faucet_import_options *opts, faucet_import_report *report)
 {
-	faucet_import_options none = {0, 0, 0};
+	faucet_import_options o;
 	char **names = NULL;
 	int rc;
 
 	if (report == NULL || s == NULL || e == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_namespace: NULL argument");
 	memset(report, 0, sizeof(*report));
-	rc = faucet_export_validate(e);
+	rc = load_import_options(&o, opts);
+	if (rc == 0)
+		rc = faucet_export_validate(e);
 	if (rc == 0)
 		rc = copy_names(e, &names);
 	if (rc != 0)
 		return rc;
-	return run_import(s, e->pipeline, names, e->count, opts ? opts : &none, source_export,
-			  (void *)e, report);
+	return run_import(s, e->pipeline, names, e->count, &o, source_export, (void *)e, report);
 }
 
 int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
 			    faucet_import_report *report)
 {
 	/* This call always allowed emptying a namespace; it keeps doing so. */
-	faucet_import_options o = {replace, 1, 0};
+	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
+
+	o.replace = replace;
+	o.allow_empty = 1;
 
 	return faucet_import_namespace_ex(s, e, &o, report);
 }
@@ -1026,7 +1044,7 @@ static int source_file(importer *imp, void *src)
 int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report)
 {
-	faucet_import_options none = {0, 0, 0};
+	faucet_import_options o;
 	faucet__doc_header h;
 	name_list l = {NULL, 0, 0};
 	file_source fs;
@@ -1036,6 +1054,9 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
 	memset(report, 0, sizeof(*report));
+	rc = load_import_options(&o, opts);
+	if (rc != 0)
+		return rc;
 	fs.in = in;
 	fs.start = ftell(in);
 	if (fs.start < 0)
@@ -1057,6 +1078,5 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 	}
 	report->pipeline = h.pipeline;
 	free(h.exported_at);
-	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, source_file,
-			  &fs, report);
+	return run_import(s, report->pipeline, l.names, l.count, &o, source_file, &fs, report);
 }

@@ -50,7 +50,9 @@ static int file_from_url(char *url, faucet_store_config *cfg)
 
 static int file_open(faucet_store **out, const faucet_store_config *cfg)
 {
-	faucet_file_options opts = {cfg->encryption};
+	faucet_file_options opts = FAUCET_FILE_OPTIONS_INIT;
+
+	opts.encryption = cfg->encryption;
 
 	if (cfg->path == NULL || *cfg->path == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a `path`");
@@ -202,13 +204,19 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 	return rc;
 }
 
-int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
+int faucet_store_open_config(faucet_store **out, const faucet_store_config *caller_cfg)
 {
+	static const size_t sizes[] = {sizeof(faucet_store_config)};
+	faucet_store_config current;
+	const faucet_store_config *cfg = &current;
 	faucet_buf known = FAUCET_BUF_INIT;
 
-	if (out == NULL || cfg == NULL)
+	if (out == NULL || caller_cfg == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_config: NULL argument");
 	*out = NULL;
+	if (faucet__options_load(&current, sizeof(current), caller_cfg, sizes,
+				 FAUCET_STORE_CONFIG_VERSION, "faucet_store_config") != 0)
+		return FAUCET_EINVALID;
 	if (cfg->type == NULL || *cfg->type == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "state store config has no `type`");
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {

@@ -274,14 +274,22 @@ int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t 
 int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 		       faucet_check_report **out)
 {
-	static const faucet_check_context defaults = {.timeout_ms = 10000};
+	/* The size of each version of faucet_check_context, oldest first. */
+	static const size_t sizes[] = {sizeof(faucet_check_context)};
+	faucet_check_context c = FAUCET_CHECK_CONTEXT_INIT;
 
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_check: out is NULL");
 	*out = NULL;
-	if (ctx == NULL)
-		ctx = &defaults;
+	c.timeout_ms = 10000;
+	/* Backends always see the current struct, whatever the caller had. */
+	if (ctx != NULL) {
+		int rc = faucet__options_load(&c, sizeof(c), ctx, sizes, FAUCET_CHECK_CONTEXT_VERSION,
+					      "faucet_check_context");
+		if (rc != 0)
+			return rc;
+	}
 	if (s->backend->check == NULL)
 		return faucet_check_report_not_implemented(out);
-	return s->backend->check(s->backend, ctx, out);
+	return s->backend->check(s->backend, &c, out);
 }

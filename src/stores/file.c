@@ -1712,14 +1712,22 @@ static void file_free(faucet_store_backend *b)
 	free(fs);
 }
 
-int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts)
+int faucet_store_open_file(faucet_store **out, const char *root,
+			   const faucet_file_options *caller_opts)
 {
+	static const size_t sizes[] = {sizeof(faucet_file_options)};
+	faucet_file_options o = FAUCET_FILE_OPTIONS_INIT;
+	const faucet_file_options *opts = &o;
 	file_store *fs;
 	size_t len;
 
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_file: out is NULL");
 	*out = NULL;
+	if (caller_opts != NULL &&
+	    faucet__options_load(&o, sizeof(o), caller_opts, sizes, FAUCET_FILE_OPTIONS_VERSION,
+				 "faucet_file_options") != 0)
+		return FAUCET_EINVALID;
 	if (root == NULL || root[0] == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a non-empty path");
 	fs = faucet__calloc(1, sizeof(*fs));

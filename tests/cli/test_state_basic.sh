@@ -9,9 +9,9 @@ S=file:st
 # ---- version and help ----
 run --version
 expect_rc 0 "--version"
-expect_out "faucet 0.1.0" "--version text"
+expect_out "faucet 1.0.0" "--version text"
 run --version --json
-expect_json 'd["version"] == "0.1.0"' "--version --json"
+expect_json 'd["version"] == "1.0.0"' "--version --json"
 run --help
 expect_rc 0 "--help"
 expect_out_contains "state list" "--help lists the state commands"

@@ -62,7 +62,7 @@ static void setup(void)
 	const char *tmp = getenv("TMPDIR");
 	const char *previous[1] = {PREVIOUS_KEY};
 	faucet_encryption_options enc = {WRITE_KEY, previous, 1};
-	faucet_file_options with_key = {&enc};
+	faucet_file_options with_key = {.version = FAUCET_FILE_OPTIONS_VERSION, .encryption = &enc};
 
 	if (plain_store != NULL)
 		return;

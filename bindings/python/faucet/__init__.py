@@ -41,7 +41,7 @@ __all__ = [
 
 
 def library_version():
-    """The loaded libfaucet's version ("0.1.0"), or None when the library
+    """The loaded libfaucet's version ("1.0.0"), or None when the library
     is too old to say."""
     try:
         fn = _lib.faucet_version

@@ -27,7 +27,7 @@ only for the open call, and that copy is zeroed straight after.
 import os
 import re
 
-from ._ffi import ffi, lib
+from ._ffi import ffi, lib, STORE_CONFIG_VERSION
 from . import _errors as E
 
 DEFAULT_URL = "file:.faucet-state"
@@ -274,6 +274,7 @@ def open_store_config(fields, encryption):
     c = CStrings()
     try:
         cfg = ffi.new("faucet_store_config *")
+        cfg.version = STORE_CONFIG_VERSION
         cfg.type = c(fields.get("type"))
         cfg.path = c(fields.get("path"))
         cfg.url = c(fields.get("url"))

@@ -16,7 +16,7 @@ Where the library is looked for, first match wins:
   2. the libdir pkg-config reports for `faucet` (what `cmake --install`
      writes), so an install under /usr/local needs no ldconfig;
   3. the dynamic linker's own search: ctypes.util.find_library("faucet"),
-     then libfaucet.so.0 and libfaucet.so.
+     then libfaucet.so.1 and libfaucet.so.
 """
 
 import ctypes.util
@@ -25,10 +25,18 @@ import subprocess
 
 import cffi
 
-# The library version this package was written against.  While the major
-# version is 0 a minor release may change the ABI, so both must match.
-ABI_MAJOR = 0
-ABI_MINOR = 1
+# The library version this package was written against.  Within one major
+# version (the soname, libfaucet.so.1) the ABI only grows, so any library of
+# that major version and at least this minor one will do.
+ABI_MAJOR = 1
+ABI_MINOR = 0
+
+# The versions of the options structs declared below (their _VERSION
+# macros in include/faucet/); each struct's first field says which one a
+# caller filled in.
+STORE_CONFIG_VERSION = 1
+CHECK_CONTEXT_VERSION = 1
+IMPORT_OPTIONS_VERSION = 1
 
 _CDEF = """
 typedef struct faucet_store faucet_store;
@@ -46,6 +54,7 @@ typedef struct {
 } faucet_encryption_options;
 
 typedef struct {
+    unsigned version;
     const char *type;
     const char *path;
     const char *url;
@@ -56,7 +65,7 @@ typedef struct {
     const faucet_encryption_options *encryption;
 } faucet_store_config;
 
-typedef struct { uint64_t timeout_ms; } faucet_check_context;
+typedef struct { unsigned version; uint64_t timeout_ms; unsigned flags; } faucet_check_context;
 
 typedef struct {
     const char *name;
@@ -88,7 +97,9 @@ typedef struct {
     char *pipeline;
 } faucet_py_import_report_v2;
 
-typedef struct { int replace; int allow_empty; int dry_run; } faucet_import_options;
+typedef struct {
+    unsigned version; int replace; int allow_empty; int dry_run;
+} faucet_import_options;
 
 typedef int (*faucet_key_fn)(const char *key, void *ctx);
 
@@ -232,12 +243,12 @@ def _candidates():
     names = []
     libdir = _pkg_config_libdir()
     if libdir:
-        names += [os.path.join(libdir, "libfaucet.so.0"),
+        names += [os.path.join(libdir, "libfaucet.so.1"),
                   os.path.join(libdir, "libfaucet.so")]
     found = ctypes.util.find_library("faucet")
     if found:
         names.append(found)
-    names += ["libfaucet.so.0", "libfaucet.so"]
+    names += ["libfaucet.so.1", "libfaucet.so"]
     return names, False
 
 

@@ -23,7 +23,7 @@ import queue
 import threading
 from collections import namedtuple
 
-from ._ffi import ffi, lib, has
+from ._ffi import ffi, lib, has, CHECK_CONTEXT_VERSION, IMPORT_OPTIONS_VERSION
 from . import _errors as E
 from ._json import dumps, loads
 
@@ -409,7 +409,8 @@ class Store:
         if extended:
             report = ffi.new("faucet_py_import_report_v2 *")
             opts = ffi.new("faucet_import_options *",
-                           {"replace": int(bool(replace)),
+                           {"version": IMPORT_OPTIONS_VERSION,
+                            "replace": int(bool(replace)),
                             "allow_empty": int(bool(allow_empty)),
                             "dry_run": int(bool(dry_run))})
         else:
@@ -449,7 +450,8 @@ class Store:
         report; None = the library's default of 10 s).  A CheckReport."""
         ctx = ffi.NULL
         if timeout is not None:
-            ctx = ffi.new("faucet_check_context *", {"timeout_ms": int(timeout * 1000)})
+            ctx = ffi.new("faucet_check_context *", {"version": CHECK_CONTEXT_VERSION,
+                                                     "timeout_ms": int(timeout * 1000)})
         out = ffi.new("faucet_check_report **")
         s = self._enter()
         try:

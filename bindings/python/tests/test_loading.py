@@ -50,7 +50,7 @@ def test_pkg_config_finds_an_installed_library(tmp_path):
     r = child("import faucet; print(faucet.library_path)", PKG_CONFIG_PATH=str(tmp_path),
               PKG_CONFIG_LIBDIR=str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == os.path.join(os.path.dirname(LIBRARY), "libfaucet.so.0")
+    assert r.stdout.strip() == os.path.join(os.path.dirname(LIBRARY), "libfaucet.so.1")
 
 
 def test_nothing_found_says_where_it_looked(tmp_path):
@@ -73,7 +73,7 @@ def test_another_library_version_is_an_import_error(tmp_path):
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     r = child("import faucet", FAUCET_LIBRARY=str(lib))
     assert "ImportError" in r.stderr
-    assert "is libfaucet 7.3.0, but this package was built for libfaucet 0.1" in r.stderr
+    assert "is libfaucet 7.3.0, but this package was built for libfaucet 1.0" in r.stderr
 
 
 def test_the_package_imports_without_pytest_or_yaml():

@@ -22,8 +22,15 @@ extern "C" {
 #endif
 
 /* Version 3 added get_many; a version-2 struct (without it) is still
- * accepted. */
+ * accepted.  From version 2 on, a new slot is only ever added at the end of
+ * the struct, with the version raised, so an older backend's struct is a
+ * prefix of the current one and the front-end reads no slot past the end of
+ * the version the backend says it has. */
 #define FAUCET_STORE_BACKEND_VERSION 3
+
+/* Start a backend struct with this (every slot NULL, the name unset), then
+ * fill in the slots the backend implements. */
+#define FAUCET_STORE_BACKEND_INIT {.version = FAUCET_STORE_BACKEND_VERSION}
 
 typedef struct faucet_store_backend faucet_store_backend;
 
@@ -71,14 +78,13 @@ struct faucet_store_backend {
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
  * (it is freed with the store, or at once when this call fails). */
-int faucet_store_new(faucet_store **out, faucet_store_backend *backend);
+FAUCET_EXTERN int faucet_store_new(faucet_store **out, faucet_store_backend *backend);
 
 /* The backend a store wraps (borrowed). */
-faucet_store_backend *faucet_store_backend_of(faucet_store *s);
+FAUCET_EXTERN faucet_store_backend *faucet_store_backend_of(faucet_store *s);
 
 /* Set the calling thread's last error (printf-style) and return `code`. */
-int faucet_error_set(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
 
 #ifdef __cplusplus
 }

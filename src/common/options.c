@@ -1,0 +1,32 @@
+/*
+ * options.c - reading a caller's versioned options struct.
+ *
+ * Every public options struct that can grow starts with `unsigned version`
+ * and only ever grows at its end, so the struct of version N is a prefix of
+ * the struct of version N + 1.  The library reads a caller's struct through
+ * a table of each version's size: an older caller's smaller struct is
+ * copied as far as it goes and the fields it lacks keep their zero
+ * defaults; a version this library does not know (0: the caller forgot the
+ * _INIT macro, or a newer caller's) is refused, since the library cannot
+ * know what the caller meant by fields it has never heard of.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
+			 unsigned current, const char *what)
+{
+	unsigned version;
+
+	memset(dst, 0, dst_size);
+	memcpy(&version, src, sizeof(version));
+	if (version == 0 || version > current)
+		return faucet_error_set(FAUCET_EINVALID,
+					"%s version %u is not one this libfaucet (%s) knows "
+					"(1 to %u); initialise it with its _INIT macro",
+					what, version, FAUCET_VERSION_STRING, current);
+	memcpy(dst, src, sizes[version - 1] < dst_size ? sizes[version - 1] : dst_size);
+	memcpy(dst, &current, sizeof(current));
+	return 0;
+}
