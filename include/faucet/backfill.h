@@ -53,7 +53,7 @@ FAUCET_EXTERN int faucet_tz_offset_at(const faucet_tz *tz, int64_t unix_seconds,
  * a skipped one (DST starts) the instant the gap ends.  *skipped (may be
  * NULL) says whether the time fell in a gap. */
 FAUCET_EXTERN int faucet_tz_local_to_unix(const faucet_tz *tz, int64_t local_seconds, int64_t *out,
-			    int *skipped);
+					  int *skipped);
 
 FAUCET_EXTERN void faucet_tz_free(faucet_tz *tz);
 
@@ -87,15 +87,18 @@ typedef struct faucet_backfill_plan faucet_backfill_plan;
 /* Plan `range`.  Bad boundaries, a bad window, an unknown zone, from not
  * before to, or more than FAUCET_BACKFILL_MAX_UNITS units are
  * FAUCET_ECONFIG with a message naming the input. */
-FAUCET_EXTERN int faucet_backfill_plan_new(faucet_backfill_plan **out, const faucet_backfill_range *range);
+FAUCET_EXTERN int faucet_backfill_plan_new(faucet_backfill_plan **out,
+					   const faucet_backfill_range *range);
 
 /* The same, with a zone the caller already holds (range->timezone is then
  * ignored).  The plan takes no reference: keep tz alive while planning. */
-FAUCET_EXTERN int faucet_backfill_plan_new_in(faucet_backfill_plan **out, const faucet_backfill_range *range,
-				const faucet_tz *tz);
+FAUCET_EXTERN int faucet_backfill_plan_new_in(faucet_backfill_plan **out,
+					      const faucet_backfill_range *range,
+					      const faucet_tz *tz);
 
 FAUCET_EXTERN size_t faucet_backfill_plan_count(const faucet_backfill_plan *p);
-FAUCET_EXTERN const faucet_backfill_unit *faucet_backfill_plan_unit(const faucet_backfill_plan *p, size_t i);
+FAUCET_EXTERN const faucet_backfill_unit *faucet_backfill_plan_unit(const faucet_backfill_plan *p,
+								    size_t i);
 
 /* "time|{from}|{to}|{window}|{row}" with from/to rendered in the zone. */
 FAUCET_EXTERN const char *faucet_backfill_plan_descriptor(const faucet_backfill_plan *p);
@@ -120,7 +123,8 @@ FAUCET_EXTERN void faucet_backfill_plan_free(faucet_backfill_plan *p);
 FAUCET_EXTERN char *faucet_backfill_marker_key(const char *pipeline, const char *range_hash);
 
 /* A unit's scoped key "{pipeline}::backfill::{hash}::{unit}".  Caller frees. */
-FAUCET_EXTERN char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, const char *unit);
+FAUCET_EXTERN char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash,
+					     const char *unit);
 
 /* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
 FAUCET_EXTERN char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
@@ -138,7 +142,7 @@ FAUCET_EXTERN int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet
  * its keys, the listing fails, or it takes more than timeout_ms (0 = no
  * limit).  Fails only when out of memory. */
 FAUCET_EXTERN int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
-		       faucet_check_report *report);
+				     faucet_check_report *report);
 
 /* ---- the progress marker ------------------------------------------------- */
 
@@ -155,37 +159,43 @@ FAUCET_EXTERN int faucet_backfill_marker_new(faucet_backfill_marker **out, const
 
 /* Read a stored marker.  A document of the wrong shape is FAUCET_ECONFIG
  * ("backfill marker: ..."), since only a person editing the store makes one. */
-FAUCET_EXTERN int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v);
+FAUCET_EXTERN int faucet_backfill_marker_from_value(faucet_backfill_marker **out,
+						    const faucet_value *v);
 
 /* The marker as a JSON value (units in byte order of their ids). */
-FAUCET_EXTERN int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out);
+FAUCET_EXTERN int faucet_backfill_marker_to_value(const faucet_backfill_marker *m,
+						  faucet_value **out);
 
 FAUCET_EXTERN int faucet_backfill_marker_mark_done(faucet_backfill_marker *m, const char *unit);
 FAUCET_EXTERN int faucet_backfill_marker_mark_failed(faucet_backfill_marker *m, const char *unit,
-				       const char *error);
+						     const char *error);
 
 /* A unit's status; *error (may be NULL) receives a failed unit's message,
  * owned by the marker. */
 FAUCET_EXTERN faucet_backfill_status faucet_backfill_marker_status(const faucet_backfill_marker *m,
-						     const char *unit, const char **error);
+								   const char *unit,
+								   const char **error);
 
 FAUCET_EXTERN const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m);
 FAUCET_EXTERN size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m);
 FAUCET_EXTERN size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m);
 
 /* Whether two markers hold the same descriptor and outcomes. */
-FAUCET_EXTERN int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b);
+FAUCET_EXTERN int faucet_backfill_marker_equal(const faucet_backfill_marker *a,
+					       const faucet_backfill_marker *b);
 
 FAUCET_EXTERN void faucet_backfill_marker_free(faucet_backfill_marker *m);
 
 /* Split a plan against a marker (NULL = fresh): *todo receives the indexes of
  * the units still to run (failed and pending, in plan order; caller frees),
  * *skipped the number already done. */
-FAUCET_EXTERN int faucet_backfill_split(const faucet_backfill_plan *p, const faucet_backfill_marker *m,
-			  size_t **todo, size_t *todo_count, size_t *skipped);
+FAUCET_EXTERN int faucet_backfill_split(const faucet_backfill_plan *p,
+					const faucet_backfill_marker *m, size_t **todo,
+					size_t *todo_count, size_t *skipped);
 
 /* Load the marker at `key`: *out is NULL when there is none. */
-FAUCET_EXTERN int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfill_marker **out);
+FAUCET_EXTERN int faucet_backfill_marker_load(faucet_store *s, const char *key,
+					      faucet_backfill_marker **out);
 
 /* Record one unit's outcome (error NULL = done) in the stored marker at
  * `key`, creating it with `descriptor` when absent.  The update is a
@@ -193,9 +203,10 @@ FAUCET_EXTERN int faucet_backfill_marker_load(faucet_store *s, const char *key, 
  * lose each other's outcomes.  A recorded "done" is never replaced by
  * "failed".  A stored marker of another range is FAUCET_ECONFIG.
  * *current (may be NULL) receives the marker as written. */
-FAUCET_EXTERN int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
-				  const char *unit, const char *error,
-				  faucet_backfill_marker **current);
+FAUCET_EXTERN int faucet_backfill_marker_record(faucet_store *s, const char *key,
+						const char *descriptor, const char *unit,
+						const char *error,
+						faucet_backfill_marker **current);
 
 /* ---- running ------------------------------------------------------------- */
 
@@ -203,7 +214,8 @@ FAUCET_EXTERN int faucet_backfill_marker_record(faucet_store *s, const char *key
  * in one argument for unit `u`.  Other ${...} text is kept as it is; an
  * unknown ${backfill.NAME} or an unterminated "${backfill." is
  * FAUCET_ECONFIG naming the argument.  Caller frees *out. */
-FAUCET_EXTERN int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char **out);
+FAUCET_EXTERN int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u,
+					 char **out);
 
 typedef enum {
 	FAUCET_BACKFILL_FRESH = 0, /* an existing marker is an error */
@@ -281,7 +293,8 @@ typedef struct {
  * lease named (the other units still run): it would hold its unit until it
  * expires. */
 FAUCET_EXTERN int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
-			const faucet_backfill_run_options *opts, faucet_backfill_result *result);
+				      const faucet_backfill_run_options *opts,
+				      faucet_backfill_result *result);
 
 #ifdef __cplusplus
 }

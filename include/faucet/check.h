@@ -58,8 +58,8 @@ FAUCET_EXTERN int faucet_check_report_not_implemented(faucet_check_report **out)
 
 /* Append a probe (strings are copied; reason/hint may be NULL). */
 FAUCET_EXTERN int faucet_check_report_add(faucet_check_report *r, const char *name,
-			    faucet_probe_status status, const char *reason,
-			    uint64_t elapsed_ms, const char *hint);
+					  faucet_probe_status status, const char *reason,
+					  uint64_t elapsed_ms, const char *hint);
 
 FAUCET_EXTERN size_t faucet_check_report_count(const faucet_check_report *r);
 

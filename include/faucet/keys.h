@@ -66,7 +66,8 @@ typedef struct faucet_key faucet_key;
 FAUCET_EXTERN int faucet_key_new_pipeline(faucet_key **out, const char *pipeline);
 
 /* {pipeline}::{row} - a matrix row's (or topology node's) key. */
-FAUCET_EXTERN int faucet_key_new_invocation(faucet_key **out, const char *pipeline, const char *row);
+FAUCET_EXTERN int faucet_key_new_invocation(faucet_key **out, const char *pipeline,
+					    const char *row);
 
 /* A key derived from an invocation key rendered earlier; the builder's
  * tenant/row/parent-key/sub setters are then ignored, as in the original. */
@@ -77,7 +78,7 @@ FAUCET_EXTERN int faucet_key_new_from_rendered(faucet_key **out, const char *bas
 FAUCET_EXTERN int faucet_key_set_tenant(faucet_key *k, const char *tenant);
 FAUCET_EXTERN int faucet_key_set_row(faucet_key *k, const char *row);
 FAUCET_EXTERN int faucet_key_set_parent_key(faucet_key *k, const char *raw); /* encoded on render */
-FAUCET_EXTERN int faucet_key_set_sub(faucet_key *k, const char *encoded);    /* already in key form */
+FAUCET_EXTERN int faucet_key_set_sub(faucet_key *k, const char *encoded); /* already in key form */
 FAUCET_EXTERN int faucet_key_set_shard(faucet_key *k, const char *shard);
 FAUCET_EXTERN int faucet_key_set_suffix(faucet_key *k, faucet_suffix_kind kind, const char *arg);
 
@@ -113,7 +114,8 @@ FAUCET_EXTERN int faucet_key_legacy_renderings(const faucet_key *k, faucet_strar
  * NULL).  FAUCET_ENOTFOUND when the key is outside the namespace.  A shard
  * cannot be told from a sub component, so it is reported as the sub; the
  * rendering round-trips.  A backfill unit's row is backfill::{hash}::{unit}. */
-FAUCET_EXTERN int faucet_key_parse(faucet_key **out, const char *tenant, const char *pipeline, const char *key);
+FAUCET_EXTERN int faucet_key_parse(faucet_key **out, const char *tenant, const char *pipeline,
+				   const char *key);
 
 FAUCET_EXTERN void faucet_key_free(faucet_key *k);
 

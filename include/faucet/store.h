@@ -69,7 +69,8 @@ FAUCET_EXTERN int faucet_store_open_memory(faucet_store **out);
 /* A store of one JSON file per key under `root` (created on first write,
  * 0700).  `opts` may be NULL.  Errors: FAUCET_ECONFIG for an empty path or an
  * empty encryption key. */
-FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root, const faucet_file_options *opts);
+FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root,
+					 const faucet_file_options *opts);
 
 /* Where a store lives and how to open it: what a pipeline YAML's
  * `state: {type, config}` block or a store URL says.  Initialise with
@@ -118,7 +119,7 @@ FAUCET_EXTERN int faucet_store_get(faucet_store *s, const char *key, faucet_valu
  * snapshot, far faster than one get each (SQLite: one transaction).  On
  * error every out[i] is NULL. */
 FAUCET_EXTERN int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count,
-			  faucet_value **out);
+					faucet_value **out);
 
 /* Store `value` under `key`, replacing any entry; durable when it returns. */
 FAUCET_EXTERN int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value);
@@ -138,24 +139,27 @@ typedef int (*faucet_key_fn)(const char *key, void *ctx);
  * Returns 0 after the last key, fn's value when fn stopped the scan (use a
  * positive one to tell it from the errors), or a FAUCET_E* error.  fn may
  * use the store; on SQLite the scan holds one pooled connection meanwhile. */
-FAUCET_EXTERN int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
+FAUCET_EXTERN int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn,
+				    void *ctx);
 
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */
 FAUCET_EXTERN int faucet_store_compare_and_put(faucet_store *s, const char *key,
-				 const faucet_value *expected,
-				 const faucet_value *value, int *written);
+					       const faucet_value *expected,
+					       const faucet_value *value, int *written);
 
 /* Delete the entry only when it equals `expected` as a JSON value (which
  * must not be NULL).  *deleted says whether it was removed. */
 FAUCET_EXTERN int faucet_store_compare_and_delete(faucet_store *s, const char *key,
-				    const faucet_value *expected, int *deleted);
+						  const faucet_value *expected, int *deleted);
 
 /* Store every entry.  All keys are validated before anything is written. */
-FAUCET_EXTERN int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t count);
+FAUCET_EXTERN int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries,
+					 size_t count);
 
 /* Run the backend's doctor probes; `ctx` may be NULL.  Caller frees *out. */
-FAUCET_EXTERN int faucet_store_check(faucet_store *s, const faucet_check_context *ctx, faucet_check_report **out);
+FAUCET_EXTERN int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
+				     faucet_check_report **out);
 
 FAUCET_EXTERN int faucet_store_supports_list(const faucet_store *s);
 FAUCET_EXTERN int faucet_store_supports_compare_and_put(const faucet_store *s); /* atomic */
@@ -171,7 +175,7 @@ FAUCET_EXTERN int faucet_store_supports_atomic_batch(const faucet_store *s);
  * a second run finishes the job.  *rewritten / *skipped (may be NULL) count
  * the outcomes.  Needs a store that can list its keys. */
 FAUCET_EXTERN int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
-			     size_t *skipped);
+					   size_t *skipped);
 
 /* ---- key migration ---------------------------------------------------- */
 
@@ -188,8 +192,8 @@ typedef enum {
  * faucet_state_key_migrations_total{outcome="moved"|"raced"}.
  * *from_out (may be NULL) receives the moved-from key when MOVED; caller frees. */
 FAUCET_EXTERN int faucet_migrate_state_key(faucet_store *s, const char *key,
-			     const char *const *candidates, size_t count,
-			     faucet_migration_kind *kind_out, char **from_out);
+					   const char *const *candidates, size_t count,
+					   faucet_migration_kind *kind_out, char **from_out);
 
 /* ---- export / import documents -------------------------------------- */
 
@@ -227,7 +231,8 @@ FAUCET_EXTERN int faucet_export_to_json(const faucet_export *e, int pretty, char
 FAUCET_EXTERN void faucet_export_free(faucet_export *e);
 
 /* Read every key of `pipeline`'s namespace ("{pipeline}::") into a document. */
-FAUCET_EXTERN int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out);
+FAUCET_EXTERN int faucet_export_namespace(faucet_store *s, const char *pipeline,
+					  faucet_export **out);
 
 /* What an import did - or, with dry_run, would do.  The report tells the
  * truth about the store after a failure too:
@@ -272,13 +277,14 @@ typedef struct {
  * return; a failure while writing is reported in report->error (return 0).
  * Dispose the report with faucet_import_report_dispose(). */
 FAUCET_EXTERN int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
-			    faucet_import_report *report);
+					  faucet_import_report *report);
 
 /* faucet_import_namespace with options (NULL = the defaults).  A replace with a
  * document without keys is refused (FAUCET_EINVALID, nothing written)
  * unless allow_empty: it would empty the namespace. */
 FAUCET_EXTERN int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
-			       const faucet_import_options *opts, faucet_import_report *report);
+					     const faucet_import_options *opts,
+					     faucet_import_report *report);
 
 /* Import the document read from `in`, which must be seekable: it is read
  * twice, once to validate all of it (nothing is written from an invalid or
@@ -288,15 +294,16 @@ FAUCET_EXTERN int faucet_import_namespace_ex(faucet_store *s, const faucet_expor
  * checks it.  Errors and the report as faucet_import_namespace_ex; the
  * report also names the document's pipeline. */
 FAUCET_EXTERN int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
-		       faucet_import_report *report);
+				     faucet_import_report *report);
 
 /* Write the export document of `pipeline`'s namespace to `out` as the keys
  * are read (a chunk at a time), the same text faucet_export_to_json gives
  * for faucet_export_namespace's document.  `exported_at` may be NULL.
  * *count (may be NULL) receives the number of keys written.  A write error
  * on `out` is FAUCET_EIO; `out` is not flushed or closed. */
-FAUCET_EXTERN int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
-			int pretty, FILE *out, size_t *count);
+FAUCET_EXTERN int faucet_export_write(faucet_store *s, const char *pipeline,
+				      const char *exported_at, int pretty, FILE *out,
+				      size_t *count);
 
 FAUCET_EXTERN void faucet_import_report_dispose(faucet_import_report *r);
 
