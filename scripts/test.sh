@@ -25,6 +25,11 @@ run_suite() {
 echo "== normal build =="
 run_suite build
 
+# The shared library's ABI against the committed baseline abi/libfaucet.abi
+# (scripts/abi-check.sh --update records an intended change).
+echo "== ABI check =="
+./scripts/abi-check.sh build || status=1
+
 # The Python binding (bindings/python) against the library just built, on
 # the file, SQLite, PostgreSQL and Redis stores.  Debian's interpreter has
 # pytest (python3-pytest); a `python3` earlier on PATH may not, so the
