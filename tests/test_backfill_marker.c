@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include <faucet/sys/store_backend.h>
 
 static faucet_backfill_plan *days(int n)
 {
@@ -269,6 +270,73 @@ static void concurrent_merges_lose_nothing(void **state)
 	faucet_store_free(s);
 }
 
+/* A store whose compare-and-put always loses, as if other writers changed
+ * the marker between every read and write: reads and plain writes go to a
+ * memory store. */
+typedef struct {
+	faucet_store_backend base;
+	faucet_store *inner;
+	int attempts;
+} losing_backend;
+
+static int losing_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	return faucet_store_get(((losing_backend *)b)->inner, key, out);
+}
+
+static int losing_put(faucet_store_backend *b, const char *key, const faucet_value *v)
+{
+	return faucet_store_put(((losing_backend *)b)->inner, key, v);
+}
+
+static int losing_del(faucet_store_backend *b, const char *key)
+{
+	return faucet_store_delete(((losing_backend *)b)->inner, key);
+}
+
+static int losing_cas(faucet_store_backend *b, const char *key, const faucet_value *expected,
+		      const faucet_value *value, int *written)
+{
+	(void)key;
+	(void)expected;
+	(void)value;
+	((losing_backend *)b)->attempts++;
+	*written = 0;
+	return 0;
+}
+
+static void losing_free(faucet_store_backend *b)
+{
+	faucet_store_free(((losing_backend *)b)->inner);
+	free(b);
+}
+
+static void record_that_keeps_losing_is_contention(void **state)
+{
+	faucet_store_backend init = FAUCET_STORE_BACKEND_INIT;
+	losing_backend *lb = calloc(1, sizeof(*lb));
+	faucet_store *s;
+
+	(void)state;
+	assert_non_null(lb);
+	lb->base = init;
+	lb->base.name = "losing";
+	lb->base.get = losing_get;
+	lb->base.put = losing_put;
+	lb->base.del = losing_del;
+	lb->base.compare_and_put = losing_cas;
+	lb->base.free = losing_free;
+	assert_int_equal(faucet_store_open_memory(&lb->inner), 0);
+	assert_int_equal(faucet_store_new(&s, &lb->base), 0);
+	assert_int_equal(faucet_backfill_marker_record(s, "p::__backfill__::h", "d", "x", NULL, NULL),
+			 FAUCET_ECONTENTION);
+	assert_true(faucet_error_retryable(faucet_error_last()->code));
+	tu_assert_error_contains("gave up after");
+	assert_true(lb->attempts > 1); /* it did retry before giving up */
+	tu_assert_value(s, "p::__backfill__::h", NULL);
+	faucet_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +347,7 @@ int main(void)
 		cmocka_unit_test(corrupt_markers_are_config_errors),
 		cmocka_unit_test(record_creates_merges_and_keeps_done),
 		cmocka_unit_test(concurrent_merges_lose_nothing),
+		cmocka_unit_test(record_that_keeps_losing_is_contention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,12 +12,13 @@
 #include "contract/contract.h"
 
 static const contract_backend backends[] = {
-	/* name      URL template                                   processes exact-text atomic-batch */
-	{"memory", "memory:", 0, 1, 1},
-	{"file", "file:{tmp}/state", 1, 1, 0},
-	{"sqlite", "sqlite:{tmp}/state.db", 1, 1, 1},
-	{"postgres", "${FAUCET_TEST_PG_URL}?table=contract_{uniq}", 1, 0, 1},
-	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1},
+	/* name      URL template                                   processes exact-text atomic-batch
+	 * locker */
+	{"memory", "memory:", 0, 1, 1, NULL},
+	{"file", "file:{tmp}/state", 1, 1, 0, &contract_file_locker},
+	{"sqlite", "sqlite:{tmp}/state.db", 1, 1, 1, &contract_sqlite_locker},
+	{"postgres", "${FAUCET_TEST_PG_URL}?table=contract_{uniq}", 1, 0, 1, NULL},
+	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1, NULL},
 };
 
 static int wanted(const char *name, int argc, char **argv)

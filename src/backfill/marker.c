@@ -420,7 +420,7 @@ int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *
 			return 0;
 		}
 	}
-	return faucet_error_set(FAUCET_ERROR,
+	return faucet_error_set(FAUCET_ECONTENTION,
 				"backfill marker %s: gave up after %d conflicting updates", key,
 				RECORD_MAX_ATTEMPTS);
 }

@@ -284,7 +284,9 @@ static int lock_acquire(int dirfd, const char *name, const char *path, int *fd_o
 		if (hook != NULL)
 			hook(atomic_load(&lock_busy_arg));
 		if (faucet__now_ms() - started >= wait) {
-			rc = faucet_error_set(FAUCET_ERROR, "state lock %s is held by another writer",
+			/* Busy, not failed: the holder is alive and the
+			 * same call may succeed later (faucet_error_retryable). */
+			rc = faucet_error_set(FAUCET_EBUSY, "state lock %s is held by another writer",
 					      path);
 			break;
 		}

@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@
 #include "stores/sqlite_internal.h"
 
 #define BUSY_TIMEOUT_MS 10000
+/* The tests' override of BUSY_TIMEOUT_MS (0 = none). */
+static atomic_int busy_timeout_override;
 #define SQLITE_POOL_SIZE FAUCET_SQLITE_POOL_SIZE
 
 enum {
@@ -99,10 +102,27 @@ typedef struct faucet_sqlite_store {
 	faucet_pool *pool;
 } sqlite_store;
 
-/* Set the last error from a connection's SQLite error. */
+void faucet__sqlite_set_busy_timeout_ms(int ms)
+{
+	atomic_store(&busy_timeout_override, ms);
+}
+
+static int busy_timeout_ms(void)
+{
+	int ms = atomic_load(&busy_timeout_override);
+
+	return ms > 0 ? ms : BUSY_TIMEOUT_MS;
+}
+
+/* Set the last error from a connection's SQLite error.  A database that
+ * stayed locked by another connection past the busy timeout is
+ * FAUCET_EBUSY, which callers may retry; anything else is a failure. */
 static int sq_error(const sqlite_store *s, sqlite3 *db, const char *what)
 {
-	return faucet_error_set(FAUCET_ERROR, "sqlite state store %s: %s: %s", s->path, what,
+	int primary = db ? sqlite3_errcode(db) & 0xff : SQLITE_NOMEM;
+	int code = primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? FAUCET_EBUSY : FAUCET_ERROR;
+
+	return faucet_error_set(code, "sqlite state store %s: %s: %s", s->path, what,
 				db ? sqlite3_errmsg(db) : "out of memory");
 }
 
@@ -121,7 +141,7 @@ static void sq_disconnect(void *conn)
  * the same moment, so retry that case for as long as the busy timeout. */
 static int sq_setup_exec(sqlite3 *db, const char *sql)
 {
-	uint64_t deadline = faucet__now_ms() + BUSY_TIMEOUT_MS;
+	uint64_t deadline = faucet__now_ms() + (uint64_t)busy_timeout_ms();
 	int rc;
 
 	for (;;) {
@@ -207,13 +227,13 @@ static int sq_connect(void *owner, void **out)
 		sq_disconnect(c);
 		return FAUCET_ERROR;
 	}
-	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(c->db, busy_timeout_ms());
 	if (sq_setup_exec(c->db, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
 	    sq_setup_exec(c->db, "PRAGMA synchronous=FULL") != SQLITE_OK ||
 	    sq_setup_exec(c->db, schema_sql) != SQLITE_OK) {
-		(void)sq_error(s, c->db, "cannot set up the faucet_state table");
+		rc = sq_error(s, c->db, "cannot set up the faucet_state table");
 		sq_disconnect(c);
-		return FAUCET_ERROR;
+		return rc;
 	}
 	for (size_t i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(c->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT,

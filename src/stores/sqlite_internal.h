@@ -29,4 +29,8 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 int faucet__sqlite_with_connection(faucet_sqlite_store *s, int (*fn)(sqlite3 *db, void *ctx),
 				   void *ctx);
 
+/* Wait at most `ms` for a database locked by another connection, in
+ * connections opened from now on (0 = the store's own 10 s again). */
+void faucet__sqlite_set_busy_timeout_ms(int ms);
+
 #endif

@@ -20,6 +20,7 @@ typedef struct {
 	char *url;
 	char *tmp;
 	faucet_store *store;
+	void *lock_token; /* a lock the test holds (contract_locker), released by teardown */
 } fixture;
 
 static const contract_backend *current;
@@ -108,6 +109,10 @@ static int teardown(void **state)
 	fixture *f = *state;
 	faucet_strarray keys = {0};
 
+	/* A test that failed while holding a lock leaves it (and the shortened
+	 * wait) to us, so the next test starts clean. */
+	if (f->lock_token != NULL)
+		current->locker->release(f->lock_token);
 	if (f->store != NULL && faucet_store_list(f->store, "", &keys) == 0) {
 		for (size_t i = 0; i < keys.count; i++)
 			(void)faucet_store_delete(f->store, keys.strings[i]);
@@ -958,6 +963,40 @@ static void doctor_probe_passes_and_leaves_no_residue(void **state)
 	faucet_strarray_dispose(&keys);
 }
 
+/* ---- errors that say whether to retry ---------------------------------- */
+
+static void a_writer_kept_out_by_a_lock_is_busy_and_changes_nothing(void **state)
+{
+	fixture *f = *state;
+	faucet_value *two = tu_v("2"), *one = tu_v("1");
+	faucet_store *s;
+	int written = 1, deleted = 1;
+
+	if (current->locker == NULL)
+		skip();
+	tu_put(f->store, "p::busy", "1");
+	current->locker->hold(f->url, "p::busy", &f->lock_token);
+	/* A fresh handle, so its connections use the shortened wait. */
+	s = open_url(f->url);
+	assert_int_equal(faucet_store_compare_and_put(s, "p::busy", one, two, &written),
+			 FAUCET_EBUSY);
+	assert_int_equal(written, 0);
+	assert_true(faucet_error_retryable(faucet_error_last()->code));
+	assert_int_equal(faucet_store_compare_and_delete(s, "p::busy", one, &deleted),
+			 FAUCET_EBUSY);
+	assert_int_equal(deleted, 0);
+	current->locker->release(f->lock_token);
+	f->lock_token = NULL;
+	tu_assert_value(s, "p::busy", "1");
+	/* Once the holder is gone the same call goes through. */
+	assert_int_equal(faucet_store_compare_and_put(s, "p::busy", one, two, &written), 0);
+	assert_int_equal(written, 1);
+	tu_assert_value(f->store, "p::busy", "2");
+	faucet_store_free(s);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}
+
 static void backend_name_is_reported(void **state)
 {
 	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
@@ -995,6 +1034,8 @@ int contract_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(compare_and_delete_is_atomic_across_threads, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			a_writer_kept_out_by_a_lock_is_busy_and_changes_nothing, setup, teardown),
 		/* Only for stores several processes can share (not memory:). */
 		cmocka_unit_test_setup_teardown(a_second_handle_sees_the_first_ones_writes, setup,
 						teardown),

@@ -11,6 +11,23 @@
 #ifndef FAUCET_CONTRACT_H
 #define FAUCET_CONTRACT_H
 
+/* Holds the write lock of one key of a store as another writer would (the
+ * file store: the key's lock file; SQLite: an exclusive transaction), with
+ * the library's wait for it shortened, so the suite can check that a writer
+ * who cannot get the lock in time fails with FAUCET_EBUSY, a retryable
+ * error, and changes nothing. */
+typedef struct {
+	/* Start holding the lock of `key` in the store at `url`; *token is
+	 * what release needs.  Fails the test when it cannot. */
+	void (*hold)(const char *url, const char *key, void **token);
+	/* Stop holding it, and restore the library's wait. */
+	void (*release)(void *token);
+} contract_locker;
+
+/* The lockers of the stores that have one (tests/contract/lockers.c). */
+extern const contract_locker contract_file_locker;
+extern const contract_locker contract_sqlite_locker;
+
 typedef struct {
 	const char *name;
 	const char *url_template;
@@ -18,6 +35,7 @@ typedef struct {
 	int exact_text;    /* values come back byte for byte, not only as equal values */
 	int atomic_batch;  /* put_batch is all-or-nothing (the file store's is not: one
 			    * file per key, so a crash can leave a prefix; seed 001) */
+	const contract_locker *locker; /* NULL: the suite cannot hold a lock of this store */
 } contract_backend;
 
 /* Run the whole suite against one backend; returns the number of failures. */
