@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "internal.h" /* faucet_strarray_push */
+#include <faucet/sys/store_backend.h>
 
 #define N_ITEMS(a) (sizeof(a) / sizeof((a)[0]))
 

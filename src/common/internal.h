@@ -12,7 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <faucet/common.h>
-#include <faucet/sys/store_backend.h>
+
+/* Set the calling thread's last error (printf-style) and return `code`.
+ * Backend authors find it in faucet/sys/store_backend.h; it is declared
+ * again here (the same declaration, exported the same way) so that the
+ * modules below the store need not include the store's header. */
+FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
 
 #define FAUCET_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -87,17 +92,6 @@ void faucet_strarray_sort_unique(faucet_strarray *arr);
 
 /* The value of one hexadecimal digit (either case), or -1. */
 int faucet__hex_digit(char c);
-
-/* Append a probe whose outcome is the calling thread's last error when
- * `failed` (its message is the reason, `hint` the hint), else a pass; the
- * elapsed time runs from `start_ms` (faucet__now_ms()). */
-int faucet__check_report_probe(faucet_check_report *r, const char *name, int failed,
-			       uint64_t start_ms, const char *hint);
-
-/* The doctor's sentinel probe through a backend's own slots: put a unique
- * key, read it back, delete it (also when the read failed: no residue) and
- * compare.  Returns 0 or the first failure, with its message. */
-int faucet__sentinel_round_trip(faucet_store_backend *b);
 
 /* Monotonic milliseconds / nanoseconds. */
 uint64_t faucet__now_ms(void);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include <faucet/store.h>
 #include "value_internal.h"
 #include "export_internal.h"
 #include "json_check.h"

@@ -1,11 +1,17 @@
 /*
  * open_internal.h - the table of backends a store URL or config can name.
- * A backend joins by adding one row to the table in open.c.
+ * A backend joins by adding one row to the table in open.c.  A built-in
+ * backend that includes this also gets the backend interface and the
+ * doctor helpers (the sentinel probe, probe reports) it implements its
+ * check slot with.
  */
 #ifndef FAUCET_OPEN_INTERNAL_H
 #define FAUCET_OPEN_INTERNAL_H
 
 #include <faucet/store.h>
+#include <faucet/sys/store_backend.h>
+#include "check/check_internal.h"
+#include "store/sentinel.h"
 
 typedef struct {
 	const char *type;        /* config `type` */

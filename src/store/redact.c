@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include <faucet/store.h>
 
 /* Whether an option name names a secret: password, sslpassword, ... */
 static int secret_option(const char *name, size_t len)

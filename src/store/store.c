@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include <faucet/sys/store_backend.h>
 #include <faucet/keys.h>
 
 struct faucet_store {

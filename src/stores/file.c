@@ -49,6 +49,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "check/check_internal.h"
+#include "store/sentinel.h"
 #include "durable.h"
 #include "sys.h"
 #include "warning.h"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include <faucet/sys/store_backend.h>
 #include <faucet/keys.h>
 
 typedef struct node {
