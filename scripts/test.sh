@@ -30,6 +30,10 @@ run_suite build
 echo "== ABI check =="
 ./scripts/abi-check.sh build || status=1
 
+# Modules depend on the ones below them only (the order is in the script).
+echo "== layer check =="
+./scripts/check-layers.sh build || status=1
+
 # The Python binding (bindings/python) against the library just built, on
 # the file, SQLite, PostgreSQL and Redis stores.  Debian's interpreter has
 # pytest (python3-pytest); a `python3` earlier on PATH may not, so the
