@@ -968,12 +968,14 @@ static void doctor_probe_passes_and_leaves_no_residue(void **state)
 static void a_writer_kept_out_by_a_lock_is_busy_and_changes_nothing(void **state)
 {
 	fixture *f = *state;
-	faucet_value *two = tu_v("2"), *one = tu_v("1");
+	faucet_value *two, *one;
 	faucet_store *s;
 	int written = 1, deleted = 1;
 
 	if (current->locker == NULL)
 		skip();
+	one = tu_v("1");
+	two = tu_v("2");
 	tu_put(f->store, "p::busy", "1");
 	current->locker->hold(f->url, "p::busy", &f->lock_token);
 	/* A fresh handle, so its connections use the shortened wait. */
