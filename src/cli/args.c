@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "cli.h"
 
 enum {
 	GLOBAL_STATE = 1,
 	GLOBAL_CONFIG,
 	GLOBAL_KEY_ENV,
+	GLOBAL_PREV_KEY_ENV,
 	GLOBAL_JSON,
 	GLOBAL_HELP
 };
@@ -26,6 +28,7 @@ static const cli_option global_options[] = {
 	{"state", 0, 1, GLOBAL_STATE},
 	{"config", 'c', 1, GLOBAL_CONFIG},
 	{"encryption-key-env", 0, 1, GLOBAL_KEY_ENV},
+	{"previous-key-env", 0, 1, GLOBAL_PREV_KEY_ENV},
 	{"json", 0, 0, GLOBAL_JSON},
 	{"help", 'h', 0, GLOBAL_HELP},
 	{NULL, 0, 0, 0},
@@ -78,6 +81,17 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 			return CLI_ARG_ERROR;
 		}
 		it->ctx->key_env = value;
+		break;
+	case GLOBAL_PREV_KEY_ENV:
+		if (*value == '\0' || strchr(value, ',') != NULL || strchr(value, '=') != NULL) {
+			(void)cli_usage_error(it->command, "--previous-key-env needs the name of an "
+							   "environment variable");
+			return CLI_ARG_ERROR;
+		}
+		if (faucet_strarray_push(&it->ctx->previous_key_envs, value) != 0) {
+			(void)cli_error(CLI_EXIT_FAILED, "out of memory");
+			return CLI_ARG_ERROR;
+		}
 		break;
 	case GLOBAL_JSON: it->ctx->json = 1; break;
 	default: return CLI_ARG_HELP;

@@ -49,6 +49,8 @@ typedef struct cli_context {
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
 	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
+	faucet_strarray previous_key_envs; /* --previous-key-env VAR..., copied */
+	int json_error_outcome;  /* --json failures print {"outcome": "error", "error": ...} */
 
 	/* The terminal, looked at once at start-up. */
 	int stdout_tty; /* stdout is a terminal: tables and truncation allowed */
@@ -67,6 +69,8 @@ typedef struct cli_context {
 	char *store_label;                /* owned: redacted, safe to print */
 
 	char *key_material; /* owned copy of the key read from key_env; wiped */
+	faucet_strarray previous_material; /* the previous keys' values; wiped */
+	char *previous_list; /* the previous keys' variable names, comma-separated */
 } cli_context;
 
 /* Set up / release a context.  Dispose wipes any key material held. */
@@ -175,6 +179,11 @@ int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+
+/* The names of the previous keys' variables as FAUCET_PREVIOUS_KEY_ENV
+ * holds them (comma-separated): --previous-key-env, else that variable.
+ * NULL when there are none.  Owned by the context. */
+const char *cli_previous_key_env_list(cli_context *ctx);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

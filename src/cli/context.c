@@ -51,6 +51,14 @@ void cli_context_dispose(cli_context *ctx)
 	free(ctx->selected_url);
 	free(ctx->store_label);
 	cli_wipe_free(ctx->key_material);
+	for (size_t i = 0; i < ctx->previous_material.count; i++) {
+		cli_wipe_free(ctx->previous_material.strings[i]);
+		ctx->previous_material.strings[i] = NULL;
+	}
+	ctx->previous_material.count = 0;
+	faucet_strarray_dispose(&ctx->previous_material);
+	faucet_strarray_dispose(&ctx->previous_key_envs);
+	free(ctx->previous_list);
 	memset(ctx, 0, sizeof(*ctx));
 	if (error_ctx == ctx)
 		error_ctx = NULL;
@@ -173,7 +181,9 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	if (error_ctx != NULL && error_ctx->json && !json_printed) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, "{\"error\":");
+		(void)faucet_buf_puts(&b, error_ctx->json_error_outcome
+						  ? "{\"outcome\":\"error\",\"error\":"
+						  : "{\"error\":");
 		cli_json_error_object(&b, code, text, exit_code);
 		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
@@ -209,6 +219,16 @@ int cli_error(int exit_code, const char *fmt, ...)
 	return exit_code;
 }
 
+/* The library tells a sealed file read without a key to configure one in
+ * the YAML; on the command line the way is a flag. */
+static const char *key_hint(const faucet_error *last)
+{
+	if (last->code == FAUCET_ECRYPTO && error_ctx != NULL && error_ctx->key_env == NULL &&
+	    strstr(last->message, "no encryption key is configured") != NULL)
+		return " (on the command line: --encryption-key-env VAR, VAR holding the key)";
+	return "";
+}
+
 int cli_fail(int exit_code, const char *fmt, ...)
 {
 	const faucet_error *last = faucet_error_last();
@@ -218,8 +238,9 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	va_start(ap, fmt);
 	what = vformat(fmt, ap);
 	va_end(ap);
-	line = what ? faucet__sprintf("%s: %s", what,
-				      *last->message ? last->message : "unknown error")
+	line = what ? faucet__sprintf("%s: %s%s", what,
+				      *last->message ? last->message : "unknown error",
+				      key_hint(last))
 		    : NULL;
 	report_failure(exit_code,
 		       last->code != 0 ? faucet_error_name(last->code) : code_for_exit(exit_code),
@@ -334,7 +355,71 @@ int cli_context_config(cli_context *ctx, const cli_config **out)
 	return 0;
 }
 
-/* The key named by --encryption-key-env, copied once into the context. */
+#define CLI_SHORT_KEY 16 /* bytes: a key string shorter than this gets a warning */
+
+/* The --previous-key-env names, or FAUCET_PREVIOUS_KEY_ENV's comma-separated
+ * list when none was given. */
+static int previous_names(cli_context *ctx)
+{
+	const char *list = getenv("FAUCET_PREVIOUS_KEY_ENV");
+
+	if (ctx->previous_key_envs.count > 0 || list == NULL)
+		return 0;
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		char *name = n ? faucet__sprintf("%.*s", (int)n, list) : NULL;
+
+		if (n && (name == NULL || faucet_strarray_push_owned(&ctx->previous_key_envs, name) != 0))
+			return FAUCET_ENOMEM;
+		list += n;
+		if (*list == ',')
+			list++;
+	}
+	return 0;
+}
+
+const char *cli_previous_key_env_list(cli_context *ctx)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (ctx->previous_list != NULL)
+		return ctx->previous_list;
+	if (previous_names(ctx) != 0 || ctx->previous_key_envs.count == 0)
+		return NULL;
+	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
+		if (i)
+			(void)faucet_buf_putc(&b, ',');
+		(void)faucet_buf_puts(&b, ctx->previous_key_envs.strings[i]);
+	}
+	ctx->previous_list = faucet_buf_detach(&b);
+	return ctx->previous_list;
+}
+
+/* The previous keys' values, read from their variables (each must be set
+ * and non-empty), for a store opened with a key. */
+static int previous_from_env(cli_context *ctx)
+{
+	if (ctx->previous_material.count > 0)
+		return 0;
+	if (previous_names(ctx) != 0)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
+		const char *name = ctx->previous_key_envs.strings[i];
+		const char *v = getenv(name);
+
+		if (v == NULL || *v == '\0')
+			return cli_error(CLI_EXIT_USAGE,
+					 "environment variable %s (a previous key, named by "
+					 "--previous-key-env or FAUCET_PREVIOUS_KEY_ENV) is %s",
+					 name, v == NULL ? "not set" : "empty");
+		if (faucet_strarray_push(&ctx->previous_material, v) != 0)
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	return 0;
+}
+
+/* The key named by --encryption-key-env, copied once into the context,
+ * with the previous keys. */
 static int key_from_env(cli_context *ctx, const char **key)
 {
 	const char *v;
@@ -358,8 +443,14 @@ static int key_from_env(cli_context *ctx, const char **key)
 	ctx->key_material = faucet__strdup(v);
 	if (ctx->key_material == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "reading the encryption key");
+	/* Any string is a key (its SHA-256 is the AES key), so a short one is
+	 * allowed - and guessable. */
+	if (strlen(v) < CLI_SHORT_KEY)
+		fprintf(stderr, "faucet: warning: the encryption key in %s is only %zu bytes; a "
+				"passphrase shorter than %d bytes can be guessed (see 'faucet --help')\n",
+			ctx->key_env, strlen(v), CLI_SHORT_KEY);
 	*key = ctx->key_material;
-	return 0;
+	return previous_from_env(ctx);
 }
 
 static int open_failed(cli_context *ctx)
@@ -441,6 +532,8 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&enc, 0, sizeof(enc));
 	enc.key = key;
+	enc.previous_keys = (const char *const *)ctx->previous_material.strings;
+	enc.previous_count = ctx->previous_material.count;
 	cfg.type = "file";
 	cfg.path = url + 5;
 	if (strncmp(cfg.path, "//", 2) == 0)
@@ -486,9 +579,26 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 		rc = key_from_env(ctx, &key);
 		if (rc != 0)
 			return rc;
-		/* The flag names the write key; the YAML's previous keys stay. */
+		/* The flag names the write key; the YAML's previous keys stay,
+		 * and those of --previous-key-env are tried after them. */
 		enc.key = key;
 		cfg.encryption = &enc;
+		if (ctx->previous_material.count > 0) {
+			size_t n = enc.previous_count + ctx->previous_material.count;
+			const char **all = calloc(n, sizeof(*all));
+
+			if (all == NULL)
+				return cli_error(CLI_EXIT_FAILED, "out of memory");
+			for (size_t i = 0; i < enc.previous_count; i++)
+				all[i] = enc.previous_keys[i];
+			for (size_t i = 0; i < ctx->previous_material.count; i++)
+				all[enc.previous_count + i] = ctx->previous_material.strings[i];
+			enc.previous_keys = all;
+			enc.previous_count = n;
+			rc = faucet_store_open_config(out, &cfg);
+			free(all);
+			return rc != 0 ? open_failed(ctx) : 0;
+		}
 	}
 	if (faucet_store_open_config(out, &cfg) != 0)
 		return open_failed(ctx);
@@ -502,6 +612,9 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 	int rc;
 
 	*out = NULL;
+	if (ctx->previous_key_envs.count > 0 && ctx->key_env == NULL)
+		return cli_error(CLI_EXIT_USAGE, "--previous-key-env needs --encryption-key-env: "
+				 "the previous keys are read, the current one seals what is written");
 	if (ctx->state_url != NULL)
 		return open_from_url(ctx, ctx->state_url, must_exist, out);
 	rc = cli_context_config(ctx, &conf);
