@@ -156,7 +156,17 @@ typedef struct {
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
 
-/* Print a command's help text (on stdout) and return 0. */
+/* The candidate nearest to `word` that could be a typo of it (a small edit
+ * distance, or `word` is its prefix), or NULL. */
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+
+/* The default PIPELINE of a command given none: the YAML's `name` when -c
+ * or FAUCET_CONFIG names a config.  Otherwise (or on a config error) the
+ * error has been printed and its exit code is returned. */
+int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline);
+
+/* Print a command's help text (on stdout), followed by how a store is
+ * chosen and configured (URLs, YAML fields, defaults, keys), and return 0. */
 int cli_print_help(const char *text);
 
 /* Parse a duration such as "10s", "500ms", "2m", "1h" or a bare number of
@@ -168,6 +178,7 @@ int cli_parse_duration_ms(const char *text, unsigned long long *out);
 int cli_state_main(cli_context *ctx, int argc, char **argv);
 int cli_doctor_main(cli_context *ctx, int argc, char **argv);
 int cli_backfill_main(cli_context *ctx, int argc, char **argv);
+int cli_completion_main(cli_context *ctx, int argc, char **argv);
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);

@@ -219,13 +219,19 @@ int cli_error(int exit_code, const char *fmt, ...)
 	return exit_code;
 }
 
-/* The library tells a sealed file read without a key to configure one in
- * the YAML; on the command line the way is a flag. */
+/* What to do about a library error, where the command line has its own
+ * answer: the library tells a sealed file read without a key to configure
+ * one in the YAML (on the command line the way is a flag), and names what
+ * is wrong with a key but not what a key may be. */
 static const char *key_hint(const faucet_error *last)
 {
 	if (last->code == FAUCET_ECRYPTO && error_ctx != NULL && error_ctx->key_env == NULL &&
 	    strstr(last->message, "no encryption key is configured") != NULL)
 		return " (on the command line: --encryption-key-env VAR, VAR holding the key)";
+	if (last->code == FAUCET_EINVALID && strncmp(last->message, "state key ", 10) == 0)
+		return " (a key is 1 to 256 bytes of A-Z a-z 0-9 _ . : / -, does not begin with "
+		       "'.', and uses '/' only between non-empty segments that do not begin "
+		       "with '.'; e.g. orders::default or acme::orders::eu/2026)";
 	return "";
 }
 
@@ -273,9 +279,51 @@ int cli_finish(int exit_code)
 	return exit_code;
 }
 
+/* How a store is chosen and configured: the same for every command, so
+ * every --help ends with it. */
+static const char store_help[] =
+	"\n"
+	"Store selection (first match wins): --state URL; -c/--config FILE (a pipeline\n"
+	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
+	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
+	"\n"
+	"Store URLs and their YAML form, state: {type: T, config: {...}}, with defaults:\n"
+	"  file:PATH                type: file, config: path; encryption: {key,\n"
+	"                           previous_keys: [...], algorithm: aes-256-gcm}\n"
+	"  sqlite:PATH              type: sqlite, config: path\n"
+	"  memory:                  type: memory (in-process; gone when the command ends)\n"
+	"  postgres://USER[:PW]@HOST:PORT/DB?table=T&ensure_table=B&max_connections=N\n"
+	"                           type: postgres, config: url, table (default\n"
+	"                           faucet_state; [A-Za-z0-9_]{1,63}), ensure_table (default\n"
+	"                           true: create a missing table; false: never),\n"
+	"                           max_connections (default 5)\n"
+	"  redis://[:PW@]HOST:PORT/DB?namespace=NS&max_connections=N\n"
+	"                           type: redis, config: url, namespace (default faucet;\n"
+	"                           non-empty, no ':'), max_connections (default 5)\n"
+	"  A relative PATH is relative to the current directory.\n"
+	"\n"
+	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
+	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
+	"  state: {type, config}    the store, as above (required with -c)\n"
+	"  backfill: {window, concurrency (default 1), timezone (default UTC), command: [...]}\n"
+	"  Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is \"\".\n"
+	"\n"
+	"Encryption at rest (file store).  A key is any non-empty string - a passphrase\n"
+	"or random bytes in text form - and the AES-256-GCM key is the SHA-256 of its\n"
+	"bytes, so every length works; one shorter than 16 bytes is easy to guess and\n"
+	"draws a warning (make one with: openssl rand -base64 32).  A key is never put\n"
+	"on the command line; these options name the environment variable holding it:\n"
+	"  --encryption-key-env VAR   the current key: seals what is written, tried first\n"
+	"                             on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)\n"
+	"  --previous-key-env VAR     an older key, tried after it on reads; repeatable\n"
+	"                             (default: $FAUCET_PREVIOUS_KEY_ENV, comma-separated).\n"
+	"                             To rotate: --encryption-key-env NEW --previous-key-env\n"
+	"                             OLD state rekey; then drop OLD.\n";
+
 int cli_print_help(const char *text)
 {
 	fputs(text, stdout);
+	fputs(store_help, stdout);
 	return cli_finish(CLI_EXIT_OK);
 }
 
@@ -418,6 +466,29 @@ static int previous_from_env(cli_context *ctx)
 	return 0;
 }
 
+int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline)
+{
+	const cli_config *conf = NULL;
+	int rc;
+
+	if (*pipeline != NULL)
+		return 0;
+	if (ctx->state_url == NULL) {
+		rc = cli_context_config(ctx, &conf);
+		if (rc != 0)
+			return rc;
+	}
+	if (conf != NULL && conf->name != NULL) {
+		*pipeline = conf->name;
+		return 0;
+	}
+	if (conf != NULL)
+		return cli_usage_error(command, "missing PIPELINE (the config %s has no name:)",
+				       conf->path);
+	return cli_usage_error(command, "missing PIPELINE (or give -c FILE, whose name: is "
+				        "the default)");
+}
+
 /* The key named by --encryption-key-env, copied once into the context,
  * with the previous keys. */
 static int key_from_env(cli_context *ctx, const char **key)
@@ -552,16 +623,15 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	const char *key = NULL;
 	int rc;
 
+	/* A config given to pick the store must say where the store is: falling
+	 * back to ./.faucet-state would read or write the wrong store without a
+	 * word. */
+	if (!conf->has_state)
+		return cli_error(CLI_EXIT_USAGE,
+				 "config %s has no state: block, so it names no store; add one "
+				 "(state: {type: file, config: {path: ...}}) or give --state URL",
+				 conf->path);
 	ctx->selected_config_path = conf->path;
-	if (!conf->has_state) {
-		/* A pipeline without a `state:` block keeps its state where the
-		 * original does by default; the config still names the store for
-		 * child processes, so only selected_config_path stays set. */
-		rc = open_from_url(ctx, DEFAULT_STATE_URL, must_exist, out);
-		free(ctx->selected_url);
-		ctx->selected_url = NULL;
-		return rc;
-	}
 	cli_config_store(conf, &cfg, &enc);
 	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
@@ -605,6 +675,23 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	return 0;
 }
 
+/* A store URL always has a scheme; a bare path is the commonest slip, and
+ * which backend the user meant is theirs to say. */
+static int check_url_shape(const char *url, const char *where)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	if (strchr(url, ':') != NULL)
+		return 0;
+	cli_escape(&b, url);
+	rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a directory "
+			     "of JSON files) or sqlite:%s (one SQLite database file)?",
+			     where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
 static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 {
 	const cli_config *conf;
@@ -615,14 +702,19 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 	if (ctx->previous_key_envs.count > 0 && ctx->key_env == NULL)
 		return cli_error(CLI_EXIT_USAGE, "--previous-key-env needs --encryption-key-env: "
 				 "the previous keys are read, the current one seals what is written");
-	if (ctx->state_url != NULL)
+	if (ctx->state_url != NULL) {
+		if ((rc = check_url_shape(ctx->state_url, "--state")) != 0)
+			return rc;
 		return open_from_url(ctx, ctx->state_url, must_exist, out);
+	}
 	rc = cli_context_config(ctx, &conf);
 	if (rc != 0)
 		return rc;
 	if (conf != NULL)
 		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
+	if (url != NULL && (rc = check_url_shape(url, "FAUCET_STATE")) != 0)
+		return rc;
 	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
 }
 
