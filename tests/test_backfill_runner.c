@@ -93,7 +93,7 @@ static int run(fixture *f, const char *script, faucet_backfill_mode mode, unsign
 {
 	const char *argv[] = {"/bin/sh", "-c", script, "unit", "${backfill.start}",
 			      "${backfill.end_date}", "${backfill.unit}", NULL};
-	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL, NULL};
+	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL, NULL, NULL};
 	faucet_backfill_run_options o = {0};
 
 	f->events[0] = '\0';

@@ -276,6 +276,9 @@ typedef struct {
 	 * stdout and stderr as it comes. */
 	void (*on_output)(void *ctx, const faucet_backfill_unit *u, int is_stderr,
 			  const char *line);
+	/* About once a second while units run, so a display can show the time
+	 * passing even when no unit starts or ends. */
+	void (*on_tick)(void *ctx);
 } faucet_backfill_progress;
 
 typedef struct {

@@ -58,6 +58,7 @@ extern char **environ;
 #define DEFAULT_TTL 60
 #define LAST_LINE_MAX 1024
 #define RETRY_MS_MAX 1000 /* how often a unit leased elsewhere is looked at again */
+#define TICK_MS 1000      /* how often on_tick is called while units run */
 
 /* ---- signals through a self-pipe -------------------------------------------- */
 
@@ -1148,6 +1149,8 @@ static int poll_timeout(runner *r, uint64_t now_ms)
 			if (r->deferred[i].retry_at_ms < next)
 				next = r->deferred[i].retry_at_ms;
 	}
+	if (r->cb && r->cb->on_tick && r->nrun > 0 && next > now_ms + TICK_MS)
+		next = now_ms + TICK_MS;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now_ms ? 0 : (int)(next - now_ms > INT_MAX ? INT_MAX : next - now_ms);
@@ -1170,6 +1173,8 @@ static void wait_once(runner *r)
 		say(r, "poll failed: %s", strerror(errno));
 	if (r->signal_fd >= 0)
 		handle_signals(r);
+	if (r->cb && r->cb->on_tick)
+		r->cb->on_tick(r->cb->ctx);
 	for (size_t i = 0; i < r->nrun; i++) {
 		running_unit *ru = &r->run[i];
 		drain_stream(r, ru, &ru->out);

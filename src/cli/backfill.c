@@ -430,6 +430,12 @@ static void on_message(void *ctx, const char *text)
 	faucet_buf_dispose(&line);
 }
 
+/* The clock moves on while units run: redraw the elapsed time and ETA. */
+static void on_tick(void *ctx)
+{
+	draw_status(ctx);
+}
+
 /* A line of a unit's own output, prefixed with its window.  Its stdout goes
  * to ours, unless ours carries the --json document. */
 static void on_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, const char *text)
@@ -775,7 +781,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	if (rc == 0) {
 		view.plan = plan;
 		cb = (faucet_backfill_progress){&view,       on_plan,    on_planned, on_unit_start,
-						on_unit_end, on_message, on_output};
+						on_unit_end, on_message, on_output,  on_tick};
 		o.progress = &cb;
 		o.config_path = ctx->selected_config_path;
 		o.state_url = ctx->selected_config_path ? NULL : ctx->selected_url;

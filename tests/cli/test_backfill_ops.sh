@@ -219,6 +219,10 @@ if grep -q $'\033\\[31m' tty.raw; then pass; else fail "colours on a terminal"; 
 NO_COLOR=1 pty_run tty2.raw "${BF[@]}" --from 2026-12-10 --to 2026-12-12 --window 1d -- false
 if grep -q $'\033\\[3' tty2.raw; then fail "NO_COLOR turns colours off"; else pass; fi
 if grep -q 'failed 2' tty2.raw; then pass; else fail "the status line without colours"; fi
+# The clock moves while a unit runs, with no unit starting or ending (the
+# unit's own work is the 2.5 s sleep).
+pty_run tty4.raw "${BF[@]}" --from 2026-12-25 --to 2026-12-26 -- sleep 2.5
+if grep -q 'running 1  pending 0  elapsed 2s' tty4.raw; then pass; else fail "the elapsed time is redrawn while a unit runs: $(cat -v tty4.raw | tail -c 300)"; fi
 # A terminal narrower than the status line: it is cut, never wrapped (an
 # erase would then clear only its last row and leave the rest behind).
 COLS=30 pty_run tty3.raw "${BF[@]}" --from 2026-12-20 --to 2026-12-22 --window 1d -- false
