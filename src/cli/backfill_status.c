@@ -201,14 +201,22 @@ static int plan_of_marker(const faucet_backfill_marker *m, faucet_backfill_plan 
 	return faucet_backfill_plan_new(out, &r);
 }
 
+/* The descriptor's window for people: elapsed seconds in the largest unit
+ * that divides them ("43200" is "12h"), calendar steps and "whole" as they
+ * are. */
 static void window_text(char *buf, size_t size, const char *w)
 {
-	size_t n = strlen(w);
+	char *end;
+	unsigned long long n = strtoull(w, &end, 10);
 
-	if (n > 0 && w[n - 1] >= '0' && w[n - 1] <= '9')
-		(void)snprintf(buf, size, "%ss", w);
-	else
+	if (end == w || *end != '\0' || n == 0)
 		(void)snprintf(buf, size, "%s", w);
+	else if (n % 3600 == 0)
+		(void)snprintf(buf, size, "%lluh", n / 3600);
+	else if (n % 60 == 0)
+		(void)snprintf(buf, size, "%llum", n / 60);
+	else
+		(void)snprintf(buf, size, "%llus", n);
 }
 
 /* ---- counting ---------------------------------------------------------------- */

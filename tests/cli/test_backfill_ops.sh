@@ -85,6 +85,18 @@ run backfill status --state "$ST" --pipeline nobody
 expect_rc 0 "a pipeline without backfills"
 expect_out_contains "no backfill of 'nobody'" "says so"
 
+# A marker the original wrote: no zone, no attempts.  The units are cut in
+# UTC (the same units for an elapsed window) and the zone is said unknown.
+run state put --state file:orig 'legacy::__backfill__::00000000000000aa' \
+	'{"descriptor":"time|2026-03-01T00:00:00-05:00|2026-03-01T12:00:00-05:00|21600|default","units":{"20260301T050000Z":{"status":"failed","error":"boom"}}}'
+run backfill status --state file:orig --pipeline legacy
+expect_rc 0 "status of the original's marker"
+expect_out_contains "window 6h  zone UTC (not recorded)  row default  done 0  failed 1  running 0  pending 1  (of 2)" \
+	"the original's marker: counts, window, zone unknown"
+run backfill status --state file:orig --pipeline legacy --hash 00000000000000aa --json
+expect_json '[u["status"] for u in d["units"]] == ["failed", "pending"] and d["units"][0]["attempts"] == 0 and d["units"][0]["error"] == "boom" and d["units"][0]["start"] == "2026-03-01T05:00:00+00:00"' \
+	"the original's marker unit by unit"
+
 # ---- status is a read command ----
 run backfill status --state file:missing --pipeline orders
 expect_rc 1 "status of a missing store"
