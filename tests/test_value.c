@@ -201,13 +201,89 @@ static void equality_is_structural(void **state)
 	assert_false(faucet_value_equal(a, c));
 	assert_false(faucet_value_equal(a, NULL));
 	assert_true(faucet_value_equal(NULL, NULL));
-	/* As in the original: an integer and a float are different values. */
-	assert_false(faucet_value_equal(one, one_f));
+	/* SPEC section 2: numbers by value, whatever the spelling. */
+	assert_true(faucet_value_equal(one, one_f));
 	faucet_value_free(a);
 	faucet_value_free(b);
 	faucet_value_free(c);
 	faucet_value_free(one);
 	faucet_value_free(one_f);
+}
+
+static void assert_equal_values(const char *x, const char *y, int want)
+{
+	faucet_value *a = tu_v(x), *b = tu_v(y);
+
+	/* Equality is symmetric, whichever side is compared first. */
+	if (faucet_value_equal(a, b) != want || faucet_value_equal(b, a) != want)
+		fail_msg("%s %s %s", x, want ? "should equal" : "should differ from", y);
+	faucet_value_free(a);
+	faucet_value_free(b);
+}
+
+/* SPEC section 2: numbers compare by their exact decimal value - never
+ * through a double - whatever the spelling or the json-c type. */
+static void numbers_compare_by_exact_decimal_value(void **state)
+{
+	(void)state;
+	assert_equal_values("1200", "1200.0", 1);
+	assert_equal_values("1200", "1.2e3", 1);
+	assert_equal_values("1200.0", "1.2E+3", 1);
+	assert_equal_values("1200", "12000e-1", 1);
+	assert_equal_values("1200", "0.0012e6", 1);
+	assert_equal_values("0.5", "5e-1", 1);
+	assert_equal_values("0.5", "50E-2", 1);
+	assert_equal_values("-12.50", "-1.25e1", 1);
+	assert_equal_values("1200", "1201", 0);
+	assert_equal_values("1200", "120", 0);
+	assert_equal_values("1200", "12", 0);
+	assert_equal_values("1200", "-1200", 0);
+	assert_equal_values("0.5", "0.05", 0);
+	assert_equal_values("1.5", "15", 0);
+	/* Beyond 2^53 a double cannot tell these apart; the values differ. */
+	assert_equal_values("9007199254740993", "9007199254740992", 0);
+	assert_equal_values("9007199254740993", "9007199254740992.0", 0);
+	assert_equal_values("9007199254740993", "9.007199254740993e15", 1);
+	assert_equal_values("9007199254740993.0", "9007199254740992.0", 0);
+	/* The whole json-c range: uint64 above INT64_MAX, int64 below zero. */
+	assert_equal_values("18446744073709551615", "18446744073709551615", 1);
+	assert_equal_values("18446744073709551615", "18446744073709551614", 0);
+	assert_equal_values("18446744073709551615", "1.8446744073709551615e19", 1);
+	assert_equal_values("18446744073709551615", "1.8446744073709551616e19", 0);
+	assert_equal_values("18446744073709551615", "9223372036854775807", 0);
+	assert_equal_values("9223372036854775808", "9223372036854775807", 0);
+	assert_equal_values("9223372036854775807", "9223372036854775807.0", 1);
+	assert_equal_values("-9223372036854775808", "-9.223372036854775808e18", 1);
+	assert_equal_values("-9223372036854775808", "9223372036854775808", 0);
+	/* Exact decimals: the double nearest 0.1 is not 0.1. */
+	assert_equal_values("0.1", "0.10000000000000001", 0);
+	assert_equal_values("0.1", "0.100", 1);
+	assert_equal_values("0.30000000000000004", "0.3", 0);
+	/* Zero has no sign as a value. */
+	assert_equal_values("-0", "0", 1);
+	assert_equal_values("-0.0", "0", 1);
+	assert_equal_values("0e5", "-0.000E-7", 1);
+	assert_equal_values("0", "1e-300", 0);
+	/* Exponents longer than an int64: compared digit by digit. */
+	assert_equal_values("1e-100000000000000000000", "10e-100000000000000000001", 1);
+	assert_equal_values("1e-100000000000000000000", "1e-100000000000000000001", 0);
+	assert_equal_values("1e-100000000000000000000", "0.1e-99999999999999999999", 1);
+	assert_equal_values("1e-100000000000000000000", "1e-000000000000000000000100000000000000000000",
+			    1);
+	assert_equal_values("1e-99999999999999999999", "1000e-100000000000000000002", 1);
+	assert_equal_values("1e-99999999999999999999", "1e-99", 0);
+	assert_equal_values("0e99999999999999999999", "0", 1);
+	/* Inside structures, with members in any order. */
+	assert_equal_values("{\"a\":1.0,\"b\":[2e0]}", "{\"b\":[2],\"a\":1}", 1);
+	assert_equal_values("{\"a\":1.0,\"b\":[2e0]}", "{\"b\":[2],\"a\":1.5}", 0);
+	assert_equal_values("[1,2.0]", "[2,1]", 0);
+	assert_equal_values("[1,2.0]", "[1.0,2]", 1);
+	/* A number is never a string, a boolean or null. */
+	assert_equal_values("1", "\"1\"", 0);
+	assert_equal_values("1", "true", 0);
+	assert_equal_values("0", "false", 0);
+	assert_equal_values("0", "null", 0);
+	assert_equal_values("{\"a\":0}", "{\"b\":0}", 0);
 }
 
 /* The tree behind a value is built on first use; many threads comparing
@@ -268,6 +344,7 @@ int main(void)
 		cmocka_unit_test(nesting_limit_is_exact),
 		cmocka_unit_test(duplicate_names_are_found_in_any_object),
 		cmocka_unit_test(equality_is_structural),
+		cmocka_unit_test(numbers_compare_by_exact_decimal_value),
 		cmocka_unit_test(shared_values_compare_from_many_threads),
 		cmocka_unit_test(references_are_counted),
 	};
