@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "store/value_internal.h"
 
 static void assert_round_trip(const char *json, const char *want)
 {
@@ -286,6 +287,45 @@ static void numbers_compare_by_exact_decimal_value(void **state)
 	assert_equal_values("{\"a\":0}", "{\"b\":0}", 0);
 }
 
+static void assert_canonical(const char *json, const char *want, int64_t lowest,
+			     int64_t highest)
+{
+	faucet_value *v = tu_v(json), *c = NULL;
+	int64_t lo = 0, hi = 0;
+
+	if (faucet_value__canonical_numbers(v, &c, &lo, &hi) != 0)
+		fail_msg("%s: %s", json, faucet_error_last()->message);
+	assert_string_equal(faucet_value_json(c), want);
+	if (lo != lowest || hi != highest)
+		fail_msg("%s: places [%lld, %lld], expected [%lld, %lld]", json, (long long)lo,
+			 (long long)hi, (long long)lowest, (long long)highest);
+	assert_true(faucet_value_equal(v, c));
+	faucet_value_free(c);
+	faucet_value_free(v);
+}
+
+/* The canonical spelling PostgreSQL's compare-and-put sends: the same
+ * value in significant digits only, and the places its digits span. */
+static void numbers_have_one_canonical_spelling(void **state)
+{
+	(void)state;
+	assert_canonical("1200", "1.2e3", 2, 3);
+	assert_canonical("1200.0", "1.2e3", 2, 3);
+	assert_canonical("0.00120", "1.2e-3", -4, -3);
+	assert_canonical("-7", "-7e0", 0, 0);
+	assert_canonical("[0,-0.0,0e-2000000000]", "[0,0,0]", INT64_MAX, INT64_MIN);
+	assert_canonical("10e-16384", "1e-16383", -16383, -16383);
+	assert_canonical("18446744073709551615", "1.8446744073709551615e19", 0, 19);
+	/* Strings, names and literals stay as they are, escapes included. */
+	assert_canonical("{\"n1\":[1.50,\"2.50\\\"1\",true,null],\"\\u00e9\":{}}",
+			 "{\"n1\":[1.5e0,\"2.50\\\"1\",true,null],\"\xc3\xa9\":{}}", -1, 0);
+	assert_canonical("\"\"", "\"\"", INT64_MAX, INT64_MIN);
+	/* An exponent beyond an int64 stays as written; its place saturates. */
+	assert_canonical("[1e-100000000000000000000,2]", "[1e-100000000000000000000,2e0]",
+			 INT64_MIN, 0);
+	assert_canonical("[0e+100000000000000000000]", "[0]", INT64_MAX, INT64_MIN);
+}
+
 /* The tree behind a value is built on first use; many threads comparing
  * the same shared values at once must all see it whole. */
 typedef struct {
@@ -345,6 +385,7 @@ int main(void)
 		cmocka_unit_test(duplicate_names_are_found_in_any_object),
 		cmocka_unit_test(equality_is_structural),
 		cmocka_unit_test(numbers_compare_by_exact_decimal_value),
+		cmocka_unit_test(numbers_have_one_canonical_spelling),
 		cmocka_unit_test(shared_values_compare_from_many_threads),
 		cmocka_unit_test(references_are_counted),
 	};

@@ -294,10 +294,12 @@ static char digit_at(const decimal *d, size_t i)
 	return i < d->int_len ? d->mant[i] : d->mant[i + 1];
 }
 
-/* Split a JSON number (already checked, or printed by us) into d. */
-static void decimal_read(const char *p, decimal *d)
+/* Split the JSON number at p (already checked, or printed by us; it ends
+ * at the first byte that cannot continue it) into d.  Returns its end. */
+static const char *decimal_read(const char *p, decimal *d)
 {
 	size_t n = 0;
+	int point = 0;
 
 	memset(d, 0, sizeof(*d));
 	d->zero = 1;
@@ -307,8 +309,10 @@ static void decimal_read(const char *p, decimal *d)
 	}
 	d->mant = p;
 	for (; is_digit_char(*p) || *p == '.'; p++) {
-		if (*p == '.')
+		if (*p == '.') {
+			point = 1;
 			continue;
+		}
 		if (*p != '0') {
 			if (d->zero)
 				d->first = n;
@@ -316,8 +320,9 @@ static void decimal_read(const char *p, decimal *d)
 			d->last = n;
 		}
 		n++;
+		if (!point)
+			d->int_len = n;
 	}
-	d->int_len = strcspn(d->mant, ".eE");
 	if (*p == 'e' || *p == 'E') {
 		p++;
 		if (*p == '+' || *p == '-')
@@ -330,6 +335,7 @@ static void decimal_read(const char *p, decimal *d)
 		d->exp_len = (size_t)(p - d->exp);
 	}
 	d->adjust = (int64_t)d->int_len - 1 - (int64_t)d->first;
+	return p;
 }
 
 #define SHORT_EXPONENT 18 /* digits an int64 holds with room for adjust */
@@ -388,8 +394,8 @@ static int decimal_equal(const char *ta, const char *tb)
 
 	if (strcmp(ta, tb) == 0)
 		return 1;
-	decimal_read(ta, &a);
-	decimal_read(tb, &b);
+	(void)decimal_read(ta, &a);
+	(void)decimal_read(tb, &b);
 	if (a.zero || b.zero)
 		return a.zero && b.zero; /* -0 and 0e5 are 0 */
 	if (a.negative != b.negative || a.last - a.first != b.last - b.first)
@@ -505,6 +511,82 @@ int faucet_value_equal(const faucet_value *a, const faucet_value *b)
 	if (faucet_value__tree(a, &ta) != 0 || faucet_value__tree(b, &tb) != 0)
 		return 0;
 	return tree_equal(ta, tb);
+}
+
+/* Append one number of a canonical text - 0, or [-]d[.ddd]e[-]N with only
+ * significant digits - and widen [*lowest, *highest] to its digits'
+ * places.  An exponent too long for an int64 is copied as written and its
+ * place saturates.  An append that fails marks out failed, which the
+ * caller checks once. */
+static void canonical_number(faucet_buf *out, const char *p, const char **end,
+			     int64_t *lowest, int64_t *highest)
+{
+	decimal d;
+	int64_t top, bottom;
+
+	*end = decimal_read(p, &d);
+	if (d.zero) {
+		(void)faucet_buf_putc(out, '0');
+		return;
+	}
+	if (d.exp_len > SHORT_EXPONENT) {
+		if (d.exp_negative)
+			*lowest = INT64_MIN;
+		else
+			*highest = INT64_MAX;
+		(void)faucet_buf_put(out, p, (size_t)(*end - p));
+		return;
+	}
+	top = exponent_value(&d) + d.adjust;
+	bottom = top - (int64_t)(d.last - d.first);
+	if (bottom < *lowest)
+		*lowest = bottom;
+	if (top > *highest)
+		*highest = top;
+	if (d.negative)
+		(void)faucet_buf_putc(out, '-');
+	(void)faucet_buf_putc(out, digit_at(&d, d.first));
+	if (d.last > d.first)
+		(void)faucet_buf_putc(out, '.');
+	for (size_t i = d.first + 1; i <= d.last; i++)
+		(void)faucet_buf_putc(out, digit_at(&d, i));
+	(void)faucet_buf_printf(out, "e%" PRId64, top);
+}
+
+int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, int64_t *lowest,
+				    int64_t *highest)
+{
+	faucet_buf buf = FAUCET_BUF_INIT;
+	const char *p = v->text, *end = v->text + v->len;
+	int rc;
+
+	*out = NULL;
+	*lowest = INT64_MAX;
+	*highest = INT64_MIN;
+	while (p < end) {
+		const char *from = p;
+
+		if (*p == '"') {
+			/* A string, copied as it is: skip to its closing quote. */
+			for (p++; *p != '"'; p++) {
+				if (*p == '\\')
+					p++;
+			}
+			(void)faucet_buf_put(&buf, from, (size_t)(++p - from));
+		} else if (*p == '-' || is_digit_char(*p)) {
+			canonical_number(&buf, p, &p, lowest, highest);
+		} else {
+			(void)faucet_buf_putc(&buf, *p++);
+		}
+	}
+	/* Every append fails once the buffer has: one check covers them. */
+	if (buf.failed || buf.ptr == NULL) {
+		faucet_buf_dispose(&buf);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory spelling numbers canonically");
+	}
+	rc = faucet_value__parse_at(out, buf.ptr, buf.len, "JSON value");
+	faucet_buf_dispose(&buf);
+	return rc;
 }
 
 faucet_value *faucet_value_ref(faucet_value *v)

@@ -714,6 +714,32 @@ static void compare_and_delete_removes_only_the_expected_value(void **state)
 	faucet_value_free(v);
 }
 
+/* Spellings PostgreSQL's numeric refuses for values it holds (more than
+ * 16383 digits after the point, trailing zeros included; a huge exponent
+ * on 0) and values beyond its range compare like any other number. */
+static void numbers_beyond_a_spelling_or_range(faucet_store *s)
+{
+	size_t zeros = 20000;
+	char *one = malloc(zeros + 3);
+
+	assert_non_null(one);
+	memcpy(one, "1.", 2);
+	memset(one + 2, '0', zeros);
+	one[zeros + 2] = '\0';
+	tu_put(s, "tiny", "1e-16383");
+	assert_false(tu_cas(s, "tiny", "1e-16384", "\"k\""));
+	assert_false(tu_cas(s, "tiny", "1e-100000000000000000000", "\"k\""));
+	assert_true(tu_cas(s, "tiny", "10e-16384", "\"k\""));
+	tu_assert_value(s, "tiny", "\"k\"");
+	tu_put(s, "zero", "0");
+	assert_false(tu_cas(s, "zero", "1e-16384", "\"l\""));
+	assert_true(tu_cas(s, "zero", "0e-2000000000", "\"l\""));
+	tu_put(s, "one", "1");
+	assert_true(tu_cas(s, "one", one, "\"m\""));
+	tu_assert_value(s, "one", "\"m\"");
+	free(one);
+}
+
 /* SPEC section 2: numbers compare by exact decimal value, whatever the
  * spelling, and never through a double - here where the backend compares
  * (PostgreSQL in SQL with JSONB, the others in C).  Each write that should
@@ -761,6 +787,7 @@ static void compare_and_put_compares_numbers_by_value(void **state)
 	tu_put(s, "zero", "0");
 	assert_true(tu_cas(s, "zero", "-0.0", "\"j\""));
 	tu_assert_value(s, "zero", "\"j\"");
+	numbers_beyond_a_spelling_or_range(s);
 }
 
 static void compare_and_delete_compares_numbers_by_value(void **state)
@@ -787,7 +814,14 @@ static void compare_and_delete_compares_numbers_by_value(void **state)
 	assert_false(cad(s, "max", "18446744073709551614"));
 	assert_true(cad(s, "max", "1.8446744073709551615e19"));
 	tu_put(s, "zero", "0");
+	assert_false(cad(s, "zero", "1e-16384"));
 	assert_true(cad(s, "zero", "-0"));
+	tu_put(s, "tiny", "1e-16383");
+	assert_false(cad(s, "tiny", "1e-100000000000000000000"));
+	assert_true(cad(s, "tiny", "10e-16384"));
+	tu_put(s, "zero", "0");
+	assert_true(cad(s, "zero", "0e-2000000000"));
+	tu_assert_value(s, "tiny", NULL);
 	tu_assert_value(s, "big", NULL);
 	tu_assert_value(s, "max", NULL);
 	tu_assert_value(s, "zero", NULL);
