@@ -114,7 +114,7 @@ for m in "${all[@]}"; do
     continue
   fi
   if ! cmake --build "$build" -j"$(nproc)" >"$scratch/build.log" 2>&1; then
-    echo "ERROR     $kind $file:$line (does not build)"
+    echo "ERROR     $kind $file:$line (does not build: $(grep -m1 -E 'error|Error' "$scratch/build.log"))"
     broken=$((broken + 1))
   elif (cd "$build" && ctest -L durability >"$scratch/test.log" 2>&1); then
     echo "SURVIVED  $kind $file:$line"
