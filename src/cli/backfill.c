@@ -519,20 +519,22 @@ static void put_option(faucet_buf *b, const char *name, const char *value)
  * (exact instants in the zone), so it names the same marker whatever the
  * original arguments looked like.  A store chosen through FAUCET_CONFIG or
  * FAUCET_STATE is left to the environment, and a --state URL is shown
- * redacted: a password is never printed, even here.
+ * redacted: a password is never printed, even here (the command then needs
+ * the password put back, or the URL in FAUCET_STATE).
  */
 static char *resume_command(const cli_context *ctx, const bf_args *a, const faucet_backfill_plan *p)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
 	(void)faucet_buf_puts(&b, "faucet backfill");
+	/* Both when both were given: --state picks the store, and the YAML
+	 * may still hold the command and the defaults. */
 	if (ctx->state_url != NULL) {
 		char *shown = faucet_url_redact(ctx->state_url);
 		put_option(&b, "--state", shown ? shown : "URL");
 		free(shown);
-	} else if (ctx->config_arg != NULL) {
-		put_option(&b, "-c", ctx->config_arg);
 	}
+	put_option(&b, "-c", ctx->config_arg);
 	put_option(&b, "--encryption-key-env", ctx->key_env);
 	put_option(&b, "--pipeline", a->pipeline);
 	put_option(&b, "--from", faucet_backfill_plan_from(p));

@@ -34,6 +34,23 @@ esac
 # Non-terminal stderr: plain lines, no status line and no escape sequences.
 case "$ERR" in *$'\r'* | *$'\033'*) fail "plain lines off a terminal" ;; *) pass ;; esac
 
+# With -c, the resume command keeps the config (its command and defaults).
+cat > r.yaml <<'YAML'
+name: shop
+state: {type: file, config: {path: rst}}
+backfill:
+  window: 1d
+  command: ["sh", "-c", "[ \"$1\" != 20260602T000000Z ]", "unit", "${backfill.unit}"]
+YAML
+run backfill -c r.yaml --from 2026-06-01 --to 2026-06-04
+expect_rc 1 "a config's backfill with one failure"
+resume_c=$(printf '%s\n' "$OUT" | sed -n 's/^to retry the failed windows: //p')
+if [ "$resume_c" = "faucet backfill -c r.yaml --pipeline shop --from 2026-06-01T00:00:00+00:00 --to 2026-06-04T00:00:00+00:00 --window 1d --timezone UTC --resume" ]; then
+	pass
+else
+	fail "the resume command of a config's backfill: '$resume_c'"
+fi
+
 # ---- status: one range, by its boundaries ----
 run backfill status --state "$ST" --pipeline orders --from 2026-06-01 --to 2026-06-06 --window 1d --timezone "$ZONE"
 expect_rc 0 "status of one range"
