@@ -160,9 +160,14 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 				it.command = "backfill status";
 				continue;
 			}
-			if (!it.positional_only)
+			if (!it.positional_only) {
+				static const char *const subs[] = {"status"};
+				if (!a->status && cli_suggest(v, subs, 1) != NULL)
+					return cli_usage_error(it.command, "unexpected argument '%s' "
+							       "(did you mean 'status'?)", v);
 				return cli_usage_error(it.command,
 						       "unexpected argument '%s' (put the command after --)", v);
+			}
 			if (faucet_strarray_push(&a->command, v) != 0)
 				return cli_fail(CLI_EXIT_FAILED, "backfill");
 			a->command_from_argv = 1;

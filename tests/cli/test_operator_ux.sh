@@ -14,6 +14,9 @@ expect_err_contains "unknown subcommand 'lsit' (did you mean 'list'?)" "names th
 run backfill --pipeline p --from 2026-01-01 --to 2026-01-02 --windw 1d -- true
 expect_rc 2 "an unknown flag"
 expect_err_contains "unknown option '--windw' (did you mean --window?)" "names the nearest flag"
+run backfill statsu --pipeline p
+expect_rc 2 "a mistyped backfill subcommand"
+expect_err_contains "(did you mean 'status'?)" "names backfill status"
 run state list --jsn
 expect_err_contains "(did you mean --json?)" "global flags are candidates too"
 run state list --zzzzzz
@@ -150,7 +153,7 @@ run completion tcsh
 expect_rc 2 "an unknown shell"
 
 # ---- the man page is installed ----
-src=${FAUCET_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+src=${FAUCET_SOURCE_DIR:-}
 build=$(dirname "$FAUCET_BIN")
 if cmake --install "$build" --prefix "$PWD/prefix" >install.log 2>&1 &&
 	[ -f prefix/share/man/man1/faucet.1 ] && [ -x prefix/bin/faucet ]; then
@@ -158,7 +161,7 @@ if cmake --install "$build" --prefix "$PWD/prefix" >install.log 2>&1 &&
 else
 	fail "cmake --install puts faucet(1) and the binary under the prefix: $(tail -3 install.log)"
 fi
-if command -v groff >/dev/null; then
+if [ -n "$src" ] && command -v groff >/dev/null; then
 	if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | grep -q "backfill status"; then pass; else fail "the man page renders"; fi
 fi
 
