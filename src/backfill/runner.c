@@ -176,6 +176,7 @@ typedef struct {
 	size_t done_elsewhere, failed_elsewhere; /* of res->by_others */
 	double duration_sum;              /* seconds, units that reached an outcome */
 	uint64_t metrics_written_ms;      /* when the metrics file was last written */
+	int metrics_failure_said;         /* a failed mid-run write was reported */
 	faucet_buf leases_left;           /* "KEY (expires ...)" of unreleased leases */
 	int lease_code;                   /* the first release failure's code */
 	char *lease_msg;                  /* ... and its message */
@@ -321,8 +322,10 @@ static void refresh_metrics(runner *r, int now)
 	if (!now && r->metrics_written_ms != 0 && t - r->metrics_written_ms < METRICS_EVERY_MS)
 		return;
 	r->metrics_written_ms = t;
-	if (write_metrics_file(r->o->metrics_file) != 0)
+	if (write_metrics_file(r->o->metrics_file) != 0 && !r->metrics_failure_said) {
+		r->metrics_failure_said = 1;
 		say(r, "%s", faucet_error_last()->message);
+	}
 }
 
 /* Write the registry to `path` atomically (see faucet_metrics_write_file):
