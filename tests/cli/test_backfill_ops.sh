@@ -176,6 +176,12 @@ for line in '# HELP faucet_backfill_progress_ratio ' '# TYPE faucet_backfill_pro
 	'faucet_backfill_last_update_timestamp_seconds{pipeline="orders"} 1'; do
 	case "$m" in *"$line"*) pass ;; *) fail "metrics file should hold '$line': $m" ;; esac
 done
+# A metrics file that cannot be written: said once mid-run, an error at the end.
+touch notadir
+# (each unit takes over a second, so the rewrites are not throttled away)
+run "${BF[@]}" --from 2026-11-20 --to 2026-11-23 --window 1d --metrics-file notadir/m.prom -- sleep 1.1
+expect_rc 1 "an unwritable metrics file fails the run at its end"
+if [ "$(printf '%s\n' "$ERR" | grep -c '^backfill: .*metrics')" -eq 1 ]; then pass; else fail "the mid-run failure is said once"; fi
 # Interrupted: the file is written again, with the interrupted unit pending.
 run "${BF[@]}" --from 2026-11-10 --to 2026-11-12 --window 1d --metrics-file mi.prom -- sh -c 'kill -INT $PPID; exec sleep 30'
 expect_rc 130 "interrupted"
