@@ -69,6 +69,8 @@ typedef struct cli_context {
 	char *store_label;                /* owned: redacted, safe to print */
 
 	char *key_material; /* owned copy of the key read from key_env; wiped */
+	cli_config *to_config; /* a destination named by --to-config (owned) */
+	char *to_label;        /* ... and its name for messages (owned) */
 	faucet_strarray previous_material; /* the previous keys' values; wiped */
 	char *previous_list; /* the previous keys' variable names, comma-separated */
 } cli_context;
@@ -195,6 +197,14 @@ int cli_state_rekey(cli_context *ctx, int argc, char **argv);
  * holds them (comma-separated): --previous-key-env, else that variable.
  * NULL when there are none.  Owned by the context. */
 const char *cli_previous_key_env_list(cli_context *ctx);
+
+/* Open the store a pipeline YAML names - its state: block, with the
+ * encryption the YAML gives it - as the destination of `state copy` or
+ * `state import` (--to-config FILE).  *label (owned by the context) names it
+ * in messages.  On failure the error has been printed and the exit code is
+ * returned: 2 for a bad or state-less config, 1 when the store failed. */
+int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
+			  const char **label);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

@@ -48,6 +48,8 @@ void cli_context_init(cli_context *ctx)
 void cli_context_dispose(cli_context *ctx)
 {
 	cli_config_free(ctx->config);
+	cli_config_free(ctx->to_config);
+	free(ctx->to_label);
 	free(ctx->selected_url);
 	free(ctx->store_label);
 	cli_wipe_free(ctx->key_material);
@@ -165,6 +167,12 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	 * references replace it (library messages name types, paths, ...). */
 	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
 
+	/* ... nor one from a destination's config (--to-config). */
+	if (text != NULL && error_ctx != NULL && error_ctx->to_config != NULL) {
+		char *both = cli_config_scrub(error_ctx->to_config, text);
+		free(text);
+		text = both;
+	}
 	if (text == NULL)
 		text = faucet__strdup("out of memory");
 	if (text == NULL)
@@ -730,6 +738,38 @@ int cli_open_store(cli_context *ctx, faucet_store **out)
 int cli_open_store_existing(cli_context *ctx, faucet_store **out)
 {
 	return open_store(ctx, 1, out);
+}
+
+int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
+			  const char **label)
+{
+	faucet_encryption_options enc;
+	faucet_store_config cfg;
+	cli_config *conf = NULL;
+
+	*out = NULL;
+	*label = NULL;
+	if (ctx->to_config != NULL)
+		return cli_error(CLI_EXIT_USAGE, "--to-config given twice");
+	if (cli_config_load(&conf, path) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "bad config (--to-config)");
+	ctx->to_config = conf;
+	if (!conf->has_state)
+		return cli_error(CLI_EXIT_USAGE,
+				 "config %s (--to-config) has no state: block, so it names no store",
+				 conf->path);
+	ctx->to_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
+	if (ctx->to_label == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	*label = ctx->to_label;
+	cli_config_store(conf, &cfg, &enc);
+	if (faucet_store_open_config(out, &cfg) != 0) {
+		int code = faucet_error_last()->code;
+		return cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+										 : CLI_EXIT_FAILED,
+				"cannot open the destination store %s", ctx->to_label);
+	}
+	return 0;
 }
 
 int cli_store_is_encrypted(const cli_context *ctx)
