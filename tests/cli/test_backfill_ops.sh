@@ -139,7 +139,8 @@ run "${BF[@]}" --from 2026-10-01 --to 2026-10-02 --json -- false
 expect_rc 1 "one failed unit"
 expect_json 'd["outcome"] == "units_failed" and d["failed"] == 1 and d["exit"] == 1 and d["failed_windows"][0]["start"] == "2026-10-01T00:00:00+00:00" and d["resume_command"].endswith("--resume -- false")' \
 	"--json: units_failed"
-run "${BF[@]}" --from 2026-10-05 --to 2026-10-06 --json -- true
+run "${BF[@]}" --from 2026-10-05 --to 2026-10-06 --json -- echo 'unit output on stdout'
+expect_err_contains "] unit output on stdout" "with --json a unit's stdout goes to stderr"
 expect_json 'd["outcome"] == "ok" and d["exit"] == 0 and d["failed_windows"] == [] and d["resume_command"] is None' "--json: ok"
 run backfill --state file:st --pipeline orders --from 2026-10-01 --to 2026-10-02 --window 5x --json -- true
 expect_rc 2 "a usage error"
