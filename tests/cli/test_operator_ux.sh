@@ -187,6 +187,12 @@ run state get --state file:rot --encryption-key-env NEW_KEY --previous-key-env O
 expect_err_lacks "warning" "no warning for keys of 16 bytes or more"
 # The key itself never shows, not even in the error naming its variable.
 expect_err_lacks "ux-old-key" "no key material in messages"
+# Backfill units inherit the previous keys' variable names, not their values.
+run backfill --state file:rot --encryption-key-env NEW_KEY --previous-key-env OLD_KEY \
+	--previous-key-env NEW_KEY --pipeline p --from 2026-01-01 --to 2026-01-02 -- \
+	sh -c 'echo "$FAUCET_ENCRYPTION_KEY_ENV $FAUCET_PREVIOUS_KEY_ENV" > pk'
+expect_rc 0 "a backfill with previous keys"
+if [ "$(cat pk 2>/dev/null)" = "NEW_KEY OLD_KEY,NEW_KEY" ]; then pass; else fail "units get the key variables' names: $(cat pk 2>/dev/null)"; fi
 # A short passphrase gets a warning.
 export SHORT_KEY=abc
 run state put --state file:short --encryption-key-env SHORT_KEY p::k 1
