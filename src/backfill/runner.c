@@ -207,6 +207,18 @@ static int64_t wall_now(void)
 	return (int64_t)time(NULL);
 }
 
+/* Unix seconds as RFC 3339 UTC ("2026-06-06T00:00:00+00:00"), the form
+ * section 8's documents use for times. */
+static void utc_text(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	buf[0] = '\0';
+	if (gmtime_r(&tt, &tm) != NULL)
+		(void)strftime(buf, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+}
+
 /* Remember the first store failure; it ends the run once units drain. */
 static void set_fatal(runner *r, int rc)
 {
@@ -770,7 +782,8 @@ static void unit_settled_elsewhere(runner *r, size_t i, const faucet_backfill_ma
 		r->failed_elsewhere++;
 	r->res->by_others++;
 	r->finished++;
-	say(r, "unit %s was finished by another runner", unit_at(r, i)->id);
+	say(r, "window %s/%s (unit %s) was finished by another runner", unit_at(r, i)->start,
+	    unit_at(r, i)->end, unit_at(r, i)->id);
 	if (r->cb && r->cb->on_unit_end)
 		r->cb->on_unit_end(r->cb->ctx, unit_at(r, i), FAUCET_BACKFILL_PENDING, NULL,
 				   r->finished, r->res->total);
@@ -782,9 +795,13 @@ static void defer(runner *r, size_t i, int64_t held_until)
 
 	if (wait_ms > RETRY_MS_MAX)
 		wait_ms = RETRY_MS_MAX;
-	if (!r->seen_leased[i])
-		say(r, "unit %s is leased by another runner until %lld; coming back to it later",
-		    unit_at(r, i)->id, (long long)held_until);
+	if (!r->seen_leased[i]) {
+		char until[40];
+
+		utc_text(held_until, until, sizeof(until));
+		say(r, "window %s/%s (unit %s) is leased by another runner until %s; coming back to "
+		    "it later", unit_at(r, i)->start, unit_at(r, i)->end, unit_at(r, i)->id, until);
+	}
 	r->seen_leased[i] = 1;
 	r->deferred[r->ndeferred].index = i;
 	r->deferred[r->ndeferred].retry_at_ms = faucet__now_ms() + wait_ms;
@@ -930,18 +947,6 @@ static char *failure_message(const running_unit *ru)
 	if (WIFSIGNALED(ru->status))
 		return faucet__sprintf("killed by signal %d%s%s", WTERMSIG(ru->status), sep, ru->last);
 	return faucet__sprintf("exit status %d%s%s", WEXITSTATUS(ru->status), sep, ru->last);
-}
-
-/* Unix seconds as RFC 3339 UTC ("2026-06-06T00:00:00+00:00"), the form
- * section 8's documents use for times. */
-static void utc_text(int64_t t, char *buf, size_t size)
-{
-	struct tm tm;
-	time_t tt = (time_t)t;
-
-	buf[0] = '\0';
-	if (gmtime_r(&tt, &tm) != NULL)
-		(void)strftime(buf, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
 }
 
 /* Merge the unit's outcome, its attempt's times and the range's zone into

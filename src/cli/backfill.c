@@ -403,8 +403,9 @@ static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfil
 	if (st == FAUCET_BACKFILL_FAILED)
 		note_failure(v, u, error);
 	/* On a terminal the status line tells of units done; failures and
-	 * units left pending get a line of their own everywhere. */
-	if (v->tty && st == FAUCET_BACKFILL_DONE) {
+	 * units left pending get a line of their own everywhere.  A unit
+	 * another runner finished has had its line from the runner. */
+	if ((v->tty && st == FAUCET_BACKFILL_DONE) || !ours) {
 		draw_status(v);
 		return;
 	}
@@ -416,8 +417,7 @@ static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfil
 		(void)faucet_buf_puts(&line, " failed: ");
 		cli_escape(&line, error ? error : "");
 	} else {
-		(void)faucet_buf_puts(&line, ours ? " left pending (interrupted)"
-						  : " was finished by another runner");
+		(void)faucet_buf_puts(&line, " left pending (interrupted)");
 	}
 	(void)faucet_buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
 	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);

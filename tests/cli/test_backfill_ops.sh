@@ -51,6 +51,21 @@ else
 	fail "the resume command of a config's backfill: '$resume_c'"
 fi
 
+# A unit leased by another runner: the notice names its window and when the
+# lease runs out; the runner comes back to it once it has expired (in 3 s).
+LB=(backfill --state "$ST" --pipeline leased)
+run "${LB[@]}" --from 2027-02-01 --to 2027-02-02 --dry-run --json
+h=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["range_hash"])')
+run state put --state "$ST" "leased::backfill::$h::20270201T000000Z::__lease__" \
+	"{\"holder\":\"other:1:x\",\"expires_at\":$(( $(date +%s) + 3 ))}"
+run "${LB[@]}" --from 2027-02-01 --to 2027-02-02 -- true
+expect_rc 0 "the leased unit runs once the lease has expired"
+if printf '%s\n' "$ERR" | grep -q '^backfill: window 2027-02-01T00:00:00+00:00/2027-02-02T00:00:00+00:00 (unit 20270201T000000Z) is leased by another runner until 20[0-9-]*T[0-9:]*+00:00; coming back to it later$'; then
+	pass
+else
+	fail "the lease notice names the window and the expiry as a time"
+fi
+
 # ---- status: one range, by its boundaries ----
 run backfill status --state "$ST" --pipeline orders --from 2026-06-01 --to 2026-06-06 --window 1d --timezone "$ZONE"
 expect_rc 0 "status of one range"
