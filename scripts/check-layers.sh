@@ -57,7 +57,9 @@ KNOWN=(
   # (faucet__*, faucet_buf_*, faucet_strarray_push*), the durable-write
   # helper, and faucet_value__parse_at.  Fix: give the command its own small
   # helpers, or make what it needs public.
+  "src/cli/args.c -> common"
   "src/cli/backfill.c -> common"
+  "src/cli/backfill_status.c -> common"
   "src/cli/config.c -> common"
   "src/cli/context.c -> common"
   "src/cli/doctor.c -> common"

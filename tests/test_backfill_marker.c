@@ -204,6 +204,75 @@ static void record_creates_merges_and_keeps_done(void **state)
 	faucet_store_free(s);
 }
 
+/* Our added fields: attempts counted per outcome, the last attempt's times,
+ * the zone recorded once; a late failure of a done unit changes nothing; a
+ * marker of the original (no added fields) reads as 0 attempts; a wrongly
+ * typed added field is a shape error. */
+static void record_outcome_counts_attempts(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_backfill_marker *m = NULL, *back = NULL;
+	faucet_backfill_outcome o;
+	faucet_backfill_unit_info info;
+	faucet_value *v = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	memset(&o, 0, sizeof(o));
+	o.descriptor = "d";
+	o.timezone = "Europe/Berlin";
+	o.unit = "u";
+	o.error = "exit status 3: disk full";
+	o.started_at = "2026-06-06T00:00:00+00:00";
+	o.ended_at = "2026-06-06T00:00:05+00:00";
+	assert_int_equal(faucet_backfill_marker_record_outcome(s, "p::__backfill__::h", &o, NULL), 0);
+	o.timezone = "UTC"; /* the first zone recorded stays */
+	o.started_at = "2026-06-07T00:00:00+00:00";
+	o.ended_at = "2026-06-07T00:00:09+00:00";
+	assert_int_equal(faucet_backfill_marker_record_outcome(s, "p::__backfill__::h", &o, &m), 0);
+	assert_int_equal(faucet_backfill_marker_unit_info(m, "u", &info), 1);
+	assert_int_equal(info.status, FAUCET_BACKFILL_FAILED);
+	assert_int_equal(info.attempts, 2);
+	assert_string_equal(info.started_at, "2026-06-07T00:00:00+00:00");
+	assert_string_equal(info.ended_at, "2026-06-07T00:00:09+00:00");
+	assert_string_equal(faucet_backfill_marker_timezone(m), "Europe/Berlin");
+	faucet_backfill_marker_free(m);
+	o.error = NULL;
+	assert_int_equal(faucet_backfill_marker_record_outcome(s, "p::__backfill__::h", &o, NULL), 0);
+	o.error = "late";
+	assert_int_equal(faucet_backfill_marker_record_outcome(s, "p::__backfill__::h", &o, NULL), 0);
+	tu_assert_value(s, "p::__backfill__::h",
+			"{\"descriptor\":\"d\",\"timezone\":\"Europe/Berlin\",\"units\":{\"u\":"
+			"{\"status\":\"done\",\"attempts\":3,\"started_at\":\"2026-06-07T00:00:00+00:00\","
+			"\"ended_at\":\"2026-06-07T00:00:09+00:00\"}}}");
+	/* Round trip through a value. */
+	assert_int_equal(faucet_backfill_marker_load(s, "p::__backfill__::h", &m), 0);
+	assert_int_equal(faucet_backfill_marker_to_value(m, &v), 0);
+	assert_int_equal(faucet_backfill_marker_from_value(&back, v), 0);
+	assert_true(faucet_backfill_marker_equal(m, back));
+	faucet_value_free(v);
+	faucet_backfill_marker_free(back);
+	faucet_backfill_marker_free(m);
+	/* The original's marker. */
+	v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"failed\",\"error\":\"x\"}}}");
+	assert_int_equal(faucet_backfill_marker_from_value(&m, v), 0);
+	assert_int_equal(faucet_backfill_marker_unit_info(m, "u", &info), 1);
+	assert_int_equal(info.attempts, 0);
+	assert_null(info.started_at);
+	assert_null(faucet_backfill_marker_timezone(m));
+	assert_int_equal(faucet_backfill_marker_unit_info(m, "absent", &info), 0);
+	assert_int_equal(info.status, FAUCET_BACKFILL_PENDING);
+	faucet_backfill_marker_free(m);
+	faucet_value_free(v);
+	v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"done\",\"attempts\":\"2\"}}}");
+	assert_int_equal(faucet_backfill_marker_from_value(&m, v), FAUCET_ECONFIG);
+	faucet_value_free(v);
+	v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"done\",\"ended_at\":5}}}");
+	assert_int_equal(faucet_backfill_marker_from_value(&m, v), FAUCET_ECONFIG);
+	faucet_value_free(v);
+	faucet_store_free(s);
+}
+
 /* ---- concurrent merges ---------------------------------------------------- */
 
 #define THREADS 8
@@ -346,6 +415,7 @@ int main(void)
 		cmocka_unit_test(fresh_marker_runs_everything),
 		cmocka_unit_test(corrupt_markers_are_config_errors),
 		cmocka_unit_test(record_creates_merges_and_keeps_done),
+		cmocka_unit_test(record_outcome_counts_attempts),
 		cmocka_unit_test(concurrent_merges_lose_nothing),
 		cmocka_unit_test(record_that_keeps_losing_is_contention),
 	};

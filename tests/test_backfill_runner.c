@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "internal.h"
 #include "backfill/backfill_internal.h"
 #include <faucet/sys/store_backend.h>
 
@@ -93,7 +94,7 @@ static int run(fixture *f, const char *script, faucet_backfill_mode mode, unsign
 {
 	const char *argv[] = {"/bin/sh", "-c", script, "unit", "${backfill.start}",
 			      "${backfill.end_date}", "${backfill.unit}", NULL};
-	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL};
+	faucet_backfill_progress cb = {f, NULL, cb_planned, cb_start, cb_end, NULL, NULL, NULL};
 	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
 
 	f->events[0] = '\0';
@@ -835,6 +836,66 @@ static void two_processes_share_the_work_through_a_file_store(void **state)
 	teardown(f);
 }
 
+/* on_output: every line of both streams, whole, without its break, tagged
+ * with its unit and stream; "\r\n" is one break, a bare "\r" ends a line
+ * too, an unterminated last line still arrives, a line longer than the
+ * buffer arrives in pieces.  Stdout no longer reaches our own stdout. */
+typedef struct {
+	faucet_buf lines;
+	size_t count;
+	int started, ticks;
+} output_log;
+
+static void cb_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, const char *line)
+{
+	output_log *o = ctx;
+
+	(void)faucet_buf_printf(&o->lines, "%s %s [%.40s] %zu\n", u->id, is_stderr ? "err" : "out",
+				line, strlen(line));
+	o->count++;
+}
+
+static void cb_tick(void *ctx)
+{
+	((output_log *)ctx)->ticks++;
+}
+
+static void unit_output_arrives_line_by_line(void **state)
+{
+	fixture *f = setup_plan(NULL, 1);
+	output_log log = {FAUCET_BUF_INIT, 0, 0, 0};
+	const char *argv[] = {"/bin/sh", "-c",
+			      "printf 'one\\r\\ntwo\\rthree\\n\\n'; printf 'e1\\ne2' >&2; "
+			      "head -c 3000 /dev/zero | tr '\\0' x",
+			      NULL};
+	faucet_backfill_progress cb = {&log, NULL, NULL, NULL, NULL, NULL, cb_output, cb_tick};
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
+	faucet_backfill_result res;
+	(void)state;
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.state_url = "memory:";
+	o.progress = &cb;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	assert_int_equal(res.done, 1);
+	assert_non_null(log.lines.ptr);
+	/* Stdout and stderr are read separately, so only each stream's own
+	 * order is fixed. */
+	assert_non_null(strstr(log.lines.ptr, "20260601T000000Z out [one] 3\n"
+						"20260601T000000Z out [two] 3\n"
+						"20260601T000000Z out [three] 5\n"
+						"20260601T000000Z out [] 0\n"));
+	assert_non_null(strstr(log.lines.ptr, "20260601T000000Z err [e1] 2\n"));
+	assert_non_null(strstr(log.lines.ptr, "20260601T000000Z err [e2] 2\n"));
+	/* 3000 bytes with no break: pieces of at most 1023, all of them. */
+	assert_non_null(strstr(log.lines.ptr, "out [xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx] 1023\n"));
+	assert_non_null(strstr(log.lines.ptr, "out [xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx] 954\n"));
+	assert_int_equal(log.count, 9);
+	faucet_buf_dispose(&log.lines);
+	teardown(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +915,7 @@ int main(void)
 		cmocka_unit_test(lease_replies_lost_do_not_stop_the_run),
 		cmocka_unit_test(a_store_without_atomic_compare_and_put_is_refused),
 		cmocka_unit_test(units_inherit_the_key_variable_names),
+		cmocka_unit_test(unit_output_arrives_line_by_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

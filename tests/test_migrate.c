@@ -212,7 +212,9 @@ static void both_outcomes_render_as_prometheus_text(void **state)
 	assert_int_equal(migrate(mem, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_MOVED);
 	assert_int_equal(migrate(racing, "p::new", old_only, 1, NULL), FAUCET_MIGRATION_CURRENT);
 	assert_int_equal(faucet_metrics_render(&text), 0);
-	assert_string_equal(text, "# TYPE faucet_state_key_migrations_total counter\n"
+	assert_string_equal(text, "# HELP faucet_state_key_migrations_total State keys moved from a "
+				  "legacy rendering, by outcome.\n"
+				  "# TYPE faucet_state_key_migrations_total counter\n"
 				  "faucet_state_key_migrations_total{outcome=\"moved\"} 1\n"
 				  "faucet_state_key_migrations_total{outcome=\"raced\"} 1\n");
 	free(text);

@@ -177,6 +177,36 @@ FAUCET_EXTERN faucet_backfill_status faucet_backfill_marker_status(const faucet_
 								   const char **error);
 
 FAUCET_EXTERN const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m);
+
+/* The zone the range was planned in ("Europe/Berlin"), an added field the
+ * original does not write: NULL when the marker does not record it. */
+FAUCET_EXTERN const char *faucet_backfill_marker_timezone(const faucet_backfill_marker *m);
+FAUCET_EXTERN int faucet_backfill_marker_set_timezone(faucet_backfill_marker *m,
+						      const char *timezone);
+
+/* What the marker knows of one unit.  Strings are owned by the marker;
+ * attempts is 0 and the times NULL when not recorded (a marker written by
+ * the original, or a unit still pending). */
+typedef struct {
+	faucet_backfill_status status;
+	const char *error;      /* failed units */
+	unsigned attempts;      /* runs of the unit that reached an outcome */
+	const char *started_at; /* the last such run's start, RFC 3339 UTC */
+	const char *ended_at;   /* ... and end */
+} faucet_backfill_unit_info;
+
+/* Fill *out for `unit`; returns 1 when the marker has an outcome for it,
+ * 0 (and a PENDING, zeroed *out) otherwise. */
+FAUCET_EXTERN int faucet_backfill_marker_unit_info(const faucet_backfill_marker *m,
+						   const char *unit,
+						   faucet_backfill_unit_info *out);
+
+/* Set the attempt count and times of a unit that has an outcome
+ * (FAUCET_EINVALID otherwise).  Times may be NULL. */
+FAUCET_EXTERN int faucet_backfill_marker_set_attempt(faucet_backfill_marker *m, const char *unit,
+						     unsigned attempts, const char *started_at,
+						     const char *ended_at);
+
 FAUCET_EXTERN size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m);
 FAUCET_EXTERN size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m);
 
@@ -208,6 +238,23 @@ FAUCET_EXTERN int faucet_backfill_marker_record(faucet_store *s, const char *key
 						const char *error,
 						faucet_backfill_marker **current);
 
+/* One unit's outcome with what the runner knows about the attempt. */
+typedef struct {
+	const char *descriptor; /* the range; required */
+	const char *timezone;   /* recorded when the marker has none yet; may be NULL */
+	const char *unit;       /* required */
+	const char *error;      /* NULL = done */
+	const char *started_at; /* RFC 3339; with ended_at, counts one more attempt */
+	const char *ended_at;
+} faucet_backfill_outcome;
+
+/* As faucet_backfill_marker_record, also counting the attempt (when it
+ * has times) and recording its times and the range's zone.  A failure
+ * that arrives for a unit already done changes nothing, attempts included. */
+FAUCET_EXTERN int faucet_backfill_marker_record_outcome(faucet_store *s, const char *key,
+							const faucet_backfill_outcome *o,
+							faucet_backfill_marker **current);
+
 /* ---- running ------------------------------------------------------------- */
 
 /* Expand ${backfill.start|end|start_date|end_date|start_unix|end_unix|unit}
@@ -238,6 +285,14 @@ typedef struct {
 			    const char *error, size_t finished, size_t total);
 	/* A warning or notice worth a line ("unit X is leased by ...; later"). */
 	void (*on_message)(void *ctx, const char *text);
+	/* One line a unit wrote to its stdout (is_stderr 0) or stderr, without
+	 * its line break.  When NULL, the units' output is copied to our own
+	 * stdout and stderr as it comes. */
+	void (*on_output)(void *ctx, const faucet_backfill_unit *u, int is_stderr,
+			  const char *line);
+	/* About once a second while units run, so a display can show the time
+	 * passing even when no unit starts or ends. */
+	void (*on_tick)(void *ctx);
 } faucet_backfill_progress;
 
 /* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT, then set
@@ -255,7 +310,9 @@ typedef struct {
 	int64_t lease_ttl;             /* seconds; 0 = 60; at least 3 */
 	const char *config_path;       /* given to units as FAUCET_CONFIG (made absolute) */
 	const char *state_url;         /* else given as FAUCET_STATE */
-	const char *metrics_file;      /* Prometheus text written here at the end; NULL = none */
+	const char *metrics_file;      /* Prometheus text written here as units end (at most
+					* once a second), when interrupted, and at the end;
+					* NULL = none */
 	int handle_signals;            /* catch SIGINT/SIGTERM while running */
 	const faucet_backfill_progress *progress; /* may be NULL */
 	/* The names (never the values) of the environment variables holding

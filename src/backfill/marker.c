@@ -8,6 +8,13 @@
  * ({pipeline}::{row}) and from every unit's own key.  Pending units are
  * simply absent, so an interrupted unit is retried by --resume.
  *
+ * We add fields the original does not write and does not need - the range's
+ * "timezone" beside the descriptor, and per unit "attempts", "started_at"
+ * and "ended_at" (RFC 3339 UTC) - so `faucet backfill status` can show them.
+ * The original's own fields keep their names and meaning, so it still reads
+ * a marker we wrote; a marker without our fields reads as attempts 0 and
+ * no times.
+ *
  * Several runners may finish units of one range at the same time, so the
  * marker is never written blind: each outcome is merged into the document
  * read from the store and written back with compare-and-put, and a lost race
@@ -29,10 +36,13 @@ typedef struct {
 	char *unit; /* first: faucet__find_sorted looks it up */
 	faucet_backfill_status status;
 	char *error; /* failed units only */
+	unsigned attempts;             /* runs that reached an outcome; 0 = not recorded */
+	char *started_at, *ended_at;   /* the last such run's times, or NULL */
 } unit_outcome;
 
 struct faucet_backfill_marker {
 	char *descriptor;
+	char *timezone; /* the zone the range was planned in, or NULL (not recorded) */
 	unit_outcome *units; /* sorted by strcmp of unit */
 	size_t count, cap;
 };
@@ -86,9 +96,12 @@ void faucet_backfill_marker_free(faucet_backfill_marker *m)
 	for (size_t i = 0; i < m->count; i++) {
 		free(m->units[i].unit);
 		free(m->units[i].error);
+		free(m->units[i].started_at);
+		free(m->units[i].ended_at);
 	}
 	free(m->units);
 	free(m->descriptor);
+	free(m->timezone);
 	free(m);
 }
 
@@ -125,6 +138,8 @@ static int set_outcome(faucet_backfill_marker *m, const char *unit, faucet_backf
 		m->count++;
 		m->units[i].unit = name;
 		m->units[i].error = NULL;
+		m->units[i].attempts = 0;
+		m->units[i].started_at = m->units[i].ended_at = NULL;
 	}
 	free(m->units[i].error);
 	m->units[i].status = st;
@@ -159,6 +174,74 @@ const char *faucet_backfill_marker_descriptor(const faucet_backfill_marker *m)
 	return m->descriptor;
 }
 
+const char *faucet_backfill_marker_timezone(const faucet_backfill_marker *m)
+{
+	return m->timezone;
+}
+
+int faucet_backfill_marker_set_timezone(faucet_backfill_marker *m, const char *timezone)
+{
+	char *copy = NULL;
+
+	if (timezone != NULL && (copy = faucet__strdup(timezone)) == NULL)
+		return FAUCET_ENOMEM;
+	free(m->timezone);
+	m->timezone = copy;
+	return 0;
+}
+
+/* Replace *slot by a copy of `text` (NULL clears it). */
+static int set_text(char **slot, const char *text)
+{
+	char *copy = NULL;
+
+	if (text != NULL && (copy = faucet__strdup(text)) == NULL)
+		return FAUCET_ENOMEM;
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+int faucet_backfill_marker_set_attempt(faucet_backfill_marker *m, const char *unit,
+				       unsigned attempts, const char *started_at,
+				       const char *ended_at)
+{
+	int found;
+	size_t i = find(m, unit, &found);
+	char *s = NULL, *e = NULL;
+
+	if (!found)
+		return faucet_error_set(FAUCET_EINVALID, "backfill marker: no outcome for unit '%s'",
+					unit);
+	if (set_text(&s, started_at) != 0 || set_text(&e, ended_at) != 0) {
+		free(s);
+		return FAUCET_ENOMEM;
+	}
+	free(m->units[i].started_at);
+	free(m->units[i].ended_at);
+	m->units[i].attempts = attempts;
+	m->units[i].started_at = s;
+	m->units[i].ended_at = e;
+	return 0;
+}
+
+int faucet_backfill_marker_unit_info(const faucet_backfill_marker *m, const char *unit,
+				     faucet_backfill_unit_info *out)
+{
+	int found;
+	size_t i = find(m, unit, &found);
+
+	memset(out, 0, sizeof(*out));
+	if (!found)
+		return 0;
+	out->status = m->units[i].status;
+	out->error = m->units[i].error;
+	out->attempts = m->units[i].attempts;
+	out->started_at = m->units[i].started_at;
+	out->ended_at = m->units[i].ended_at;
+	return 1;
+}
+
 size_t faucet_backfill_marker_done_count(const faucet_backfill_marker *m)
 {
 	size_t n = 0;
@@ -175,12 +258,16 @@ size_t faucet_backfill_marker_failed_count(const faucet_backfill_marker *m)
 
 int faucet_backfill_marker_equal(const faucet_backfill_marker *a, const faucet_backfill_marker *b)
 {
-	if (strcmp(a->descriptor, b->descriptor) != 0 || a->count != b->count)
+	if (strcmp(a->descriptor, b->descriptor) != 0 || a->count != b->count ||
+	    strcmp(a->timezone ? a->timezone : "", b->timezone ? b->timezone : "") != 0)
 		return 0;
 	for (size_t i = 0; i < a->count; i++) {
 		const unit_outcome *x = &a->units[i], *y = &b->units[i];
 		if (strcmp(x->unit, y->unit) != 0 || x->status != y->status ||
-		    strcmp(x->error ? x->error : "", y->error ? y->error : "") != 0)
+		    strcmp(x->error ? x->error : "", y->error ? y->error : "") != 0 ||
+		    x->attempts != y->attempts ||
+		    strcmp(x->started_at ? x->started_at : "", y->started_at ? y->started_at : "") != 0 ||
+		    strcmp(x->ended_at ? x->ended_at : "", y->ended_at ? y->ended_at : "") != 0)
 			return 0;
 	}
 	return 1;
@@ -193,11 +280,39 @@ static int marker_shape_error(const char *what)
 	return faucet_error_set(FAUCET_ECONFIG, "backfill marker: %s", what);
 }
 
+/* Our added fields of a unit: "attempts" (a count), "started_at" and
+ * "ended_at" (strings).  Absent ones stay 0 / NULL; a wrong type is a shape
+ * error like any other. */
+static int read_attempt(faucet_backfill_marker *m, const char *unit, json_object *o)
+{
+	json_object *att = NULL, *st = NULL, *en = NULL;
+	int64_t n = 0;
+
+	if (json_object_object_get_ex(o, "attempts", &att)) {
+		if (!json_object_is_type(att, json_type_int) || (n = json_object_get_int64(att)) < 0 ||
+		    n > 1000000000)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"backfill marker: unit '%s' has a bad \"attempts\"", unit);
+	}
+	if ((json_object_object_get_ex(o, "started_at", &st) &&
+	     !json_object_is_type(st, json_type_string)) ||
+	    (json_object_object_get_ex(o, "ended_at", &en) &&
+	     !json_object_is_type(en, json_type_string)))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill marker: unit '%s' has a non-string time", unit);
+	if (att == NULL && st == NULL && en == NULL)
+		return 0;
+	return faucet_backfill_marker_set_attempt(m, unit, (unsigned)n,
+						  st ? json_object_get_string(st) : NULL,
+						  en ? json_object_get_string(en) : NULL);
+}
+
 /* Read one unit's {"status": ...} object into the marker. */
 static int read_outcome(faucet_backfill_marker *m, const char *unit, json_object *o)
 {
 	json_object *status, *error;
 	const char *s;
+	int rc;
 
 	if (!json_object_is_type(o, json_type_object) ||
 	    !json_object_object_get_ex(o, "status", &status) ||
@@ -205,21 +320,27 @@ static int read_outcome(faucet_backfill_marker *m, const char *unit, json_object
 		return faucet_error_set(FAUCET_ECONFIG,
 					"backfill marker: unit '%s' has no \"status\" string", unit);
 	s = json_object_get_string(status);
-	if (strcmp(s, "done") == 0)
-		return faucet_backfill_marker_mark_done(m, unit);
-	if (strcmp(s, "failed") != 0)
+	if (strcmp(s, "done") == 0) {
+		rc = faucet_backfill_marker_mark_done(m, unit);
+	} else if (strcmp(s, "failed") != 0) {
 		return faucet_error_set(FAUCET_ECONFIG,
 					"backfill marker: unit '%s' has unknown status '%s'", unit, s);
-	if (json_object_object_get_ex(o, "error", &error) &&
-	    !json_object_is_type(error, json_type_string))
-		return faucet_error_set(FAUCET_ECONFIG,
-					"backfill marker: unit '%s' has a non-string \"error\"", unit);
-	return faucet_backfill_marker_mark_failed(m, unit, error ? json_object_get_string(error) : "");
+	} else {
+		error = NULL;
+		if (json_object_object_get_ex(o, "error", &error) &&
+		    !json_object_is_type(error, json_type_string))
+			return faucet_error_set(FAUCET_ECONFIG,
+						"backfill marker: unit '%s' has a non-string \"error\"",
+						unit);
+		rc = faucet_backfill_marker_mark_failed(m, unit,
+							error ? json_object_get_string(error) : "");
+	}
+	return rc != 0 ? rc : read_attempt(m, unit, o);
 }
 
 int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet_value *v)
 {
-	json_object *tree, *desc, *units;
+	json_object *tree, *desc, *units, *tz;
 	faucet_backfill_marker *m = NULL;
 	int rc;
 
@@ -235,6 +356,12 @@ int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet
 	rc = faucet_backfill_marker_new(&m, json_object_get_string(desc));
 	if (rc != 0)
 		return rc;
+	if (json_object_object_get_ex(tree, "timezone", &tz) &&
+	    json_object_is_type(tz, json_type_string) &&
+	    (rc = faucet_backfill_marker_set_timezone(m, json_object_get_string(tz))) != 0) {
+		faucet_backfill_marker_free(m);
+		return rc;
+	}
 	if (json_object_object_get_ex(tree, "units", &units) && !json_object_is_type(units, json_type_null)) {
 		if (!json_object_is_type(units, json_type_object)) {
 			faucet_backfill_marker_free(m);
@@ -285,6 +412,8 @@ int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_valu
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory building the backfill marker");
 	}
 	rc = add_string(root, "descriptor", m->descriptor);
+	if (rc == 0 && m->timezone != NULL)
+		rc = add_string(root, "timezone", m->timezone);
 	if (rc == 0)
 		rc = add_object(root, "units", units);
 	else
@@ -298,6 +427,13 @@ int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_valu
 			rc = add_string(o, "status", failed ? "failed" : "done");
 		if (rc == 0 && failed)
 			rc = add_string(o, "error", m->units[i].error);
+		if (rc == 0 && m->units[i].attempts > 0)
+			rc = add_object(o, "attempts",
+					json_object_new_int64((int64_t)m->units[i].attempts));
+		if (rc == 0 && m->units[i].started_at != NULL)
+			rc = add_string(o, "started_at", m->units[i].started_at);
+		if (rc == 0 && m->units[i].ended_at != NULL)
+			rc = add_string(o, "ended_at", m->units[i].ended_at);
 	}
 	if (rc != 0) {
 		json_object_put(root);
@@ -354,19 +490,27 @@ int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfil
 /* Apply one outcome to the marker read from the store.  A unit some runner
  * already finished stays done: a later failure of the same unit (a runner
  * whose lease lapsed) must not hide data that was written. */
-static int apply_outcome(faucet_backfill_marker *m, const char *unit, const char *error)
+static int apply_outcome(faucet_backfill_marker *m, const faucet_backfill_outcome *o)
 {
-	if (error == NULL)
-		return faucet_backfill_marker_mark_done(m, unit);
-	if (faucet_backfill_marker_status(m, unit, NULL) == FAUCET_BACKFILL_DONE)
+	faucet_backfill_unit_info prev;
+	int rc;
+
+	(void)faucet_backfill_marker_unit_info(m, o->unit, &prev);
+	if (o->error != NULL && prev.status == FAUCET_BACKFILL_DONE)
 		return 0;
-	return faucet_backfill_marker_mark_failed(m, unit, error);
+	rc = o->error == NULL ? faucet_backfill_marker_mark_done(m, o->unit)
+			      : faucet_backfill_marker_mark_failed(m, o->unit, o->error);
+	if (rc == 0 && (o->started_at != NULL || o->ended_at != NULL))
+		rc = faucet_backfill_marker_set_attempt(m, o->unit, prev.attempts + 1, o->started_at,
+							o->ended_at);
+	if (rc == 0 && o->timezone != NULL && m->timezone == NULL)
+		rc = faucet_backfill_marker_set_timezone(m, o->timezone);
+	return rc;
 }
 
 /* One read-merge-compare-and-put round; *written says whether it landed. */
-static int record_once(faucet_store *s, const char *key, const char *descriptor,
-		       const char *unit, const char *error, faucet_backfill_marker **merged,
-		       int *written)
+static int record_once(faucet_store *s, const char *key, const faucet_backfill_outcome *o,
+		       faucet_backfill_marker **merged, int *written)
 {
 	faucet_value *current = NULL, *next = NULL;
 	faucet_backfill_marker *m = NULL;
@@ -377,15 +521,15 @@ static int record_once(faucet_store *s, const char *key, const char *descriptor,
 	if ((rc = faucet_store_get(s, key, &current)) != 0)
 		return rc;
 	if (current == NULL)
-		rc = faucet_backfill_marker_new(&m, descriptor);
+		rc = faucet_backfill_marker_new(&m, o->descriptor);
 	else if ((rc = faucet_backfill_marker_from_value(&m, current)) != 0)
 		rc = faucet__error_wrap("%s", key);
-	else if (strcmp(m->descriptor, descriptor) != 0)
+	else if (strcmp(m->descriptor, o->descriptor) != 0)
 		rc = faucet_error_set(FAUCET_ECONFIG,
 				      "backfill marker %s belongs to another range ('%s')", key,
 				      m->descriptor);
 	if (rc == 0)
-		rc = apply_outcome(m, unit, error);
+		rc = apply_outcome(m, o);
 	if (rc == 0)
 		rc = faucet_backfill_marker_to_value(m, &next);
 	if (rc == 0)
@@ -399,16 +543,16 @@ static int record_once(faucet_store *s, const char *key, const char *descriptor,
 	return rc;
 }
 
-int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
-				  const char *unit, const char *error,
-				  faucet_backfill_marker **current)
+int faucet_backfill_marker_record_outcome(faucet_store *s, const char *key,
+					  const faucet_backfill_outcome *o,
+					  faucet_backfill_marker **current)
 {
 	if (current != NULL)
 		*current = NULL;
 	for (int attempt = 0; attempt < RECORD_MAX_ATTEMPTS; attempt++) {
 		faucet_backfill_marker *merged = NULL;
 		int written = 0;
-		int rc = record_once(s, key, descriptor, unit, error, &merged, &written);
+		int rc = record_once(s, key, o, &merged, &written);
 
 		if (rc != 0)
 			return rc;
@@ -423,4 +567,17 @@ int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *
 	return faucet_error_set(FAUCET_ECONTENTION,
 				"backfill marker %s: gave up after %d conflicting updates", key,
 				RECORD_MAX_ATTEMPTS);
+}
+
+int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,
+				  const char *unit, const char *error,
+				  faucet_backfill_marker **current)
+{
+	faucet_backfill_outcome o;
+
+	memset(&o, 0, sizeof(o));
+	o.descriptor = descriptor;
+	o.unit = unit;
+	o.error = error;
+	return faucet_backfill_marker_record_outcome(s, key, &o, current);
 }

@@ -4,9 +4,11 @@
  * as soon as the unit ends.
  *
  * The runner is a single-threaded event loop around poll().  Each running
- * unit contributes two descriptors: the read end of its stderr pipe (we keep
- * the last line for the failure message and pass the text on to our own
- * stderr) and a pidfd that becomes readable when the child exits, so no
+ * unit contributes three descriptors: the read ends of its stdout and
+ * stderr pipes (we keep stderr's last line for the failure message, and hand
+ * every line to the caller's on_output, or pass the bytes through as they
+ * are when it has none - never straight onto a terminal a progress line is
+ * drawn on) and a pidfd that becomes readable when the child exits, so no
  * SIGCHLD handler is needed.  Signals, when the caller asks us to handle
  * them, arrive through a self-pipe.  The poll timeout is the next lease
  * renewal or deferred-unit retry; nothing here sleeps.
@@ -56,6 +58,7 @@ extern char **environ;
 #define DEFAULT_TTL 60
 #define LAST_LINE_MAX 1024
 #define RETRY_MS_MAX 1000 /* how often a unit leased elsewhere is looked at again */
+#define TICK_MS 1000      /* how often on_tick is called while units run */
 
 /* ---- signals through a self-pipe -------------------------------------------- */
 
@@ -117,18 +120,27 @@ static void trap_remove(signal_trap *t)
 
 /* ---- per-unit state ---------------------------------------------------------- */
 
+/* One of a unit's output pipes, read a line at a time. */
+typedef struct {
+	int fd;                   /* read end, -1 once closed */
+	int is_err;               /* stderr: its last line is the failure message */
+	int after_cr;             /* the last byte was '\r' (a "\r\n" is one break) */
+	char line[LAST_LINE_MAX]; /* the line being read */
+	size_t len;
+} unit_stream;
+
 typedef struct {
 	size_t index;          /* in the plan */
 	pid_t pid;
-	int err_fd;            /* read end of the child's stderr, -1 once closed */
+	unit_stream out, err;  /* the child's stdout and stderr */
 	int pid_fd;            /* pidfd, -1 when the kernel has none */
 	int exited;
 	int status;            /* from waitpid */
 	faucet_bf_lease lease;
 	uint64_t renew_at_ms;
-	char line[LAST_LINE_MAX]; /* the line being read */
-	size_t line_len;
-	char last[LAST_LINE_MAX]; /* the last complete non-empty line */
+	uint64_t started_ms;   /* monotonic, for the duration metric */
+	int64_t started_at;    /* wall clock, for the marker */
+	char last[LAST_LINE_MAX]; /* stderr's last complete non-empty line */
 } running_unit;
 
 typedef struct {
@@ -162,6 +174,10 @@ typedef struct {
 	char *fatal_msg;
 	int fatal_code;
 	size_t finished;
+	size_t done_elsewhere, failed_elsewhere; /* of res->by_others */
+	double duration_sum;              /* seconds, units that reached an outcome */
+	uint64_t metrics_written_ms;      /* when the metrics file was last written */
+	int metrics_failure_said;         /* a failed mid-run write was reported */
 	faucet_buf leases_left;           /* "KEY (expires ...)" of unreleased leases */
 	int lease_code;                   /* the first release failure's code */
 	char *lease_msg;                  /* ... and its message */
@@ -190,6 +206,18 @@ static const faucet_backfill_unit *unit_at(runner *r, size_t i)
 static int64_t wall_now(void)
 {
 	return (int64_t)time(NULL);
+}
+
+/* Unix seconds as RFC 3339 UTC ("2026-06-06T00:00:00+00:00"), the form
+ * section 8's documents use for times. */
+static void utc_text(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	buf[0] = '\0';
+	if (gmtime_r(&tt, &tm) != NULL)
+		(void)strftime(buf, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
 }
 
 /* Remember the first store failure; it ends the run once units drain. */
@@ -230,23 +258,87 @@ static void release_lease(runner *r, faucet_bf_lease *l, const char *unit)
 
 /* ---- metrics ---------------------------------------------------------------- */
 
+#define METRICS_EVERY_MS 1000 /* the metrics file is rewritten at most this often mid-run */
+
+static void pipeline_labels(runner *r, char *buf, size_t size, const char *extra_name,
+			    const char *extra_value)
+{
+	if (extra_name != NULL)
+		(void)snprintf(buf, size, "pipeline=\"%s\",%s=\"%s\"", r->o->pipeline, extra_name,
+			       extra_value);
+	else
+		(void)snprintf(buf, size, "pipeline=\"%s\"", r->o->pipeline);
+}
+
 static void count_outcome(runner *r, const char *outcome, uint64_t n)
 {
 	char labels[FAUCET_KEY_MAX + 64];
 
-	(void)snprintf(labels, sizeof(labels), "pipeline=\"%s\",outcome=\"%s\"", r->o->pipeline,
-		       outcome);
+	pipeline_labels(r, labels, sizeof(labels), "outcome", outcome);
 	(void)faucet_metrics_counter_add("faucet_backfill_units_total", labels, n);
 }
 
-static void update_ratio(runner *r)
+/* The gauges that describe the range as it stands: units by status, the
+ * share done (failed units are not progress), and when this was so. */
+static void update_gauges(runner *r)
+{
+	char labels[FAUCET_KEY_MAX + 64];
+	size_t total = r->res->total;
+	size_t done = r->res->skipped + r->res->done + r->done_elsewhere;
+	size_t failed = r->res->failed + r->failed_elsewhere;
+	size_t running = r->nrun;
+	size_t settled = done + failed + running;
+	size_t pending = total > settled ? total - settled : 0;
+	const struct {
+		const char *status;
+		size_t n;
+	} by_status[] = {{"done", done}, {"failed", failed}, {"running", running}, {"pending", pending}};
+	struct timespec now;
+
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(by_status); i++) {
+		pipeline_labels(r, labels, sizeof(labels), "status", by_status[i].status);
+		(void)faucet_metrics_gauge_set("faucet_backfill_units", labels, (double)by_status[i].n);
+	}
+	pipeline_labels(r, labels, sizeof(labels), NULL, NULL);
+	(void)faucet_metrics_gauge_set("faucet_backfill_progress_ratio", labels,
+				       total > 0 ? (double)done / (double)total : 1.0);
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	(void)faucet_metrics_gauge_set("faucet_backfill_last_update_timestamp_seconds", labels,
+				       (double)now.tv_sec + (double)(now.tv_nsec / 1000000) / 1000.0);
+}
+
+/* A unit's run time, as a Prometheus summary (sum and count). */
+static void observe_duration(runner *r, const running_unit *ru)
 {
 	char labels[FAUCET_KEY_MAX + 32];
-	double total = (double)r->res->total;
 
-	(void)snprintf(labels, sizeof(labels), "pipeline=\"%s\"", r->o->pipeline);
-	(void)faucet_metrics_gauge_set("faucet_backfill_progress_ratio", labels,
-				       total > 0 ? (double)r->finished / total : 1.0);
+	r->duration_sum += (double)(faucet__now_ms() - ru->started_ms) / 1000.0;
+	pipeline_labels(r, labels, sizeof(labels), NULL, NULL);
+	(void)faucet_metrics_gauge_set("faucet_backfill_unit_duration_seconds_sum", labels,
+				       r->duration_sum);
+	(void)faucet_metrics_counter_add("faucet_backfill_unit_duration_seconds_count", labels, 1);
+}
+
+static int write_metrics_file(const char *path);
+
+/* Rewrite the metrics file mid-run (at most once a second unless `now`),
+ * so a scraper follows a long backfill, not only its end.  A failure is
+ * said once and the run goes on: the end of the run writes it again and
+ * reports the error then. */
+static void refresh_metrics(runner *r, int now)
+{
+	uint64_t t = faucet__now_ms();
+
+	if (r->o->metrics_file == NULL)
+		return;
+	update_gauges(r);
+	if (!now && r->metrics_written_ms != 0 && t - r->metrics_written_ms < METRICS_EVERY_MS)
+		return;
+	r->metrics_written_ms = t;
+	if (write_metrics_file(r->o->metrics_file) != 0 && !r->metrics_failure_said) {
+		r->metrics_failure_said = 1;
+		say(r, "%s", faucet_error_last()->message);
+	}
 }
 
 /* Write the registry to `path` atomically (see faucet_metrics_write_file):
@@ -465,7 +557,7 @@ static int build_argv(runner *r, const faucet_backfill_unit *u, char ***out)
  * SIGINT and SIGTERM arrive blocked (see spawn), so our handler can never
  * run here and write into the runner's self-pipe; they are unblocked only
  * once their disposition is back to the default. */
-static void child_exec(char **argv, char **env, int err_wr, const sigset_t *old_mask)
+static void child_exec(char **argv, char **env, int out_wr, int err_wr, const sigset_t *old_mask)
 {
 	struct sigaction dfl;
 	int null_fd;
@@ -481,6 +573,10 @@ static void child_exec(char **argv, char **env, int err_wr, const sigset_t *old_
 	if (null_fd >= 0 && null_fd != 0) {
 		(void)dup2(null_fd, 0);
 		(void)close(null_fd);
+	}
+	if (out_wr != 1) {
+		(void)dup2(out_wr, 1);
+		(void)close(out_wr);
 	}
 	if (err_wr != 2) {
 		(void)dup2(err_wr, 2);
@@ -557,9 +653,9 @@ static int check_command(runner *r)
 /* Start the unit's process with posix_spawn (a vfork-style clone, much
  * cheaper than fork for a runner with a large heap): its own process group,
  * SIGINT/SIGTERM back to their defaults and unblocked, stdin from
- * /dev/null, stderr into our pipe.  0 on success; on any failure the caller
+ * /dev/null, stdout and stderr into our pipes.  0 on success; on any failure the caller
  * falls back to fork, whose child reports why the command cannot run. */
-static int spawn_fast(const char *path, char **argv, char **env, int err_wr,
+static int spawn_fast(const char *path, char **argv, char **env, int out_wr, int err_wr,
 		      const sigset_t *old_mask, pid_t *pid)
 {
 	posix_spawnattr_t at;
@@ -587,6 +683,8 @@ static int spawn_fast(const char *path, char **argv, char **env, int err_wr,
 	if (rc == 0)
 		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1);
+	if (rc == 0)
 		rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2);
 	if (rc == 0)
 		rc = posix_spawn(pid, path, &fa, &at, argv, env);
@@ -599,7 +697,7 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 {
 	const faucet_backfill_unit *u = unit_at(r, ru->index);
 	char **argv = NULL, **env = NULL, **owned = NULL;
-	int pipefd[2], rc;
+	int pipefd[2], outfd[2], rc;
 	sigset_t block, old_mask;
 	const char *path;
 	pid_t pid;
@@ -614,32 +712,43 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 		rc = faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
 		goto out;
 	}
+	if (pipe2(outfd, O_CLOEXEC) != 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
+		close(pipefd[0]);
+		close(pipefd[1]);
+		goto out;
+	}
 	(void)fflush(NULL);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
 	path = resolved_command(r, argv[0]);
-	if (path == NULL || spawn_fast(path, argv, env, pipefd[1], &old_mask, &pid) != 0) {
+	if (path == NULL || spawn_fast(path, argv, env, outfd[1], pipefd[1], &old_mask, &pid) != 0) {
 		pid = fork();
 		if (pid == 0)
-			child_exec(argv, env, pipefd[1], &old_mask);
+			child_exec(argv, env, outfd[1], pipefd[1], &old_mask);
 	}
 	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	close(pipefd[1]);
+	close(outfd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);
+		close(outfd[0]);
 		rc = faucet__error_os(FAUCET_ERROR, errno, "backfill: cannot start unit %s", u->id);
 		goto out;
 	}
 	(void)setpgid(pid, pid); /* also here, so a kill right away finds the group */
 	(void)fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(outfd[0], F_SETFL, O_NONBLOCK);
 	ru->pid = pid;
-	ru->err_fd = pipefd[0];
+	ru->err = (unit_stream){.fd = pipefd[0], .is_err = 1};
+	ru->out = (unit_stream){.fd = outfd[0], .is_err = 0};
 	ru->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	ru->exited = 0;
-	ru->line_len = 0;
 	ru->last[0] = '\0';
+	ru->started_ms = faucet__now_ms();
+	ru->started_at = wall_now();
 	rc = 0;
 out:
 	free_strings(argv);
@@ -666,11 +775,16 @@ static int settled_elsewhere(runner *r, size_t i, const faucet_backfill_marker *
 	return then != FAUCET_BACKFILL_FAILED || strcmp(err_now, err_then) != 0;
 }
 
-static void unit_settled_elsewhere(runner *r, size_t i)
+static void unit_settled_elsewhere(runner *r, size_t i, const faucet_backfill_marker *m)
 {
+	if (faucet_backfill_marker_status(m, unit_at(r, i)->id, NULL) == FAUCET_BACKFILL_DONE)
+		r->done_elsewhere++;
+	else
+		r->failed_elsewhere++;
 	r->res->by_others++;
 	r->finished++;
-	say(r, "unit %s was finished by another runner", unit_at(r, i)->id);
+	say(r, "window %s/%s (unit %s) was finished by another runner", unit_at(r, i)->start,
+	    unit_at(r, i)->end, unit_at(r, i)->id);
 	if (r->cb && r->cb->on_unit_end)
 		r->cb->on_unit_end(r->cb->ctx, unit_at(r, i), FAUCET_BACKFILL_PENDING, NULL,
 				   r->finished, r->res->total);
@@ -682,9 +796,13 @@ static void defer(runner *r, size_t i, int64_t held_until)
 
 	if (wait_ms > RETRY_MS_MAX)
 		wait_ms = RETRY_MS_MAX;
-	if (!r->seen_leased[i])
-		say(r, "unit %s is leased by another runner until %lld; coming back to it later",
-		    unit_at(r, i)->id, (long long)held_until);
+	if (!r->seen_leased[i]) {
+		char until[40];
+
+		utc_text(held_until, until, sizeof(until));
+		say(r, "window %s/%s (unit %s) is leased by another runner until %s; coming back to "
+		    "it later", unit_at(r, i)->start, unit_at(r, i)->end, unit_at(r, i)->id, until);
+	}
 	r->seen_leased[i] = 1;
 	r->deferred[r->ndeferred].index = i;
 	r->deferred[r->ndeferred].retry_at_ms = faucet__now_ms() + wait_ms;
@@ -706,7 +824,7 @@ static int try_start(runner *r, size_t i)
 
 	memset(ru, 0, sizeof(*ru));
 	ru->index = i;
-	ru->err_fd = ru->pid_fd = -1;
+	ru->out.fd = ru->err.fd = ru->pid_fd = -1;
 	key = faucet_backfill_unit_key(r->o->pipeline, hash, u->id);
 	legacy = faucet_backfill_legacy_unit_key(r->o->pipeline, u->id);
 	if (key == NULL || legacy == NULL) {
@@ -724,7 +842,7 @@ static int try_start(runner *r, size_t i)
 	rc = faucet_backfill_marker_load(r->store, r->marker_key, &now);
 	if (rc == 0 && now != NULL && settled_elsewhere(r, i, now)) {
 		release_lease(r, &ru->lease, u->id);
-		unit_settled_elsewhere(r, i);
+		unit_settled_elsewhere(r, i, now);
 		goto out;
 	}
 	cands[0] = legacy;
@@ -748,6 +866,7 @@ static int try_start(runner *r, size_t i)
 	r->nrun++;
 	if (r->cb && r->cb->on_unit_start)
 		r->cb->on_unit_start(r->cb->ctx, u);
+	refresh_metrics(r, 0);
 out:
 	faucet_backfill_marker_free(now);
 	free(key);
@@ -757,40 +876,68 @@ out:
 
 /* ---- a unit's output and end ------------------------------------------------------ */
 
-/* Pass stderr through and keep its last non-empty line. */
-static void drain_stderr(running_unit *ru)
+/* A complete line of a unit's output: to the caller, and stderr's last
+ * non-empty line kept for the failure message. */
+static void emit_line(runner *r, running_unit *ru, unit_stream *st)
+{
+	st->line[st->len] = '\0';
+	if (st->is_err && st->len > 0)
+		memcpy(ru->last, st->line, st->len + 1);
+	if (r->cb && r->cb->on_output)
+		r->cb->on_output(r->cb->ctx, unit_at(r, ru->index), st->is_err, st->line);
+	st->len = 0;
+}
+
+static void split_lines(runner *r, running_unit *ru, unit_stream *st, const char *buf, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		char c = buf[k];
+
+		if (c == '\n') {
+			/* "\r\n" ends one line, not two. */
+			if (!st->after_cr || st->len > 0)
+				emit_line(r, ru, st);
+		} else if (c == '\r') {
+			if (st->len > 0)
+				emit_line(r, ru, st);
+		} else {
+			if (st->len == sizeof(st->line) - 1)
+				emit_line(r, ru, st); /* a very long line goes out in pieces */
+			st->line[st->len++] = c;
+		}
+		st->after_cr = c == '\r';
+	}
+}
+
+/* The stream reached its end: close it and hand on a last unfinished line. */
+static void close_stream(runner *r, running_unit *ru, unit_stream *st)
+{
+	if (st->fd < 0)
+		return;
+	close(st->fd);
+	st->fd = -1;
+	if (st->len > 0)
+		emit_line(r, ru, st);
+}
+
+/* Read what the pipe holds now.  Without an on_output callback the bytes
+ * go through to our own stdout or stderr as they came. */
+static void drain_stream(runner *r, running_unit *ru, unit_stream *st)
 {
 	char buf[4096];
 
-	while (ru->err_fd >= 0) {
-		ssize_t n = read(ru->err_fd, buf, sizeof(buf));
+	while (st->fd >= 0) {
+		ssize_t n = read(st->fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			if (n == 0 || errno != EAGAIN) {
-				close(ru->err_fd);
-				ru->err_fd = -1;
-				if (ru->line_len > 0) {
-					memcpy(ru->last, ru->line, ru->line_len);
-					ru->last[ru->line_len] = '\0';
-					ru->line_len = 0;
-				}
-			}
+			if (n == 0 || errno != EAGAIN)
+				close_stream(r, ru, st);
 			return;
 		}
-		(void)!write(2, buf, (size_t)n);
-		for (ssize_t k = 0; k < n; k++) {
-			char c = buf[k];
-			if (c == '\n' || c == '\r') {
-				if (ru->line_len > 0) {
-					memcpy(ru->last, ru->line, ru->line_len);
-					ru->last[ru->line_len] = '\0';
-				}
-				ru->line_len = 0;
-			} else if (ru->line_len < sizeof(ru->line) - 1) {
-				ru->line[ru->line_len++] = c;
-			}
-		}
+		if (r->cb == NULL || r->cb->on_output == NULL)
+			(void)!write(st->is_err ? 2 : 1, buf, (size_t)n);
+		split_lines(r, ru, st, buf, (size_t)n);
 	}
 }
 
@@ -803,6 +950,25 @@ static char *failure_message(const running_unit *ru)
 	return faucet__sprintf("exit status %d%s%s", WEXITSTATUS(ru->status), sep, ru->last);
 }
 
+/* Merge the unit's outcome, its attempt's times and the range's zone into
+ * the marker. */
+static int record_outcome(runner *r, const running_unit *ru, const char *error)
+{
+	faucet_backfill_outcome o;
+	char started[40], ended[40];
+
+	utc_text(ru->started_at, started, sizeof(started));
+	utc_text(wall_now(), ended, sizeof(ended));
+	memset(&o, 0, sizeof(o));
+	o.descriptor = faucet_backfill_plan_descriptor(r->plan);
+	o.timezone = faucet_backfill_plan_timezone(r->plan);
+	o.unit = unit_at(r, ru->index)->id;
+	o.error = error;
+	o.started_at = started[0] ? started : NULL;
+	o.ended_at = ended[0] ? ended : NULL;
+	return faucet_backfill_marker_record_outcome(r->store, r->marker_key, &o, NULL);
+}
+
 /* The child has exited: record its outcome and give the lease back. */
 static void finish_unit(runner *r, size_t slot)
 {
@@ -813,17 +979,12 @@ static void finish_unit(runner *r, size_t slot)
 	char *error = NULL;
 	int rc = 0;
 
-	/* Leave the pipe to EOF: a grandchild may hold it, but we have what we need. */
-	if (ru->err_fd >= 0) {
-		drain_stderr(ru);
-		if (ru->err_fd >= 0)
-			close(ru->err_fd);
-		ru->err_fd = -1;
-		if (ru->line_len > 0) {
-			memcpy(ru->last, ru->line, ru->line_len);
-			ru->last[ru->line_len] = '\0';
-		}
-	}
+	/* Leave the pipes to EOF: a grandchild may hold them, but we have what
+	 * we need. */
+	drain_stream(r, ru, &ru->out);
+	close_stream(r, ru, &ru->out);
+	drain_stream(r, ru, &ru->err);
+	close_stream(r, ru, &ru->err);
 	if (ru->pid_fd >= 0)
 		close(ru->pid_fd);
 	if (!ok && r->interrupted) {
@@ -834,9 +995,7 @@ static void finish_unit(runner *r, size_t slot)
 		if (!ok && (error = failure_message(ru)) == NULL)
 			rc = FAUCET_ENOMEM;
 		if (rc == 0)
-			rc = faucet_backfill_marker_record(r->store, r->marker_key,
-							   faucet_backfill_plan_descriptor(r->plan),
-							   u->id, error, NULL);
+			rc = record_outcome(r, ru, error);
 		if (rc != 0) {
 			set_fatal(r, rc);
 			st = FAUCET_BACKFILL_PENDING;
@@ -847,8 +1006,8 @@ static void finish_unit(runner *r, size_t slot)
 			else
 				r->res->failed++;
 			count_outcome(r, ok ? "ok" : "err", 1);
+			observe_duration(r, ru);
 			r->finished++;
-			update_ratio(r);
 		}
 	}
 	release_lease(r, &ru->lease, u->id);
@@ -856,6 +1015,7 @@ static void finish_unit(runner *r, size_t slot)
 		r->cb->on_unit_end(r->cb->ctx, u, st, error, r->finished, r->res->total);
 	free(error);
 	r->run[slot] = r->run[--r->nrun];
+	refresh_metrics(r, 0);
 }
 
 /* ---- the loop ------------------------------------------------------------------------ */
@@ -878,6 +1038,7 @@ static void handle_signals(runner *r)
 			say(r, "interrupted by signal %d: stopping %zu running unit(s); "
 			    "interrupt again to kill them", (int)b, r->nrun);
 			signal_units(r, SIGTERM);
+			refresh_metrics(r, 1);
 		} else if (!r->killed) {
 			r->killed = 1;
 			signal_units(r, SIGKILL);
@@ -931,7 +1092,7 @@ static int requeue_deferred(runner *r, uint64_t now_ms)
 		if (d.retry_at_ms > now_ms)
 			r->deferred[kept++] = d;
 		else if (m != NULL && settled_elsewhere(r, d.index, m))
-			unit_settled_elsewhere(r, d.index);
+			unit_settled_elsewhere(r, d.index, m);
 		else
 			queue_push(r, d.index);
 	}
@@ -955,6 +1116,8 @@ static int poll_timeout(runner *r, uint64_t now_ms)
 			if (r->deferred[i].retry_at_ms < next)
 				next = r->deferred[i].retry_at_ms;
 	}
+	if (r->cb && r->cb->on_tick && r->nrun > 0 && next > now_ms + TICK_MS)
+		next = now_ms + TICK_MS;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now_ms ? 0 : (int)(next - now_ms > INT_MAX ? INT_MAX : next - now_ms);
@@ -968,7 +1131,8 @@ static void wait_once(runner *r)
 
 	fds[n++] = (struct pollfd){.fd = r->signal_fd, .events = POLLIN};
 	for (size_t i = 0; i < r->nrun; i++) {
-		fds[n++] = (struct pollfd){.fd = r->run[i].err_fd, .events = POLLIN};
+		fds[n++] = (struct pollfd){.fd = r->run[i].out.fd, .events = POLLIN};
+		fds[n++] = (struct pollfd){.fd = r->run[i].err.fd, .events = POLLIN};
 		fds[n++] = (struct pollfd){.fd = r->run[i].pid_fd, .events = POLLIN};
 	}
 	timeout = poll_timeout(r, faucet__now_ms());
@@ -976,10 +1140,12 @@ static void wait_once(runner *r)
 		say(r, "poll failed: %s", strerror(errno));
 	if (r->signal_fd >= 0)
 		handle_signals(r);
+	if (r->cb && r->cb->on_tick)
+		r->cb->on_tick(r->cb->ctx);
 	for (size_t i = 0; i < r->nrun; i++) {
 		running_unit *ru = &r->run[i];
-		if (ru->err_fd >= 0)
-			drain_stderr(ru);
+		drain_stream(r, ru, &ru->out);
+		drain_stream(r, ru, &ru->err);
 		if (!ru->exited && waitpid(ru->pid, &ru->status, WNOHANG) == ru->pid)
 			ru->exited = 1;
 	}
@@ -1026,7 +1192,7 @@ static int prepare(runner *r)
 	r->deferred = faucet__calloc(n ? n : 1, sizeof(*r->deferred));
 	/* One allocation for the running slots and the pollfd array after them. */
 	r->cap = conc;
-	r->run = faucet__calloc(1, conc * sizeof(*r->run) + (2 * conc + 1) * sizeof(struct pollfd));
+	r->run = faucet__calloc(1, conc * sizeof(*r->run) + (3 * conc + 1) * sizeof(struct pollfd));
 	if (r->holder == NULL || r->seen_leased == NULL || r->queue == NULL || r->deferred == NULL ||
 	    r->run == NULL)
 		return FAUCET_ENOMEM;
@@ -1091,7 +1257,7 @@ static int run_units(runner *r, const size_t *todo, size_t ntodo)
 	}
 	if (r->res->skipped > 0)
 		count_outcome(r, "skipped", r->res->skipped);
-	update_ratio(r);
+	refresh_metrics(r, 1);
 	rc = run_loop(r);
 	trap_remove(&trap);
 	r->res->pending = r->res->total - r->res->skipped - r->res->done - r->res->failed -
@@ -1153,7 +1319,10 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 	/* Metrics describe what ran, so they are written even after a store
 	 * error - but not when preflight refused the run (nothing written). */
 	if (r.ran && r.o->metrics_file != NULL) {
-		int mrc = write_metrics_file(r.o->metrics_file);
+		int mrc;
+
+		update_gauges(&r);
+		mrc = write_metrics_file(r.o->metrics_file);
 		if (rc == 0)
 			rc = mrc;
 	}

@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "cli.h"
 
 enum {
 	GLOBAL_STATE = 1,
 	GLOBAL_CONFIG,
 	GLOBAL_KEY_ENV,
+	GLOBAL_PREV_KEY_ENV,
 	GLOBAL_JSON,
 	GLOBAL_HELP
 };
@@ -26,6 +28,7 @@ static const cli_option global_options[] = {
 	{"state", 0, 1, GLOBAL_STATE},
 	{"config", 'c', 1, GLOBAL_CONFIG},
 	{"encryption-key-env", 0, 1, GLOBAL_KEY_ENV},
+	{"previous-key-env", 0, 1, GLOBAL_PREV_KEY_ENV},
 	{"json", 0, 0, GLOBAL_JSON},
 	{"help", 'h', 0, GLOBAL_HELP},
 	{NULL, 0, 0, 0},
@@ -79,10 +82,104 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 		}
 		it->ctx->key_env = value;
 		break;
+	case GLOBAL_PREV_KEY_ENV:
+		if (*value == '\0' || strchr(value, ',') != NULL || strchr(value, '=') != NULL) {
+			(void)cli_usage_error(it->command, "--previous-key-env needs the name of an "
+							   "environment variable");
+			return CLI_ARG_ERROR;
+		}
+		if (faucet_strarray_push(&it->ctx->previous_key_envs, value) != 0) {
+			(void)cli_error(CLI_EXIT_FAILED, "out of memory");
+			return CLI_ARG_ERROR;
+		}
+		break;
 	case GLOBAL_JSON: it->ctx->json = 1; break;
 	default: return CLI_ARG_HELP;
 	}
 	return 0;
+}
+
+/* Edit distance (insertions, deletions, substitutions, and swaps of two
+ * neighbours) between a and b, or a large number when either is long. */
+static size_t distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	size_t d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 99;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* Close enough to be a typo: at most 1 edit for short words, 2 for longer
+ * ones, or the word is a prefix of the candidate ("--win" for "--window"). */
+static int near(const char *word, size_t wl, const char *cand, size_t *score)
+{
+	size_t cl = strlen(cand), limit = wl <= 4 ? 1 : 2;
+
+	*score = distance(word, wl, cand, cl);
+	if (*score <= limit)
+		return 1;
+	if (wl >= 3 && wl < cl && strncmp(word, cand, wl) == 0) {
+		*score = limit + 1;
+		return 1;
+	}
+	return 0;
+}
+
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n)
+{
+	const char *best = NULL;
+	size_t best_score = 99, wl = strlen(word);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t score;
+
+		if (candidates[i] != NULL && near(word, wl, candidates[i], &score) &&
+		    score < best_score) {
+			best = candidates[i];
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+/* " (did you mean --NAME?)" for the option nearest to `name` (the text
+ * after "--", up to any '='), among the command's and the global ones. */
+static void option_hint(const cli_option *opts, const char *name, char *out, size_t size)
+{
+	const char *names[64];
+	char word[48];
+	size_t n = 0, len = strcspn(name, "=");
+	const char *best;
+
+	if (len >= sizeof(word))
+		return;
+	memcpy(word, name, len);
+	word[len] = '\0';
+	for (const cli_option *o = opts; o != NULL && o->long_name != NULL && n < 48; o++)
+		names[n++] = o->long_name;
+	for (const cli_option *o = global_options; o->long_name != NULL && n < 64; o++)
+		names[n++] = o->long_name;
+	best = cli_suggest(word, names, n);
+	if (best != NULL)
+		(void)snprintf(out, size, " (did you mean --%s?)", best);
 }
 
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value)
@@ -124,7 +221,11 @@ int cli_args_next(cli_args *it, const cli_option *opts, const char **value)
 			(void)snprintf(shown, sizeof(shown), "-%c", arg[1]);
 		}
 		if (o == NULL) {
-			(void)cli_usage_error(it->command, "unknown option '%s'", shown);
+			char hint[80] = "";
+
+			if (arg[1] == '-')
+				option_hint(opts, arg + 2, hint, sizeof(hint));
+			(void)cli_usage_error(it->command, "unknown option '%s'%s", shown, hint);
 			return CLI_ARG_ERROR;
 		}
 		if (o->takes_value && inline_value == NULL) {

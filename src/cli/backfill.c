@@ -17,33 +17,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "cli.h"
 #include "jsonw.h"
+#include "backfill_status.h"
 
 static const char backfill_help[] =
 	"usage: faucet backfill (-c FILE | --pipeline NAME) --from A --to B [OPTIONS]\n"
 	"                       [-- COMMAND ARGS...]\n"
+	"       faucet backfill status (-c FILE | --pipeline NAME) [--from A --to B\n"
+	"                       [--window W] [--timezone TZ] [--row R] | --hash H]\n"
 	"\n"
 	"Run COMMAND (no shell) once per window of the range [A, B), at most N at a\n"
 	"time, and remember each window's outcome so an interrupted or failed\n"
 	"backfill can be resumed.  Without a command after --, the YAML's\n"
-	"backfill.command is used.\n"
+	"backfill.command is used.  'faucet backfill status --help' shows progress.\n"
 	"\n"
 	"  --from A, --to B     RFC 3339 (2026-03-07T00:00:00-05:00) or a date\n"
 	"                       (2026-03-07, local midnight in --timezone)\n"
 	"  --window W           Ns, Nm, Nh or N seconds (elapsed), Nd or Nw (calendar\n"
 	"                       days in --timezone); default: one unit for the range\n"
-	"  --timezone TZ        IANA zone, default UTC\n"
+	"  --timezone TZ        IANA zone, default UTC; windows are shown in it\n"
 	"  --concurrency N      units in flight (default 1)\n"
 	"  --row ROW            the row this backfill is for (default \"default\")\n"
 	"  --dry-run            show the units and what is already done; run nothing\n"
 	"  --resume             continue a backfill of this range: skip done units\n"
 	"  --restart            forget a backfill of this range and start over\n"
 	"  --lease-ttl DURATION how long a unit's claim lasts unless renewed (60s)\n"
-	"  --metrics-file FILE  write Prometheus metrics here at the end\n"
+	"  --metrics-file FILE  Prometheus metrics, rewritten as units end, when\n"
+	"                       interrupted and at the end\n"
 	"  --pipeline NAME      the pipeline (default: the YAML's name)\n"
 	"\n"
 	"Each argument may use ${backfill.start}, ${backfill.end}, ${backfill.start_date},\n"
@@ -53,30 +58,80 @@ static const char backfill_help[] =
 	"FAUCET_STATE, and FAUCET_ENCRYPTION_KEY_ENV naming the key's variable for\n"
 	"an encrypted store).  The store must have an atomic compare-and-put.\n"
 	"\n"
-	"Exit codes: 0 every unit done; N the number of failed units (at most 100);\n"
-	"128 + signal when interrupted; 2 bad input (nothing ran); 1 a store error.\n";
+	"Progress goes to stderr: on a terminal one status line (done, failed,\n"
+	"running, pending, elapsed, ETA) redrawn in place; otherwise plain lines.\n"
+	"A unit's own output lines are prefixed with its window [START/END].  The\n"
+	"summary lists the failed windows and the command that resumes the range.\n"
+	"\n"
+	"Exit codes: 0 every unit done; N = the number of failed units (at most 100);\n"
+	"128 + signal when interrupted; 2 bad input (nothing ran); 1 a store error.\n"
+	"So 1 and 2 can mean a store or usage error as well as 1 or 2 failed units:\n"
+	"scripts that need to tell them apart use --json, which always ends with one\n"
+	"object whose \"outcome\" is ok, units_failed, interrupted or error.  With\n"
+	"\"error\", the object holds the error ({\"code\", \"message\", \"exit\"}) and\n"
+	"no unit counts; otherwise it has the counts, \"failed_windows\", \"exit\" and\n"
+	"\"resume_command\".\n";
+
+static const char backfill_status_help[] =
+	"usage: faucet backfill status (-c FILE | --pipeline NAME) [OPTIONS]\n"
+	"       faucet backfill status ... --from A --to B [--window W] [--timezone TZ]\n"
+	"                              [--row R]\n"
+	"       faucet backfill status ... --hash H\n"
+	"\n"
+	"Without a range: every backfill of the pipeline (one marker per range) with\n"
+	"its range, window, time zone and row, and how many units are done, failed,\n"
+	"pending and running (a live lease; its holder is shown).\n"
+	"\n"
+	"With a range (the same options as the backfill; the YAML's backfill block\n"
+	"gives the defaults) or a range hash: one line per unit - its window in the\n"
+	"backfill's zone, status, attempts, last start and end (UTC), and the last\n"
+	"error or the holder of its lease.\n"
+	"\n"
+	"A read command: it never creates a store and writes nothing.  --json prints\n"
+	"one object.  Exit codes: 0; 1 the store or the marker could not be read;\n"
+	"2 bad usage.\n";
 
 typedef struct {
 	const char *pipeline, *from, *to, *window, *timezone, *row, *metrics_file;
-	const char *lease_ttl, *concurrency;
+	const char *lease_ttl, *concurrency, *hash;
 	int dry_run, resume, restart;
+	int status;              /* `backfill status` */
+	int command_from_argv;   /* the command came after --, not from the YAML */
 	faucet_strarray command; /* the command after --, copied */
 } bf_args;
 
+/*
+ * What the operator sees while units run.  On a terminal (stderr) one
+ * status line is drawn and redrawn in place; every other line - a unit's
+ * end, a notice, a unit's own output - first erases it and then draws it
+ * again below, so no stale copy is ever left in the scrollback.  Anywhere
+ * else there is no status line, only plain lines.
+ */
 typedef struct {
 	cli_context *ctx;
-	int tty;          /* stderr is a terminal: draw a bar */
-	int bar_drawn;
-	faucet_buf units; /* --json: the units array's members */
+	const faucet_backfill_plan *plan;
+	int tty;          /* stderr is a terminal: draw the status line */
+	int color;        /* ... and NO_COLOR is unset, TERM is not dumb */
+	int line_drawn;   /* the status line is on the screen */
+	size_t total, done, failed, running, elsewhere;
+	size_t ended_here;       /* units that ended in this run, for the ETA */
+	uint64_t start_ms;
+	unsigned char *started;  /* per plan unit: started by this run */
+	faucet_buf units;        /* --json dry run: the units array's members */
 	size_t nunits;
+	faucet_buf failed_json;  /* --json: the failed windows' objects */
+	faucet_buf failed_text;  /* the first FAILED_SHOWN failed windows, one a line */
+	size_t nfailed;
 } bf_view;
+
+#define FAILED_SHOWN 10 /* failed windows listed in the final summary */
 
 /* ---- arguments ----------------------------------------------------------- */
 
 static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 {
 	enum { O_PIPELINE = 1, O_FROM, O_TO, O_WINDOW, O_TZ, O_CONC, O_ROW, O_DRY, O_RESUME,
-	       O_RESTART, O_TTL, O_METRICS };
+	       O_RESTART, O_TTL, O_METRICS, O_HASH };
 	static const cli_option opts[] = {
 		{"pipeline", 0, 1, O_PIPELINE}, {"from", 0, 1, O_FROM},
 		{"to", 0, 1, O_TO},             {"window", 0, 1, O_WINDOW},
@@ -84,27 +139,41 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 		{"row", 0, 1, O_ROW},           {"dry-run", 0, 0, O_DRY},
 		{"resume", 0, 0, O_RESUME},     {"restart", 0, 0, O_RESTART},
 		{"lease-ttl", 0, 1, O_TTL},     {"metrics-file", 0, 1, O_METRICS},
-		{NULL, 0, 0, 0}};
+		{"hash", 0, 1, O_HASH},         {NULL, 0, 0, 0}};
 	const char **slot[] = {NULL, &a->pipeline, &a->from, &a->to, &a->window, &a->timezone,
 			       &a->concurrency, &a->row};
 	cli_args it;
 	const char *v;
-	int id;
+	int id, seen_option = 0;
 
 	cli_args_init(&it, ctx, "backfill", argc, argv);
 	while ((id = cli_args_next(&it, opts, &v)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(backfill_help) == 0 ? -1 : CLI_EXIT_FAILED;
+			return cli_print_help(a->status ? backfill_status_help : backfill_help) == 0
+				       ? -1 : CLI_EXIT_FAILED;
 		if (id == CLI_ARG_POSITIONAL) {
-			if (!it.positional_only)
-				return cli_usage_error("backfill",
+			if (!it.positional_only && !a->status && !seen_option &&
+			    strcmp(v, "status") == 0) {
+				a->status = 1;
+				it.command = "backfill status";
+				continue;
+			}
+			if (!it.positional_only) {
+				static const char *const subs[] = {"status"};
+				if (!a->status && cli_suggest(v, subs, 1) != NULL)
+					return cli_usage_error(it.command, "unexpected argument '%s' "
+							       "(did you mean 'status'?)", v);
+				return cli_usage_error(it.command,
 						       "unexpected argument '%s' (put the command after --)", v);
+			}
 			if (faucet_strarray_push(&a->command, v) != 0)
 				return cli_fail(CLI_EXIT_FAILED, "backfill");
+			a->command_from_argv = 1;
 			continue;
 		}
+		seen_option = 1;
 		if (id < (int)FAUCET_ARRAY_LEN(slot))
 			*slot[id] = v;
 		else if (id == O_DRY)
@@ -117,7 +186,11 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 			a->lease_ttl = v;
 		else if (id == O_METRICS)
 			a->metrics_file = v;
+		else if (id == O_HASH)
+			a->hash = v;
 	}
+	if (a->hash != NULL && !a->status)
+		return cli_usage_error("backfill", "--hash belongs to 'faucet backfill status'");
 	return 0;
 }
 
@@ -138,61 +211,250 @@ static int parse_count(const char *text, unsigned *out)
 
 /* ---- progress ------------------------------------------------------------ */
 
-static void draw_bar(bf_view *v, size_t finished, size_t total)
+static size_t unit_index(const bf_view *v, const faucet_backfill_unit *u)
 {
-	const int width = 30;
-	int filled = total ? (int)((double)finished / (double)total * width) : width;
-
-	fprintf(stderr, "\r[%.*s%*s] %zu/%zu", filled, "##############################",
-		width - filled, "", finished, total);
-	fflush(stderr);
-	v->bar_drawn = 1;
+	return (size_t)(u - faucet_backfill_plan_unit(v->plan, 0));
 }
 
-static void end_bar(bf_view *v)
+static size_t pending_count(const bf_view *v)
 {
-	if (v->bar_drawn) {
-		fputc('\n', stderr);
-		v->bar_drawn = 0;
+	size_t settled = v->done + v->failed + v->running + v->elsewhere;
+	return v->total > settled ? v->total - settled : 0;
+}
+
+static void put_duration(faucet_buf *b, uint64_t seconds)
+{
+	if (seconds >= 3600)
+		(void)faucet_buf_printf(b, "%lluh%02llum", (unsigned long long)(seconds / 3600),
+					(unsigned long long)(seconds / 60 % 60));
+	else if (seconds >= 60)
+		(void)faucet_buf_printf(b, "%llum%02llus", (unsigned long long)(seconds / 60),
+					(unsigned long long)(seconds % 60));
+	else
+		(void)faucet_buf_printf(b, "%llus", (unsigned long long)seconds);
+}
+
+/* Erase the status line (cursor to column 0, clear to the end of line). */
+static void erase_status(bf_view *v)
+{
+	if (v->line_drawn) {
+		fputs("\r\033[K", stderr);
+		v->line_drawn = 0;
 	}
+}
+
+/* The terminal's width in columns (stderr), 80 when it does not say. */
+static size_t stderr_columns(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/* The status line's text, with colours or without. */
+static void status_text(bf_view *v, faucet_buf *b, int color)
+{
+	const int width = 10;
+	size_t settled = v->done + v->failed + v->elsewhere;
+	int filled = v->total ? (int)((double)settled / (double)v->total * width) : width;
+	uint64_t elapsed_ms = faucet__now_ms() - v->start_ms;
+	size_t left = v->total > settled ? v->total - settled : 0;
+
+	(void)faucet_buf_putc(b, '[');
+	for (int i = 0; i < width; i++)
+		(void)faucet_buf_putc(b, i < filled ? '#' : ' ');
+	(void)faucet_buf_printf(b, "] %sdone %zu%s  %sfailed %zu%s  running %zu  pending %zu",
+				color ? "\033[32m" : "", v->done,
+				color ? "\033[0m" : "", color && v->failed ? "\033[31m" : "",
+				v->failed, color && v->failed ? "\033[0m" : "", v->running,
+				pending_count(v));
+	if (v->elsewhere)
+		(void)faucet_buf_printf(b, "  by others %zu", v->elsewhere);
+	(void)faucet_buf_puts(b, "  elapsed ");
+	put_duration(b, elapsed_ms / 1000);
+	(void)faucet_buf_puts(b, "  ETA ");
+	if (v->ended_here > 0 && left > 0)
+		put_duration(b, (uint64_t)((double)elapsed_ms / (double)v->ended_here *
+					   (double)left / 1000.0 + 0.5));
+	else
+		(void)faucet_buf_puts(b, left ? "--" : "0s");
+}
+
+/* Draw the status line: a bar, the counts, elapsed time and an ETA from the
+ * units that ended in this run.  No newline: the next draw replaces it.  It
+ * must never wrap - erasing would then clear only its last row - so on a
+ * narrow terminal it is cut (and drawn without colours, whose escape
+ * sequences take no columns). */
+static void draw_status(bf_view *v)
+{
+	faucet_buf plain = FAUCET_BUF_INIT, colored = FAUCET_BUF_INIT;
+	size_t cols = stderr_columns();
+
+	if (!v->tty)
+		return;
+	status_text(v, &plain, 0);
+	if (v->color)
+		status_text(v, &colored, 1);
+	if (!plain.failed && plain.ptr != NULL && !colored.failed) {
+		fputs("\r\033[K", stderr);
+		if (plain.len < cols && colored.ptr != NULL)
+			fputs(colored.ptr, stderr);
+		else
+			fprintf(stderr, "%.*s", (int)(plain.len < cols ? plain.len : cols - 1), plain.ptr);
+		fflush(stderr);
+		v->line_drawn = 1;
+	}
+	faucet_buf_dispose(&plain);
+	faucet_buf_dispose(&colored);
+}
+
+/* Print one line on stderr (or stdout) with the status line out of the
+ * way, then draw it again. */
+static void say_line(bf_view *v, FILE *to, const char *text)
+{
+	erase_status(v);
+	if (to == stdout) {
+		fputs(text, stdout);
+		putc('\n', stdout);
+		if (v->tty)
+			fflush(stdout);
+	} else {
+		fflush(stdout);
+		fputs(text, stderr);
+		putc('\n', stderr);
+	}
+	draw_status(v);
+}
+
+/* A unit's window in the backfill's zone, as an RFC 3339 interval. */
+static void put_window(faucet_buf *b, const faucet_backfill_unit *u)
+{
+	(void)faucet_buf_printf(b, "%s/%s", u->start, u->end);
 }
 
 static void on_plan(void *ctx, size_t total, size_t skipped, size_t to_run)
 {
 	bf_view *v = ctx;
+	char line[160];
 
-	fprintf(stderr, "backfill: %zu unit(s), %zu already done, %zu to run\n", total, skipped,
-		to_run);
-	if (v->tty)
-		draw_bar(v, skipped, total);
+	v->total = total;
+	v->done = skipped;
+	v->start_ms = faucet__now_ms();
+	(void)snprintf(line, sizeof(line), "backfill: %zu unit(s), %zu already done, %zu to run",
+		       total, skipped, to_run);
+	say_line(v, stderr, line);
+}
+
+static void on_unit_start(void *ctx, const faucet_backfill_unit *u)
+{
+	bf_view *v = ctx;
+
+	v->started[unit_index(v, u)] = 1;
+	v->running++;
+	draw_status(v);
+}
+
+/* Remember a failed window for the summary (text: the first few; JSON: all). */
+static void note_failure(bf_view *v, const faucet_backfill_unit *u, const char *error)
+{
+	if (v->nfailed < FAILED_SHOWN) {
+		(void)faucet_buf_puts(&v->failed_text, "  ");
+		put_window(&v->failed_text, u);
+		(void)faucet_buf_puts(&v->failed_text, "  ");
+		cli_escape(&v->failed_text, error ? error : "");
+		(void)faucet_buf_putc(&v->failed_text, '\n');
+	}
+	if (v->ctx->json) {
+		(void)faucet_buf_puts(&v->failed_json, v->nfailed ? ",{" : "{");
+		jw_member(&v->failed_json, "unit", 1);
+		jw_string(&v->failed_json, u->id);
+		jw_member(&v->failed_json, "start", 0);
+		jw_string(&v->failed_json, u->start);
+		jw_member(&v->failed_json, "end", 0);
+		jw_string(&v->failed_json, u->end);
+		jw_member(&v->failed_json, "error", 0);
+		jw_string_or_null(&v->failed_json, error);
+		(void)faucet_buf_putc(&v->failed_json, '}');
+	}
+	v->nfailed++;
 }
 
 static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st,
 			const char *error, size_t finished, size_t total)
 {
 	bf_view *v = ctx;
+	size_t i = unit_index(v, u);
+	faucet_buf line = FAUCET_BUF_INIT;
+	int ours = v->started[i];
 
-	if (v->tty && st != FAUCET_BACKFILL_FAILED) {
-		draw_bar(v, finished, total);
+	if (ours) {
+		v->started[i] = 0;
+		v->running--;
+		v->ended_here++;
+	} else {
+		v->elsewhere++; /* settled by another runner */
+	}
+	if (st == FAUCET_BACKFILL_DONE)
+		v->done++;
+	else if (st == FAUCET_BACKFILL_FAILED)
+		v->failed++;
+	if (st == FAUCET_BACKFILL_FAILED)
+		note_failure(v, u, error);
+	/* On a terminal the status line tells of units done; failures and
+	 * units left pending get a line of their own everywhere.  A unit
+	 * another runner finished has had its line from the runner. */
+	if ((v->tty && st == FAUCET_BACKFILL_DONE) || !ours) {
+		draw_status(v);
 		return;
 	}
-	end_bar(v);
-	if (st == FAUCET_BACKFILL_DONE)
-		fprintf(stderr, "unit %s done (%zu/%zu)\n", u->id, finished, total);
-	else if (st == FAUCET_BACKFILL_FAILED)
-		fprintf(stderr, "unit %s failed: %s (%zu/%zu)\n", u->id, error, finished, total);
-	else
-		fprintf(stderr, "unit %s left pending (%zu/%zu)\n", u->id, finished, total);
-	if (v->tty)
-		draw_bar(v, finished, total);
+	(void)faucet_buf_puts(&line, "window ");
+	put_window(&line, u);
+	if (st == FAUCET_BACKFILL_DONE) {
+		(void)faucet_buf_puts(&line, " done");
+	} else if (st == FAUCET_BACKFILL_FAILED) {
+		(void)faucet_buf_puts(&line, " failed: ");
+		cli_escape(&line, error ? error : "");
+	} else {
+		(void)faucet_buf_puts(&line, " left pending (interrupted)");
+	}
+	(void)faucet_buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
+	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
+	faucet_buf_dispose(&line);
 }
 
 static void on_message(void *ctx, const char *text)
 {
 	bf_view *v = ctx;
+	faucet_buf line = FAUCET_BUF_INIT;
 
-	end_bar(v);
-	fprintf(stderr, "backfill: %s\n", text);
+	(void)faucet_buf_puts(&line, "backfill: ");
+	cli_escape(&line, text);
+	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
+	faucet_buf_dispose(&line);
+}
+
+/* The clock moves on while units run: redraw the elapsed time and ETA. */
+static void on_tick(void *ctx)
+{
+	draw_status(ctx);
+}
+
+/* A line of a unit's own output, prefixed with its window.  Its stdout goes
+ * to ours, unless ours carries the --json document. */
+static void on_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, const char *text)
+{
+	bf_view *v = ctx;
+	faucet_buf line = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_putc(&line, '[');
+	put_window(&line, u);
+	(void)faucet_buf_puts(&line, "] ");
+	(void)faucet_buf_puts(&line, text);
+	if (!line.failed && line.ptr != NULL)
+		say_line(v, is_stderr || v->ctx->json ? stderr : stdout, line.ptr);
+	faucet_buf_dispose(&line);
 }
 
 static const char *status_name(faucet_backfill_status st)
@@ -222,32 +484,136 @@ static void on_planned(void *ctx, const faucet_backfill_unit *u, faucet_backfill
 	(void)faucet_buf_putc(&v->units, '}');
 }
 
-/* ---- the report ---------------------------------------------------------- */
+/* ---- the resume command ---------------------------------------------------- */
 
-static int report(bf_view *v, const char *pipeline, const faucet_backfill_plan *p,
-		  const faucet_backfill_result *r, int dry_run)
+/* Append `arg` quoted for a POSIX shell when it needs it. */
+static void put_shell_word(faucet_buf *b, const char *arg)
+{
+	const char *p;
+	int plain = *arg != '\0';
+
+	for (p = arg; *p && plain; p++)
+		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			       "_./:=@%+,-", *p) != NULL;
+	(void)faucet_buf_putc(b, ' ');
+	if (plain) {
+		(void)faucet_buf_puts(b, arg);
+		return;
+	}
+	(void)faucet_buf_putc(b, '\'');
+	for (p = arg; *p; p++) {
+		if (*p == '\'')
+			(void)faucet_buf_puts(b, "'\\''");
+		else
+			(void)faucet_buf_putc(b, *p);
+	}
+	(void)faucet_buf_putc(b, '\'');
+}
+
+static void put_option(faucet_buf *b, const char *name, const char *value)
+{
+	if (value == NULL)
+		return;
+	put_shell_word(b, name);
+	put_shell_word(b, value);
+}
+
+/*
+ * The command that resumes this backfill: the same store, pipeline, range
+ * and command, with --resume.  The range is given as the plan renders it
+ * (exact instants in the zone), so it names the same marker whatever the
+ * original arguments looked like.  A store chosen through FAUCET_CONFIG or
+ * FAUCET_STATE is left to the environment, and a --state URL is shown
+ * redacted: a password is never printed, even here (the command then needs
+ * the password put back, or the URL in FAUCET_STATE).
+ */
+static char *resume_command(const cli_context *ctx, const bf_args *a, const faucet_backfill_plan *p)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	end_bar(v);
+	(void)faucet_buf_puts(&b, "faucet backfill");
+	/* Both when both were given: --state picks the store, and the YAML
+	 * may still hold the command and the defaults. */
+	if (ctx->state_url != NULL) {
+		char *shown = faucet_url_redact(ctx->state_url);
+		put_option(&b, "--state", shown ? shown : "URL");
+		free(shown);
+	}
+	put_option(&b, "-c", ctx->config_arg);
+	put_option(&b, "--encryption-key-env", ctx->key_env);
+	put_option(&b, "--pipeline", a->pipeline);
+	put_option(&b, "--from", faucet_backfill_plan_from(p));
+	put_option(&b, "--to", faucet_backfill_plan_to(p));
+	put_option(&b, "--window", a->window);
+	put_option(&b, "--timezone", faucet_backfill_plan_timezone(p));
+	put_option(&b, "--row", a->row);
+	put_option(&b, "--concurrency", a->concurrency);
+	put_option(&b, "--lease-ttl", a->lease_ttl);
+	put_option(&b, "--metrics-file", a->metrics_file);
+	(void)faucet_buf_puts(&b, " --resume");
+	if (a->command_from_argv) {
+		(void)faucet_buf_puts(&b, " --");
+		for (size_t i = 0; i < a->command.count && a->command.strings[i] != NULL; i++)
+			put_shell_word(&b, a->command.strings[i]);
+	}
+	return faucet_buf_detach(&b);
+}
+
+/* ---- the report ---------------------------------------------------------- */
+
+static const char *outcome_name(const faucet_backfill_result *r)
+{
+	if (r->signal)
+		return "interrupted";
+	return r->failed ? "units_failed" : "ok";
+}
+
+static int report(bf_view *v, const bf_args *a, const faucet_backfill_plan *p,
+		  const faucet_backfill_result *r)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	char *resume = NULL;
+	int unfinished = r->failed > 0 || r->pending > 0;
+
+	erase_status(v);
+	if (!a->dry_run && unfinished && (resume = resume_command(v->ctx, a, p)) == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (!v->ctx->json) {
-		if (!dry_run)
+		if (!a->dry_run) {
 			printf("backfill %s %s: %zu unit(s): %zu done, %zu failed, %zu skipped, "
 			       "%zu by another runner, %zu pending%s\n",
-			       pipeline, faucet_backfill_plan_hash(p), r->total, r->done, r->failed,
-			       r->skipped, r->by_others, r->pending,
+			       a->pipeline, faucet_backfill_plan_hash(p), r->total, r->done,
+			       r->failed, r->skipped, r->by_others, r->pending,
 			       r->signal ? " (interrupted)" : "");
+			if (v->nfailed > 0) {
+				printf("failed windows (%s zone):\n%s", faucet_backfill_plan_timezone(p),
+				       v->failed_text.ptr ? v->failed_text.ptr : "");
+				if (v->nfailed > FAILED_SHOWN)
+					printf("  ... and %zu more (faucet backfill status shows them all)\n",
+					       v->nfailed - FAILED_SHOWN);
+			}
+			if (resume != NULL)
+				printf("to %s: %s\n", r->failed ? "retry the failed windows" : "continue",
+				       resume);
+		}
+		free(resume);
 		return 0;
 	}
 	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "pipeline", 1);
-	jw_string(&b, pipeline);
+	jw_member(&b, "outcome", 1);
+	jw_string(&b, a->dry_run ? "ok" : outcome_name(r));
+	jw_member(&b, "exit", 0);
+	(void)faucet_buf_printf(&b, "%d", r->exit_code);
+	jw_member(&b, "pipeline", 0);
+	jw_string(&b, a->pipeline);
 	jw_member(&b, "descriptor", 0);
 	jw_string(&b, faucet_backfill_plan_descriptor(p));
 	jw_member(&b, "range_hash", 0);
 	jw_string(&b, faucet_backfill_plan_hash(p));
+	jw_member(&b, "timezone", 0);
+	jw_string(&b, faucet_backfill_plan_timezone(p));
 	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, dry_run ? "true" : "false");
+	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
 	jw_member(&b, "total", 0);
 	(void)faucet_buf_printf(&b, "%zu", r->total);
 	jw_member(&b, "skipped", 0);
@@ -262,23 +628,24 @@ static int report(bf_view *v, const char *pipeline, const faucet_backfill_plan *
 	(void)faucet_buf_printf(&b, "%zu", r->pending);
 	jw_member(&b, "signal", 0);
 	(void)faucet_buf_printf(&b, "%d", r->signal);
-	if (dry_run) {
+	jw_member(&b, "failed_windows", 0);
+	(void)faucet_buf_putc(&b, '[');
+	(void)faucet_buf_put(&b, v->failed_json.ptr ? v->failed_json.ptr : "", v->failed_json.len);
+	(void)faucet_buf_putc(&b, ']');
+	jw_member(&b, "resume_command", 0);
+	jw_string_or_null(&b, resume);
+	if (a->dry_run) {
 		jw_member(&b, "units", 0);
 		(void)faucet_buf_putc(&b, '[');
 		(void)faucet_buf_put(&b, v->units.ptr ? v->units.ptr : "", v->units.len);
 		(void)faucet_buf_putc(&b, ']');
 	}
 	(void)faucet_buf_putc(&b, '}');
+	free(resume);
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 /* ---- the command ---------------------------------------------------------- */
-
-static const char *nonempty_getenv(const char *name)
-{
-	const char *v = getenv(name);
-	return v != NULL && *v != '\0' ? v : NULL;
-}
 
 /* Merge flags over the YAML's defaults and check every one of them. */
 static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
@@ -345,6 +712,32 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 	return 0;
 }
 
+/* `backfill status`: the options a run takes and status does not. */
+static int status_main(cli_context *ctx, bf_args *a)
+{
+	const cli_config *cfg = NULL;
+	cli_backfill_status_args sa;
+	int rc;
+
+	if (a->dry_run || a->resume || a->restart || a->concurrency || a->lease_ttl ||
+	    a->metrics_file || a->command.count > 0)
+		return cli_usage_error("backfill status", "status takes no run options "
+				       "(--dry-run, --resume, --restart, --concurrency, --lease-ttl, "
+				       "--metrics-file, a command)");
+	rc = cli_context_config(ctx, &cfg);
+	if (rc != 0)
+		return rc;
+	memset(&sa, 0, sizeof(sa));
+	sa.pipeline = a->pipeline ? a->pipeline : cfg ? cfg->name : NULL;
+	sa.hash = a->hash;
+	sa.range.from = a->from;
+	sa.range.to = a->to;
+	sa.range.window = a->window ? a->window : cfg ? cfg->backfill_window : NULL;
+	sa.range.timezone = a->timezone ? a->timezone : cfg ? cfg->backfill_timezone : NULL;
+	sa.range.row = a->row;
+	return cli_backfill_status(ctx, &sa);
+}
+
 int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 {
 	bf_args a;
@@ -356,6 +749,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	faucet_backfill_result res;
 	const cli_config *cfg = NULL;
 	faucet_store *s = NULL;
+	const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
 	int rc;
 
 	memset(&a, 0, sizeof(a));
@@ -365,9 +759,20 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	memset(&view, 0, sizeof(view));
 	view.ctx = ctx;
 	view.tty = isatty(STDERR_FILENO);
+	view.color = view.tty && (no_color == NULL || *no_color == '\0') &&
+		     (term == NULL || strcmp(term, "dumb") != 0);
 	view.units = (faucet_buf)FAUCET_BUF_INIT;
+	view.failed_json = (faucet_buf)FAUCET_BUF_INIT;
+	view.failed_text = (faucet_buf)FAUCET_BUF_INIT;
+	/* With --json, a failure is reported as the run's summary object, so
+	 * an error exit of 1 or 2 cannot be read as a count of failed units. */
+	ctx->json_error_outcome = 1;
 
 	rc = parse_args(ctx, argc, argv, &a);
+	if (rc == 0 && a.status) {
+		rc = status_main(ctx, &a);
+		goto out;
+	}
 	if (rc == 0)
 		rc = cli_context_config(ctx, &cfg);
 	if (rc == 0)
@@ -377,33 +782,40 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	if (rc == 0 && faucet_backfill_plan_is_large(plan))
 		fprintf(stderr, "faucet: warning: backfill has %zu units (more than %d)\n",
 			faucet_backfill_plan_count(plan), FAUCET_BACKFILL_WARN_UNITS);
+	if (rc == 0 && (view.started = calloc(faucet_backfill_plan_count(plan) + 1, 1)) == NULL)
+		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
 		rc = cli_open_store(ctx, &s);
 	if (rc == 0) {
-		cb = (faucet_backfill_progress){&view, on_plan, on_planned, NULL, on_unit_end,
-						on_message};
+		view.plan = plan;
+		cb = (faucet_backfill_progress){&view,       on_plan,    on_planned, on_unit_start,
+						on_unit_end, on_message, on_output,  on_tick};
 		o.progress = &cb;
 		o.config_path = ctx->selected_config_path;
 		o.state_url = ctx->selected_config_path ? NULL : ctx->selected_url;
 		/* Units inherit the encryption by the variables' names only. */
 		o.key_env = ctx->key_env;
-		o.previous_key_env = ctx->key_env ? nonempty_getenv("FAUCET_PREVIOUS_KEY_ENV") : NULL;
+		o.previous_key_env = ctx->key_env ? cli_previous_key_env_list(ctx) : NULL;
 		if (faucet_backfill_run(s, plan, &o, &res) != 0) {
 			int code = faucet_error_last()->code;
-			end_bar(&view);
+			erase_status(&view);
 			/* A bad input or an unsuitable store: nothing ran. */
 			rc = cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EUNSUPPORTED
 					      ? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
 				      "backfill");
 		} else {
-			rc = report(&view, a.pipeline, plan, &res, a.dry_run);
+			rc = report(&view, &a, plan, &res);
 			if (rc == 0)
 				rc = res.exit_code;
 		}
 	}
+out:
 	if (rc == -1) /* --help */
 		rc = 0;
 	faucet_buf_dispose(&view.units);
+	faucet_buf_dispose(&view.failed_json);
+	faucet_buf_dispose(&view.failed_text);
+	free(view.started);
 	faucet_strarray_dispose(&a.command);
 	faucet_backfill_plan_free(plan);
 	faucet_store_free(s);

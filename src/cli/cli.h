@@ -49,6 +49,8 @@ typedef struct cli_context {
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
 	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
+	faucet_strarray previous_key_envs; /* --previous-key-env VAR..., copied */
+	int json_error_outcome;  /* --json failures print {"outcome": "error", "error": ...} */
 
 	/* The terminal, looked at once at start-up. */
 	int stdout_tty; /* stdout is a terminal: tables and truncation allowed */
@@ -67,6 +69,10 @@ typedef struct cli_context {
 	char *store_label;                /* owned: redacted, safe to print */
 
 	char *key_material; /* owned copy of the key read from key_env; wiped */
+	cli_config *to_config; /* a destination named by --to-config (owned) */
+	char *to_label;        /* ... and its name for messages (owned) */
+	faucet_strarray previous_material; /* the previous keys' values; wiped */
+	char *previous_list; /* the previous keys' variable names, comma-separated */
 } cli_context;
 
 /* Set up / release a context.  Dispose wipes any key material held. */
@@ -152,7 +158,17 @@ typedef struct {
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
 
-/* Print a command's help text (on stdout) and return 0. */
+/* The candidate nearest to `word` that could be a typo of it (a small edit
+ * distance, or `word` is its prefix), or NULL. */
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+
+/* The default PIPELINE of a command given none: the YAML's `name` when -c
+ * or FAUCET_CONFIG names a config.  Otherwise (or on a config error) the
+ * error has been printed and its exit code is returned. */
+int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline);
+
+/* Print a command's help text (on stdout), followed by how a store is
+ * chosen and configured (URLs, YAML fields, defaults, keys), and return 0. */
 int cli_print_help(const char *text);
 
 /* Parse a duration such as "10s", "500ms", "2m", "1h" or a bare number of
@@ -164,6 +180,7 @@ int cli_parse_duration_ms(const char *text, unsigned long long *out);
 int cli_state_main(cli_context *ctx, int argc, char **argv);
 int cli_doctor_main(cli_context *ctx, int argc, char **argv);
 int cli_backfill_main(cli_context *ctx, int argc, char **argv);
+int cli_completion_main(cli_context *ctx, int argc, char **argv);
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -175,6 +192,19 @@ int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+
+/* The names of the previous keys' variables as FAUCET_PREVIOUS_KEY_ENV
+ * holds them (comma-separated): --previous-key-env, else that variable.
+ * NULL when there are none.  Owned by the context. */
+const char *cli_previous_key_env_list(cli_context *ctx);
+
+/* Open the store a pipeline YAML names - its state: block, with the
+ * encryption the YAML gives it - as the destination of `state copy` or
+ * `state import` (--to-config FILE).  *label (owned by the context) names it
+ * in messages.  On failure the error has been printed and the exit code is
+ * returned: 2 for a bad or state-less config, 1 when the store failed. */
+int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
+			  const char **label);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

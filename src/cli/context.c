@@ -48,9 +48,19 @@ void cli_context_init(cli_context *ctx)
 void cli_context_dispose(cli_context *ctx)
 {
 	cli_config_free(ctx->config);
+	cli_config_free(ctx->to_config);
+	free(ctx->to_label);
 	free(ctx->selected_url);
 	free(ctx->store_label);
 	cli_wipe_free(ctx->key_material);
+	for (size_t i = 0; i < ctx->previous_material.count; i++) {
+		cli_wipe_free(ctx->previous_material.strings[i]);
+		ctx->previous_material.strings[i] = NULL;
+	}
+	ctx->previous_material.count = 0;
+	faucet_strarray_dispose(&ctx->previous_material);
+	faucet_strarray_dispose(&ctx->previous_key_envs);
+	free(ctx->previous_list);
 	memset(ctx, 0, sizeof(*ctx));
 	if (error_ctx == ctx)
 		error_ctx = NULL;
@@ -157,6 +167,12 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	 * references replace it (library messages name types, paths, ...). */
 	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
 
+	/* ... nor one from a destination's config (--to-config). */
+	if (text != NULL && error_ctx != NULL && error_ctx->to_config != NULL) {
+		char *both = cli_config_scrub(error_ctx->to_config, text);
+		free(text);
+		text = both;
+	}
 	if (text == NULL)
 		text = faucet__strdup("out of memory");
 	if (text == NULL)
@@ -173,7 +189,9 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	if (error_ctx != NULL && error_ctx->json && !json_printed) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, "{\"error\":");
+		(void)faucet_buf_puts(&b, error_ctx->json_error_outcome
+						  ? "{\"outcome\":\"error\",\"error\":"
+						  : "{\"error\":");
 		cli_json_error_object(&b, code, text, exit_code);
 		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
@@ -209,6 +227,22 @@ int cli_error(int exit_code, const char *fmt, ...)
 	return exit_code;
 }
 
+/* What to do about a library error, where the command line has its own
+ * answer: the library tells a sealed file read without a key to configure
+ * one in the YAML (on the command line the way is a flag), and names what
+ * is wrong with a key but not what a key may be. */
+static const char *key_hint(const faucet_error *last)
+{
+	if (last->code == FAUCET_ECRYPTO && error_ctx != NULL && error_ctx->key_env == NULL &&
+	    strstr(last->message, "no encryption key is configured") != NULL)
+		return " (on the command line: --encryption-key-env VAR, VAR holding the key)";
+	if (last->code == FAUCET_EINVALID && strncmp(last->message, "state key ", 10) == 0)
+		return " (a key is 1 to 256 bytes of A-Z a-z 0-9 _ . : / -, does not begin with "
+		       "'.', and uses '/' only between non-empty segments that do not begin "
+		       "with '.'; e.g. orders::default or acme::orders::eu/2026)";
+	return "";
+}
+
 int cli_fail(int exit_code, const char *fmt, ...)
 {
 	const faucet_error *last = faucet_error_last();
@@ -222,8 +256,9 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	va_start(ap, fmt);
 	what = vformat(fmt, ap);
 	va_end(ap);
-	line = what ? faucet__sprintf("%s: %s", what,
-				      *last->message ? last->message : "unknown error")
+	line = what ? faucet__sprintf("%s: %s%s", what,
+				      *last->message ? last->message : "unknown error",
+				      key_hint(last))
 		    : NULL;
 	report_failure(exit_code,
 		       last->code != 0 ? faucet_error_name(last->code) : code_for_exit(exit_code),
@@ -256,9 +291,51 @@ int cli_finish(int exit_code)
 	return exit_code;
 }
 
+/* How a store is chosen and configured: the same for every command, so
+ * every --help ends with it. */
+static const char store_help[] =
+	"\n"
+	"Store selection (first match wins): --state URL; -c/--config FILE (a pipeline\n"
+	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
+	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
+	"\n"
+	"Store URLs and their YAML form, state: {type: T, config: {...}}, with defaults:\n"
+	"  file:PATH                type: file, config: path; encryption: {key,\n"
+	"                           previous_keys: [...], algorithm: aes-256-gcm}\n"
+	"  sqlite:PATH              type: sqlite, config: path\n"
+	"  memory:                  type: memory (in-process; gone when the command ends)\n"
+	"  postgres://USER[:PW]@HOST:PORT/DB?table=T&ensure_table=B&max_connections=N\n"
+	"                           type: postgres, config: url, table (default\n"
+	"                           faucet_state; [A-Za-z0-9_]{1,63}), ensure_table (default\n"
+	"                           true: create a missing table; false: never),\n"
+	"                           max_connections (default 5)\n"
+	"  redis://[:PW@]HOST:PORT/DB?namespace=NS&max_connections=N\n"
+	"                           type: redis, config: url, namespace (default faucet;\n"
+	"                           non-empty, no ':'), max_connections (default 5)\n"
+	"  A relative PATH is relative to the current directory.\n"
+	"\n"
+	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
+	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
+	"  state: {type, config}    the store, as above (required with -c)\n"
+	"  backfill: {window, concurrency (default 1), timezone (default UTC), command: [...]}\n"
+	"  Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is \"\".\n"
+	"\n"
+	"Encryption at rest (file store).  A key is any non-empty string - a passphrase\n"
+	"or random bytes in text form - and the AES-256-GCM key is the SHA-256 of its\n"
+	"bytes, so every length works; one shorter than 16 bytes is easy to guess and\n"
+	"draws a warning (make one with: openssl rand -base64 32).  A key is never put\n"
+	"on the command line; these options name the environment variable holding it:\n"
+	"  --encryption-key-env VAR   the current key: seals what is written, tried first\n"
+	"                             on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)\n"
+	"  --previous-key-env VAR     an older key, tried after it on reads; repeatable\n"
+	"                             (default: $FAUCET_PREVIOUS_KEY_ENV, comma-separated).\n"
+	"                             To rotate: --encryption-key-env NEW --previous-key-env\n"
+	"                             OLD state rekey; then drop OLD.\n";
+
 int cli_print_help(const char *text)
 {
 	fputs(text, stdout);
+	fputs(store_help, stdout);
 	return cli_finish(CLI_EXIT_OK);
 }
 
@@ -338,7 +415,94 @@ int cli_context_config(cli_context *ctx, const cli_config **out)
 	return 0;
 }
 
-/* The key named by --encryption-key-env, copied once into the context. */
+#define CLI_SHORT_KEY 16 /* bytes: a key string shorter than this gets a warning */
+
+/* The --previous-key-env names, or FAUCET_PREVIOUS_KEY_ENV's comma-separated
+ * list when none was given. */
+static int previous_names(cli_context *ctx)
+{
+	const char *list = getenv("FAUCET_PREVIOUS_KEY_ENV");
+
+	if (ctx->previous_key_envs.count > 0 || list == NULL)
+		return 0;
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		char *name = n ? faucet__sprintf("%.*s", (int)n, list) : NULL;
+
+		if (n && (name == NULL || faucet_strarray_push_owned(&ctx->previous_key_envs, name) != 0))
+			return FAUCET_ENOMEM;
+		list += n;
+		if (*list == ',')
+			list++;
+	}
+	return 0;
+}
+
+const char *cli_previous_key_env_list(cli_context *ctx)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (ctx->previous_list != NULL)
+		return ctx->previous_list;
+	if (previous_names(ctx) != 0 || ctx->previous_key_envs.count == 0)
+		return NULL;
+	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
+		if (i)
+			(void)faucet_buf_putc(&b, ',');
+		(void)faucet_buf_puts(&b, ctx->previous_key_envs.strings[i]);
+	}
+	ctx->previous_list = faucet_buf_detach(&b);
+	return ctx->previous_list;
+}
+
+/* The previous keys' values, read from their variables (each must be set
+ * and non-empty), for a store opened with a key. */
+static int previous_from_env(cli_context *ctx)
+{
+	if (ctx->previous_material.count > 0)
+		return 0;
+	if (previous_names(ctx) != 0)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
+		const char *name = ctx->previous_key_envs.strings[i];
+		const char *v = getenv(name);
+
+		if (v == NULL || *v == '\0')
+			return cli_error(CLI_EXIT_USAGE,
+					 "environment variable %s (a previous key, named by "
+					 "--previous-key-env or FAUCET_PREVIOUS_KEY_ENV) is %s",
+					 name, v == NULL ? "not set" : "empty");
+		if (faucet_strarray_push(&ctx->previous_material, v) != 0)
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	return 0;
+}
+
+int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline)
+{
+	const cli_config *conf = NULL;
+	int rc;
+
+	if (*pipeline != NULL)
+		return 0;
+	if (ctx->state_url == NULL) {
+		rc = cli_context_config(ctx, &conf);
+		if (rc != 0)
+			return rc;
+	}
+	if (conf != NULL && conf->name != NULL) {
+		*pipeline = conf->name;
+		return 0;
+	}
+	if (conf != NULL)
+		return cli_usage_error(command, "missing PIPELINE (the config %s has no name:)",
+				       conf->path);
+	return cli_usage_error(command, "missing PIPELINE (or give -c FILE, whose name: is "
+				        "the default)");
+}
+
+/* The key named by --encryption-key-env, copied once into the context,
+ * with the previous keys. */
 static int key_from_env(cli_context *ctx, const char **key)
 {
 	const char *v;
@@ -362,8 +526,14 @@ static int key_from_env(cli_context *ctx, const char **key)
 	ctx->key_material = faucet__strdup(v);
 	if (ctx->key_material == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "reading the encryption key");
+	/* Any string is a key (its SHA-256 is the AES key), so a short one is
+	 * allowed - and guessable. */
+	if (strlen(v) < CLI_SHORT_KEY)
+		fprintf(stderr, "faucet: warning: the encryption key in %s is only %zu bytes; a "
+				"passphrase shorter than %d bytes can be guessed (see 'faucet --help')\n",
+			ctx->key_env, strlen(v), CLI_SHORT_KEY);
 	*key = ctx->key_material;
-	return 0;
+	return previous_from_env(ctx);
 }
 
 static int open_failed(cli_context *ctx)
@@ -446,6 +616,8 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	cfg.version = FAUCET_STORE_CONFIG_VERSION;
 	memset(&enc, 0, sizeof(enc));
 	enc.key = key;
+	enc.previous_keys = (const char *const *)ctx->previous_material.strings;
+	enc.previous_count = ctx->previous_material.count;
 	cfg.type = "file";
 	cfg.path = url + 5;
 	if (strncmp(cfg.path, "//", 2) == 0)
@@ -464,16 +636,15 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	const char *key = NULL;
 	int rc;
 
+	/* A config given to pick the store must say where the store is: falling
+	 * back to ./.faucet-state would read or write the wrong store without a
+	 * word. */
+	if (!conf->has_state)
+		return cli_error(CLI_EXIT_USAGE,
+				 "config %s has no state: block, so it names no store; add one "
+				 "(state: {type: file, config: {path: ...}}) or give --state URL",
+				 conf->path);
 	ctx->selected_config_path = conf->path;
-	if (!conf->has_state) {
-		/* A pipeline without a `state:` block keeps its state where the
-		 * original does by default; the config still names the store for
-		 * child processes, so only selected_config_path stays set. */
-		rc = open_from_url(ctx, DEFAULT_STATE_URL, must_exist, out);
-		free(ctx->selected_url);
-		ctx->selected_url = NULL;
-		return rc;
-	}
 	cli_config_store(conf, &cfg, &enc);
 	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
@@ -491,13 +662,47 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 		rc = key_from_env(ctx, &key);
 		if (rc != 0)
 			return rc;
-		/* The flag names the write key; the YAML's previous keys stay. */
+		/* The flag names the write key; the YAML's previous keys stay,
+		 * and those of --previous-key-env are tried after them. */
 		enc.key = key;
 		cfg.encryption = &enc;
+		if (ctx->previous_material.count > 0) {
+			size_t n = enc.previous_count + ctx->previous_material.count;
+			const char **all = calloc(n, sizeof(*all));
+
+			if (all == NULL)
+				return cli_error(CLI_EXIT_FAILED, "out of memory");
+			for (size_t i = 0; i < enc.previous_count; i++)
+				all[i] = enc.previous_keys[i];
+			for (size_t i = 0; i < ctx->previous_material.count; i++)
+				all[enc.previous_count + i] = ctx->previous_material.strings[i];
+			enc.previous_keys = all;
+			enc.previous_count = n;
+			rc = faucet_store_open_config(out, &cfg);
+			free(all);
+			return rc != 0 ? open_failed(ctx) : 0;
+		}
 	}
 	if (faucet_store_open_config(out, &cfg) != 0)
 		return open_failed(ctx);
 	return 0;
+}
+
+/* A store URL always has a scheme; a bare path is the commonest slip, and
+ * which backend the user meant is theirs to say. */
+static int check_url_shape(const char *url, const char *where)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	if (strchr(url, ':') != NULL)
+		return 0;
+	cli_escape(&b, url);
+	rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a directory "
+			     "of JSON files) or sqlite:%s (one SQLite database file)?",
+			     where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	faucet_buf_dispose(&b);
+	return rc;
 }
 
 static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
@@ -507,14 +712,22 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 	int rc;
 
 	*out = NULL;
-	if (ctx->state_url != NULL)
+	if (ctx->previous_key_envs.count > 0 && ctx->key_env == NULL)
+		return cli_error(CLI_EXIT_USAGE, "--previous-key-env needs --encryption-key-env: "
+				 "the previous keys are read, the current one seals what is written");
+	if (ctx->state_url != NULL) {
+		if ((rc = check_url_shape(ctx->state_url, "--state")) != 0)
+			return rc;
 		return open_from_url(ctx, ctx->state_url, must_exist, out);
+	}
 	rc = cli_context_config(ctx, &conf);
 	if (rc != 0)
 		return rc;
 	if (conf != NULL)
 		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
+	if (url != NULL && (rc = check_url_shape(url, "FAUCET_STATE")) != 0)
+		return rc;
 	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
 }
 
@@ -526,6 +739,38 @@ int cli_open_store(cli_context *ctx, faucet_store **out)
 int cli_open_store_existing(cli_context *ctx, faucet_store **out)
 {
 	return open_store(ctx, 1, out);
+}
+
+int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
+			  const char **label)
+{
+	faucet_encryption_options enc;
+	faucet_store_config cfg;
+	cli_config *conf = NULL;
+
+	*out = NULL;
+	*label = NULL;
+	if (ctx->to_config != NULL)
+		return cli_error(CLI_EXIT_USAGE, "--to-config given twice");
+	if (cli_config_load(&conf, path) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "bad config (--to-config)");
+	ctx->to_config = conf;
+	if (!conf->has_state)
+		return cli_error(CLI_EXIT_USAGE,
+				 "config %s (--to-config) has no state: block, so it names no store",
+				 conf->path);
+	ctx->to_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
+	if (ctx->to_label == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	*label = ctx->to_label;
+	cli_config_store(conf, &cfg, &enc);
+	if (faucet_store_open_config(out, &cfg) != 0) {
+		int code = faucet_error_last()->code;
+		return cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+										 : CLI_EXIT_FAILED,
+				"cannot open the destination store %s", ctx->to_label);
+	}
+	return 0;
 }
 
 int cli_store_is_encrypted(const cli_context *ctx)

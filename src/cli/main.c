@@ -23,20 +23,17 @@ static const char usage[] =
 	"                     read and write state keys (see 'faucet state --help')\n"
 	"  doctor             run the state store's health probes\n"
 	"  backfill           re-run a pipeline over a past range (see 'faucet backfill --help')\n"
-	"\n"
-	"Store selection (first match wins):\n"
-	"  --state URL        file:PATH, memory:, sqlite:PATH, postgres://..., redis://...\n"
-	"  -c, --config FILE  a faucet pipeline YAML (its `state:` block)\n"
-	"  $FAUCET_CONFIG     a pipeline YAML, like -c\n"
-	"  $FAUCET_STATE      a store URL, like --state\n"
-	"  otherwise          file:.faucet-state in the current directory\n"
+	"  backfill status    what the backfills of a pipeline have done\n"
+	"  completion bash|zsh|fish  print a shell completion script\n"
+	"  version            print the version (also -V, --version)\n"
 	"\n"
 	"Options (accepted before or after the command):\n"
-	"  --encryption-key-env VAR  the file store's encryption key is in environment\n"
-	"                     variable VAR (a key is never given on the command line)\n"
+	"  --state URL        the store (see below)\n"
+	"  -c, --config FILE  a faucet pipeline YAML: its state: block and name:\n"
+	"  --encryption-key-env VAR, --previous-key-env VAR  keys of an encrypted store\n"
 	"  --json             print machine-readable JSON\n"
 	"  -h, --help         show help (also after any command)\n"
-	"  --version          print the version\n"
+	"  -V, --version      print the version\n"
 	"\n"
 	"Exit codes: 0 success; 1 the operation failed; 2 bad usage, config, key,\n"
 	"JSON or input file (nothing written); 3 a compare-and-put condition did not hold.\n";
@@ -46,10 +43,14 @@ typedef struct {
 	int (*main)(cli_context *ctx, int argc, char **argv);
 } command;
 
+static int version_main(cli_context *ctx, int argc, char **argv);
+
 static const command commands[] = {
 	{"state", cli_state_main},
 	{"doctor", cli_doctor_main},
 	{"backfill", cli_backfill_main},
+	{"completion", cli_completion_main},
+	{"version", version_main},
 };
 
 static int print_version(cli_context *ctx)
@@ -69,10 +70,28 @@ static int print_version(cli_context *ctx)
 	return CLI_EXIT_OK;
 }
 
+/* `faucet version`: the same as --version. */
+static int version_main(cli_context *ctx, int argc, char **argv)
+{
+	const char *arg;
+	cli_args it;
+	int id;
+
+	cli_args_init(&it, ctx, "version", argc, argv);
+	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help("usage: faucet version [--json]\n\nPrint the version.\n");
+		return cli_usage_error("version", "unexpected argument '%s'", arg);
+	}
+	return print_version(ctx);
+}
+
 static int run(cli_context *ctx, int argc, char **argv)
 {
 	enum { OPT_VERSION = 1 };
-	static const cli_option opts[] = {{"version", 0, 0, OPT_VERSION}, {NULL, 0, 0, 0}};
+	static const cli_option opts[] = {{"version", 'V', 0, OPT_VERSION}, {NULL, 0, 0, 0}};
 	cli_args it;
 	const char *arg;
 	int id, version = 0;
@@ -101,6 +120,18 @@ static int run(cli_context *ctx, int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(commands[i].name, arg) == 0)
 			return commands[i].main(ctx, argc - (it.next - 1), argv + (it.next - 1));
+	}
+	{
+		const char *names[sizeof(commands) / sizeof(commands[0]) + 1];
+		const char *best;
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			names[n++] = commands[i].name;
+		names[n++] = "help";
+		best = cli_suggest(arg, names, n);
+		if (best != NULL)
+			return cli_usage_error("", "unknown command '%s' (did you mean '%s'?)", arg, best);
 	}
 	return cli_usage_error("", "unknown command '%s'", arg);
 }

@@ -20,20 +20,22 @@ static const char state_help[] =
 	"usage: faucet state SUBCOMMAND [ARGS] [OPTIONS]\n"
 	"\n"
 	"  list [PREFIX]                     keys in byte order, one a line\n"
-	"  show PIPELINE [--tenant T]        every key of a pipeline with its decoded\n"
+	"  show [PIPELINE] [--tenant T]      every key of a pipeline with its decoded\n"
 	"                                    parts (row, sub/shard, suffix) and value\n"
 	"  get KEY                           the value as compact JSON on one line;\n"
 	"                                    nothing (exit 0) when the key is absent\n"
 	"  put KEY JSON|- [--if-absent | --if-equals JSON]\n"
 	"                                    write a value (- reads it from stdin)\n"
 	"  delete KEY                        remove a key (absent is not an error)\n"
-	"  export PIPELINE [-o FILE]         the version-1 export document\n"
-	"  import FILE|- [--replace]         write an export document into the store\n"
-	"  copy PIPELINE --to URL [--replace]\n"
+	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
+	"  import FILE|- [--replace] [--to-config FILE]\n"
+	"                                    write an export document into the store\n"
+	"  copy [PIPELINE] (--to URL | --to-config FILE) [--replace]\n"
 	"                                    export + import into another store\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
 	"\n"
-	"Every subcommand takes --state/-c/--encryption-key-env, --json and --help\n"
+	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
+	"--state/-c/--encryption-key-env/--previous-key-env, --json and --help\n"
 	"(see 'faucet --help' for how the store is chosen).\n";
 
 typedef struct {
@@ -65,6 +67,17 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
 		if (strcmp(subcommands[i].name, arg) == 0)
 			return subcommands[i].run(ctx, argc - (it.next - 1), argv + (it.next - 1));
+	}
+	{
+		const char *names[sizeof(subcommands) / sizeof(subcommands[0])];
+		const char *best;
+
+		for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+			names[i] = subcommands[i].name;
+		best = cli_suggest(arg, names, sizeof(subcommands) / sizeof(subcommands[0]));
+		if (best != NULL)
+			return cli_usage_error("state", "unknown subcommand '%s' (did you mean '%s'?)",
+					       arg, best);
 	}
 	return cli_usage_error("state", "unknown subcommand '%s'", arg);
 }
@@ -191,13 +204,15 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 /* ---- show -------------------------------------------------------------- */
 
 static const char show_help[] =
-	"usage: faucet state show PIPELINE [--tenant T] [OPTIONS]\n"
+	"usage: faucet state show [PIPELINE] [--tenant T] [OPTIONS]\n"
 	"\n"
 	"Every key of the pipeline's namespace ([T::]PIPELINE::) with its decoded parts\n"
 	"- row, sub component or shard, suffix - and its value.  On a terminal: a table\n"
 	"with values cut to the window's width.  Piped: one tab-separated line per key\n"
 	"(key, row, sub, suffix, value; an absent part is empty), values in full.\n"
-	"With --json: the namespace and, per key, its parts and full value.\n";
+	"With --json: the namespace and, per key, its parts and full value.\n"
+	"PIPELINE defaults to the YAML's name with -c; a pipeline without keys is\n"
+	"said on stderr, exit 0.\n";
 
 typedef struct {
 	const char *key;
@@ -406,10 +421,16 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state show", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL)
-		return cli_usage_error("state show", "missing PIPELINE");
+	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state show", &pipeline)) != 0)
+		return rc;
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state show: bad pipeline name");
+	/* "a::b" would show pipeline a's row b and everything under it as if
+	 * it were a pipeline of its own. */
+	if (strstr(pipeline, "::") != NULL)
+		return cli_usage_error("state show", "'%s' is not a pipeline name: it contains '::' "
+				       "(give the pipeline, e.g. '%.*s', or --tenant T for a tenant's)",
+				       pipeline, (int)(strstr(pipeline, "::") - pipeline), pipeline);
 	if (tenant != NULL && faucet_validate_key(tenant) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state show: bad tenant");
 	prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
@@ -422,6 +443,9 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 		faucet_store_free(s);
 	}
 	if (rc == 0) {
+		if (n == 0 && !ctx->json)
+			fprintf(stderr, "faucet: pipeline '%s'%s%s has no keys in %s\n", pipeline,
+				tenant ? " of tenant " : "", tenant ? tenant : "", ctx->store_label);
 		if (ctx->json)
 			rc = print_show_json(pipeline, tenant, prefix, rows, n);
 		else if (ctx->stdout_tty)

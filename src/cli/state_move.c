@@ -29,18 +29,22 @@
 #include "jsonw.h"
 
 static const char export_help[] =
-	"usage: faucet state export PIPELINE [-o FILE] [OPTIONS]\n"
+	"usage: faucet state export [PIPELINE] [-o FILE] [OPTIONS]\n"
 	"\n"
 	"Print the version-1 export document of the pipeline: every key of its\n"
 	"namespace (PIPELINE::) with its value.  -o FILE writes it atomically\n"
 	"instead (temp file, fsync, rename; created owner-only, mode 0600); an\n"
 	"existing device, FIFO or symlink is written through, -o - is stdout.\n"
-	"Note: the document holds plaintext values, even from an encrypted store.\n";
+	"Note: the document holds plaintext values, even from an encrypted store.\n"
+	"PIPELINE defaults to the YAML's name with -c.\n";
 
 static const char import_help[] =
-	"usage: faucet state import FILE|- [--replace [--allow-empty]] [--dry-run] [OPTIONS]\n"
+	"usage: faucet state import FILE|- [--replace [--allow-empty]] [--dry-run]\n"
+	"                           [--to-config FILE] [OPTIONS]\n"
 	"\n"
-	"Write an export document (- reads it from standard input) into the store.\n"
+	"Write an export document (- reads it from standard input) into the store, or\n"
+	"into the one a pipeline YAML names with --to-config FILE (its state: block,\n"
+	"encryption included).\n"
 	"  --replace      also delete the namespace's keys the document does not hold;\n"
 	"                 a document without keys is refused (exit 2), since it would\n"
 	"                 empty the namespace, unless --allow-empty\n"
@@ -54,8 +58,8 @@ static const char import_help[] =
 	"1 when the store failed.\n";
 
 static const char copy_help[] =
-	"usage: faucet state copy PIPELINE --to URL [--replace [--allow-empty]] [--dry-run]\n"
-	"                         [OPTIONS]\n"
+	"usage: faucet state copy [PIPELINE] (--to URL | --to-config FILE)\n"
+	"                         [--replace [--allow-empty]] [--dry-run] [OPTIONS]\n"
 	"\n"
 	"Export the pipeline's namespace from the selected store and import it into\n"
 	"the store at URL in one step (file:PATH, memory:, sqlite:PATH, postgres://,\n"
@@ -63,7 +67,9 @@ static const char copy_help[] =
 	"source without keys of the pipeline (a mistyped store or pipeline?) is\n"
 	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
 	"written and deleted and writes nothing.  The report is import's.\n"
-	"The --to store is opened from its URL alone: it is not encrypted.\n";
+	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
+	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
+	"PIPELINE defaults to the YAML's name with -c.\n";
 
 /* ---- export -------------------------------------------------------------- */
 
@@ -209,8 +215,8 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state export", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL)
-		return cli_usage_error("state export", "missing PIPELINE");
+	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state export", &pipeline)) != 0)
+		return rc;
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state export: bad pipeline name");
 	rc = cli_open_store_existing(ctx, &s);
@@ -414,7 +420,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 	return 0;
 }
 
-enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO };
+enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO, OPT_TO_CONFIG };
 
 /* --replace, --allow-empty, --dry-run: 1 when `id` was one of them. */
 static int import_option(int id, faucet_import_options *o)
@@ -436,9 +442,10 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		{"replace", 0, 0, OPT_REPLACE},
 		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
 		{"dry-run", 0, 0, OPT_DRY_RUN},
+		{"to-config", 0, 1, OPT_TO_CONFIG},
 		{NULL, 0, 0, 0},
 	};
-	const char *input = NULL, *arg, *name;
+	const char *input = NULL, *arg, *name, *to_config = NULL, *label;
 	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_store *s;
 	FILE *in = NULL;
@@ -453,7 +460,9 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(import_help);
 		if (import_option(id, &o))
 			continue;
-		if (input == NULL)
+		if (id == OPT_TO_CONFIG)
+			to_config = arg;
+		else if (input == NULL)
 			input = arg;
 		else
 			return cli_usage_error("state import", "unexpected argument '%s'", arg);
@@ -463,10 +472,15 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 	name = strcmp(input, "-") == 0 ? "standard input" : input;
 	if (open_input(input, name, &in) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state import");
-	rc = cli_open_store(ctx, &s);
+	if (to_config != NULL) {
+		rc = cli_open_config_store(ctx, to_config, &s, &label);
+	} else {
+		rc = cli_open_store(ctx, &s);
+		label = ctx->store_label;
+	}
 	if (rc == 0) {
 		char *what = faucet__sprintf("state import: %s", name);
-		rc = what ? import_from(ctx, s, ctx->store_label, in, what, &o)
+		rc = what ? import_from(ctx, s, label, in, what, &o)
 			  : cli_error(CLI_EXIT_FAILED, "out of memory");
 		free(what);
 		faucet_store_free(s);
@@ -482,12 +496,13 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 {
 	static const cli_option opts[] = {
 		{"to", 0, 1, OPT_TO},
+		{"to-config", 0, 1, OPT_TO_CONFIG},
 		{"replace", 0, 0, OPT_REPLACE},
 		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
 		{"dry-run", 0, 0, OPT_DRY_RUN},
 		{NULL, 0, 0, 0},
 	};
-	const char *pipeline = NULL, *to = NULL, *arg;
+	const char *pipeline = NULL, *to = NULL, *to_config = NULL, *arg, *dst_label = NULL;
 	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_store *src = NULL, *dst = NULL;
 	char *to_label = NULL, *what = NULL;
@@ -504,6 +519,8 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(copy_help);
 		if (id == OPT_TO)
 			to = arg;
+		else if (id == OPT_TO_CONFIG)
+			to_config = arg;
 		else if (import_option(id, &o))
 			continue;
 		else if (pipeline == NULL)
@@ -511,19 +528,23 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state copy", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL)
-		return cli_usage_error("state copy", "missing PIPELINE");
-	if (to == NULL)
-		return cli_usage_error("state copy", "missing --to URL (the destination store)");
+	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state copy", &pipeline)) != 0)
+		return rc;
+	if ((to == NULL) == (to_config == NULL))
+		return cli_usage_error("state copy", "give the destination store as --to URL or "
+				       "--to-config FILE (one of them)");
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state copy: bad pipeline name");
-	to_label = faucet_url_redact(to);
-	if (to_label == NULL)
+	to_label = to ? faucet_url_redact(to) : NULL;
+	if (to != NULL && to_label == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	dst_label = to_label;
 	rc = cli_open_store_existing(ctx, &src);
 	/* Open the destination before reading anything, so a bad --to fails
 	 * fast with exit 2. */
-	if (rc == 0 && faucet_store_open_url(&dst, to) != 0) {
+	if (rc == 0 && to_config != NULL)
+		rc = cli_open_config_store(ctx, to_config, &dst, &dst_label);
+	else if (rc == 0 && faucet_store_open_url(&dst, to) != 0) {
 		int code = faucet_error_last()->code;
 		rc = cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
 										 : CLI_EXIT_FAILED,
@@ -537,7 +558,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 					       ctx->store_label, pipeline)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
-		rc = import_from(ctx, dst, to_label, tmp, what, &o);
+		rc = import_from(ctx, dst, dst_label, tmp, what, &o);
 	free(what);
 	if (tmp != NULL)
 		fclose(tmp);

@@ -3,9 +3,11 @@
  *
  * Metrics are few and updated rarely (a key migration, a finished backfill
  * unit), so a mutex-protected array searched linearly is all it takes.
- * Rendering sorts by name, then labels, so the text is stable.
+ * Rendering sorts by name, then labels, so the text is stable, and gives
+ * every metric libfaucet writes its # HELP and # TYPE lines.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,24 +101,89 @@ static int compare_metrics(const void *pa, const void *pb)
 	return c != 0 ? c : strcmp(a->labels, b->labels);
 }
 
+/* What each metric libfaucet writes means, for the # HELP line, and its
+ * Prometheus type.  A summary is kept as two samples, NAME_sum (a gauge)
+ * and NAME_count (a counter), announced once under NAME. */
+static const struct {
+	const char *name;
+	const char *type;
+	const char *help;
+} descriptions[] = {
+	{"faucet_backfill_units_total", "counter",
+	 "Backfill units that reached an outcome in this run, by outcome (ok, err, skipped)."},
+	{"faucet_backfill_units", "gauge",
+	 "Backfill units of the range by status (done, failed, running, pending)."},
+	{"faucet_backfill_progress_ratio", "gauge",
+	 "Share of the range's units that are done (failed units are not progress)."},
+	{"faucet_backfill_unit_duration_seconds", "summary",
+	 "Run time of the backfill units that reached an outcome in this run."},
+	{"faucet_backfill_last_update_timestamp_seconds", "gauge",
+	 "Unix time at which these backfill metrics were last updated."},
+	{"faucet_state_key_migrations_total", "counter",
+	 "State keys moved from a legacy rendering, by outcome."},
+};
+
+/* The family a sample belongs to: its name, or for NAME_sum / NAME_count
+ * of a known summary, NAME.  *len receives the family name's length. */
+static size_t family_of(const char *name, int *desc)
+{
+	size_t n = strlen(name);
+
+	*desc = -1;
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(descriptions); i++) {
+		size_t d = strlen(descriptions[i].name);
+		if (strncmp(name, descriptions[i].name, d) != 0)
+			continue;
+		if (name[d] == '\0' || (strcmp(descriptions[i].type, "summary") == 0 &&
+					(strcmp(name + d, "_sum") == 0 || strcmp(name + d, "_count") == 0))) {
+			*desc = (int)i;
+			return d;
+		}
+	}
+	return n;
+}
+
+/* The shortest of %.15g / %.17g that reads back as the same double, so
+ * 0.5 stays "0.5" and a timestamp does not grow a tail of noise digits. */
+static void put_double(faucet_buf *buf, double v)
+{
+	char text[64];
+
+	(void)snprintf(text, sizeof(text), "%.15g", v);
+	if (strtod(text, NULL) != v)
+		(void)snprintf(text, sizeof(text), "%.17g", v);
+	(void)faucet_buf_printf(buf, " %s\n", text);
+}
+
 int faucet_metrics_render(char **out)
 {
 	faucet_buf buf = FAUCET_BUF_INIT;
 	const char *last = NULL;
+	size_t last_len = 0;
 
 	pthread_mutex_lock(&registry_lock);
 	qsort(registry, registry_len, sizeof(*registry), compare_metrics);
 	for (size_t i = 0; i < registry_len; i++) {
 		const metric *m = &registry[i];
-		if (last == NULL || strcmp(last, m->name) != 0)
-			(void)faucet_buf_printf(&buf, "# TYPE %s %s\n", m->name,
-						m->is_gauge ? "gauge" : "counter");
+		int desc;
+		size_t fam = family_of(m->name, &desc);
+
+		if (last == NULL || last_len != fam || strncmp(last, m->name, fam) != 0) {
+			if (desc >= 0)
+				(void)faucet_buf_printf(&buf, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)fam,
+							m->name, descriptions[desc].help, (int)fam,
+							m->name, descriptions[desc].type);
+			else
+				(void)faucet_buf_printf(&buf, "# TYPE %s %s\n", m->name,
+							m->is_gauge ? "gauge" : "counter");
+		}
 		last = m->name;
+		last_len = fam;
 		(void)faucet_buf_puts(&buf, m->name);
 		if (m->labels[0] != '\0')
 			(void)faucet_buf_printf(&buf, "{%s}", m->labels);
 		if (m->is_gauge)
-			(void)faucet_buf_printf(&buf, " %.17g\n", m->gauge);
+			put_double(&buf, m->gauge);
 		else
 			(void)faucet_buf_printf(&buf, " %" PRIu64 "\n", m->count);
 	}

@@ -56,12 +56,16 @@ expect_out '"from FAUCET_CONFIG"' "FAUCET_CONFIG wins over FAUCET_STATE"
 FAUCET_STATE=file:cstate run state get orders::default
 expect_out '{"c":1}' "FAUCET_STATE is used when nothing else is given"
 
-# A config without a state block uses the default store.
+# A config without a state block names no store: an error, not a silent
+# fall-back to ./.faucet-state.
 cfg nostate.yaml <<'YAML'
 name: plain
 YAML
 run state put -c nostate.yaml n::k 1
-expect_file ".faucet-state/n%3A%3Ak.json" "no state block: ./.faucet-state"
+expect_rc 2 "no state block"
+expect_one_error_line "no state block"
+expect_err_contains "has no state: block" "no state block: the error says so"
+expect_no_file ".faucet-state" "no state block: nothing written to ./.faucet-state"
 
 # A memory store by config.
 cfg mem.yaml <<'YAML'
