@@ -1,6 +1,11 @@
 /*
  * faucet/faucet.h - everything a connector or pipeline runner needs from
  * libfaucet, the durable state layer of faucet.  Include this one header.
+ *
+ * libfaucet runs on Linux only (faucet/export.h says why).  Build against
+ * it with `pkg-config --cflags --libs faucet`, or find_package(faucet
+ * CONFIG) and faucet::faucet in CMake; FAUCET_VERSION_STRING is the headers'
+ * version, faucet_version() the library's.
  */
 #ifndef FAUCET_FAUCET_H
 #define FAUCET_FAUCET_H
