@@ -136,9 +136,12 @@ run completion zsh
 expect_rc 0 "completion zsh"
 expect_out_contains "#compdef faucet" "a zsh completion function"
 expect_out_contains "state list" "zsh: keys from the store"
+# zsh and fish come from scripts/install-deps.sh: missing is a failure.
 if command -v zsh >/dev/null; then
 	printf '%s\n' "$OUT" > _faucet
 	if zsh -n _faucet; then pass; else fail "the zsh script parses"; fi
+else
+	fail "zsh is not installed (scripts/install-deps.sh installs it)"
 fi
 run completion fish
 expect_rc 0 "completion fish"
@@ -148,6 +151,8 @@ if command -v fish >/dev/null; then
 	got=$(PATH="$PWD/bin:$PATH" fish -c "source faucet.fish; complete -C'faucet --state file:ks state get ord'" 2>&1)
 	if [ "$got" = "orders::default
 orders::eu" ]; then pass; else fail "fish: keys from the store: $got"; fi
+else
+	fail "fish is not installed (scripts/install-deps.sh installs it)"
 fi
 run completion tcsh
 expect_rc 2 "an unknown shell"
