@@ -147,6 +147,8 @@ int cli_parse_duration_ms(const char *text, unsigned long long *out);
 int cli_state_main(cli_context *ctx, int argc, char **argv);
 int cli_doctor_main(cli_context *ctx, int argc, char **argv);
 int cli_backfill_main(cli_context *ctx, int argc, char **argv);
+int cli_run_main(cli_context *ctx, int argc, char **argv);  /* run.c */
+int cli_lock_main(cli_context *ctx, int argc, char **argv); /* lock.c */
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -158,6 +160,8 @@ int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

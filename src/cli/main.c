@@ -23,6 +23,8 @@ static const char usage[] =
 	"                     read and write state keys (see 'faucet state --help')\n"
 	"  doctor             run the state store's health probes\n"
 	"  backfill           re-run a pipeline over a past range (see 'faucet backfill --help')\n"
+	"  run                run a command as one recorded, undoable run of an invocation\n"
+	"  lock list|break    show the leases of runs and backfill units; remove a stuck one\n"
 	"\n"
 	"Store selection (first match wins):\n"
 	"  --state URL        file:PATH, memory:, sqlite:PATH, postgres://..., redis://...\n"
@@ -50,6 +52,8 @@ static const command commands[] = {
 	{"state", cli_state_main},
 	{"doctor", cli_doctor_main},
 	{"backfill", cli_backfill_main},
+	{"run", cli_run_main},
+	{"lock", cli_lock_main},
 };
 
 static int print_version(cli_context *ctx)

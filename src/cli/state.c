@@ -32,6 +32,9 @@ static const char state_help[] =
 	"  copy PIPELINE --to URL [--replace]\n"
 	"                                    export + import into another store\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
+	"  runs PIPELINE [--row R]           the run history, newest first\n"
+	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
+	"                                    undo a run (the newest not yet undone)\n"
 	"\n"
 	"Every subcommand takes --state/-c/--encryption-key-env, --json and --help\n"
 	"(see 'faucet --help' for how the store is chosen).\n";
@@ -45,6 +48,7 @@ static const subcommand subcommands[] = {
 	{"list", cli_state_list},     {"show", cli_state_show},     {"get", cli_state_get},
 	{"put", cli_state_put},       {"delete", cli_state_delete}, {"export", cli_state_export},
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
+	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)

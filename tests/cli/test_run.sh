@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# `faucet run`, `state runs`, `state undo` and `lock list/break` (SPEC
+# section 8): the lease (exit 75, --wait), the recorded outcome and exit
+# status, the child's environment, signals, Singer state capture, undo with
+# and without conflicts, and bad input that must write nothing.
+. "$(dirname "$0")/lib.sh"
+
+export FAUCET_STATE=file:$PWD/st
+J() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+# ---- a run and its record ----
+run state put p::default '{"n":1}'
+run run --pipeline p -- sh -c 'echo hello; printf "%s\n" "$FAUCET_RUN_ID" > id; env | grep ^FAUCET_ | sort > env'
+expect_rc 0 "a run of a command that succeeds"
+expect_out "hello" "stdout belongs to the command"
+ID=$(cat id)
+expect_err_contains "run $ID" "the run id is on stderr"
+expect_err_contains "faucet state undo p --row default $ID" "the undo command is on stderr"
+for v in "FAUCET_RUN_ID=$ID" FAUCET_RUN_PIPELINE=p FAUCET_RUN_ROW=default \
+	 FAUCET_STATE_KEY=p::default "FAUCET_STATE=file:$PWD/st"; do
+	if grep -qx "$v" env; then pass; else fail "the command's environment has $v"; fi
+done
+run state get p::default::__status__
+expect_json "d['runs'][0]['run'] == '$ID' and d['runs'][0]['outcome'] == 'ok' and d['runs'][0]['exit_status'] == 0" "status entry"
+expect_json "d['runs'][0]['ended_at'].endswith('+00:00') and d['runs'][0]['by']['command'].startswith('sh -c')" "status times and by"
+run state get p::default::__lease__
+expect_out "" "the lease is released at the end"
+
+run run --pipeline p --row r2 -- sh -c 'exit 3'
+expect_rc 3 "the command's exit status is faucet's"
+run state get p::r2::__status__
+expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status'] == 3 and d['runs'][0]['message'] == 'exit status 3'" "a failed run is recorded"
+
+# ---- bad input writes nothing ----
+before=$(snapshot st)
+run run --pipeline p -- no-such-command-here
+expect_rc 2 "a command that does not exist"
+expect_err_contains "no-such-command-here" "the missing command is named"
+expect_same "$before" "$(snapshot st)" "a missing command takes no lease and writes nothing"
+run run --pipeline p
+expect_rc 2 "no command"
+run run --pipeline 'bad key' -- true
+expect_rc 2 "a bad pipeline name"
+run run --pipeline p --lease-ttl 0s -- true
+expect_rc 2 "a lease TTL under 1s"
+expect_same "$before" "$(snapshot st)" "usage errors write nothing"
+run state put p::bad::__status__ '{"not":"ours"}'
+before=$(snapshot st)
+run run --pipeline p --row bad -- true
+expect_rc 1 "foreign JSON in __status__"
+expect_err_contains "p::bad::__status__" "the foreign key is named"
+expect_same "$before" "$(snapshot st)" "foreign JSON: nothing written"
+
+# ---- the lease: busy (75) and --wait ----
+mkfifo ready hold
+"$FAUCET_BIN" run --pipeline p -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>holder.err &
+HOLDER=$!
+read -r _ < ready
+run run --pipeline p -- true
+expect_rc 75 "another run holds the lease"
+expect_one_error_line "busy"
+expect_err_contains "held by run" "the holder's run is named"
+expect_err_contains "until 20" "the expiry is given"
+run run --pipeline p --json -- true
+expect_rc 75 "busy with --json"
+expect_json "d['error']['exit'] == 75" "busy --json error object"
+run lock list
+expect_out_contains "p::default::__lease__" "lock list shows the run's lease"
+expect_out_contains "live" "the lease is live"
+run lock list p --json
+expect_json "d[0]['key'] == 'p::default::__lease__' and d[0]['state'] == 'live' and d[0]['run']" "lock list --json"
+"$FAUCET_BIN" run --pipeline p --wait=20s -- sh -c 'echo waited' >waited.out 2>waited.err &
+WAITER=$!
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 0 "the holder finished"
+wait $WAITER
+RC=$?; expect_rc 0 "--wait took the lease once it was released"
+if [ "$(cat waited.out)" = waited ]; then pass; else fail "the waiting run ran its command"; fi
+
+# ---- signals: SIGTERM sent to faucet reaches the command, exit 128+15 ----
+"$FAUCET_BIN" run --pipeline p --row sig -- sh -c 'trap "exit 7" TERM; echo up > ready; while :; do read x < hold; done' >/dev/null 2>sig.err &
+PID=$!
+read -r _ < ready
+kill -TERM $PID
+wait $PID
+RC=$?; expect_rc 143 "interrupted by SIGTERM"
+run state get p::sig::__status__
+expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status'] == 7" "the interrupted run is recorded with the command's status"
+run state get p::sig::__lease__
+expect_out "" "an interrupted run releases its lease"
+
+# ---- lock break ----
+"$FAUCET_BIN" run --pipeline p --row lk -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>lk.err &
+HOLDER=$!
+read -r _ < ready
+run lock break p::lk::__lease__ --if-holder someone-else
+expect_rc 3 "--if-holder names another holder"
+H=$("$FAUCET_BIN" lock list p --json | J "[l['holder'] for l in d if l['key']=='p::lk::__lease__'][0]")
+run lock break p::lk::__lease__ --if-holder "$H"
+expect_rc 0 "lock break of the holder's lease"
+run state get p::lk::__lease__
+expect_out "" "the lease is gone"
+run lock break p::lk
+expect_rc 2 "lock break of a key that is not a lease"
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 1 "a run whose lease was broken cannot record its end"
+
+# ---- --singer ----
+run state put s::default '{"pos":1}'
+printf '%s\n' 'log line one' '{"pos":2}' '  not state' '{"type":"STATE","value":{"pos":3}}' 'last' > lines
+run run --singer --pipeline s -- sh -c 'cat "$FAUCET_STATE_FILE" > seen; echo "${state.file}" > arg; ls -l "$FAUCET_STATE_FILE" > mode; cat lines'
+expect_rc 0 "a singer run"
+expect_out "$(printf 'log line one\n  not state\nlast')" "non-state lines pass through in order"
+if [ "$(cat seen)" = '{"pos":1}' ]; then pass; else fail "the bookmark is handed to the command"; fi
+case "$(cat mode)" in -rw-------*) pass ;; *) fail "the state file is 0600: $(cat mode)" ;; esac
+if [ ! -e "$(cat arg)" ]; then pass; else fail "the state file is removed afterwards"; fi
+run state get s::default
+expect_out '{"pos":3}' "the last state line is stored"
+run run --singer --pipeline fresh -- sh -c 'printf "[%s]\n" "$FAUCET_STATE_FILE"; echo "{\"pos\":9}"; exit 4'
+expect_rc 4 "a singer run that fails"
+expect_out "[]" "no bookmark yet: an empty FAUCET_STATE_FILE"
+run state get fresh::default
+expect_out '{"pos":9}' "the last state is stored whatever the exit status"
+printf '%s\n' '{"type":"STATE","value":[1]}' '{broken' > bad
+run run --singer --pipeline s -- cat bad
+expect_rc 1 "bad state lines fail the run"
+run state get s::default
+expect_out '{"pos":3}' "bad state lines are not stored"
+run state get s::default::__status__
+expect_json "'not a JSON object' in d['runs'][0]['message'] and d['runs'][0]['outcome'] == 'failed'" "the bad state is recorded in the status"
+
+# A state line over 64 MiB is refused, not held; a long line that is not
+# state streams through whole.
+python3 -c 'import sys; sys.stdout.write("{\"big\":\"" + "x" * (65 << 20) + "\"}\n" + "y" * (65 << 20) + "\nend\n")' > huge
+"$FAUCET_BIN" run --singer --pipeline s -- cat huge > huge.out 2> huge.err
+RC=$?; expect_rc 1 "a state line over 64 MiB fails the run"
+if [ "$(wc -c < huge.out)" -eq $(( (65 << 20) + 5 )) ]; then pass; else fail "the long non-state line and the next pass through ($(wc -c < huge.out) bytes)"; fi
+run state get s::default
+expect_out '{"pos":3}' "the oversized state is not stored"
+run state get s::default::__status__
+expect_json "'64 MiB' in d['runs'][0]['message']" "the oversized state line is recorded"
+rm -f huge huge.out
+
+# ---- state runs and undo ----
+run state runs s
+expect_rc 0 "state runs"
+n=$(printf '%s\n' "$OUT" | wc -l)
+if [ "$n" -eq 3 ]; then pass; else fail "the three runs of s listed (got $n)"; fi
+run state runs s --json
+expect_json "d[0]['scope'] == 's::default' and len(d[0]['runs']) == 3" "state runs --json"
+run state undo s --dry-run
+expect_rc 0 "undo --dry-run"
+expect_out "would restore s::default" "dry run lists the key"
+run state get s::default
+expect_out '{"pos":3}' "a dry run writes nothing"
+run state undo s
+expect_rc 0 "undo the newest run that changed something"
+expect_out "restored s::default" "undo prints the key restored"
+UNDO=$(printf '%s' "$ERR" | sed -n 's/.* as run \([^;]*\);.*/\1/p')
+run state get s::default
+expect_out '{"pos":1}' "undo restored the bookmark"
+run state put s::default '{"pos":5}'
+run state undo s "$UNDO"
+expect_rc 3 "undoing the undo conflicts with a later change"
+expect_err_contains "s::default" "the conflict names the key"
+expect_err_contains '{"pos":5}' "and its current value"
+expect_err_contains '{"pos":1}' "and what the run wrote"
+run state get s::default
+expect_out '{"pos":5}' "a conflict writes nothing"
+run state undo s "$UNDO" --force
+expect_rc 0 "--force restores anyway"
+run state get s::default
+expect_out '{"pos":3}' "forced undo of the undo"
+run state undo s 20200101T000000.000Z-000000
+expect_rc 2 "an unknown run id"
+run state undo s nonsense
+expect_rc 2 "not a run id"
+run state undo s "$UNDO"
+expect_rc 2 "a run already undone"
+expect_err_contains "already undone" "already undone is said"
+run state undo nothing-here
+expect_rc 2 "a pipeline without runs"
+
+finish
