@@ -2,7 +2,9 @@
  * test_backfill_runner.c - the unit runner with real commands: outcomes in
  * the marker, resume/restart/dry-run, placeholders and environment, key
  * migration, overlap under concurrency, leases held elsewhere, signals and
- * exit codes.
+ * exit codes, leases that cannot be released or whose writes lose their
+ * reply, stores without an atomic compare-and-put, a command not on PATH,
+ * and the encryption key variables units inherit.
  *
  * Commands are small /bin/sh scripts that leave evidence in a temp
  * directory.  Nothing is timed: overlap is proven by units that each wait
@@ -19,6 +21,7 @@
 
 #include "testutil.h"
 #include "backfill/backfill_internal.h"
+#include <faucet/sys/store_backend.h>
 
 typedef struct {
 	char *dir;
@@ -323,6 +326,8 @@ static void exit_codes_and_missing_commands(void **state)
 	faucet_backfill_result res;
 	faucet_backfill_run_options o = {0};
 	const char *missing[] = {"/nonexistent/faucet-test-cmd", NULL};
+	const char *not_on_path[] = {"faucet-test-no-such-command", NULL};
+	const char *by_placeholder[] = {"/nonexistent/${backfill.unit}", NULL};
 	const char *no[] = {"false", NULL};
 	char *key = marker_key(f);
 	faucet_backfill_marker *m = NULL;
@@ -334,16 +339,228 @@ static void exit_codes_and_missing_commands(void **state)
 	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
 	assert_int_equal(res.failed, 3);
 	assert_int_equal(res.exit_code, 3);
+	/* A command that cannot be found is bad input: nothing runs, and the
+	 * marker keeps what the last run recorded. */
 	o.argv = missing;
 	o.mode = FAUCET_BACKFILL_RESUME;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("command '/nonexistent/faucet-test-cmd' does not exist");
+	o.argv = not_on_path;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("command 'faucet-test-no-such-command' was not found on PATH");
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	faucet_backfill_marker_status(m, "20260601T000000Z", &err);
+	assert_string_equal(err, "exit status 1");
+	faucet_backfill_marker_free(m);
+	/* A command made of placeholders is looked for by each unit. */
+	o.argv = by_placeholder;
 	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
 	assert_int_equal(res.exit_code, 3);
 	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
 	faucet_backfill_marker_status(m, "20260601T000000Z", &err);
 	assert_string_equal(err, "exit status 127: faucet backfill: cannot run "
-				 "'/nonexistent/faucet-test-cmd': No such file or directory");
+				 "'/nonexistent/20260601T000000Z': No such file or directory");
 	faucet_backfill_marker_free(m);
 	free(key);
+	teardown(f);
+}
+
+
+/* ---- stores that misbehave on lease writes ------------------------------------ */
+
+/* The fixture's memory store seen through a backend that can drop its
+ * compare-and-put (no_cas), fail every compare-and-delete of a lease
+ * (stuck_leases), or apply each compare-and-put of a lease and then report
+ * that its reply was lost (lost_replies). */
+typedef struct {
+	faucet_store_backend base;
+	faucet_store *inner;
+	int stuck_leases, lost_replies;
+} odd_backend;
+
+static faucet_store *inner_of(faucet_store_backend *b)
+{
+	return ((odd_backend *)b)->inner;
+}
+
+static int is_lease(const char *key)
+{
+	size_t n = strlen(key), m = strlen("::__lease__");
+	return n >= m && strcmp(key + n - m, "::__lease__") == 0;
+}
+
+static int odd_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	return faucet_store_get(inner_of(b), key, out);
+}
+
+static int odd_put(faucet_store_backend *b, const char *key, const faucet_value *v)
+{
+	return faucet_store_put(inner_of(b), key, v);
+}
+
+static int odd_del(faucet_store_backend *b, const char *key)
+{
+	return faucet_store_delete(inner_of(b), key);
+}
+
+static int odd_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	return faucet_store_list(inner_of(b), prefix, out);
+}
+
+static int odd_cas(faucet_store_backend *b, const char *key, const faucet_value *expected,
+		   const faucet_value *v, int *written)
+{
+	int rc = faucet_store_compare_and_put(inner_of(b), key, expected, v, written);
+
+	if (rc == 0 && *written && is_lease(key) && ((odd_backend *)b)->lost_replies)
+		return faucet_error_set(FAUCET_EUNKNOWN, "reply lost writing %s", key);
+	return rc;
+}
+
+static int odd_cad(faucet_store_backend *b, const char *key, const faucet_value *expected,
+		   int *deleted)
+{
+	if (is_lease(key) && ((odd_backend *)b)->stuck_leases)
+		return faucet_error_set(FAUCET_EUNAVAILABLE, "connection dropped deleting %s", key);
+	return faucet_store_compare_and_delete(inner_of(b), key, expected, deleted);
+}
+
+static void odd_free(faucet_store_backend *b)
+{
+	faucet_store_free(inner_of(b));
+	free(b);
+}
+
+/* Put the fixture's store behind an odd_backend; returns it for tuning. */
+static odd_backend *wrap_store(fixture *f, int with_cas)
+{
+	odd_backend *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	b->inner = f->store;
+	b->base.version = FAUCET_STORE_BACKEND_VERSION;
+	b->base.name = "odd";
+	b->base.get = odd_get;
+	b->base.put = odd_put;
+	b->base.del = odd_del;
+	b->base.list = odd_list;
+	b->base.compare_and_put = with_cas ? odd_cas : NULL;
+	b->base.compare_and_delete = odd_cad;
+	b->base.free = odd_free;
+	assert_int_equal(faucet_store_new(&f->store, &b->base), 0);
+	return b;
+}
+
+/* Leases that cannot be released would hold their units until they
+ * expire: every unit still runs and is recorded, but the run fails and
+ * names each lease left behind. */
+static void unreleased_leases_fail_the_run_and_are_named(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	faucet_backfill_marker *m = NULL;
+	char *key = marker_key(f), *log;
+	(void)state;
+
+	wrap_store(f, 1)->stuck_leases = 1;
+	assert_int_equal(run(f, "echo ran $3 >> \"$T/log\"", FAUCET_BACKFILL_FRESH, 1, 0, &res),
+			 FAUCET_EUNAVAILABLE);
+	tu_assert_error_contains("could not release 2 unit lease(s)");
+	tu_assert_error_contains("orders::backfill::99fe5d502e08464a::20260601T000000Z::__lease__ (expires ");
+	tu_assert_error_contains("orders::backfill::99fe5d502e08464a::20260602T000000Z::__lease__ (expires ");
+	tu_assert_error_contains("connection dropped");
+	assert_int_equal(res.leases_left, 2);
+	assert_int_equal(res.done, 2);
+	log = log_of(f, "log");
+	assert_string_equal(log, "ran 20260601T000000Z\nran 20260602T000000Z\n");
+	free(log);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_done_count(m), 2);
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
+/* Lease writes that land but lose their reply do not stop the run: the
+ * runner finds its own holder id on the lease and goes on. */
+static void lease_replies_lost_do_not_stop_the_run(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	faucet_strarray keys = {0};
+	char *key = marker_key(f);
+	(void)state;
+
+	wrap_store(f, 1)->lost_replies = 1;
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 2, 0, &res), 0);
+	assert_int_equal(res.done, 2);
+	assert_int_equal(res.leases_left, 0);
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	tu_assert_strings(&keys, key, NULL);
+	faucet_strarray_dispose(&keys);
+	free(key);
+	teardown(f);
+}
+
+/* Without an atomic compare-and-put two runners could both run a unit:
+ * such a store is refused before anything runs; a dry run is allowed. */
+static void a_store_without_atomic_compare_and_put_is_refused(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	faucet_strarray keys = {0};
+	char *path;
+	(void)state;
+
+	wrap_store(f, 0);
+	assert_false(faucet_store_supports_compare_and_put(f->store));
+	assert_int_equal(run(f, "echo ran >> \"$T/log\"", FAUCET_BACKFILL_FRESH, 1, 0, &res),
+			 FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("atomic compare-and-put");
+	tu_assert_error_contains("'odd'");
+	path = tu_join(f->dir, "log");
+	assert_false(tu_exists(path));
+	free(path);
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 1, &res), 0);
+	assert_int_equal(res.pending, 2);
+	teardown(f);
+}
+
+/* Units get the names of the key variables, never their values, and a
+ * stray FAUCET_ENCRYPTION_KEY_ENV of ours is not passed on unasked. */
+static void units_inherit_the_key_variable_names(void **state)
+{
+	fixture *f = setup_plan("1d", 1);
+	faucet_backfill_result res;
+	faucet_backfill_run_options o = {0};
+	const char *argv[] = {"/bin/sh", "-c",
+			      "echo \"${FAUCET_ENCRYPTION_KEY_ENV:-none}|${FAUCET_PREVIOUS_KEY_ENV:-none}"
+			      "|$BF_TEST_KEY\" >> \"$T/log\"", NULL};
+	char *log;
+	(void)state;
+
+	assert_int_equal(setenv("BF_TEST_KEY", "k", 1), 0);
+	assert_int_equal(setenv("FAUCET_ENCRYPTION_KEY_ENV", "STRAY", 1), 0);
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.state_url = "file:x";
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	o.mode = FAUCET_BACKFILL_RESTART;
+	o.key_env = "BF_TEST_KEY";
+	o.previous_key_env = "OLD_A,OLD_B";
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	o.key_env = "BAD=NAME";
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	unsetenv("FAUCET_ENCRYPTION_KEY_ENV");
+	unsetenv("BF_TEST_KEY");
+	log = log_of(f, "log");
+	assert_string_equal(log, "none|none|k\nBF_TEST_KEY|OLD_A,OLD_B|k\n");
+	free(log);
 	teardown(f);
 }
 
@@ -633,6 +850,10 @@ int main(void)
 		cmocka_unit_test(second_interrupt_kills),
 		cmocka_unit_test(two_runners_share_the_work),
 		cmocka_unit_test(two_processes_share_the_work_through_a_file_store),
+		cmocka_unit_test(unreleased_leases_fail_the_run_and_are_named),
+		cmocka_unit_test(lease_replies_lost_do_not_stop_the_run),
+		cmocka_unit_test(a_store_without_atomic_compare_and_put_is_refused),
+		cmocka_unit_test(units_inherit_the_key_variable_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,12 +4,16 @@
  * plain SQL are read, ours are read by plain SQL), the durability settings,
  * bad stored values and an unusable path.
  */
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "testutil.h"
+#include "stores/sqlite_internal.h"
 
 typedef struct {
 	char *dir;
@@ -194,6 +198,137 @@ static void a_file_that_is_not_a_database_fails_clearly(void **state)
 	faucet_store_free(s);
 }
 
+static void assert_mode_0600(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		fail_msg("%s does not exist", path);
+	if ((st.st_mode & 07777) != 0600)
+		fail_msg("%s has mode %04o, not 0600", path, (unsigned)(st.st_mode & 07777));
+}
+
+/* Under umask 000 SQLite alone would create the database, its -wal and its
+ * -shm world-readable (0644): bookmarks, and whatever secrets a connector
+ * keeps in them, are owner-only like the file store's.  The umask is a
+ * process-wide setting, so it is changed only around the store's use in
+ * this single-threaded test and restored. */
+static void files_are_owner_only_whatever_the_umask(void **state)
+{
+	paths *p = *state;
+	char *wal = NULL, *shm = NULL;
+	mode_t old = umask(0);
+	faucet_store *s = open_store(p);
+
+	tu_put(s, "k", "1");
+	assert_true(asprintf(&wal, "%s-wal", p->db) > 0);
+	assert_true(asprintf(&shm, "%s-shm", p->db) > 0);
+	/* While the store is open the WAL and the shared-memory file exist. */
+	assert_mode_0600(p->db);
+	assert_mode_0600(wal);
+	assert_mode_0600(shm);
+	faucet_store_free(s);
+	(void)umask(old);
+	free(wal);
+	free(shm);
+}
+
+/* ---- every pooled connection's durability settings ---------------------- */
+
+typedef struct {
+	faucet_sqlite_store *store;
+	pthread_barrier_t *all_hold_one;
+	sqlite3 *db;         /* the connection this thread was given */
+	long long synchronous; /* PRAGMA synchronous (2 = FULL) */
+	char journal_mode[16];
+	int rc;
+} conn_probe;
+
+static int pragma_int(sqlite3 *db, const char *sql, long long *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*out = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t size)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		(void)snprintf(out, size, "%s", (const char *)sqlite3_column_text(st, 0));
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Runs while the thread holds its pooled connection: read the settings,
+ * then wait until every other thread holds one too, so no two threads can
+ * have been handed the same connection. */
+static int read_settings(sqlite3 *db, void *ctx)
+{
+	conn_probe *p = ctx;
+
+	p->db = db;
+	p->rc = pragma_int(db, "PRAGMA synchronous", &p->synchronous);
+	if (p->rc == SQLITE_OK)
+		p->rc = pragma_text(db, "PRAGMA journal_mode", p->journal_mode,
+				    sizeof(p->journal_mode));
+	(void)pthread_barrier_wait(p->all_hold_one);
+	return 0;
+}
+
+static void *probe_thread(void *arg)
+{
+	conn_probe *p = arg;
+
+	if (faucet__sqlite_with_connection(p->store, read_settings, p) != 0)
+		p->rc = -1;
+	return NULL;
+}
+
+/* A put survives a power cut only because each connection commits with
+ * synchronous=FULL in WAL mode (see test_sqlite_crash.c); both are
+ * per-connection settings (synchronous is not stored in the file), so each
+ * of the pool's connections is checked, all held at once. */
+static void every_pooled_connection_is_durable(void **state)
+{
+	paths *p = *state;
+	conn_probe probes[FAUCET_SQLITE_POOL_SIZE];
+	pthread_t threads[FAUCET_SQLITE_POOL_SIZE];
+	pthread_barrier_t barrier;
+	faucet_sqlite_store *handle = NULL;
+	faucet_store *s = NULL;
+	const size_t n = FAUCET_SQLITE_POOL_SIZE;
+
+	assert_int_equal(faucet__store_open_sqlite_vfs(&s, p->db, NULL, &handle), 0);
+	assert_int_equal(pthread_barrier_init(&barrier, NULL, (unsigned)n), 0);
+	for (size_t i = 0; i < n; i++) {
+		probes[i] = (conn_probe){.store = handle, .all_hold_one = &barrier};
+		assert_int_equal(pthread_create(&threads[i], NULL, probe_thread, &probes[i]), 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(probes[i].rc, SQLITE_OK);
+		assert_int_equal(probes[i].synchronous, 2); /* FULL */
+		assert_string_equal(probes[i].journal_mode, "wal");
+		for (size_t j = 0; j < i; j++)
+			assert_ptr_not_equal(probes[i].db, probes[j].db);
+	}
+	printf("checked synchronous=FULL and journal_mode=WAL on %zu pooled connections\n", n);
+	(void)pthread_barrier_destroy(&barrier);
+	faucet_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +336,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(commits_are_durable_and_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_stored_values_are_clear_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_unusable_path_fails_clearly, setup, teardown),
+		cmocka_unit_test_setup_teardown(files_are_owner_only_whatever_the_umask, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(every_pooled_connection_is_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_file_that_is_not_a_database_fails_clearly, setup,
 						teardown),
 	};

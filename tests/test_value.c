@@ -45,7 +45,7 @@ static void structure_and_text_survive(void **state)
 	assert_round_trip(" { \"b\" : 1 , \"a\" : [ true, false, null ] } ",
 			  "{\"b\":1,\"a\":[true,false,null]}");
 	assert_round_trip("\"caf\\u00e9 \\ud83d\\ude00 \\/\"", "\"caf\xc3\xa9 \xf0\x9f\x98\x80 /\"");
-	assert_round_trip("\"a\\u0000b\"", "\"a\\u0000b\"");
+	assert_round_trip("\"a\\u0001b\"", "\"a\\u0001b\"");
 	assert_round_trip("{\"nested\":{\"deep\":{\"x\":[{},[]]}}}",
 			  "{\"nested\":{\"deep\":{\"x\":[{},[]]}}}");
 	assert_round_trip("null", "null");
@@ -75,6 +75,11 @@ static void values_json_c_cannot_hold_are_refused(void **state)
 	assert_refused("{\"a\":99999999999999999999999}", "cannot be held exactly");
 	assert_refused("1e400", "too large for a double");
 	assert_refused("{\"a\":1,\"a\":2}", "duplicate member name");
+	/* json-c cuts a member name at \u0000 ({"a\u0000b":1} became {"a":1})
+	 * and PostgreSQL refuses it anywhere: refused, with its offset. */
+	assert_refused("{\"a\\u0000b\":1}", "\\u0000 at byte 3");
+	assert_refused("\"a\\u0000b\"", "\\u0000 at byte 2");
+	assert_refused("{\"k\":[\"\\u0000\"]}", "\\u0000 at byte 7");
 	assert_refused("{\"x\":{\"a\":\"s\",\"a\":\"t\"}}", "duplicate member name");
 }
 

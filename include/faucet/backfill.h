@@ -125,6 +125,21 @@ char *faucet_backfill_unit_key(const char *pipeline, const char *range_hash, con
 /* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
 char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
 
+/* ---- leases left behind ---------------------------------------------------- */
+
+/* Every lease in the store (a key ending in "::__lease__": backfill units'
+ * and runs') whose expires_at is at or before `now` (unix seconds), or whose
+ * value has no readable expiry, in key order.  Needs a store that can list
+ * its keys.  Caller disposes *out. */
+int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out);
+
+/* Append doctor's "expired leases" probe to `report`: pass when there are
+ * none, warn naming them (the first ten), skip when the store cannot list
+ * its keys, the listing fails, or it takes more than timeout_ms (0 = no
+ * limit).  Fails only when out of memory. */
+int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
+		       faucet_check_report *report);
+
 /* ---- the progress marker ------------------------------------------------- */
 
 typedef enum {
@@ -225,6 +240,14 @@ typedef struct {
 	const char *metrics_file;      /* Prometheus text written here at the end; NULL = none */
 	int handle_signals;            /* catch SIGINT/SIGTERM while running */
 	const faucet_backfill_progress *progress; /* may be NULL */
+	/* The names (never the values) of the environment variables holding
+	 * the store's encryption key and its previous keys (comma-separated),
+	 * given to units as FAUCET_ENCRYPTION_KEY_ENV and
+	 * FAUCET_PREVIOUS_KEY_ENV so that what they write is sealed like the
+	 * rest of the store.  The variables themselves are inherited.  NULL =
+	 * none (a store of plain files, or one whose config names its keys). */
+	const char *key_env;
+	const char *previous_key_env;
 } faucet_backfill_run_options;
 
 typedef struct {
@@ -236,15 +259,21 @@ typedef struct {
 	size_t pending;    /* neither: interrupted, or never started */
 	int signal;        /* the signal that interrupted the run, or 0 */
 	int exit_code;     /* failed units capped at 100, or 128 + signal */
+	size_t leases_left; /* unit leases we could not release (the run then fails) */
 } faucet_backfill_result;
 
 /* Run every unit of `plan` that is not done, at most `concurrency` at a
  * time, each claimed by a lease, with its outcome merged into the marker as
  * it ends.  Problems found before anything runs (bad options, a bad
- * placeholder, a corrupt marker, an existing marker in FRESH mode) are
- * FAUCET_ECONFIG and nothing is written.  Unit failures are not errors:
- * they are in *result.  A store failure while recording stops new units and
- * is returned once the running ones end. */
+ * placeholder, a command not found on PATH, a corrupt marker, an existing
+ * marker in FRESH mode) are FAUCET_ECONFIG and nothing is written; a store
+ * whose compare-and-put is not atomic is FAUCET_EUNSUPPORTED (leases and
+ * the marker merge depend on it; a dry run is allowed).  Unit failures are
+ * not errors: they are in *result.  A store failure while recording stops
+ * new units and is returned once the running ones end.  A lease that could
+ * not be released is an error too, returned at the end with every such
+ * lease named (the other units still run): it would hold its unit until it
+ * expires. */
 int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 			const faucet_backfill_run_options *opts, faucet_backfill_result *result);
 

@@ -93,19 +93,24 @@ typedef struct {
 char *faucet_bf__lease_holder(void);
 
 /* Try to take the lease of `unit_key` until now + ttl: granted when there is
- * no lease or the one there expired (compare-and-put against exactly what was
- * read).  *claimed says whether we hold it; when not, *held_until (may be
- * NULL) says when the other holder's lease runs out.  On success `out` must
- * be disposed. */
+ * no lease, the one there expired, or it names `holder` (an earlier claim of
+ * ours), by compare-and-put against exactly what was read.  A write that
+ * reports an error is settled by reading the lease back: our holder id there
+ * means it landed.  *claimed says whether we hold it; when not, *held_until
+ * (may be NULL) says when the other holder's lease runs out.  On success
+ * `out` must be disposed. */
 int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *holder,
 			   int64_t now, int64_t ttl, faucet_bf_lease *out, int *claimed,
 			   int64_t *held_until);
 
-/* Extend our lease to now + ttl.  *kept = 0 when it is no longer ours. */
+/* Extend our lease to now + ttl.  *kept = 0 when it is no longer ours.  A
+ * failed write that left our lease as it was is returned as an error (the
+ * lease is still ours; try again later). */
 int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int64_t ttl,
 			   int *kept);
 
-/* Give the lease up and remove it (see lease.c for why in two steps). */
+/* Give the lease up and remove it (see lease.c for why in two steps).  An
+ * error means our lease is still there (or we could not find out). */
 int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l);
 
 void faucet_bf__lease_dispose(faucet_bf_lease *l);

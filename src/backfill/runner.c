@@ -20,6 +20,14 @@
  * have finished the unit meanwhile), migrate a legacy unit key, run, merge
  * the outcome into the marker, release the lease.  Recording before
  * releasing is what makes a late claimer see the outcome (see lease.c).
+ * A lease we cannot release would hold its unit until it expires, so the
+ * run fails at the end naming each one, rather than exit 0 over it.
+ *
+ * Units inherit the store: FAUCET_CONFIG or FAUCET_STATE, and for an
+ * encrypted file store the *names* of the key variables
+ * (FAUCET_ENCRYPTION_KEY_ENV, FAUCET_PREVIOUS_KEY_ENV), so a unit's own
+ * `faucet state put` seals what it writes.  Key material never goes into
+ * argv or into a variable we set.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -153,6 +161,9 @@ typedef struct {
 	char *fatal_msg;
 	int fatal_code;
 	size_t finished;
+	faucet_buf leases_left;           /* "KEY (expires ...)" of unreleased leases */
+	int lease_code;                   /* the first release failure's code */
+	char *lease_msg;                  /* ... and its message */
 } runner;
 
 static void say(runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -189,6 +200,31 @@ static void set_fatal(runner *r, int rc)
 	r->fatal_code = rc;
 	r->fatal_msg = faucet__strdup(faucet_error_last()->message);
 	say(r, "stopping: %s", faucet_error_last()->message);
+}
+
+/* Give a unit's lease back and dispose of it.  A release that fails leaves
+ * the lease in the store, blocking the unit for every runner until it
+ * expires: it is remembered, said at once, and fails the run at its end. */
+static void release_lease(runner *r, faucet_bf_lease *l, const char *unit)
+{
+	char when[40] = "";
+	struct tm tm;
+	time_t t = (time_t)l->expires_at;
+
+	if (faucet_bf__lease_release(r->store, l) != 0) {
+		if (gmtime_r(&t, &tm) != NULL)
+			(void)strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		say(r, "unit %s: could not release its lease %s: %s", unit, l->key,
+		    faucet_error_last()->message);
+		if (r->lease_msg == NULL) {
+			r->lease_code = faucet_error_last()->code;
+			r->lease_msg = faucet__strdup(faucet_error_last()->message);
+		}
+		(void)faucet_buf_printf(&r->leases_left, "%s%s (expires %s)",
+					r->res->leases_left ? ", " : "", l->key, when);
+		r->res->leases_left++;
+	}
+	faucet_bf__lease_dispose(l);
 }
 
 /* ---- metrics ---------------------------------------------------------------- */
@@ -263,6 +299,12 @@ done:
 
 /* ---- preflight: everything that can be wrong before anything is written ------ */
 
+/* A variable name we may hand on in NAME=VALUE form (NULL = none). */
+static int env_name_ok(const char *name)
+{
+	return name == NULL || (*name != '\0' && strchr(name, '=') == NULL);
+}
+
 static int check_options(runner *r)
 {
 	const faucet_backfill_run_options *o = r->o;
@@ -280,6 +322,17 @@ static int check_options(runner *r)
 					(long long)o->lease_ttl);
 	if (o->mode > FAUCET_BACKFILL_RESTART)
 		return faucet_error_set(FAUCET_ECONFIG, "unknown backfill mode");
+	if (!env_name_ok(o->key_env) || !env_name_ok(o->previous_key_env))
+		return faucet_error_set(FAUCET_ECONFIG, "invalid encryption key variable name");
+	/* Two runners of one range stay apart only through leases taken with
+	 * compare-and-put, and the marker is merged the same way: with a
+	 * read-then-write stand-in both could run a unit, or lose an outcome. */
+	if (!o->dry_run && !faucet_store_supports_compare_and_put(r->store))
+		return faucet_error_set(FAUCET_EUNSUPPORTED,
+					"backfill needs a state store with an atomic compare-and-put "
+					"(its unit leases and progress marker rely on it); the '%s' "
+					"store has none",
+					faucet_store_backend_name(r->store));
 	/* Every placeholder must expand: try them on the first unit. */
 	for (size_t i = 0; o->argv != NULL && o->argv[i] != NULL && first != NULL; i++) {
 		char *x = NULL;
@@ -377,7 +430,8 @@ static void free_strings(char **v)
 static int build_env(runner *r, const faucet_backfill_unit *u, const char *state_key,
 		     char ***env_out, char ***owned_out)
 {
-	static const char *names[] = {"FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_BACKFILL_START",
+	static const char *names[] = {"FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_ENCRYPTION_KEY_ENV",
+				      "FAUCET_PREVIOUS_KEY_ENV", "FAUCET_BACKFILL_START",
 				      "FAUCET_BACKFILL_END", "FAUCET_BACKFILL_START_DATE",
 				      "FAUCET_BACKFILL_END_DATE", "FAUCET_BACKFILL_START_UNIX",
 				      "FAUCET_BACKFILL_END_UNIX", "FAUCET_BACKFILL_UNIT",
@@ -409,6 +463,10 @@ static int build_env(runner *r, const faucet_backfill_unit *u, const char *state
 		owned[k++] = faucet__sprintf("FAUCET_CONFIG=%s", r->config_abs);
 	else if (r->o->state_url != NULL)
 		owned[k++] = faucet__sprintf("FAUCET_STATE=%s", r->o->state_url);
+	if (r->o->key_env != NULL)
+		owned[k++] = faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", r->o->key_env);
+	if (r->o->previous_key_env != NULL)
+		owned[k++] = faucet__sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", r->o->previous_key_env);
 	for (size_t i = 0; i < k; i++) {
 		if (owned[i] == NULL) {
 			free_strings(owned);
@@ -515,6 +573,26 @@ static const char *resolved_command(runner *r, const char *name)
 		r->exe_path = r->exe_name ? find_on_path(name) : NULL;
 	}
 	return r->exe_path;
+}
+
+/* The command must exist before any unit runs: otherwise every unit would
+ * fail alike (exit 127), each recorded as a failure.  A first argument
+ * built from placeholders is left to each unit. */
+static int check_command(runner *r)
+{
+	const char *name;
+
+	if (r->o->dry_run || strstr(r->o->argv[0], "${backfill.") != NULL)
+		return 0;
+	name = r->o->argv[0];
+	if (resolved_command(r, name) != NULL)
+		return 0;
+	if (r->exe_name == NULL)
+		return FAUCET_ENOMEM;
+	if (strchr(name, '/') != NULL)
+		return faucet_error_set(FAUCET_ECONFIG, "command '%s' does not exist or is not "
+					"executable", name);
+	return faucet_error_set(FAUCET_ECONFIG, "command '%s' was not found on PATH", name);
 }
 
 /* Start the unit's process with posix_spawn (a vfork-style clone, much
@@ -686,10 +764,8 @@ static int try_start(runner *r, size_t i)
 	}
 	rc = faucet_backfill_marker_load(r->store, r->marker_key, &now);
 	if (rc == 0 && now != NULL && settled_elsewhere(r, i, now)) {
-		rc = faucet_bf__lease_release(r->store, &ru->lease);
-		faucet_bf__lease_dispose(&ru->lease);
-		if (rc == 0)
-			unit_settled_elsewhere(r, i);
+		release_lease(r, &ru->lease, u->id);
+		unit_settled_elsewhere(r, i);
 		goto out;
 	}
 	cands[0] = legacy;
@@ -702,8 +778,11 @@ static int try_start(runner *r, size_t i)
 	if (rc == 0)
 		rc = spawn(r, ru, key);
 	if (rc != 0) {
-		(void)faucet_bf__lease_release(r->store, &ru->lease);
-		faucet_bf__lease_dispose(&ru->lease);
+		/* Keep the error that stopped us, not the release's. */
+		char *msg = faucet__strdup(faucet_error_last()->message);
+		release_lease(r, &ru->lease, u->id);
+		(void)faucet_error_set(rc, "%s", msg != NULL ? msg : "cannot start the unit");
+		free(msg);
 		goto out;
 	}
 	ru->renew_at_ms = faucet__now_ms() + (uint64_t)r->ttl * 1000 / 3;
@@ -813,9 +892,7 @@ static void finish_unit(runner *r, size_t slot)
 			update_ratio(r);
 		}
 	}
-	if (faucet_bf__lease_release(r->store, &ru->lease) != 0)
-		say(r, "unit %s: could not release its lease: %s", u->id, faucet_error_last()->message);
-	faucet_bf__lease_dispose(&ru->lease);
+	release_lease(r, &ru->lease, u->id);
 	if (r->cb && r->cb->on_unit_end)
 		r->cb->on_unit_end(r->cb->ctx, u, st, error, r->finished, r->res->total);
 	free(error);
@@ -1016,6 +1093,8 @@ static void release_runner(runner *r)
 	free(r->deferred);
 	free(r->run);
 	free(r->fatal_msg);
+	free(r->lease_msg);
+	faucet_buf_dispose(&r->leases_left);
 }
 
 static void report_plan(runner *r, const size_t *todo, size_t ntodo)
@@ -1082,6 +1161,8 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 
 	rc = check_options(&r);
 	if (rc == 0)
+		rc = check_command(&r);
+	if (rc == 0)
 		rc = load_initial_marker(&r);
 	if (rc == 0)
 		rc = faucet_backfill_split(plan, r.initial, &todo, &ntodo, &result->skipped);
@@ -1096,6 +1177,14 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 	}
 	if (rc == 0 && r.fatal) {
 		rc = faucet_error_set(r.fatal_code, "%s", r.fatal_msg ? r.fatal_msg : "store error");
+	}
+	if (rc == 0 && result->leases_left > 0) {
+		rc = faucet_error_set(r.lease_code ? r.lease_code : FAUCET_ERROR,
+				      "could not release %zu unit lease(s), which keep their units "
+				      "from running until they expire: %s; first error: %s",
+				      result->leases_left,
+				      r.leases_left.ptr ? r.leases_left.ptr : "",
+				      r.lease_msg ? r.lease_msg : "unknown");
 	}
 	/* Metrics describe what ran, so they are written even after a store
 	 * error - but not when preflight refused the run (nothing written). */

@@ -50,7 +50,8 @@ static const char backfill_help[] =
 	"${backfill.end_date}, ${backfill.start_unix}, ${backfill.end_unix} and\n"
 	"${backfill.unit}; the same values are in FAUCET_BACKFILL_START, _END, ...,\n"
 	"_UNIT, with FAUCET_BACKFILL_STATE_KEY and the store (FAUCET_CONFIG or\n"
-	"FAUCET_STATE).\n"
+	"FAUCET_STATE, and FAUCET_ENCRYPTION_KEY_ENV naming the key's variable for\n"
+	"an encrypted store).  The store must have an atomic compare-and-put.\n"
 	"\n"
 	"Exit codes: 0 every unit done; N the number of failed units (at most 100);\n"
 	"128 + signal when interrupted; 2 bad input (nothing ran); 1 a store error.\n";
@@ -273,6 +274,12 @@ static int report(bf_view *v, const char *pipeline, const faucet_backfill_plan *
 
 /* ---- the command ---------------------------------------------------------- */
 
+static const char *nonempty_getenv(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
 /* Merge flags over the YAML's defaults and check every one of them. */
 static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 		   faucet_backfill_run_options *o, faucet_backfill_range *range)
@@ -377,10 +384,15 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 		o.progress = &cb;
 		o.config_path = ctx->selected_config_path;
 		o.state_url = ctx->selected_config_path ? NULL : ctx->selected_url;
+		/* Units inherit the encryption by the variables' names only. */
+		o.key_env = ctx->key_env;
+		o.previous_key_env = ctx->key_env ? nonempty_getenv("FAUCET_PREVIOUS_KEY_ENV") : NULL;
 		if (faucet_backfill_run(s, plan, &o, &res) != 0) {
+			int code = faucet_error_last()->code;
 			end_bar(&view);
-			rc = cli_fail(faucet_error_last()->code == FAUCET_ECONFIG ? CLI_EXIT_USAGE
-										 : CLI_EXIT_FAILED,
+			/* A bad input or an unsuitable store: nothing ran. */
+			rc = cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EUNSUPPORTED
+					      ? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
 				      "backfill");
 		} else {
 			rc = report(&view, a.pipeline, plan, &res, a.dry_run);

@@ -48,7 +48,7 @@ typedef struct cli_context {
 	int json;                /* --json: print machine-readable JSON */
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
-	const char *key_env;     /* --encryption-key-env VAR, or NULL (borrowed) */
+	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
 
 	/* The terminal, looked at once at start-up. */
 	int stdout_tty; /* stdout is a terminal: tables and truncation allowed */
@@ -84,12 +84,29 @@ int cli_context_config(cli_context *ctx, const cli_config **out);
  * URL or config, 1 when the store itself failed); 0 otherwise. */
 int cli_open_store(cli_context *ctx, faucet_store **out);
 
+/* As cli_open_store, for the read commands (list, show, get, export,
+ * copy's source, doctor): a file: directory or sqlite: database that does
+ * not exist is an error, exit 1, "no state store at PATH (write commands
+ * create it)", instead of being created empty. */
+int cli_open_store_existing(cli_context *ctx, faucet_store **out);
+
 /* Print "faucet: {what}: {last library error}" on stderr as one line and
  * return exit_code. */
 int cli_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print "faucet: {message}" on stderr as one line and return exit_code. */
 int cli_error(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Every failure goes through cli_fail/cli_error/cli_usage_error, which
+ * escape the line (cli_escape) and, with --json, also print
+ * {"error": {"code", "message", "exit"}} on stdout - unless the command
+ * already printed its JSON document (jw_print calls cli_json_printed), which
+ * then carries the error itself.  The code is faucet_error_name() of the
+ * library's error, or "invalid" (exit 2) / "state" when there is none.
+ * cli_escape and cli_json_error_object are in jsonw.h. */
+
+/* Note that stdout now holds the command's JSON document. */
+void cli_json_printed(void);
 
 /* A usage error of `command` ("state put"): one line that also points at
  * the command's --help.  Returns CLI_EXIT_USAGE. */

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -32,6 +34,22 @@ typedef struct {
 	yaml_document_t *doc;
 	cli_config *cfg;
 } loader;
+
+int cli_forbid_core_dumps(void)
+{
+	struct rlimit none;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	if (getrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	/* Only the soft limit: lowering it always works, and a child that
+	 * holds no key may raise it again. */
+	none.rlim_cur = 0;
+	if (setrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	return 0;
+}
 
 void cli_wipe_free(char *s)
 {
@@ -66,17 +84,56 @@ void cli_config_free(cli_config *c)
 	free(c->backfill_window);
 	free(c->backfill_timezone);
 	faucet_strarray_dispose(&c->backfill_command);
+	faucet_strarray_dispose(&c->env_refs);
+	wipe_strarray(&c->env_values);
 	free(c);
 }
 
 /* ---- messages ---------------------------------------------------------- */
+
+/* The longest value of `c` that starts at `p`, as an index, or -1. */
+static long env_value_at(const cli_config *c, const char *p)
+{
+	long best = -1;
+	size_t best_len = 0;
+
+	for (size_t i = 0; i < c->env_values.count; i++) {
+		const char *v = c->env_values.strings[i];
+		size_t n = strlen(v);
+
+		if (n >= CLI_SCRUB_MIN && n > best_len && strncmp(p, v, n) == 0) {
+			best = (long)i;
+			best_len = n;
+		}
+	}
+	return best;
+}
+
+char *cli_config_scrub(const cli_config *c, const char *text)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (c == NULL || c->env_values.count == 0)
+		return faucet__strdup(text);
+	for (const char *p = text; *p;) {
+		long i = env_value_at(c, p);
+
+		if (i < 0) {
+			(void)faucet_buf_putc(&b, *p++);
+			continue;
+		}
+		(void)faucet_buf_puts(&b, c->env_refs.strings[i]);
+		p += strlen(c->env_values.strings[i]);
+	}
+	return faucet_buf_detach(&b);
+}
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 {
-	char *msg;
+	char *msg, *scrubbed;
 	va_list ap;
 	int n;
 
@@ -89,9 +146,16 @@ static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: %s", l->path,
-			       node ? node->start_mark.line + 1 : 1, msg);
+	/* A value from ${env:...} may have found its way into the detail (a
+	 * type named in another field's message, say): put the reference back. */
+	scrubbed = cli_config_scrub(l->cfg, msg);
+	explicit_bzero(msg, strlen(msg));
 	free(msg);
+	if (scrubbed == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: %s", l->path,
+			       node ? node->start_mark.line + 1 : 1, scrubbed);
+	free(scrubbed);
 	return FAUCET_ECONFIG;
 }
 
@@ -122,6 +186,23 @@ static int env_name_char(char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 	       c == '_';
+}
+
+/* Note that `value` came from ${env:name}, so messages can hide it. */
+static int remember_env(cli_config *c, const char *name, const char *value)
+{
+	char *copy;
+
+	/* push_owned frees the string when it cannot keep it. */
+	if (faucet_strarray_push_owned(&c->env_refs, faucet__sprintf("${env:%s}", name)) != 0)
+		return FAUCET_ENOMEM;
+	copy = faucet__strdup(value);
+	if (copy == NULL || faucet_strarray_push_owned(&c->env_values, copy) != 0) {
+		c->env_refs.count--;
+		free(c->env_refs.strings[c->env_refs.count]);
+		return FAUCET_ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -195,6 +276,11 @@ static int expand_env(loader *l, const yaml_node_t *node, const char *field, con
 		memcpy(w, val, vlen);
 		w += vlen;
 		p = end + 1;
+		if (vlen > 0 && remember_env(l->cfg, name, val) != 0) {
+			explicit_bzero(res, need + 1);
+			free(res);
+			return FAUCET_ENOMEM;
+		}
 	}
 	*w = '\0';
 	*out = res;
@@ -226,6 +312,14 @@ static int read_secret(loader *l, yaml_node_t *node, const char *field, char **o
 	return rc;
 }
 
+/* A value for a message: the scalar as written in the file, so a
+ * ${env:VAR} reference is shown as such and never the value it stands for
+ * (which may be key material put in the wrong field). */
+static const char *shown(const yaml_node_t *node)
+{
+	return node->type == YAML_SCALAR_NODE ? scalar_raw(node) : "";
+}
+
 static int read_int(loader *l, const yaml_node_t *node, const char *field, long min, long max,
 		    int *out)
 {
@@ -242,7 +336,7 @@ static int read_int(loader *l, const yaml_node_t *node, const char *field, long 
 	v = strtol(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
 		rc = node_error(l, node, "%s must be a whole number from %ld to %ld, got '%s'",
-				field, min, max, text);
+				field, min, max, shown(node));
 		free(text);
 		return rc;
 	}
@@ -267,7 +361,7 @@ static int read_bool(loader *l, const yaml_node_t *node, const char *field, int 
 			return 0;
 		}
 	}
-	rc = node_error(l, node, "%s must be true or false, got '%s'", field, text ? text : "");
+	rc = node_error(l, node, "%s must be true or false, got '%s'", field, shown(node));
 	free(text);
 	return rc;
 }
@@ -378,6 +472,9 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	rc = check_mapping(l, node, "state.config.encryption", fields);
 	if (rc != 0)
 		return rc;
+	rc = cli_forbid_core_dumps();
+	if (rc != 0)
+		return rc;
 	c->has_encryption = 1;
 	key = field_of(l, node, "key", NULL);
 	key_env = field_of(l, node, "key_env", NULL);
@@ -392,7 +489,7 @@ static int load_encryption(loader *l, yaml_node_t *node)
 		if (name != NULL && strcasecmp(name, "aes-256-gcm") != 0) {
 			rc = node_error(l, algo,
 					"encryption algorithm '%s' is not supported (supported: aes-256-gcm)",
-					name);
+					shown(algo));
 			free(name);
 			return rc;
 		}
@@ -439,6 +536,50 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	return 0;
 }
 
+/* The state.config fields each backend takes; an unknown type is left to
+ * the library, which lists the types it knows. */
+static const struct {
+	const char *type;
+	const char *fields; /* ", "-separated, for the message too */
+} backend_fields[] = {
+	{"memory", ""},
+	{"file", "path, encryption"},
+	{"sqlite", "path"},
+	{"postgres", "url, table, ensure_table, max_connections"},
+	{"redis", "url, namespace, max_connections"},
+};
+
+/* A field of another backend (type: file with table:) is an error naming
+ * it: left alone it would be ignored, and the operator would believe the
+ * store is configured as written. */
+static int check_backend_fields(loader *l, const yaml_node_t *node)
+{
+	const char *type = l->cfg->state_type, *fields = NULL;
+
+	for (size_t i = 0; type != NULL && i < FAUCET_ARRAY_LEN(backend_fields); i++) {
+		if (strcmp(backend_fields[i].type, type) == 0)
+			fields = backend_fields[i].fields;
+	}
+	if (fields == NULL)
+		return 0;
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *key = node_at(l, p->key);
+		const char *name = scalar_raw(key);
+		const char *at = strstr(fields, name);
+		size_t n = strlen(name);
+
+		/* A whole entry of the list, not a part of one. */
+		while (at != NULL && !((at == fields || at[-1] == ' ') && (at[n] == ',' || at[n] == '\0')))
+			at = strstr(at + 1, name);
+		if (at == NULL)
+			return node_error(l, key,
+					  "state.config.%s does not apply to type '%s' (it takes: %s)",
+					  name, type, *fields ? fields : "no options");
+	}
+	return 0;
+}
+
 static int load_state_config(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"path", "url", "table", "ensure_table",
@@ -450,6 +591,8 @@ static int load_state_config(loader *l, yaml_node_t *node)
 	if (node_is_null(node))
 		return 0;
 	rc = check_mapping(l, node, "state.config", fields);
+	if (rc == 0)
+		rc = check_backend_fields(l, node);
 	if (rc == 0 && (v = field_of(l, node, "path", NULL)) != NULL)
 		rc = read_string(l, v, "state.config.path", &c->state_path);
 	if (rc == 0 && (v = field_of(l, node, "url", NULL)) != NULL)
@@ -625,6 +768,17 @@ static void wipe_parser(yaml_parser_t *p)
 		explicit_bzero(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
 }
 
+/* Clear every scalar of the document before it is freed: the loader wipes
+ * the ones it recognises as secrets, but a key may also sit in a part of
+ * the file we never read (an anchor, an ignored section). */
+static void wipe_document(yaml_document_t *doc)
+{
+	for (yaml_node_t *n = doc->nodes.start; n != NULL && n < doc->nodes.top; n++) {
+		if (n->type == YAML_SCALAR_NODE && n->data.scalar.value != NULL)
+			explicit_bzero(n->data.scalar.value, n->data.scalar.length);
+	}
+}
+
 static int parse_yaml(const char *path, const char *text, size_t len, yaml_document_t *doc)
 {
 	yaml_parser_t parser;
@@ -634,6 +788,36 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	ok = yaml_parser_load(&parser, doc);
+	if (ok && yaml_document_get_root_node(doc) != NULL) {
+		/* A second document would be ignored, and which one is "the"
+		 * config would be a guess: refuse the file, naming the line. */
+		yaml_document_t next;
+
+		if (!yaml_parser_load(&parser, &next)) {
+			ok = 0;
+		} else {
+			yaml_node_t *root = yaml_document_get_root_node(&next);
+
+			if (root != NULL) {
+				(void)faucet_error_set(FAUCET_ECONFIG,
+						       "config %s: line %zu: a second YAML document "
+						       "(after ---); a config is one document",
+						       path, root->start_mark.line + 1);
+				wipe_document(&next);
+				yaml_document_delete(&next);
+				wipe_document(doc);
+				yaml_document_delete(doc);
+				wipe_parser(&parser);
+				yaml_parser_delete(&parser);
+				return FAUCET_ECONFIG;
+			}
+			yaml_document_delete(&next);
+		}
+		if (!ok) {
+			wipe_document(doc);
+			yaml_document_delete(doc);
+		}
+	}
 	if (!ok) {
 		(void)faucet_error_set(FAUCET_ECONFIG, "config %s: line %zu: bad YAML: %s%s%s", path,
 				       parser.problem_mark.line + 1,
@@ -644,17 +828,6 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 	wipe_parser(&parser);
 	yaml_parser_delete(&parser);
 	return ok ? 0 : FAUCET_ECONFIG;
-}
-
-/* Clear every scalar of the document before it is freed: the loader wipes
- * the ones it recognises as secrets, but a key may also sit in a part of
- * the file we never read (an anchor, an ignored section). */
-static void wipe_document(yaml_document_t *doc)
-{
-	for (yaml_node_t *n = doc->nodes.start; n != NULL && n < doc->nodes.top; n++) {
-		if (n->type == YAML_SCALAR_NODE && n->data.scalar.value != NULL)
-			explicit_bzero(n->data.scalar.value, n->data.scalar.length);
-	}
 }
 
 int cli_config_load(cli_config **out, const char *path)

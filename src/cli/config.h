@@ -41,6 +41,12 @@ typedef struct cli_config {
 	int backfill_concurrency;        /* >= 1, or 0 */
 	char *backfill_timezone;         /* IANA name */
 	faucet_strarray backfill_command; /* argv; ${backfill.*} left for the runner */
+
+	/* Every ${env:VAR} substituted: env_refs[i] is "${env:VAR}", env_values[i]
+	 * the text put in its place (wiped when freed).  No message may show
+	 * such a value: cli_config_scrub() puts the reference back. */
+	faucet_strarray env_refs;
+	faucet_strarray env_values;
 } cli_config;
 
 /* Read and check the YAML at `path`.  Errors: FAUCET_ECONFIG (unreadable
@@ -55,6 +61,23 @@ void cli_config_store(const cli_config *c, faucet_store_config *cfg,
 		      faucet_encryption_options *enc);
 
 void cli_config_free(cli_config *c);
+
+/* A copy of `text` with every value that came from ${env:VAR} (and is at
+ * least CLI_SCRUB_MIN bytes long) replaced by "${env:VAR}"; NULL when out of
+ * memory.  `c` may be NULL (then a plain copy).  Shorter values are left:
+ * replacing every "1" or "on" would garble the message; config.c's own
+ * messages never echo an expanded value of any length. */
+#define CLI_SCRUB_MIN 4
+char *cli_config_scrub(const cli_config *c, const char *text);
+
+/* Called before the process first holds key material (a config's
+ * encryption block, --encryption-key-env): turns core dumps off, so a crash
+ * cannot write the key to disk - the process is no longer dumpable
+ * (PR_SET_DUMPABLE 0, which also keeps other processes of the user from
+ * reading its memory) and its core size limit is 0 (inherited by the
+ * commands backfill starts, which get the key too).  0, or FAUCET_EIO with
+ * the last error set. */
+int cli_forbid_core_dumps(void);
 
 /* Overwrite a string's bytes with zeros, then free it.  NULL is ignored. */
 void cli_wipe_free(char *s);

@@ -13,12 +13,20 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "cli.h"
+#include "jsonw.h"
 
 #define DEFAULT_STATE_URL "file:.faucet-state"
+
+/* The context whose --json decides whether a failure is also reported on
+ * stdout, and whether a JSON document was already printed there (then the
+ * failure is on stderr only, so stdout stays one JSON document). */
+static const cli_context *error_ctx;
+static int json_printed;
 
 void cli_context_init(cli_context *ctx)
 {
@@ -26,6 +34,12 @@ void cli_context_init(cli_context *ctx)
 	const char *term = getenv("TERM");
 
 	memset(ctx, 0, sizeof(*ctx));
+	error_ctx = ctx;
+	/* The default of --encryption-key-env: how a backfill's units learn
+	 * the store's key variable without the key in argv. */
+	ctx->key_env = getenv("FAUCET_ENCRYPTION_KEY_ENV");
+	if (ctx->key_env != NULL && *ctx->key_env == '\0')
+		ctx->key_env = NULL;
 	ctx->stdout_tty = isatty(STDOUT_FILENO);
 	ctx->color = ctx->stdout_tty && (no_color == NULL || *no_color == '\0') &&
 		     (term == NULL || strcmp(term, "dumb") != 0);
@@ -38,20 +52,133 @@ void cli_context_dispose(cli_context *ctx)
 	free(ctx->store_label);
 	cli_wipe_free(ctx->key_material);
 	memset(ctx, 0, sizeof(*ctx));
+	if (error_ctx == ctx)
+		error_ctx = NULL;
 }
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* One line on stderr: any newline a message carries becomes a space. */
-static void print_line(const char *text)
+
+void cli_json_printed(void)
 {
+	json_printed = 1;
+}
+
+/* Length of the UTF-8 sequence at p that is a printable character, or 0
+ * when the byte at p must be escaped (a C1 control, or not UTF-8). */
+static size_t printable_utf8(const unsigned char *p)
+{
+	size_t n;
+	unsigned long cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1fUL;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0fUL;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07UL;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fUL);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+void cli_escape(faucet_buf *b, const char *text)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)text;
+
+	while (*p) {
+		size_t n;
+
+		if (*p >= 0x20 && *p < 0x7f) {
+			(void)faucet_buf_putc(b, (char)*p++);
+			continue;
+		}
+		if (*p >= 0x80 && (n = printable_utf8(p)) > 0) {
+			(void)faucet_buf_put(b, (const char *)p, n);
+			p += n;
+			continue;
+		}
+		switch (*p) {
+		case '\n': (void)faucet_buf_puts(b, "\\n"); break;
+		case '\r': (void)faucet_buf_puts(b, "\\r"); break;
+		case '\t': (void)faucet_buf_puts(b, "\\t"); break;
+		default:
+			(void)faucet_buf_puts(b, "\\x");
+			(void)faucet_buf_putc(b, hex[*p >> 4]);
+			(void)faucet_buf_putc(b, hex[*p & 15]);
+		}
+		p++;
+	}
+}
+
+void cli_json_error_object(faucet_buf *b, const char *code, const char *message, int exit_code)
+{
+	(void)faucet_buf_putc(b, '{');
+	jw_member(b, "code", 1);
+	jw_string(b, code);
+	jw_member(b, "message", 0);
+	jw_string(b, message);
+	jw_member(b, "exit", 0);
+	(void)faucet_buf_printf(b, "%d", exit_code);
+	(void)faucet_buf_putc(b, '}');
+}
+
+/* The error code's name for a failure the library did not report. */
+static const char *code_for_exit(int exit_code)
+{
+	return faucet_error_name(exit_code == CLI_EXIT_USAGE ? FAUCET_EINVALID : FAUCET_ERROR);
+}
+
+/*
+ * Every failure the command reports comes through here: one line on
+ * stderr, "faucet: {message}", with the control characters and escape
+ * sequences of whatever input it echoes made visible instead of acted on by
+ * the terminal; and with --json, {"error": {"code", "message", "exit"}} on
+ * stdout, unless a JSON document (a report that carries its own error) was
+ * already printed there.
+ */
+static void report_failure(int exit_code, const char *code, const char *raw)
+{
+	faucet_buf line = FAUCET_BUF_INIT;
+	/* No value that came from ${env:...} is ever shown: the config's
+	 * references replace it (library messages name types, paths, ...). */
+	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
+
+	if (text == NULL)
+		text = faucet__strdup("out of memory");
+	if (text == NULL)
+		return;
+
 	/* Whatever stdout holds so far comes first, so a report and its
 	 * error read in order on a terminal. */
 	(void)fflush(stdout);
-	fputs("faucet: ", stderr);
-	for (const char *p = text; *p; p++)
-		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, stderr);
-	fputc('\n', stderr);
+	(void)faucet_buf_puts(&line, "faucet: ");
+	cli_escape(&line, text);
+	(void)faucet_buf_putc(&line, '\n');
+	fputs(line.failed || line.ptr == NULL ? "faucet: out of memory\n" : line.ptr, stderr);
+	faucet_buf_dispose(&line);
+	if (error_ctx != NULL && error_ctx->json && !json_printed) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_puts(&b, "{\"error\":");
+		cli_json_error_object(&b, code, text, exit_code);
+		(void)faucet_buf_putc(&b, '}');
+		(void)jw_print(&b);
+	}
+	free(text);
 }
 
 __attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
@@ -77,7 +204,7 @@ int cli_error(int exit_code, const char *fmt, ...)
 	va_start(ap, fmt);
 	msg = vformat(fmt, ap);
 	va_end(ap);
-	print_line(msg ? msg : "out of memory");
+	report_failure(exit_code, code_for_exit(exit_code), msg ? msg : "out of memory");
 	free(msg);
 	return exit_code;
 }
@@ -94,7 +221,9 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	line = what ? faucet__sprintf("%s: %s", what,
 				      *last->message ? last->message : "unknown error")
 		    : NULL;
-	print_line(line ? line : "out of memory");
+	report_failure(exit_code,
+		       last->code != 0 ? faucet_error_name(last->code) : code_for_exit(exit_code),
+		       line ? line : "out of memory");
 	free(line);
 	free(what);
 	return exit_code;
@@ -214,6 +343,8 @@ static int key_from_env(cli_context *ctx, const char **key)
 		*key = ctx->key_material;
 		return 0;
 	}
+	if (cli_forbid_core_dumps() != 0)
+		return cli_fail(CLI_EXIT_FAILED, "before reading the encryption key");
 	v = getenv(ctx->key_env);
 	if (v == NULL)
 		return cli_error(CLI_EXIT_USAGE,
@@ -239,7 +370,48 @@ static int open_failed(cli_context *ctx)
 	return cli_fail(exit_code, "cannot open the state store %s", ctx->store_label);
 }
 
-static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
+/* The path of a file: or sqlite: store URL ("file:P" or "file://P"), or
+ * NULL for the other schemes. */
+static const char *url_store_path(const char *url)
+{
+	static const char *const schemes[] = {"file:", "sqlite:"};
+
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncmp(url, schemes[i], n) == 0)
+			return strncmp(url + n, "//", 2) == 0 ? url + n + 2 : url + n;
+	}
+	return NULL;
+}
+
+/*
+ * A read command must not create the store it reads: the library creates a
+ * file store's directory or a SQLite database on open, and a mistyped path
+ * would then read as an empty store (and doctor would pass).  So before a
+ * read we look for the directory or database ourselves.  Servers (postgres,
+ * redis) and memory: have nothing to create here.
+ */
+static int require_existing(const char *path)
+{
+	struct stat st;
+
+	if (path == NULL || *path == '\0')
+		return 0; /* the library names the missing path itself */
+	if (stat(path, &st) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR) {
+		char *msg = faucet__sprintf("no state store at %s (write commands create it)", path);
+
+		report_failure(CLI_EXIT_FAILED, faucet_error_name(FAUCET_ENOTFOUND),
+			       msg ? msg : "out of memory");
+		free(msg);
+		return CLI_EXIT_FAILED;
+	}
+	return cli_error(CLI_EXIT_FAILED, "cannot look for the state store at %s: %s", path,
+			 strerror(errno));
+}
+
+static int open_from_url(cli_context *ctx, const char *url, int must_exist, faucet_store **out)
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
@@ -250,6 +422,8 @@ static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
 	ctx->store_label = faucet_url_redact(url);
 	if (ctx->selected_url == NULL || ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
+	if (must_exist && (rc = require_existing(url_store_path(url))) != 0)
+		return rc;
 	if (ctx->key_env == NULL) {
 		if (faucet_store_open_url(out, url) != 0)
 			return open_failed(ctx);
@@ -277,7 +451,8 @@ static int open_from_url(cli_context *ctx, const char *url, faucet_store **out)
 	return 0;
 }
 
-static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_store **out)
+static int open_from_config(cli_context *ctx, const cli_config *conf, int must_exist,
+			    faucet_store **out)
 {
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
@@ -289,7 +464,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 		/* A pipeline without a `state:` block keeps its state where the
 		 * original does by default; the config still names the store for
 		 * child processes, so only selected_config_path stays set. */
-		rc = open_from_url(ctx, DEFAULT_STATE_URL, out);
+		rc = open_from_url(ctx, DEFAULT_STATE_URL, must_exist, out);
 		free(ctx->selected_url);
 		ctx->selected_url = NULL;
 		return rc;
@@ -298,6 +473,10 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
+	if (must_exist && (strcmp(conf->state_type, "file") == 0 ||
+			   strcmp(conf->state_type, "sqlite") == 0) &&
+	    (rc = require_existing(conf->state_path)) != 0)
+		return rc;
 	if (ctx->key_env != NULL) {
 		if (strcmp(conf->state_type, "file") != 0)
 			return cli_error(CLI_EXIT_USAGE,
@@ -316,7 +495,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, faucet_sto
 	return 0;
 }
 
-int cli_open_store(cli_context *ctx, faucet_store **out)
+static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 {
 	const cli_config *conf;
 	const char *url;
@@ -324,14 +503,24 @@ int cli_open_store(cli_context *ctx, faucet_store **out)
 
 	*out = NULL;
 	if (ctx->state_url != NULL)
-		return open_from_url(ctx, ctx->state_url, out);
+		return open_from_url(ctx, ctx->state_url, must_exist, out);
 	rc = cli_context_config(ctx, &conf);
 	if (rc != 0)
 		return rc;
 	if (conf != NULL)
-		return open_from_config(ctx, conf, out);
+		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
-	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, out);
+	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
+}
+
+int cli_open_store(cli_context *ctx, faucet_store **out)
+{
+	return open_store(ctx, 0, out);
+}
+
+int cli_open_store_existing(cli_context *ctx, faucet_store **out)
+{
+	return open_store(ctx, 1, out);
 }
 
 int cli_store_is_encrypted(const cli_context *ctx)

@@ -4,10 +4,14 @@
  * The probes come from the backend (faucet_store_check); a store without
  * its own check reports one skipped probe.  Reasons and hints are printed
  * as the library wrote them - they are written to be safe to show (no
- * passwords, no key material).  Any failed probe makes the exit code 1.
+ * passwords, no key material).  Any failed probe makes the exit code 1;
+ * a warning (expired leases) does not.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "internal.h"
 #include "cli.h"
 #include "jsonw.h"
 
@@ -39,6 +43,43 @@ static const char *status_color(faucet_probe_status st)
 	}
 }
 
+/* Text that may echo input (a path, a URL), as shown: with any value that
+ * came from the config's ${env:...} put back as its reference, like every
+ * error line. */
+static char *shown(const cli_context *ctx, const char *text)
+{
+	return cli_config_scrub(ctx->config, text);
+}
+
+/* ... and on a terminal, its control characters escaped. */
+static void print_escaped(const cli_context *ctx, const char *text)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	char *safe = shown(ctx, text);
+
+	if (safe != NULL)
+		cli_escape(&b, safe);
+	fputs(safe == NULL || b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
+	faucet_buf_dispose(&b);
+	free(safe);
+}
+
+static void json_shown(faucet_buf *b, const cli_context *ctx, const char *text)
+{
+	char *safe;
+
+	if (text == NULL) {
+		(void)faucet_buf_puts(b, "null");
+		return;
+	}
+	safe = shown(ctx, text);
+	if (safe == NULL)
+		b->failed = 1;
+	else
+		jw_string(b, safe);
+	free(safe);
+}
+
 static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_report *r)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -46,7 +87,7 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 
 	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "store", 1);
-	jw_string(&b, ctx->store_label);
+	json_shown(&b, ctx, ctx->store_label);
 	jw_member(&b, "backend", 0);
 	jw_string(&b, faucet_store_backend_name(s));
 	jw_member(&b, "ok", 0);
@@ -62,11 +103,11 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 		jw_member(&b, "status", 0);
 		jw_string(&b, status_name(p->status));
 		jw_member(&b, "reason", 0);
-		jw_string_or_null(&b, p->reason);
+		json_shown(&b, ctx, p->reason);
 		jw_member(&b, "elapsed_ms", 0);
 		(void)faucet_buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
 		jw_member(&b, "hint", 0);
-		jw_string_or_null(&b, p->hint);
+		json_shown(&b, ctx, p->hint);
 		(void)faucet_buf_putc(&b, '}');
 	}
 	(void)faucet_buf_puts(&b, "]}");
@@ -77,7 +118,9 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 {
 	size_t n = faucet_check_report_count(r), width = 4;
 
-	printf("store: %s (%s)\n", ctx->store_label, faucet_store_backend_name(s));
+	fputs("store: ", stdout);
+	print_escaped(ctx, ctx->store_label);
+	printf(" (%s)\n", faucet_store_backend_name(s));
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(faucet_check_report_probe(r, i)->name);
 		if (len > width)
@@ -94,12 +137,25 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
 		printf("%s%s%s  %-*s  %6llu ms", ctx->color ? status_color(p->status) : "", label,
 		       ctx->color ? "\033[0m" : "", (int)width, p->name,
 		       (unsigned long long)p->elapsed_ms);
-		if (p->reason != NULL)
-			printf("  %s", p->reason);
+		if (p->reason != NULL) {
+			fputs("  ", stdout);
+			print_escaped(ctx, p->reason);
+		}
 		putchar('\n');
-		if (p->hint != NULL)
-			printf("      hint: %s\n", p->hint);
+		if (p->hint != NULL) {
+			fputs("      hint: ", stdout);
+			print_escaped(ctx, p->hint);
+			putchar('\n');
+		}
 	}
+}
+
+/* What the backend's probes left of --timeout for the lease probe (at
+ * least 1 ms: 0 would mean no limit). */
+static uint64_t remaining_ms(uint64_t timeout_ms, uint64_t start_ms)
+{
+	uint64_t used = faucet__now_ms() - start_ms;
+	return used < timeout_ms ? timeout_ms - used : 1;
 }
 
 int cli_doctor_main(cli_context *ctx, int argc, char **argv)
@@ -109,6 +165,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	faucet_check_context cctx = {10000};
 	faucet_check_report *report = NULL;
 	unsigned long long ms;
+	uint64_t start_ms;
 	faucet_store *s;
 	const char *arg;
 	cli_args it;
@@ -128,11 +185,17 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 					       arg);
 		cctx.timeout_ms = ms;
 	}
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
-	if (faucet_store_check(s, &cctx, &report) != 0) {
+	/* Leases look alike in every backend, so their probe is added here
+	 * (a warning naming the expired ones; SPEC section 5). */
+	start_ms = faucet__now_ms();
+	if (faucet_store_check(s, &cctx, &report) != 0 ||
+	    faucet_lease_probe(s, (int64_t)time(NULL), remaining_ms(cctx.timeout_ms, start_ms),
+			       report) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot check %s", ctx->store_label);
+		faucet_check_report_free(report);
 		faucet_store_free(s);
 		return rc;
 	}

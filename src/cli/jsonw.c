@@ -80,5 +80,6 @@ int jw_print(faucet_buf *b)
 	(void)fwrite(b->ptr, 1, b->len, stdout);
 	(void)putchar('\n');
 	faucet_buf_dispose(b);
+	cli_json_printed();
 	return 0;
 }

@@ -27,4 +27,12 @@ void jw_string_array(faucet_buf *b, const faucet_strarray *arr);
  * assemble (out of memory, message printed). */
 int jw_print(faucet_buf *b);
 
+/* Append `text` with control characters, DEL, C1 controls and bytes that
+ * are not UTF-8 written as \n, \r, \t or \xNN, so echoed input can
+ * neither break the line nor drive the terminal. */
+void cli_escape(faucet_buf *b, const char *text);
+
+/* Append {"code": ..., "message": ..., "exit": N} (the value of "error"). */
+void cli_json_error_object(faucet_buf *b, const char *code, const char *message, int exit_code);
+
 #endif

@@ -115,7 +115,7 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 	rc = simple_args(ctx, "state list", list_help, argc, argv, &prefix, 1, &n);
 	if (rc >= 0)
 		return rc;
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
 	if (faucet_store_list(s, prefix, &keys) != 0) {
@@ -163,7 +163,7 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 		return cli_usage_error("state get", "missing KEY");
 	if (faucet_validate_key(key) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state get");
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
 	if (faucet_store_get(s, key, &v) != 0) {
@@ -420,7 +420,7 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 			: faucet__sprintf("%s::", pipeline);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc == 0) {
 		rc = load_rows(ctx, s, prefix, tenant, pipeline, &keys, &rows, &n);
 		faucet_store_free(s);

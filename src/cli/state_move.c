@@ -179,7 +179,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		return cli_usage_error("state export", "missing PIPELINE");
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state export: bad pipeline name");
-	rc = cli_open_store(ctx, &s);
+	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
 	rc = export_pipeline(ctx, s, pipeline, &e);
@@ -365,7 +365,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	to_label = faucet_url_redact(to);
 	if (to_label == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
-	rc = cli_open_store(ctx, &src);
+	rc = cli_open_store_existing(ctx, &src);
 	/* Open the destination before reading anything, so a bad --to fails
 	 * fast with exit 2. */
 	if (rc == 0 && faucet_store_open_url(&dst, to) != 0) {

@@ -112,6 +112,71 @@ static int print_put_json(const char *key, int written, int conditional, int ato
 	return jw_print(&b);
 }
 
+/* The longest found value the stderr line shows in full; --json always
+ * carries all of it. */
+#define FOUND_SHOWN_MAX 512
+
+/*
+ * A condition that did not hold: say what was found instead, so the
+ * caller can tell "someone else moved the bookmark to X" from "the key is
+ * gone" without a second command.  The value is read after the failed
+ * compare-and-put, so it is what the store held a moment later, which is
+ * what a retry would compare against.  With --json the one object on
+ * stdout is the put report with "found" and "error" added.
+ */
+static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *pa, int atomic)
+{
+	const char *why = pa->if_absent ? "the key already has a value (--if-absent)"
+					: "the stored value does not equal --if-equals";
+	faucet_value *found = NULL;
+	const char *text;
+	char *msg;
+	int rc;
+
+	if (faucet_store_get(s, pa->key, &found) != 0)
+		return cli_fail(CLI_EXIT_FAILED,
+				"state put '%s': not written: %s; reading the value found",
+				pa->key, why);
+	text = found ? faucet_value_json(found) : NULL;
+	if (text == NULL)
+		msg = faucet__sprintf("state put '%s': not written: %s; found: absent", pa->key, why);
+	else if (faucet_value_len(found) <= FOUND_SHOWN_MAX)
+		msg = faucet__sprintf("state put '%s': not written: %s; found: %s", pa->key, why,
+				      text);
+	else
+		msg = faucet__sprintf("state put '%s': not written: %s; found: %.*s... (%zu bytes)",
+				      pa->key, why, FOUND_SHOWN_MAX, text, faucet_value_len(found));
+	if (msg == NULL) {
+		faucet_value_free(found);
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_putc(&b, '{');
+		jw_member(&b, "key", 1);
+		jw_string(&b, pa->key);
+		jw_member(&b, "written", 0);
+		(void)faucet_buf_puts(&b, "false");
+		jw_member(&b, "atomic", 0);
+		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
+		jw_member(&b, "found", 0);
+		(void)faucet_buf_puts(&b, text ? text : "null");
+		jw_member(&b, "error", 0);
+		cli_json_error_object(&b, faucet_error_name(FAUCET_ERROR), msg, CLI_EXIT_CONDITION);
+		(void)faucet_buf_putc(&b, '}');
+		if (jw_print(&b) != 0) {
+			free(msg);
+			faucet_value_free(found);
+			return CLI_EXIT_FAILED;
+		}
+	}
+	rc = cli_error(CLI_EXIT_CONDITION, "%s", msg);
+	free(msg);
+	faucet_value_free(found);
+	return rc;
+}
+
 int cli_state_put(cli_context *ctx, int argc, char **argv)
 {
 	faucet_value *value = NULL, *expected = NULL;
@@ -150,13 +215,12 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 		}
 		written = 1;
 	}
-	if (ctx->json &&
-	    print_put_json(pa.key, written, conditional, faucet_store_supports_compare_and_put(s)) != 0)
-		rc = CLI_EXIT_FAILED;
 	if (!written)
-		rc = cli_error(CLI_EXIT_CONDITION, "state put '%s': not written: %s", pa.key,
-			       pa.if_absent ? "the key already has a value (--if-absent)"
-					    : "the stored value does not equal --if-equals");
+		rc = condition_failed(ctx, s, &pa, faucet_store_supports_compare_and_put(s));
+	else if (ctx->json &&
+		 print_put_json(pa.key, written, conditional,
+				faucet_store_supports_compare_and_put(s)) != 0)
+		rc = CLI_EXIT_FAILED;
 done:
 	faucet_store_free(s);
 	faucet_value_free(value);

@@ -1,8 +1,16 @@
 /*
  * alloc.c - allocation helpers that record FAUCET_ENOMEM, the growable
  * buffer, string arrays, clocks and random bytes.
+ *
+ * Every allocation of libfaucet goes through faucet__malloc, faucet__calloc
+ * or faucet__realloc, so the tests can fail any one of them on purpose (a
+ * countdown, off unless a test sets it) and check that each caller
+ * reports FAUCET_ENOMEM, frees what it took and leaves stored state alone.
+ * What json-c, OpenSSL, SQLite and libc allocate for themselves is outside
+ * its reach: they take no allocator from us.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,21 +25,58 @@ static void *oom(void)
 	return NULL;
 }
 
+/* ---- allocation-failure injection (tests) ------------------------------ */
+
+/* The tests make the n-th allocation fail to walk every out-of-memory path
+ * (see faucet__alloc_fail_at).  0 = off: then the cost is one relaxed load
+ * and a branch predicted not taken.  Atomics only so that a test with
+ * threads does not race; the countdown is process-wide. */
+static _Atomic long fail_countdown;
+static _Atomic int fail_happened;
+
+void faucet__alloc_fail_at(long n)
+{
+	atomic_store(&fail_happened, 0);
+	atomic_store(&fail_countdown, n > 0 ? n : 0);
+}
+
+int faucet__alloc_failed(void)
+{
+	return atomic_load(&fail_happened);
+}
+
+/* Whether this allocation is the one to fail. */
+static int injected_failure(void)
+{
+	long left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+
+	if (__builtin_expect(left == 0, 1))
+		return 0;
+	/* Only the thread that takes the count from 1 to 0 fails. */
+	while (left > 0 && !atomic_compare_exchange_weak(&fail_countdown, &left, left - 1))
+		;
+	if (left != 1)
+		return 0;
+	atomic_store(&fail_happened, 1);
+	return 1;
+}
+
 void *faucet__malloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
+	void *p = injected_failure() ? NULL : malloc(n ? n : 1);
 	return p ? p : oom();
 }
 
 void *faucet__calloc(size_t count, size_t size)
 {
-	void *p = calloc(count ? count : 1, size ? size : 1);
+	void *p = injected_failure() ? NULL : calloc(count ? count : 1, size ? size : 1);
 	return p ? p : oom();
 }
 
+/* A failed realloc leaves p as it was, like realloc. */
 void *faucet__realloc(void *p, size_t n)
 {
-	void *q = realloc(p, n ? n : 1);
+	void *q = injected_failure() ? NULL : realloc(p, n ? n : 1);
 	return q ? q : oom();
 }
 

@@ -27,6 +27,13 @@ void *faucet__reserve(void *items, size_t *cap, size_t need, size_t size, size_t
 char *faucet__strndup(const char *s, size_t n);
 char *faucet__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* For the tests only (this header is not installed): make the n-th call
+ * from now of faucet__malloc/calloc/realloc (and of everything built on
+ * them) fail as out of memory, later ones succeed again; 0 turns it off.
+ * faucet__alloc_failed says whether that failure happened since. */
+void faucet__alloc_fail_at(long n);
+int faucet__alloc_failed(void);
+
 /* Set the last error from errno-style `err` with a printf-style prefix:
  * "{prefix}: {strerror(err)}".  Returns `code`. */
 int faucet__error_os(int code, int err, const char *fmt, ...)

@@ -10,7 +10,10 @@
  *   - grammar: RFC 8259 exactly - no trailing commas, no leading zeros, no
  *     "1." or ".5", no NaN/Infinity, only the four JSON white-space bytes;
  *   - strings: no raw control characters, only the JSON escapes, no
- *     unpaired \u surrogate (json-c would turn it into U+FFFD), and
+ *     unpaired \u surrogate (json-c would turn it into U+FFFD), no \u0000
+ *     (json-c cuts a member name at it, so {"a\u0000b":1} would become
+ *     {"a":1}; PostgreSQL's JSONB refuses it in any string: refusing it
+ *     everywhere keeps every backend alike and nothing altered), and
  *     well-formed UTF-8 (RFC 3629: no overlong forms, no encoded surrogates,
  *     nothing above U+10FFFF - json-c lets all three through);
  *   - numbers: integers within [-2^63, 2^64-1] (json-c clamps beyond) and
@@ -164,6 +167,12 @@ static int check_escape(checker *ck, const char *p, const char **next)
 		return bad(ck, p, "invalid escape '\\%c' in a string", is_letter(*e) ? *e : '?');
 	if (ck->end - e < 5 || (cp = hex4(e + 1)) < 0)
 		return bad(ck, p, "\\u must be followed by four hex digits");
+	if (cp == 0)
+		return faucet_error_set(FAUCET_EINVALID,
+					"%s: \\u0000 at byte %zu: a NUL character cannot be held "
+					"exactly (json-c cuts member names at it, PostgreSQL "
+					"refuses it)",
+					ck->where, (size_t)(p - ck->text));
 	if (cp >= 0xdc00 && cp <= 0xdfff)
 		return bad(ck, p, "unpaired surrogate \\u%04lx in a string", cp);
 	if (cp >= 0xd800 && cp <= 0xdbff) {

@@ -15,9 +15,15 @@
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {
-	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0)
-		return faucet_error_set(FAUCET_ECONFIG,
-					"store URL 'memory:' takes no path or options (got '%s')", url);
+	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0) {
+		char *shown = faucet_url_redact(url);
+
+		(void)faucet_error_set(FAUCET_ECONFIG,
+				       "store URL 'memory:' takes no path or options (got '%s')",
+				       shown ? shown : "?");
+		free(shown);
+		return FAUCET_ECONFIG;
+	}
 	cfg->type = "memory";
 	return 0;
 }
@@ -145,6 +151,57 @@ static void list_known(faucet_buf *b, int schemes)
 	}
 }
 
+/* One option given both ways: an error naming both places (the values may
+ * be anything, so neither is shown). */
+static int given_twice(const char *name)
+{
+	return faucet_error_set(FAUCET_ECONFIG,
+				"state store option '%s' is given both in the URL (?%s=) and in "
+				"the config (%s:); give it in one place",
+				name, name, name);
+}
+
+/*
+ * A config's `url` may carry faucet's options in its query, as a --state
+ * URL does (postgres://...?table=t).  They come off the URL here, as
+ * faucet_store_open_url takes them off, and join the config's own fields;
+ * one given in both places is an error rather than a silent choice.
+ */
+static int open_config_with_url(const faucet_backend_entry *be, faucet_store **out,
+				const faucet_store_config *cfg)
+{
+	faucet_store_config from, merged = *cfg;
+	char *copy = faucet__strdup(cfg->url);
+	int rc;
+
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	memset(&from, 0, sizeof(from));
+	rc = be->from_url(copy, &from);
+	if (rc == 0 && from.table != NULL && cfg->table != NULL)
+		rc = given_twice("table");
+	if (rc == 0 && from.ensure_table != 0 && cfg->ensure_table != 0)
+		rc = given_twice("ensure_table");
+	if (rc == 0 && from.max_connections != 0 && cfg->max_connections != 0)
+		rc = given_twice("max_connections");
+	if (rc == 0 && from.namespace_name != NULL && cfg->namespace_name != NULL)
+		rc = given_twice("namespace");
+	if (rc == 0) {
+		merged.url = from.url;
+		if (from.table != NULL)
+			merged.table = from.table;
+		if (from.ensure_table != 0)
+			merged.ensure_table = from.ensure_table;
+		if (from.max_connections != 0)
+			merged.max_connections = from.max_connections;
+		if (from.namespace_name != NULL)
+			merged.namespace_name = from.namespace_name;
+		rc = be->open(out, &merged);
+	}
+	free(copy);
+	return rc;
+}
+
 int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
 {
 	faucet_buf known = FAUCET_BUF_INIT;
@@ -155,8 +212,12 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
 	if (cfg->type == NULL || *cfg->type == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "state store config has no `type`");
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
-		if (strcmp(backends[i].type, cfg->type) == 0)
-			return backends[i].open(out, cfg);
+		if (strcmp(backends[i].type, cfg->type) != 0)
+			continue;
+		if (cfg->url != NULL && strchr(cfg->url, '?') != NULL &&
+		    (strcmp(cfg->type, "postgres") == 0 || strcmp(cfg->type, "redis") == 0))
+			return open_config_with_url(&backends[i], out, cfg);
+		return backends[i].open(out, cfg);
 	}
 	list_known(&known, 0);
 	(void)faucet_error_set(FAUCET_ECONFIG,
@@ -202,28 +263,6 @@ int faucet_store_open_url(faucet_store **out, const char *url)
 	faucet_buf_dispose(&known);
 	return FAUCET_ECONFIG;
 }
-
-char *faucet_url_redact(const char *url)
-{
-	const char *scheme_end = strstr(url, "://");
-	const char *at, *colon, *auth;
-	faucet_buf b = FAUCET_BUF_INIT;
-
-	if (scheme_end == NULL)
-		return faucet__strdup(url);
-	auth = scheme_end + 3;
-	at = strchr(auth, '@');
-	if (at == NULL || (strchr(auth, '/') != NULL && strchr(auth, '/') < at))
-		return faucet__strdup(url);
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL)
-		return faucet__strdup(url);
-	(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
-	(void)faucet_buf_puts(&b, "***");
-	(void)faucet_buf_puts(&b, at);
-	return faucet_buf_detach(&b);
-}
-
 
 /* Percent-decode in place; returns -1 on a bad escape. */
 static int percent_decode(char *s)

@@ -704,8 +704,73 @@ static int sentinel_round_trip(pg_store *s, PGconn *c)
 }
 
 
-/* Two probes: "connect" (a connection and SELECT 1) and "sentinel" (put,
- * get and delete of a unique key, no residue).  Statements run under a
+/* Whether one server setting keeps "a put that returned is durable": fsync
+ * and full_page_writes must be on (without them a crash can lose or tear
+ * committed pages); synchronous_commit must not be off (every other value -
+ * on, local, remote_write, remote_apply - flushes the commit to the local
+ * WAL before the server answers). */
+static int setting_is_durable(const char *name, const char *value)
+{
+	if (strcmp(name, "synchronous_commit") == 0)
+		return strcmp(value, "off") != 0;
+	return strcmp(value, "on") == 0;
+}
+
+/* The "durability" probe: a server that answers COMMIT before the commit
+ * is on disk breaks the store's promise, though every write works - a WARN
+ * naming each setting at fault.  pg_settings is readable by every role, and
+ * SHOWs the values this session runs with (a role's or the URL's `options`
+ * override included). */
+static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
+{
+	static const char sql[] = "SELECT name, setting FROM pg_settings WHERE name IN "
+				  "('fsync', 'synchronous_commit', 'full_page_writes') ORDER BY name";
+	uint64_t start = faucet__now_ms();
+	PGresult *res = PQexec(c, sql);
+	faucet_buf bad = FAUCET_BUF_INIT;
+	char *reason = NULL;
+	int rc;
+
+	/* Not being able to look is no failure of the store: say so, skip. */
+	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the server's settings") != 0)
+		return faucet_check_report_add(r, "durability", FAUCET_PROBE_SKIP,
+					       faucet_error_last()->message,
+					       faucet__now_ms() - start,
+					       "check fsync, full_page_writes and synchronous_commit "
+					       "on the server by hand");
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *name = PQgetvalue(res, i, 0), *value = PQgetvalue(res, i, 1);
+		if (!setting_is_durable(name, value))
+			(void)faucet_buf_printf(&bad, "%s%s=%s", bad.len ? ", " : "", name, value);
+	}
+	PQclear(res);
+	if (bad.failed) {
+		faucet_buf_dispose(&bad);
+		return FAUCET_ENOMEM;
+	}
+	if (bad.len == 0)
+		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
+					       faucet__now_ms() - start, NULL);
+	reason = faucet__sprintf("the server is configured with %s: it can acknowledge a "
+				 "commit that a crash or power cut then loses, so a bookmark "
+				 "written just before one may be lost",
+				 bad.ptr);
+	faucet_buf_dispose(&bad);
+	if (reason == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
+				     faucet__now_ms() - start,
+				     "set fsync = on, full_page_writes = on and synchronous_commit = "
+				     "on in postgresql.conf (or ALTER SYSTEM SET ...; SELECT "
+				     "pg_reload_conf()), and for the role faucet connects as");
+	free(reason);
+	return rc;
+}
+
+
+/* Three probes: "connect" (a connection and SELECT 1), "sentinel" (put,
+ * get and delete of a unique key, no residue) and "durability" (the
+ * server's settings keep a commit once it is acknowledged).  Statements run under a
  * statement_timeout of the doctor's timeout. */
 static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		    faucet_check_report **out)
@@ -742,6 +807,8 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	if (rc == 0 && c != NULL && !failed) {
 		start = faucet__now_ms();
 		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+		if (rc == 0)
+			rc = durability_probe(s, c, *out);
 		PQclear(PQexec(c, "RESET statement_timeout"));
 	}
 	if (c != NULL) {
@@ -780,23 +847,29 @@ static int valid_table_name(const char *t)
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
-/* The password of a postgres://user:password@host URL, or NULL. */
+/* The password of a postgres://user:password@host URL, else of its
+ * ?password= option (as written: libpq echoes a bad %-escape raw), or
+ * NULL. */
 static char *url_password(const char *url)
 {
 	const char *auth = strstr(url, "://");
-	const char *at, *colon, *slash;
+	const char *at, *colon, *slash, *q;
 
 	if (auth == NULL)
 		return NULL;
 	auth += 3;
 	at = strchr(auth, '@');
 	slash = strchr(auth, '/');
-	if (at == NULL || (slash != NULL && slash < at))
-		return NULL;
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL || colon + 1 == at)
-		return NULL;
-	return faucet__strndup(colon + 1, (size_t)(at - colon - 1));
+	if (at != NULL && (slash == NULL || slash > at)) {
+		colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon != NULL && colon + 1 != at)
+			return faucet__strndup(colon + 1, (size_t)(at - colon - 1));
+	}
+	for (q = strchr(auth, '?'); q != NULL; q = strchr(q + 1, '&')) {
+		if (strncmp(q + 1, "password=", 9) == 0 && q[10] != '\0' && q[10] != '&')
+			return faucet__strndup(q + 10, strcspn(q + 10, "&#"));
+	}
+	return NULL;
 }
 
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg)

@@ -548,9 +548,92 @@ static int sentinel_round_trip(redis_store *s, redisContext *c)
 }
 
 
-/* Two probes: "connect" (a connection, AUTH, SELECT and PING) and
- * "sentinel" (SET, GET and DEL of a unique key), with the doctor's timeout
- * on every command. */
+/* One configuration parameter's value (CONFIG GET), or NULL with the last
+ * error set: CONFIG may be renamed away or denied by an ACL, as managed
+ * Redis services do. */
+static char *config_get(redis_store *s, redisContext *c, const char *name)
+{
+	const char *argv[3] = {"CONFIG", "GET", name};
+	redisReply *r = command(c, 3, argv, NULL);
+	char *value;
+
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
+		if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+			value = faucet__strdup(r->element[1]->str);
+		} else {
+			(void)redis_fail(s, "cannot read the server's configuration", name);
+			value = NULL;
+		}
+		freeReplyObject(r);
+		return value;
+	}
+	(void)reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read the server's configuration");
+	return NULL;
+}
+
+/* The "durability" probe.  Redis answers a SET once the write is in memory;
+ * only with the append-only file on and fsync'd on every write
+ * (appendonly yes, appendfsync always) is an acknowledged bookmark still
+ * there after a crash or power cut.  Anything else is a WARN naming each
+ * setting at fault; a server that will not show its configuration is a
+ * SKIP saying the settings could not be checked. */
+static int durability_probe(redis_store *s, redisContext *c, faucet_check_report *r)
+{
+	uint64_t start = faucet__now_ms();
+	char *aof = config_get(s, c, "appendonly");
+	char *fsync_mode = aof ? config_get(s, c, "appendfsync") : NULL;
+	faucet_buf bad = FAUCET_BUF_INIT;
+	char *reason = NULL;
+	int rc;
+
+	if (fsync_mode == NULL) {
+		free(aof);
+		reason = faucet__sprintf("the durability settings could not be checked: %s",
+					 faucet_error_last()->message);
+		if (reason == NULL)
+			return FAUCET_ENOMEM;
+		rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_SKIP, reason,
+					     faucet__now_ms() - start,
+					     "make sure the server runs with appendonly yes and "
+					     "appendfsync always (CONFIG GET is not available to "
+					     "this connection)");
+		free(reason);
+		return rc;
+	}
+	if (strcmp(aof, "yes") != 0)
+		(void)faucet_buf_printf(&bad, "appendonly %s", aof);
+	if (strcmp(fsync_mode, "always") != 0)
+		(void)faucet_buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
+	free(aof);
+	free(fsync_mode);
+	if (bad.failed) {
+		faucet_buf_dispose(&bad);
+		return FAUCET_ENOMEM;
+	}
+	if (bad.len == 0)
+		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
+					       faucet__now_ms() - start, NULL);
+	reason = faucet__sprintf("the server is configured with %s: it acknowledges writes "
+				 "before they are on disk, so a bookmark written just before a "
+				 "crash or power cut may be lost",
+				 bad.ptr);
+	faucet_buf_dispose(&bad);
+	if (reason == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
+				     faucet__now_ms() - start,
+				     "set appendonly yes and appendfsync always in redis.conf (or "
+				     "CONFIG SET appendonly yes, CONFIG SET appendfsync always, "
+				     "CONFIG REWRITE)");
+	free(reason);
+	return rc;
+}
+
+
+/* Three probes: "connect" (a connection, AUTH, SELECT and PING),
+ * "sentinel" (SET, GET and DEL of a unique key) and "durability" (the
+ * server keeps acknowledged writes), with the doctor's timeout on every
+ * command. */
 static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		       faucet_check_report **out)
 {
@@ -581,6 +664,8 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	if (rc == 0 && !failed) {
 		start = faucet__now_ms();
 		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
+		if (rc == 0 && c->err == 0)
+			rc = durability_probe(s, c, *out);
 	}
 	if (c != NULL) {
 		if (c->err == 0)
@@ -699,11 +784,12 @@ static int parse_url(redis_store *s, const char *url)
 	} else if (*end == '/') {
 		end++;
 	}
+	/* Name the option, never its value: it may be a password. */
 	if (*end == '?')
 		return faucet_error_set(FAUCET_ECONFIG,
-					"redis store URL %s: unknown option '%s' (faucet knows "
+					"redis store URL %s: unknown option '%.*s' (faucet knows "
 					"namespace and max_connections)",
-					s->redacted, end + 1);
+					s->redacted, (int)strcspn(end + 1, "=&"), end + 1);
 	return 0;
 }
 

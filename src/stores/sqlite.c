@@ -21,23 +21,35 @@
  * with many short-lived threads would otherwise leak connections, and WAL
  * lets the pooled connections read in parallel anyway.
  *
+ * Permissions: the database is created by us, owner-only (0600), before
+ * SQLite opens it.  SQLite would create it 0644 minus the umask, and it
+ * gives the -wal and -shm files the database's own mode (fchmod-ing them
+ * past the umask), so an owner-only database means owner-only companions.
+ * An existing database keeps the mode its owner gave it.
+ *
  * Atomicity: compare-and-put and put_batch run in one BEGIN IMMEDIATE
  * transaction, which takes the database's write lock up front, so no other
  * connection or process can write between our read and our write.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "store/value_internal.h"
 #include "store/open_internal.h"
 #include "stores/pool.h"
+#include "stores/sqlite_internal.h"
 
 #define BUSY_TIMEOUT_MS 10000
-#define SQLITE_POOL_SIZE 5
+#define SQLITE_POOL_SIZE FAUCET_SQLITE_POOL_SIZE
 
 enum {
 	ST_GET,
@@ -80,9 +92,10 @@ typedef struct {
 	sqlite3_stmt *st[ST_COUNT];
 } sq_conn;
 
-typedef struct {
+typedef struct faucet_sqlite_store {
 	faucet_store_backend base;
 	char *path;
+	char *vfs; /* NULL = SQLite's default VFS; another only in tests */
 	faucet_pool *pool;
 } sqlite_store;
 
@@ -119,6 +132,59 @@ static int sq_setup_exec(sqlite3 *db, const char *sql)
 	}
 }
 
+/* fsync the directory holding `path`, so a database we just created is
+ * still there after a power cut (the file's own content is SQLite's to
+ * sync; its name is ours). */
+static int sync_parent_dir(const sqlite_store *s)
+{
+	char *copy = faucet__strdup(s->path);
+	int fd, rc = 0;
+
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = faucet__error_os(FAUCET_EIO, errno,
+				      "sqlite state store %s: cannot sync its directory", s->path);
+	if (fd >= 0)
+		(void)close(fd);
+	free(copy);
+	return rc;
+}
+
+/* Create the database file owner-only when it does not exist yet (see the
+ * header).  O_EXCL: an existing file, or a symlink, is left alone - SQLite
+ * opens it as it is. */
+static int create_owner_only(const sqlite_store *s)
+{
+	int fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return faucet__error_os(FAUCET_ERROR, errno,
+					"sqlite state store %s: cannot create the database",
+					s->path);
+	}
+	/* The umask may have taken bits off 0600 (0400 under umask 0200). */
+	if (fchmod(fd, 0600) != 0) {
+		int err = errno;
+		(void)close(fd);
+		(void)unlink(s->path);
+		return faucet__error_os(FAUCET_ERROR, err,
+					"sqlite state store %s: cannot make the database owner-only",
+					s->path);
+	}
+	if (close(fd) != 0) {
+		int err = errno;
+		(void)unlink(s->path);
+		return faucet__error_os(FAUCET_ERROR, err,
+					"sqlite state store %s: cannot create the database",
+					s->path);
+	}
+	return sync_parent_dir(s);
+}
+
 static int sq_connect(void *owner, void **out)
 {
 	sqlite_store *s = owner;
@@ -127,9 +193,15 @@ static int sq_connect(void *owner, void **out)
 
 	if (c == NULL)
 		return FAUCET_ENOMEM;
+	rc = create_owner_only(s);
+	if (rc != 0) {
+		free(c);
+		return rc;
+	}
 	/* NOMUTEX: the pool guarantees one thread per connection at a time. */
 	rc = sqlite3_open_v2(s->path, &c->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			     s->vfs);
 	if (rc != SQLITE_OK) {
 		(void)sq_error(s, c->db, "cannot open the database");
 		sq_disconnect(c);
@@ -202,12 +274,14 @@ static int read_value(sqlite_store *s, sq_conn *c, const char *key, faucet_value
 
 		if (text == NULL) {
 			rc = bad_stored_value(s, key, "it is NULL");
-		} else if (faucet_value_parse(out, text, (size_t)len) != 0) {
+		} else if ((rc = faucet_value_parse(out, text, (size_t)len)) == FAUCET_ENOMEM) {
+			/* Out of memory says nothing about the stored text. */
+			(void)faucet__error_wrap("sqlite state store %s: cannot read key '%s'",
+						 s->path, key);
+		} else if (rc != 0) {
 			char *why = faucet__strdup(faucet_error_last()->message);
 			rc = bad_stored_value(s, key, why ? why : "unparsable");
 			free(why);
-		} else {
-			rc = 0;
 		}
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
@@ -499,17 +573,21 @@ static void sq_free(faucet_store_backend *b)
 
 	faucet_pool_free(s->pool);
 	free(s->path);
+	free(s->vfs);
 	free(s);
 }
 
 /* Open the store; the database file is opened (and created) by the first
  * operation, so a bad path is reported by that operation and by doctor. */
-int faucet_store_open_sqlite(faucet_store **out, const char *path)
+int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const char *vfs,
+				  faucet_sqlite_store **handle)
 {
 	sqlite_store *s;
 	int rc;
 
 	*out = NULL;
+	if (handle != NULL)
+		*handle = NULL;
 	if (path == NULL || *path == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
 	if (!sqlite3_threadsafe())
@@ -519,13 +597,13 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	if (s == NULL)
 		return FAUCET_ENOMEM;
 	s->path = faucet__strdup(path);
-	if (s->path == NULL) {
-		free(s);
-		return FAUCET_ENOMEM;
-	}
-	rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
+	s->vfs = vfs ? faucet__strdup(vfs) : NULL;
+	rc = s->path == NULL || (vfs != NULL && s->vfs == NULL) ? FAUCET_ENOMEM : 0;
+	if (rc == 0)
+		rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
 	if (rc != 0) {
 		free(s->path);
+		free(s->vfs);
 		free(s);
 		return rc;
 	}
@@ -540,5 +618,26 @@ int faucet_store_open_sqlite(faucet_store **out, const char *path)
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;
 	s->base.free = sq_free;
-	return faucet_store_new(out, &s->base);
+	rc = faucet_store_new(out, &s->base);
+	if (rc == 0 && handle != NULL)
+		*handle = s;
+	return rc;
+}
+
+int faucet_store_open_sqlite(faucet_store **out, const char *path)
+{
+	return faucet__store_open_sqlite_vfs(out, path, NULL, NULL);
+}
+
+int faucet__sqlite_with_connection(faucet_sqlite_store *s, int (*fn)(sqlite3 *db, void *ctx),
+				   void *ctx)
+{
+	sq_conn *c;
+	int rc = with_conn(s, &c);
+
+	if (rc != 0)
+		return rc;
+	rc = fn(c->db, ctx);
+	give_back(s, c);
+	return rc;
 }

@@ -97,6 +97,8 @@ bad "no command" "no command" "${BF[@]}" --from 2026-09-01 --to 2026-09-02
 bad "no pipeline" "pipeline" backfill --state "$ST" --from 2026-09-01 --to 2026-09-02 -- touch ran
 bad "short lease" "--lease-ttl" "${BF[@]}" --from 2026-09-01 --to 2026-09-02 --lease-ttl 1s -- touch ran
 bad "too many units" "more than 10000 units" "${BF[@]}" --from 2026-01-01 --to 2026-02-01 --window 1m -- touch ran
+bad "command not on PATH" "command 'faucet-no-such-command' was not found on PATH" "${BF[@]}" --from 2026-09-01 --to 2026-09-03 --window 1d -- faucet-no-such-command ran
+bad "command path missing" "command './no-such-script' does not exist" "${BF[@]}" --from 2026-09-01 --to 2026-09-03 --window 1d -- ./no-such-script ran
 expect_no_file ran "no bad input ran the command"
 expect_same "$before" "$(snapshot st)" "no bad input wrote anything"
 
@@ -197,5 +199,51 @@ run state get --state "$ST" "$(cat lease.key)::__lease__"
 expect_rc 0 "reading the lease key after the run"
 expect_no_err "reading the lease key after the run"
 expect_out "" "the lease is gone after the run"
+
+# ---- doctor warns about expired leases (a runner that died leaves them) ----
+mkdir dl
+run state put --state file:dl 'orders::backfill::abc::20260601T000000Z::__lease__' '{"holder":"gone:1:x","expires_at":5}'
+run state put --state file:dl 'orders::backfill::abc::20260602T000000Z::__lease__' "{\"holder\":\"live:1:x\",\"expires_at\":$(( $(date +%s) + 3600 ))}"
+run doctor --state file:dl
+expect_rc 0 "an expired lease is a warning, not a failure"
+expect_out_contains "WARN  expired leases" "the warning"
+expect_out_contains "1 expired lease(s): orders::backfill::abc::20260601T000000Z::__lease__" "it names the expired lease"
+expect_out_lacks "20260602T000000Z" "a live lease is not named"
+run doctor --state file:dl --json
+expect_json '[p["status"] for p in d["probes"] if p["name"] == "expired leases"] == ["warn"] and d["ok"]' "the warning in JSON"
+
+# ---- an encrypted store: units inherit the key by its variable's name ----
+# The unit writes its scoped key with a plain `faucet state put`: it must be
+# sealed like the rest of the store, and the key must reach the unit only
+# through the variable the operator named (nothing else holds its value).
+export BF_SEAL_KEY=backfill-cli-test-key
+cat > seal.sh <<'SH'
+"$FAUCET_BIN" state put "$FAUCET_BACKFILL_STATE_KEY" '{"sealed":true}' || exit 1
+echo "$FAUCET_BACKFILL_STATE_KEY" > seal.key
+env | grep -c backfill-cli-test-key > seal.count
+SH
+run backfill --state file:enc --encryption-key-env BF_SEAL_KEY --pipeline vault \
+	--from 2026-06-01 --to 2026-06-02 -- sh seal.sh
+expect_rc 0 "an encrypted-store backfill"
+plain=""
+for f in enc/*.json; do
+	[ "$(head -c 4 "$f")" = FCT1 ] || plain="$plain $f"
+done
+if [ -z "$plain" ] && [ "$(ls enc/*.json | wc -l)" -ge 2 ]; then
+	pass
+else
+	fail "every file of the encrypted store is sealed (plain:$plain; files: $(ls enc))"
+fi
+if [ "$(cat seal.count 2>/dev/null)" = 1 ]; then pass; else fail "the key's value is in one variable only"; fi
+run state get --state file:enc --encryption-key-env BF_SEAL_KEY "$(cat seal.key)"
+expect_rc 0 "the unit's value reads back with the key"
+expect_out '{"sealed":true}' "the unit's value"
+run state get --state file:enc "$(cat seal.key)"
+expect_rc 1 "the unit's value is sealed: no key, no value"
+# FAUCET_ENCRYPTION_KEY_ENV is the default of --encryption-key-env.
+FAUCET_ENCRYPTION_KEY_ENV=BF_SEAL_KEY run state get --state file:enc "$(cat seal.key)"
+expect_rc 0 "FAUCET_ENCRYPTION_KEY_ENV names the key"
+expect_out '{"sealed":true}' "the value read with FAUCET_ENCRYPTION_KEY_ENV"
+unset BF_SEAL_KEY
 
 finish

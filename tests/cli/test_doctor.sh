@@ -3,6 +3,8 @@
 # forms; exit 1 when a probe fails, 2 for a bad store URL or duration.
 . "$(dirname "$0")/lib.sh"
 
+# doctor reads: it never creates the store it checks (test_safety_cli.sh).
+mkdir -m 700 st
 run doctor --state file:st
 expect_rc 0 "doctor on a writable file store"
 expect_out_contains "PASS" "a passing probe is shown"
