@@ -223,23 +223,6 @@ typedef struct {
 	uint64_t renew_at_ms;
 } run_state;
 
-static int json_failure(cli_context *ctx, int code)
-{
-	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
-
-		(void)faucet_buf_puts(&b, "{\"error\":{");
-		jw_member(&b, "code", 1);
-		jw_string(&b, faucet_error_name(faucet_error_last()->code));
-		jw_member(&b, "message", 0);
-		jw_string(&b, faucet_error_last()->message);
-		jw_member(&b, "exit", 0);
-		(void)faucet_buf_printf(&b, "%d}}", code);
-		(void)jw_print(&b);
-	}
-	return code;
-}
-
 static char *join_command(const faucet_strarray *cmd)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -713,7 +696,6 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 					   : faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
 											  : CLI_EXIT_FAILED,
 				      "run");
-			rc = json_failure(ctx, rc);
 		}
 	}
 	if (rc == 0) {

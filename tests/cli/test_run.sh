@@ -183,4 +183,18 @@ expect_err_contains "already undone" "already undone is said"
 run state undo nothing-here
 expect_rc 2 "a pipeline without runs"
 
+# ---- bookkeeping is hidden from list/show unless --all ----
+run state list
+expect_out_lacks "__status__" "state list hides __status__"
+expect_out_lacks "__rollback__" "state list hides __rollback__"
+expect_out_contains "s::default" "state list still lists bookmarks"
+run state list --all
+expect_out_contains "s::default::__status__" "state list --all shows __status__"
+expect_out_contains "s::default::__rollback__::" "state list --all shows markers"
+run state show s
+expect_out_lacks "__status__" "state show hides bookkeeping"
+expect_out_contains "s::default" "state show shows the bookmark"
+run state show s --all --json
+expect_out_contains "s::default::__rollback__" "state show --all shows bookkeeping"
+
 finish
