@@ -174,39 +174,58 @@ static int line_end(singer *s, const char *p, size_t len)
 	return rc;
 }
 
+/* Where the line holding `brace` starts, if only blanks come before the
+ * brace on it; NULL otherwise.  `p` is the start of a line. */
+static const char *state_line_start(const char *p, const char *brace)
+{
+	const char *q = brace;
+
+	while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+		q--;
+	return q == p || q[-1] == '\n' ? q : NULL;
+}
+
 int singer_feed(singer *s, const char *data, size_t len)
 {
 	const char *p = data, *end = data + len;
 
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *span = p;
+		const char *nl, *span = p, *from = p, *brace, *start = NULL, *last;
 
-		if (nl == NULL)
-			return partial(s, p, (size_t)(end - p));
 		if (s->discarding || s->streaming || s->carry.len > 0) {
-			int rc = line_end(s, p, (size_t)(nl - p));
-			if (rc != 0)
+			int rc;
+
+			if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+				return partial(s, p, (size_t)(end - p));
+			if ((rc = line_end(s, p, (size_t)(nl - p))) != 0)
 				return rc;
 			p = nl + 1;
 			continue;
 		}
-		/* Gather consecutive lines that cannot be state into one span. */
-		while (nl != NULL) {
-			size_t b = skip_blank(p, (size_t)(nl - p));
-			if (b < (size_t)(nl - p) && p[b] == '{')
-				break;
-			p = nl + 1;
-			nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+		/* p starts a line.  Only a '{' first on its line can start a
+		 * state, so jump from brace to brace instead of line to line: a
+		 * chunk of log lines without one is passed on in a single call. */
+		while ((brace = memchr(from, '{', (size_t)(end - from))) != NULL &&
+		       (start = state_line_start(p, brace)) == NULL)
+			from = brace + 1;
+		if (brace == NULL) {
+			last = memrchr(p, '\n', (size_t)(end - p));
+			if (last != NULL && emit(s, span, (size_t)(last + 1 - span)) != 0)
+				return -1;
+			p = last ? last + 1 : p;
+			return p < end ? partial(s, p, (size_t)(end - p)) : 0;
 		}
-		if (emit(s, span, (size_t)(p - span)) != 0)
+		if (emit(s, span, (size_t)(start - span)) != 0)
 			return -1;
-		if (nl != NULL) {
+		p = start;
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			return partial(s, p, (size_t)(end - p));
+		{
 			int rc = state_line(s, p, (size_t)(nl - p));
 			if (rc != 0)
 				return rc;
-			p = nl + 1;
 		}
+		p = nl + 1;
 	}
 	return 0;
 }

@@ -47,6 +47,7 @@ struct faucet_run {
 	char *lease_key, *status_key, *index_key, *marker_key;
 	char *holder;
 	faucet_value *lease;  /* what we last wrote to the lease key (NULL = no lease) */
+	int64_t lease_expires;
 	int64_t ttl_s;
 	int joined;
 	faucet_value *marker; /* what we last saw in the marker key (NULL = none yet) */
@@ -408,6 +409,7 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 			rc = faucet_store_compare_and_put(r->s, r->lease_key, cur, mine, &written);
 		if (rc == 0 && written) {
 			r->lease = mine;
+			r->lease_expires = now + r->ttl_s;
 			mine = NULL;
 			if (held.run != NULL) {
 				*dead = held.run;
@@ -600,17 +602,17 @@ static int fence(faucet_run *r)
 		return lease_lost(r, "the lease is gone");
 	}
 	if (!r->joined) {
-		int same = faucet_value_equal(v, r->lease);
+		/* Most stores hand back the exact text we wrote: compare bytes
+		 * first, values only when the store re-renders (PostgreSQL). */
+		int same = (faucet_value_len(v) == faucet_value_len(r->lease) &&
+			    memcmp(faucet_value_json(v), faucet_value_json(r->lease),
+				   faucet_value_len(v)) == 0) ||
+			   faucet_value_equal(v, r->lease);
 		faucet_value_free(v);
 		if (!same)
 			return lease_lost(r, "another run took it over");
-		if ((rc = run__lease_parse(r->lease, r->lease_key, &held)) != 0)
-			return rc;
-		if (held.expires_at <= wall_now()) {
-			run__lease_dispose(&held);
+		if (r->lease_expires <= wall_now())
 			return faucet_run_renew(r);
-		}
-		run__lease_dispose(&held);
 		return 0;
 	}
 	rc = run__lease_parse(v, r->lease_key, &held);
@@ -629,10 +631,13 @@ int faucet_run_renew(faucet_run *r)
 {
 	faucet_value *next = NULL;
 	int rc, written = 0;
+	int64_t until;
 
 	if (r->joined || r->lease == NULL)
 		return 0;
-	rc = run__lease_value(r->holder, wall_now() + r->ttl_s, r->id, &next);
+	until = wall_now() + r->ttl_s;
+
+	rc = run__lease_value(r->holder, until, r->id, &next);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(r->s, r->lease_key, r->lease, next, &written);
 	if (rc != 0 || !written) {
@@ -641,6 +646,7 @@ int faucet_run_renew(faucet_run *r)
 	}
 	faucet_value_free(r->lease);
 	r->lease = next;
+	r->lease_expires = until;
 	return 0;
 }
 
