@@ -36,6 +36,7 @@
 #include <faucet/faucet.h>
 
 #include "config.h"
+#include "internal.h"
 
 /* Exit codes (SPEC section 5). */
 #define CLI_EXIT_OK 0
@@ -179,6 +180,31 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
 int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+
+/* ---- every CLI write is a run (write_run.c) --------------------------- */
+
+typedef struct {
+	faucet_run *run; /* NULL when nothing is recorded (bookkeeping keys only) */
+	int joined;      /* joined FAUCET_RUN_ID's run: not ended here */
+	char *pipeline;
+	char *undo;      /* the undo command, once ended */
+} cli_write_run;
+
+/* Begin the run the write of `keys` is recorded in (pipeline_hint names the
+ * pipeline when there are no keys, e.g. an empty import).  On failure the
+ * error has been printed and the exit code is returned. */
+int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
+			const char *const *keys, size_t n, const char *pipeline_hint,
+			cli_write_run *w);
+
+/* End it (ok or failed with message) and print the run id and the undo
+ * command on stderr.  Returns 0 or the exit code of a failure (printed). */
+int cli_write_run_end(cli_write_run *w, int ok, const char *message);
+
+/* Append "run" and "undo" members (after a first member) to a JSON object. */
+void cli_write_run_json(const cli_write_run *w, faucet_buf *b);
+
+void cli_write_run_dispose(cli_write_run *w);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

@@ -85,8 +85,7 @@ int faucet_run_is_bookkeeping_key(const char *key)
 
 static int check_pipeline(const char *pipeline)
 {
-	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::") != NULL ||
-	    strchr(pipeline, '/') != NULL)
+	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::") != NULL)
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
 	return 0;
@@ -841,9 +840,14 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 		m.has_after = 1;
 		if (rc == 0 && (rc = run__marker_value(&m, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		/* The status lists the keys the run changed: a key it wrote back
+		 * unchanged, or a compare-and-put that did not hold, is left out
+		 * (the marker keeps its images; undo skips it). */
 		faucet_strarray_dispose(keys);
-		for (size_t i = 0; rc == 0 && written && i < m.count; i++)
-			rc = faucet_strarray_push(keys, m.items[i].key);
+		for (size_t i = 0; rc == 0 && written && i < m.count; i++) {
+			if (!faucet_value_equal(m.items[i].before, m.items[i].after))
+				rc = faucet_strarray_push(keys, m.items[i].key);
+		}
 		run__marker_dispose(&m);
 		faucet_value_free(cur);
 		faucet_value_free(next);

@@ -147,9 +147,9 @@ rm -f huge huge.out
 run state runs s
 expect_rc 0 "state runs"
 n=$(printf '%s\n' "$OUT" | wc -l)
-if [ "$n" -eq 3 ]; then pass; else fail "the three runs of s listed (got $n)"; fi
+if [ "$n" -eq 4 ]; then pass; else fail "the four runs of s listed, the put's among them (got $n)"; fi
 run state runs s --json
-expect_json "d[0]['scope'] == 's::default' and len(d[0]['runs']) == 3" "state runs --json"
+expect_json "d[0]['scope'] == 's::default' and len(d[0]['runs']) == 4" "state runs --json"
 run state undo s --dry-run
 expect_rc 0 "undo --dry-run"
 expect_out "would restore s::default" "dry run lists the key"
@@ -182,6 +182,39 @@ expect_rc 2 "a run already undone"
 expect_err_contains "already undone" "already undone is said"
 run state undo nothing-here
 expect_rc 2 "a pipeline without runs"
+
+# ---- CLI writes are runs; inside `faucet run` they join its run ----
+run state put w::default '{"v":1}'
+expect_rc 0 "a put"
+expect_err_contains "undo: faucet state undo w --row default" "the put prints its undo command"
+run state delete w::default --json
+expect_json "d['run'] and d['undo'].startswith('faucet state undo w --row default')" "delete --json names its run"
+run state undo w
+expect_rc 0 "undo the delete"
+run state get w::default
+expect_out '{"v":1}' "the delete is undone"
+export F="$FAUCET_BIN"
+run run --pipeline w -- sh -c '"$F" state put w::default "{\"v\":2}" && "$F" state put w::default::side 7 && "$F" state put other::x 1'
+expect_rc 0 "a run whose command writes with faucet state put"
+expect_err_contains "recorded in run" "the child's writes join the run"
+run state get w::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok' and sorted(d['runs'][0]['keys']) == ['other::x', 'w::default', 'w::default::side']" "the run lists every key its command wrote"
+run state undo w --row default
+expect_rc 0 "undo the run"
+run state get w::default
+expect_out '{"v":1}' "undo restores what the child wrote"
+run state get other::x
+expect_out "" "even outside the invocation"
+# Fencing: the lease is broken while the command runs; its next write fails.
+run run --pipeline w -- sh -c '"$F" lock break w::default::__lease__ 2>/dev/null; "$F" state put w::default "{\"v\":3}"'
+expect_rc 1 "a write after the lease was lost fails"
+expect_err_contains "lost" "the failure says the lease is lost"
+run state get w::default
+expect_out '{"v":1}' "and nothing was written"
+FAUCET_RUN_ID=20200101T000000.000Z-abcdef FAUCET_RUN_PIPELINE=w run state put w::default 5
+expect_rc 1 "a write naming a run that holds no lease"
+run state get w::default
+expect_out '{"v":1}' "nothing written for a stale FAUCET_RUN_ID"
 
 # ---- bookkeeping is hidden from list/show unless --all ----
 run state list
