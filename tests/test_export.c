@@ -4,6 +4,10 @@
  * namespace, and importing with and without replace - including the
  * failure reports of non-atomic stores, failing batches and stuck deletes.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* asprintf */
+#endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +22,12 @@
  * ending "::boom" and delete failing for keys ending "::stuck".  Listing
  * adds list.  Failing answers get/put/del trivially and fails every batch.
  * Phantom lists one key more than it holds, as if it was deleted between
- * the listing and the read. */
-typedef enum { BARE, LISTING, FAILING, PHANTOM } backend_kind;
+ * the listing and the read.  A put of a key ending "::limbo" lands and then
+ * returns FAUCET_EUNKNOWN, as the file store does when the directory fsync
+ * after its rename fails.  Batching has an all-or-nothing batch that fails
+ * when it holds a "::boom" key, and lands but answers FAUCET_EUNKNOWN when
+ * it holds a "::limbo" key (a commit whose reply was lost). */
+typedef enum { BARE, LISTING, FAILING, PHANTOM, BATCHING } backend_kind;
 
 typedef struct {
 	faucet_store_backend base;
@@ -52,6 +60,10 @@ static int tb_put(faucet_store_backend *b, const char *key, const faucet_value *
 		return 0;
 	if (ends_with(key, "::boom"))
 		return faucet_error_set(FAUCET_EIO, "disk full");
+	if (ends_with(key, "::limbo")) {
+		assert_int_equal(faucet_store_put(t->inner, key, v), 0);
+		return faucet_error_set(FAUCET_EUNKNOWN, "renamed, but the directory fsync failed");
+	}
 	return faucet_store_put(t->inner, key, v);
 }
 
@@ -84,13 +96,27 @@ static int tb_batch(faucet_store_backend *b, const faucet_entry *entries, size_t
 	return faucet_error_set(FAUCET_ERROR, "tx aborted");
 }
 
+static int tb_good_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
+{
+	test_backend *t = (test_backend *)b;
+	int limbo = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		if (ends_with(entries[i].key, "::boom"))
+			return faucet_error_set(FAUCET_ERROR, "tx aborted");
+		limbo |= ends_with(entries[i].key, "::limbo");
+	}
+	assert_int_equal(faucet_store_put_batch(t->inner, entries, count), 0);
+	return limbo ? faucet_error_set(FAUCET_EUNKNOWN, "commit reply lost") : 0;
+}
+
 static void tb_free(faucet_store_backend *b)
 {
 	faucet_store_free(((test_backend *)b)->inner);
 	free(b);
 }
 
-static faucet_store *open_test_backend(backend_kind kind)
+static faucet_store *open_test_backend_v(backend_kind kind, unsigned version)
 {
 	test_backend *t = calloc(1, sizeof(*t));
 	faucet_store *s = NULL;
@@ -98,16 +124,21 @@ static faucet_store *open_test_backend(backend_kind kind)
 	assert_non_null(t);
 	assert_int_equal(faucet_store_open_memory(&t->inner), 0);
 	t->kind = kind;
-	t->base.version = FAUCET_STORE_BACKEND_VERSION;
+	t->base.version = version;
 	t->base.name = "test";
 	t->base.get = tb_get;
 	t->base.put = tb_put;
 	t->base.del = tb_del;
-	t->base.list = kind == LISTING || kind == PHANTOM ? tb_list : NULL;
-	t->base.put_batch = kind == FAILING ? tb_batch : NULL;
+	t->base.list = kind == LISTING || kind == PHANTOM || kind == BATCHING ? tb_list : NULL;
+	t->base.put_batch = kind == FAILING ? tb_batch : kind == BATCHING ? tb_good_batch : NULL;
 	t->base.free = tb_free;
 	assert_int_equal(faucet_store_new(&s, &t->base), 0);
 	return s;
+}
+
+static faucet_store *open_test_backend(backend_kind kind)
+{
+	return open_test_backend_v(kind, FAUCET_STORE_BACKEND_VERSION);
 }
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -493,6 +524,361 @@ static void import_of_an_empty_document_with_replace_empties_the_namespace(void 
 	faucet_store_free(s);
 }
 
+/* ---- reports that tell the truth ------------------------------------------ */
+
+static void import_lists_an_outcome_unknown_put_as_written(void **state)
+{
+	faucet_store *s = open_test_backend(BARE);
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	(void)state;
+
+	set(e, "o::a", "1");
+	set(e, "o::b::limbo", "2");
+	set(e, "o::c", "3");
+	assert_int_equal(faucet_import_namespace(s, e, 0, &r), 0);
+	assert_false(r.atomic);
+	/* The value is in place: the report must not say it was not written. */
+	tu_assert_strings(&r.written, "o::a", "o::b::limbo", NULL);
+	tu_assert_strings(&r.durability_unknown, "o::b::limbo", NULL);
+	assert_int_equal(r.error_code, FAUCET_EUNKNOWN);
+	assert_non_null(strstr(r.error, "writing 'o::b::limbo': renamed"));
+	tu_assert_value(s, "o::b::limbo", "2");
+	tu_assert_value(s, "o::c", NULL);
+	faucet_import_report_dispose(&r);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+static void import_lists_an_outcome_unknown_batch_as_written(void **state)
+{
+	faucet_store *s = open_test_backend(BATCHING);
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	(void)state;
+
+	set(e, "o::a", "1");
+	set(e, "o::b::limbo", "2");
+	assert_int_equal(faucet_import_namespace(s, e, 0, &r), 0);
+	assert_true(r.atomic);
+	tu_assert_strings(&r.written, "o::a", "o::b::limbo", NULL);
+	tu_assert_strings(&r.durability_unknown, "o::a", "o::b::limbo", NULL);
+	assert_int_equal(r.error_code, FAUCET_EUNKNOWN);
+	assert_string_equal(r.error, "commit reply lost");
+	faucet_import_report_dispose(&r);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+/* More keys than one chunk: each chunk is one batch, so the import as a
+ * whole is not atomic, and a failing chunk leaves the chunks before it. */
+static void a_large_import_is_written_in_chunks_and_says_it_is_not_atomic(void **state)
+{
+	faucet_store *s = open_test_backend(BATCHING);
+	faucet_export *e = new_export("o");
+	faucet_value *one = tu_v("1");
+	faucet_import_report r;
+	char key[32];
+	(void)state;
+
+	for (int i = 0; i < FAUCET_IMPORT_CHUNK + 5; i++) {
+		snprintf(key, sizeof(key), "o::k%05d", i);
+		assert_int_equal(faucet_export_set(e, key, one), 0);
+	}
+	assert_int_equal(faucet_export_set(e, "o::z::boom", one), 0);
+	assert_int_equal(faucet_import_namespace(s, e, 0, &r), 0);
+	assert_false(r.atomic);
+	assert_int_equal(r.written.count, FAUCET_IMPORT_CHUNK);
+	assert_string_equal(r.written.strings[FAUCET_IMPORT_CHUNK - 1], "o::k09999");
+	assert_int_equal(r.durability_unknown.count, 0);
+	assert_string_equal(r.error, "tx aborted");
+	tu_assert_value(s, "o::k09999", "1");
+	tu_assert_value(s, "o::k10000", NULL);
+	faucet_import_report_dispose(&r);
+	faucet_value_free(one);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+/* ---- --replace with an empty source, --dry-run -------------------------- */
+
+static void replace_with_an_empty_source_is_refused_unless_allowed(void **state)
+{
+	faucet_import_options replace = {1, 0, 0}, allowed = {1, 1, 0};
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	faucet_store *s = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	tu_put(s, "o::a", "1");
+	assert_int_equal(faucet_import_namespace_ex(s, e, &replace, &r), FAUCET_EINVALID);
+	tu_assert_error_contains("holds no key of it");
+	assert_int_equal(r.deleted.count, 0);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(s, "o::a", "1");
+
+	assert_int_equal(faucet_import_namespace_ex(s, e, &allowed, &r), 0);
+	tu_assert_strings(&r.deleted, "o::a", NULL);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(s, "o::a", NULL);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+static void dry_run_reports_and_writes_nothing(void **state)
+{
+	faucet_import_options dry = {1, 0, 1};
+	faucet_export *e = new_export("o");
+	faucet_import_report r;
+	faucet_store *s = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	tu_put(s, "o::a", "1");
+	tu_put(s, "o::stale", "1");
+	set(e, "o::a", "5");
+	set(e, "o::c", "3");
+	assert_int_equal(faucet_import_namespace_ex(s, e, &dry, &r), 0);
+	assert_true(r.dry_run);
+	tu_assert_strings(&r.written, "o::a", "o::c", NULL);
+	tu_assert_strings(&r.deleted, "o::stale", NULL);
+	assert_null(r.error);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(s, "o::a", "1");
+	tu_assert_value(s, "o::c", NULL);
+	tu_assert_value(s, "o::stale", "1");
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+/* ---- importing from a file ------------------------------------------------ */
+
+static FILE *temp_with(const char *text)
+{
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	rewind(f);
+	return f;
+}
+
+static void import_file_validates_all_before_writing(void **state)
+{
+	static const char *bad[] = {
+		/* truncated after a complete first entry */
+		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"o::b\":",
+		/* the same key spelt twice */
+		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"o::\\u0061\":2}}",
+		/* a bad value last */
+		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"o::b\":[1,}}",
+		/* the version last, unsupported */
+		"{\"pipeline\":\"o\",\"keys\":{\"o::a\":1},\"version\":2}",
+		/* a key outside the namespace */
+		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"x::b\":2}}",
+	};
+	faucet_import_options replace = {1, 0, 0};
+	faucet_import_report r;
+	faucet_store *s = NULL;
+	FILE *f;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	tu_put(s, "o::old", "0");
+	for (size_t i = 0; i < N_ITEMS(bad); i++) {
+		f = temp_with(bad[i]);
+		if (faucet_import_file(s, f, &replace, &r) != FAUCET_EINVALID)
+			fail_msg("expected %s to be refused", bad[i]);
+		assert_null(r.pipeline);
+		faucet_import_report_dispose(&r);
+		fclose(f);
+		tu_assert_value(s, "o::a", NULL);
+		tu_assert_value(s, "o::old", "0");
+	}
+
+	/* Members in any order, white space anywhere, written in document order. */
+	f = temp_with(" { \"keys\" : { \"o::b\" : { \"x\" : [ 1 , \"}\" ] } ,\n\"o::a\":18446744073709551615 } ,"
+		      "\"pipeline\" : \"o\" , \"version\" : 1 } \n");
+	assert_int_equal(faucet_import_file(s, f, &replace, &r), 0);
+	fclose(f);
+	assert_string_equal(r.pipeline, "o");
+	tu_assert_strings(&r.written, "o::b", "o::a", NULL);
+	tu_assert_strings(&r.deleted, "o::old", NULL);
+	assert_null(r.error);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(s, "o::a", "18446744073709551615");
+	tu_assert_value(s, "o::b", "{\"x\":[1,\"}\"]}");
+	faucet_store_free(s);
+}
+
+/* ---- the nesting limit survives a backup ------------------------------ */
+
+static char *nested(int depth)
+{
+	char *text = malloc((size_t)depth * 2 + 2);
+
+	assert_non_null(text);
+	memset(text, '[', (size_t)depth);
+	text[depth] = '1';
+	memset(text + depth + 1, ']', (size_t)depth);
+	text[2 * depth + 1] = '\0';
+	return text;
+}
+
+/* The deepest value a put accepts. */
+static int deepest_accepted(void)
+{
+	for (int depth = 300; depth > 0; depth--) {
+		char *text = nested(depth);
+		faucet_value *v = NULL;
+		int rc = faucet_value_parse(&v, text, strlen(text));
+
+		faucet_value_free(v);
+		free(text);
+		if (rc == 0)
+			return depth;
+	}
+	fail_msg("no nesting accepted");
+	return 0;
+}
+
+static void deepest_value_round_trips(faucet_store *src)
+{
+	int depth = deepest_accepted();
+	char *deep = nested(depth), *doc = NULL;
+	faucet_export *e = NULL, *back = NULL;
+	faucet_import_report r;
+	faucet_store *dst = NULL;
+	FILE *f = tmpfile();
+
+	assert_true(depth >= 255);
+	tu_put(src, "o::deep", deep);
+	tu_put(src, "o::flat", "1");
+
+	/* In memory: to_json, then parse. */
+	assert_int_equal(faucet_export_namespace(src, "o", &e), 0);
+	for (int pretty = 0; pretty <= 1; pretty++) {
+		assert_int_equal(faucet_export_to_json(e, pretty, &doc), 0);
+		if (faucet_export_parse(&back, doc, strlen(doc)) != 0)
+			fail_msg("the export of a value put accepts is refused: %s",
+				 faucet_error_last()->message);
+		assert_int_equal(faucet_export_count(back), 2);
+		faucet_export_free(back);
+		faucet_free(doc);
+	}
+	faucet_export_free(e);
+
+	/* Streamed: export_write, then import_file into another store. */
+	assert_non_null(f);
+	assert_int_equal(faucet_export_write(src, "o", NULL, 1, f, NULL), 0);
+	rewind(f);
+	assert_int_equal(faucet_store_open_memory(&dst), 0);
+	if (faucet_import_file(dst, f, NULL, &r) != 0)
+		fail_msg("import of the export refused: %s", faucet_error_last()->message);
+	assert_null(r.error);
+	assert_int_equal(r.written.count, 2);
+	faucet_import_report_dispose(&r);
+	tu_assert_value(dst, "o::deep", deep);
+	fclose(f);
+	faucet_store_free(dst);
+	free(deep);
+}
+
+static void the_deepest_value_put_accepts_survives_export_and_import(void **state)
+{
+	faucet_store *mem = NULL, *file = NULL;
+	char *dir = tu_tempdir();
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&mem), 0);
+	deepest_value_round_trips(mem);
+	faucet_store_free(mem);
+	assert_int_equal(faucet_store_open_file(&file, dir, NULL), 0);
+	deepest_value_round_trips(file);
+	faucet_store_free(file);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+/* export_write gives the text to_json gives. */
+static void export_write_matches_to_json(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_export *e = NULL;
+	char *doc = NULL, got[512];
+	size_t n;
+	FILE *f;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	tu_put(s, "o::a", "{\"n\":18446744073709551615}");
+	tu_put(s, "o::b", "0.1");
+	tu_put(s, "p::x", "1");
+	for (int pretty = 0; pretty <= 1; pretty++) {
+		assert_int_equal(faucet_export_namespace(s, "o", &e), 0);
+		assert_int_equal(faucet_export_set_exported_at(e, "T"), 0);
+		assert_int_equal(faucet_export_to_json(e, pretty, &doc), 0);
+		f = tmpfile();
+		assert_non_null(f);
+		assert_int_equal(faucet_export_write(s, "o", "T", pretty, f, &n), 0);
+		assert_int_equal(n, 2);
+		rewind(f);
+		n = fread(got, 1, sizeof(got) - 1, f);
+		got[n] = '\0';
+		assert_string_equal(got, doc);
+		fclose(f);
+		faucet_free(doc);
+		faucet_export_free(e);
+	}
+	faucet_store_free(s);
+}
+
+/* get_many: the values in key order, NULL for an absent key, through the
+ * backend's own slot (SQLite: one transaction) or one get each. */
+static void check_get_many(faucet_store *s)
+{
+	const char *keys[] = {"o::a", "o::missing", "o::b"};
+	const char *bad[] = {"o::a", "bad key"};
+	faucet_value *out[3];
+
+	tu_put(s, "o::a", "{\"n\":1}");
+	tu_put(s, "o::b", "18446744073709551615");
+	assert_int_equal(faucet_store_get_many(s, keys, 3, out), 0);
+	assert_string_equal(faucet_value_json(out[0]), "{\"n\":1}");
+	assert_null(out[1]);
+	assert_string_equal(faucet_value_json(out[2]), "18446744073709551615");
+	faucet_value_free(out[0]);
+	faucet_value_free(out[2]);
+	assert_int_equal(faucet_store_get_many(s, bad, 2, out), FAUCET_EINVALID);
+	assert_null(out[0]);
+	assert_null(out[1]);
+	assert_int_equal(faucet_store_get_many(s, keys, 0, out), 0);
+}
+
+static void get_many_reads_values_in_key_order(void **state)
+{
+	faucet_store *mem = NULL, *sq = NULL;
+	char *dir = tu_tempdir(), *db = tu_join(dir, "s.db"), *url = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&mem), 0);
+	check_get_many(mem);
+	faucet_store_free(mem);
+	/* A version-2 backend (no get_many slot) is accepted, read by get. */
+	mem = open_test_backend_v(BARE, 2);
+	check_get_many(mem);
+	faucet_store_free(mem);
+	assert_true(asprintf(&url, "sqlite:%s", db) > 0);
+	assert_int_equal(faucet_store_open_url(&sq, url), 0);
+	check_get_many(sq);
+	faucet_store_free(sq);
+	tu_rmrf(dir);
+	free(url);
+	free(db);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +894,15 @@ int main(void)
 		cmocka_unit_test(import_reports_partial_progress_on_a_non_atomic_store),
 		cmocka_unit_test(import_reports_batch_and_delete_failures),
 		cmocka_unit_test(import_of_an_empty_document_with_replace_empties_the_namespace),
+		cmocka_unit_test(import_lists_an_outcome_unknown_put_as_written),
+		cmocka_unit_test(import_lists_an_outcome_unknown_batch_as_written),
+		cmocka_unit_test(a_large_import_is_written_in_chunks_and_says_it_is_not_atomic),
+		cmocka_unit_test(replace_with_an_empty_source_is_refused_unless_allowed),
+		cmocka_unit_test(dry_run_reports_and_writes_nothing),
+		cmocka_unit_test(import_file_validates_all_before_writing),
+		cmocka_unit_test(the_deepest_value_put_accepts_survives_export_and_import),
+		cmocka_unit_test(export_write_matches_to_json),
+		cmocka_unit_test(get_many_reads_values_in_key_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #define FAUCET_STORE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "common.h"
 #include "value.h"
 #include "check.h"
@@ -95,6 +96,13 @@ const char *faucet_store_backend_name(const faucet_store *s);
 /* The value under `key`: *out is a new reference, or NULL when there is no
  * entry (that is not an error). */
 int faucet_store_get(faucet_store *s, const char *key, faucet_value **out);
+
+/* The values of `count` keys: out[i] is a new reference, or NULL when
+ * keys[i] has no entry.  Where the backend can, they are read as one
+ * snapshot, far faster than one get each (SQLite: one transaction).  On
+ * error every out[i] is NULL. */
+int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count,
+			  faucet_value **out);
 
 /* Store `value` under `key`, replacing any entry; durable when it returns. */
 int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value);
@@ -205,13 +213,38 @@ void faucet_export_free(faucet_export *e);
 /* Read every key of `pipeline`'s namespace ("{pipeline}::") into a document. */
 int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out);
 
-/* What faucet_import_namespace did. */
+/* What an import did - or, with dry_run, would do.  The report tells the
+ * truth about the store after a failure too:
+ *   written             every key whose value this import changed, in write
+ *                       order: what landed before the failure, plus a key
+ *                       whose write may have landed (durability_unknown)
+ *   durability_unknown  the subset of written whose write returned
+ *                       FAUCET_EUNKNOWN: the value may be (file store: is)
+ *                       in place but is not known to be durable or applied
+ *   deleted             stale keys removed (replace only)
+ * An import of more than FAUCET_IMPORT_CHUNK keys is written in chunks of
+ * that many, each one batch; `atomic` is set only when the whole import was
+ * one all-or-nothing batch. */
 typedef struct {
-	faucet_strarray written; /* keys written, in write order */
-	faucet_strarray deleted; /* stale keys removed (replace only) */
+	faucet_strarray written;            /* keys written, in write order */
+	faucet_strarray durability_unknown; /* subset of written: outcome / durability unknown */
+	faucet_strarray deleted;            /* stale keys removed (replace only) */
 	int atomic;              /* the writes went through one all-or-nothing batch */
+	int dry_run;             /* nothing was written: written/deleted say what would be */
+	int error_code;          /* the first failure's FAUCET_E* code, 0 when none */
 	char *error;             /* the first failure, or NULL; see written for what landed */
+	char *pipeline;          /* the document's pipeline (faucet_import_file), else NULL */
 } faucet_import_report;
+
+/* Keys per write of a chunked import (one put_batch call each). */
+#define FAUCET_IMPORT_CHUNK 10000
+
+/* How to import.  Zero-initialise, then set what you need. */
+typedef struct {
+	int replace;     /* also delete the namespace's keys the document lacks */
+	int allow_empty; /* with replace: accept a document without keys (else refused) */
+	int dry_run;     /* report what would be written and deleted; write nothing */
+} faucet_import_options;
 
 /* Write the document into `s`.  With `replace`, keys of the namespace that
  * the document lacks are deleted afterwards.  A document that fails
@@ -220,6 +253,30 @@ typedef struct {
  * Dispose the report with faucet_import_report_dispose(). */
 int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
 			    faucet_import_report *report);
+
+/* faucet_import_namespace with options (NULL = all zero).  A replace with a
+ * document without keys is refused (FAUCET_EINVALID, nothing written)
+ * unless allow_empty: it would empty the namespace. */
+int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
+			       const faucet_import_options *opts, faucet_import_report *report);
+
+/* Import the document read from `in`, which must be seekable: it is read
+ * twice, once to validate all of it (nothing is written from an invalid or
+ * truncated document) and once to write it, FAUCET_IMPORT_CHUNK keys at a
+ * time.  Memory stays bounded by the keys' names plus one chunk, whatever
+ * the document's size.  Each value is checked on its own exactly as a put
+ * checks it.  Errors and the report as faucet_import_namespace_ex; the
+ * report also names the document's pipeline. */
+int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
+		       faucet_import_report *report);
+
+/* Write the export document of `pipeline`'s namespace to `out` as the keys
+ * are read (a chunk at a time), the same text faucet_export_to_json gives
+ * for faucet_export_namespace's document.  `exported_at` may be NULL.
+ * *count (may be NULL) receives the number of keys written.  A write error
+ * on `out` is FAUCET_EIO; `out` is not flushed or closed. */
+int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
+			int pretty, FILE *out, size_t *count);
 
 void faucet_import_report_dispose(faucet_import_report *r);
 

@@ -8,14 +8,18 @@
  * survives a crash.  A reader therefore sees the old document or the whole
  * new one, never a torn one.
  *
- * import reads and validates the whole document before the store is opened;
- * a partial import (a non-atomic store that failed midway) is reported key
- * by key, because the operator has to know exactly which keys landed.
+ * import validates the whole document before anything is written (the
+ * library reads it twice, so it streams; standard input is spooled to a
+ * temp file first); a partial import is reported key by key, because the
+ * operator has to know exactly which keys landed.  export and copy stream
+ * the document through an anonymous temp file, so none of the three holds
+ * a namespace's values in memory.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,22 +36,31 @@ static const char export_help[] =
 	"Note: the document holds plaintext values, even from an encrypted store.\n";
 
 static const char import_help[] =
-	"usage: faucet state import FILE|- [--replace] [OPTIONS]\n"
+	"usage: faucet state import FILE|- [--replace [--allow-empty]] [--dry-run] [OPTIONS]\n"
 	"\n"
 	"Write an export document (- reads it from standard input) into the store.\n"
-	"  --replace   also delete the namespace's keys the document does not hold\n"
-	"Prints the report: keys written, stale keys deleted, whether the write was\n"
-	"one all-or-nothing batch, and the first error.  On a store without atomic\n"
-	"batches a failure midway leaves the keys listed as landed written.\n"
+	"  --replace      also delete the namespace's keys the document does not hold;\n"
+	"                 a document without keys is refused (exit 2), since it would\n"
+	"                 empty the namespace, unless --allow-empty\n"
+	"  --dry-run      print what would be written and deleted; write nothing\n"
+	"The document is validated whole before anything is written, then written\n"
+	"10000 keys at a time.  Prints the report: keys written (every key whose\n"
+	"value changed), those of them whose durability is unknown, stale keys\n"
+	"deleted, whether the import was one all-or-nothing batch, and the first\n"
+	"error.  After a failure the report lists exactly what landed.\n"
 	"Exit 2 when the document cannot be read or is invalid (nothing written),\n"
 	"1 when the store failed.\n";
 
 static const char copy_help[] =
-	"usage: faucet state copy PIPELINE --to URL [--replace] [OPTIONS]\n"
+	"usage: faucet state copy PIPELINE --to URL [--replace [--allow-empty]] [--dry-run]\n"
+	"                         [OPTIONS]\n"
 	"\n"
 	"Export the pipeline's namespace from the selected store and import it into\n"
 	"the store at URL in one step (file:PATH, memory:, sqlite:PATH, postgres://,\n"
-	"redis://).  --replace also deletes keys of the namespace the source lacks.\n"
+	"redis://).  --replace also deletes keys of the namespace the source lacks; a\n"
+	"source without keys of the pipeline (a mistyped store or pipeline?) is\n"
+	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
+	"written and deleted and writes nothing.  The report is import's.\n"
 	"The --to store is opened from its URL alone: it is not encrypted.\n";
 
 /* ---- writing a file atomically ------------------------------------------ */
@@ -123,32 +136,122 @@ static int write_file_atomically(const char *path, const char *data, size_t len)
 	return 0;
 }
 
-/* ---- export -------------------------------------------------------------- */
+/* ---- export ----------------------------------------------------------- */
 
-static int set_exported_now(faucet_export *e)
+/* An anonymous read-write temp file in $TMPDIR (else /tmp), unlinked at
+ * once so it disappears with the process; owner-only, since it holds
+ * plaintext values. */
+static FILE *anonymous_temp(void)
 {
-	char when[40];
+	const char *dir = getenv("TMPDIR");
+	char *path = faucet__sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
+	FILE *f = NULL;
+	int fd;
+
+	if (path == NULL)
+		return NULL;
+	fd = mkstemp(path);
+	if (fd >= 0) {
+		(void)unlink(path);
+		f = fdopen(fd, "w+");
+		if (f == NULL)
+			close(fd);
+	}
+	free(path);
+	return f;
+}
+
+static int format_now(char *when, size_t size)
+{
 	time_t now = time(NULL);
 	struct tm tm;
 
 	if (gmtime_r(&now, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
+	    strftime(when, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
 		return faucet_error_set(FAUCET_ERROR, "cannot read the clock");
-	return faucet_export_set_exported_at(e, when);
+	return 0;
 }
 
-static int export_pipeline(cli_context *ctx, faucet_store *s, const char *pipeline,
-			   faucet_export **out)
+/* The pipeline's export document, streamed into an anonymous temp file as
+ * the keys are read (memory stays bounded whatever the namespace holds), and
+ * rewound.  Nothing reaches the real output until the whole document has
+ * been written, so a failure midway never leaves half a document behind. */
+static int export_to_temp(cli_context *ctx, faucet_store *s, const char *pipeline, FILE **out,
+			  size_t *count)
 {
-	if (faucet_export_namespace(s, pipeline, out) != 0)
+	char when[40];
+	FILE *tmp;
+
+	*out = NULL;
+	if (format_now(when, sizeof(when)) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "export of '%s'", pipeline);
+	tmp = anonymous_temp();
+	if (tmp == NULL)
+		return cli_error(CLI_EXIT_FAILED, "export of '%s': cannot create a temp file: %s",
+				 pipeline, strerror(errno));
+	if (faucet_export_write(s, pipeline, when, 1, tmp, count) != 0) {
+		fclose(tmp);
 		return cli_fail(CLI_EXIT_FAILED, "cannot export pipeline '%s' from %s", pipeline,
 				ctx->store_label);
-	if (set_exported_now(*out) != 0) {
-		faucet_export_free(*out);
-		*out = NULL;
-		return cli_fail(CLI_EXIT_FAILED, "export of '%s'", pipeline);
 	}
+	if (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
+		int err = errno;
+		fclose(tmp);
+		return cli_error(CLI_EXIT_FAILED, "export of '%s': temp file: %s", pipeline,
+				 strerror(err));
+	}
+	*out = tmp;
 	return 0;
+}
+
+static int copy_to_stdout(FILE *in)
+{
+	char block[65536];
+	size_t n;
+
+	while ((n = fread(block, 1, sizeof(block), in)) > 0) {
+		if (fwrite(block, 1, n, stdout) != n)
+			return -1;
+	}
+	return ferror(in) ? -1 : 0;
+}
+
+/* The temp file's document, mapped, goes through the atomic writer: the
+ * mapping is file-backed, so it costs no heap however large it is. */
+static int write_temp_atomically(FILE *tmp, const char *path)
+{
+	struct stat st;
+	void *map;
+	int rc;
+
+	if (fstat(fileno(tmp), &st) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot read the export temp file");
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(tmp), 0);
+	if (map == MAP_FAILED)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot map the export temp file");
+	rc = write_file_atomically(path, map, (size_t)st.st_size);
+	(void)munmap(map, (size_t)st.st_size);
+	return rc;
+}
+
+static int print_export_summary(cli_context *ctx, const char *pipeline, const char *output,
+				size_t count)
+{
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_putc(&b, '{');
+		jw_member(&b, "pipeline", 1);
+		jw_string(&b, pipeline);
+		jw_member(&b, "keys", 0);
+		(void)faucet_buf_printf(&b, "%zu", count);
+		jw_member(&b, "output", 0);
+		jw_string(&b, output);
+		(void)faucet_buf_putc(&b, '}');
+		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+	}
+	printf("exported %zu keys of pipeline '%s' to %s\n", count, pipeline, output);
+	return CLI_EXIT_OK;
 }
 
 int cli_state_export(cli_context *ctx, int argc, char **argv)
@@ -156,9 +259,9 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 	enum { OPT_OUTPUT = 1 };
 	static const cli_option opts[] = {{"output", 'o', 1, OPT_OUTPUT}, {NULL, 0, 0, 0}};
 	const char *pipeline = NULL, *output = NULL, *arg;
-	faucet_export *e = NULL;
 	faucet_store *s;
-	char *doc = NULL;
+	FILE *tmp = NULL;
+	size_t count = 0;
 	cli_args it;
 	int id, rc;
 
@@ -182,40 +285,88 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
-	rc = export_pipeline(ctx, s, pipeline, &e);
+	rc = export_to_temp(ctx, s, pipeline, &tmp, &count);
 	faucet_store_free(s);
 	if (rc != 0)
 		return rc;
-	if (faucet_export_to_json(e, 1, &doc) != 0) {
-		rc = cli_fail(CLI_EXIT_FAILED, "cannot render the export of '%s'", pipeline);
-	} else if (output == NULL) {
-		fputs(doc, stdout);
-		putchar('\n');
-	} else if (write_file_atomically(output, doc, strlen(doc)) != 0) {
+	if (output == NULL) {
+		if (copy_to_stdout(tmp) != 0 || putchar('\n') == EOF)
+			rc = cli_error(CLI_EXIT_FAILED, "export of '%s': cannot write it out: %s",
+				       pipeline, strerror(errno));
+	} else if (write_temp_atomically(tmp, output) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "export of '%s'", pipeline);
-	} else if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
-
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
-		jw_string(&b, pipeline);
-		jw_member(&b, "keys", 0);
-		(void)faucet_buf_printf(&b, "%zu", faucet_export_count(e));
-		jw_member(&b, "output", 0);
-		jw_string(&b, output);
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0)
-			rc = CLI_EXIT_FAILED;
 	} else {
-		printf("exported %zu keys of pipeline '%s' to %s\n", faucet_export_count(e), pipeline,
-		       output);
+		rc = print_export_summary(ctx, pipeline, output, count);
 	}
-	faucet_free(doc);
-	faucet_export_free(e);
+	fclose(tmp);
 	return rc;
 }
 
 /* ---- the import report ------------------------------------------------- */
+
+static void print_json_report(faucet_buf *b, const char *pipeline, const char *label,
+			      const faucet_import_report *r)
+{
+	(void)faucet_buf_putc(b, '{');
+	jw_member(b, "pipeline", 1);
+	jw_string(b, pipeline);
+	jw_member(b, "store", 0);
+	jw_string(b, label);
+	jw_member(b, "dry_run", 0);
+	(void)faucet_buf_puts(b, r->dry_run ? "true" : "false");
+	jw_member(b, "written", 0);
+	jw_string_array(b, &r->written);
+	jw_member(b, "durability_unknown", 0);
+	jw_string_array(b, &r->durability_unknown);
+	jw_member(b, "deleted", 0);
+	jw_string_array(b, &r->deleted);
+	jw_member(b, "atomic", 0);
+	(void)faucet_buf_puts(b, r->atomic ? "true" : "false");
+	jw_member(b, "error", 0);
+	if (r->error == NULL) {
+		(void)faucet_buf_puts(b, "null");
+	} else {
+		(void)faucet_buf_putc(b, '{');
+		jw_member(b, "code", 1);
+		jw_string(b, faucet_error_name(r->error_code));
+		jw_member(b, "message", 0);
+		jw_string(b, r->error);
+		jw_member(b, "exit", 0);
+		(void)faucet_buf_printf(b, "%d", CLI_EXIT_FAILED);
+		(void)faucet_buf_putc(b, '}');
+	}
+	(void)faucet_buf_putc(b, '}');
+}
+
+static void print_list(const char *what, const faucet_strarray *keys)
+{
+	for (size_t i = 0; i < keys->count; i++)
+		printf("%s: %s\n", what, keys->strings[i]);
+}
+
+static void print_text_report(const char *pipeline, const char *label,
+			      const faucet_import_report *r)
+{
+	if (r->dry_run) {
+		printf("dry run: pipeline '%s' into %s: %zu key%s would be written (%s), %zu stale "
+		       "key%s would be deleted; nothing was written\n",
+		       pipeline, label, r->written.count, r->written.count == 1 ? "" : "s",
+		       r->atomic ? "one all-or-nothing batch" : "not all-or-nothing",
+		       r->deleted.count, r->deleted.count == 1 ? "" : "s");
+		print_list("would write", &r->written);
+		print_list("would delete", &r->deleted);
+		return;
+	}
+	printf("pipeline '%s' into %s: %zu key%s written (%s), %zu stale key%s deleted\n",
+	       pipeline, label, r->written.count, r->written.count == 1 ? "" : "s",
+	       r->atomic ? "one all-or-nothing batch" : "not all-or-nothing", r->deleted.count,
+	       r->deleted.count == 1 ? "" : "s");
+	print_list("deleted", &r->deleted);
+	/* After a failure, say exactly which keys are in the store now. */
+	if (r->error != NULL)
+		print_list("written", &r->written);
+	print_list("durability unknown", &r->durability_unknown);
+}
 
 static int print_report(cli_context *ctx, const char *pipeline, const char *label,
 			const faucet_import_report *r)
@@ -223,36 +374,21 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
-		jw_string(&b, pipeline);
-		jw_member(&b, "store", 0);
-		jw_string(&b, label);
-		jw_member(&b, "written", 0);
-		jw_string_array(&b, &r->written);
-		jw_member(&b, "deleted", 0);
-		jw_string_array(&b, &r->deleted);
-		jw_member(&b, "atomic", 0);
-		(void)faucet_buf_puts(&b, r->atomic ? "true" : "false");
-		jw_member(&b, "error", 0);
-		jw_string_or_null(&b, r->error);
-		(void)faucet_buf_putc(&b, '}');
+		print_json_report(&b, pipeline, label, r);
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {
-		printf("pipeline '%s' into %s: %zu key%s written (%s), %zu stale key%s deleted\n",
-		       pipeline, label, r->written.count, r->written.count == 1 ? "" : "s",
-		       r->atomic ? "one all-or-nothing batch" : "one by one", r->deleted.count,
-		       r->deleted.count == 1 ? "" : "s");
-		for (size_t i = 0; i < r->deleted.count; i++)
-			printf("deleted: %s\n", r->deleted.strings[i]);
-		/* After a failure, say exactly which keys are in the store now. */
-		for (size_t i = 0; r->error != NULL && i < r->written.count; i++)
-			printf("written: %s\n", r->written.strings[i]);
+		print_text_report(pipeline, label, r);
 	}
 	if (r->error == NULL)
 		return CLI_EXIT_OK;
-	if (r->atomic && r->written.count == 0)
+	if (r->error_code == FAUCET_EUNKNOWN)
+		return cli_error(CLI_EXIT_FAILED,
+				 "import into %s stopped with an unknown outcome after %zu written "
+				 "key(s), %zu of them not known to be durable (listed above; read "
+				 "them back before retrying): %s",
+				 label, r->written.count, r->durability_unknown.count, r->error);
+	if (r->written.count == 0 && r->deleted.count == 0)
 		return cli_error(CLI_EXIT_FAILED, "import into %s failed, nothing was written: %s",
 				 label, r->error);
 	return cli_error(CLI_EXIT_FAILED,
@@ -261,36 +397,122 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 			 label, r->written.count, r->deleted.count, r->error);
 }
 
-static int import_into(cli_context *ctx, faucet_store *s, const char *label,
-		       const faucet_export *e, int replace)
+/* Import the document in `in` into `s` and print the report.  A document
+ * the library refuses before writing (invalid, unreadable, or an empty
+ * source for --replace) is exit 2 - the report's pipeline is set only once
+ * the document has been read whole and validated, so an error without it
+ * was the document's. */
+static int import_from(cli_context *ctx, faucet_store *s, const char *label, FILE *in,
+		       const char *source_name, const faucet_import_options *o)
 {
 	faucet_import_report report;
 	int rc;
 
 	memset(&report, 0, sizeof(report));
-	if (faucet_import_namespace(s, e, replace, &report) != 0) {
+	rc = faucet_import_file(s, in, o, &report);
+	if (rc != 0) {
+		int usage = report.pipeline == NULL || rc == FAUCET_EINVALID;
+		if (report.pipeline != NULL && rc == FAUCET_EINVALID && o->replace)
+			rc = cli_fail(CLI_EXIT_USAGE, "%s", source_name);
+		else if (usage)
+			rc = cli_fail(CLI_EXIT_USAGE, "%s is not a usable export document",
+				      source_name);
+		else
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot import into %s", label);
 		faucet_import_report_dispose(&report);
-		return cli_fail(CLI_EXIT_FAILED, "cannot import pipeline '%s' into %s",
-				faucet_export_pipeline(e), label);
+		return rc;
 	}
-	rc = print_report(ctx, faucet_export_pipeline(e), label, &report);
+	rc = print_report(ctx, report.pipeline, label, &report);
 	faucet_import_report_dispose(&report);
 	return rc;
 }
 
 /* ---- import ------------------------------------------------------------ */
 
+/* The input as a seekable stream: a regular file is read in place;
+ * standard input, a pipe or a FIFO is copied into an anonymous temp file
+ * first (the import reads the document twice). */
+static int open_input(const char *input, const char *name, FILE **out)
+{
+	int use_stdin = strcmp(input, "-") == 0;
+	FILE *f = use_stdin ? stdin : fopen(input, "re");
+	char block[65536];
+	struct stat st;
+	FILE *tmp;
+	size_t n;
+
+	*out = NULL;
+	if (f == NULL)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot open %s", name);
+	if (fstat(fileno(f), &st) != 0) {
+		int err = errno;
+		if (!use_stdin)
+			fclose(f);
+		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!use_stdin)
+			fclose(f);
+		return faucet__error_os(FAUCET_EIO, EISDIR, "cannot read %s", name);
+	}
+	if (S_ISREG(st.st_mode) && !use_stdin) {
+		*out = f;
+		return 0;
+	}
+	tmp = anonymous_temp();
+	if (tmp == NULL) {
+		int err = errno;
+		if (!use_stdin)
+			fclose(f);
+		return faucet__error_os(FAUCET_EIO, err, "cannot create a temp file for %s", name);
+	}
+	while ((n = fread(block, 1, sizeof(block), f)) > 0) {
+		if (fwrite(block, 1, n, tmp) != n)
+			break;
+	}
+	if (ferror(f) || ferror(tmp) || fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
+		int err = errno;
+		if (!use_stdin)
+			fclose(f);
+		fclose(tmp);
+		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
+	}
+	if (!use_stdin)
+		fclose(f);
+	*out = tmp;
+	return 0;
+}
+
+enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO };
+
+/* --replace, --allow-empty, --dry-run: 1 when `id` was one of them. */
+static int import_option(int id, faucet_import_options *o)
+{
+	if (id == OPT_REPLACE)
+		o->replace = 1;
+	else if (id == OPT_ALLOW_EMPTY)
+		o->allow_empty = 1;
+	else if (id == OPT_DRY_RUN)
+		o->dry_run = 1;
+	else
+		return 0;
+	return 1;
+}
+
 int cli_state_import(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_REPLACE = 1 };
-	static const cli_option opts[] = {{"replace", 0, 0, OPT_REPLACE}, {NULL, 0, 0, 0}};
+	static const cli_option opts[] = {
+		{"replace", 0, 0, OPT_REPLACE},
+		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
+		{"dry-run", 0, 0, OPT_DRY_RUN},
+		{NULL, 0, 0, 0},
+	};
 	const char *input = NULL, *arg, *name;
-	faucet_export *e = NULL;
+	faucet_import_options o = {0, 0, 0};
 	faucet_store *s;
-	int id, rc, replace = 0;
-	char *text = NULL;
-	size_t len = 0;
+	FILE *in = NULL;
 	cli_args it;
+	int id, rc;
 
 	cli_args_init(&it, ctx, "state import", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
@@ -298,9 +520,9 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(import_help);
-		if (id == OPT_REPLACE)
-			replace = 1;
-		else if (input == NULL)
+		if (import_option(id, &o))
+			continue;
+		if (input == NULL)
 			input = arg;
 		else
 			return cli_usage_error("state import", "unexpected argument '%s'", arg);
@@ -308,19 +530,18 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 	if (input == NULL)
 		return cli_usage_error("state import", "missing FILE (or - for standard input)");
 	name = strcmp(input, "-") == 0 ? "standard input" : input;
-	if (cli_read_input(input, &text, &len) != 0)
+	if (open_input(input, name, &in) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state import");
-	rc = faucet_export_parse(&e, text, len);
-	free(text);
-	if (rc != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state import: %s is not a usable export document",
-				name);
 	rc = cli_open_store(ctx, &s);
 	if (rc == 0) {
-		rc = import_into(ctx, s, ctx->store_label, e, replace);
+		char *what = faucet__sprintf("state import: %s", name);
+		rc = what ? import_from(ctx, s, ctx->store_label, in, what, &o)
+			  : cli_error(CLI_EXIT_FAILED, "out of memory");
+		free(what);
 		faucet_store_free(s);
 	}
-	faucet_export_free(e);
+	if (in != stdin)
+		fclose(in);
 	return rc;
 }
 
@@ -328,18 +549,21 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 
 int cli_state_copy(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_TO = 1, OPT_REPLACE };
 	static const cli_option opts[] = {
 		{"to", 0, 1, OPT_TO},
 		{"replace", 0, 0, OPT_REPLACE},
+		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
+		{"dry-run", 0, 0, OPT_DRY_RUN},
 		{NULL, 0, 0, 0},
 	};
 	const char *pipeline = NULL, *to = NULL, *arg;
+	faucet_import_options o = {0, 0, 0};
 	faucet_store *src = NULL, *dst = NULL;
-	faucet_export *e = NULL;
-	char *to_label = NULL;
-	int id, rc, replace = 0;
+	char *to_label = NULL, *what = NULL;
+	FILE *tmp = NULL;
+	size_t count = 0;
 	cli_args it;
+	int id, rc;
 
 	cli_args_init(&it, ctx, "state copy", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
@@ -349,8 +573,8 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(copy_help);
 		if (id == OPT_TO)
 			to = arg;
-		else if (id == OPT_REPLACE)
-			replace = 1;
+		else if (import_option(id, &o))
+			continue;
 		else if (pipeline == NULL)
 			pipeline = arg;
 		else
@@ -374,11 +598,18 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 										 : CLI_EXIT_FAILED,
 			      "cannot open the destination store %s", to_label);
 	}
+	/* The namespace goes through a temp file, so a copy's memory stays
+	 * bounded like an export's and an import's. */
 	if (rc == 0)
-		rc = export_pipeline(ctx, src, pipeline, &e);
+		rc = export_to_temp(ctx, src, pipeline, &tmp, &count);
+	if (rc == 0 && (what = faucet__sprintf("state copy: the source %s of pipeline '%s'",
+					       ctx->store_label, pipeline)) == NULL)
+		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
-		rc = import_into(ctx, dst, to_label, e, replace);
-	faucet_export_free(e);
+		rc = import_from(ctx, dst, to_label, tmp, what, &o);
+	free(what);
+	if (tmp != NULL)
+		fclose(tmp);
 	faucet_store_free(dst);
 	faucet_store_free(src);
 	free(to_label);

@@ -4,32 +4,35 @@
  *
  *   {"version":1,"pipeline":"orders","exported_at":"...","keys":{"orders::a":{...}}}
  *
- * Two decisions shape this file:
- *   - Writing is a hot path (an export of 100,000 keys is benchmarked
- *     against raw disk reads), so faucet_export_to_json() does not build a
- *     json-c tree: it appends each value's stored compact text straight into
- *     one buffer.  Keys and the pipeline are key characters and never need
- *     escaping; they still go through a check so an unvalidated document
- *     cannot produce broken JSON.
- *   - Reading parses the whole document once through the value layer, so the
- *     fidelity rules (exact integers, no duplicate members) hold for every
- *     bookmark in it.  Each key's value is then serialised and parsed again
- *     into its own faucet_value: json-c's reference counts are not atomic,
- *     so values that may travel to other threads must not share a subtree of
- *     the document.
- * Entries are kept in one array sorted by strcmp, the order the document
- * and the import report list them in.
+ * Decisions that shape this file:
+ *   - Writing a document does not build a json-c tree: each value's stored
+ *     compact text is appended as it is.  faucet_export_write() streams the
+ *     document chunk by chunk as the keys are read, so an export's memory
+ *     does not grow with the namespace's values.
+ *   - Reading goes through export_read.c, which hands each value over as
+ *     text to be checked on its own, exactly as a put checks it: whatever a
+ *     put accepts, the document that carries it is accepted too.
+ *   - An import from a file reads the document twice: first to validate all
+ *     of it (an invalid or truncated document writes nothing), then to
+ *     write it FAUCET_IMPORT_CHUNK keys at a time.  Only the keys' names
+ *     stay in memory throughout.
+ *   - The import report says what is true of the store after a failure: a
+ *     write that returned FAUCET_EUNKNOWN may have landed, so it is listed
+ *     as written and marked durability_unknown.
+ * Entries of an in-memory document are kept in one array sorted by strcmp,
+ * the order the document lists them in.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json_object_iterator.h>
-
 #include "internal.h"
 #include "value_internal.h"
+#include "export_internal.h"
+#include "json_check.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -168,25 +171,39 @@ const faucet_value *faucet_export_value_at(const faucet_export *e, size_t i)
 
 /* ---- validation ----------------------------------------------------- */
 
+/* The pipeline name is a valid key; `key` is one too, inside its namespace. */
+static int validate_pipeline(const char *pipeline)
+{
+	if (faucet_validate_key(pipeline) != 0)
+		return faucet__error_wrap("state export pipeline name");
+	return 0;
+}
+
+static int validate_member(const char *pipeline, size_t plen, const char *key)
+{
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (strncmp(key, pipeline, plen) != 0 || strncmp(key + plen, FAUCET_KEY_SEPARATOR, 2) != 0)
+		return faucet_error_set(FAUCET_EINVALID,
+					"state export key '%s' is outside the namespace "
+					"'%s" FAUCET_KEY_SEPARATOR "' of pipeline '%s'",
+					key, pipeline, pipeline);
+	return 0;
+}
+
 int faucet_export_validate(const faucet_export *e)
 {
-	size_t ns_len;
+	size_t plen;
+	int rc;
 
 	if (e == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_export_validate: NULL document");
-	if (faucet_validate_key(e->pipeline) != 0)
-		return faucet__error_wrap("state export pipeline name");
-	ns_len = strlen(e->pipeline) + 2;
+	if ((rc = validate_pipeline(e->pipeline)) != 0)
+		return rc;
+	plen = strlen(e->pipeline);
 	for (size_t i = 0; i < e->count; i++) {
-		const char *key = e->entries[i].key;
-		if (faucet_validate_key(key) != 0)
-			return FAUCET_EINVALID;
-		if (strncmp(key, e->pipeline, ns_len - 2) != 0 ||
-		    strncmp(key + ns_len - 2, FAUCET_KEY_SEPARATOR, 2) != 0)
-			return faucet_error_set(FAUCET_EINVALID,
-						"state export key '%s' is outside the namespace "
-						"'%s" FAUCET_KEY_SEPARATOR "' of pipeline '%s'",
-						key, e->pipeline, e->pipeline);
+		if ((rc = validate_member(e->pipeline, plen, e->entries[i].key)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -245,10 +262,47 @@ static size_t estimate_size(const faucet_export *e)
 	return n;
 }
 
+/* The document in three pieces, so the streaming export writes the same
+ * text: the header up to `"keys":{`, each entry, and the closing brackets. */
+static void put_header(faucet_buf *b, unsigned version, const char *pipeline,
+		       const char *exported_at, int pretty)
+{
+	const char *nl = pretty ? "\n" : "", *in1 = pretty ? "  " : "";
+
+	(void)faucet_buf_printf(b, "{%s", nl);
+	put_member(b, in1, "version", pretty);
+	(void)faucet_buf_printf(b, "%u,%s", version, nl);
+	put_member(b, in1, "pipeline", pretty);
+	put_json_string(b, pipeline);
+	(void)faucet_buf_printf(b, ",%s", nl);
+	if (exported_at != NULL) {
+		put_member(b, in1, "exported_at", pretty);
+		put_json_string(b, exported_at);
+		(void)faucet_buf_printf(b, ",%s", nl);
+	}
+	put_member(b, in1, "keys", pretty);
+	(void)faucet_buf_putc(b, '{');
+}
+
+static void put_entry(faucet_buf *b, int first, const char *key, const faucet_value *v,
+		      int pretty)
+{
+	(void)faucet_buf_puts(b, first ? "" : ",");
+	(void)faucet_buf_puts(b, pretty ? "\n" : "");
+	put_member(b, pretty ? "    " : "", key, pretty);
+	(void)faucet_buf_put(b, faucet_value_json(v), faucet_value_len(v));
+}
+
+static void put_trailer(faucet_buf *b, size_t count, int pretty)
+{
+	if (count > 0 && pretty)
+		(void)faucet_buf_puts(b, "\n  ");
+	(void)faucet_buf_printf(b, "}%s}", pretty ? "\n" : "");
+}
+
 int faucet_export_to_json(const faucet_export *e, int pretty, char **out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
-	const char *nl = pretty ? "\n" : "", *in1 = pretty ? "  " : "", *in2 = pretty ? "    " : "";
 
 	if (out == NULL || e == NULL) {
 		if (out != NULL)
@@ -258,105 +312,50 @@ int faucet_export_to_json(const faucet_export *e, int pretty, char **out)
 	*out = NULL;
 	if (faucet_buf_grow(&b, estimate_size(e)) != 0)
 		return FAUCET_ENOMEM;
-	(void)faucet_buf_printf(&b, "{%s", nl);
-	put_member(&b, in1, "version", pretty);
-	(void)faucet_buf_printf(&b, "%u,%s", e->version, nl);
-	put_member(&b, in1, "pipeline", pretty);
-	put_json_string(&b, e->pipeline);
-	(void)faucet_buf_printf(&b, ",%s", nl);
-	if (e->exported_at != NULL) {
-		put_member(&b, in1, "exported_at", pretty);
-		put_json_string(&b, e->exported_at);
-		(void)faucet_buf_printf(&b, ",%s", nl);
-	}
-	put_member(&b, in1, "keys", pretty);
-	(void)faucet_buf_putc(&b, '{');
-	for (size_t i = 0; i < e->count; i++) {
-		(void)faucet_buf_puts(&b, i > 0 ? "," : "");
-		(void)faucet_buf_puts(&b, nl);
-		put_member(&b, in2, e->entries[i].key, pretty);
-		(void)faucet_buf_put(&b, faucet_value_json(e->entries[i].value),
-				     faucet_value_len(e->entries[i].value));
-	}
-	if (e->count > 0)
-		(void)faucet_buf_printf(&b, "%s%s", nl, in1);
-	(void)faucet_buf_printf(&b, "}%s}", nl);
+	put_header(&b, e->version, e->pipeline, e->exported_at, pretty);
+	for (size_t i = 0; i < e->count; i++)
+		put_entry(&b, i == 0, e->entries[i].key, e->entries[i].value, pretty);
+	put_trailer(&b, e->count, pretty);
 	*out = faucet_buf_detach(&b);
 	return *out ? 0 : FAUCET_ENOMEM;
 }
 
 /* ---- reading -------------------------------------------------------- */
 
-#define PARSE_WHERE "state export"
-
-/* A JSON node's compact text for a message, cut to a readable length. */
-static int error_with_node(const char *fmt_prefix, json_object *node)
+/* Each value is parsed on its own into an independent faucet_value (json-c's
+ * reference counts are not atomic, so values that may travel to other
+ * threads must not share a subtree), and judged by the same rules as a put:
+ * a value put accepts is accepted inside a document too, whatever the
+ * document adds around it. */
+static int parse_entry_value(const char *key, const char *text, size_t len, uint64_t offset,
+			     faucet_value **out)
 {
-	const char *text = json_object_to_json_string_ext(node, JSON_C_TO_STRING_PLAIN |
-								  JSON_C_TO_STRING_NOSLASHESCAPE);
-	return faucet_error_set(FAUCET_EINVALID, "%s%.64s", fmt_prefix, text ? text : "?");
-}
-
-/* The version member: present, an unsigned integer, and one this build reads. */
-static int check_version(json_object *root)
-{
-	json_object *v;
-	uint64_t version;
-
-	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "version", &v))
-		return faucet_error_set(FAUCET_EINVALID, "state export has no `version` field");
-	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
-		return error_with_node("state export `version` must be an integer, got ", v);
-	version = json_object_get_uint64(v);
-	if (version == 0 || version > FAUCET_STATE_EXPORT_VERSION)
-		return faucet_error_set(FAUCET_EINVALID,
-					"state export version %llu is not supported by this build "
-					"(supported: %d) - import it with the faucet release that "
-					"wrote it or newer",
-					(unsigned long long)version, FAUCET_STATE_EXPORT_VERSION);
+	if (faucet_value__parse_at(out, text, len, "state export value") != 0)
+		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
+					  (unsigned long long)offset);
 	return 0;
 }
 
-/* The pipeline and exported_at members; a new document in *out. */
-static int read_header(json_object *root, faucet_export **out)
+static int collect_entry(void *ctx, const char *key, const char *text, size_t len,
+			 uint64_t offset)
 {
-	json_object *pipeline, *when;
+	faucet_export *e = ctx;
+	export_entry *slot;
 	int rc;
 
-	if (!json_object_object_get_ex(root, "pipeline", &pipeline))
-		return faucet_error_set(FAUCET_EINVALID,
-					"malformed state export: missing field `pipeline`");
-	if (!json_object_is_type(pipeline, json_type_string))
-		return error_with_node("malformed state export: `pipeline` must be a string, got ",
-				       pipeline);
-	rc = faucet_export_new(out, json_object_get_string(pipeline));
-	if (rc != 0)
-		return rc;
-	if (json_object_object_get_ex(root, "exported_at", &when) && when != NULL) {
-		if (!json_object_is_type(when, json_type_string))
-			rc = error_with_node("malformed state export: `exported_at` must be a "
-					     "string, got ", when);
-		else
-			rc = faucet_export_set_exported_at(*out, json_object_get_string(when));
-	}
+	if (reserve(e, 1) != 0)
+		return FAUCET_ENOMEM;
+	slot = &e->entries[e->count];
+	slot->key = faucet__strdup(key);
+	if (slot->key == NULL)
+		return FAUCET_ENOMEM;
+	rc = parse_entry_value(key, text, len, offset, &slot->value);
 	if (rc != 0) {
-		faucet_export_free(*out);
-		*out = NULL;
+		free(slot->key);
+		return rc;
 	}
-	return rc;
-}
-
-/* One key's value as an independent faucet_value (see the file comment). */
-static int copy_value(json_object *node, const char *key, faucet_value **out)
-{
-	size_t len = 0;
-	const char *text = json_object_to_json_string_length(
-		node, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-
-	if (text == NULL)
-		return faucet_error_set(FAUCET_ENOMEM, "out of memory serialising '%s'", key);
-	return faucet_value__parse_at(out, text, len, "state export value");
+	e->count++;
+	return 0;
 }
 
 static int compare_entries(const void *a, const void *b)
@@ -364,66 +363,39 @@ static int compare_entries(const void *a, const void *b)
 	return strcmp(((const export_entry *)a)->key, ((const export_entry *)b)->key);
 }
 
-/* The keys member: absent means none; anything but an object is refused. */
-static int read_keys(json_object *root, faucet_export *e)
+static int duplicate_key(const char *key)
 {
-	json_object *keys;
-	struct json_object_iterator it, end;
-
-	if (!json_object_object_get_ex(root, "keys", &keys))
-		return 0;
-	if (!json_object_is_type(keys, json_type_object))
-		return error_with_node("malformed state export: `keys` must be an object, got ",
-				       keys);
-	if (reserve(e, (size_t)json_object_object_length(keys)) != 0)
-		return FAUCET_ENOMEM;
-	it = json_object_iter_begin(keys);
-	end = json_object_iter_end(keys);
-	for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-		export_entry *slot = &e->entries[e->count];
-		const char *name = json_object_iter_peek_name(&it);
-		int rc;
-
-		slot->key = faucet__strdup(name);
-		if (slot->key == NULL)
-			return FAUCET_ENOMEM;
-		rc = copy_value(json_object_iter_peek_value(&it), name, &slot->value);
-		if (rc != 0) {
-			free(slot->key);
-			return rc;
-		}
-		e->count++;
-	}
-	/* Member names are unique (duplicates were refused), so one sort
-	 * gives the strcmp order faucet_export_set keeps. */
-	if (e->count > 1)
-		qsort(e->entries, e->count, sizeof(*e->entries), compare_entries);
-	return 0;
+	return faucet_error_set(FAUCET_EINVALID,
+				"state export: duplicate member name '%s' in `keys`", key);
 }
 
 int faucet_export_parse(faucet_export **out, const char *text, size_t len)
 {
-	faucet_value *doc = NULL;
+	faucet__doc_header h;
 	faucet_export *e = NULL;
-	json_object *root;
 	int rc;
 
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_export_parse: out is NULL");
 	*out = NULL;
-	rc = faucet_value__parse_at(&doc, text, len, PARSE_WHERE);
-	if (rc != 0)
-		return rc;
-	/* The document value is ours alone until it is freed below, so
-	 * serialising its subtrees (which caches text inside them) is safe. */
-	rc = faucet_value__tree(doc, &root);
+	if (text == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "state export: no JSON text");
+	/* The pipeline is only known at the end, so the entries gather in a
+	 * document named later. */
+	rc = faucet_export_new(&e, "");
 	if (rc == 0)
-		rc = check_version(root);
-	if (rc == 0)
-		rc = read_header(root, &e);
-	if (rc == 0)
-		rc = read_keys(root, e);
-	faucet_value_free(doc);
+		rc = faucet__doc_walk_memory(text, len, collect_entry, e, &h);
+	if (rc == 0) {
+		free(e->pipeline);
+		e->pipeline = h.pipeline;
+		e->exported_at = h.exported_at;
+		if (e->count > 1)
+			qsort(e->entries, e->count, sizeof(*e->entries), compare_entries);
+		for (size_t i = 1; i < e->count && rc == 0; i++) {
+			if (strcmp(e->entries[i - 1].key, e->entries[i].key) == 0)
+				rc = duplicate_key(e->entries[i].key);
+		}
+	}
 	if (rc == 0)
 		rc = faucet_export_validate(e);
 	if (rc != 0) {
@@ -439,10 +411,11 @@ int faucet_export_parse(faucet_export **out, const char *text, size_t len)
 /* Reading a namespace is one get per key, and each get is a system-call
  * round trip plus a JSON parse that do not depend on each other; a large
  * namespace is therefore read by a few threads at once (every store is
- * thread-safe), each taking the next chunk of keys.  The first failure stops
+ * thread-safe), each taking the next chunk of keys and reading it with one
+ * faucet_store_get_many (one transaction on SQLite).  The first failure stops
  * every reader; its message is carried back to the calling thread, since the
  * last error is per thread. */
-#define READ_CHUNK 64
+#define READ_CHUNK 256
 #define READ_PARALLEL_MIN 1024
 #define READ_THREADS_MAX 4
 
@@ -466,19 +439,19 @@ static void *read_chunks(void *arg)
 		size_t from = atomic_fetch_add(&job->next, READ_CHUNK);
 		if (from >= job->count)
 			break;
-		for (size_t i = from; i < from + READ_CHUNK && i < job->count; i++) {
-			int rc = faucet_store_get(job->store, job->keys[i], &job->values[i]);
-			if (rc == 0)
-				continue;
-			pthread_mutex_lock(&job->lock);
-			if (job->rc == 0) {
-				job->rc = rc;
-				job->message = strdup(faucet_error_last()->message);
-			}
-			pthread_mutex_unlock(&job->lock);
-			atomic_store(&job->failed, 1);
-			return NULL;
+		size_t n = job->count - from < READ_CHUNK ? job->count - from : READ_CHUNK;
+		int rc = faucet_store_get_many(job->store, (const char *const *)job->keys + from, n,
+					       job->values + from);
+		if (rc == 0)
+			continue;
+		pthread_mutex_lock(&job->lock);
+		if (job->rc == 0) {
+			job->rc = rc;
+			job->message = strdup(faucet_error_last()->message);
 		}
+		pthread_mutex_unlock(&job->lock);
+		atomic_store(&job->failed, 1);
+		return NULL;
 	}
 	return NULL;
 }
@@ -564,30 +537,244 @@ int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export
 	return 0;
 }
 
+/* ---- streaming export ------------------------------------------------- */
+
+/* Keys read and written per step: enough to keep the parallel readers busy,
+ * few enough that only a sliver of the namespace's values is in memory. */
+#define WRITE_CHUNK 4096
+
+static int flush_out(faucet_buf *b, FILE *out)
+{
+	if (b->failed)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory writing the export");
+	if (b->len > 0 && fwrite(b->ptr, 1, b->len, out) != b->len)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot write the export document");
+	b->len = 0;
+	return 0;
+}
+
+/* One chunk of the listing: read the values, append the entries. */
+static int write_chunk(faucet_store *s, char **keys, size_t n, faucet_value **values,
+		       faucet_buf *b, size_t *written, int pretty)
+{
+	faucet_strarray view = {keys, n};
+	int rc;
+
+	memset(values, 0, n * sizeof(*values));
+	rc = read_values(s, &view, values);
+	for (size_t i = 0; i < n; i++) {
+		/* A key deleted between the listing and its read is skipped. */
+		if (rc == 0 && values[i] != NULL) {
+			put_entry(b, *written == 0, keys[i], values[i], pretty);
+			(*written)++;
+		}
+		faucet_value_free(values[i]);
+	}
+	return rc;
+}
+
+int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
+			int pretty, FILE *out, size_t *count)
+{
+	faucet_strarray keys = {NULL, 0};
+	faucet_value **values = NULL;
+	faucet_buf b = FAUCET_BUF_INIT;
+	size_t written = 0;
+	char *prefix;
+	int rc;
+
+	if (count != NULL)
+		*count = 0;
+	if (s == NULL || pipeline == NULL || out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_export_write: NULL argument");
+	if ((rc = validate_pipeline(pipeline)) != 0)
+		return rc;
+	prefix = faucet_namespace_prefix(pipeline);
+	if (prefix == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_store_list(s, prefix, &keys);
+	free(prefix);
+	if (rc == 0 && keys.count > 0 &&
+	    (values = faucet__calloc(keys.count < WRITE_CHUNK ? keys.count : WRITE_CHUNK,
+				     sizeof(*values))) == NULL)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0) {
+		put_header(&b, FAUCET_STATE_EXPORT_VERSION, pipeline, exported_at, pretty);
+		rc = flush_out(&b, out);
+	}
+	for (size_t from = 0; rc == 0 && from < keys.count; from += WRITE_CHUNK) {
+		size_t n = keys.count - from < WRITE_CHUNK ? keys.count - from : WRITE_CHUNK;
+
+		rc = write_chunk(s, keys.strings + from, n, values, &b, &written, pretty);
+		if (rc == 0)
+			rc = flush_out(&b, out);
+	}
+	if (rc == 0) {
+		put_trailer(&b, written, pretty);
+		rc = flush_out(&b, out);
+	}
+	faucet_buf_dispose(&b);
+	free(values);
+	faucet_strarray_dispose(&keys);
+	if (rc == 0 && count != NULL)
+		*count = written;
+	return rc;
+}
+
+/* ---- import ------------------------------------------------------------ */
+
 void faucet_import_report_dispose(faucet_import_report *r)
 {
 	if (r == NULL)
 		return;
 	faucet_strarray_dispose(&r->written);
+	faucet_strarray_dispose(&r->durability_unknown);
 	faucet_strarray_dispose(&r->deleted);
 	free(r->error);
-	r->error = NULL;
-	r->atomic = 0;
+	free(r->pipeline);
+	memset(r, 0, sizeof(*r));
 }
 
-static int export_has_key(const faucet_export *e, const char *key)
-{
-	int found;
+/* An import in progress.  The document's keys (in document order) are
+ * known before anything is written; report->written takes them over and
+ * counts how many have landed, so it never needs to allocate after a
+ * failure.  Values pass through in chunks of at most FAUCET_IMPORT_CHUNK. */
+typedef struct {
+	faucet_store *s;
+	faucet_import_report *r;
+	char **names;          /* the document's keys, document order */
+	size_t count;
+	int batch;             /* the store has an all-or-nothing put_batch */
+	int own_values;        /* the chunk's values are ours to free */
+	faucet_entry *chunk;
+	size_t n;              /* entries in the chunk */
+	size_t next;           /* index of the next document entry */
+} importer;
 
-	(void)find_key(e, key, &found);
-	return found;
+#define IMPORT_STOPPED 1 /* a write failed: the report says so */
+
+/* Record the first failure in the report from the last error.  Returns
+ * IMPORT_STOPPED, or FAUCET_ENOMEM when even the message cannot be kept. */
+static int report_failure(faucet_import_report *r, const char *what, const char *key)
+{
+	const faucet_error *err = faucet_error_last();
+
+	r->error_code = err->code != 0 ? err->code : FAUCET_ERROR;
+	if (what == NULL)
+		r->error = faucet__strdup(err->message);
+	else
+		r->error = faucet__sprintf("%s '%s': %s", what, key, err->message);
+	return r->error ? IMPORT_STOPPED : FAUCET_ENOMEM;
+}
+
+/* A write that returned FAUCET_EUNKNOWN may have landed (the file store:
+ * did land, only its durability is unknown), so it counts as written and
+ * is marked.  The message is saved first: the push may not touch it, but
+ * reading it after other calls would not be safe. */
+static int note_unknown(importer *imp, size_t from, size_t n)
+{
+	for (size_t i = from; i < from + n; i++) {
+		if (faucet_strarray_push(&imp->r->durability_unknown, imp->names[i]) != 0)
+			return FAUCET_ENOMEM;
+	}
+	imp->r->written.count += n;
+	return 0;
+}
+
+static void drop_chunk(importer *imp)
+{
+	for (size_t i = 0; imp->own_values && i < imp->n; i++)
+		faucet_value_free((faucet_value *)imp->chunk[i].value);
+	imp->n = 0;
+}
+
+static int write_chunk_entries(importer *imp)
+{
+	size_t first = imp->r->written.count;
+	int rc = 0, stop;
+
+	if (imp->batch) {
+		rc = faucet_store_put_batch(imp->s, imp->chunk, imp->n);
+		if (rc == 0) {
+			imp->r->written.count += imp->n;
+			return 0;
+		}
+		stop = report_failure(imp->r, NULL, NULL);
+		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
+			stop = note_unknown(imp, first, imp->n) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
+		return stop;
+	}
+	/* One put at a time, so that a failure tells exactly which keys landed. */
+	for (size_t i = 0; i < imp->n; i++) {
+		rc = faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
+		if (rc == 0) {
+			imp->r->written.count++;
+			continue;
+		}
+		stop = report_failure(imp->r, "writing", imp->chunk[i].key);
+		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
+			stop = note_unknown(imp, first + i, 1) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
+		return stop;
+	}
+	return 0;
+}
+
+static int flush_chunk(importer *imp)
+{
+	int rc = imp->n > 0 ? write_chunk_entries(imp) : 0;
+
+	drop_chunk(imp);
+	return rc;
+}
+
+/* Queue the next document entry; the chunk is written when full. */
+static int queue_entry(importer *imp, const faucet_value *value)
+{
+	imp->chunk[imp->n].key = imp->names[imp->next];
+	imp->chunk[imp->n].value = value;
+	imp->n++;
+	imp->next++;
+	return imp->n == FAUCET_IMPORT_CHUNK ? flush_chunk(imp) : 0;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_name(char *const *sorted, size_t count, const char *key)
+{
+	return count > 0 && bsearch(&key, sorted, count, sizeof(*sorted), compare_names) != NULL;
+}
+
+/* The document's keys sorted (borrowed pointers): a duplicate is refused. */
+static int sort_names(char **names, size_t count, char ***sorted)
+{
+	*sorted = NULL;
+	if (count == 0)
+		return 0;
+	*sorted = faucet__malloc(count * sizeof(**sorted));
+	if (*sorted == NULL)
+		return FAUCET_ENOMEM;
+	memcpy(*sorted, names, count * sizeof(**sorted));
+	qsort(*sorted, count, sizeof(**sorted), compare_names);
+	for (size_t i = 1; i < count; i++) {
+		if (strcmp((*sorted)[i - 1], (*sorted)[i]) == 0) {
+			int rc = duplicate_key((*sorted)[i]);
+			free(*sorted);
+			*sorted = NULL;
+			return rc;
+		}
+	}
+	return 0;
 }
 
 /* With replace: the namespace's keys that the document does not hold. */
-static int list_stale(faucet_store *s, const faucet_export *e, faucet_strarray *stale)
+static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted, size_t count,
+		      faucet_strarray *stale)
 {
 	faucet_strarray listed = {NULL, 0};
-	char *prefix = faucet_namespace_prefix(e->pipeline);
+	char *prefix = faucet_namespace_prefix(pipeline);
 	size_t kept = 0;
 	int rc;
 
@@ -598,7 +785,7 @@ static int list_stale(faucet_store *s, const faucet_export *e, faucet_strarray *
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < listed.count; i++) {
-		if (export_has_key(e, listed.strings[i]))
+		if (has_name(sorted, count, listed.strings[i]))
 			free(listed.strings[i]);
 		else
 			listed.strings[kept++] = listed.strings[i];
@@ -608,86 +795,24 @@ static int list_stale(faucet_store *s, const faucet_export *e, faucet_strarray *
 	return 0;
 }
 
-/* Record the first failure in the report from the last error.  Returns 0,
- * or FAUCET_ENOMEM when even the message cannot be kept. */
-static int report_failure(faucet_import_report *r, const char *what, const char *key)
-{
-	const char *msg = faucet_error_last()->message;
-
-	if (what == NULL)
-		r->error = faucet__strdup(msg);
-	else
-		r->error = faucet__sprintf("%s '%s': %s", what, key, msg);
-	return r->error ? 0 : FAUCET_ENOMEM;
-}
-
-/* Every key of the document, copied up front: once writes start, the
- * report must be able to record each key that lands without allocating. */
-static int prepare_written(const faucet_export *e, char ***names)
-{
-	*names = faucet__calloc(e->count, sizeof(**names));
-	if (*names == NULL)
-		return FAUCET_ENOMEM;
-	for (size_t i = 0; i < e->count; i++) {
-		(*names)[i] = faucet__strdup(e->entries[i].key);
-		if ((*names)[i] == NULL) {
-			for (size_t j = 0; j < i; j++)
-				free((*names)[j]);
-			free(*names);
-			*names = NULL;
-			return FAUCET_ENOMEM;
-		}
-	}
-	return 0;
-}
-
-/* Free the prepared names beyond what the report says landed. */
-static void trim_written(faucet_import_report *r, size_t prepared)
-{
-	for (size_t i = r->written.count; i < prepared; i++)
-		free(r->written.strings[i]);
-}
-
-static int write_entries(faucet_store *s, const faucet_export *e, faucet_import_report *r)
-{
-	if (r->atomic) {
-		faucet_entry *batch = faucet__calloc(e->count, sizeof(*batch));
-		int rc;
-
-		if (batch == NULL)
-			return FAUCET_ENOMEM;
-		for (size_t i = 0; i < e->count; i++) {
-			batch[i].key = e->entries[i].key;
-			batch[i].value = e->entries[i].value;
-		}
-		rc = faucet_store_put_batch(s, batch, e->count);
-		free(batch);
-		if (rc != 0)
-			return report_failure(r, NULL, NULL);
-		r->written.count = e->count;
-		return 0;
-	}
-	for (size_t i = 0; i < e->count; i++) {
-		if (faucet_store_put(s, e->entries[i].key, e->entries[i].value) != 0)
-			return report_failure(r, "writing", e->entries[i].key);
-		r->written.count++;
-	}
-	return 0;
-}
-
 static int delete_stale(faucet_store *s, faucet_strarray *stale, faucet_import_report *r)
 {
 	/* The report takes the stale names over one by one as they go. */
 	r->deleted.strings = stale->strings;
 	r->deleted.count = 0;
 	for (size_t i = 0; i < stale->count; i++) {
-		if (faucet_store_delete(s, stale->strings[i]) != 0) {
-			int rc = report_failure(r, "deleting stale", stale->strings[i]);
-			for (size_t j = i; j < stale->count; j++)
+		int rc = faucet_store_delete(s, stale->strings[i]);
+		if (rc != 0) {
+			int stop = report_failure(r, "deleting stale", stale->strings[i]);
+			/* A delete whose outcome is unknown may have happened: listed,
+			 * and the error says so. */
+			if (rc == FAUCET_EUNKNOWN)
+				r->deleted.count++;
+			for (size_t j = r->deleted.count; j < stale->count; j++)
 				free(stale->strings[j]);
 			stale->strings = NULL;
 			stale->count = 0;
-			return rc;
+			return stop == IMPORT_STOPPED ? 0 : stop;
 		}
 		r->deleted.count++;
 	}
@@ -696,10 +821,115 @@ static int delete_stale(faucet_store *s, faucet_strarray *stale, faucet_import_r
 	return 0;
 }
 
-int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
-			    faucet_import_report *report)
+static void free_names(char **names, size_t from, size_t count)
+{
+	for (size_t i = from; i < count; i++)
+		free(names[i]);
+}
+
+/* Where a source of values plugs into run_import: queue every entry of the
+ * document, in the order of imp->names, with queue_entry(). */
+typedef int (*import_source)(importer *imp, void *src);
+
+/* The common part of every import.  Takes `names` (document order, every
+ * one already validated, `count` of them) over whatever happens. */
+static int run_import(faucet_store *s, const char *pipeline, char **names, size_t count,
+		      const faucet_import_options *o, import_source source, void *src,
+		      faucet_import_report *r)
 {
 	faucet_strarray stale = {NULL, 0};
+	char **sorted = NULL;
+	importer imp;
+	int rc;
+
+	if (o->replace && count == 0 && !o->allow_empty)
+		rc = faucet_error_set(FAUCET_EINVALID,
+				      "refusing to replace the namespace '%s" FAUCET_KEY_SEPARATOR
+				      "' with a source that holds no key of it: that would "
+				      "delete every key of the namespace (allow_empty, "
+				      "--allow-empty, to do that)",
+				      pipeline);
+	else
+		rc = sort_names(names, count, &sorted);
+	if (rc == 0 && o->replace)
+		rc = list_stale(s, pipeline, sorted, count, &stale);
+	free(sorted);
+	if (rc != 0) {
+		free_names(names, 0, count);
+		free(names);
+		return rc;
+	}
+	r->written.strings = names;
+	r->atomic = faucet_store_supports_atomic_batch(s) && count <= FAUCET_IMPORT_CHUNK;
+	if (o->dry_run) {
+		r->dry_run = 1;
+		r->written.count = count;
+		r->deleted = stale;
+		return 0;
+	}
+	memset(&imp, 0, sizeof(imp));
+	imp.s = s;
+	imp.r = r;
+	imp.names = names;
+	imp.count = count;
+	imp.batch = faucet_store_supports_atomic_batch(s);
+	imp.chunk = faucet__calloc(count < FAUCET_IMPORT_CHUNK ? (count ? count : 1)
+							       : FAUCET_IMPORT_CHUNK,
+				   sizeof(*imp.chunk));
+	rc = imp.chunk != NULL ? source(&imp, src) : FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = flush_chunk(&imp);
+	drop_chunk(&imp);
+	free(imp.chunk);
+	if (rc < 0 && r->error == NULL)
+		rc = report_failure(r, NULL, NULL); /* e.g. the document changed under us */
+	free_names(names, r->written.count, count);
+	if (rc == IMPORT_STOPPED || r->error != NULL)
+		rc = 0;
+	if (rc == 0 && r->error == NULL)
+		rc = delete_stale(s, &stale, r);
+	faucet_strarray_dispose(&stale);
+	return rc;
+}
+
+/* ---- import of a document in memory ----------------------------------- */
+
+static int source_export(importer *imp, void *src)
+{
+	const faucet_export *e = src;
+
+	for (size_t i = 0; i < e->count; i++) {
+		int rc = queue_entry(imp, e->entries[i].value);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int copy_names(const faucet_export *e, char ***names)
+{
+	*names = NULL;
+	if (e->count == 0)
+		return 0;
+	*names = faucet__calloc(e->count, sizeof(**names));
+	if (*names == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < e->count; i++) {
+		(*names)[i] = faucet__strdup(e->entries[i].key);
+		if ((*names)[i] == NULL) {
+			free_names(*names, 0, i);
+			free(*names);
+			*names = NULL;
+			return FAUCET_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
+			       const faucet_import_options *opts, faucet_import_report *report)
+{
+	faucet_import_options none = {0, 0, 0};
 	char **names = NULL;
 	int rc;
 
@@ -707,20 +937,126 @@ int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_namespace: NULL argument");
 	memset(report, 0, sizeof(*report));
 	rc = faucet_export_validate(e);
-	if (rc == 0 && replace)
-		rc = list_stale(s, e, &stale);
 	if (rc == 0)
-		rc = prepare_written(e, &names);
+		rc = copy_names(e, &names);
+	if (rc != 0)
+		return rc;
+	return run_import(s, e->pipeline, names, e->count, opts ? opts : &none, source_export,
+			  (void *)e, report);
+}
+
+int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
+			    faucet_import_report *report)
+{
+	/* This call always allowed emptying a namespace; it keeps doing so. */
+	faucet_import_options o = {replace, 1, 0};
+
+	return faucet_import_namespace_ex(s, e, &o, report);
+}
+
+/* ---- import of a document in a file ---------------------------------- */
+
+/* First pass: every value checked, every name kept. */
+typedef struct {
+	char **names;
+	size_t count, cap;
+} name_list;
+
+static int check_entry(void *ctx, const char *key, const char *text, size_t len,
+		       uint64_t offset)
+{
+	name_list *l = ctx;
+	faucet_json_check_result res;
+	char **grown, *copy;
+
+	if (faucet__json_check(text, len, "state export value", &res) != 0)
+		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
+					  (unsigned long long)offset);
+	if (l->count == l->cap) {
+		grown = faucet__reserve(l->names, &l->cap, l->count + 1, sizeof(*l->names), 1024);
+		if (grown == NULL)
+			return FAUCET_ENOMEM;
+		l->names = grown;
+	}
+	if ((copy = faucet__strdup(key)) == NULL)
+		return FAUCET_ENOMEM;
+	l->names[l->count++] = copy;
+	return 0;
+}
+
+/* Second pass: the values, in the order the first pass saw them. */
+static int write_entry(void *ctx, const char *key, const char *text, size_t len,
+		       uint64_t offset)
+{
+	importer *imp = ctx;
+	faucet_value *v;
+	int rc;
+
+	if (imp->next >= imp->count || strcmp(imp->names[imp->next], key) != 0)
+		return faucet_error_set(FAUCET_ERROR,
+					"the export document changed while it was imported "
+					"(at byte %llu)", (unsigned long long)offset);
+	rc = parse_entry_value(key, text, len, offset, &v);
+	if (rc != 0)
+		return rc;
+	return queue_entry(imp, v);
+}
+
+typedef struct {
+	FILE *in;
+	long start;
+} file_source;
+
+static int source_file(importer *imp, void *src)
+{
+	file_source *fs = src;
+	faucet__doc_header h;
+	int rc;
+
+	imp->own_values = 1;
+	if (fseek(fs->in, fs->start, SEEK_SET) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot re-read the export document");
+	rc = faucet__doc_walk_file(fs->in, write_entry, imp, &h);
+	faucet__doc_header_dispose(&h);
+	if (rc == 0 && imp->next != imp->count)
+		rc = faucet_error_set(FAUCET_ERROR, "the export document changed while it was imported");
+	return rc;
+}
+
+int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
+		       faucet_import_report *report)
+{
+	faucet_import_options none = {0, 0, 0};
+	faucet__doc_header h;
+	name_list l = {NULL, 0, 0};
+	file_source fs;
+	char **sorted = NULL;
+	int rc;
+
+	if (report == NULL || s == NULL || in == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
+	memset(report, 0, sizeof(*report));
+	fs.in = in;
+	fs.start = ftell(in);
+	if (fs.start < 0)
+		return faucet__error_os(FAUCET_EIO, errno,
+					"the export document must be a seekable file");
+	rc = faucet__doc_walk_file(in, check_entry, &l, &h);
+	if (rc == 0)
+		rc = validate_pipeline(h.pipeline);
+	for (size_t i = 0; rc == 0 && i < l.count; i++)
+		rc = validate_member(h.pipeline, strlen(h.pipeline), l.names[i]);
+	/* Duplicates are refused here too, before anything is written. */
+	if (rc == 0 && (rc = sort_names(l.names, l.count, &sorted)) == 0)
+		free(sorted);
 	if (rc != 0) {
-		faucet_strarray_dispose(&stale);
+		free_names(l.names, 0, l.count);
+		free(l.names);
+		faucet__doc_header_dispose(&h);
 		return rc;
 	}
-	report->atomic = faucet_store_supports_atomic_batch(s);
-	report->written.strings = names;
-	rc = write_entries(s, e, report);
-	trim_written(report, e->count);
-	if (rc == 0 && report->error == NULL)
-		rc = delete_stale(s, &stale, report);
-	faucet_strarray_dispose(&stale);
-	return rc;
+	report->pipeline = h.pipeline;
+	free(h.exported_at);
+	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, source_file,
+			  &fs, report);
 }

@@ -23,14 +23,16 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 	if (out == NULL || backend == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_new: NULL argument");
 	*out = NULL;
-	if (backend->version != FAUCET_STORE_BACKEND_VERSION || backend->get == NULL ||
+	if (backend->version < 2 || backend->version > FAUCET_STORE_BACKEND_VERSION ||
+	    backend->get == NULL ||
 	    backend->put == NULL || backend->del == NULL || backend->free == NULL) {
 		int version = (int)backend->version;
 		if (backend->free)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
 					"state store backend version %d is not supported "
-					"(expected %d with get, put, del and free)",
+					"(expected %d, or 2 without get_many, with get, put, del "
+					"and free)",
 					version, FAUCET_STORE_BACKEND_VERSION);
 	}
 	s = faucet__calloc(1, sizeof(*s));
@@ -89,6 +91,32 @@ int faucet_store_get(faucet_store *s, const char *key, faucet_value **out)
 	if (faucet_validate_key(key) != 0)
 		return FAUCET_EINVALID;
 	return s->backend->get(s->backend, key, out);
+}
+
+int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count,
+			  faucet_value **out)
+{
+	int rc = 0;
+
+	if (out == NULL || (keys == NULL && count > 0))
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_get_many: NULL argument");
+	memset(out, 0, count * sizeof(*out));
+	for (size_t i = 0; i < count; i++) {
+		if (faucet_validate_key(keys[i]) != 0)
+			return FAUCET_EINVALID;
+	}
+	/* get_many is the last slot, which a version-2 backend does not have. */
+	if (s->backend->version >= 3 && s->backend->get_many != NULL)
+		return s->backend->get_many(s->backend, keys, count, out);
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = s->backend->get(s->backend, keys[i], &out[i]);
+	if (rc != 0) {
+		for (size_t i = 0; i < count; i++) {
+			faucet_value_free(out[i]);
+			out[i] = NULL;
+		}
+	}
+	return rc;
 }
 
 int faucet_store_put(faucet_store *s, const char *key, const faucet_value *value)

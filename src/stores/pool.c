@@ -165,20 +165,44 @@ void faucet_pool_free(faucet_pool *p)
 	free(p);
 }
 
+/* The retry of a write whose outcome was unknown failed too: it is still
+ * unknown whether the first try was applied, whatever the retry says. */
+static int still_unknown(const char *first)
+{
+	const char *retry = faucet_error_last()->message;
+	char *both = faucet__sprintf("%s (a retry on a new connection failed too: %s)",
+				     first ? first : "outcome unknown", retry);
+
+	if (both == NULL)
+		return faucet_error_set(FAUCET_EUNKNOWN, "outcome unknown");
+	(void)faucet_error_set(FAUCET_EUNKNOWN, "%s", both);
+	free(both);
+	return FAUCET_EUNKNOWN;
+}
+
 int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent)
 {
+	char *unknown = NULL; /* the first try's message when its outcome is unknown */
+
 	for (int attempt = 0;; attempt++) {
 		void *conn;
-		int fresh, broken, rc;
+		int fresh, broken = 0, rc;
 
 		rc = faucet_pool_acquire(p, &conn, &fresh);
-		if (rc != 0)
+		if (rc == 0) {
+			rc = fn(conn, ctx);
+			broken = p->ops.broken != NULL && p->ops.broken(conn);
+			faucet_pool_release(p, conn, broken);
+		}
+		if (rc != 0 && unknown != NULL)
+			rc = still_unknown(unknown);
+		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0) {
+			free(unknown);
 			return rc;
-		rc = fn(conn, ctx);
-		broken = p->ops.broken != NULL && p->ops.broken(conn);
-		faucet_pool_release(p, conn, broken);
-		if (rc == 0 || !broken || fresh || !idempotent || attempt > 0)
-			return rc;
+		}
+		/* Retried once: idempotent, on a connection that had gone stale. */
+		if (rc == FAUCET_EUNKNOWN)
+			unknown = faucet__strdup(faucet_error_last()->message);
 	}
 }
 

@@ -50,7 +50,10 @@ void faucet_pool_release(faucet_pool *p, void *conn, int broken);
  * and that connection was not opened for this call, an `idempotent`
  * operation is run once more on a fresh connection.  A non-idempotent one
  * (a compare-and-put) never is: after a broken connection we cannot know
- * whether it landed, and a second try could report it as not written. */
+ * whether it landed, and a second try could report it as not written.
+ * When the first try's outcome was unknown (FAUCET_EUNKNOWN) and the retry
+ * fails too, the result stays FAUCET_EUNKNOWN: the first try may have been
+ * applied whatever stopped the second. */
 int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent);
 
 /* For `alive` callbacks of network connections: whether socket fd is open

@@ -117,6 +117,33 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 	return FAUCET_ERROR;
 }
 
+/* A write that failed: when the connection broke without an answer from
+ * the server (no SQLSTATE), the request may have reached it and been
+ * committed - its reply was lost - so the outcome is unknown
+ * (FAUCET_EUNKNOWN), unless libpq says it could not even send the request
+ * (FAUCET_EUNAVAILABLE: nothing reached the server).  Reporting either as
+ * a plain failure would tell an import that nothing was written. */
+static int pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
+			      const char *what)
+{
+	const char *why;
+	int code;
+
+	if (res != NULL && PQresultStatus(res) == want)
+		return 0;
+	if (PQstatus(c) != CONNECTION_BAD ||
+	    (res != NULL && PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL))
+		return pg_result_ok(s, c, res, want, what);
+	why = PQerrorMessage(c);
+	code = strstr(why, "could not send data") != NULL ? FAUCET_EUNAVAILABLE : FAUCET_EUNKNOWN;
+	(void)pg_fail(s, code, what, why);
+	if (code == FAUCET_EUNKNOWN)
+		(void)faucet__error_wrap("outcome unknown (the connection was lost after the "
+					 "request was sent; it may have been applied)");
+	PQclear(res);
+	return code;
+}
+
 /* ---- connections ------------------------------------------------------- */
 
 /* Statements are prepared on every connection; TABLE_MARK in their SQL
@@ -414,9 +441,10 @@ static int pg_command_on(pg_store *s, PGconn *c, const char *name, int n,
 			 const char *const *params, const char *what, int *affected)
 {
 	PGresult *res = run_prepared(c, name, n, params);
+	int rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, what);
 
-	if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, what) != 0)
-		return FAUCET_ERROR;
+	if (rc != 0)
+		return rc;
 	if (affected != NULL)
 		*affected = atoi(PQcmdTuples(res));
 	PQclear(res);
@@ -541,7 +569,7 @@ static int op_batch(pg_store *s, PGconn *c, pg_args *a)
 	}
 	state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	if (state == NULL || strcmp(state, PG_UNIQUE_VIOLATION) != 0)
-		return pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
+		return pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
 	PQclear(res);
 	return pg_command_on(s, c, "faucet_batch_upsert", 1, params, "cannot write a batch", NULL);
 }

@@ -75,6 +75,23 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
 	return FAUCET_ERROR;
 }
 
+/* A write whose reply did not come: hiredis sends the whole request before
+ * it reads, so an empty output buffer means the request reached the
+ * socket and may have been applied - the outcome is unknown
+ * (FAUCET_EUNKNOWN).  Bytes still unsent mean the server never had the
+ * whole command (FAUCET_EUNAVAILABLE). */
+static int lost_write(const redis_store *s, redisContext *c, const char *what)
+{
+	int sent = c->obuf != NULL && c->obuf[0] == '\0';
+	int code = sent ? FAUCET_EUNKNOWN : FAUCET_EUNAVAILABLE;
+
+	(void)redis_fail(s, what, c->err ? c->errstr : "no reply");
+	return faucet_error_set(code, "%s%s", faucet_error_last()->message,
+				sent ? " - outcome unknown (the connection was lost after the "
+				       "request was sent; it may have been applied)"
+				     : "");
+}
+
 static redisReply *command(redisContext *c, int argc, const char **argv, const size_t *lens)
 {
 	return redisCommandArgv(c, argc, argv, lens);
@@ -88,6 +105,21 @@ static int command_ok(const redis_store *s, redisContext *c, int argc, const cha
 	redisReply *r = command(c, argc, argv, lens);
 	int rc = reply_ok(s, c, r, type, what);
 
+	if (rc == 0)
+		freeReplyObject(r);
+	return rc;
+}
+
+/* command_ok for a write: a lost reply is an unknown outcome (lost_write). */
+static int write_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
+		    const size_t *lens, int type, const char *what)
+{
+	redisReply *r = command(c, argc, argv, lens);
+	int rc;
+
+	if (r == NULL)
+		return lost_write(s, c, what);
+	rc = reply_ok(s, c, r, type, what);
 	if (rc == 0)
 		freeReplyObject(r);
 	return rc;
@@ -249,14 +281,14 @@ static int op_put(redis_store *s, redisContext *c, redis_args *a)
 	const char *argv[3] = {"SET", a->rkey, faucet_value_json(a->value)};
 	size_t lens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
 
-	return command_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
+	return write_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
 }
 
 static int op_del(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[2] = {"DEL", a->rkey};
 
-	return command_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
+	return write_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
 }
 
 /* SCAN, never KEYS: it does not block the server on a large data set.  SCAN
@@ -349,8 +381,9 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	for (int i = 0; i < 3; i++) {
 		void *reply = NULL;
 
+		/* The first redisGetReply sends all three commands. */
 		if (redisGetReply(c, &reply) != REDIS_OK)
-			return redis_fail(s, what, c->errstr);
+			return lost_write(s, c, what);
 		r = reply;
 		if (rc != 0) {
 			/* an earlier reply already failed */
@@ -407,8 +440,8 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	if (rc == 0) {
 		argv[0] = "MSET";
 		lens[0] = 4;
-		rc = command_ok(s, c, (int)argc, argv, lens, REDIS_REPLY_STATUS,
-				"cannot write a batch");
+		rc = write_ok(s, c, (int)argc, argv, lens, REDIS_REPLY_STATUS,
+			      "cannot write a batch");
 	}
 	for (size_t i = 0; keys != NULL && i < a->count; i++)
 		free(keys[i]);

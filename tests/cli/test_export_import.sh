@@ -162,7 +162,7 @@ expect_out_contains "written: p::a" "the report lists what landed"
 expect_out_lacks "written: p::c" "nothing after the failure is listed"
 run state import --state file:d abc.json --json
 expect_rc 1 "partial import --json"
-expect_json 'd["written"] == ["p::a"] and d["atomic"] is False and "p::b" in d["error"]' "partial import report"
+expect_json 'd["written"] == ["p::a"] and d["durability_unknown"] == [] and d["atomic"] is False and "p::b" in d["error"]["message"] and d["error"]["exit"] == 1 and d["error"]["code"] == "io"' "partial import report"
 run state get --state file:d p::a
 expect_out "1" "the key listed as landed is there"
 run state get --state file:d p::c

@@ -21,7 +21,9 @@
 extern "C" {
 #endif
 
-#define FAUCET_STORE_BACKEND_VERSION 2
+/* Version 3 added get_many; a version-2 struct (without it) is still
+ * accepted. */
+#define FAUCET_STORE_BACKEND_VERSION 3
 
 typedef struct faucet_store_backend faucet_store_backend;
 
@@ -57,6 +59,14 @@ struct faucet_store_backend {
 
 	/* Required: release the backend and everything it holds. */
 	void (*free)(faucet_store_backend *b);
+
+	/* Optional: the values of `count` keys, out[i] a new reference or NULL
+	 * when absent, read as one snapshot where the backend can: SQLite reads
+	 * them in one transaction instead of paying a transaction's locking per
+	 * key, which is most of the cost of a bulk export.  On error every
+	 * out[i] is NULL.  (Version 3.) */
+	int (*get_many)(faucet_store_backend *b, const char *const *keys, size_t count,
+			faucet_value **out);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on

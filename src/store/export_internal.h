@@ -1,0 +1,42 @@
+/*
+ * export_internal.h - the export-document reader shared by
+ * faucet_export_parse() (a document in memory) and the streaming import
+ * (a document in a file, read in blocks) (not installed).
+ */
+#ifndef FAUCET_EXPORT_INTERNAL_H
+#define FAUCET_EXPORT_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+/* What the reader found outside `keys`; owned by the caller of the walk
+ * (free with faucet__doc_header_dispose), valid after a successful walk. */
+typedef struct {
+	char *pipeline;    /* decoded */
+	char *exported_at; /* decoded, NULL when absent or null */
+} faucet__doc_header;
+
+void faucet__doc_header_dispose(faucet__doc_header *h);
+
+/* Called for each member of `keys`, in document order: the decoded name and
+ * the raw text of its value (not yet checked: the callee checks it exactly
+ * as a put would, so a value is judged on its own depth, not the
+ * document's).  `offset` is the value's byte offset in the document.
+ * Return 0 to go on, a FAUCET_E* error, or a positive number to stop the
+ * walk (it is returned as is). */
+typedef int (*faucet__doc_entry_fn)(void *ctx, const char *key, const char *text, size_t len,
+				    uint64_t offset);
+
+/* Walk a document held in memory / read from `f` (from its current
+ * position to its end; a read error is FAUCET_EIO).  Only one value's text
+ * is held at a time.  The header is checked once the whole document has
+ * been seen: version present and supported, pipeline a string, exported_at
+ * a string or null.  Errors are FAUCET_EINVALID naming the byte offset. */
+int faucet__doc_walk_memory(const char *text, size_t len, faucet__doc_entry_fn fn, void *ctx,
+			    faucet__doc_header *header);
+int faucet__doc_walk_file(FILE *f, faucet__doc_entry_fn fn, void *ctx,
+			  faucet__doc_header *header);
+
+#endif
