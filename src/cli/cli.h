@@ -191,10 +191,11 @@ typedef struct {
 } cli_write_run;
 
 /* Begin the run the write of `keys` is recorded in (pipeline_hint names the
- * pipeline when there are no keys, e.g. an empty import).  On failure the
+ * pipeline when there are no keys, e.g. an import; may_join: join the run
+ * of FAUCET_RUN_ID when it is set).  On failure the
  * error has been printed and the exit code is returned. */
 int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, const char *pipeline_hint,
+			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
 			cli_write_run *w);
 
 /* End it (ok or failed with message) and print the run id and the undo

@@ -15,7 +15,9 @@
  * A key's pipeline is its first segment and its row what the key parser
  * says (so p::backfill::h::u belongs to the backfill unit's invocation).
  * Writes of the bookkeeping keys themselves are not recorded: they are the
- * records.
+ * records.  An import or a copy is a pipeline-level run of the document's
+ * pipeline (its keys are known only as it streams in); a copy never joins
+ * FAUCET_RUN_ID's run, which lives in another store.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,7 @@ static int write_run_fail(const char *command)
 }
 
 int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, const char *pipeline_hint,
+			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
 			cli_write_run *w)
 {
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
@@ -91,7 +93,7 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 		goto done;
 	if (!recorded && n > 0)
 		goto done; /* bookkeeping only */
-	if (joined != NULL && *joined != '\0') {
+	if (may_join && joined != NULL && *joined != '\0') {
 		const char *jp = getenv("FAUCET_RUN_PIPELINE"), *jr = getenv("FAUCET_RUN_ROW");
 
 		if (jp == NULL || *jp == '\0')

@@ -17,6 +17,7 @@
 
 #include "run/run_internal.h"
 #include "store/value_internal.h"
+#include "store/json_check.h"
 
 /* ---- text helpers ------------------------------------------------------------ */
 
@@ -128,15 +129,21 @@ char *run__marker_key(const char *scope, const char *run)
 
 static int private_tree(const faucet_value *v, json_object **out)
 {
-	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+	/* As deep as any value may be: a marker embeds stored values. */
+	struct json_tokener *tok = json_tokener_new_ex(FAUCET_JSON_MAX_DEPTH);
+	enum json_tokener_error err;
 
 	*out = NULL;
 	if (tok == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory parsing a run document");
 	*out = json_tokener_parse_ex(tok, faucet_value_json(v), (int)faucet_value_len(v));
+	err = json_tokener_get_error(tok);
 	json_tokener_free(tok);
-	/* The text passed the value checker, so only memory can fail here -
-	 * or a JSON null, which is never a run document either way. */
+	/* The text passed the value checker, so only memory can fail here; a
+	 * JSON null parses to NULL and is never a run document either way. */
+	if (*out == NULL && err != json_tokener_success)
+		return faucet_error_set(FAUCET_ENOMEM, "cannot parse a run document: %s",
+					json_tokener_error_desc(err));
 	return 0;
 }
 
@@ -276,16 +283,24 @@ int run__marker_add(run_marker *m, const char *key, const faucet_value *before, 
 	return 0;
 }
 
-/* One images object ("before" or "after") into the marker. */
-static int read_images(run_marker *m, json_object *images, int after)
+/* One images object ("before" or "after", or their _text forms, whose
+ * members are JSON texts) into the marker. */
+static int read_images(run_marker *m, json_object *images, int after, int as_text)
 {
 	json_object_object_foreach(images, name, node) {
 		faucet_value *v = NULL;
 		run_image *img;
 		int added, rc;
 
-		if (node != NULL && (rc = node_value(node, &v)) != 0)
+		if (as_text) {
+			if (!json_object_is_type(node, json_type_string))
+				return -1;
+			if ((rc = faucet_value_parse(&v, json_object_get_string(node),
+						     (size_t)json_object_get_string_len(node))) != 0)
+				return rc == FAUCET_ENOMEM ? rc : -1;
+		} else if (node != NULL && (rc = node_value(node, &v)) != 0) {
 			return rc;
+		}
 		if (!after) {
 			rc = run__marker_add(m, name, v, &added);
 			faucet_value_free(v);
@@ -327,14 +342,19 @@ int run__marker_parse(const faucet_value *v, const char *key, const char *run, r
 	}
 	m->run = id;
 	id = NULL;
-	rc = read_images(m, before, 0);
+	rc = read_images(m, before, 0, 0);
+	if (rc == 0 && json_object_object_get_ex(root, "before_text", &before) && before != NULL)
+		rc = json_object_is_type(before, json_type_object) ? read_images(m, before, 0, 1) : -1;
 	if (rc == 0 && json_object_object_get_ex(root, "after", &after) && after != NULL) {
 		if (!json_object_is_type(after, json_type_object))
 			rc = -1;
 		else
-			rc = read_images(m, after, 1);
+			rc = read_images(m, after, 1, 0);
 		m->has_after = 1;
 	}
+	if (rc == 0 && m->has_after && json_object_object_get_ex(root, "after_text", &after) &&
+	    after != NULL)
+		rc = json_object_is_type(after, json_type_object) ? read_images(m, after, 1, 1) : -1;
 done:
 	free(id);
 	json_object_put(root);
@@ -345,19 +365,71 @@ done:
 	return 0;
 }
 
-static void images_json(faucet_buf *b, const run_marker *m, int after)
+/* How deeply a value's containers nest (0 for a scalar). */
+static size_t json_depth(const char *p, size_t len)
 {
+	size_t depth = 0, max = 0;
+	int in_string = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = 0;
+		} else if (c == '"') {
+			in_string = 1;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max)
+				max = depth;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return max;
+}
+
+/* A marker nests each image two levels down ({"before": {key: image}}), so
+ * an image as deep as a value may be (json-c's limit) would make the marker
+ * too deep to store.  Such an image is kept as its JSON text instead, in
+ * "before_text" / "after_text"; every other image is embedded as is. */
+static int too_deep(const faucet_value *v)
+{
+	return v != NULL && json_depth(faucet_value_json(v), faucet_value_len(v)) + 2 >
+				    FAUCET_JSON_MAX_DEPTH;
+}
+
+static void images_json(faucet_buf *b, const run_marker *m, int after, int as_text)
+{
+	size_t n = 0;
+
 	(void)faucet_buf_putc(b, '{');
 	for (size_t i = 0; i < m->count; i++) {
 		const faucet_value *v = after ? m->items[i].after : m->items[i].before;
 
-		if (i > 0)
+		if (too_deep(v) != as_text)
+			continue;
+		if (n++ > 0)
 			(void)faucet_buf_putc(b, ',');
 		run__json_string(b, m->items[i].key);
 		(void)faucet_buf_putc(b, ':');
-		(void)faucet_buf_puts(b, v ? faucet_value_json(v) : "null");
+		if (as_text)
+			run__json_string(b, faucet_value_json(v));
+		else
+			(void)faucet_buf_puts(b, v ? faucet_value_json(v) : "null");
 	}
 	(void)faucet_buf_putc(b, '}');
+}
+
+static int any_too_deep(const run_marker *m, int after)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		if (too_deep(after ? m->items[i].after : m->items[i].before))
+			return 1;
+	}
+	return 0;
 }
 
 int run__marker_value(const run_marker *m, faucet_value **out)
@@ -368,10 +440,18 @@ int run__marker_value(const run_marker *m, faucet_value **out)
 	(void)faucet_buf_puts(&b, "{\"version\":1,\"run\":");
 	run__json_string(&b, m->run);
 	(void)faucet_buf_puts(&b, ",\"before\":");
-	images_json(&b, m, 0);
+	images_json(&b, m, 0, 0);
+	if (any_too_deep(m, 0)) {
+		(void)faucet_buf_puts(&b, ",\"before_text\":");
+		images_json(&b, m, 0, 1);
+	}
 	if (m->has_after) {
 		(void)faucet_buf_puts(&b, ",\"after\":");
-		images_json(&b, m, 1);
+		images_json(&b, m, 1, 0);
+		if (any_too_deep(m, 1)) {
+			(void)faucet_buf_puts(&b, ",\"after_text\":");
+			images_json(&b, m, 1, 1);
+		}
 	}
 	(void)faucet_buf_putc(&b, '}');
 	if (b.failed) {

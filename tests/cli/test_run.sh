@@ -230,4 +230,31 @@ expect_out_contains "s::default" "state show shows the bookmark"
 run state show s --all --json
 expect_out_contains "s::default::__rollback__" "state show --all shows bookkeeping"
 
+# ---- bookkeeping is never exported, copied, imported or replaced away ----
+run state export s
+expect_rc 0 "export of a pipeline with runs"
+expect_json "list(d['keys']) == ['s::default']" "the export holds the bookmark only"
+printf '%s\n' "$OUT" > s.json
+run state copy s --to file:$PWD/copy --json
+expect_json "d['written'] == ['s::default']" "copy writes the bookmark only"
+run state list --all --state file:$PWD/copy
+expect_out_lacks "__lease__" "no lease is copied"
+expect_out_contains "s::__status__" "the copy is a pipeline-level run of the destination"
+run state import s.json --replace --json
+expect_json "d['deleted'] == [] and d['written'] == ['s::default']" "import --replace deletes no bookkeeping"
+run state get s::default::__status__
+expect_json "len(d['runs']) >= 4" "the history survives import --replace"
+printf '{"version":1,"pipeline":"s","keys":{"s::default":{"pos":8},"s::default::__status__":{"version":1,"runs":[]}}}' > withbk.json
+run state import withbk.json --json
+expect_json "d['written'] == ['s::default']" "bookkeeping keys in a document are not imported"
+run state get s::default::__status__
+expect_json "len(d['runs']) >= 4" "the history was not overwritten"
+run state get s::default
+expect_out '{"pos":8}' "the import wrote the bookmark"
+run state undo s
+expect_rc 0 "undo the import (a pipeline-level run)"
+expect_out "restored s::default" "the import's key is restored"
+run state get s::default
+expect_out '{"pos":3}' "the bookmark is back"
+
 finish

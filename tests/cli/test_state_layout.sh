@@ -88,7 +88,8 @@ expect_out "" "empty namespace shows nothing when piped"
 # export: the version-1 document with exactly the namespace's keys.
 run state export --state $S pipe
 expect_rc 0 "export of the original layout"
-expect_json 'd["version"] == 1 and d["pipeline"] == "pipe" and len(d["keys"]) == 6' "export document"
+expect_json 'd["version"] == 1 and d["pipeline"] == "pipe" and len(d["keys"]) == 4' "export document"
+expect_json 'not [k for k in d["keys"] if "__lease__" in k or "__status__" in k]' "run bookkeeping is never exported (SPEC section 8)"
 expect_json 'd["keys"]["'"$long_key"'"] == {"long": True}' "export includes the hashed long key"
 expect_json 'd["keys"]["pipe::backfill::h1::20260101T000000Z"] == 0.1' "export value"
 expect_json 'd["exported_at"].endswith("+00:00") and d["exported_at"][10] == "T"' "exported_at is RFC 3339 UTC"
