@@ -463,6 +463,19 @@ static int dead_run_keys(faucet_run *r, const char *dead, faucet_strarray *keys,
 	return rc;
 }
 
+static int check_index(faucet_run *r)
+{
+	faucet_value *v = NULL;
+	faucet_strarray runs = {0};
+	int rc = faucet_store_get(r->s, r->index_key, &v);
+
+	if (rc == 0)
+		rc = run__index_parse(v, r->index_key, &runs);
+	faucet_strarray_dispose(&runs);
+	faucet_value_free(v);
+	return rc;
+}
+
 int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 		     const faucet_run_options *opts)
 {
@@ -494,6 +507,12 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 		rc = FAUCET_ENOMEM;
 		goto fail;
 	}
+	/* Every bookkeeping document this run will update must be ours before
+	 * anything is written: the index is updated only at the end, and
+	 * finding someone else's data there then would leave a half-recorded
+	 * run. */
+	if ((rc = check_index(r)) != 0)
+		goto fail;
 	if (!opts->pipeline_level && !opts->no_lease) {
 		if ((r->holder = lease_holder()) == NULL) {
 			rc = FAUCET_ENOMEM;

@@ -78,6 +78,21 @@ wait $WAITER
 RC=$?; expect_rc 0 "--wait took the lease once it was released"
 if [ "$(cat waited.out)" = waited ]; then pass; else fail "the waiting run ran its command"; fi
 
+# ---- the lease is renewed while the command runs ----
+"$FAUCET_BIN" run --pipeline p --row renew --lease-ttl 1s -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>renew.err &
+HOLDER=$!
+read -r _ < ready
+exp() { "$FAUCET_BIN" lock list p --json | J "[l['expires_at'] for l in d if l['key']=='p::renew::__lease__'][0]"; }
+first=$(exp)
+renewed=0
+for _ in $(seq 500); do
+	[ "$(exp)" -gt "$first" ] && { renewed=1; break; }
+done
+if [ $renewed = 1 ]; then pass; else fail "the lease's expiry moves forward while the command runs"; fi
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 0 "a run longer than its TTL keeps its lease and ends ok"
+
 # ---- signals: SIGTERM sent to faucet reaches the command, exit 128+15 ----
 "$FAUCET_BIN" run --pipeline p --row sig -- sh -c 'trap "exit 7" TERM; echo up > ready; while :; do read x < hold; done' >/dev/null 2>sig.err &
 PID=$!

@@ -706,7 +706,14 @@ static void foreign_json_in_bookkeeping_keys_is_refused_and_nothing_written(void
 	tu_assert_value(s, "p::r2::__lease__", "[1,2]");
 	tu_assert_value(s, "p::r2::__status__", NULL);
 
-	/* A run cannot write bookkeeping keys. */
+	tu_put(s, "p::r4::__rollback__", "{\"version\":1,\"runs\":\"nope\"}");
+	o.row = "r4";
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), FAUCET_ERROR);
+	tu_assert_error_contains("p::r4::__rollback__");
+	tu_assert_value(s, "p::r4::__lease__", NULL);
+	tu_assert_value(s, "p::r4::__status__", NULL);
+
+		/* A run cannot write bookkeeping keys. */
 	r = begin(s, "r3");
 	{
 		faucet_value *v = tu_v("{}");
