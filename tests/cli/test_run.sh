@@ -31,6 +31,22 @@ expect_rc 3 "the command's exit status is faucet's"
 run state get p::r2::__status__
 expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status'] == 3 and d['runs'][0]['message'] == 'exit status 3'" "a failed run is recorded"
 
+# ---- -c FILE: the pipeline's name and store come from the config ----
+cat > pipe.yaml <<'YAML'
+name: cfgpipe
+state:
+  type: file
+  config:
+    path: cfgstate
+YAML
+(unset FAUCET_STATE; "$FAUCET_BIN" run -c pipe.yaml -- sh -c 'printf "%s\n" "$FAUCET_CONFIG" "$FAUCET_STATE_KEY" "${FAUCET_STATE:-none}" > cfgenv') 2>/dev/null
+RC=$?; expect_rc 0 "a run from a config"
+if [ "$(sed -n 1p cfgenv)" = "$PWD/pipe.yaml" ]; then pass; else fail "the command gets the config's absolute path: $(sed -n 1p cfgenv)"; fi
+if [ "$(sed -n 2p cfgenv)" = "cfgpipe::default" ]; then pass; else fail "the pipeline comes from the config's name"; fi
+if [ "$(sed -n 3p cfgenv)" = "none" ]; then pass; else fail "FAUCET_STATE is not set beside FAUCET_CONFIG"; fi
+run --state file:cfgstate state get cfgpipe::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok'" "the run is recorded in the config's store"
+
 # ---- bad input writes nothing ----
 before=$(snapshot st)
 run run --pipeline p -- no-such-command-here
@@ -230,6 +246,14 @@ FAUCET_RUN_ID=20200101T000000.000Z-abcdef FAUCET_RUN_PIPELINE=w run state put w:
 expect_rc 1 "a write naming a run that holds no lease"
 run state get w::default
 expect_out '{"v":1}' "nothing written for a stale FAUCET_RUN_ID"
+
+# ---- an encrypted store: the command inherits the key's variable name ----
+export RUNKEY=correct-horse-battery-staple
+run --state file:$PWD/enc --encryption-key-env RUNKEY run --pipeline e -- sh -c 'printf "%s\n" "$FAUCET_ENCRYPTION_KEY_ENV" > keyenv; "$F" state put e::default 1'
+expect_rc 0 "a run on an encrypted store whose command writes"
+if [ "$(cat keyenv)" = RUNKEY ]; then pass; else fail "FAUCET_ENCRYPTION_KEY_ENV names the key's variable"; fi
+if [ "$(head -c 4 enc/e%3A%3Adefault.json)" = FCT1 ]; then pass; else fail "the command's write is sealed"; fi
+expect_err_lacks "$RUNKEY" "the key never appears"
 
 # ---- bookkeeping is hidden from list/show unless --all ----
 run state list
