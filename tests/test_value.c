@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "store/value_internal.h"
 
 static void assert_round_trip(const char *json, const char *want)
 {
@@ -201,13 +202,128 @@ static void equality_is_structural(void **state)
 	assert_false(faucet_value_equal(a, c));
 	assert_false(faucet_value_equal(a, NULL));
 	assert_true(faucet_value_equal(NULL, NULL));
-	/* As in the original: an integer and a float are different values. */
-	assert_false(faucet_value_equal(one, one_f));
+	/* SPEC section 2: numbers by value, whatever the spelling. */
+	assert_true(faucet_value_equal(one, one_f));
 	faucet_value_free(a);
 	faucet_value_free(b);
 	faucet_value_free(c);
 	faucet_value_free(one);
 	faucet_value_free(one_f);
+}
+
+static void assert_equal_values(const char *x, const char *y, int want)
+{
+	faucet_value *a = tu_v(x), *b = tu_v(y);
+
+	/* Equality is symmetric, whichever side is compared first. */
+	if (faucet_value_equal(a, b) != want || faucet_value_equal(b, a) != want)
+		fail_msg("%s %s %s", x, want ? "should equal" : "should differ from", y);
+	faucet_value_free(a);
+	faucet_value_free(b);
+}
+
+/* SPEC section 2: numbers compare by their exact decimal value - never
+ * through a double - whatever the spelling or the json-c type. */
+static void numbers_compare_by_exact_decimal_value(void **state)
+{
+	(void)state;
+	assert_equal_values("1200", "1200.0", 1);
+	assert_equal_values("1200", "1.2e3", 1);
+	assert_equal_values("1200.0", "1.2E+3", 1);
+	assert_equal_values("1200", "12000e-1", 1);
+	assert_equal_values("1200", "0.0012e6", 1);
+	assert_equal_values("0.5", "5e-1", 1);
+	assert_equal_values("0.5", "50E-2", 1);
+	assert_equal_values("-12.50", "-1.25e1", 1);
+	assert_equal_values("1200", "1201", 0);
+	assert_equal_values("1200", "120", 0);
+	assert_equal_values("1200", "12", 0);
+	assert_equal_values("1200", "-1200", 0);
+	assert_equal_values("0.5", "0.05", 0);
+	assert_equal_values("1.5", "15", 0);
+	/* Beyond 2^53 a double cannot tell these apart; the values differ. */
+	assert_equal_values("9007199254740993", "9007199254740992", 0);
+	assert_equal_values("9007199254740993", "9007199254740992.0", 0);
+	assert_equal_values("9007199254740993", "9.007199254740993e15", 1);
+	assert_equal_values("9007199254740993.0", "9007199254740992.0", 0);
+	/* The whole json-c range: uint64 above INT64_MAX, int64 below zero. */
+	assert_equal_values("18446744073709551615", "18446744073709551615", 1);
+	assert_equal_values("18446744073709551615", "18446744073709551614", 0);
+	assert_equal_values("18446744073709551615", "1.8446744073709551615e19", 1);
+	assert_equal_values("18446744073709551615", "1.8446744073709551616e19", 0);
+	assert_equal_values("18446744073709551615", "9223372036854775807", 0);
+	assert_equal_values("9223372036854775808", "9223372036854775807", 0);
+	assert_equal_values("9223372036854775807", "9223372036854775807.0", 1);
+	assert_equal_values("-9223372036854775808", "-9.223372036854775808e18", 1);
+	assert_equal_values("-9223372036854775808", "9223372036854775808", 0);
+	/* Exact decimals: the double nearest 0.1 is not 0.1. */
+	assert_equal_values("0.1", "0.10000000000000001", 0);
+	assert_equal_values("0.1", "0.100", 1);
+	assert_equal_values("0.30000000000000004", "0.3", 0);
+	/* Zero has no sign as a value. */
+	assert_equal_values("-0", "0", 1);
+	assert_equal_values("-0.0", "0", 1);
+	assert_equal_values("0e5", "-0.000E-7", 1);
+	assert_equal_values("0", "1e-300", 0);
+	/* Exponents longer than an int64: compared digit by digit. */
+	assert_equal_values("1e-100000000000000000000", "10e-100000000000000000001", 1);
+	assert_equal_values("1e-100000000000000000000", "1e-100000000000000000001", 0);
+	assert_equal_values("1e-100000000000000000000", "0.1e-99999999999999999999", 1);
+	assert_equal_values("1e-100000000000000000000", "1e-000000000000000000000100000000000000000000",
+			    1);
+	assert_equal_values("1e-99999999999999999999", "1000e-100000000000000000002", 1);
+	assert_equal_values("1e-99999999999999999999", "1e-99", 0);
+	assert_equal_values("0e99999999999999999999", "0", 1);
+	/* Inside structures, with members in any order. */
+	assert_equal_values("{\"a\":1.0,\"b\":[2e0]}", "{\"b\":[2],\"a\":1}", 1);
+	assert_equal_values("{\"a\":1.0,\"b\":[2e0]}", "{\"b\":[2],\"a\":1.5}", 0);
+	assert_equal_values("[1,2.0]", "[2,1]", 0);
+	assert_equal_values("[1,2.0]", "[1.0,2]", 1);
+	/* A number is never a string, a boolean or null. */
+	assert_equal_values("1", "\"1\"", 0);
+	assert_equal_values("1", "true", 0);
+	assert_equal_values("0", "false", 0);
+	assert_equal_values("0", "null", 0);
+	assert_equal_values("{\"a\":0}", "{\"b\":0}", 0);
+}
+
+static void assert_canonical(const char *json, const char *want, int64_t lowest,
+			     int64_t highest)
+{
+	faucet_value *v = tu_v(json), *c = NULL;
+	int64_t lo = 0, hi = 0;
+
+	if (faucet_value__canonical_numbers(v, &c, &lo, &hi) != 0)
+		fail_msg("%s: %s", json, faucet_error_last()->message);
+	assert_string_equal(faucet_value_json(c), want);
+	if (lo != lowest || hi != highest)
+		fail_msg("%s: places [%lld, %lld], expected [%lld, %lld]", json, (long long)lo,
+			 (long long)hi, (long long)lowest, (long long)highest);
+	assert_true(faucet_value_equal(v, c));
+	faucet_value_free(c);
+	faucet_value_free(v);
+}
+
+/* The canonical spelling PostgreSQL's compare-and-put sends: the same
+ * value in significant digits only, and the places its digits span. */
+static void numbers_have_one_canonical_spelling(void **state)
+{
+	(void)state;
+	assert_canonical("1200", "1.2e3", 2, 3);
+	assert_canonical("1200.0", "1.2e3", 2, 3);
+	assert_canonical("0.00120", "1.2e-3", -4, -3);
+	assert_canonical("-7", "-7e0", 0, 0);
+	assert_canonical("[0,-0.0,0e-2000000000]", "[0,0,0]", INT64_MAX, INT64_MIN);
+	assert_canonical("10e-16384", "1e-16383", -16383, -16383);
+	assert_canonical("18446744073709551615", "1.8446744073709551615e19", 0, 19);
+	/* Strings, names and literals stay as they are, escapes included. */
+	assert_canonical("{\"n1\":[1.50,\"2.50\\\"1\",true,null],\"\\u00e9\":{}}",
+			 "{\"n1\":[1.5e0,\"2.50\\\"1\",true,null],\"\xc3\xa9\":{}}", -1, 0);
+	assert_canonical("\"\"", "\"\"", INT64_MAX, INT64_MIN);
+	/* An exponent beyond an int64 stays as written; its place saturates. */
+	assert_canonical("[1e-100000000000000000000,2]", "[1e-100000000000000000000,2e0]",
+			 INT64_MIN, 0);
+	assert_canonical("[0e+100000000000000000000]", "[0]", INT64_MAX, INT64_MIN);
 }
 
 /* The tree behind a value is built on first use; many threads comparing
@@ -268,6 +384,8 @@ int main(void)
 		cmocka_unit_test(nesting_limit_is_exact),
 		cmocka_unit_test(duplicate_names_are_found_in_any_object),
 		cmocka_unit_test(equality_is_structural),
+		cmocka_unit_test(numbers_compare_by_exact_decimal_value),
+		cmocka_unit_test(numbers_have_one_canonical_spelling),
 		cmocka_unit_test(shared_values_compare_from_many_threads),
 		cmocka_unit_test(references_are_counted),
 	};

@@ -37,8 +37,12 @@ const char *faucet_value_json(const faucet_value *v);
 size_t faucet_value_len(const faucet_value *v);
 
 /* Whether two values are equal as JSON values: objects compare by member set
- * ({"a":1,"b":2} equals {"b":2,"a":1}), numbers by value.  NULL equals only
- * NULL (NULL stands for "no entry"). */
+ * ({"a":1,"b":2} equals {"b":2,"a":1}), arrays in order, numbers by exact
+ * decimal value whatever the spelling (1200, 1200.0 and 1.2e3 are equal, so
+ * are -0 and 0; 9007199254740993 differs from 9007199254740992 and 0.1 from
+ * 0.10000000000000001: never through a double).  NULL equals only NULL
+ * (NULL stands for "no entry").  Every store's compare-and-put and
+ * compare-and-delete follow this rule. */
 int faucet_value_equal(const faucet_value *a, const faucet_value *b);
 
 /* Take one more reference to v (returns v).  NULL is passed through. */

@@ -278,11 +278,15 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, NULL, 1, &w);
+	faucet_warning_clear();
 	if (rc == 0 && (w.run ? faucet_run_delete(w.run, key) : faucet_store_delete(s, key)) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);
 		if (w.run != NULL && !w.joined)
 			(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, "the delete failed");
 	} else if (rc == 0) {
+		if (faucet_warning_last() != NULL) /* e.g. a lock file left behind */
+			(void)cli_error(0, "warning: state delete '%s': %s", key,
+					faucet_warning_last());
 		rc = cli_write_run_end(&w, 1, NULL);
 	}
 	faucet_store_free(s);

@@ -17,9 +17,16 @@
  * a stored bookmark costs one checking pass, not a parse.  Other texts are
  * parsed at once, since their stored form is json-c's rendering.  Parsed
  * doubles keep their source text (json-c's double_s), so 0.1 stays 0.1.
+ *
+ * Equality is of JSON values (SPEC section 2), on the trees: member order
+ * does not matter, and numbers compare by exact decimal value - their
+ * written text normalised to sign, significant digits and scale - never
+ * through a double.  Equal texts short-cut it with one memcmp.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +257,242 @@ size_t faucet_value_len(const faucet_value *v)
 	return v->len;
 }
 
+/* ---- equality (SPEC section 2) ----------------------------------------
+ *
+ * Two values are equal when they are the same JSON value: object members
+ * in any order, arrays in order, and numbers by their exact decimal value,
+ * whatever the spelling - 1200, 1200.0 and 1.2e3 are one number, and so
+ * are -0 and 0.  Numbers are never compared through a double: that would
+ * make 9007199254740993 equal 9007199254740992 and 0.1 equal
+ * 0.10000000000000001, and a compare-and-put would overwrite a value it was
+ * not given.  The exact decimal value is what PostgreSQL's JSONB equality
+ * (numeric) compares too, so every backend answers alike.
+ */
+
+/* A number as sign, significant digits and the place of the first one:
+ * value = sign * d1.d2...dn * 10^(exp + adjust).  The exponent is kept as
+ * its digits, since JSON allows 1e-000000000000000000000042. */
+typedef struct {
+	const char *mant; /* the digits before any exponent, '.' included */
+	size_t int_len;   /* digits before the '.' (or all of them) */
+	size_t first, last; /* first and last non-zero digit, '.' not counted */
+	int zero, negative;
+	const char *exp; /* exponent digits, leading zeros dropped */
+	size_t exp_len;
+	int exp_negative;
+	int64_t adjust; /* int_len - 1 - first: the place of digit `first` */
+} decimal;
+
+static int is_digit_char(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Digit i of the mantissa, skipping the '.', which sits at int_len. */
+static char digit_at(const decimal *d, size_t i)
+{
+	return i < d->int_len ? d->mant[i] : d->mant[i + 1];
+}
+
+/* Split the JSON number at p (already checked, or printed by us; it ends
+ * at the first byte that cannot continue it) into d.  Returns its end. */
+static const char *decimal_read(const char *p, decimal *d)
+{
+	size_t n = 0;
+	int point = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->zero = 1;
+	if (*p == '-') {
+		d->negative = 1;
+		p++;
+	}
+	d->mant = p;
+	for (; is_digit_char(*p) || *p == '.'; p++) {
+		if (*p == '.') {
+			point = 1;
+			continue;
+		}
+		if (*p != '0') {
+			if (d->zero)
+				d->first = n;
+			d->zero = 0;
+			d->last = n;
+		}
+		n++;
+		if (!point)
+			d->int_len = n;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			d->exp_negative = *p++ == '-';
+		while (*p == '0')
+			p++;
+		d->exp = p;
+		while (is_digit_char(*p))
+			p++;
+		d->exp_len = (size_t)(p - d->exp);
+	}
+	d->adjust = (int64_t)d->int_len - 1 - (int64_t)d->first;
+	return p;
+}
+
+#define SHORT_EXPONENT 18 /* digits an int64 holds with room for adjust */
+
+static int64_t exponent_value(const decimal *d)
+{
+	int64_t e = 0;
+
+	for (size_t i = 0; i < d->exp_len; i++)
+		e = e * 10 + (d->exp[i] - '0');
+	return d->exp_negative ? -e : e;
+}
+
+/* Whether the first significant digits of a and b sit at the same place.
+ * The usual exponents fit an int64.  An exponent of more than 18 digits
+ * is compared digit by digit: a's scale equals b's when |a.exp| equals
+ * |b.exp| + delta, where delta (the difference of the adjusts, below
+ * 2^32) is far smaller than such an exponent, so the sum keeps its sign. */
+static int scale_equal(const decimal *a, const decimal *b)
+{
+	const decimal *t;
+	int64_t carry;
+	size_t longest;
+
+	if (a->exp_len <= SHORT_EXPONENT && b->exp_len <= SHORT_EXPONENT)
+		return exponent_value(a) + a->adjust == exponent_value(b) + b->adjust;
+	if (b->exp_len <= SHORT_EXPONENT) {
+		t = a;
+		a = b;
+		b = t;
+	}
+	if (a->exp_negative != b->exp_negative)
+		return 0;
+	carry = b->adjust - a->adjust;
+	if (b->exp_negative)
+		carry = -carry;
+	longest = a->exp_len > b->exp_len ? a->exp_len : b->exp_len;
+	/* Add carry to b's exponent from its last digit up, matching a's
+	 * digits as they come.  A carry of fewer than 11 digits is spent
+	 * within 11 places of the longer exponent's end. */
+	for (size_t i = 0; i < longest + 12; i++) {
+		int64_t sum = carry + (i < b->exp_len ? b->exp[b->exp_len - 1 - i] - '0' : 0);
+		int64_t digit = ((sum % 10) + 10) % 10;
+		int64_t want = i < a->exp_len ? a->exp[a->exp_len - 1 - i] - '0' : 0;
+
+		if (digit != want)
+			return 0;
+		carry = (sum - digit) / 10;
+	}
+	return carry == 0;
+}
+
+static int decimal_equal(const char *ta, const char *tb)
+{
+	decimal a, b;
+
+	if (strcmp(ta, tb) == 0)
+		return 1;
+	(void)decimal_read(ta, &a);
+	(void)decimal_read(tb, &b);
+	if (a.zero || b.zero)
+		return a.zero && b.zero; /* -0 and 0e5 are 0 */
+	if (a.negative != b.negative || a.last - a.first != b.last - b.first)
+		return 0;
+	for (size_t i = 0; i <= a.last - a.first; i++) {
+		if (digit_at(&a, a.first + i) != digit_at(&b, b.first + i))
+			return 0;
+	}
+	return scale_equal(&a, &b);
+}
+
+/* A number node's decimal text: a parsed double keeps its source text as
+ * json-c's userdata (json_object_new_double_s); a double the library built
+ * has none and is written with 17 digits, as json-c prints it; an integer
+ * is exact in int64 or uint64 (json-c keeps which: get_int64 clamps a
+ * uint64 above INT64_MAX to INT64_MAX). */
+static const char *number_text(json_object *o, char *buf, size_t size)
+{
+	if (json_object_is_type(o, json_type_double)) {
+		const char *source = json_object_get_userdata(o);
+
+		if (source != NULL)
+			return source;
+		(void)snprintf(buf, size, "%.17g", json_object_get_double(o));
+	} else if (json_object_get_int64(o) == INT64_MAX) {
+		(void)snprintf(buf, size, "%" PRIu64, json_object_get_uint64(o));
+	} else {
+		(void)snprintf(buf, size, "%" PRId64, json_object_get_int64(o));
+	}
+	return buf;
+}
+
+static int is_number(json_object *o)
+{
+	return json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double);
+}
+
+static int numbers_equal(json_object *a, json_object *b)
+{
+	char ba[32], bb[32];
+
+	if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int)) {
+		int64_t ia = json_object_get_int64(a), ib = json_object_get_int64(b);
+
+		if (ia == INT64_MAX && ib == INT64_MAX)
+			return json_object_get_uint64(a) == json_object_get_uint64(b);
+		return ia == ib;
+	}
+	return decimal_equal(number_text(a, ba, sizeof(ba)), number_text(b, bb, sizeof(bb)));
+}
+
+/* Structural equality of two read-only trees; the checker bounds the
+ * nesting, so the recursion is at most FAUCET_JSON_MAX_DEPTH deep. */
+static int tree_equal(json_object *a, json_object *b)
+{
+	if (a == b)
+		return 1;
+	if (is_number(a) && is_number(b))
+		return numbers_equal(a, b);
+	if (json_object_get_type(a) != json_object_get_type(b))
+		return 0;
+	switch (json_object_get_type(a)) {
+	case json_type_boolean:
+		return json_object_get_boolean(a) == json_object_get_boolean(b);
+	case json_type_string:
+		return json_object_get_string_len(a) == json_object_get_string_len(b) &&
+		       memcmp(json_object_get_string(a), json_object_get_string(b),
+			      (size_t)json_object_get_string_len(a)) == 0;
+	case json_type_array: {
+		size_t n = json_object_array_length(a);
+
+		if (n != json_object_array_length(b))
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!tree_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i)))
+				return 0;
+		}
+		return 1;
+	}
+	case json_type_object: {
+		/* Names are unique (the checker refuses duplicates), so equal
+		 * counts and every member of a found equal in b is equality. */
+		if (json_object_object_length(a) != json_object_object_length(b))
+			return 0;
+		json_object_object_foreach(a, name, member) {
+			json_object *other;
+
+			if (!json_object_object_get_ex(b, name, &other) || !tree_equal(member, other))
+				return 0;
+		}
+		return 1;
+	}
+	default: /* null (a NULL tree, caught by a == b), or a type we never build */
+		return 0;
+	}
+}
+
 int faucet_value_equal(const faucet_value *a, const faucet_value *b)
 {
 	json_object *ta, *tb;
@@ -258,14 +501,92 @@ int faucet_value_equal(const faucet_value *a, const faucet_value *b)
 		return 1;
 	if (a == NULL || b == NULL)
 		return 0;
+	/* Equal texts are equal values: the usual answer, one memcmp. */
 	if (a->len == b->len && memcmp(a->text, b->text, a->len) == 0)
 		return 1;
 	/* Unequal texts may still be equal values ({"a":1,"b":2} and
-	 * {"b":2,"a":1}).  A tree that cannot be built (out of memory) makes
-	 * the values unequal, the answer that never overwrites anything. */
+	 * {"b":2,"a":1}, 1200 and 1.2e3).  A tree that cannot be built (out of
+	 * memory) makes the values unequal, the answer that never overwrites
+	 * anything. */
 	if (faucet_value__tree(a, &ta) != 0 || faucet_value__tree(b, &tb) != 0)
 		return 0;
-	return json_object_equal(ta, tb);
+	return tree_equal(ta, tb);
+}
+
+/* Append one number of a canonical text - 0, or [-]d[.ddd]e[-]N with only
+ * significant digits - and widen [*lowest, *highest] to its digits'
+ * places.  An exponent too long for an int64 is copied as written and its
+ * place saturates.  An append that fails marks out failed, which the
+ * caller checks once. */
+static void canonical_number(faucet_buf *out, const char *p, const char **end,
+			     int64_t *lowest, int64_t *highest)
+{
+	decimal d;
+	int64_t top, bottom;
+
+	*end = decimal_read(p, &d);
+	if (d.zero) {
+		(void)faucet_buf_putc(out, '0');
+		return;
+	}
+	if (d.exp_len > SHORT_EXPONENT) {
+		if (d.exp_negative)
+			*lowest = INT64_MIN;
+		else
+			*highest = INT64_MAX;
+		(void)faucet_buf_put(out, p, (size_t)(*end - p));
+		return;
+	}
+	top = exponent_value(&d) + d.adjust;
+	bottom = top - (int64_t)(d.last - d.first);
+	if (bottom < *lowest)
+		*lowest = bottom;
+	if (top > *highest)
+		*highest = top;
+	if (d.negative)
+		(void)faucet_buf_putc(out, '-');
+	(void)faucet_buf_putc(out, digit_at(&d, d.first));
+	if (d.last > d.first)
+		(void)faucet_buf_putc(out, '.');
+	for (size_t i = d.first + 1; i <= d.last; i++)
+		(void)faucet_buf_putc(out, digit_at(&d, i));
+	(void)faucet_buf_printf(out, "e%" PRId64, top);
+}
+
+int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, int64_t *lowest,
+				    int64_t *highest)
+{
+	faucet_buf buf = FAUCET_BUF_INIT;
+	const char *p = v->text, *end = v->text + v->len;
+	int rc;
+
+	*out = NULL;
+	*lowest = INT64_MAX;
+	*highest = INT64_MIN;
+	while (p < end) {
+		const char *from = p;
+
+		if (*p == '"') {
+			/* A string, copied as it is: skip to its closing quote. */
+			for (p++; *p != '"'; p++) {
+				if (*p == '\\')
+					p++;
+			}
+			(void)faucet_buf_put(&buf, from, (size_t)(++p - from));
+		} else if (*p == '-' || is_digit_char(*p)) {
+			canonical_number(&buf, p, &p, lowest, highest);
+		} else {
+			(void)faucet_buf_putc(&buf, *p++);
+		}
+	}
+	/* Every append fails once the buffer has: one check covers them. */
+	if (buf.failed || buf.ptr == NULL) {
+		faucet_buf_dispose(&buf);
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory spelling numbers canonically");
+	}
+	rc = faucet_value__parse_at(out, buf.ptr, buf.len, "JSON value");
+	faucet_buf_dispose(&buf);
+	return rc;
 }
 
 faucet_value *faucet_value_ref(faucet_value *v)

@@ -5,6 +5,8 @@
 #ifndef FAUCET_VALUE_INTERNAL_H
 #define FAUCET_VALUE_INTERNAL_H
 
+#include <stdint.h>
+
 #include <json-c/json.h>
 #include <faucet/value.h>
 
@@ -18,5 +20,14 @@ int faucet_value__tree(const faucet_value *v, json_object **out);
 /* Parse like faucet_value_parse, but prefix any error with `where`
  * (a file name, "document") so the message says where the bad JSON was. */
 int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where);
+
+/* v with every number spelt canonically - 0, or [-]d[.ddd]e[-]N with only
+ * significant digits - the same JSON value (faucet_value_equal) in the
+ * fewest digits.  *lowest and *highest are the places (powers of ten) of
+ * the least and most significant non-zero digit among all its numbers
+ * (INT64_MAX and INT64_MIN when it has none; saturated for exponents an
+ * int64 cannot hold), for a backend whose number type has a range. */
+int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, int64_t *lowest,
+				    int64_t *highest);
 
 #endif

@@ -44,6 +44,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
+#include "store/value_internal.h"
 #include "stores/pool.h"
 
 #define PG_DEFAULT_TABLE "faucet_state"
@@ -402,6 +403,29 @@ static int check_jsonb_safe(const pg_store *s, const char *key, const faucet_val
 	return 0;
 }
 
+/* numeric's range, part of its on-disk format: 131072 digits before the
+ * point, 16383 (NUMERIC_DSCALE_MAX) after it. */
+#define PG_NUMERIC_HIGHEST_PLACE 131071
+#define PG_NUMERIC_LOWEST_PLACE (-16383)
+
+/* The expected value as JSONB equality gets it.  JSONB compares numbers by
+ * exact decimal value - SPEC section 2's rule - but numeric refuses some
+ * spellings of values it holds (10e-16384: more than 16383 digits after
+ * the point once trailing zeros count; 0e-2000000000) and every value
+ * beyond its range, with an error where the other stores answer "not
+ * equal".  So the numbers go in their canonical spelling, and a value with
+ * a number numeric cannot hold - which no stored JSONB value can equal -
+ * sets *holdable = 0: the condition does not hold. */
+static int expected_for_jsonb(const faucet_value *expected, faucet_value **out, int *holdable)
+{
+	int64_t lowest, highest;
+	int rc = faucet_value__canonical_numbers(expected, out, &lowest, &highest);
+
+	*holdable = rc == 0 && lowest >= PG_NUMERIC_LOWEST_PLACE &&
+		    highest <= PG_NUMERIC_HIGHEST_PLACE;
+	return rc;
+}
+
 static int bad_stored_value(const pg_store *s, const char *key)
 {
 	char *why = faucet__strdup(faucet_error_last()->message);
@@ -640,23 +664,43 @@ static int pg_compare_and_put(faucet_store_backend *b, const char *key,
 {
 	pg_store *s = (pg_store *)b;
 	pg_args a = {.key = key, .expected = expected, .value = value, .written = written};
+	faucet_value *canonical = NULL;
+	int holdable = 1, rc;
 
 	*written = 0;
 	if (check_jsonb_safe(s, key, value) != 0)
 		return FAUCET_EINVALID;
+	if (expected != NULL) {
+		rc = expected_for_jsonb(expected, &canonical, &holdable);
+		if (rc != 0 || !holdable) {
+			faucet_value_free(canonical);
+			return rc;
+		}
+		a.expected = canonical;
+	}
 	/* Never retried: after a broken connection we cannot know whether the
 	 * write landed, and a second try could report it as not written. */
-	return pg_run(s, op_cas, &a, 0);
+	rc = pg_run(s, op_cas, &a, 0);
+	faucet_value_free(canonical);
+	return rc;
 }
 
 static int pg_compare_and_delete(faucet_store_backend *b, const char *key,
 				 const faucet_value *expected, int *deleted)
 {
-	pg_args a = {.key = key, .expected = expected, .written = deleted};
+	pg_args a = {.key = key, .written = deleted};
+	faucet_value *canonical = NULL;
+	int holdable, rc;
 
 	*deleted = 0;
-	/* Never retried, for the reason compare-and-put is not. */
-	return pg_run((pg_store *)b, op_cad, &a, 0);
+	rc = expected_for_jsonb(expected, &canonical, &holdable);
+	if (rc == 0 && holdable) {
+		a.expected = canonical;
+		/* Never retried, for the reason compare-and-put is not. */
+		rc = pg_run((pg_store *)b, op_cad, &a, 0);
+	}
+	faucet_value_free(canonical);
+	return rc;
 }
 
 static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)

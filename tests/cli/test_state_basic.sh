@@ -144,6 +144,15 @@ run_stdin '{"v":4}' state put --state $S cas::k - --if-equals '{"v":3}'
 expect_rc 0 "compare-and-put with the value on stdin"
 run state get --state $S cas::k
 expect_out '{"v":4}' "stdin compare-and-put wrote"
+# put --help: "number spelling does not matter" - numbers compare by value.
+run state put --state $S cas::n 1200
+run state put --state $S cas::n '"spelt"' --if-equals 1200.0
+expect_rc 0 "--if-equals 1200.0 matches a stored 1200"
+run state get --state $S cas::n
+expect_out '"spelt"' "--if-equals by number value wrote"
+run state put --state $S cas::n 9007199254740992
+run state put --state $S cas::n '"x"' --if-equals 9007199254740993
+expect_rc 3 "--if-equals compares big integers by every digit"
 
 # ---- bad input leaves the store unchanged ----
 before=$(snapshot st)

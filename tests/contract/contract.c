@@ -714,6 +714,119 @@ static void compare_and_delete_removes_only_the_expected_value(void **state)
 	faucet_value_free(v);
 }
 
+/* Spellings PostgreSQL's numeric refuses for values it holds (more than
+ * 16383 digits after the point, trailing zeros included; a huge exponent
+ * on 0) and values beyond its range compare like any other number. */
+static void numbers_beyond_a_spelling_or_range(faucet_store *s)
+{
+	size_t zeros = 20000;
+	char *one = malloc(zeros + 3);
+
+	assert_non_null(one);
+	memcpy(one, "1.", 2);
+	memset(one + 2, '0', zeros);
+	one[zeros + 2] = '\0';
+	tu_put(s, "tiny", "1e-16383");
+	assert_false(tu_cas(s, "tiny", "1e-16384", "\"k\""));
+	assert_false(tu_cas(s, "tiny", "1e-100000000000000000000", "\"k\""));
+	assert_true(tu_cas(s, "tiny", "10e-16384", "\"k\""));
+	tu_assert_value(s, "tiny", "\"k\"");
+	tu_put(s, "zero", "0");
+	assert_false(tu_cas(s, "zero", "1e-16384", "\"l\""));
+	assert_true(tu_cas(s, "zero", "0e-2000000000", "\"l\""));
+	tu_put(s, "one", "1");
+	assert_true(tu_cas(s, "one", one, "\"m\""));
+	tu_assert_value(s, "one", "\"m\"");
+	free(one);
+}
+
+/* SPEC section 2: numbers compare by exact decimal value, whatever the
+ * spelling, and never through a double - here where the backend compares
+ * (PostgreSQL in SQL with JSONB, the others in C).  Each write that should
+ * happen puts a new string, so the read-back proves which one did. */
+static void compare_and_put_compares_numbers_by_value(void **state)
+{
+	faucet_store *s = S(state);
+
+	tu_put(s, "n", "1200");
+	assert_true(tu_cas(s, "n", "1200.0", "\"a\""));
+	tu_put(s, "n", "1200");
+	assert_true(tu_cas(s, "n", "1.2e3", "\"b\""));
+	tu_assert_value(s, "n", "\"b\"");
+	tu_put(s, "n", "1200.0");
+	assert_false(tu_cas(s, "n", "1201", "\"c\""));
+	assert_false(tu_cas(s, "n", "\"1200\"", "\"c\""));
+	assert_true(tu_cas(s, "n", "1200", "\"c\""));
+	tu_assert_value(s, "n", "\"c\"");
+	/* Inside structures, members in any order. */
+	tu_put(s, "obj", "{\"b\":[2],\"a\":1}");
+	assert_false(tu_cas(s, "obj", "{\"a\":1.5,\"b\":[2e0]}", "\"d\""));
+	assert_true(tu_cas(s, "obj", "{\"a\":1.0,\"b\":[2e0]}", "\"d\""));
+	tu_assert_value(s, "obj", "\"d\"");
+	/* Beyond 2^53 every digit counts. */
+	tu_put(s, "big", "9007199254740992");
+	assert_false(tu_cas(s, "big", "9007199254740993", "\"e\""));
+	assert_false(tu_cas(s, "big", "9007199254740993.0", "\"e\""));
+	assert_true(tu_cas(s, "big", "9007199254740992.0", "\"e\""));
+	tu_assert_value(s, "big", "\"e\"");
+	tu_put(s, "max", "18446744073709551615");
+	assert_false(tu_cas(s, "max", "18446744073709551614", "\"f\""));
+	assert_false(tu_cas(s, "max", "1.8446744073709551614e19", "\"f\""));
+	assert_true(tu_cas(s, "max", "18446744073709551615", "\"f\""));
+	tu_put(s, "max", "18446744073709551615");
+	assert_true(tu_cas(s, "max", "1.8446744073709551615e19", "\"g\""));
+	tu_assert_value(s, "max", "\"g\"");
+	/* Exact decimals, not the nearest double. */
+	tu_put(s, "dec", "0.1");
+	assert_false(tu_cas(s, "dec", "0.10000000000000001", "\"h\""));
+	assert_true(tu_cas(s, "dec", "0.100", "\"h\""));
+	tu_assert_value(s, "dec", "\"h\"");
+	/* Zero has no sign as a value. */
+	tu_put(s, "zero", "0");
+	assert_true(tu_cas(s, "zero", "-0", "\"i\""));
+	tu_put(s, "zero", "0");
+	assert_true(tu_cas(s, "zero", "-0.0", "\"j\""));
+	tu_assert_value(s, "zero", "\"j\"");
+	numbers_beyond_a_spelling_or_range(s);
+}
+
+static void compare_and_delete_compares_numbers_by_value(void **state)
+{
+	faucet_store *s = S(state);
+
+	tu_put(s, "n", "1200");
+	assert_false(cad(s, "n", "1201.0"));
+	assert_false(cad(s, "n", "\"1200\""));
+	tu_assert_value(s, "n", "1200");
+	assert_true(cad(s, "n", "1.2e3"));
+	tu_assert_value(s, "n", NULL);
+	tu_put(s, "n", "1200.0");
+	assert_true(cad(s, "n", "1200"));
+	tu_assert_value(s, "n", NULL);
+	tu_put(s, "obj", "{\"b\":[2],\"a\":1}");
+	assert_true(cad(s, "obj", "{\"a\":1.0,\"b\":[2e0]}"));
+	tu_assert_value(s, "obj", NULL);
+	tu_put(s, "big", "9007199254740992");
+	assert_false(cad(s, "big", "9007199254740993"));
+	tu_assert_value(s, "big", "9007199254740992");
+	assert_true(cad(s, "big", "9007199254740992.0"));
+	tu_put(s, "max", "18446744073709551615");
+	assert_false(cad(s, "max", "18446744073709551614"));
+	assert_true(cad(s, "max", "1.8446744073709551615e19"));
+	tu_put(s, "zero", "0");
+	assert_false(cad(s, "zero", "1e-16384"));
+	assert_true(cad(s, "zero", "-0"));
+	tu_put(s, "tiny", "1e-16383");
+	assert_false(cad(s, "tiny", "1e-100000000000000000000"));
+	assert_true(cad(s, "tiny", "10e-16384"));
+	tu_put(s, "zero", "0");
+	assert_true(cad(s, "zero", "0e-2000000000"));
+	tu_assert_value(s, "tiny", NULL);
+	tu_assert_value(s, "big", NULL);
+	tu_assert_value(s, "max", NULL);
+	tu_assert_value(s, "zero", NULL);
+}
+
 /* A token {"n": N} under "token" passes from hand to hand: whoever deletes
  * it with compare-and-delete owns it and puts {"n": N+1} back.  Were the
  * delete not atomic, two takers could own one N, and the wins would add up
@@ -936,7 +1049,7 @@ static void a_second_handle_sees_the_first_ones_writes(void **state)
 static void doctor_probe_passes_and_leaves_no_residue(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_check_context ctx = {5000};
+	faucet_check_context ctx = {.timeout_ms = 5000};
 	faucet_check_report *r = NULL;
 	faucet_strarray keys = {0};
 
@@ -983,6 +1096,10 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(compare_and_put_writes_only_over_the_expected_value,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_compares_json_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_compares_numbers_by_value, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_delete_compares_numbers_by_value, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(put_batch_lands_every_entry_and_checks_keys_first, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_large_batch_lands_whole, setup, teardown),

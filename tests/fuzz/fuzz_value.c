@@ -8,6 +8,9 @@
  *     is byte-for-byte the same (writing a bookmark back never changes it);
  *   - faucet_value_equal is reflexive and agrees both ways between the value
  *     and its re-parse;
+ *   - the value with its numbers spelt canonically (what PostgreSQL's
+ *     compare-and-put sends) is an equal value, and spelling it again
+ *     changes nothing;
  *   - the strict checker never passes what json-c would refuse or alter:
  *     json-c parses every accepted text and prints it back byte for byte
  *     (the library builds json-c's tree only when it needs one, so a
@@ -64,6 +67,29 @@ static void check_reparse(const faucet_value *v)
 	faucet_value_free(again);
 }
 
+static void check_canonical(const faucet_value *v)
+{
+	faucet_value *c = NULL, *again = NULL;
+	int64_t lo, hi, lo2, hi2;
+	int rc = faucet_value__canonical_numbers(v, &c, &lo, &hi);
+
+	if (rc == FAUCET_ENOMEM)
+		return;
+	FUZZ_CHECK(rc == 0, "no canonical spelling of %.200s: %s", faucet_value_json(v),
+		   faucet_error_last()->message);
+	FUZZ_CHECK(faucet_value_equal(v, c) && faucet_value_equal(c, v),
+		   "canonical spelling %.200s is another value than %.200s", faucet_value_json(c),
+		   faucet_value_json(v));
+	rc = faucet_value__canonical_numbers(c, &again, &lo2, &hi2);
+	if (rc == 0)
+		FUZZ_CHECK(strcmp(faucet_value_json(again), faucet_value_json(c)) == 0 &&
+				   lo == lo2 && hi == hi2,
+			   "canonical spelling not stable: %.200s -> %.200s", faucet_value_json(c),
+			   faucet_value_json(again));
+	faucet_value_free(again);
+	faucet_value_free(c);
+}
+
 /* Parse a value whose every string is escaped and compare its text. */
 static void check_canary(void)
 {
@@ -93,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(faucet_value_equal(v, v), "equality not reflexive");
 	check_reparse(v);
+	check_canonical(v);
 	check_json_c_agrees(v);
 	/* A second reference must outlive the first. */
 	faucet_value *ref = faucet_value_ref(v);
