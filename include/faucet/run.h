@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "common.h"
 #include "store.h"
 #include "value.h"
@@ -162,6 +163,28 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 		    faucet_undo_result *result);
 
 void faucet_undo_result_dispose(faucet_undo_result *r);
+
+/* ---- imports recorded as runs ------------------------------------------------- */
+
+#define FAUCET_IMPORT_RUN_HOOK_VERSION 1
+
+/* How faucet_import_file_recorded() gets its run.  begin_run is called once
+ * the document is validated and something will be written, with the
+ * document's pipeline; *run receives the run to write through (recorded,
+ * fenced; the caller ends and frees it) or NULL for plain writes.  An error
+ * from it stops the import before anything is written. */
+typedef struct {
+	unsigned version; /* FAUCET_IMPORT_RUN_HOOK_VERSION */
+	int (*begin_run)(void *ctx, const char *pipeline, faucet_run **run);
+	void *ctx;
+} faucet_import_run_hook;
+
+#define FAUCET_IMPORT_RUN_HOOK_INIT {FAUCET_IMPORT_RUN_HOOK_VERSION, NULL, NULL}
+
+/* faucet_import_file(), its writes and stale deletes made through the run
+ * `hook` supplies (hook NULL = faucet_import_file). */
+int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
+				const faucet_import_run_hook *hook, faucet_import_report *report);
 
 /* ---- reading the history ------------------------------------------------------ */
 

@@ -239,19 +239,11 @@ typedef struct {
 /* Keys per write of a chunked import (one put_batch call each). */
 #define FAUCET_IMPORT_CHUNK 10000
 
-struct faucet_run; /* faucet/run.h */
-
 /* How to import.  Zero-initialise, then set what you need. */
 typedef struct {
 	int replace;     /* also delete the namespace's keys the document lacks */
 	int allow_empty; /* with replace: accept a document without keys (else refused) */
 	int dry_run;     /* report what would be written and deleted; write nothing */
-	/* Record the import as a run (faucet/run.h): called once the document is
-	 * validated, before the first write, with its pipeline; *run receives
-	 * the run to write through (recorded, fenced) or NULL for plain writes.
-	 * A failure stops the import before anything is written.  NULL = none. */
-	int (*begin_run)(void *ctx, const char *pipeline, struct faucet_run **run);
-	void *run_ctx;
 } faucet_import_options;
 
 /* Write the document into `s`.  With `replace`, keys of the namespace that

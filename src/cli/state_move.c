@@ -345,7 +345,7 @@ typedef struct {
 	int begin_rc; /* the exit code of a failed begin (already printed) */
 } import_run;
 
-static int begin_import_run(void *arg, const char *pipeline, struct faucet_run **run)
+static int begin_import_run(void *arg, const char *pipeline, faucet_run **run)
 {
 	import_run *ir = arg;
 
@@ -361,7 +361,7 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 		       const char *source_name, const faucet_import_options *opts,
 		       const char *command, int may_join)
 {
-	faucet_import_options o = *opts;
+	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
 	faucet_import_report report;
 	import_run ir;
 	int rc;
@@ -371,10 +371,10 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 	ir.s = s;
 	ir.command = command;
 	ir.may_join = may_join;
-	o.begin_run = begin_import_run;
-	o.run_ctx = &ir;
+	hook.begin_run = begin_import_run;
+	hook.ctx = &ir;
 	memset(&report, 0, sizeof(report));
-	rc = faucet_import_file(s, in, &o, &report);
+	rc = faucet_import_file_recorded(s, in, opts, &hook, &report);
 	if (rc != 0 && ir.begin_rc != 0) {
 		/* The run could not begin: already said, nothing written. */
 		faucet_import_report_dispose(&report);
@@ -392,7 +392,7 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 	}
 	if (rc != 0) {
 		int usage = report.pipeline == NULL || rc == FAUCET_EINVALID;
-		if (report.pipeline != NULL && rc == FAUCET_EINVALID && o.replace)
+		if (report.pipeline != NULL && rc == FAUCET_EINVALID && opts->replace)
 			rc = cli_fail(CLI_EXIT_USAGE, "%s", source_name);
 		else if (usage)
 			rc = cli_fail(CLI_EXIT_USAGE, "%s is not a usable export document",

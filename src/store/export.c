@@ -859,8 +859,8 @@ typedef int (*import_source)(importer *imp, void *src);
 /* The common part of every import.  Takes `names` (document order, every
  * one already validated, `count` of them) over whatever happens. */
 static int run_import(faucet_store *s, const char *pipeline, char **names, size_t count,
-		      const faucet_import_options *o, import_source source, void *src,
-		      faucet_import_report *r)
+		      const faucet_import_options *o, const faucet_import_run_hook *hook,
+		      import_source source, void *src, faucet_import_report *r)
 {
 	faucet_strarray stale = {NULL, 0};
 	char **sorted = NULL;
@@ -901,8 +901,8 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	/* The caller's run is begun only now, once the document is known to be
 	 * valid and something will be written (an import that writes nothing
 	 * is no run). */
-	if (o->begin_run != NULL && (count > 0 || stale.count > 0) &&
-	    (rc = o->begin_run(o->run_ctx, pipeline, &imp.run)) != 0) {
+	if (hook != NULL && hook->begin_run != NULL && (count > 0 || stale.count > 0) &&
+	    (rc = hook->begin_run(hook->ctx, pipeline, &imp.run)) != 0) {
 		free_names(names, 0, count);
 		r->written.count = 0;
 		faucet_strarray_dispose(&stale);
@@ -985,7 +985,7 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 		rc = copy_names(e, &names, &count);
 	if (rc != 0)
 		return rc;
-	return run_import(s, e->pipeline, names, count, opts ? opts : &none, source_export,
+	return run_import(s, e->pipeline, names, count, opts ? opts : &none, NULL, source_export,
 			  (void *)e, report);
 }
 
@@ -1074,6 +1074,12 @@ static int source_file(importer *imp, void *src)
 int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report)
 {
+	return faucet_import_file_recorded(s, in, opts, NULL, report);
+}
+
+int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
+				const faucet_import_run_hook *hook, faucet_import_report *report)
+{
 	faucet_import_options none = {0};
 	faucet__doc_header h;
 	name_list l = {NULL, 0, 0};
@@ -1083,6 +1089,9 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
+	if (hook != NULL && hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
+		return faucet_error_set(FAUCET_EINVALID, "import run hook version %u is not supported",
+					hook->version);
 	memset(report, 0, sizeof(*report));
 	fs.in = in;
 	fs.start = ftell(in);
@@ -1105,6 +1114,6 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 	}
 	report->pipeline = h.pipeline;
 	free(h.exported_at);
-	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, source_file,
-			  &fs, report);
+	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, hook,
+			  source_file, &fs, report);
 }
