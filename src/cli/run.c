@@ -99,6 +99,7 @@ static int install_signals(int fds[2])
 
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
 		return -1;
+	(void)signal(SIGPIPE, SIG_IGN);
 	self_pipe_wr = fds[1];
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
@@ -402,6 +403,7 @@ static int spawn_command(run_state *st)
 	sigaddset(&dfl, SIGINT);
 	sigaddset(&dfl, SIGTERM);
 	sigaddset(&dfl, SIGCHLD);
+	sigaddset(&dfl, SIGPIPE);
 	sigemptyset(&none);
 	(void)posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	(void)posix_spawnattr_setsigdefault(&at, &dfl);
@@ -435,13 +437,22 @@ done:
 
 /* ---- the loop --------------------------------------------------------------------------------- */
 
+/* A reader that went away (`faucet run --singer ... | head`) must not end
+ * the run half-recorded: SIGPIPE is ignored, and once stdout is closed
+ * the lines are dropped while the states are still captured and stored. */
+static int stdout_gone;
+
 static int emit_stdout(void *ctx, const char *data, size_t len)
 {
 	(void)ctx;
-	while (len > 0) {
+	while (len > 0 && !stdout_gone) {
 		ssize_t n = write(STDOUT_FILENO, data, len);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EPIPE) {
+			stdout_gone = 1;
+			return 0;
+		}
 		if (n < 0)
 			return -1;
 		data += n;

@@ -174,6 +174,13 @@ run state get s::default::__status__
 expect_json "'64 MiB' in d['runs'][0]['message']" "the oversized state line is recorded"
 rm -f huge huge.out
 
+# A reader that goes away does not cut the run short: the state is still stored.
+"$FAUCET_BIN" run --singer --pipeline pipe -- sh -c 'yes log | head -100000; echo "{\"pos\":42}"' 2>pipe.err | head -1 >/dev/null
+run state get pipe::default
+expect_out '{"pos":42}' "the state is stored after stdout's reader left"
+run state get pipe::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok'" "the run is recorded as ok"
+
 # ---- state runs and undo ----
 run state runs s
 expect_rc 0 "state runs"
