@@ -933,6 +933,20 @@ static int edit_end(run_status *st, void *arg)
 			free(target->outcome);
 			target->outcome = o;
 		}
+		/* Earlier undos of the same run that died half-way: this one
+		 * finished their job. */
+		for (size_t i = 0; i < st->count; i++) {
+			run_entry *d = &st->items[i];
+			char *o;
+
+			if (d == e || d->undoes == NULL || strcmp(d->undoes, c->r->undoes) != 0 ||
+			    strcmp(d->outcome, "running") != 0)
+				continue;
+			if ((o = faucet__strdup("abandoned")) == NULL)
+				return FAUCET_ENOMEM;
+			free(d->outcome);
+			d->outcome = o;
+		}
 	}
 	return 0;
 }

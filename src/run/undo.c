@@ -115,6 +115,11 @@ static int undoable(const run_entry *e)
 {
 	if (strcmp(e->outcome, "undone") == 0)
 		return 0;
+	/* An undo that died half-way is not what to undo next: the run it was
+	 * undoing is (still not undone), and undoing that again finishes the
+	 * job the dead undo began. */
+	if (e->undoes != NULL && e->ended_at == NULL)
+		return 0;
 	if (e->keys.count > 0)
 		return 1;
 	return strcmp(e->outcome, "running") == 0 || strcmp(e->outcome, "abandoned") == 0;

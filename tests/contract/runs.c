@@ -555,6 +555,41 @@ static void a_crashed_undo_run_again_finishes_the_job(void **state)
 	tu_assert_value(s, "p::default::b", "1");
 }
 
+/* An undo run that died half-way: `undo` without a run id does not undo the
+ * dead undo but finishes it, and the dead one is then marked abandoned. */
+static void a_dead_undo_run_is_finished_not_undone(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r, *dead = NULL;
+	faucet_undo_result res;
+	char id[FAUCET_RUN_ID_LEN + 1], dead_id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default::a", "1");
+	tu_put(s, "p::default::b", "1");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	run_put(r, "p::default::a", "2");
+	run_put(r, "p::default::b", "2");
+	end_ok(r);
+	/* The undo's process restores a, then dies. */
+	o.no_lease = 1;
+	o.undoes = id;
+	assert_int_equal(faucet_run_begin(&dead, s, "p", &o), 0);
+	snprintf(dead_id, sizeof(dead_id), "%s", faucet_run_id(dead));
+	run_put(dead, "p::default::a", "1");
+	faucet_run_free(dead);
+
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_string_equal(res.run, id);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "1");
+	tu_assert_value(s, "p::default::b", "1");
+	assert_outcome(s, "p::default", id, "undone");
+	assert_outcome(s, "p::default", dead_id, "abandoned");
+}
+
 /* A run whose process is killed mid-run: found abandoned by the next begin
  * once its lease expired; its marker still undoes what it wrote, and a key
  * a later run changed is a conflict. */
@@ -789,6 +824,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(undo_refuses_a_key_changed_since_unless_forced, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_crashed_undo_run_again_finishes_the_job, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_dead_undo_run_is_finished_not_undone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_killed_run_is_abandoned_and_its_marker_undoes_it,
 						setup, teardown),
