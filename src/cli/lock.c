@@ -61,7 +61,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
 	if (prefix == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "lock list");
-	if ((rc = cli_open_store(ctx, &s)) != 0) {
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0) {
 		free(prefix);
 		return rc;
 	}
@@ -158,7 +158,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	if (!is_lease_key(key))
 		return cli_usage_error("lock break", "'%s' is not a lease key (it must end in "
 				       "::__lease__)", key);
-	if ((rc = cli_open_store(ctx, &s)) != 0)
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
 	memset(&l, 0, sizeof(l));
 	if (faucet_store_get(s, key, &v) != 0) {

@@ -178,7 +178,7 @@ int cli_state_runs(cli_context *ctx, int argc, char **argv)
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;
-	if ((rc = cli_open_store(ctx, &s)) != 0)
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
 	if (faucet_run_history_json(s, a.pipeline, a.row, &json) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "state runs %s", a.pipeline);
@@ -251,7 +251,7 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;
-	if ((rc = cli_open_store(ctx, &s)) != 0)
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
 	o.row = a.row;
 	o.run = a.run;

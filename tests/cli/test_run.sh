@@ -276,6 +276,13 @@ expect_out_contains "s::default" "state show shows the bookmark"
 run state show s --all --json
 expect_out_contains "s::default::__rollback__" "state show --all shows bookkeeping"
 
+# ---- reading commands never create a store ----
+for cmd in "state runs p" "state undo p" "lock list" "lock break p::default::__lease__"; do
+	run --state file:$PWD/nowhere $cmd
+	expect_rc 1 "$cmd on a store that does not exist"
+	expect_no_file nowhere "$cmd created no store"
+done
+
 # ---- bookkeeping is never exported, copied, imported or replaced away ----
 run state export s
 expect_rc 0 "export of a pipeline with runs"
