@@ -11,8 +11,7 @@
  *   `faucet run --singer -- cat F`           lines/s and CPU vs `cat F | cat` (>= 100k/s, <= 1.1x)
  *
  * Durable writes drift by 2x within a minute, so plain and in-run writes
- * are measured in alternating blocks and the median of the per-pair ratios
- * is reported, as bench_core does.  The faucet binary is found next to this
+ * are measured alternately, one operation each, and medians compared.  The faucet binary is found next to this
  * program (the build directory) or given as argv[2].
  */
 #ifndef _GNU_SOURCE
@@ -36,8 +35,7 @@
 
 #include "bench.h"
 
-#define BLOCKS 16
-#define BLOCK_OPS 12
+#define WRITE_OPS 120
 #define E2E_RUNS 20
 #define SINGER_LINES 1000000
 
@@ -137,71 +135,56 @@ static void end(faucet_run *r)
 	faucet_run_free(r);
 }
 
-static double time_plain(faucet_store *s, int block, int same, const faucet_value *v)
-{
-	double t0 = bench_now_s();
-
-	for (int i = 0; i < BLOCK_OPS; i++) {
-		char key[64];
-		snprintf(key, sizeof(key), same ? "bench::plain::same" : "bench::plain::k%d_%d", block, i);
-		if (faucet_store_put(s, key, v) != 0)
-			bench_die("plain put");
-	}
-	return (bench_now_s() - t0) / BLOCK_OPS;
-}
-
-/* Per-op time of writes inside one run (begin and end not timed). */
-static double time_in_run(faucet_store *s, int block, int same, const faucet_value *v)
-{
-	faucet_run *r = begin(s, same ? "same" : "first");
-	double t0, t;
-
-	if (same && faucet_run_put(r, "bench::run::same", v) != 0) /* its first write: not timed */
-		bench_die("run put");
-	t0 = bench_now_s();
-	for (int i = 0; i < BLOCK_OPS; i++) {
-		char key[64];
-		snprintf(key, sizeof(key), same ? "bench::run::same" : "bench::run::k%d_%d", block, i);
-		if (faucet_run_put(r, key, v) != 0)
-			bench_die("run put");
-	}
-	t = (bench_now_s() - t0) / BLOCK_OPS;
-	end(r);
-	return t;
-}
-
+/* Op by op, alternating: a plain put and a put inside one run, each of a
+ * new key and of a key written before.  Blocks of one kind after another
+ * showed a bias of their own (the journal's state after the other block's
+ * writes); interleaving single operations cancels it. */
 static void bench_writes(const char *dir)
 {
 	faucet_store *s = NULL;
 	faucet_value *v = bench_json("{\"cursor\":\"2026-11-29T12:00:00Z\",\"offset\":123456789}");
-	double first[BLOCKS], again[BLOCKS], plain_new[BLOCKS], plain_same[BLOCKS];
+	double plain_new[WRITE_OPS], run_new[WRITE_OPS], plain_same[WRITE_OPS], run_same[WRITE_OPS];
+	faucet_run *r;
 
 	if (faucet_store_open_file(&s, dir, NULL) != 0)
 		bench_die("open");
-	for (int b = 0; b < BLOCKS; b++) {
-		/* Alternate which goes first, so that neither always follows the
-		 * other's writes (the journal's state after them). */
-		double p, f, q, g;
-		if (b % 2 == 0) {
-			p = time_plain(s, b, 0, v);
-			f = time_in_run(s, b, 0, v);
-			q = time_plain(s, b, 1, v);
-			g = time_in_run(s, b, 1, v);
-		} else {
-			f = time_in_run(s, b, 0, v);
-			p = time_plain(s, b, 0, v);
-			g = time_in_run(s, b, 1, v);
-			q = time_plain(s, b, 1, v);
-		}
-		plain_new[b] = p;
-		plain_same[b] = q;
-		first[b] = f / p;
-		again[b] = g / q;
+	r = begin(s, "writes");
+	if (faucet_store_put(s, "bench::plain::same", v) != 0 ||
+	    faucet_run_put(r, "bench::run::same", v) != 0)
+		bench_die("first puts");
+	for (int i = 0; i < WRITE_OPS; i++) {
+		char pk[64], rk[64];
+		double t0, t1, t2, t3, t4;
+
+		snprintf(pk, sizeof(pk), "bench::plain::k%d", i);
+		snprintf(rk, sizeof(rk), "bench::run::k%d", i);
+		t0 = bench_now_s();
+		if (faucet_store_put(s, pk, v) != 0)
+			bench_die("plain put");
+		t1 = bench_now_s();
+		if (faucet_run_put(r, rk, v) != 0)
+			bench_die("run put");
+		t2 = bench_now_s();
+		if (faucet_store_put(s, "bench::plain::same", v) != 0)
+			bench_die("plain put");
+		t3 = bench_now_s();
+		if (faucet_run_put(r, "bench::run::same", v) != 0)
+			bench_die("run put");
+		t4 = bench_now_s();
+		plain_new[i] = t1 - t0;
+		run_new[i] = t2 - t1;
+		plain_same[i] = t3 - t2;
+		run_same[i] = t4 - t3;
 	}
-	printf("run: first write of a key in a run    %.2fx a plain put of a new key (%.3f ms; limit 2.1x)\n",
-	       bench_median(first, BLOCKS), bench_median(plain_new, BLOCKS) * 1e3);
-	printf("run: later write of that key          %.3fx a plain put of that key (%.3f ms; limit 1.05x)\n",
-	       bench_median(again, BLOCKS), bench_median(plain_same, BLOCKS) * 1e3);
+	end(r);
+	{
+		double pn = bench_median(plain_new, WRITE_OPS), rn = bench_median(run_new, WRITE_OPS);
+		double ps = bench_median(plain_same, WRITE_OPS), rs = bench_median(run_same, WRITE_OPS);
+		printf("run: first write of a key in a run    %.2fx a plain put of a new key (%.3f vs %.3f ms; limit 2.1x)\n",
+		       rn / pn, rn * 1e3, pn * 1e3);
+		printf("run: later write of that key          %.3fx a plain put of that key (%.3f vs %.3f ms; limit 1.05x)\n",
+		       rs / ps, rs * 1e3, ps * 1e3);
+	}
 	faucet_value_free(v);
 	faucet_store_free(s);
 }
