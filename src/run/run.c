@@ -51,6 +51,9 @@ struct faucet_run {
 	int64_t ttl_s;
 	int joined;
 	faucet_value *marker; /* what we last saw in the marker key (NULL = none yet) */
+	run_marker mcache;    /* `marker` parsed, when mcache_ok: a run's first write of
+			       * a key then costs no re-parse of its own marker */
+	int mcache_ok;
 	faucet_strarray recorded; /* keys with a before-image, sorted */
 	char *undoes;
 	int ended;
@@ -179,6 +182,7 @@ void faucet_run_free(faucet_run *r)
 	free(r->undoes);
 	faucet_value_free(r->lease);
 	faucet_value_free(r->marker);
+	run__marker_dispose(&r->mcache);
 	faucet_strarray_dispose(&r->recorded);
 	free(r);
 }
@@ -724,28 +728,36 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 	}
 	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
 		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
-		run_marker m;
 		int written = 0, changed = 0;
 
-		if (r->joined || attempt > 0) {
-			if ((rc = faucet_store_get(r->s, r->marker_key, &fresh)) != 0)
+		if (r->joined || attempt > 0 || !r->mcache_ok) {
+			if ((r->joined || attempt > 0) &&
+			    (rc = faucet_store_get(r->s, r->marker_key, &fresh)) != 0)
 				break;
-			cur = fresh;
+			if (r->joined || attempt > 0)
+				cur = fresh;
+			run__marker_dispose(&r->mcache);
+			r->mcache_ok = 0;
+			if ((rc = run__marker_parse(cur, r->marker_key, r->id, &r->mcache)) != 0) {
+				faucet_value_free(fresh);
+				break;
+			}
 		}
-		rc = run__marker_parse(cur, r->marker_key, r->id, &m);
+		/* From here the cache is ahead of the store until the write lands. */
+		r->mcache_ok = 0;
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			int added = 0;
 			if (!r->joined && is_recorded(r, keys[i], &at))
 				continue;
-			rc = run__marker_add(&m, keys[i], cur_vals[i], &added);
+			rc = run__marker_add(&r->mcache, keys[i], cur_vals[i], &added);
 			changed |= added;
 		}
-		if (rc == 0 && changed && (rc = run__marker_value(&m, &next)) == 0)
+		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
-		run__marker_dispose(&m);
 		if (rc == 0 && (written || !changed)) {
 			faucet_value_free(r->marker);
 			r->marker = written ? next : faucet_value_ref(cur);
+			r->mcache_ok = 1;
 			next = NULL;
 			for (size_t i = 0; rc == 0 && i < n; i++)
 				rc = remember(r, keys[i]);
