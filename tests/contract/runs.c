@@ -426,9 +426,11 @@ static void a_joined_run_records_into_the_runs_marker(void **state)
 	faucet_run_free(child);
 	assert_int_equal(faucet_run_join(&child, s, "p", NULL, "20260101T000000.000Z-abcdef"),
 			 FAUCET_ELEASELOST);
+	/* The parent's next first write merges with what the child recorded. */
+	run_put(r, "p::default::late", "1");
 	end_ok(r);
 	st = status_of(s, "p::default");
-	assert_int_equal(st.items[0].keys.count, 2);
+	assert_int_equal(st.items[0].keys.count, 3);
 	run__status_dispose(&st);
 	/* Undo restores what the child wrote too, and the parent's before-image wins. */
 	faucet_undo_result res = undo(s, NULL, 0);
@@ -436,6 +438,7 @@ static void a_joined_run_records_into_the_runs_marker(void **state)
 	faucet_undo_result_dispose(&res);
 	tu_assert_value(s, "p::default", "1");
 	tu_assert_value(s, "p::default::side", NULL);
+	tu_assert_value(s, "p::default::late", NULL);
 	faucet_value_free(v);
 }
 
