@@ -24,8 +24,9 @@
  * begin after its lease expired records it as "abandoned", and its marker
  * still undoes what it wrote.
  *
- * Every option struct starts with a version field; initialise it with its
- * _INIT macro so that a later, larger struct is recognised.
+ * A run handle is used by one thread at a time (the store under it may be
+ * shared).  Every option struct starts with a version field; initialise it
+ * with its _INIT macro so that a later, larger struct is recognised.
  */
 #ifndef FAUCET_RUN_H
 #define FAUCET_RUN_H
@@ -103,7 +104,8 @@ int faucet_run_renew(faucet_run *r);
 /* How often faucet_run_renew() should be called: a third of the TTL, in ms. */
 uint64_t faucet_run_renew_interval_ms(const faucet_run *r);
 
-/* The keys this run has changed so far (sorted), as seen by this handle. */
+/* The keys this handle has written so far (sorted); faucet_run_end() records
+ * in the status those whose value actually changed. */
 const faucet_strarray *faucet_run_keys(const faucet_run *r);
 
 typedef enum {
