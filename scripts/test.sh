@@ -37,6 +37,12 @@ if [ "$(command -v python3)" != /usr/bin/python3 ]; then
     'import faucet; s = faucet.open("memory:"); s.put("p::r", 2**64 - 1); assert s.get("p::r") == 2**64 - 1' \
     || status=1
 fi
+# The durability proof must be able to fail: every fsync removed, every
+# directory sync dropped, the temp file synced after its rename, SQLite at
+# synchronous=OFF/NORMAL - each must turn a durability test red.
+echo "== mutation check of the durability tests =="
+./scripts/mutate.sh || status=1
+
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DFAUCET_SANITIZE=ON

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "powerloss.h"
@@ -619,11 +620,57 @@ static void output_file_crash(const char *old_content)
 	free(sandbox);
 }
 
+/* An output file that is a symlink to a regular file is written through
+ * (truncated and rewritten in place, not atomic): once the call returned,
+ * the file it leads to must hold the new content after any crash. */
+static void output_symlink_crash(void)
+{
+	static const char new_content[] = "{\"version\":1,\"keys\":{}}\n";
+	char *sandbox = tu_tempdir(), *scratch = tu_tempdir();
+	char *real = tu_join(sandbox, "real.json"), *link = tu_join(sandbox, "link.json");
+	size_t calls, images = 0;
+
+	tu_write_file(real, "the old content of the file the link leads to\n", 47);
+	assert_int_equal(symlink("real.json", link), 0);
+	assert_int_equal(pl_start(sandbox), 0);
+	if (faucet__write_file(link, "export", new_content, strlen(new_content)) != 0)
+		fail_msg("write %s: %s", link, faucet_error_last()->message);
+	calls = pl_calls();
+	pl_pause(1);
+	assert_true(calls > 0);
+	for (size_t w = 0; w < pl_image_count(calls); w++) {
+		char img[64], what[256], *dir, *out;
+
+		(void)snprintf(img, sizeof(img), "img-%zu", w);
+		dir = tu_join(scratch, img);
+		out = tu_join(dir, "real.json");
+		pl_image_describe(calls, w, what, sizeof(what));
+		assert_int_equal(pl_image_write(calls, w, dir), 0);
+		if (!file_is(out, new_content))
+			fail_msg("output through a symlink, %s: the acknowledged content is lost", what);
+		tu_rmrf(dir);
+		free(out);
+		free(dir);
+		images++;
+	}
+	pl_stop();
+	printf("  power loss: output file (through a symlink) %zu images after it returned\n",
+	       images);
+	total_images += images;
+	tu_rmrf(scratch);
+	tu_rmrf(sandbox);
+	free(real);
+	free(link);
+	free(scratch);
+	free(sandbox);
+}
+
 static void test_power_loss_output_file(void **state)
 {
 	(void)state;
 	output_file_crash("the previous export, which must not be lost\n");
 	output_file_crash(NULL);
+	output_symlink_crash();
 }
 
 /* ---- fault injection -------------------------------------------------- */

@@ -1078,11 +1078,13 @@ static int migrate_names(file_store *fs, int dfd, const faucet_strarray *legacy)
 {
 	int rc = 0;
 
+	/* No directory sync follows the renames: a value lives under exactly
+	 * one of its two names at every moment, and both are read, so a crash
+	 * that undoes a rename only brings the legacy name back, to be renamed
+	 * again (and a legacy file left beside a current one loses to it).
+	 * The next write of the key syncs the directory as every write does. */
 	for (size_t i = 0; i < legacy->count && rc == 0; i++)
 		rc = migrate_one(fs, &dfd, legacy->strings[i]);
-	/* The renames are directory entries: make them durable together. */
-	if (rc == 0 && legacy->count > 0)
-		rc = sync_root(fs, dfd);
 	return rc;
 }
 

@@ -426,7 +426,19 @@ static int rec_openat(int dirfd, const char *name, int flags, mode_t mode)
 	} else if (!existed) {
 		pl_op *op;
 
-		if (!(flags & O_CREAT)) {
+		int through = (flags & O_CREAT) ? -1 : fd_node(fd);
+
+		if (through >= 0) {
+			/* A symlink (not modelled) that leads to a modelled file:
+			 * the descriptor is that file's. */
+			if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY &&
+			    !sim.nodes[through].is_dir) {
+				sim.nodes[through].cur_data.len = 0;
+				log_add("openat", OP_TRUNC, through);
+			} else {
+				log_add("openat", OP_NOP, -1);
+			}
+		} else if (!(flags & O_CREAT)) {
 			/* It exists on disk but not in the model: something wrote it
 			 * around the seam.  Say so; the model cannot vouch for it. */
 			fprintf(stderr, "powerloss: %s appeared outside the seam\n", name);
