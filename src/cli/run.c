@@ -220,6 +220,7 @@ typedef struct {
 	int state_failed;         /* a state write failed: the run is failed */
 	char *state_error;
 	int interrupted;          /* the signal that interrupted us, or 0 */
+	int reap;                 /* a SIGCHLD came: look at the command with waitpid */
 	int lease_lost;
 	uint64_t renew_at_ms;
 } run_state;
@@ -423,6 +424,9 @@ static int spawn_command(run_state *st)
 		st->out_fd = out[0];
 		out[0] = -1;
 		(void)fcntl(st->out_fd, F_SETFL, O_NONBLOCK);
+		/* A larger pipe means fewer wake-ups for a chatty command; the
+		 * default size stays if the system does not allow it. */
+		(void)fcntl(st->out_fd, F_SETPIPE_SZ, 1 << 20);
 	}
 done:
 	if (out[0] >= 0)
@@ -484,7 +488,7 @@ static void store_state(run_state *st)
 
 static void read_output(run_state *st)
 {
-	char buf[1 << 16];
+	static char buf[1 << 17];
 
 	for (;;) {
 		ssize_t n = read(st->out_fd, buf, sizeof(buf));
@@ -502,6 +506,10 @@ static void read_output(run_state *st)
 			st->state_failed = 1;
 			st->state_error = faucet__strdup(faucet_error_last()->message);
 		}
+		/* A short read drained the pipe: back to poll() rather than one
+		 * more read() that would only say EAGAIN. */
+		if ((size_t)n < sizeof(buf))
+			return;
 	}
 }
 
@@ -514,8 +522,10 @@ static void on_signals(run_state *st)
 		for (ssize_t i = 0; i < n; i++) {
 			int signo = b[i] & 0x7f, sent = b[i] & 0x80;
 
-			if (signo == SIGCHLD)
+			if (signo == SIGCHLD) {
+				st->reap = 1;
 				continue;
+			}
 			if (st->interrupted == 0)
 				st->interrupted = signo;
 			/* A terminal's Ctrl-C reached the command already. */
@@ -541,15 +551,19 @@ static void renew(run_state *st)
 static void wait_loop(run_state *st)
 {
 	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->reap = 1; /* the command may have ended before the loop began */
 	while (!st->child_done || st->out_fd >= 0) {
 		struct pollfd fds[2];
 		nfds_t nf = 0;
 		uint64_t now = faucet__now_ms(), due = st->renew_at_ms;
 		int timeout;
 
-		if (!st->child_done && waitpid(st->pid, &st->child_status, WNOHANG) == st->pid) {
-			st->child_done = 1;
-			continue;
+		if (!st->child_done && st->reap) {
+			st->reap = 0;
+			if (waitpid(st->pid, &st->child_status, WNOHANG) == st->pid) {
+				st->child_done = 1;
+				continue;
+			}
 		}
 		if (st->a->singer && st->cap.state != NULL) {
 			uint64_t at = st->last_state_ms + STATE_WRITE_INTERVAL_MS;
