@@ -136,7 +136,9 @@ static int private_tree(const faucet_value *v, json_object **out)
 	*out = NULL;
 	if (tok == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory parsing a run document");
-	*out = json_tokener_parse_ex(tok, faucet_value_json(v), (int)faucet_value_len(v));
+	/* The terminating NUL is passed too: it ends a top-level scalar, which
+	 * json-c otherwise waits on for more input. */
+	*out = json_tokener_parse_ex(tok, faucet_value_json(v), (int)faucet_value_len(v) + 1);
 	err = json_tokener_get_error(tok);
 	json_tokener_free(tok);
 	/* The text passed the value checker, so only memory can fail here; a
