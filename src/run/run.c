@@ -365,6 +365,31 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
+/* A lease write that failed may still have landed (its reply or its
+ * directory sync was lost: FAUCET_EUNKNOWN, or an error after the write).
+ * Read the lease back: holding exactly what we wrote means it is ours -
+ * then an unknown outcome counts as claimed, and any other error still
+ * fails the begin but with the lease known, so the failure path releases
+ * it instead of leaving the invocation blocked for a whole TTL.  The
+ * original error is kept when the lease is not ours (or cannot be read). */
+static int settle_claim(faucet_run *r, const faucet_value *mine, int rc, int *written)
+{
+	char *msg = faucet__strdup(faucet_error_last()->message);
+	faucet_value *back = NULL;
+
+	if (faucet_store_get(r->s, r->lease_key, &back) == 0 && back != NULL &&
+	    faucet_value_equal(back, mine)) {
+		*written = 1;
+		if (rc == FAUCET_EUNKNOWN)
+			rc = 0;
+	}
+	faucet_value_free(back);
+	if (rc != 0)
+		(void)faucet_error_set(rc, "%s", msg != NULL ? msg : "out of memory");
+	free(msg);
+	return rc;
+}
+
 /* Take the invocation's lease.  *dead receives the run of an expired lease
  * we took over (its holder died), or NULL. */
 static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
@@ -408,9 +433,12 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 			continue;
 		}
 		rc = run__lease_value(r->holder, now + r->ttl_s, r->id, &mine);
-		if (rc == 0)
+		if (rc == 0) {
 			rc = faucet_store_compare_and_put(r->s, r->lease_key, cur, mine, &written);
-		if (rc == 0 && written) {
+			if (rc != 0)
+				rc = settle_claim(r, mine, rc, &written);
+		}
+		if (written) {
 			r->lease = mine;
 			r->lease_expires = now + r->ttl_s;
 			mine = NULL;
