@@ -199,11 +199,12 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	snprintf(url, sizeof(url), "postgres://faucet:wrong-secret-pw@127.0.0.1:%d/postgres",
 		 ts_closed_port());
 	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("postgres state store postgres://faucet:***@127.0.0.1");
 	tu_assert_error_contains("cannot connect");
 	ts_assert_no_secret(faucet_error_last()->message);
-	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_ERROR);
+	/* Nothing was sent: a write that could not connect is not "unknown". */
+	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_EUNAVAILABLE);
 	ts_assert_check_fails_without_secrets(s);
 	faucet_store_free(s);
 	faucet_value_free(v);
