@@ -185,7 +185,7 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	(void)state;
 	snprintf(url, sizeof(url), "redis://:wrong-secret-pw@127.0.0.1:%d/0", ts_closed_port());
 	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("redis state store redis://:***@127.0.0.1");
 	tu_assert_error_contains("cannot connect");
 	ts_assert_no_secret(faucet_error_last()->message);

@@ -71,6 +71,7 @@ typedef struct {
 	int max_connections;        /* postgres, redis: pool size, 0 = default (5) */
 	const char *namespace_name; /* redis: NULL = "faucet"; non-empty, no ':' */
 	const faucet_encryption_options *encryption; /* file: NULL = plaintext */
+	int redis_index; /* redis: 1 = keep and use the namespace index ("{ns}.index"); 0 = SCAN */
 } faucet_store_config;
 
 /* Open the store a config describes.  An unknown type is FAUCET_ECONFIG
@@ -79,7 +80,7 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
 
 /* Open a store by URL: "memory:", "file:PATH", "sqlite:PATH",
  * "postgres://...?table=t&ensure_table=true&max_connections=5",
- * "redis://host:port/0?namespace=ns".  faucet's own options are taken off
+ * "redis://host:port/0?namespace=ns&index=true".  faucet's own options are taken off
  * the query before the URL reaches the driver.  An unknown scheme is
  * FAUCET_ECONFIG listing the known ones. */
 int faucet_store_open_url(faucet_store **out, const char *url);
@@ -156,6 +157,15 @@ int faucet_store_supports_atomic_batch(const faucet_store *s);
  * the outcomes.  Needs a store that can list its keys. */
 int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
 			     size_t *skipped);
+
+/* Rebuild a store's key index from its entries: a Redis store opened with
+ * index=true (see README) keeps a sorted set of its namespace's keys that
+ * only its own writes maintain; after writes by anyone else (the original
+ * faucet, redis-cli) this makes it agree with a SCAN again, key by key and
+ * atomically, so it is safe while others write.  *added / *removed (may be
+ * NULL) count the members changed.  A store without an index is
+ * FAUCET_EUNSUPPORTED. */
+int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed);
 
 /* ---- key migration ---------------------------------------------------- */
 

@@ -175,6 +175,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+int cli_state_reindex(cli_context *ctx, int argc, char **argv);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

@@ -32,6 +32,7 @@ static const char state_help[] =
 	"  copy PIPELINE --to URL [--replace]\n"
 	"                                    export + import into another store\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
+	"  reindex                           rebuild a Redis store's namespace index\n"
 	"\n"
 	"Every subcommand takes --state/-c/--encryption-key-env, --json and --help\n"
 	"(see 'faucet --help' for how the store is chosen).\n";
@@ -45,6 +46,7 @@ static const subcommand subcommands[] = {
 	{"list", cli_state_list},     {"show", cli_state_show},     {"get", cli_state_get},
 	{"put", cli_state_put},       {"delete", cli_state_delete}, {"export", cli_state_export},
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
+	{"reindex", cli_state_reindex},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
@@ -61,7 +63,7 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 		return cli_print_help(state_help);
 	if (id == CLI_ARG_END)
 		return cli_usage_error("state", "missing subcommand (list, show, get, put, delete, "
-						"export, import, copy, rekey)");
+						"export, import, copy, rekey, reindex)");
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
 		if (strcmp(subcommands[i].name, arg) == 0)
 			return subcommands[i].run(ctx, argc - (it.next - 1), argv + (it.next - 1));

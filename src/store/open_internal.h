@@ -20,6 +20,8 @@ typedef struct {
 int faucet_store_open_sqlite(faucet_store **out, const char *path);
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
 int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+/* faucet_store_reindex of a Redis store (redis.c). */
+int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed);
 
 /* Remove the query options `names` (at most 8) from a URL copy in place;
  * values[i] points at option i's percent-decoded value, stored inside the

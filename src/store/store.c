@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 struct faucet_store {
@@ -284,4 +285,26 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 	if (s->backend->check == NULL)
 		return faucet_check_report_not_implemented(out);
 	return s->backend->check(s->backend, ctx, out);
+}
+
+/* Only the Redis store keeps an index today; a slot in the backend struct
+ * would make every backend author think about one. */
+int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed)
+{
+	size_t a = 0, r = 0;
+	int rc;
+
+	if (s == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_reindex: NULL store");
+	if (strcmp(faucet_store_backend_name(s), "redis") != 0)
+		return faucet_error_set(FAUCET_EUNSUPPORTED,
+					"the %s store keeps no key index; only a Redis store "
+					"opened with index=true has one",
+					faucet_store_backend_name(s));
+	rc = faucet__redis_reindex(s->backend, &a, &r);
+	if (added != NULL)
+		*added = a;
+	if (removed != NULL)
+		*removed = r;
+	return rc;
 }
