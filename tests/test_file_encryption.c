@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "sys.h"
 
 typedef tu_dir_fixture fixture;
 
@@ -35,6 +36,15 @@ static char *file_of(fixture *f, const char *name, size_t *len)
 	free(path);
 	assert_non_null(bytes);
 	return bytes;
+}
+
+static int exists_in(fixture *f, const char *name)
+{
+	char *path = tu_join(f->dir, name);
+	int yes = tu_exists(path);
+
+	free(path);
+	return yes;
 }
 
 /* get must fail with FAUCET_ECRYPTO and a message naming the file. */
@@ -230,7 +240,9 @@ static void doctor_and_export_work_on_a_sealed_store(void **state)
 	assert_int_equal(faucet_store_check(s, NULL, &r), 0);
 	assert_int_equal(faucet_check_report_failed_count(r), 0);
 	faucet_check_report_free(r);
-	assert_int_equal(tu_count_entries(f->dir), 1);
+	/* The value and the encrypted-store marker; the sentinel is gone. */
+	assert_int_equal(tu_count_entries(f->dir), 2);
+	assert_true(exists_in(f, ".faucet-encrypted"));
 	/* Export writes plaintext values: that is what an export is for. */
 	assert_int_equal(faucet_export_namespace(s, "o", &e), 0);
 	assert_int_equal(faucet_export_to_json(e, 0, &doc), 0);
@@ -250,9 +262,11 @@ static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
 	size_t rewritten = 99, skipped = 99;
 	char *raw;
 
+	/* A plaintext file gets sealed too (written before the store held
+	 * sealed files: afterwards a keyless write is refused). */
+	tu_put(plain, "p::c", "\"plain\"");
 	tu_put(old, "p::a", "{\"n\":1}");
 	tu_put(old, "p::b", "[1,2]");
-	tu_put(plain, "p::c", "\"plain\""); /* a plaintext file gets sealed too */
 	assert_crypto_error(new_only, "p::a", "p%3A%3Aa.json", "could not be decrypted");
 	assert_int_equal(faucet_store_rewrite_all(rotated, "", &rewritten, &skipped), 0);
 	assert_int_equal(rewritten, 3);
@@ -275,6 +289,102 @@ static void rewrite_all_reseals_every_file_with_the_current_key(void **state)
 	faucet_store_free(plain);
 }
 
+/* A writer without the key (a child started without the key's variable)
+ * must not put plaintext into an encrypted store: refused, nothing written,
+ * whether the store has our marker or was sealed by the original faucet
+ * (no marker, but the file being replaced is sealed). */
+static void a_keyless_write_into_an_encrypted_store_is_refused(void **state)
+{
+	fixture *f = *state;
+	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
+	faucet_store *plain = open_sealed(f->dir, NULL, NULL, NULL);
+	char *marker = tu_join(f->dir, ".faucet-encrypted");
+	faucet_value *two = tu_v("2"), *three = tu_v("3");
+
+	tu_put(sealed, "p::a", "1");
+	assert_true(tu_exists(marker));
+	assert_int_equal(faucet_store_put(plain, "p::b", two), FAUCET_EINVALID);
+	tu_assert_error_contains("is encrypted; give --encryption-key-env");
+	assert_false(exists_in(f, "p%3A%3Ab.json"));
+	/* Without the marker, the header of the file being replaced tells. */
+	assert_int_equal(unlink(marker), 0);
+	assert_int_equal(faucet_store_put(plain, "p::a", three), FAUCET_EINVALID);
+	tu_assert_error_contains("is encrypted");
+	tu_assert_value(sealed, "p::a", "1");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	/* The key's holder still writes. */
+	tu_put(sealed, "p::b", "2");
+	tu_assert_value(sealed, "p::b", "2");
+	free(marker);
+	faucet_value_free(two);
+	faucet_value_free(three);
+	faucet_store_free(sealed);
+	faucet_store_free(plain);
+}
+
+/* The renames of a sealed store's first write, in order. */
+static char renamed[4][64];
+static int nrenamed;
+
+static int recording_renameat(int od, const char *from, int nd, const char *to)
+{
+	if (nrenamed < 4)
+		(void)snprintf(renamed[nrenamed++], sizeof(renamed[0]), "%s", to);
+	return renameat(od, from, nd, to);
+}
+
+static void the_marker_is_durable_before_the_first_sealed_file(void **state)
+{
+	fixture *f = *state;
+	faucet_sys table = *faucet__sys_default();
+	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
+
+	table.renameat = recording_renameat;
+	nrenamed = 0;
+	faucet__sys_set(&table);
+	tu_put(sealed, "p::a", "1");
+	tu_put(sealed, "p::b", "2");
+	faucet__sys_set(NULL);
+	assert_int_equal(nrenamed, 3);
+	assert_string_equal(renamed[0], ".faucet-encrypted");
+	assert_string_equal(renamed[1], "p%3A%3Aa.json");
+	assert_string_equal(renamed[2], "p%3A%3Ab.json");
+	faucet_store_free(sealed);
+}
+
+/* doctor with the wrong key opens the sealed files and fails naming one;
+ * with the right key (or a previous key that opens them) it passes. */
+static void doctor_fails_with_a_wrong_key(void **state)
+{
+	fixture *f = *state;
+	faucet_store *right = open_sealed(f->dir, "k1", NULL, NULL);
+	faucet_store *wrong = open_sealed(f->dir, "k2", NULL, NULL);
+	faucet_store *rotated = open_sealed(f->dir, "k2", "k1", NULL);
+	faucet_check_report *r = NULL;
+	int failed_names_file = 0;
+
+	tu_put(right, "p::a", "1");
+	assert_int_equal(faucet_store_check(wrong, NULL, &r), 0);
+	assert_true(faucet_check_report_failed_count(r) > 0);
+	for (size_t i = 0; i < faucet_check_report_count(r); i++) {
+		const faucet_probe *p = faucet_check_report_probe(r, i);
+		if (p->status == FAUCET_PROBE_FAIL && p->reason != NULL &&
+		    strstr(p->reason, "p%3A%3Aa.json") != NULL)
+			failed_names_file = 1;
+	}
+	assert_true(failed_names_file);
+	faucet_check_report_free(r);
+	assert_int_equal(faucet_store_check(rotated, NULL, &r), 0);
+	assert_int_equal(faucet_check_report_failed_count(r), 0);
+	faucet_check_report_free(r);
+	assert_int_equal(faucet_store_check(right, NULL, &r), 0);
+	assert_int_equal(faucet_check_report_failed_count(r), 0);
+	faucet_check_report_free(r);
+	faucet_store_free(right);
+	faucet_store_free(wrong);
+	faucet_store_free(rotated);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +398,9 @@ int main(void)
 		TU_DIR_TEST(no_temp_files_and_owner_only_files),
 		TU_DIR_TEST(doctor_and_export_work_on_a_sealed_store),
 		TU_DIR_TEST(rewrite_all_reseals_every_file_with_the_current_key),
+		TU_DIR_TEST(a_keyless_write_into_an_encrypted_store_is_refused),
+		TU_DIR_TEST(the_marker_is_durable_before_the_first_sealed_file),
+		TU_DIR_TEST(doctor_fails_with_a_wrong_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

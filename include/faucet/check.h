@@ -32,10 +32,15 @@ typedef struct {
 	const char *hint;    /* what the operator can do; may be NULL */
 } faucet_probe;
 
-/* What a check may use: a deadline for the whole report. */
+/* What a check may use: a deadline for the whole report, and flags. */
 typedef struct {
 	uint64_t timeout_ms; /* 0 = the default, 10 000 ms */
+	unsigned flags;      /* FAUCET_CHECK_* */
 } faucet_check_context;
+
+/* Repair what is safe to repair: the file store removes the temp files no
+ * live writer holds (`faucet doctor --repair`). */
+#define FAUCET_CHECK_REPAIR 1u
 
 typedef struct faucet_check_report faucet_check_report;
 

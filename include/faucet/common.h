@@ -58,6 +58,13 @@ const faucet_error *faucet_error_last(void);
 /* Forget the calling thread's last error. */
 void faucet_error_clear(void);
 
+/* The calling thread's last warning: a call that succeeded but has
+ * something the operator should hear (e.g. a file store delete whose lock
+ * file could not be removed), or NULL.  Cleared by faucet_warning_clear();
+ * valid until the next libfaucet call on this thread. */
+const char *faucet_warning_last(void);
+void faucet_warning_clear(void);
+
 /* Short name of a code ("invalid", "io", ...), for printing. */
 const char *faucet_error_name(int code);
 

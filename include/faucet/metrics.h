@@ -30,6 +30,11 @@ uint64_t faucet_metrics_counter_get(const char *name, const char *labels);
  * sorted by name then labels).  Caller frees. */
 int faucet_metrics_render(char **out);
 
+/* Write the rendered registry to the file `path` (a scraper's textfile):
+ * replaced atomically and durably, created 0600; an existing device, FIFO or
+ * symlink is written through instead. */
+int faucet_metrics_write_file(const char *path);
+
 /* Forget every metric (for tests and for a runner that starts afresh). */
 void faucet_metrics_reset(void);
 

@@ -248,53 +248,11 @@ static void update_ratio(runner *r)
 				       total > 0 ? (double)r->finished / total : 1.0);
 }
 
-/* Write the registry to `path` atomically: a temp file next to it, fsync,
- * rename.  A scraper never sees half a file. */
+/* Write the registry to `path` atomically (see faucet_metrics_write_file):
+ * a scraper never sees half a file. */
 static int write_metrics_file(const char *path)
 {
-	char *text = NULL, *tmp = NULL;
-	size_t len, off = 0;
-	int fd = -1, rc;
-
-	if ((rc = faucet_metrics_render(&text)) != 0)
-		return rc;
-	tmp = faucet__sprintf("%s.%ld.tmp", path, (long)getpid());
-	if (tmp == NULL) {
-		free(text);
-		return FAUCET_ENOMEM;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
-		goto done;
-	}
-	len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
-			goto done;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		fd = -1;
-		rc = faucet__error_os(FAUCET_EIO, errno, "cannot write metrics file %s", tmp);
-		goto done;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		rc = faucet__error_os(FAUCET_EIO, errno, "cannot rename %s to %s", tmp, path);
-done:
-	if (fd >= 0)
-		close(fd);
-	if (rc != 0)
-		(void)unlink(tmp);
-	free(tmp);
-	free(text);
-	return rc;
+	return faucet_metrics_write_file(path);
 }
 
 /* ---- preflight: everything that can be wrong before anything is written ------ */

@@ -215,6 +215,10 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	va_list ap;
 	char *what, *line;
 
+	/* Bad input the library refused (e.g. a keyless write into an
+	 * encrypted store) is a usage error, whoever called. */
+	if (exit_code == CLI_EXIT_FAILED && last->code == FAUCET_EINVALID)
+		exit_code = CLI_EXIT_USAGE;
 	va_start(ap, fmt);
 	what = vformat(fmt, ap);
 	va_end(ap);

@@ -16,12 +16,14 @@
 #include "jsonw.h"
 
 static const char doctor_help[] =
-	"usage: faucet doctor [--timeout DURATION] [OPTIONS]\n"
+	"usage: faucet doctor [--timeout DURATION] [--repair] [OPTIONS]\n"
 	"\n"
 	"Run the state store's health probes (reachability, a sentinel write, read\n"
-	"and delete that leaves nothing behind) and print each with its status, time\n"
-	"and hint.  --timeout bounds the whole check: 500ms, 10s (default), 2m, 1h.\n"
-	"Exit 1 when any probe fails.\n";
+	"and delete that leaves nothing behind; for a file store also every value\n"
+	"file opened with the key, symlinks and orphaned temp files) and print each\n"
+	"with its status, time and hint.  --timeout bounds the whole check: 500ms,\n"
+	"10s (default), 2m, 1h.  --repair removes the temp files that no live\n"
+	"writer holds.  Exit 1 when any probe fails (a warning does not).\n";
 
 static const char *status_name(faucet_probe_status st)
 {
@@ -160,9 +162,11 @@ static uint64_t remaining_ms(uint64_t timeout_ms, uint64_t start_ms)
 
 int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_TIMEOUT = 1 };
-	static const cli_option opts[] = {{"timeout", 0, 1, OPT_TIMEOUT}, {NULL, 0, 0, 0}};
-	faucet_check_context cctx = {10000};
+	enum { OPT_TIMEOUT = 1, OPT_REPAIR };
+	static const cli_option opts[] = {{"timeout", 0, 1, OPT_TIMEOUT},
+					  {"repair", 0, 0, OPT_REPAIR},
+					  {NULL, 0, 0, 0}};
+	faucet_check_context cctx = {.timeout_ms = 10000};
 	faucet_check_report *report = NULL;
 	unsigned long long ms;
 	uint64_t start_ms;
@@ -177,6 +181,10 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(doctor_help);
+		if (id == OPT_REPAIR) {
+			cctx.flags |= FAUCET_CHECK_REPAIR;
+			continue;
+		}
 		if (id != OPT_TIMEOUT)
 			return cli_usage_error("doctor", "unexpected argument '%s'", arg);
 		if (cli_parse_duration_ms(arg, &ms) != 0)

@@ -2,11 +2,11 @@
  * state_move.c - moving a pipeline's state: `faucet state export`, `import`
  * and `copy`.
  *
- * export -o writes like the file store does: a temp file in the target's
- * own directory (so the rename cannot cross filesystems), fsync it, rename
- * it over the target, then fsync the directory so the rename itself
- * survives a crash.  A reader therefore sees the old document or the whole
- * new one, never a torn one.
+ * export -o writes through libfaucet's one durable-write routine
+ * (durable.h): a new or regular target is replaced atomically and durably,
+ * so a reader sees the old document or the whole new one; an existing
+ * device, FIFO, socket or symlink is written through, never replaced.
+ * "-o -" is standard output.
  *
  * import validates the whole document before anything is written (the
  * library reads it twice, so it streams; standard input is spooled to a
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "durable.h"
 #include "jsonw.h"
 
 static const char export_help[] =
@@ -32,7 +33,8 @@ static const char export_help[] =
 	"\n"
 	"Print the version-1 export document of the pipeline: every key of its\n"
 	"namespace (PIPELINE::) with its value.  -o FILE writes it atomically\n"
-	"instead (temp file, fsync, rename; created owner-only, mode 0600).\n"
+	"instead (temp file, fsync, rename; created owner-only, mode 0600); an\n"
+	"existing device, FIFO or symlink is written through, -o - is stdout.\n"
 	"Note: the document holds plaintext values, even from an encrypted store.\n";
 
 static const char import_help[] =
@@ -63,80 +65,7 @@ static const char copy_help[] =
 	"written and deleted and writes nothing.  The report is import's.\n"
 	"The --to store is opened from its URL alone: it is not encrypted.\n";
 
-/* ---- writing a file atomically ------------------------------------------ */
-
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (slash == NULL)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int write_file_atomically(const char *path, const char *data, size_t len)
-{
-	char *tmp = faucet__sprintf("%s.tmp.XXXXXX", path), *dir = NULL;
-	int fd, dfd, err;
-
-	if (tmp == NULL)
-		return FAUCET_ENOMEM;
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = errno;
-		free(tmp);
-		return faucet__error_os(FAUCET_EIO, err, "cannot create a temp file next to %s", path);
-	}
-	if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-		err = errno;
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return faucet__error_os(FAUCET_EIO, err, "cannot write %s", path);
-	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		err = errno;
-		unlink(tmp);
-		free(tmp);
-		return faucet__error_os(FAUCET_EIO, err, "cannot write %s", path);
-	}
-	free(tmp);
-	/* The data is durable; now make the new directory entry durable. */
-	dir = dir_of(path);
-	if (dir == NULL)
-		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd) != 0) {
-		err = errno;
-		if (dfd >= 0)
-			close(dfd);
-		(void)faucet__error_os(FAUCET_EIO, err,
-				       "wrote %s but could not sync its directory %s", path, dir);
-		free(dir);
-		return FAUCET_EIO;
-	}
-	close(dfd);
-	free(dir);
-	return 0;
-}
-
-/* ---- export ----------------------------------------------------------- */
+/* ---- export -------------------------------------------------------------- */
 
 /* An anonymous read-write temp file in $TMPDIR (else /tmp), unlinked at
  * once so it disappears with the process; owner-only, since it holds
@@ -216,8 +145,10 @@ static int copy_to_stdout(FILE *in)
 	return ferror(in) ? -1 : 0;
 }
 
-/* The temp file's document, mapped, goes through the atomic writer: the
- * mapping is file-backed, so it costs no heap however large it is. */
+/* The temp file's document, mapped, goes through the one durable-write
+ * routine (faucet__write_file: a device, FIFO, socket or symlink target is
+ * written through, anything else replaced atomically): the mapping is
+ * file-backed, so it costs no heap however large it is. */
 static int write_temp_atomically(FILE *tmp, const char *path)
 {
 	struct stat st;
@@ -229,7 +160,7 @@ static int write_temp_atomically(FILE *tmp, const char *path)
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(tmp), 0);
 	if (map == MAP_FAILED)
 		return faucet__error_os(FAUCET_EIO, errno, "cannot map the export temp file");
-	rc = write_file_atomically(path, map, (size_t)st.st_size);
+	rc = faucet__write_file(path, "export file", map, (size_t)st.st_size);
 	(void)munmap(map, (size_t)st.st_size);
 	return rc;
 }
@@ -289,7 +220,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 	faucet_store_free(s);
 	if (rc != 0)
 		return rc;
-	if (output == NULL) {
+	if (output == NULL || strcmp(output, "-") == 0) {
 		if (copy_to_stdout(tmp) != 0 || putchar('\n') == EOF)
 			rc = cli_error(CLI_EXIT_FAILED, "export of '%s': cannot write it out: %s",
 				       pipeline, strerror(errno));

@@ -252,8 +252,11 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		return rc;
+	faucet_warning_clear();
 	if (faucet_store_delete(s, key) != 0)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);
+	else if (faucet_warning_last() != NULL) /* e.g. a lock file left behind */
+		(void)cli_error(0, "warning: state delete '%s': %s", key, faucet_warning_last());
 	faucet_store_free(s);
 	if (rc == 0 && ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "durable.h"
 #include <faucet/metrics.h>
 
 typedef struct {
@@ -122,6 +123,22 @@ int faucet_metrics_render(char **out)
 	pthread_mutex_unlock(&registry_lock);
 	*out = faucet_buf_detach(&buf);
 	return *out ? 0 : FAUCET_ENOMEM;
+}
+
+int faucet_metrics_write_file(const char *path)
+{
+	char *text = NULL;
+	int rc = faucet_metrics_render(&text);
+
+	if (rc != 0)
+		return rc;
+	/* The one durable-write routine: a temp name nobody can predict and
+	 * O_EXCL|O_NOFOLLOW, because metrics often go to a shared directory
+	 * (/tmp, a textfile collector's) where anyone could plant a symlink at
+	 * a predictable name and make us overwrite its target. */
+	rc = faucet__write_file(path, "metrics file", text, strlen(text));
+	free(text);
+	return rc;
 }
 
 void faucet_metrics_reset(void)

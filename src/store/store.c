@@ -275,7 +275,7 @@ int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t 
 int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 		       faucet_check_report **out)
 {
-	static const faucet_check_context defaults = {10000};
+	static const faucet_check_context defaults = {.timeout_ms = 10000};
 
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_check: out is NULL");

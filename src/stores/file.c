@@ -3,14 +3,21 @@
  *
  * One "{stem}.json" file per key in a root directory, named and laid out
  * exactly as the original faucet does it (file_names.h), so either
- * implementation reads a directory the other wrote.  Three decisions shape
+ * implementation reads a directory the other wrote.  Four decisions shape
  * this file:
  *
  *  - Durability.  A put never changes a value file in place: it writes a
  *    temp file under a name no other writer can use, syncs it, renames it
- *    over "{stem}.json" and syncs the directory (write_durably() says why
- *    each step is needed).  A reader therefore sees the old value or the new
- *    one, never a torn one, and a put that returned survives a crash.
+ *    over "{stem}.json" and syncs the directory, through libfaucet's one
+ *    durable-write routine (src/common/durable.c says why each step is
+ *    needed).  A reader therefore sees the old value or the new one, never
+ *    a torn one, and a put that returned survives a crash.  The calls that
+ *    change or sync the disk go through the sys.h table, so tests can make
+ *    them fail (the legacy migration's renameat2 is not in it yet).
+ *
+ *  - Nothing is followed.  Values, sidecars and lock files are opened
+ *    O_NOFOLLOW and a symlink is never listed as a key: a link planted in
+ *    the directory must not make us read or create a file elsewhere.
  *
  *  - No store-wide lock.  Because temp names are unique per write, puts to
  *    different keys (and even to one key) run side by side, and their fsyncs
@@ -42,6 +49,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "durable.h"
+#include "sys.h"
+#include "warning.h"
 #include "store/value_internal.h"
 #include "file_internal.h"
 #include "crypto/envelope.h"
@@ -62,6 +72,7 @@ typedef struct {
 	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
 	pthread_mutex_t migrate_lock;
 	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
+	atomic_int marked;        /* the encrypted-store marker is known to exist */
 } file_store;
 
 /* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
@@ -181,15 +192,39 @@ void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg)
 	atomic_store(&lock_busy_hook, hook);
 }
 
+/* Give fd the mode `mode` when a umask (0277, say) took bits off it: a
+ * lock file of 0400 could not be opened for writing by its owner again. */
+static int fix_mode(int fd, mode_t mode)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	if ((st.st_mode & 07777) == mode)
+		return 0;
+	return fchmod(fd, mode);
+}
+
 /* Open (creating) the lock file; *open_err receives errno on failure. */
 static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
 {
-	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* O_NOFOLLOW: a symlink planted at a lock name (-> /etc/nologin) would
+	 * otherwise make us create or open a file anywhere. */
+	int fd = faucet__sys()->openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+				       0600);
 
 	if (fd < 0) {
 		*open_err = errno;
+		if (errno == ELOOP)
+			return faucet_error_set(FAUCET_ERROR,
+						"state lock %s is a symbolic link; refusing to follow it",
+						path);
 		return faucet__error_os(FAUCET_EIO, errno, "failed to create state lock %s", path);
 	}
+	/* Best effort: a lock file another user created (a store shared with
+	 * the original faucet) may not be ours to chmod, and its mode does not
+	 * matter to a lock we already hold open. */
+	(void)fix_mode(fd, 0600);
 	*fd_out = fd;
 	return 0;
 }
@@ -202,7 +237,7 @@ static int lock_names_file(int dirfd, const char *name, const char *path, int fd
 
 	if (fstat(fd, &held) != 0)
 		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
-	if (fstatat(dirfd, name, &named, 0) != 0) {
+	if (fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno == ENOENT)
 			return 0;
 		return faucet__error_os(FAUCET_EIO, errno, "failed to stat state lock %s", path);
@@ -228,7 +263,7 @@ static int lock_acquire(int dirfd, const char *name, const char *path, int *fd_o
 		wait = FILE_LOCK_WAIT_MS;
 	rc = lock_open(dirfd, name, path, &fd, open_err);
 	while (rc == 0) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (faucet__sys()->flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			int named = lock_names_file(dirfd, name, path, fd);
 			if (named == 1) {
 				*fd_out = fd;
@@ -288,7 +323,7 @@ static int sync_parent_of(const char *dir)
 	if (parent == NULL)
 		return FAUCET_ENOMEM;
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
+	if (fd < 0 || faucet__sys()->fsync(fd) != 0)
 		rc = faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", parent);
 	if (fd >= 0)
 		(void)close(fd);
@@ -309,8 +344,15 @@ static int make_root(const file_store *fs)
 		if (*p != '/' && !last)
 			continue;
 		*p = '\0';
-		if (mkdir(path, 0700) == 0)
-			rc = sync_parent_of(path);
+		/* chmod: a umask such as 0277 would leave 0500, a directory
+		 * its owner cannot write (SPEC 5: 0700 whatever the umask). */
+		if (faucet__sys()->mkdirat(AT_FDCWD, path, 0700) == 0) {
+			if (chmod(path, 0700) != 0)
+				rc = faucet__error_os(FAUCET_EIO, errno,
+						      "failed to set the mode of state dir %s", path);
+			else
+				rc = sync_parent_of(path);
+		}
 		else if (errno != EEXIST)
 			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create state dir %s",
 					      fs->root);
@@ -388,6 +430,12 @@ static int root_is_stale(const file_store *fs, int dfd)
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* Entries are opened without following a symlink: a link planted at a key's
+ * name (-> /root/creds.json) would make `export` print another file.
+ * O_NONBLOCK keeps a FIFO planted there from hanging the read; it changes
+ * nothing for a regular file. */
+#define ENTRY_OPEN_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
 /* Open `name` under the root for reading.  *fd_out = -1 (rc 0) when the file
  * or the root does not exist. */
 static int open_entry(file_store *fs, const char *name, int *fd_out)
@@ -398,14 +446,19 @@ static int open_entry(file_store *fs, const char *name, int *fd_out)
 	*fd_out = -1;
 	if (rc != 0 || dfd < 0)
 		return rc;
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	err = errno;
 	if (fd < 0 && err == ENOENT && root_is_stale(fs, dfd)) {
 		rc = root_reopen(fs, dfd, 0, &dfd);
 		if (rc != 0 || dfd < 0)
 			return rc;
-		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+		fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 		err = errno;
+	}
+	if (fd < 0 && err == ELOOP) {
+		path_of(fs, name, path);
+		return faucet_error_set(FAUCET_ERROR,
+					"state file %s is a symbolic link; refusing to follow it", path);
 	}
 	if (fd < 0 && err != ENOENT) {
 		path_of(fs, name, path);
@@ -588,150 +641,66 @@ static int read_entry(file_store *fs, const char *key, const char *name, faucet_
 
 /* ---- writing -------------------------------------------------------------- */
 
-static int write_all(int fd, const char *bytes, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, bytes, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		bytes += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Create a temp file for one write of `stem` (O_EXCL: never someone else's
- * file), following a replaced root once. */
-static int create_temp(file_store *fs, int *dfd, const char *stem, const char *kind,
-		       char *tmp, int *fd_out)
-{
-	char path[PATH_CAP];
-	int rc, fd, err;
-
-	for (int attempt = 0;; attempt++) {
-		rc = faucet_file__temp_name(stem, kind, tmp, FILE_NAME_CAP);
-		if (rc != 0)
-			return rc;
-		fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			*fd_out = fd;
-			return 0;
-		}
-		err = errno;
-		if (attempt == 0 && err == ENOENT && root_is_stale(fs, *dfd)) {
-			rc = root_reopen(fs, *dfd, 1, dfd);
-			if (rc != 0)
-				return rc;
-			continue;
-		}
-		/* EEXIST cannot come from our own writes (the counter is new);
-		 * take the next name rather than touch a file we did not make. */
-		if (attempt < 3 && err == EEXIST)
-			continue;
-		path_of(fs, tmp, path);
-		return faucet__error_os(FAUCET_EIO, err, "failed to create temp state file %s", path);
-	}
-}
-
 static int sync_root(const file_store *fs, int dfd)
 {
-	if (fsync(dfd) != 0)
+	if (faucet__sys()->fsync(dfd) != 0)
 		return faucet__error_os(FAUCET_EIO, errno, "failed to fsync state dir %s", fs->root);
 	return 0;
 }
 
+/* The temp name of one write: SPEC section 3's
+ * "{stem}.{32-hex random per process}.{counter}.{kind}.tmp". */
+typedef struct {
+	const char *stem;
+	const char *kind;
+} temp_spec;
+
+static int file_temp_namer(void *arg, char *out, size_t cap)
+{
+	const temp_spec *spec = arg;
+
+	return faucet_file__temp_name(spec->stem, spec->kind, out, cap);
+}
+
+/* The root vanished under a write: take the directory the path names now,
+ * once, when it is another one (root_reopen creates it). */
+static int file_reopen_root(void *arg, int *dfd)
+{
+	file_store *fs = arg;
+
+	if (!root_is_stale(fs, *dfd))
+		return 1;
+	return root_reopen(fs, *dfd, 1, dfd);
+}
+
 /*
- * Replace the file `name` under the root with `bytes`, durably:
- *
- *  1. Write a temp file (created O_EXCL, 0600) with a name unique to this
- *     write.  Readers keep seeing the old file the whole time.
- *  2. fsync the temp file.  rename only orders directory entries, not file
- *     contents: without this sync a crash soon after the rename can leave
- *     the new name pointing at a file whose blocks never reached the disk -
- *     an empty or partial bookmark.
- *  3. rename the temp file over the final name.  POSIX makes the switch
- *     atomic: every reader opens either the old file or the new one.
- *  4. fsync the directory.  The rename lives in the directory, and until
- *     the directory is synced a crash may undo it and bring the old value
- *     back after put returned.  Once this sync returns, the value is durable.
- *
- * Any failure before the rename removes the temp file, so failed writes
- * leave no residue; a failure of the rename itself too.  A failure of step 4
- * is reported although the new file is already in place: the caller must
- * not believe a write durable that may not be.
- */
-/*
- * Replace `name` with `bytes` so that a crash at any instant leaves either
- * the old complete file or the new complete file, and so that the new one
- * survives a crash once this returns 0.  Each step is there for a reason:
- *
- *  1. A temp file with a name no other writer can hold (O_CREAT|O_EXCL on a
- *     random per-process token + counter).  A shared temp name let a second
- *     writer truncate the first one's half-written file, which the first
- *     then renamed into place: a torn bookmark.
- *  2. fsync(temp) BEFORE the rename.  Without it the rename (metadata) can
- *     reach the disk before the data blocks do; after a crash the final
- *     name would then hold a zero-length or partial file.  Some filesystems
- *     paper over this for rename-over-existing (ext4 auto_da_alloc), none
- *     promise it.
- *  3. close() is checked: on NFS, write errors can surface only at close.
- *  4. renameat() over the final name: POSIX makes the replacement atomic, so
- *     a concurrent reader opens either the old inode or the new one.
- *  5. fsync(directory).  The rename changed the directory, not the file; until
- *     the directory is synced the new entry may be lost in a crash and the
- *     old value come back - a put that returned would be undone.
- *
- * Any failure before the rename removes the temp file, so a failed write
- * leaves nothing behind and the old value untouched.
+ * Replace the file `name` under the root with `bytes`, durably, through the
+ * one durable-write routine (durable.c explains each step).  A reader sees
+ * the old file or the new one; once this returns 0 the new one survives a
+ * crash; any failure before the rename leaves the old file and no temp
+ * file.  FAUCET_EUNKNOWN: the new file is in place, but the directory sync
+ * failed, so it may not survive a crash.
  */
 static int write_durably(file_store *fs, int *dfd, const char *stem, const char *kind,
 			 const char *name, const char *bytes, size_t len)
 {
-	char tmp[FILE_NAME_CAP], path[PATH_CAP];
-	const char *what;
-	int fd = -1, err, rc = create_temp(fs, dfd, stem, kind, tmp, &fd);
+	char path[PATH_CAP];
+	temp_spec spec = {stem, kind};
+	faucet_durable_target t = {*dfd, name, path, "state file", file_temp_namer, &spec,
+				   file_reopen_root, fs};
+	int rc;
 
-	if (rc != 0)
-		return rc;
-	if (write_all(fd, bytes, len) != 0) {
-		what = "failed to write temp state file";
-		goto temp_error;
-	}
-	if (fsync(fd) != 0) {
-		what = "failed to fsync temp state file";
-		goto temp_error;
-	}
-	/* close can report a deferred write error (NFS): check it as well. */
-	if (close(fd) != 0) {
-		fd = -1;
-		what = "failed to close temp state file";
-		goto temp_error;
-	}
-	fd = -1;
-	if (renameat(*dfd, tmp, *dfd, name) != 0) {
-		err = errno;
-		(void)unlinkat(*dfd, tmp, 0);
-		path_of(fs, name, path);
-		return faucet__error_os(FAUCET_EIO, err, "failed to commit state file %s", path);
-	}
-	return sync_root(fs, *dfd);
-
-temp_error:
-	err = errno;
-	if (fd >= 0)
-		(void)close(fd);
-	(void)unlinkat(*dfd, tmp, 0);
-	path_of(fs, tmp, path);
-	return faucet__error_os(FAUCET_EIO, err, "%s %s", what, path);
+	path_of(fs, name, path);
+	rc = faucet__durable_replace(&t, bytes, len);
+	*dfd = t.dirfd;
+	return rc;
 }
 
 /* Read a small file (a sidecar) into buf[cap]; 0 with *len set, or -1 with
  * errno (ENOENT: absent; EFBIG: longer than cap - 1). */
 static int read_small(int dfd, const char *name, char *buf, size_t cap, size_t *len)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	size_t got = 0;
 
 	if (fd < 0)
@@ -773,11 +742,15 @@ static int ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char
 {
 	char name[FILE_NAME_CAP], have[FILE_KEY_CAP + 1];
 	size_t len;
+	int rc;
 
 	name_from_stem(name, stem, ".key");
 	if (read_small(*dfd, name, have, sizeof(have), &len) == 0 && strcmp(have, key) == 0)
 		return 0;
-	return write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+	rc = write_durably(fs, dfd, stem, "key", name, key, strlen(key));
+	/* The value is not written after this: its put failed, whatever
+	 * became of the sidecar. */
+	return rc == FAUCET_EUNKNOWN ? FAUCET_EIO : rc;
 }
 
 /* ---- sorting the listing ----------------------------------------------------
@@ -1003,6 +976,14 @@ static size_t classify_entry(int dfd, const char *name, size_t name_len, char *k
 	return key_len;
 }
 
+/* For filesystems whose readdir gives no type. */
+static int entry_is_symlink(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
 /*
  * Walk the directory once.  Keys starting with `prefix` go to `keys` (when
  * not NULL); names of legacy files go to `legacy` (when not NULL).
@@ -1025,7 +1006,10 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *
 		e = readdir(d);
 		if (e == NULL)
 			break;
-		if (e->d_type == DT_DIR)
+		/* A symlink is never a key (SPEC 5: nothing in a store follows
+		 * one); doctor reports it. */
+		if (e->d_type == DT_DIR || e->d_type == DT_LNK ||
+		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name)))
 			continue;
 		/* Only migration asks for no keys, and hashed names are current. */
 		if (keys == NULL && strchr(e->d_name, '~') != NULL)
@@ -1074,11 +1058,11 @@ static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
 		if (fstatat(*dfd, name, &st, 0) == 0)
 			errno = EEXIST;
 		else if (errno == ENOENT &&
-			 (renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
+			 (faucet__sys()->renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
 			return 0;
 	}
 	if (errno == EEXIST) {
-		if (unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
+		if (faucet__sys()->unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
 			return 0;
 		path_of(fs, legacy_name, from);
 		return faucet__error_os(FAUCET_EIO, errno, "failed to remove legacy state file %s",
@@ -1161,6 +1145,9 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 	return read_entry(fs, key, name, out);
 }
 
+static int ensure_marker(file_store *fs, int *dfd);
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name);
+
 /* put's body, shared with compare-and-put (which holds the key's lock). */
 static int store_value(file_store *fs, const char *key, const faucet_value *value)
 {
@@ -1176,13 +1163,93 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 		return rc;
 	stem_len = faucet_file__stem(key, stem);
 	name_from_stem(name, stem, ".json");
-	rc = encode_value(fs, key, value, &bytes, &len, &owned);
+	/* doctor's sentinel is removed at once: it must not mark a plaintext
+	 * store encrypted. */
+	if (fs->keyring == NULL)
+		rc = refuse_keyless_write(fs, dfd, name);
+	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX,
+			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
+		rc = ensure_marker(fs, &dfd);
+	if (rc == 0)
+		rc = encode_value(fs, key, value, &bytes, &len, &owned);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
 		rc = ensure_sidecar(fs, &dfd, stem, key);
 	if (rc == 0)
 		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
 	free(owned);
 	return rc;
+}
+
+/* ---- the encrypted-store marker ----------------------------------------------
+ *
+ * A store that holds sealed files has a hidden file STORE_MARKER, written
+ * durably before its first sealed value.  A writer without a key checks
+ * for it and refuses: a child started without the key's variable would
+ * otherwise write plaintext bookmarks into an encrypted store.  The original
+ * faucet ignores the marker (it lists only "*.json").  A store it sealed has
+ * no marker, so a keyless put also looks at the header of the file it is
+ * about to replace.  Both checks cost a syscall or three next to a put's
+ * two fsyncs.
+ */
+#define STORE_MARKER ".faucet-encrypted"
+static const char marker_text[] =
+	"This faucet state store holds sealed (encrypted) values: open it with the key.\n";
+
+/* 1 when `name` under dfd holds a sealed value, 0 when not (or absent). */
+static int holds_sealed_file(int dfd, const char *name)
+{
+	char head[FAUCET_SEAL_MAGIC_LEN];
+	ssize_t n;
+	int fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
+
+	if (fd < 0)
+		return 0;
+	do
+		n = read(fd, head, sizeof(head));
+	while (n < 0 && errno == EINTR);
+	(void)close(fd);
+	return n > 0 && faucet__is_sealed(head, (size_t)n);
+}
+
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+	    !holds_sealed_file(dfd, name))
+		return 0;
+	return faucet_error_set(FAUCET_EINVALID,
+				"this store (%s) is encrypted; give --encryption-key-env "
+				"(a write without the key is refused)",
+				fs->root);
+}
+
+/* Make sure the marker exists before a sealed value is written. */
+static int ensure_marker(file_store *fs, int *dfd)
+{
+	char path[PATH_CAP];
+	struct stat st;
+	int rc;
+
+	if (atomic_load_explicit(&fs->marked, memory_order_acquire))
+		return 0;
+	path_of(fs, STORE_MARKER, path);
+	if (fstatat(*dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return faucet_error_set(FAUCET_ERROR,
+						"store marker %s is not a regular file", path);
+		atomic_store_explicit(&fs->marked, 1, memory_order_release);
+		return 0;
+	}
+	if (errno != ENOENT)
+		return faucet__error_os(FAUCET_EIO, errno, "failed to stat store marker %s", path);
+	/* Durable (directory synced) before the sealed file that needs it. */
+	rc = write_durably(fs, dfd, STORE_MARKER, "marker", STORE_MARKER, marker_text,
+			   sizeof(marker_text) - 1);
+	if (rc == 0)
+		atomic_store_explicit(&fs->marked, 1, memory_order_release);
+	/* No sealed value follows an undurable marker: the put failed. */
+	return rc == FAUCET_EUNKNOWN ? FAUCET_EIO : rc;
 }
 
 static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
@@ -1237,7 +1304,8 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 	rc = read_entry(fs, key, name, &current);
 	if (rc == 0 && faucet_value_equal(current, expected)) {
 		rc = store_value(fs, key, value);
-		*written = rc == 0;
+		/* FAUCET_EUNKNOWN: the new value is in place, durable or not. */
+		*written = rc == 0 || rc == FAUCET_EUNKNOWN;
 	}
 	faucet_value_free(current);
 	(void)close(lock_fd); /* releases the lock */
@@ -1250,7 +1318,7 @@ static int unlink_present(const file_store *fs, int dfd, const char *name, const
 {
 	char path[PATH_CAP];
 
-	if (unlinkat(dfd, name, 0) == 0) {
+	if (faucet__sys()->unlinkat(dfd, name, 0) == 0) {
 		*removed = 1;
 		return 0;
 	}
@@ -1274,15 +1342,23 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 		name_from_stem(name, stem, ".key");
 		rc = unlink_present(fs, dfd, name, "state key file", removed);
 	}
-	/* A delete that returned must not be undone by a crash either. */
-	if (rc == 0 && *removed)
-		rc = sync_root(fs, dfd);
+	/* A delete that returned must not be undone by a crash either.  When
+	 * the sync fails the value is gone but may come back after a crash:
+	 * the outcome is unknown, not a failure that left the value in place. */
+	if (rc == 0 && *removed && sync_root(fs, dfd) != 0) {
+		(void)faucet__error_wrap("deleted, but the delete may not survive a crash");
+		rc = faucet_error_set(FAUCET_EUNKNOWN, "%s", faucet_error_last()->message);
+	}
 	/* Unlink the lock file while still holding it: a waiter that wins the
-	 * orphaned file notices and locks the path afresh (see above). */
+	 * orphaned file notices and locks the path afresh (see above).  The
+	 * value is durably gone by now, so a lock file that stays is only
+	 * clutter (an empty file the next writer reuses): the delete succeeded,
+	 * with a warning, rather than "failed" after the fact. */
 	if (rc == 0) {
 		int ignored = 0;
 		name_from_stem(name, stem, ".json.lock");
-		rc = unlink_present(fs, dfd, name, "state lock", &ignored);
+		if (unlink_present(fs, dfd, name, "state lock", &ignored) != 0)
+			faucet__warning_set("deleted, but %s", faucet_error_last()->message);
 	}
 	return rc;
 }
@@ -1387,8 +1463,199 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 	return key_list_finish(&found, out);
 }
 
-/* ---- the doctor probe ------------------------------------------------------ */
+/* ---- the doctor probes ------------------------------------------------------
+ *
+ * Besides the sentinel round trip, doctor walks the root once and reports
+ * what a put or get never looks at: value files it cannot open (a wrong key
+ * opens nothing, so every value file is read when the store is small, the
+ * first DOCTOR_READ_MAX otherwise), symlinks (never followed: a FAIL), and
+ * temp files of writers that died (a WARN; with FAUCET_CHECK_REPAIR they
+ * are removed).  A temp file is a dead writer's only when nobody holds its
+ * flock (durable.c): age says nothing about a writer stalled on a slow
+ * disk.
+ */
 
+#define DOCTOR_READ_MAX 1000
+
+typedef struct {
+	size_t values;                /* value files read */
+	size_t unreadable;            /* ... of which failed to open or parse */
+	char *first_error;            /* the first one's message */
+	int first_code;
+	size_t symlinks;
+	char first_link[FILE_NAME_CAP];
+	size_t orphans;               /* temp files no writer holds */
+	long long orphan_bytes, oldest;
+	int repair;
+	size_t removed;
+} doctor_walk;
+
+static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w)
+{
+	char key[FILE_KEY_CAP];
+	faucet_value *v = NULL;
+	int rc;
+
+	if (w->values >= DOCTOR_READ_MAX ||
+	    classify_entry(dfd, name, strlen(name), key, NULL) == 0)
+		return;
+	w->values++;
+	rc = read_entry(fs, key, name, &v);
+	faucet_value_free(v);
+	if (rc == 0)
+		return;
+	if (w->unreadable++ == 0) {
+		w->first_code = rc;
+		w->first_error = faucet__strdup(faucet_error_last()->message);
+	}
+}
+
+static int walk_temp(int dfd, const char *name, doctor_walk *w)
+{
+	long long bytes = 0, mtime = 0;
+	int rc = faucet__temp_is_orphan(dfd, name, w->repair, &bytes, &mtime);
+
+	if (rc <= 0)
+		return rc;
+	if (w->orphans == 0 || mtime < w->oldest)
+		w->oldest = mtime;
+	w->orphans++;
+	w->orphan_bytes += bytes;
+	w->removed += (size_t)w->repair;
+	return 0;
+}
+
+static int walk_root(file_store *fs, int dfd, doctor_walk *w)
+{
+	struct dirent *e;
+	DIR *d;
+	int rc = open_dir_stream(fs, dfd, &d);
+
+	while (rc == 0) {
+		size_t len;
+
+		errno = 0;
+		e = readdir(d);
+		if (e == NULL) {
+			if (errno != 0)
+				rc = faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s",
+						      fs->root);
+			break;
+		}
+		len = strlen(e->d_name);
+		if (e->d_type == DT_DIR)
+			continue;
+		if (e->d_type == DT_LNK ||
+		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name))) {
+			if (w->symlinks++ == 0)
+				(void)snprintf(w->first_link, sizeof(w->first_link), "%s", e->d_name);
+		} else if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
+			rc = walk_temp(dfd, e->d_name, w);
+		} else {
+			walk_value(fs, dfd, e->d_name, w);
+		}
+	}
+	(void)closedir(d);
+	return rc;
+}
+
+static int add_values_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w,
+			    uint64_t elapsed)
+{
+	char *reason, *hint;
+	int rc;
+
+	if (w->unreadable == 0)
+		return faucet_check_report_add(r, "values", FAUCET_PROBE_PASS, NULL, elapsed, NULL);
+	reason = w->unreadable == 1
+			 ? faucet__sprintf("%s", w->first_error ? w->first_error : "unreadable")
+			 : faucet__sprintf("%s (and %zu more of %zu files read)",
+					   w->first_error ? w->first_error : "unreadable",
+					   w->unreadable - 1, w->values);
+	hint = w->first_code == FAUCET_ECRYPTO
+		       ? faucet__sprintf("give the key these files were sealed with "
+					 "(--encryption-key-env, --previous-key-env)")
+		       : faucet__sprintf("restore the file from a backup or remove it from %s",
+					 fs->root);
+	rc = reason == NULL || hint == NULL
+		     ? FAUCET_ENOMEM
+		     : faucet_check_report_add(r, "values", FAUCET_PROBE_FAIL, reason, elapsed, hint);
+	free(reason);
+	free(hint);
+	return rc;
+}
+
+static int add_symlink_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w)
+{
+	char *reason;
+	int rc;
+
+	if (w->symlinks == 0)
+		return faucet_check_report_add(r, "symlinks", FAUCET_PROBE_PASS, NULL, 0, NULL);
+	reason = faucet__sprintf("%zu symbolic link%s in the store, never followed: %s/%s%s",
+				 w->symlinks, w->symlinks == 1 ? "" : "s", fs->root, w->first_link,
+				 w->symlinks == 1 ? "" : ", ...");
+	rc = reason == NULL ? FAUCET_ENOMEM
+			    : faucet_check_report_add(r, "symlinks", FAUCET_PROBE_FAIL, reason, 0,
+						      "a state store holds no links: remove them");
+	free(reason);
+	return rc;
+}
+
+static int add_temp_probe(faucet_check_report *r, const doctor_walk *w)
+{
+	char when[32], *text;
+	time_t oldest = (time_t)w->oldest;
+	struct tm tm;
+	int rc;
+
+	if (w->orphans == 0)
+		return faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, NULL);
+	if (gmtime_r(&oldest, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
+		(void)snprintf(when, sizeof(when), "%lld", w->oldest);
+	text = faucet__sprintf("%s %zu orphaned temp file%s (%lld bytes, oldest %s) of writers "
+			       "that died",
+			       w->repair ? "removed" : "found", w->orphans,
+			       w->orphans == 1 ? "" : "s", w->orphan_bytes, when);
+	if (text == NULL)
+		return FAUCET_ENOMEM;
+	/* Removed: nothing is left to look at, so a pass that says what it did. */
+	if (w->repair)
+		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, text);
+	else
+		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_WARN, text, 0,
+					     "run `faucet doctor --repair` to remove them");
+	free(text);
+	return rc;
+}
+
+/* The walk's probes; a root that does not exist has nothing to walk. */
+static int add_walk_probes(file_store *fs, int repair, faucet_check_report *r)
+{
+	doctor_walk w;
+	uint64_t started = faucet__now_ms();
+	int dfd, rc = root_get(fs, 0, &dfd);
+
+	/* No root, or one that cannot be opened: the sentinel probe has said
+	 * so already. */
+	if (rc != 0 || dfd < 0)
+		return 0;
+	memset(&w, 0, sizeof(w));
+	w.repair = repair;
+	rc = walk_root(fs, dfd, &w);
+	if (rc != 0) {
+		free(w.first_error);
+		return faucet__check_report_probe(r, "values", 1, started, NULL);
+	}
+	rc = add_values_probe(r, fs, &w, faucet__now_ms() - started);
+	if (rc == 0)
+		rc = add_symlink_probe(r, fs, &w);
+	if (rc == 0)
+		rc = add_temp_probe(r, &w);
+	free(w.first_error);
+	return rc;
+}
 
 static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		      faucet_check_report **out)
@@ -1398,7 +1665,6 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	char *reason = NULL, *hint = NULL;
 	int rc, probe_rc;
 
-	(void)ctx;
 	probe_rc = faucet__sentinel_round_trip(&fs->base);
 	elapsed = faucet__now_ms() - started;
 	if (probe_rc != 0) {
@@ -1415,6 +1681,9 @@ static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		rc = faucet_check_report_add(*out, "sentinel",
 					     probe_rc == 0 ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL,
 					     reason, elapsed, hint);
+	if (rc == 0)
+		rc = add_walk_probes(fs, ctx != NULL && (ctx->flags & FAUCET_CHECK_REPAIR) != 0,
+				     *out);
 	if (rc != 0) {
 		faucet_check_report_free(*out);
 		*out = NULL;
@@ -1491,6 +1760,7 @@ int faucet_store_open_file(faucet_store **out, const char *root, const faucet_fi
 	}
 	atomic_init(&fs->dirfd, -1);
 	atomic_init(&fs->migrated, 0);
+	atomic_init(&fs->marked, 0);
 	fs->base.version = FAUCET_STORE_BACKEND_VERSION;
 	fs->base.name = "file";
 	fs->base.get = file_get;

@@ -936,7 +936,7 @@ static void a_second_handle_sees_the_first_ones_writes(void **state)
 static void doctor_probe_passes_and_leaves_no_residue(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_check_context ctx = {5000};
+	faucet_check_context ctx = {.timeout_ms = 5000};
 	faucet_check_report *r = NULL;
 	faucet_strarray keys = {0};
 

@@ -93,7 +93,7 @@ void ts_assert_no_secret(const char *text)
 
 void ts_assert_check_fails_without_secrets(faucet_store *s)
 {
-	faucet_check_context ctx = {3000};
+	faucet_check_context ctx = {.timeout_ms = 3000};
 	faucet_check_report *r = NULL;
 	const faucet_probe *p;
 

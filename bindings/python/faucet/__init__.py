@@ -1,0 +1,103 @@
+"""
+faucet - Python bindings of libfaucet, the durable state layer of faucet.
+
+    import faucet
+
+    with faucet.open("file:.faucet-state") as store:
+        cursor = store.get("orders::default")          # None on a first run
+        store.put("orders::default", {"cursor": 42})   # durable when it returns
+
+A Store keeps JSON values under state keys; see help(faucet.Store).  Every
+failure raises a subclass of faucet.Error carrying the library's message,
+its code and whether retrying may help (Error.retryable).
+
+The package calls libfaucet.so through cffi's ABI mode: nothing is compiled
+at install time.  The library is found from $FAUCET_LIBRARY, else
+pkg-config's libdir for `faucet`, else the system library path.
+"""
+
+from ._ffi import ffi as _ffi, lib as _lib, library_path
+from ._errors import (
+    Error, StoreError, InvalidArgument, InvalidKey, InvalidValue,
+    InvalidDocument, NotFound, Unsupported, ConfigError, IoError, CryptoError,
+    OutOfMemory, Locked, Contention, AuthFailed, Unavailable, Timeout,
+    OutcomeUnknown, LeaseLost, ConditionFailed,
+)
+from . import _errors
+from ._store import Store, Probe, CheckReport, ImportReport
+from ._config import read_state as _read_state, open_store_config as _open_config
+from ._config import DEFAULT_URL as _DEFAULT_URL
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "open", "open_config", "Store", "Probe", "CheckReport", "ImportReport",
+    "Error", "StoreError", "InvalidArgument", "InvalidKey", "InvalidValue",
+    "InvalidDocument", "NotFound", "Unsupported", "ConfigError", "IoError",
+    "CryptoError", "OutOfMemory", "Locked", "Contention", "AuthFailed",
+    "Unavailable", "Timeout", "OutcomeUnknown", "LeaseLost", "ConditionFailed",
+    "library_path", "library_version",
+]
+
+
+def library_version():
+    """The loaded libfaucet's version ("0.1.0"), or None when the library
+    is too old to say."""
+    try:
+        fn = _lib.faucet_version
+    except AttributeError:
+        return None
+    return _ffi.string(fn()).decode("ascii", "replace")
+
+
+def _redacted(url):
+    text = _lib.faucet_url_redact(url.encode("utf-8"))
+    if text == _ffi.NULL:
+        return "(a store URL)"
+    try:
+        return _ffi.string(text).decode("utf-8", "backslashreplace")
+    finally:
+        _lib.faucet_free(text)
+
+
+def open(url, *, encryption_key=None, previous_keys=()):
+    """Open the store a URL names: "memory:", "file:PATH", "sqlite:PATH",
+    "postgres://...?table=t", "redis://host:port/0?namespace=ns".
+
+    encryption_key / previous_keys seal a file store at rest (SPEC section
+    4): writes are sealed with encryption_key, reads try it and then each
+    previous key.  They apply to file: URLs only."""
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    if "\0" in url:
+        raise ConfigError("the store URL contains a NUL character", _errors.ECONFIG)
+    if encryption_key is None and previous_keys:
+        raise ConfigError("previous_keys need an encryption_key (the key to "
+                          "write with)", _errors.ECONFIG)
+    if encryption_key is not None:
+        if not url.startswith("file:"):
+            raise ConfigError("encryption_key applies to the file store only "
+                              f"(file:PATH), not to {_redacted(url)}", _errors.ECONFIG)
+        if not encryption_key:
+            raise ConfigError("encryption_key is empty", _errors.ECONFIG)
+        ptr = _open_config({"type": "file", "path": url[len("file:"):]},
+                           (encryption_key, list(previous_keys)))
+        return Store(ptr, _redacted(url))
+    out = _ffi.new("faucet_store **")
+    rc = _lib.faucet_store_open_url(out, url.encode("utf-8"))
+    if rc != 0:
+        raise _errors.last_error(rc, ConfigError)
+    return Store(out[0], _redacted(url))
+
+
+def open_config(path):
+    """Open the store a faucet pipeline YAML's `state: {type, config}` block
+    describes, read as the `faucet` command reads it (${env:VAR} replaced;
+    a relative path is relative to the current directory).  A file without a
+    state block opens the default store, file:.faucet-state."""
+    path = str(path)
+    fields, encryption = _read_state(path)
+    if fields is None:
+        return open(_DEFAULT_URL)
+    ptr = _open_config(fields, encryption)
+    return Store(ptr, f"'{fields['type']}' from config {path}")

@@ -1,0 +1,626 @@
+"""
+_store.py - the Store class: one libfaucet store handle and its calls.
+
+Threads.  libfaucet stores are safe to use from several threads at once,
+and cffi releases the GIL for the length of every C call, so threads
+sharing one Store really run their store calls in parallel (a slow fsync or
+server round trip in one thread does not stop the others).  The library's
+last error is per thread; each method reads it right after the call that
+failed, on the same thread, before anything else can overwrite it.
+
+Closing.  close() may race with calls on other threads, so the handle is
+freed by whoever finishes last: each call counts itself in, and close()
+frees at once only when no call is running, else leaves the free to the last
+call to leave.  A call made after close() raises Error.
+
+Values.  None stands for "no entry", as in the C API's NULL: get() returns
+it for an absent key and compare_and_put(k, None, v) means "only if there is
+no entry".  A top-level JSON null would read back as None too, so it is
+refused as a value (InvalidValue); nested nulls are fine.
+"""
+
+import queue
+import threading
+from collections import namedtuple
+
+from ._ffi import ffi, lib, has
+from . import _errors as E
+from ._json import dumps, loads
+
+
+def _bad_key(key, what):
+    """The InvalidKey for a key or prefix that cannot become a C string."""
+    if not isinstance(key, str):
+        return E.InvalidKey(f"{what} must be a str, not {type(key).__name__}",
+                            E.EINVALID)
+    if "\0" in key:
+        return E.InvalidKey(f"{what} {key!r} contains a NUL character", E.EINVALID)
+    return E.InvalidKey(f"{what} {key!r} is not valid Unicode", E.EINVALID)
+
+
+def _key_bytes(key, what="key"):
+    """A key or prefix as the C string the library takes.  (get and put
+    inline this.)"""
+    try:
+        k = key.encode()
+    except (AttributeError, UnicodeEncodeError):
+        raise _bad_key(key, what) from None
+    if b"\0" in k or type(key) is not str and not isinstance(key, str):
+        raise _bad_key(key, what)
+    return k
+
+
+_VALUE_OUT = ffi.typeof("faucet_value **")
+# Out-parameter cells for get and put, reused: ffi.new costs as much as the
+# C call on the memory store.  Each call pops a cell of its own and pushes
+# it back (both atomic), so threads and a signal handler re-entering a call
+# never share one.
+_cells = []
+_INT_OUT = ffi.typeof("int *")
+_new = ffi.new
+_NULL = ffi.NULL
+
+
+def _parse_value(obj):
+    """A new faucet_value * for obj (caller frees), or InvalidValue."""
+    if obj is None:
+        raise E.InvalidValue("None cannot be stored: it reads back as "
+                             "'no entry' (delete the key instead)", E.EINVALID)
+    data = dumps(obj)
+    out = _new(_VALUE_OUT)
+    rc = lib.faucet_value_parse(out, data, len(data))
+    if rc != 0:
+        raise E.last_error(rc, E.InvalidValue)
+    return out[0]
+
+
+def _strarray_list(arr):
+    """The strings of a faucet_strarray as a list of str."""
+    return [ffi.string(arr.strings[i]).decode("utf-8", "surrogateescape")
+            for i in range(arr.count)]
+
+
+Probe = namedtuple("Probe", "name status reason elapsed_ms hint")
+Probe.__doc__ = """One doctor probe: status is "pass", "fail", "skip" or "warn"."""
+
+_PROBE_STATUS = {0: "pass", 1: "fail", 2: "skip", 3: "warn"}
+
+
+class CheckReport(tuple):
+    """The probes of Store.check(), in order.  `ok` is False when any failed."""
+
+    @property
+    def failed(self):
+        return [p for p in self if p.status == "fail"]
+
+    @property
+    def ok(self):
+        return not self.failed
+
+
+ImportReport = namedtuple("ImportReport",
+                          "written durability_unknown deleted atomic dry_run")
+ImportReport.__doc__ = """What import_() did: the keys written (in write order;
+durability_unknown is the subset whose write may not have landed durably),
+the stale keys deleted (replace only), whether the writes were one
+all-or-nothing batch, and whether it was a dry run (nothing written)."""
+
+_UNSET = object()
+
+
+class Store:
+    """A handle on one libfaucet store.  Use faucet.open() or
+    faucet.open_config(); close it (or use `with`) to release files and
+    connections.  Safe to share between threads."""
+
+    def __init__(self, ptr, label):
+        self._ptr = ptr
+        self._handle = [ptr]   # popped exactly once, by whoever frees it
+        self._calls = []       # one entry per call in progress
+        self._closing = False
+        self._label = label
+        self.backend = ffi.string(lib.faucet_store_backend_name(ptr)).decode()
+
+    # ---- life ---------------------------------------------------------
+    #
+    # No lock: list.append/pop are atomic, and the order of the steps makes
+    # the free safe.  A call appends itself, then looks at _closing; close()
+    # sets _closing, then looks at _calls.  So either the call sees
+    # _closing (and never touches the handle), or close() sees the call
+    # (and leaves the free to the last call out).  _handle.pop() lets only
+    # one of several racing last-ones free it.
+
+    def _enter(self):
+        self._calls.append(None)
+        if self._closing:
+            self._leave()
+            raise E.Error(f"store {self._label} is closed")
+        return self._ptr
+
+    def _leave(self):
+        self._calls.pop()
+        if self._closing and not self._calls:
+            self._free()
+
+    def _free(self):
+        try:
+            ptr = self._handle.pop()
+        except IndexError:
+            return
+        lib.faucet_store_free(ptr)
+
+    def close(self):
+        """Release the store.  Calls still running on other threads finish
+        first; the handle is freed when the last of them returns."""
+        self._closing = True
+        if not self._calls:
+            self._free()
+
+    @property
+    def closed(self):
+        return self._closing
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        # An interpreter shutting down may have torn down the module
+        # globals; a store left open then is the OS's to clean up.
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "closed" if self._closing else "open"
+        return f"<faucet.Store {self.backend} {self._label} ({state})>"
+
+    # ---- reads and writes ----------------------------------------------
+
+    # get and put are the calls a connector makes most; they inline the key
+    # conversion and the _enter/_leave bookkeeping to keep the binding's own
+    # cost near 2 us (bench.py).
+
+    def get(self, key):
+        """The value under `key`, or None when there is no entry."""
+        try:
+            k = key.encode()
+        except (AttributeError, UnicodeEncodeError):
+            raise _bad_key(key, "key") from None
+        if b"\0" in k or type(key) is not str and not isinstance(key, str):
+            raise _bad_key(key, "key")
+        out = _cells.pop() if _cells else _new(_VALUE_OUT)
+        calls = self._calls
+        calls.append(None)
+        try:
+            if self._closing:
+                raise E.Error(f"store {self._label} is closed")
+            rc = lib.faucet_store_get(self._ptr, k, out)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+            v = out[0]
+        finally:
+            _cells.append(out)
+            calls.pop()
+            if self._closing and not calls:
+                self._free()
+        if v == _NULL:
+            return None
+        try:
+            return loads(ffi.string(lib.faucet_value_json(v)))
+        finally:
+            lib.faucet_value_free(v)
+
+    def put(self, key, value, *, if_absent=False, if_equals=_UNSET):
+        """Store `value` under `key`; durable when this returns.
+
+        With if_absent=True (or if_equals=X) it is a compare-and-put that
+        raises ConditionFailed, writing nothing, when the entry is there
+        (or does not equal X as a JSON value)."""
+        if if_absent or if_equals is not _UNSET:
+            return self._put_if(key, value, if_absent, if_equals)
+        try:
+            k = key.encode()
+        except (AttributeError, UnicodeEncodeError):
+            raise _bad_key(key, "key") from None
+        if b"\0" in k or type(key) is not str and not isinstance(key, str):
+            raise _bad_key(key, "key")
+        if value is None:
+            _parse_value(value)  # raises the "None is no entry" error
+        data = dumps(value)
+        out = _cells.pop() if _cells else _new(_VALUE_OUT)
+        rc = lib.faucet_value_parse(out, data, len(data))
+        v = out[0]
+        _cells.append(out)
+        if rc != 0:
+            raise E.last_error(rc, E.InvalidValue)
+        calls = self._calls
+        calls.append(None)
+        try:
+            if self._closing:
+                raise E.Error(f"store {self._label} is closed")
+            rc = lib.faucet_store_put(self._ptr, k, v)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+        finally:
+            calls.pop()
+            if self._closing and not calls:
+                self._free()
+            lib.faucet_value_free(v)
+
+    def _put_if(self, key, value, if_absent, if_equals):
+        if if_absent and if_equals is not _UNSET:
+            raise TypeError("give if_absent or if_equals, not both")
+        expected = None if if_absent else if_equals
+        if expected is None and not if_absent:
+            raise TypeError("if_equals=None is ambiguous; use if_absent=True")
+        if not self.compare_and_put(key, expected, value):
+            what = "absent" if if_absent else "equal to if_equals"
+            raise E.ConditionFailed(f"{key}: the entry is not {what}; "
+                                    "nothing was written")
+
+    def delete(self, key):
+        """Remove the entry under `key`; an absent key is not an error."""
+        k = _key_bytes(key)
+        s = self._enter()
+        try:
+            rc = lib.faucet_store_delete(s, k)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+        finally:
+            self._leave()
+
+    def compare_and_put(self, key, expected, value):
+        """Store `value` only when the entry equals `expected` as a JSON
+        value (None: only when there is no entry).  True when written."""
+        k = _key_bytes(key)
+        exp = ffi.NULL if expected is None else _parse_value(expected)
+        try:
+            v = _parse_value(value)
+            try:
+                written = ffi.new("int *")
+                s = self._enter()
+                try:
+                    rc = lib.faucet_store_compare_and_put(s, k, exp, v, written)
+                    if rc != 0:
+                        raise E.last_error(rc, E.InvalidKey)
+                finally:
+                    self._leave()
+                return bool(written[0])
+            finally:
+                lib.faucet_value_free(v)
+        finally:
+            lib.faucet_value_free(exp)
+
+    def compare_and_delete(self, key, expected):
+        """Delete the entry only when it equals `expected` as a JSON value
+        (None matches a stored JSON null).  True when deleted."""
+        k = _key_bytes(key)
+        if expected is None:
+            exp = ffi.new("faucet_value **")
+            rc = lib.faucet_value_parse(exp, b"null", 4)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidValue)
+            exp = exp[0]
+        else:
+            exp = _parse_value(expected)
+        try:
+            deleted = ffi.new("int *")
+            s = self._enter()
+            try:
+                rc = lib.faucet_store_compare_and_delete(s, k, exp, deleted)
+                if rc != 0:
+                    raise E.last_error(rc, E.InvalidKey)
+            finally:
+                self._leave()
+            return bool(deleted[0])
+        finally:
+            lib.faucet_value_free(exp)
+
+    # ---- enumeration -------------------------------------------------------
+
+    def list(self, prefix=""):
+        """Every key starting with `prefix`, in byte order."""
+        p = _key_bytes(prefix, "prefix")
+        arr = ffi.new("faucet_strarray *")
+        s = self._enter()
+        try:
+            rc = lib.faucet_store_list(s, p, arr)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+        finally:
+            self._leave()
+        try:
+            return _strarray_list(arr)
+        finally:
+            lib.faucet_strarray_dispose(arr)
+
+    def scan(self, prefix="", *, chunk=256):
+        """An iterator over the keys of list(prefix), in the same order,
+        read as they are consumed: memory stays bounded by a few chunks of
+        keys, however many there are.  Close the iterator (or exhaust it)
+        to end the scan early; a `for` loop that breaks out does that when
+        the iterator is collected."""
+        p = _key_bytes(prefix, "prefix")
+        return _Scan(self, p, chunk)
+
+    # ---- documents -------------------------------------------------------
+
+    def export_json(self, pipeline, pretty=False):
+        """The version-1 export document of `pipeline`'s namespace, as text."""
+        name = _key_bytes(pipeline, "pipeline")
+        exp = ffi.new("faucet_export **")
+        text = ffi.new("char **")
+        s = self._enter()
+        try:
+            rc = lib.faucet_export_namespace(s, name, exp)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+        finally:
+            self._leave()
+        try:
+            rc = lib.faucet_export_to_json(exp[0], 1 if pretty else 0, text)
+            if rc != 0:
+                raise E.last_error(rc)
+        finally:
+            lib.faucet_export_free(exp[0])
+        try:
+            return ffi.string(text[0]).decode("utf-8")
+        finally:
+            lib.faucet_free(text[0])
+
+    def export(self, pipeline):
+        """The export document of `pipeline` as a dict: version, pipeline,
+        exported_at and keys ({key: value})."""
+        return loads(self.export_json(pipeline).encode("utf-8"))
+
+    def import_(self, document, replace=False, *, allow_empty=False, dry_run=False):
+        """Write an export document (a dict as export() returns, or its JSON
+        text) into the store; with replace=True also delete the namespace's
+        keys it lacks.  Returns an ImportReport.  A failure part-way raises
+        the error with the report of what landed as its `report`."""
+        if isinstance(document, str):
+            data = document.encode("utf-8")
+        elif isinstance(document, (bytes, bytearray)):
+            data = bytes(document)
+        elif isinstance(document, dict):
+            data = dumps(document)
+        else:
+            raise E.InvalidDocument("an export document is a dict or JSON text, "
+                                    f"not {type(document).__name__}", E.EINVALID)
+        exp = ffi.new("faucet_export **")
+        rc = lib.faucet_export_parse(exp, data, len(data))
+        if rc != 0:
+            raise E.last_error(rc, E.InvalidDocument)
+        try:
+            return self._import(exp[0], replace, allow_empty, dry_run)
+        finally:
+            lib.faucet_export_free(exp[0])
+
+    def _import(self, exp, replace, allow_empty, dry_run):
+        extended = has(lib, "faucet_import_namespace_ex")
+        if not extended and (allow_empty or dry_run):
+            raise E.Unsupported("this libfaucet cannot import with allow_empty "
+                                "or dry_run (it has no faucet_import_namespace_ex)",
+                                E.EUNSUPPORTED)
+        if extended:
+            report = ffi.new("faucet_py_import_report_v2 *")
+            opts = ffi.new("faucet_import_options *",
+                           {"replace": int(bool(replace)),
+                            "allow_empty": int(bool(allow_empty)),
+                            "dry_run": int(bool(dry_run))})
+        else:
+            report = ffi.new("faucet_py_import_report_v1 *")
+        s = self._enter()
+        try:
+            if extended:
+                rc = lib.faucet_import_namespace_ex(s, exp, opts, report)
+            else:
+                rc = lib.faucet_import_namespace(s, exp, int(bool(replace)), report)
+            err = E.last_error(rc, E.InvalidDocument) if rc != 0 else None
+        finally:
+            self._leave()
+        try:
+            if err is not None:
+                raise err
+            result = ImportReport(
+                written=_strarray_list(report.written),
+                durability_unknown=(_strarray_list(report.durability_unknown)
+                                    if extended else []),
+                deleted=_strarray_list(report.deleted),
+                atomic=bool(report.atomic),
+                dry_run=bool(report.dry_run) if extended else False)
+            if report.error != ffi.NULL:
+                code = (report.error_code or E.ERROR) if extended else E.ERROR
+                failure = E.error_for(code, E.decode(report.error))
+                failure.report = result
+                raise failure
+            return result
+        finally:
+            lib.faucet_import_report_dispose(report)
+
+    # ---- doctor -----------------------------------------------------------------
+
+    def check(self, timeout=None):
+        """Run the store's doctor probes (`timeout` in seconds for the whole
+        report; None = the library's default of 10 s).  A CheckReport."""
+        ctx = ffi.NULL
+        if timeout is not None:
+            ctx = ffi.new("faucet_check_context *", {"timeout_ms": int(timeout * 1000)})
+        out = ffi.new("faucet_check_report **")
+        s = self._enter()
+        try:
+            rc = lib.faucet_store_check(s, ctx, out)
+            if rc != 0:
+                raise E.last_error(rc)
+        finally:
+            self._leave()
+        r = out[0]
+        try:
+            probes = []
+            for i in range(lib.faucet_check_report_count(r)):
+                p = lib.faucet_check_report_probe(r, i)
+                probes.append(Probe(
+                    name=E.decode(p.name),
+                    status=_PROBE_STATUS.get(p.status, str(p.status)),
+                    reason=E.decode(p.reason) if p.reason != ffi.NULL else None,
+                    elapsed_ms=int(p.elapsed_ms),
+                    hint=E.decode(p.hint) if p.hint != ffi.NULL else None))
+            return CheckReport(probes)
+        finally:
+            lib.faucet_check_report_free(r)
+
+    # ---- capabilities ---------------------------------------------------------
+
+    def _supports(self, fn):
+        s = self._enter()
+        try:
+            return bool(fn(s))
+        finally:
+            self._leave()
+
+    @property
+    def supports_list(self):
+        return self._supports(lib.faucet_store_supports_list)
+
+    @property
+    def atomic_compare_and_put(self):
+        """Whether compare_and_put is atomic across processes and hosts."""
+        return self._supports(lib.faucet_store_supports_compare_and_put)
+
+    @property
+    def atomic_compare_and_delete(self):
+        return self._supports(lib.faucet_store_supports_compare_and_delete)
+
+    # ---- invocation runs (SPEC section 8) ---------------------------------------
+
+    def run(self, pipeline, row="default", **options):
+        """A run of the invocation {pipeline}::{row} under its lease, as a
+        context manager: `with store.run("orders") as run: run.put(k, v)`.
+        Every write through the run is fenced by the lease and recorded so
+        the run can be undone; leaving the block ends the run (ok, or
+        failed when the block raised)."""
+        from ._run import begin
+        return begin(self, pipeline, row, **options)
+
+
+class _ScanFeed:
+    """What the scan thread and the iterator share.  The thread holds only
+    this, never the iterator, so dropping the iterator collects it (and its
+    __del__ stops the scan) even while the thread waits on a full queue."""
+
+    DONE = object()
+
+    def __init__(self, chunk):
+        self.queue = queue.Queue(maxsize=4)
+        self.stop = False
+        self.chunk = chunk
+        self.pending = []
+
+
+def _scan_thread(feed, store, ptr, prefix):
+    error = None
+    failed = []
+
+    def on_error(exc_type, exc, tb):
+        # An exception inside the callback (out of memory, say) must not
+        # look like the end of the keys: keep it, and stop the scan.
+        failed.append(exc)
+        return 1
+
+    @ffi.callback("int(const char *, void *)", onerror=on_error)
+    def on_key(key, ctx):
+        if feed.stop:
+            return 1
+        feed.pending.append(ffi.string(key).decode("utf-8", "surrogateescape"))
+        if len(feed.pending) >= feed.chunk:
+            chunk, feed.pending = feed.pending, []
+            feed.queue.put(chunk)
+        return 0
+
+    try:
+        rc = lib.faucet_store_scan(ptr, prefix, on_key, ffi.NULL)
+        if rc < 0:
+            error = E.last_error(rc, E.InvalidKey)
+        elif failed:
+            error = failed[0]
+    except BaseException as e:  # noqa: B902 - handed to the consumer
+        error = e
+    finally:
+        store._leave()
+        if feed.pending and not feed.stop:
+            feed.queue.put(feed.pending)
+        feed.pending = []
+        feed.queue.put((feed.DONE, error))
+
+
+class _Scan:
+    """The iterator of Store.scan().
+
+    faucet_store_scan hands keys to a callback on the thread that called it,
+    so to give them out one at a time the scan runs on a thread of its own
+    and passes chunks of keys through a small bounded queue: the scan waits
+    while the consumer is a few chunks behind.  Closing the iterator (or
+    dropping it) sets `stop`, which the callback turns into a non-zero
+    return that ends the scan, and drains the queue until the scan thread
+    says it is done, so the thread never stays blocked on a full queue."""
+
+    def __init__(self, store, prefix, chunk):
+        self._feed = _ScanFeed(max(1, int(chunk)))
+        self._current = iter(())
+        self._finished = True
+        ptr = store._enter()
+        self._thread = threading.Thread(target=_scan_thread,
+                                        args=(self._feed, store, ptr, prefix),
+                                        name="faucet-scan", daemon=True)
+        try:
+            self._thread.start()
+        except BaseException:
+            store._leave()
+            raise
+        self._finished = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        while True:
+            for key in self._current:
+                return key
+            if self._finished:
+                raise StopIteration
+            item = self._feed.queue.get()
+            if type(item) is tuple and item[0] is _ScanFeed.DONE:
+                self._finished = True
+                self._thread.join()
+                if item[1] is not None:
+                    raise item[1]
+                raise StopIteration
+            self._current = iter(item)
+
+    def close(self):
+        """End the scan early; safe to call more than once."""
+        if self._finished:
+            return
+        self._feed.stop = True
+        while True:
+            item = self._feed.queue.get()
+            if type(item) is tuple and item[0] is _ScanFeed.DONE:
+                break
+        self._finished = True
+        self._thread.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

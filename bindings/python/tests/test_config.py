@@ -1,0 +1,172 @@
+"""faucet.open_config reads a pipeline YAML's state block as the `faucet`
+command does."""
+
+import os
+import textwrap
+
+import pytest
+
+import faucet
+from conftest import server_url, unique
+
+
+def write(tmp_path, text, name="pipeline.yml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_file_store_with_a_relative_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = write(tmp_path, """
+        name: orders
+        state:
+          type: file
+          config:
+            path: ./state-dir
+        backfill:
+          window: 1d
+        pipeline_section_we_ignore: {anything: [1, 2]}
+        """)
+    with faucet.open_config(cfg) as s:
+        assert s.backend == "file"
+        s.put("orders::default", {"cursor": 7})
+    assert (tmp_path / "state-dir").is_dir()
+    with faucet.open(f"file:{tmp_path}/state-dir") as s:
+        assert s.get("orders::default") == {"cursor": 7}
+
+
+def test_env_references_are_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("PY_STATE_DIR", str(tmp_path / "from-env"))
+    monkeypatch.setenv("PY_EMPTY", "")
+    cfg = write(tmp_path, """
+        state:
+          type: sqlite
+          config:
+            path: "${env:PY_STATE_DIR}${env:PY_EMPTY}.db"
+        """)
+    with faucet.open_config(cfg) as s:
+        assert s.backend == "sqlite"
+        s.put("p::r", 1)
+    assert (tmp_path / "from-env.db").exists()
+
+
+def test_an_unset_variable_is_a_config_error_naming_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("PY_NOT_SET", raising=False)
+    cfg = write(tmp_path, """
+        state:
+          type: file
+          config: {path: "${env:PY_NOT_SET}/x"}
+        """)
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    assert "PY_NOT_SET is not set" in e.value.message and "line 4" in e.value.message
+
+
+def test_postgres_and_redis_from_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("PY_PG_URL", server_url("FAUCET_TEST_PG_URL"))
+    monkeypatch.setenv("PY_REDIS_URL", server_url("FAUCET_TEST_REDIS_URL"))
+    pg = write(tmp_path, f"""
+        state:
+          type: postgres
+          config:
+            url: ${{env:PY_PG_URL}}
+            table: {unique("py_")}
+            ensure_table: yes
+            max_connections: 2
+        """, "pg.yml")
+    redis = write(tmp_path, f"""
+        state:
+          type: redis
+          config: {{url: "${{env:PY_REDIS_URL}}", namespace: {unique("py")}}}
+        """, "redis.yml")
+    for cfg, backend in ((pg, "postgres"), (redis, "redis")):
+        with faucet.open_config(cfg) as s:
+            assert s.backend == backend
+            s.put("p::r", {"from": backend})
+            assert s.get("p::r") == {"from": backend}
+
+
+def test_an_encrypted_file_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("PY_KEY", "py-secret-key-9d2")
+    cfg = write(tmp_path, f"""
+        state:
+          type: file
+          config:
+            path: {tmp_path}/sealed
+            encryption: {{key_env: PY_KEY}}
+        """)
+    with faucet.open_config(cfg) as s:
+        s.put("p::r", {"n": 1})
+    raw = (tmp_path / "sealed").iterdir()
+    assert any(p.read_bytes().startswith(b"FCT1") for p in raw if p.suffix == ".json")
+    with faucet.open(f"file:{tmp_path}/sealed") as s:
+        with pytest.raises(faucet.Error):
+            s.get("p::r")
+    with faucet.open_config(cfg) as s:
+        assert s.get("p::r") == {"n": 1}
+
+
+def test_no_state_block_opens_the_default_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = write(tmp_path, "name: orders\n")
+    with faucet.open_config(cfg) as s:
+        assert s.backend == "file"
+        s.put("orders::default", 1)
+    assert (tmp_path / ".faucet-state").is_dir()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("state:\n  type: file\n  config: {path: x, pathh: y}\n", "unknown field 'pathh'"),
+    ("state:\n  type: file\n  config: {path: x, table: t}\n", "does not apply to type 'file'"),
+    ("state:\n  type: file\n  type: sqlite\n", "field 'type' is given twice"),
+    ("state:\n  config: {path: x}\n", "state needs a `type`"),
+    ("state:\n  type: postgres\n  config: {max_connections: lots}\n",
+     "max_connections must be a whole number"),
+    ("state:\n  type: postgres\n  config: {ensure_table: maybe}\n",
+     "ensure_table must be true or false"),
+    ("state: [1, 2]\n", "state must be a mapping"),
+    ("state:\n  type: file\n  config: {path: '${env:'}\n", "unterminated"),
+    ("a: 1\n---\nb: 2\n", "bad YAML"),
+    ("state: {type: file\n", "bad YAML"),
+    ("", "the file is empty"),
+    ("state:\n  type: nosuch\n", "nosuch"),
+    ("state:\n  type: file\n  config:\n    encryption: {key: a, key_env: B}\n",
+     "not both"),
+    ("x: !!python/object/apply:os.system ['echo hacked']\n"
+     "state: {type: memory}\n", None),
+])
+def test_config_mistakes_are_config_errors(tmp_path, text, message):
+    cfg = write(tmp_path, text)
+    if message is None:  # tags are never resolved: no object is built
+        with faucet.open_config(cfg) as s:
+            assert s.backend == "memory"
+        return
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    assert message in e.value.message
+    assert e.value.code == -5
+
+
+def test_values_from_the_environment_are_never_echoed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PY_SECRET_COUNT", "s3cr3t-v4lue")
+    cfg = write(tmp_path, """
+        state:
+          type: postgres
+          config: {max_connections: "${env:PY_SECRET_COUNT}"}
+        """)
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    assert "s3cr3t-v4lue" not in e.value.message
+    assert "${env:PY_SECRET_COUNT}" in e.value.message
+
+
+def test_a_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(faucet.ConfigError, match="cannot open"):
+        faucet.open_config(tmp_path / "nope.yml")
+
+
+def test_open_config_accepts_str_paths(tmp_path):
+    cfg = write(tmp_path, "state: {type: memory}\n")
+    with faucet.open_config(os.fspath(cfg)) as s:
+        assert s.backend == "memory"

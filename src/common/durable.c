@@ -1,0 +1,322 @@
+/*
+ * durable.c - the durable-write routine and the CLI's output files.
+ *
+ * faucet__durable_replace() is the only code in libfaucet that replaces a
+ * whole file.  A crash at any instant leaves the old complete file or the
+ * new complete file under the final name, never a mix, and once it returns
+ * 0 the new file survives a crash.  Each step has its reason:
+ *
+ *  1. The temp file is created O_CREAT|O_EXCL|O_NOFOLLOW under a name no one
+ *     can predict (the caller's name-maker, or 32 random hex digits).  With
+ *     a predictable name, anyone who can write the directory could plant a
+ *     symlink there and make us write through it (a root process
+ *     overwriting /etc/shadow); with a shared name two writers would
+ *     interleave their bytes and rename a torn file into place.  O_EXCL
+ *     never opens an existing file, O_NOFOLLOW never a link.
+ *  2. The writer holds flock(LOCK_EX) on its temp file until the file is
+ *     renamed.  A writer that dies (SIGKILL, power loss) leaves an unlocked
+ *     temp file; `doctor --repair` removes only those, never by age.
+ *  3. fsync(temp) before the rename.  rename orders directory entries, not
+ *     data blocks: without it a crash can leave the final name on an empty
+ *     or partial file.
+ *  4. renameat() over the final name, atomic for every reader.
+ *  5. fsync(directory).  The rename lives in the directory; until that is
+ *     synced a crash may bring the old file back after we said "written".
+ *     When this last step fails the new content is in place but its
+ *     durability is unknown, and the caller is told so (FAUCET_EUNKNOWN):
+ *     claiming "not written" would be as wrong as claiming "durable".
+ *
+ * Every system call that changes or syncs the disk goes through sys.h's
+ * table, so tests can make any of them fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "durable.h"
+#include "sys.h"
+
+/* Longest temp name we make: NAME_MAX on Linux filesystems. */
+#define TEMP_NAME_CAP 256
+
+static int default_namer(void *arg, char *out, size_t cap)
+{
+	char hex[33];
+	int len, rc = faucet__random_hex(hex, 16);
+
+	if (rc != 0)
+		return rc;
+	/* The final name is cut so that the temp name fits NAME_MAX. */
+	len = snprintf(out, cap, "%.200s.%s.tmp", (const char *)arg, hex);
+	if (len < 0 || (size_t)len >= cap)
+		return faucet_error_set(FAUCET_ERROR, "temp file name for '%s' is too long",
+					(const char *)arg);
+	return 0;
+}
+
+/* The temp file's path for messages: the directory part of t->display
+ * followed by the temp name. */
+static void temp_display(const faucet_durable_target *t, const char *tmp, char *out, size_t cap)
+{
+	size_t dlen = strlen(t->display), nlen = strlen(t->name);
+	int dir_len = 0;
+
+	if (dlen >= nlen && strcmp(t->display + dlen - nlen, t->name) == 0)
+		dir_len = (int)(dlen - nlen);
+	(void)snprintf(out, cap, "%.*s%s", dir_len, t->display, tmp);
+}
+
+static int write_all(const faucet_sys *sys, int fd, const char *bytes, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = sys->write(fd, bytes, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		bytes += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Lock a temp file we just created and give it mode 0600.  A repair may have found it unlocked in
+ * the instant before and removed it (it unlinks while holding the lock):
+ * then the file has no name any more and *gone is set. */
+static int lock_new_temp(const faucet_sys *sys, int fd, int *gone)
+{
+	struct stat st;
+
+	while (sys->flock(fd, LOCK_EX) != 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	if (fstat(fd, &st) != 0)
+		return -1;
+	*gone = st.st_nlink == 0;
+	/* Exactly 0600 whatever the umask (SPEC 5): a umask like 0277 leaves
+	 * 0400.  Free in the usual case, where the fstat above shows 0600. */
+	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+		return -1;
+	return 0;
+}
+
+/* Create, lock and name the temp file: *fd_out, with its name in tmp. */
+static int create_temp(faucet_durable_target *t, const faucet_sys *sys, char *tmp, int *fd_out)
+{
+	char shown[PATH_MAX + TEMP_NAME_CAP];
+	faucet_temp_namer namer = t->namer != NULL ? t->namer : default_namer;
+	void *arg = t->namer != NULL ? t->namer_arg : (void *)t->name;
+	int reopened = 0, fd, err, gone = 0, rc;
+
+	for (int attempt = 0;; attempt++) {
+		rc = namer(arg, tmp, TEMP_NAME_CAP);
+		if (rc != 0)
+			return rc;
+		fd = sys->openat(t->dirfd, tmp,
+				 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			if (lock_new_temp(sys, fd, &gone) != 0) {
+				err = errno;
+				(void)sys->unlinkat(t->dirfd, tmp, 0);
+				(void)sys->close(fd);
+				errno = err;
+			} else if (gone && attempt < 3) {
+				(void)sys->close(fd);
+				continue;
+			} else if (!gone) {
+				*fd_out = fd;
+				return 0;
+			} else {
+				(void)sys->close(fd);
+				errno = ENOENT;
+			}
+		}
+		err = errno;
+		if (fd < 0 && err == ENOENT && !reopened && t->reopen != NULL) {
+			reopened = 1;
+			rc = t->reopen(t->reopen_arg, &t->dirfd);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				continue;
+		}
+		/* EEXIST cannot come from our own names (they are fresh): take
+		 * another rather than touch a file someone else made. */
+		if (fd < 0 && err == EEXIST && attempt < 3)
+			continue;
+		temp_display(t, tmp, shown, sizeof(shown));
+		return faucet__error_os(FAUCET_EIO, err, "failed to create temp %s %s", t->what,
+					shown);
+	}
+}
+
+int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len)
+{
+	const faucet_sys *sys = faucet__sys();
+	char tmp[TEMP_NAME_CAP], shown[PATH_MAX + TEMP_NAME_CAP];
+	const char *step;
+	int fd = -1, err, rc = create_temp(t, sys, tmp, &fd);
+
+	if (rc != 0)
+		return rc;
+	if (write_all(sys, fd, bytes, len) != 0) {
+		step = "write";
+		goto temp_error;
+	}
+	if (sys->fsync(fd) != 0) {
+		step = "fsync";
+		goto temp_error;
+	}
+	/* Renamed while still open, so the lock covers the temp file for as
+	 * long as it has its temp name: a repair never sees it unlocked. */
+	if (sys->renameat(t->dirfd, tmp, t->dirfd, t->name) != 0) {
+		err = errno;
+		(void)sys->unlinkat(t->dirfd, tmp, 0);
+		(void)sys->close(fd);
+		return faucet__error_os(FAUCET_EIO, err, "failed to commit %s %s", t->what,
+					t->display);
+	}
+	/* After a successful fsync no write is pending, so close has nothing
+	 * left to report; should it fail all the same, the outcome is unsure. */
+	if (sys->close(fd) != 0)
+		return faucet__error_os(FAUCET_EUNKNOWN, errno,
+					"%s %s was replaced, but closing it failed", t->what,
+					t->display);
+	if (sys->fsync(t->dirfd) != 0)
+		return faucet__error_os(FAUCET_EUNKNOWN, errno,
+					"%s %s was replaced, but its directory could not be synced "
+					"(it may not survive a crash)", t->what, t->display);
+	return 0;
+
+temp_error:
+	err = errno;
+	/* Unlinked before close: the lock is held until the name is gone. */
+	(void)sys->unlinkat(t->dirfd, tmp, 0);
+	(void)sys->close(fd);
+	temp_display(t, tmp, shown, sizeof(shown));
+	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, t->what, shown);
+}
+
+/* ---- files the CLI writes outside a store --------------------------------- */
+
+/* Write through an existing non-regular file (a device, FIFO, socket, or a
+ * symlink to anything), as `> path` in a shell would.  Such a target is the
+ * operator's way of routing the output; replacing it would destroy it (a
+ * root `export -o /dev/null` once turned /dev/null into a regular file). */
+static int write_through(const char *path, const char *what, const void *bytes, size_t len)
+{
+	const faucet_sys *sys = faucet__sys();
+	int fd = sys->openat(AT_FDCWD, path, O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0);
+
+	if (fd < 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot open %s %s", what, path);
+	if (write_all(sys, fd, bytes, len) != 0) {
+		int err = errno;
+		(void)sys->close(fd);
+		return faucet__error_os(FAUCET_EIO, err, "cannot write %s %s", what, path);
+	}
+	/* A symlink may lead to a regular file: sync it.  Devices, pipes and
+	 * sockets cannot be synced (EINVAL, EROFS) and need not be. */
+	if (sys->fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) {
+		int err = errno;
+		(void)sys->close(fd);
+		return faucet__error_os(FAUCET_EIO, err, "cannot sync %s %s", what, path);
+	}
+	if (sys->close(fd) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot write %s %s", what, path);
+	return 0;
+}
+
+int faucet__write_file(const char *path, const char *what, const void *bytes, size_t len)
+{
+	faucet_durable_target t;
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	char *dir;
+	int rc;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return write_through(path, what, bytes, len);
+	if (slash != NULL && slash[1] == '\0')
+		return faucet_error_set(FAUCET_EINVALID, "%s %s names a directory", what, path);
+	if (slash == NULL)
+		dir = faucet__strdup(".");
+	else if (slash == path)
+		dir = faucet__strdup("/");
+	else
+		dir = faucet__strndup(path, (size_t)(slash - path));
+	if (dir == NULL)
+		return FAUCET_ENOMEM;
+	memset(&t, 0, sizeof(t));
+	t.dirfd = faucet__sys()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (t.dirfd < 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot open the directory of %s %s", what,
+				      path);
+		free(dir);
+		return rc;
+	}
+	t.name = slash != NULL ? slash + 1 : path;
+	t.display = path;
+	t.what = what;
+	rc = faucet__durable_replace(&t, bytes, len);
+	(void)close(t.dirfd); /* read-only descriptor: nothing to lose */
+	free(dir);
+	return rc;
+}
+
+/* ---- orphaned temp files ---------------------------------------------------- */
+
+int faucet__temp_is_orphan(int dirfd, const char *name, int remove, long long *bytes,
+			   long long *mtime)
+{
+	const faucet_sys *sys = faucet__sys();
+	struct stat st, named;
+	int fd, rc = 0;
+
+	/* O_NONBLOCK: a FIFO planted under a temp name must not hang us. */
+	fd = sys->openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return faucet__error_os(FAUCET_EIO, errno, "cannot open temp file %s", name);
+	}
+	if (fstat(fd, &st) != 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot stat temp file %s", name);
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode))
+		goto done; /* not a temp file of ours */
+	if (sys->flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			rc = faucet__error_os(FAUCET_EIO, errno, "cannot lock temp file %s", name);
+		goto done; /* a live writer holds it */
+	}
+	/* Locked by us now; it is an orphan if it still has its name. */
+	if (fstat(fd, &st) != 0) {
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot stat temp file %s", name);
+		goto done;
+	}
+	if (st.st_nlink == 0 || fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    named.st_dev != st.st_dev || named.st_ino != st.st_ino)
+		goto done;
+	if (bytes != NULL)
+		*bytes = (long long)st.st_size;
+	if (mtime != NULL)
+		*mtime = (long long)st.st_mtime;
+	rc = 1;
+	/* Unlinked while the lock is held: a writer that created this very
+	 * file an instant ago waits for the lock, then sees it has no name. */
+	if (remove && sys->unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
+		rc = faucet__error_os(FAUCET_EIO, errno, "cannot remove temp file %s", name);
+done:
+	(void)sys->close(fd);
+	return rc;
+}

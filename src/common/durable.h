@@ -1,0 +1,58 @@
+/*
+ * durable.h - the one durable-write routine of libfaucet (internal).
+ *
+ * Everything faucet writes as a whole file - a file store's value or key
+ * sidecar, the store's marker, `export -o`, `--metrics-file` - goes through
+ * faucet__durable_replace(): a temp file under an unpredictable name
+ * (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600), written, fsynced,
+ * renamed over the final name, and the directory fsynced.  While it writes,
+ * the writer holds flock(LOCK_EX) on its temp file, so that a repair can
+ * tell a live writer's temp file from a dead one's (faucet__temp_is_orphan).
+ */
+#ifndef FAUCET_DURABLE_H
+#define FAUCET_DURABLE_H
+
+#include <stddef.h>
+
+/* Make a fresh temp name for one write into out[cap]: 0 or an error code. */
+typedef int (*faucet_temp_namer)(void *arg, char *out, size_t cap);
+
+typedef struct {
+	int dirfd;             /* the directory that holds `name` */
+	const char *name;      /* the final name under dirfd (no '/') */
+	const char *display;   /* the final file's path as messages show it */
+	const char *what;      /* what it is in messages: "state file", ... */
+	faucet_temp_namer namer; /* NULL: "{name}.{32 random hex}.tmp" */
+	void *namer_arg;
+	/* Optional: called once when the temp file cannot be created because
+	 * the directory is gone (ENOENT).  Returns 0 after putting a fresh
+	 * descriptor in *dirfd (the write is retried), 1 to give up, or an
+	 * error code. */
+	int (*reopen)(void *arg, int *dirfd);
+	void *reopen_arg;
+} faucet_durable_target;
+
+/* Replace t->name under t->dirfd with bytes[0..len), durably.  Returns 0
+ * (the new content is in place and survives a crash); FAUCET_EUNKNOWN when
+ * the rename happened but the directory could not be synced (the new
+ * content is in place but may not survive a crash); or another error code,
+ * and then the old file is untouched and no temp file is left. */
+int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len);
+
+/* Write a file the CLI produces outside a store (`export -o`, metrics).  An
+ * existing target that is not a regular file (device, FIFO, socket,
+ * symlink) is opened and written through, as a shell redirection would, and
+ * never replaced; a new or regular target is replaced through
+ * faucet__durable_replace(). */
+int faucet__write_file(const char *path, const char *what, const void *bytes, size_t len);
+
+/* Whether the temp file `name` under dirfd belongs to no live writer: 1
+ * when nobody holds its lock (a writer that died left it), 0 when a writer
+ * holds it or it is gone, or an error code.  With `remove`, an orphan is
+ * unlinked while its lock is held, so a writer can never lose a file it
+ * has just created.  *bytes and *mtime (may be NULL) receive its size and
+ * modification time. */
+int faucet__temp_is_orphan(int dirfd, const char *name, int remove, long long *bytes,
+			   long long *mtime);
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * test_file_faults.c - the file store and the durable-write helper when
+ * system calls fail or writers die: a directory sync that fails after the
+ * rename (outcome unknown, never "not written"), a lock file that cannot be
+ * removed after a delete (success with a warning), a write that fails
+ * (old value kept, no temp file), a writer SIGKILLed mid-write (its temp
+ * file is an orphan doctor reports and --repair removes, while a live
+ * writer's is left alone), a repair that wins the race against a writer
+ * that has just created its temp file, and symlinked key sidecars.
+ *
+ * Failures are injected through the table of system calls (src/common/
+ * sys.h); processes are ordered with pipes, never sleeps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "durable.h"
+#include "sys.h"
+#include "stores/file_internal.h"
+
+typedef tu_dir_fixture fixture;
+
+/* The real calls again after every test, also one whose assertion failed
+ * while its table was in place. */
+static int fault_teardown(void **state)
+{
+	faucet__sys_set(NULL);
+	return tu_dir_teardown(state);
+}
+
+/* The table a test installs; static, so no test leaves a pointer into its
+ * dead stack frame behind. */
+static faucet_sys table;
+
+#define FAULT_TEST(t) cmocka_unit_test_setup_teardown(t, tu_dir_setup, fault_teardown)
+
+static faucet_store *open_store(const char *dir)
+{
+	faucet_store *s = NULL;
+
+	if (faucet_store_open_file(&s, dir, NULL) != 0)
+		fail_msg("open: %s", faucet_error_last()->message);
+	return s;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* ---- a directory fsync that fails after the rename ------------------------ */
+
+static int failing_dir_fsync(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+static void a_failed_directory_sync_after_the_rename_is_outcome_unknown(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *v = tu_v("{\"n\":2}"), *three = tu_v("3");
+	int written = 0;
+
+	tu_put(s, "p::a", "{\"n\":1}");
+	table = *faucet__sys_default();
+	table.fsync = failing_dir_fsync;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_put(s, "p::a", v), FAUCET_EUNKNOWN);
+	faucet__sys_set(NULL);
+	tu_assert_error_contains("may not survive a crash");
+	/* The rename happened: the key holds its new value. */
+	tu_assert_value(s, "p::a", "{\"n\":2}");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	/* compare-and-put says it wrote, and the same unknown outcome. */
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_compare_and_put(s, "p::a", v, three, &written),
+			 FAUCET_EUNKNOWN);
+	faucet__sys_set(NULL);
+	assert_true(written);
+	tu_assert_value(s, "p::a", "3");
+	faucet_value_free(v);
+	faucet_value_free(three);
+	faucet_store_free(s);
+}
+
+static int dir_fsyncs_to_fail;
+
+static int failing_first_dir_fsync(int fd)
+{
+	struct stat st;
+
+	if (dir_fsyncs_to_fail > 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir_fsyncs_to_fail--;
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+/* A long key's sidecar is written before its value: when the sidecar's
+ * directory sync fails the value is never written, so the put failed -
+ * not "outcome unknown". */
+static void a_failed_sidecar_sync_is_a_failed_put(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *v = tu_v("1");
+	char key[240];
+
+	memset(key, 'b', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	table = *faucet__sys_default();
+	table.fsync = failing_first_dir_fsync;
+	dir_fsyncs_to_fail = 1;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_put(s, key, v), FAUCET_EIO);
+	faucet__sys_set(NULL);
+	tu_assert_value(s, key, NULL);
+	faucet_value_free(v);
+	faucet_store_free(s);
+}
+
+/* ---- a write that fails ----------------------------------------------------- */
+
+static ssize_t failing_write(int fd, const void *buf, size_t len)
+{
+	(void)fd;
+	(void)buf;
+	(void)len;
+	errno = ENOSPC;
+	return -1;
+}
+
+static void a_failed_write_keeps_the_old_value_and_leaves_no_temp(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *v = tu_v("2");
+
+	tu_put(s, "p::a", "1");
+	table = *faucet__sys_default();
+	table.write = failing_write;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_put(s, "p::a", v), FAUCET_EIO);
+	faucet__sys_set(NULL);
+	tu_assert_error_contains("failed to write temp state file");
+	tu_assert_value(s, "p::a", "1");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	faucet_value_free(v);
+	faucet_store_free(s);
+}
+
+/* ---- a lock file that cannot be removed after a delete ------------------------ */
+
+static int failing_lock_unlink(int dirfd, const char *name, int flags)
+{
+	if (ends_with(name, ".lock")) {
+		errno = EPERM;
+		return -1;
+	}
+	return unlinkat(dirfd, name, flags);
+}
+
+static void a_delete_whose_lock_file_stays_succeeds_with_a_warning(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	const char *warning;
+
+	tu_put(s, "p::a", "1");
+	faucet_warning_clear();
+	table = *faucet__sys_default();
+	table.unlinkat = failing_lock_unlink;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_delete(s, "p::a"), 0);
+	faucet__sys_set(NULL);
+	tu_assert_value(s, "p::a", NULL);
+	warning = faucet_warning_last();
+	assert_non_null(warning);
+	assert_non_null(strstr(warning, "p%3A%3Aa.json.lock"));
+	/* The key stays usable: the lock file left behind is reused. */
+	assert_int_equal(tu_cas(s, "p::a", NULL, "2"), 1);
+	tu_assert_value(s, "p::a", "2");
+	faucet_warning_clear();
+	assert_null(faucet_warning_last());
+	faucet_store_free(s);
+}
+
+/* ---- a writer killed mid-write, and a live one -------------------------------- */
+
+static int stall_signal_fd = -1, stall_wait_fd = -1;
+
+/* The child's write: tell the parent the temp file exists, then wait for a
+ * byte that never comes (the parent kills us). */
+static ssize_t stalling_write(int fd, const void *buf, size_t len)
+{
+	char c = 'w';
+
+	(void)fd;
+	(void)buf;
+	(void)len;
+	if (write(stall_signal_fd, &c, 1) != 1)
+		_exit(3);
+	(void)read(stall_wait_fd, &c, 1);
+	_exit(4);
+}
+
+static const faucet_probe *probe_named(const faucet_check_report *r, const char *name)
+{
+	for (size_t i = 0; i < faucet_check_report_count(r); i++) {
+		const faucet_probe *p = faucet_check_report_probe(r, i);
+		if (strcmp(p->name, name) == 0)
+			return p;
+	}
+	fail_msg("no probe '%s'", name);
+	return NULL;
+}
+
+static void check_temp_probe(faucet_store *s, unsigned flags, faucet_probe_status want,
+			     const char *needle)
+{
+	faucet_check_context ctx = {.timeout_ms = 10000, .flags = flags};
+	faucet_check_report *r = NULL;
+	const faucet_probe *p;
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	p = probe_named(r, "temp files");
+	assert_int_equal(p->status, want);
+	if (needle != NULL) {
+		const char *text = p->reason != NULL ? p->reason : p->hint;
+		assert_non_null(text);
+		assert_non_null(strstr(text, needle));
+	}
+	faucet_check_report_free(r);
+}
+
+static void a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	int signal_pipe[2], wait_pipe[2], status;
+	pid_t child;
+	char c;
+
+	tu_put(s, "p::a", "1");
+	assert_int_equal(pipe(signal_pipe), 0);
+	assert_int_equal(pipe(wait_pipe), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		faucet_sys ctable = *faucet__sys_default();
+		faucet_store *cs = NULL;
+		faucet_value *v = NULL;
+
+		stall_signal_fd = signal_pipe[1];
+		stall_wait_fd = wait_pipe[0];
+		ctable.write = stalling_write;
+		if (faucet_store_open_file(&cs, f->dir, NULL) != 0 ||
+		    faucet_value_parse(&v, "[1,2,3]", 7) != 0)
+			_exit(2);
+		faucet__sys_set(&ctable);
+		(void)faucet_store_put(cs, "p::a", v);
+		_exit(5);
+	}
+	close(signal_pipe[1]);
+	close(wait_pipe[0]);
+	assert_int_equal(read(signal_pipe[0], &c, 1), 1);
+	/* The child is inside its write, holding its temp file's lock. */
+	assert_true(tu_has_suffix_entry(f->dir, ".json.tmp"));
+	check_temp_probe(s, 0, FAUCET_PROBE_PASS, NULL);
+	check_temp_probe(s, FAUCET_CHECK_REPAIR, FAUCET_PROBE_PASS, NULL);
+	assert_true(tu_has_suffix_entry(f->dir, ".json.tmp"));
+	/* Killed mid-write: the temp file stays, unlocked. */
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFSIGNALED(status));
+	check_temp_probe(s, 0, FAUCET_PROBE_WARN, "found 1 orphaned temp file");
+	assert_true(tu_has_suffix_entry(f->dir, ".json.tmp"));
+	check_temp_probe(s, FAUCET_CHECK_REPAIR, FAUCET_PROBE_PASS, "removed 1 orphaned temp file");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	tu_assert_value(s, "p::a", "1");
+	close(signal_pipe[0]);
+	close(wait_pipe[1]);
+	faucet_store_free(s);
+}
+
+/* ---- a repair that wins the race against a writer ------------------------------ */
+
+static int raced;
+
+/* Between the writer's create and its flock, a repair finds the new temp
+ * file unlocked and removes it. */
+static int racing_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, name, flags, mode);
+
+	if (fd >= 0 && !raced && ends_with(name, ".tmp")) {
+		raced = 1;
+		assert_int_equal(faucet__temp_is_orphan(dirfd, name, 1, NULL, NULL), 1);
+	}
+	return fd;
+}
+
+static void a_writer_whose_new_temp_file_was_repaired_away_takes_another(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *v = tu_v("{\"n\":7}");
+
+	raced = 0;
+	table = *faucet__sys_default();
+	table.openat = racing_openat;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet_store_put(s, "p::a", v), 0);
+	faucet__sys_set(NULL);
+	assert_true(raced);
+	tu_assert_value(s, "p::a", "{\"n\":7}");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	faucet_value_free(v);
+	faucet_store_free(s);
+}
+
+/* ---- symlinked sidecars ---------------------------------------------------------- */
+
+static void a_symlinked_key_sidecar_is_not_followed(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	char key[240], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	char *sidecar, *elsewhere;
+	faucet_strarray keys = {NULL, 0};
+
+	memset(key, 'a', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	tu_put(s, key, "1");
+	(void)faucet_file__stem(key, stem);
+	(void)snprintf(name, sizeof(name), "%s.key", stem);
+	sidecar = tu_join(f->dir, name);
+	elsewhere = tu_join(f->dir, "elsewhere");
+	assert_int_equal(rename(sidecar, elsewhere), 0);
+	assert_int_equal(symlink(elsewhere, sidecar), 0);
+	assert_int_equal(faucet_store_list(s, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+	free(sidecar);
+	free(elsewhere);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		FAULT_TEST(a_failed_directory_sync_after_the_rename_is_outcome_unknown),
+		FAULT_TEST(a_failed_sidecar_sync_is_a_failed_put),
+		FAULT_TEST(a_failed_write_keeps_the_old_value_and_leaves_no_temp),
+		FAULT_TEST(a_delete_whose_lock_file_stays_succeeds_with_a_warning),
+		FAULT_TEST(a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept),
+		FAULT_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
+		FAULT_TEST(a_symlinked_key_sidecar_is_not_followed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
