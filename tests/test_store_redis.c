@@ -215,7 +215,7 @@ static faucet_store *open_indexed(const char *ns)
 static faucet_probe_status probe_status(faucet_store *s, const char *name, char *reason,
 					size_t cap)
 {
-	faucet_check_context ctx = {5000};
+	faucet_check_context ctx = {.timeout_ms = 5000};
 	faucet_check_report *r = NULL;
 	faucet_probe_status st = FAUCET_PROBE_SKIP;
 	int seen = 0;

@@ -125,6 +125,22 @@ typedef int (*faucet_key_fn)(const char *key, void *ctx);
  * use the store; on SQLite the scan holds one pooled connection meanwhile. */
 int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
 
+/* Called by faucet_store_scan_entries for each entry; key and value are
+ * borrowed until it returns (take a reference to keep the value).  Return
+ * 0 to go on, anything else to stop. */
+typedef int (*faucet_entry_fn)(const char *key, const faucet_value *value, void *ctx);
+
+/* Every entry whose key starts with `prefix`, keys in byte order, handed to
+ * fn one at a time: what an export reads.  Where the backend streams (the
+ * PostgreSQL store reads one ordered query through a cursor) nothing is
+ * listed first and memory stays flat; elsewhere the keys are listed and
+ * read a chunk at a time with faucet_store_get_many, and a key deleted
+ * meanwhile is skipped.  Returns 0 after the last entry, fn's value when it
+ * stopped the scan, or a FAUCET_E* error.  fn may read the store but should
+ * not write under the prefix while the scan runs. */
+int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+			      void *ctx);
+
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */
 int faucet_store_compare_and_put(faucet_store *s, const char *key,

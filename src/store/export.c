@@ -33,6 +33,7 @@
 #include "value_internal.h"
 #include "export_internal.h"
 #include "json_check.h"
+#include "open_internal.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -573,6 +574,47 @@ static int write_chunk(faucet_store *s, char **keys, size_t n, faucet_value **va
 	return rc;
 }
 
+/* The document being streamed from faucet_store_scan_entries. */
+typedef struct {
+	faucet_buf b;
+	FILE *out;
+	size_t written;
+	int pretty;
+} stream_out;
+
+#define STREAM_FLUSH 65536
+
+static int stream_entry(const char *key, const faucet_value *value, void *ctx)
+{
+	stream_out *so = ctx;
+
+	put_entry(&so->b, so->written == 0, key, value, so->pretty);
+	so->written++;
+	return so->b.len >= STREAM_FLUSH ? flush_out(&so->b, so->out) : 0;
+}
+
+/* A backend that streams its entries in order (PostgreSQL) is read in one
+ * pass: no listing first, no read per chunk. */
+static int export_streamed(faucet_store *s, const char *prefix, const char *pipeline,
+			   const char *exported_at, int pretty, FILE *out, size_t *count)
+{
+	stream_out so = {FAUCET_BUF_INIT, out, 0, pretty};
+	int rc;
+
+	put_header(&so.b, FAUCET_STATE_EXPORT_VERSION, pipeline, exported_at, pretty);
+	rc = flush_out(&so.b, out);
+	if (rc == 0)
+		rc = faucet_store_scan_entries(s, prefix, stream_entry, &so);
+	if (rc == 0) {
+		put_trailer(&so.b, so.written, pretty);
+		rc = flush_out(&so.b, out);
+	}
+	faucet_buf_dispose(&so.b);
+	if (rc == 0 && count != NULL)
+		*count = so.written;
+	return rc;
+}
+
 int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
 			int pretty, FILE *out, size_t *count)
 {
@@ -592,6 +634,11 @@ int faucet_export_write(faucet_store *s, const char *pipeline, const char *expor
 	prefix = faucet_namespace_prefix(pipeline);
 	if (prefix == NULL)
 		return FAUCET_ENOMEM;
+	if (faucet__store_has_scan_entries(s)) {
+		rc = export_streamed(s, prefix, pipeline, exported_at, pretty, out, count);
+		free(prefix);
+		return rc;
+	}
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
 	if (rc == 0 && keys.count > 0 &&

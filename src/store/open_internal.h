@@ -20,6 +20,9 @@ typedef struct {
 int faucet_store_open_sqlite(faucet_store **out, const char *path);
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
 int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+/* Whether the store's backend streams faucet_store_scan_entries itself. */
+int faucet__store_has_scan_entries(const faucet_store *s);
+
 /* faucet_store_reindex of a Redis store (redis.c). */
 int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed);
 

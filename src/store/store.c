@@ -32,7 +32,7 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
 					"state store backend version %d is not supported "
-					"(expected %d, or 2 without get_many, with get, put, del "
+					"(expected %d, or 2 and 3 without the later slots, with get, put, del "
 					"and free)",
 					version, FAUCET_STORE_BACKEND_VERSION);
 	}
@@ -184,6 +184,48 @@ int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, voi
 		rc = fn(keys.strings[i], ctx);
 	faucet_strarray_dispose(&keys);
 	return rc;
+}
+
+#define SCAN_ENTRIES_CHUNK 256
+
+/* The default: the listing, read a chunk at a time. */
+static int scan_entries_by_list(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+				void *ctx)
+{
+	faucet_strarray keys = {NULL, 0};
+	faucet_value *values[SCAN_ENTRIES_CHUNK];
+	int rc = faucet_store_list(s, prefix, &keys);
+
+	for (size_t from = 0; rc == 0 && from < keys.count; from += SCAN_ENTRIES_CHUNK) {
+		size_t n = keys.count - from < SCAN_ENTRIES_CHUNK ? keys.count - from
+								   : SCAN_ENTRIES_CHUNK;
+
+		rc = faucet_store_get_many(s, (const char *const *)keys.strings + from, n, values);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			if (values[i] != NULL)
+				rc = fn(keys.strings[from + i], values[i], ctx);
+		}
+		for (size_t i = 0; i < n; i++)
+			faucet_value_free(values[i]);
+	}
+	faucet_strarray_dispose(&keys);
+	return rc;
+}
+
+int faucet__store_has_scan_entries(const faucet_store *s)
+{
+	return s->backend->version >= 4 && s->backend->scan_entries != NULL;
+}
+
+int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+			      void *ctx)
+{
+	if (s == NULL || fn == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_scan_entries: NULL argument");
+	prefix = prefix ? prefix : "";
+	if (faucet__store_has_scan_entries(s))
+		return s->backend->scan_entries(s->backend, prefix, fn, ctx);
+	return scan_entries_by_list(s, prefix, fn, ctx);
 }
 
 int faucet_store_compare_and_put(faucet_store *s, const char *key,

@@ -1020,6 +1020,61 @@ static void get_many_of_a_large_chunk(void **state)
 		faucet_value_free((faucet_value *)entries[i].value);
 }
 
+typedef struct {
+	char keys[16][64];
+	char texts[16][128];
+	size_t count;
+	size_t stop_after; /* 0 = never */
+} entry_log;
+
+static int log_entry(const char *key, const faucet_value *value, void *arg)
+{
+	entry_log *l = arg;
+
+	assert_true(l->count < 16);
+	snprintf(l->keys[l->count], sizeof(l->keys[0]), "%s", key);
+	snprintf(l->texts[l->count], sizeof(l->texts[0]), "%s", faucet_value_json(value));
+	l->count++;
+	return l->stop_after != 0 && l->count == l->stop_after ? 42 : 0;
+}
+
+/* scan_entries: the keys under a prefix (taken literally) in byte order,
+ * each with its value, and fn's non-zero value stops it. */
+static void scan_entries_walks_the_prefix_in_byte_order(void **state)
+{
+	faucet_store *s = S(state);
+	static const char *const keys[] = {"p::b", "p::a", "p::B", "p::a::x", "p_::c", "q::a",
+					   "p:"};
+	static const char *const want[] = {"p::B", "p::a", "p::a::x", "p::b"};
+	entry_log l;
+
+	memset(&l, 0, sizeof(l));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char json[64];
+		faucet_value *v;
+
+		snprintf(json, sizeof(json), "{\"i\":%zu,\"k\":\"%s\"}", i, keys[i]);
+		v = tu_v(json);
+		assert_int_equal(faucet_store_put(s, keys[i], v), 0);
+		faucet_value_free(v);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "p::", log_entry, &l), 0);
+	assert_int_equal(l.count, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_string_equal(l.keys[i], want[i]);
+	/* Compact text, whatever the backend stores (JSONB prints spaces). */
+	assert_non_null(strstr(l.texts[0], "\"k\":\"p::B\""));
+	assert_null(strchr(l.texts[0], ' '));
+	memset(&l, 0, sizeof(l));
+	l.stop_after = 2;
+	assert_int_equal(faucet_store_scan_entries(s, "", log_entry, &l), 42);
+	assert_int_equal(l.count, 2);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(faucet_store_scan_entries(s, "p_", log_entry, &l), 0);
+	assert_int_equal(l.count, 1);
+	assert_string_equal(l.keys[0], "p_::c");
+}
+
 static void backend_name_is_reported(void **state)
 {
 	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
@@ -1031,6 +1086,8 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(backend_name_is_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(get_many_reads_each_key_in_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(get_many_of_a_large_chunk, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_entries_walks_the_prefix_in_byte_order, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(invalid_keys_are_rejected_everywhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(typical_keys_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_key_reads_as_null, setup, teardown),
