@@ -43,8 +43,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +73,7 @@ typedef struct {
 	int *retired;             /* replaced root descriptors, closed at free */
 	size_t nretired;
 	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
+	atomic_int fold_case;     /* -1 unknown, 1 the root ignores case, 0 not */
 	pthread_mutex_t migrate_lock;
 	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
 	atomic_int marked;        /* the encrypted-store marker is known to exist */
@@ -1129,15 +1133,109 @@ static int migrate_once(file_store *fs)
 	return rc;
 }
 
+/*
+ * Per key, not per store.  Renaming every legacy file on a store's first
+ * use read and classified the whole directory before the first get or put
+ * of each process: 330 ms at a million keys.  On a case-sensitive
+ * filesystem a key's legacy file can only be found under one name, so each
+ * operation looks there instead - a single fstatat, and only for keys whose
+ * legacy name differs from the current one (keys with capitals, long
+ * keys).  A listing still migrates every legacy file it walks (file_list).
+ * A filesystem that ignores case keeps the eager migration: there, opening
+ * "users%3Ax.json" would open the legacy "Users%3Ax.json" of another key.
+ */
+
+/* The name an earlier release gave `key` - ':' and '/' escaped, capitals
+ * as they are, never hashed - into out[FILE_NAME_CAP].  0 when it is the
+ * current name or too long to exist. */
+static int legacy_name_of(const char *key, const char *stem, char *out)
+{
+	size_t n = 0;
+
+	for (const char *p = key; *p != '\0'; p++) {
+		if (n + 3 + 5 >= FILE_NAME_CAP)
+			return 0;
+		if (*p == ':' || *p == '/') {
+			out[n++] = '%';
+			out[n++] = *p == ':' ? '3' : '2';
+			out[n++] = *p == ':' ? 'A' : 'F';
+		} else {
+			out[n++] = *p;
+		}
+	}
+	out[n] = '\0';
+	if (strcmp(out, stem) == 0)
+		return 0;
+	memcpy(out + n, ".json", 6);
+	return 1;
+}
+
+/* Whether the root's filesystem ignores case: FAT, exFAT, NTFS, SMB/CIFS
+ * and HFS+ by their type, ext4/f2fs directories by their casefold flag.
+ * Decided once per store. */
+static int root_folds_case(file_store *fs, int dfd)
+{
+	static const long folding[] = {0x4d44 /* msdos */,      0x2011BAB0 /* exfat */,
+				       0x5346544e /* ntfs */,  0x7366746e /* ntfs3 */,
+				       (long)0xFF534D42 /* cifs */, (long)0xFE534D42 /* smb2 */,
+				       0x517B /* smb */,       0x482b /* hfs+ */};
+	int known = atomic_load(&fs->fold_case), folds = 0, flags = 0;
+	struct statfs sf;
+
+	if (known >= 0)
+		return known;
+	if (fstatfs(dfd, &sf) == 0) {
+		for (size_t i = 0; i < FAUCET_ARRAY_LEN(folding); i++)
+			folds |= (long)sf.f_type == folding[i];
+	}
+	if (ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_CASEFOLD_FL) != 0)
+		folds = 1;
+	atomic_store(&fs->fold_case, folds);
+	return folds;
+}
+
+/* Before an operation on `key`: move its legacy file, if it has one, to
+ * the current name (or drop it when the current one exists: that one is
+ * newer), durably.  A root that does not exist holds nothing. */
+static int settle_legacy(file_store *fs, int *dfd, const char *key)
+{
+	char stem[FILE_STEM_MAX + 1], legacy[FILE_NAME_CAP], path[PATH_CAP];
+	struct stat st;
+	int rc;
+
+	if (*dfd < 0)
+		return 0;
+	if (root_folds_case(fs, *dfd))
+		return migrate_once(fs);
+	(void)faucet_file__stem(key, stem);
+	if (!legacy_name_of(key, stem, legacy))
+		return 0;
+	if (fstatat(*dfd, legacy, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		path_of(fs, legacy, path);
+		return faucet__error_os(FAUCET_EIO, errno, "failed to look for legacy state file %s",
+					path);
+	}
+	if (!S_ISREG(st.st_mode))
+		return 0; /* a symlink or a directory is never a key (doctor says so) */
+	rc = migrate_one(fs, dfd, legacy);
+	if (rc == 0)
+		rc = sync_root(fs, *dfd);
+	return rc;
+}
+
 /* ---- the backend slots ------------------------------------------------------ */
 
 static int file_get(faucet_store_backend *b, const char *key, faucet_value **out)
 {
 	file_store *fs = (file_store *)b;
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	int rc = migrate_once(fs);
+	int dfd, rc = root_get(fs, 0, &dfd);
 
 	*out = NULL;
+	if (rc == 0)
+		rc = settle_legacy(fs, &dfd, key);
 	if (rc != 0)
 		return rc;
 	(void)faucet_file__stem(key, stem);
@@ -1158,7 +1256,7 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	int dfd, rc = root_get(fs, 1, &dfd);
 
 	if (rc == 0)
-		rc = migrate_once(fs);
+		rc = settle_legacy(fs, &dfd, key);
 	if (rc != 0)
 		return rc;
 	stem_len = faucet_file__stem(key, stem);
@@ -1293,7 +1391,7 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 
 	*written = 0;
 	if (rc == 0)
-		rc = migrate_once(fs);
+		rc = settle_legacy(fs, &dfd, key);
 	if (rc != 0)
 		return rc;
 	(void)faucet_file__stem(key, stem);
@@ -1368,11 +1466,11 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 static int lock_for_removal(file_store *fs, const char *key, char *stem, size_t *stem_len,
 			    int *dfd, int *lock_fd)
 {
-	int rc = migrate_once(fs);
+	int rc = root_get(fs, 0, dfd);
 
 	*lock_fd = -1;
 	if (rc == 0)
-		rc = root_get(fs, 0, dfd);
+		rc = settle_legacy(fs, dfd, key);
 	if (rc != 0 || *dfd < 0)
 		return rc;
 	*stem_len = faucet_file__stem(key, stem);
@@ -1760,6 +1858,7 @@ int faucet_store_open_file(faucet_store **out, const char *root, const faucet_fi
 	}
 	atomic_init(&fs->dirfd, -1);
 	atomic_init(&fs->migrated, 0);
+	atomic_init(&fs->fold_case, -1);
 	atomic_init(&fs->marked, 0);
 	fs->base.version = FAUCET_STORE_BACKEND_VERSION;
 	fs->base.name = "file";
