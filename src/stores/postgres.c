@@ -633,80 +633,112 @@ static int pg_get_many_on(pg_store *s, PGconn *c, const char *const *keys, size_
 
 /* ---- streaming every entry under a prefix ------------------------------ */
 
-/* Rows per FETCH: enough that a round trip is amortised over many rows,
- * few enough that a batch of values is a few hundred kilobytes. */
-#define PG_FETCH_ROWS "5000"
-
-/* Hand each row of a FETCH to fn; *stopped = fn's non-zero value. */
-static int entries_to_fn(pg_store *s, PGresult *res, faucet_entry_fn fn, void *ctx, int *stopped)
+/* Undo COPY's text-format escaping of one field in place (PostgreSQL
+ * writes \\ \b \f \n \r \t \v; JSON text holds no raw control bytes, so
+ * in practice only doubled backslashes occur).  Returns the new length. */
+static size_t copy_unescape(char *p, size_t len)
 {
-	for (int row = 0; row < PQntuples(res); row++) {
-		const char *key = PQgetvalue(res, row, 0);
-		faucet_value *v = NULL;
-		int rc;
+	size_t r = 0, w = 0;
 
-		if (faucet_value_parse(&v, PQgetvalue(res, row, 1), (size_t)PQgetlength(res, row, 1)) !=
-		    0)
-			return bad_stored_value(s, key);
-		rc = fn(key, v, ctx);
-		faucet_value_free(v);
-		if (rc != 0) {
-			*stopped = rc;
-			return 0;
+	while (r < len) {
+		char c = p[r++];
+
+		if (c == '\\' && r < len) {
+			char e = p[r++];
+			switch (e) {
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 't': c = '\t'; break;
+			case 'v': c = '\v'; break;
+			default: c = e; break;
+			}
 		}
+		p[w++] = c;
 	}
+	return w;
+}
+
+/* One COPY row "key<TAB>value\n": parse the value, hand both to fn. */
+static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, void *ctx,
+			  int *stopped)
+{
+	char *tab = memchr(row, '\t', (size_t)len);
+	faucet_value *v = NULL;
+	size_t vlen;
+	int rc;
+
+	if (tab == NULL || len < 2 || row[len - 1] != '\n')
+		return pg_fail(s, FAUCET_ERROR, "cannot read the entries", "malformed COPY row");
+	*tab = '\0';
+	vlen = copy_unescape(tab + 1, (size_t)(len - 1) - (size_t)(tab + 1 - row));
+	if (faucet_value_parse(&v, tab + 1, vlen) != 0)
+		return bad_stored_value(s, row);
+	rc = fn(row, v, ctx);
+	faucet_value_free(v);
+	if (rc != 0)
+		*stopped = rc;
 	return 0;
 }
 
 /*
- * One ordered query, read through a cursor FETCH by FETCH inside a
- * read-only transaction: a single snapshot of the namespace, one pass over
- * the key index, and the client holds one batch of rows at a time however
- * large the namespace.  (A listing followed by reads of each chunk of keys
- * costs a round trip and an index probe per key, and a listing of a
- * million keys alone is a result of a million rows.)  JSONB prints with
- * spaces after ':' and ','; the value's parse keeps the compact form.
+ * One ordered query streamed with COPY ... TO STDOUT: a single snapshot of
+ * the namespace, and the server sends rows while we parse the ones before
+ * them - a cursor's FETCHes stop the server at every batch, which made the
+ * export twice as slow - and we hold one row at a time however large the
+ * namespace.  (A listing followed by reads of each chunk of keys costs an
+ * index probe per key, and a listing of a million keys alone is a result
+ * of a million rows.)  COPY takes no parameters, so the prefix goes in as a
+ * literal quoted by libpq.  JSONB prints with spaces after ':' and ','; the
+ * value's parse keeps the compact form.  When fn stops early, or anything
+ * fails, the connection is still inside the COPY and is dropped rather
+ * than drained (pg_broken).
  */
 static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, faucet_entry_fn fn,
 			      void *ctx)
 {
-	const char *params[1] = {prefix};
-	char *declare = statement_sql("DECLARE faucet_entries NO SCROLL CURSOR FOR "
-				      "SELECT key, value::text FROM {table} "
-				      "WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"",
-				      s->quoted);
+	char *literal = PQescapeLiteral(c, prefix, strlen(prefix));
+	char *sql = NULL, *quoted;
 	PGresult *res;
-	int rc, stopped = 0;
+	int rc = 0, stopped = 0;
 
-	if (declare == NULL)
+	if (literal == NULL)
+		return pg_fail(s, FAUCET_ENOMEM, "cannot read the entries", PQerrorMessage(c));
+	quoted = faucet__sprintf("COPY (SELECT key, value::text FROM {table} WHERE starts_with(key, "
+				 "%s) ORDER BY key COLLATE \"C\") TO STDOUT",
+				 literal);
+	PQfreemem(literal);
+	if (quoted != NULL)
+		sql = statement_sql(quoted, s->quoted);
+	free(quoted);
+	if (sql == NULL)
 		return FAUCET_ENOMEM;
-	rc = pg_result_ok(s, c, PQexec(c, "BEGIN READ ONLY"), PGRES_COMMAND_OK,
-			  "cannot read the entries");
+	res = PQexec(c, sql);
+	free(sql);
+	rc = pg_result_ok(s, c, res, PGRES_COPY_OUT, "cannot read the entries");
+	if (rc != 0)
+		return rc;
+	PQclear(res);
+	for (;;) {
+		char *row = NULL;
+		int len = PQgetCopyData(c, &row, 0);
+
+		if (len < 0)
+			break; /* -1: done; -2: failed (the result below says why) */
+		rc = copy_row_to_fn(s, row, len, fn, ctx, &stopped);
+		PQfreemem(row);
+		if (rc != 0 || stopped != 0)
+			return rc != 0 ? rc : stopped;
+	}
+	res = PQgetResult(c);
+	rc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot read the entries");
 	if (rc == 0) {
-		res = exec_sql(c, declare, 1, params);
-		rc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot read the entries");
-		if (rc == 0)
+		PQclear(res);
+		while ((res = PQgetResult(c)) != NULL)
 			PQclear(res);
 	}
-	free(declare);
-	while (rc == 0 && stopped == 0) {
-		int rows;
-
-		res = PQexec(c, "FETCH FORWARD " PG_FETCH_ROWS " FROM faucet_entries");
-		rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the entries");
-		if (rc != 0)
-			break;
-		rows = PQntuples(res);
-		rc = entries_to_fn(s, res, fn, ctx, &stopped);
-		PQclear(res);
-		if (rows == 0)
-			break;
-	}
-	/* Read-only: ending it either way changes nothing; a connection left
-	 * inside it is not reused (pg_broken). */
-	if (PQstatus(c) == CONNECTION_OK)
-		PQclear(PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK"));
-	return rc != 0 ? rc : stopped;
+	return rc;
 }
 
 /* ---- pooled operations ------------------------------------------------- */

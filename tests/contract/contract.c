@@ -1073,6 +1073,22 @@ static void scan_entries_walks_the_prefix_in_byte_order(void **state)
 	assert_int_equal(faucet_store_scan_entries(s, "p_", log_entry, &l), 0);
 	assert_int_equal(l.count, 1);
 	assert_string_equal(l.keys[0], "p_::c");
+
+	/* Escapes and multi-byte text come back as get returns them (the
+	 * PostgreSQL store reads a COPY stream, which escapes backslashes). */
+	{
+		faucet_value *v = tu_v("{\"s\":\"tab\\t nl\\n bs\\\\ q\\\" \u00e9 \\u00e9\"}"), *got = NULL;
+
+		assert_int_equal(faucet_store_put(s, "z::esc", v), 0);
+		assert_int_equal(faucet_store_get(s, "z::esc", &got), 0);
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(faucet_store_scan_entries(s, "z::", log_entry, &l), 0);
+		assert_int_equal(l.count, 1);
+		assert_string_equal(l.texts[0], faucet_value_json(got));
+		assert_true(faucet_value_equal(got, v));
+		faucet_value_free(got);
+		faucet_value_free(v);
+	}
 }
 
 static void backend_name_is_reported(void **state)
