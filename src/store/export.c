@@ -751,19 +751,29 @@ static int write_chunk_entries(importer *imp)
 			stop = note_unknown(imp, first, imp->n) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
 		return stop;
 	}
-	/* One put at a time, so that a failure tells exactly which keys landed. */
-	for (size_t i = 0; i < imp->n; i++) {
-		rc = faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
+	/* In order, so that a failure tells exactly which keys landed: a
+	 * prefix of the chunk (the file store writes it with one durability
+	 * barrier, others a put at a time). */
+	{
+		size_t landed = 0, unknown_from = 0;
+
+		rc = faucet__store_put_prefix(imp->s, imp->chunk, imp->n, &landed, &unknown_from);
 		if (rc == 0) {
-			imp->r->written.count++;
-			continue;
+			imp->r->written.count += imp->n;
+			return 0;
 		}
-		stop = report_failure(imp->r, "writing", imp->chunk[i].key);
+		imp->r->written.count += unknown_from;
+		/* The key that failed, or the first whose durability is unknown. */
+		stop = report_failure(imp->r, "writing",
+				      imp->chunk[rc == FAUCET_EUNKNOWN || landed >= imp->n ? unknown_from
+											  : landed]
+					      .key);
 		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
-			stop = note_unknown(imp, first + i, 1) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
+			stop = note_unknown(imp, first + unknown_from, landed - unknown_from) == 0
+				       ? IMPORT_STOPPED
+				       : FAUCET_ENOMEM;
 		return stop;
 	}
-	return 0;
 }
 
 static int flush_chunk(importer *imp)

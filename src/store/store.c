@@ -305,13 +305,34 @@ int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t 
 	}
 	if (s->backend->put_batch != NULL)
 		return s->backend->put_batch(s->backend, entries, count);
-	/* Default: one by one; an error leaves the entries before it written. */
-	for (size_t i = 0; i < count; i++) {
-		int rc = s->backend->put(s->backend, entries[i].key, entries[i].value);
-		if (rc != 0)
-			return rc;
+	/* Default: in order; an error leaves the entries before it written. */
+	return faucet__store_put_prefix(s, entries, count, NULL, NULL);
+}
+
+int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_t count,
+			     size_t *written, size_t *unknown_from)
+{
+	size_t w = 0, u = 0;
+	int rc = 0;
+
+	if (s->backend->version >= 4 && s->backend->put_many != NULL) {
+		rc = s->backend->put_many(s->backend, entries, count, &w, &u);
+	} else {
+		for (; w < count; w++) {
+			rc = s->backend->put(s->backend, entries[w].key, entries[w].value);
+			if (rc != 0)
+				break;
+		}
+		/* A put whose outcome is unknown may have landed. */
+		u = w;
+		if (rc == FAUCET_EUNKNOWN)
+			w++;
 	}
-	return 0;
+	if (written != NULL)
+		*written = w;
+	if (unknown_from != NULL)
+		*unknown_from = u;
+	return rc;
 }
 
 int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,

@@ -76,6 +76,15 @@ struct faucet_store_backend {
 	 * another call on the same store to finish.  (Version 4.) */
 	int (*scan_entries)(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
 			    void *ctx);
+
+	/* Optional: a batch that is NOT all-or-nothing, only cheaper than a
+	 * put per entry (the file store makes the whole batch durable with one
+	 * barrier).  Entries land in order: on error, *written leading entries
+	 * are in place - and durable, unless the code is FAUCET_EUNKNOWN, when
+	 * entries [*unknown_from, *written) are in place but may not survive a
+	 * crash.  Used where put_batch is absent.  (Version 4.) */
+	int (*put_many)(faucet_store_backend *b, const faucet_entry *entries, size_t count,
+			size_t *written, size_t *unknown_from);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
