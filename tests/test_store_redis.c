@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -193,6 +196,36 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	faucet_store_free(s);
 }
 
+/* A server that accepts the connection but never answers (hung, or a
+ * black-holed port behind a load balancer): the command times out and
+ * says so, FAUCET_ETIMEOUT - not "unavailable", which invites a quick
+ * retry.  Takes the command timeout (10 s). */
+static void a_server_that_never_answers_is_a_timeout(void **state)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	char url[128];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	(void)state;
+	assert_true(lfd >= 0);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	assert_int_equal(listen(lfd, 4), 0); /* the kernel completes the handshake */
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&addr, &alen), 0);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0?namespace=t", ntohs(addr.sin_port));
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ETIMEOUT);
+	assert_null(out);
+	tu_assert_error_contains("redis state store");
+	faucet_store_free(s);
+	(void)close(lfd);
+}
+
 static void a_wrong_password_is_refused_without_showing_it(void **state)
 {
 	(void)state;
@@ -367,6 +400,7 @@ int main(void)
 		cmocka_unit_test(bad_stored_values_are_clear_errors),
 		cmocka_unit_test(bad_options_are_config_errors),
 		cmocka_unit_test(an_unreachable_server_fails_fast_and_clearly),
+		cmocka_unit_test(a_server_that_never_answers_is_a_timeout),
 		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
 		cmocka_unit_test(the_namespace_index_is_kept_checked_and_rebuilt),
 		cmocka_unit_test(get_many_refuses_a_key_that_is_not_a_string),

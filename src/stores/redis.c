@@ -404,8 +404,9 @@ static int value_from_reply(const redis_store *s, redisContext *c, redisReply *r
 		freeReplyObject(r);
 		return rc;
 	}
-	if (reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key") != 0)
-		return FAUCET_ERROR;
+	rc = reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key");
+	if (rc != 0)
+		return rc;
 	if (faucet_value_parse(out, r->str, r->len) != 0) {
 		char *why = faucet__strdup(faucet_error_last()->message);
 		rc = bad_stored_value(s, key, why ? why : "unparsable");
@@ -649,8 +650,9 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	int rc;
 
 	*done = 1;
-	if (command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key") != 0)
-		return FAUCET_ERROR;
+	rc = command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key");
+	if (rc != 0)
+		return rc;
 	rc = value_from_reply(s, c, command(c, 2, get, NULL), a->key, &current);
 	if (rc != 0 || !faucet_value_equal(current, a->expected)) {
 		const char *unwatch[1] = {"UNWATCH"};
