@@ -7,7 +7,9 @@
  *
  *   compare-and-put  read, compare, write - not atomic across processes
  *   compare-and-delete  read, compare, delete - likewise
- *   put_batch        one put after another - an error leaves a prefix written
+ *   put_batch        in order, by the backend's put_many (one durability barrier
+ *                    for the file store) or one put after another - an error
+ *                    leaves a prefix written
  *   list, scan       each from the other; with neither, FAUCET_EUNSUPPORTED
  *                    "this state store cannot enumerate its keys"
  *   check            one skipped probe "no check implemented"

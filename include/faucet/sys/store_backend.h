@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* Version 3 added get_many, version 4 scan_entries; a version-2 or -3
+/* Version 3 added get_many, version 4 scan_entries and put_many; a version-2 or -3
  * struct (without them) is still accepted. */
 #define FAUCET_STORE_BACKEND_VERSION 4
 
