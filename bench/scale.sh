@@ -137,7 +137,16 @@ case " $backends " in *" redis "*)
     "$faucet" --state "$url" state list small:: >/dev/null # warm the connection path
     t=$(cell --state "$url" state list small::)
     c=$(wc -l <"$data/out.txt")
-    echo "redis: list of a 10-key namespace ($c listed) among $neighbours other keys, index=$idx: $t (whole process)"
+    # The listing alone, in milliseconds: the fastest of five whole processes.
+    best=
+    for i in 1 2 3 4 5; do
+      a=$(date +%s%N)
+      "${pin[@]}" "$faucet" --state "$url" state list small:: >/dev/null
+      b=$(date +%s%N)
+      ms=$(( (b - a) / 1000000 ))
+      if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
+    done
+    echo "redis: list of a 10-key namespace ($c listed) among $neighbours other keys, index=$idx: $t, best of 5 processes ${best} ms"
   done
   rcli EVAL "for _, k in ipairs(redis.call('KEYS', 'small_*')) do redis.call('DEL', k) end for i = 1, tonumber(ARGV[1]) do redis.call('DEL', 'neighbour:' .. i) end" 0 "$neighbours" >/dev/null
   ;;
