@@ -34,6 +34,7 @@
 #include <pwd.h>
 
 #include "run/run_internal.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
@@ -870,6 +871,48 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 	rc = prepare_write(r, keys, count);
 	free(keys);
 	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
+}
+
+int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
+			   size_t *written, size_t *unknown_from)
+{
+	const char **keys;
+	size_t ok = 0;
+	int rc, err;
+
+	*written = 0;
+	*unknown_from = 0;
+	if (count == 0)
+		return fence(r);
+	keys = faucet__calloc(count, sizeof(*keys));
+	if (keys == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		keys[i] = entries[i].key;
+	rc = prepare_write(r, keys, count);
+	if (rc == 0) {
+		free(keys);
+		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	}
+	/* Some before-image cannot be recorded (a value that cannot be read,
+	 * a lost lease).  Find the first such key - the rare failure path may
+	 * write the marker once per key - and write the prefix before it, so
+	 * that the batch fails at that key exactly as a plain one would. */
+	while (ok < count && (err = prepare_write(r, &keys[ok], 1)) == 0)
+		ok++;
+	free(keys);
+	if (ok == count) /* it went away meanwhile: everything is recorded */
+		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	if (ok > 0) {
+		char *msg = faucet__strdup(faucet_error_last()->message);
+
+		rc = faucet__store_put_prefix(r->s, entries, ok, written, unknown_from);
+		if (rc == 0)
+			rc = faucet_error_set(err, "%s", msg != NULL ? msg : "out of memory");
+		free(msg);
+		return rc;
+	}
+	return err;
 }
 
 /* ---- end ----------------------------------------------------------------------------------- */
