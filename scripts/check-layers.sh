@@ -53,24 +53,44 @@ KNOWN=(
   # git mv src/store/open.c src/stores/ (the registry sits above the
   # backends it lists; open_internal.h can stay in store/).
   "src/store/open.c -> stores"
+  # faucet_store_reindex (store.c) calls the Redis backend directly.  Fix:
+  # move the function next to the backend (stores/redis.c), or give the
+  # backend struct a slot for it.
+  "src/store/store.c -> stores"
+  # The import's run hook (faucet_import_file_recorded, faucet/run.h) is
+  # implemented in store/export.c, which so includes the run module's
+  # header.  Fix: declare the hook type in faucet/store.h (or move the
+  # recorded import into src/run/).
+  "src/store/export.c -> run"
   # The command calls library internals: allocation and buffer helpers
   # (faucet__*, faucet_buf_*, faucet_strarray_push*), the durable-write
-  # helper, and faucet_value__parse_at.  Fix: give the command its own small
-  # helpers, or make what it needs public.
+  # helper, faucet_value__parse_at and the run module's internals.  Fix:
+  # give the command its own small helpers, or make what it needs public.
   "src/cli/args.c -> common"
   "src/cli/backfill.c -> common"
   "src/cli/backfill_status.c -> common"
+  "src/cli/cli.h -> common"
   "src/cli/config.c -> common"
   "src/cli/context.c -> common"
   "src/cli/doctor.c -> common"
   "src/cli/jsonw.c -> common"
   "src/cli/jsonw.h -> common"
+  "src/cli/lock.c -> common"
+  "src/cli/lock.c -> run"
   "src/cli/main.c -> common"
+  "src/cli/run.c -> common"
+  "src/cli/singer.c -> common"
+  "src/cli/singer.c -> store"
+  "src/cli/singer.h -> common"
   "src/cli/state.c -> common"
   "src/cli/state_move.c -> common"
+  "src/cli/state_reindex.c -> common"
   "src/cli/state_rekey.c -> common"
+  "src/cli/state_runs.c -> common"
+  "src/cli/state_runs.c -> store"
   "src/cli/state_write.c -> common"
   "src/cli/state_write.c -> store"
+  "src/cli/write_run.c -> common"
 )
 
 rank() {

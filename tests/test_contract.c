@@ -19,6 +19,8 @@ static const contract_backend backends[] = {
 	{"sqlite", "sqlite:{tmp}/state.db", 1, 1, 1, &contract_sqlite_locker},
 	{"postgres", "${FAUCET_TEST_PG_URL}?table=contract_{uniq}", 1, 0, 1, NULL},
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1, NULL},
+	/* Again with the namespace index kept and listed from. */
+	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}&index=true", 1, 1, 1, NULL},
 };
 
 static int wanted(const char *name, int argc, char **argv)
@@ -37,8 +39,10 @@ int main(int argc, char **argv)
 	int failures = 0;
 
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		if (wanted(backends[i].name, argc, argv))
+		if (wanted(backends[i].name, argc, argv)) {
 			failures += contract_run(&backends[i]);
+			failures += contract_runs_run(&backends[i]);
+		}
 	}
 	return failures != 0;
 }

@@ -17,5 +17,6 @@
 #include "metrics.h"
 #include "store.h"
 #include "backfill.h"
+#include "run.h"
 
 #endif

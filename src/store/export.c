@@ -34,6 +34,9 @@
 #include "value_internal.h"
 #include "export_internal.h"
 #include "json_check.h"
+#include <faucet/run.h>
+#include "open_internal.h"
+#include "run/run_internal.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -493,6 +496,22 @@ static int read_values(faucet_store *s, const faucet_strarray *keys, faucet_valu
 	return 0;
 }
 
+/* Run bookkeeping (__lease__, __status__, __rollback__: SPEC section 8) is
+ * never exported, imported or deleted by a replace: it describes this
+ * store's runs, not the pipeline's position. */
+static void drop_bookkeeping(faucet_strarray *keys)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < keys->count; i++) {
+		if (faucet_run_is_bookkeeping_key(keys->strings[i]))
+			free(keys->strings[i]);
+		else
+			keys->strings[kept++] = keys->strings[i];
+	}
+	keys->count = kept;
+}
+
 int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out)
 {
 	faucet_strarray keys = {NULL, 0};
@@ -512,6 +531,7 @@ int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export
 		return FAUCET_ENOMEM;
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
+	drop_bookkeeping(&keys);
 	if (rc == 0)
 		rc = faucet_export_new(&e, pipeline);
 	if (rc == 0)
@@ -574,6 +594,47 @@ static int write_chunk(faucet_store *s, char **keys, size_t n, faucet_value **va
 	return rc;
 }
 
+/* The document being streamed from faucet_store_scan_entries. */
+typedef struct {
+	faucet_buf b;
+	FILE *out;
+	size_t written;
+	int pretty;
+} stream_out;
+
+#define STREAM_FLUSH 65536
+
+static int stream_entry(const char *key, const faucet_value *value, void *ctx)
+{
+	stream_out *so = ctx;
+
+	put_entry(&so->b, so->written == 0, key, value, so->pretty);
+	so->written++;
+	return so->b.len >= STREAM_FLUSH ? flush_out(&so->b, so->out) : 0;
+}
+
+/* A backend that streams its entries in order (PostgreSQL) is read in one
+ * pass: no listing first, no read per chunk. */
+static int export_streamed(faucet_store *s, const char *prefix, const char *pipeline,
+			   const char *exported_at, int pretty, FILE *out, size_t *count)
+{
+	stream_out so = {FAUCET_BUF_INIT, out, 0, pretty};
+	int rc;
+
+	put_header(&so.b, FAUCET_STATE_EXPORT_VERSION, pipeline, exported_at, pretty);
+	rc = flush_out(&so.b, out);
+	if (rc == 0)
+		rc = faucet_store_scan_entries(s, prefix, stream_entry, &so);
+	if (rc == 0) {
+		put_trailer(&so.b, so.written, pretty);
+		rc = flush_out(&so.b, out);
+	}
+	faucet_buf_dispose(&so.b);
+	if (rc == 0 && count != NULL)
+		*count = so.written;
+	return rc;
+}
+
 int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
 			int pretty, FILE *out, size_t *count)
 {
@@ -593,8 +654,14 @@ int faucet_export_write(faucet_store *s, const char *pipeline, const char *expor
 	prefix = faucet_namespace_prefix(pipeline);
 	if (prefix == NULL)
 		return FAUCET_ENOMEM;
+	if (faucet__store_has_scan_entries(s)) {
+		rc = export_streamed(s, prefix, pipeline, exported_at, pretty, out, count);
+		free(prefix);
+		return rc;
+	}
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
+	drop_bookkeeping(&keys);
 	if (rc == 0 && keys.count > 0 &&
 	    (values = faucet__calloc(keys.count < WRITE_CHUNK ? keys.count : WRITE_CHUNK,
 				     sizeof(*values))) == NULL)
@@ -650,6 +717,7 @@ typedef struct {
 	faucet_entry *chunk;
 	size_t n;              /* entries in the chunk */
 	size_t next;           /* index of the next document entry */
+	faucet_run *run;       /* the run the writes are recorded in, or NULL */
 } importer;
 
 #define IMPORT_STOPPED 1 /* a write failed: the report says so */
@@ -663,6 +731,8 @@ static int report_failure(faucet_import_report *r, const char *what, const char 
 	r->error_code = err->code != 0 ? err->code : FAUCET_ERROR;
 	if (what == NULL)
 		r->error = faucet__strdup(err->message);
+	else if (key == NULL)
+		r->error = faucet__sprintf("%s: %s", what, err->message);
 	else
 		r->error = faucet__sprintf("%s '%s': %s", what, key, err->message);
 	return r->error ? IMPORT_STOPPED : FAUCET_ENOMEM;
@@ -695,7 +765,8 @@ static int write_chunk_entries(importer *imp)
 	int rc = 0, stop;
 
 	if (imp->batch) {
-		rc = faucet_store_put_batch(imp->s, imp->chunk, imp->n);
+		rc = imp->run ? faucet_run_put_batch(imp->run, imp->chunk, imp->n)
+			      : faucet_store_put_batch(imp->s, imp->chunk, imp->n);
 		if (rc == 0) {
 			imp->r->written.count += imp->n;
 			return 0;
@@ -705,19 +776,33 @@ static int write_chunk_entries(importer *imp)
 			stop = note_unknown(imp, first, imp->n) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
 		return stop;
 	}
-	/* One put at a time, so that a failure tells exactly which keys landed. */
-	for (size_t i = 0; i < imp->n; i++) {
-		rc = faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
+	/* In order, so that a failure tells exactly which keys landed: a
+	 * prefix of the chunk (the file store writes it with one durability
+	 * barrier, others a put at a time).  Inside a run the chunk's
+	 * before-images are recorded first, in one marker write. */
+	{
+		size_t landed = 0, unknown_from = 0;
+
+		rc = imp->run ? faucet_run__put_prefix(imp->run, imp->chunk, imp->n, &landed,
+						       &unknown_from)
+			      : faucet__store_put_prefix(imp->s, imp->chunk, imp->n, &landed,
+							 &unknown_from);
 		if (rc == 0) {
-			imp->r->written.count++;
-			continue;
+			imp->r->written.count += imp->n;
+			return 0;
 		}
-		stop = report_failure(imp->r, "writing", imp->chunk[i].key);
+		imp->r->written.count += unknown_from;
+		/* The key that failed, or the first whose durability is unknown. */
+		stop = report_failure(imp->r, "writing",
+				      imp->chunk[rc == FAUCET_EUNKNOWN || landed >= imp->n ? unknown_from
+											  : landed]
+					      .key);
 		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
-			stop = note_unknown(imp, first + i, 1) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
+			stop = note_unknown(imp, first + unknown_from, landed - unknown_from) == 0
+				       ? IMPORT_STOPPED
+				       : FAUCET_ENOMEM;
 		return stop;
 	}
-	return 0;
 }
 
 static int flush_chunk(importer *imp)
@@ -785,6 +870,7 @@ static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted
 	free(prefix);
 	if (rc != 0)
 		return rc;
+	drop_bookkeeping(&listed);
 	for (size_t i = 0; i < listed.count; i++) {
 		if (has_name(sorted, count, listed.strings[i]))
 			free(listed.strings[i]);
@@ -796,13 +882,15 @@ static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted
 	return 0;
 }
 
-static int delete_stale(faucet_store *s, faucet_strarray *stale, faucet_import_report *r)
+static int delete_stale(faucet_store *s, faucet_run *run, faucet_strarray *stale,
+			faucet_import_report *r)
 {
 	/* The report takes the stale names over one by one as they go. */
 	r->deleted.strings = stale->strings;
 	r->deleted.count = 0;
 	for (size_t i = 0; i < stale->count; i++) {
-		int rc = faucet_store_delete(s, stale->strings[i]);
+		int rc = run ? faucet_run_delete(run, stale->strings[i])
+			     : faucet_store_delete(s, stale->strings[i]);
 		if (rc != 0) {
 			int stop = report_failure(r, "deleting stale", stale->strings[i]);
 			/* A delete whose outcome is unknown may have happened: listed,
@@ -835,8 +923,8 @@ typedef int (*import_source)(importer *imp, void *src);
 /* The common part of every import.  Takes `names` (document order, every
  * one already validated, `count` of them) over whatever happens. */
 static int run_import(faucet_store *s, const char *pipeline, char **names, size_t count,
-		      const faucet_import_options *o, import_source source, void *src,
-		      faucet_import_report *r)
+		      const faucet_import_options *o, const faucet_import_run_hook *hook,
+		      import_source source, void *src, faucet_import_report *r)
 {
 	faucet_strarray stale = {NULL, 0};
 	char **sorted = NULL;
@@ -874,6 +962,16 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	imp.names = names;
 	imp.count = count;
 	imp.batch = faucet_store_supports_atomic_batch(s);
+	/* The caller's run is begun only now, once the document is known to be
+	 * valid and something will be written (an import that writes nothing
+	 * is no run). */
+	if (hook != NULL && hook->begin_run != NULL && (count > 0 || stale.count > 0) &&
+	    (rc = hook->begin_run(hook->ctx, pipeline, &imp.run)) != 0) {
+		free_names(names, 0, count);
+		r->written.count = 0;
+		faucet_strarray_dispose(&stale);
+		return rc;
+	}
 	imp.chunk = faucet__calloc(count < FAUCET_IMPORT_CHUNK ? (count ? count : 1)
 							       : FAUCET_IMPORT_CHUNK,
 				   sizeof(*imp.chunk));
@@ -888,7 +986,7 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	if (rc == IMPORT_STOPPED || r->error != NULL)
 		rc = 0;
 	if (rc == 0 && r->error == NULL)
-		rc = delete_stale(s, &stale, r);
+		rc = delete_stale(s, imp.run, &stale, r);
 	faucet_strarray_dispose(&stale);
 	return rc;
 }
@@ -900,29 +998,37 @@ static int source_export(importer *imp, void *src)
 	const faucet_export *e = src;
 
 	for (size_t i = 0; i < e->count; i++) {
-		int rc = queue_entry(imp, e->entries[i].value);
-		if (rc != 0)
+		int rc;
+
+		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+			continue;
+		if ((rc = queue_entry(imp, e->entries[i].value)) != 0)
 			return rc;
 	}
 	return 0;
 }
 
-static int copy_names(const faucet_export *e, char ***names)
+static int copy_names(const faucet_export *e, char ***names, size_t *count)
 {
 	*names = NULL;
+	*count = 0;
 	if (e->count == 0)
 		return 0;
 	*names = faucet__calloc(e->count, sizeof(**names));
 	if (*names == NULL)
 		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < e->count; i++) {
-		(*names)[i] = faucet__strdup(e->entries[i].key);
-		if ((*names)[i] == NULL) {
-			free_names(*names, 0, i);
+		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+			continue;
+		(*names)[*count] = faucet__strdup(e->entries[i].key);
+		if ((*names)[*count] == NULL) {
+			free_names(*names, 0, *count);
 			free(*names);
 			*names = NULL;
+			*count = 0;
 			return FAUCET_ENOMEM;
 		}
+		++*count;
 	}
 	return 0;
 }
@@ -946,6 +1052,7 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 {
 	faucet_import_options o;
 	char **names = NULL;
+	size_t count = 0;
 	int rc;
 
 	if (report == NULL || s == NULL || e == NULL)
@@ -955,10 +1062,11 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 	if (rc == 0)
 		rc = faucet_export_validate(e);
 	if (rc == 0)
-		rc = copy_names(e, &names);
+		rc = copy_names(e, &names, &count);
 	if (rc != 0)
 		return rc;
-	return run_import(s, e->pipeline, names, e->count, &o, source_export, (void *)e, report);
+	return run_import(s, e->pipeline, names, count, &o, NULL, source_export, (void *)e,
+			  report);
 }
 
 int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
@@ -991,6 +1099,8 @@ static int check_entry(void *ctx, const char *key, const char *text, size_t len,
 	if (faucet__json_check(text, len, "state export value", &res) != 0)
 		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
 					  (unsigned long long)offset);
+	if (faucet_run_is_bookkeeping_key(key))
+		return 0; /* never imported (see drop_bookkeeping) */
 	if (l->count == l->cap) {
 		grown = faucet__reserve(l->names, &l->cap, l->count + 1, sizeof(*l->names), 1024);
 		if (grown == NULL)
@@ -1011,6 +1121,8 @@ static int write_entry(void *ctx, const char *key, const char *text, size_t len,
 	faucet_value *v;
 	int rc;
 
+	if (faucet_run_is_bookkeeping_key(key))
+		return 0;
 	if (imp->next >= imp->count || strcmp(imp->names[imp->next], key) != 0)
 		return faucet_error_set(FAUCET_ERROR,
 					"the export document changed while it was imported "
@@ -1045,6 +1157,12 @@ static int source_file(importer *imp, void *src)
 int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report)
 {
+	return faucet_import_file_recorded(s, in, opts, NULL, report);
+}
+
+int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
+				const faucet_import_run_hook *hook, faucet_import_report *report)
+{
 	faucet_import_options o;
 	faucet__doc_header h;
 	name_list l = {NULL, 0, 0};
@@ -1054,6 +1172,9 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
+	if (hook != NULL && hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
+		return faucet_error_set(FAUCET_EINVALID, "import run hook version %u is not supported",
+					hook->version);
 	memset(report, 0, sizeof(*report));
 	rc = load_import_options(&o, opts);
 	if (rc != 0)
@@ -1079,5 +1200,6 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 	}
 	report->pipeline = h.pipeline;
 	free(h.exported_at);
-	return run_import(s, report->pipeline, l.names, l.count, &o, source_file, &fs, report);
+	return run_import(s, report->pipeline, l.names, l.count, &o, hook, source_file, &fs,
+			  report);
 }

@@ -125,6 +125,11 @@ complete_line() { # complete_line LINE: COMPREPLY, one a line
 if [ "$(complete_line 'faucet st')" = state ]; then pass; else fail "bash: commands: $(complete_line 'faucet st')"; fi
 if [ "$(complete_line 'faucet state g')" = get ]; then pass; else fail "bash: subcommands"; fi
 if [ "$(complete_line 'faucet backfill --win')" = --window ]; then pass; else fail "bash: flags"; fi
+if [ "$(complete_line 'faucet lo')" = lock ]; then pass; else fail "bash: the lock command"; fi
+if [ "$(complete_line 'faucet lock b')" = break ]; then pass; else fail "bash: lock break"; fi
+if [ "$(complete_line 'faucet state un')" = undo ]; then pass; else fail "bash: state undo"; fi
+if [ "$(complete_line 'faucet run --sin')" = --singer ]; then pass; else fail "bash: run flags"; fi
+if [ "$(complete_line 'faucet doctor --rep')" = --repair ]; then pass; else fail "bash: doctor --repair"; fi
 got=$(complete_line 'faucet --state file:ks state get ord')
 if [ "$got" = "orders::default
 orders::eu" ]; then pass; else fail "bash: keys from the store: $got"; fi
@@ -136,9 +141,12 @@ run completion zsh
 expect_rc 0 "completion zsh"
 expect_out_contains "#compdef faucet" "a zsh completion function"
 expect_out_contains "state list" "zsh: keys from the store"
+# zsh and fish come from scripts/install-deps.sh: missing is a failure.
 if command -v zsh >/dev/null; then
 	printf '%s\n' "$OUT" > _faucet
 	if zsh -n _faucet; then pass; else fail "the zsh script parses"; fi
+else
+	fail "zsh is not installed (scripts/install-deps.sh installs it)"
 fi
 run completion fish
 expect_rc 0 "completion fish"
@@ -148,6 +156,8 @@ if command -v fish >/dev/null; then
 	got=$(PATH="$PWD/bin:$PATH" fish -c "source faucet.fish; complete -C'faucet --state file:ks state get ord'" 2>&1)
 	if [ "$got" = "orders::default
 orders::eu" ]; then pass; else fail "fish: keys from the store: $got"; fi
+else
+	fail "fish is not installed (scripts/install-deps.sh installs it)"
 fi
 run completion tcsh
 expect_rc 2 "an unknown shell"

@@ -63,6 +63,7 @@ typedef struct {
     int max_connections;
     const char *namespace_name;
     const faucet_encryption_options *encryption;
+    int redis_index;
 } faucet_store_config;
 
 typedef struct { unsigned version; uint64_t timeout_ms; unsigned flags; } faucet_check_context;
