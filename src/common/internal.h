@@ -103,4 +103,8 @@ int faucet__random_bytes(void *buf, size_t n);
 /* Write `n` random bytes as 2n lower-case hex digits + NUL into out. */
 int faucet__random_hex(char *out, size_t n);
 
+/* "{host}:{pid}:{16 random hex}": who holds a lease (backfill units and
+ * invocation runs alike).  Caller frees; NULL when out of memory. */
+char *faucet__holder_id(void);
+
 #endif

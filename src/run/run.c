@@ -111,17 +111,6 @@ static int check_row(const char *pipeline, const char *row)
 	return rc;
 }
 
-static char *lease_holder(void)
-{
-	char host[256] = "localhost", rnd[17];
-
-	if (gethostname(host, sizeof(host)) != 0)
-		(void)snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	if (faucet__random_hex(rnd, 8) != 0)
-		return NULL;
-	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
-}
 
 /* ---- the handle ------------------------------------------------------------------ */
 
@@ -547,7 +536,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	if ((rc = check_index(r)) != 0)
 		goto fail;
 	if (!opts->pipeline_level && !opts->no_lease) {
-		if ((r->holder = lease_holder()) == NULL) {
+		if ((r->holder = faucet__holder_id()) == NULL) {
 			rc = FAUCET_ENOMEM;
 			goto fail;
 		}
@@ -856,6 +845,16 @@ int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_v
 	return faucet_store_compare_and_delete(r->s, key, expected, deleted);
 }
 
+/* The keys of a batch (borrowed), for prepare_write().  Caller frees. */
+static const char **entry_keys(const faucet_entry *entries, size_t count)
+{
+	const char **keys = faucet__calloc(count, sizeof(*keys));
+
+	for (size_t i = 0; keys != NULL && i < count; i++)
+		keys[i] = entries[i].key;
+	return keys;
+}
+
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
 {
 	const char **keys;
@@ -863,11 +862,8 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
-	keys = faucet__calloc(count, sizeof(*keys));
-	if (keys == NULL)
+	if ((keys = entry_keys(entries, count)) == NULL)
 		return FAUCET_ENOMEM;
-	for (size_t i = 0; i < count; i++)
-		keys[i] = entries[i].key;
 	rc = prepare_write(r, keys, count);
 	free(keys);
 	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
@@ -884,11 +880,8 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	*unknown_from = 0;
 	if (count == 0)
 		return fence(r);
-	keys = faucet__calloc(count, sizeof(*keys));
-	if (keys == NULL)
+	if ((keys = entry_keys(entries, count)) == NULL)
 		return FAUCET_ENOMEM;
-	for (size_t i = 0; i < count; i++)
-		keys[i] = entries[i].key;
 	rc = prepare_write(r, keys, count);
 	if (rc == 0) {
 		free(keys);

@@ -1202,12 +1202,11 @@ static int root_folds_case(file_store *fs, int dfd)
 
 /* Before an operation on `key`: move its legacy file, if it has one, to
  * the current name (or drop it when the current one exists: that one is
- * newer), durably.  A root that does not exist holds nothing. */
+ * newer).  A root that does not exist holds nothing. */
 static int settle_legacy(file_store *fs, int *dfd, const char *key)
 {
 	char stem[FILE_STEM_MAX + 1], legacy[FILE_NAME_CAP], path[PATH_CAP];
 	struct stat st;
-	int rc;
 
 	if (*dfd < 0)
 		return 0;
@@ -1225,10 +1224,10 @@ static int settle_legacy(file_store *fs, int *dfd, const char *key)
 	}
 	if (!S_ISREG(st.st_mode))
 		return 0; /* a symlink or a directory is never a key (doctor says so) */
-	rc = migrate_one(fs, dfd, legacy);
-	if (rc == 0)
-		rc = sync_root(fs, *dfd);
-	return rc;
+	/* No directory sync: as in migrate_names(), a value is under one of
+	 * its two names at every moment and both are read, so a crash that
+	 * undoes the rename loses nothing; the write that follows syncs. */
+	return migrate_one(fs, dfd, legacy);
 }
 
 /* ---- the backend slots ------------------------------------------------------ */

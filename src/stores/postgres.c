@@ -1090,8 +1090,6 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 	uint64_t start = faucet__now_ms();
 	PGresult *res = PQexec(c, sql);
 	faucet_buf bad = FAUCET_BUF_INIT;
-	char *reason = NULL;
-	int rc;
 
 	/* Not being able to look is no failure of the store: say so, skip. */
 	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the server's settings") != 0)
@@ -1106,27 +1104,13 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 			(void)faucet_buf_printf(&bad, "%s%s=%s", bad.len ? ", " : "", name, value);
 	}
 	PQclear(res);
-	if (bad.failed) {
-		faucet_buf_dispose(&bad);
-		return FAUCET_ENOMEM;
-	}
-	if (bad.len == 0)
-		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
-					       faucet__now_ms() - start, NULL);
-	reason = faucet__sprintf("the server is configured with %s: it can acknowledge a "
-				 "commit that a crash or power cut then loses, so a bookmark "
-				 "written just before one may be lost",
-				 bad.ptr);
-	faucet_buf_dispose(&bad);
-	if (reason == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
-				     faucet__now_ms() - start,
-				     "set fsync = on, full_page_writes = on and synchronous_commit = "
-				     "on in postgresql.conf (or ALTER SYSTEM SET ...; SELECT "
-				     "pg_reload_conf()), and for the role faucet connects as");
-	free(reason);
-	return rc;
+	return faucet__check_durability_verdict(
+		r, &bad, start,
+		"it can acknowledge a commit that a crash or power cut then loses, so a "
+		"bookmark written just before one may be lost",
+		"set fsync = on, full_page_writes = on and synchronous_commit = on in "
+		"postgresql.conf (or ALTER SYSTEM SET ...; SELECT pg_reload_conf()), and for "
+		"the role faucet connects as");
 }
 
 

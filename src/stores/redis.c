@@ -972,27 +972,12 @@ static int durability_probe(redis_store *s, redisContext *c, faucet_check_report
 		(void)faucet_buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
 	free(aof);
 	free(fsync_mode);
-	if (bad.failed) {
-		faucet_buf_dispose(&bad);
-		return FAUCET_ENOMEM;
-	}
-	if (bad.len == 0)
-		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
-					       faucet__now_ms() - start, NULL);
-	reason = faucet__sprintf("the server is configured with %s: it acknowledges writes "
-				 "before they are on disk, so a bookmark written just before a "
-				 "crash or power cut may be lost",
-				 bad.ptr);
-	faucet_buf_dispose(&bad);
-	if (reason == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
-				     faucet__now_ms() - start,
-				     "set appendonly yes and appendfsync always in redis.conf (or "
-				     "CONFIG SET appendonly yes, CONFIG SET appendfsync always, "
-				     "CONFIG REWRITE)");
-	free(reason);
-	return rc;
+	return faucet__check_durability_verdict(
+		r, &bad, start,
+		"it acknowledges writes before they are on disk, so a bookmark written just "
+		"before a crash or power cut may be lost",
+		"set appendonly yes and appendfsync always in redis.conf (or CONFIG SET "
+		"appendonly yes, CONFIG SET appendfsync always, CONFIG REWRITE)");
 }
 
 
