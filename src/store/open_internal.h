@@ -1,6 +1,6 @@
 /*
  * open_internal.h - the table of backends a store URL or config can name.
- * A backend joins by adding one row to the table in open.c.  A built-in
+ * A backend joins by adding one row to the table in stores/open.c.  A built-in
  * backend that includes this also gets the backend interface and the
  * doctor helpers (the sentinel probe, probe reports) it implements its
  * check slot with.

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "open_internal.h"
+#include "store/open_internal.h"
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {
