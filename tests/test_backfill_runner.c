@@ -10,6 +10,8 @@
  * directory.  Nothing is timed: overlap is proven by units that each wait
  * for a sibling's file, signals are sent by the units themselves.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -445,6 +447,50 @@ static void a_command_removed_after_preflight_fails_its_units(void **state)
 {
 	(void)state;
 	unrunnable_after_preflight(remove_command, "No such file or directory");
+}
+
+/* ---- no code of the embedding program in the child -------------------------------- */
+
+/* An atfork child handler stands for the embedding program's code: with a
+ * plain fork() it would run in every unit's child before exec, where a lock
+ * another thread held at the fork stays locked.  The runner's child must run
+ * none of it (glibc's _Fork). */
+static int atfork_report_fd = -1;
+
+static void atfork_child(void)
+{
+	if (atfork_report_fd >= 0)
+		(void)!write(atfork_report_fd, "c", 1);
+}
+
+static void the_child_runs_no_atfork_handler(void **state)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	static int registered;
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	int fds[2];
+	char c;
+	(void)state;
+
+	if (!registered) {
+		assert_int_equal(pthread_atfork(NULL, NULL, atfork_child), 0);
+		registered = 1;
+	}
+	assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+	atfork_report_fd = fds[1];
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	atfork_report_fd = -1;
+	assert_int_equal(res.done, 2);
+	assert_int_equal(read(fds[0], &c, 1), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(fds[0]);
+	close(fds[1]);
+	teardown(f);
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 /* ---- a host of the embedder's own ------------------------------------------------ */
@@ -1169,6 +1215,7 @@ int main(void)
 		cmocka_unit_test(a_custom_host_gets_no_signal_handler_and_stops_the_run),
 		cmocka_unit_test(a_custom_host_with_a_stop_descriptor_stops_the_run),
 		cmocka_unit_test(a_host_and_the_legacy_switches_do_not_mix),
+		cmocka_unit_test(the_child_runs_no_atfork_handler),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,14 +370,23 @@ typedef struct {
 	size_t leases_left; /* unit leases we could not release (the run then fails) */
 } faucet_backfill_result;
 
-/* Run every unit of `plan` that is not done, at most `concurrency` at a
+/* Units are started with fork and execve; between the two the child makes
+ * only async-signal-safe system calls on what was prepared before the fork
+ * (the path found on PATH, argv, envp), so the function may be called from
+ * a program with threads.  Where glibc has _Fork, no pthread_atfork handler
+ * runs either.  The caller's SIGCHLD disposition must let waitpid() reap
+ * the units (not SIG_IGN).
+ *
+ * Run every unit of `plan` that is not done, at most `concurrency` at a
  * time, each claimed by a lease, with its outcome merged into the marker as
  * it ends.  Problems found before anything runs (bad options, a bad
  * placeholder, a command not found on PATH, a corrupt marker, an existing
  * marker in FRESH mode) are FAUCET_ECONFIG and nothing is written; a store
  * whose compare-and-put is not atomic is FAUCET_EUNSUPPORTED (leases and
  * the marker merge depend on it; a dry run is allowed).  Unit failures are
- * not errors: they are in *result.  A store failure while recording stops
+ * not errors: they are in *result; a command that can no longer be executed
+ * when a unit starts (removed or made non-executable since the check) fails
+ * that unit with "cannot run 'PATH': reason".  A store failure while recording stops
  * new units and is returned once the running ones end.  A lease that could
  * not be released is an error too, returned at the end with every such
  * lease named (the other units still run): it would hold its unit until it

@@ -9,9 +9,16 @@
  * every line to the caller's on_output, or pass the bytes through as they
  * are when it has none - never straight onto a terminal a progress line is
  * drawn on) and a pidfd that becomes readable when the child exits, so no
- * SIGCHLD handler is needed.  Signals, when the caller asks us to handle
- * them, arrive through a self-pipe.  The poll timeout is the next lease
+ * SIGCHLD handler is needed.  The process around us is the host's
+ * (faucet_backfill_host): we install no signal handler and write no file;
+ * the host tells us of a stop request (the default host, host.c, through
+ * its SIGINT/SIGTERM self-pipe, whose read end we poll) and publishes the
+ * metrics we keep in the registry.  The poll timeout is the next lease
  * renewal or deferred-unit retry; nothing here sleeps.
+ *
+ * A unit's child is made with fork and, before execve, makes only
+ * async-signal-safe system calls on what the parent prepared (see
+ * child_exec): the embedding program may have threads holding locks.
  *
  * Children run in their own process groups: a Ctrl-C at the terminal then
  * reaches only the runner, which decides what the units get (SIGTERM, and
@@ -632,6 +639,18 @@ static void child_exec(const char *path, char **argv, char **env, int null_fd, i
 	_exit(127);
 }
 
+/* fork without the atfork handlers where the C library allows it
+ * (glibc 2.34's _Fork): they are the embedding program's code, and the
+ * child only execs. */
+static pid_t fork_child(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	return _Fork();
+#else
+	return fork();
+#endif
+}
+
 /* Wait for the child to exec or fail: 0 and *exec_errno = 0 when it ran
  * the command, *exec_errno set (and the child reaped) when it could not. */
 static void read_exec_report(int report, pid_t pid, int *exec_errno)
@@ -703,7 +722,7 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
-	pid = fork();
+	pid = fork_child();
 	if (pid == 0)
 		child_exec(path, argv, env, r->null_fd, outfd[1], errfd[1], repfd[1], &old_mask);
 	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
