@@ -493,6 +493,51 @@ static void the_child_runs_no_atfork_handler(void **state)
 #endif
 }
 
+/* ---- an embedding program's own SIGCHLD --------------------------------------------- */
+
+static void reap_everything(int signo)
+{
+	int saved = errno;
+	(void)signo;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	errno = saved;
+}
+
+static void sigchld_set_by_the_embedder(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	struct sigaction sa, old;
+	char *key = marker_key(f);
+	faucet_backfill_marker *m = NULL;
+	(void)state;
+
+	/* Ignored: the kernel would reap the units, so the run is refused. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	assert_int_equal(sigaction(SIGCHLD, &sa, &old), 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("SIGCHLD is ignored");
+	/* A handler that reaps every child: the run still ends, each unit
+	 * either done (we reaped it first) or failed saying why. */
+	sa.sa_handler = reap_everything;
+	assert_int_equal(sigaction(SIGCHLD, &sa, NULL), 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+	assert_int_equal(res.done + res.failed, 2);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	for (size_t i = 0; i < 2; i++) {
+		const char *err = NULL;
+		if (faucet_backfill_marker_status(m, faucet_backfill_plan_unit(f->plan, i)->id, &err) ==
+		    FAUCET_BACKFILL_FAILED)
+			assert_non_null(strstr(err, "another waitpid() in this process reaped"));
+	}
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
 /* ---- a host of the embedder's own ------------------------------------------------ */
 
 typedef struct {
@@ -1216,6 +1261,7 @@ int main(void)
 		cmocka_unit_test(a_custom_host_with_a_stop_descriptor_stops_the_run),
 		cmocka_unit_test(a_host_and_the_legacy_switches_do_not_mix),
 		cmocka_unit_test(the_child_runs_no_atfork_handler),
+		cmocka_unit_test(sigchld_set_by_the_embedder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

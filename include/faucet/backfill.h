@@ -374,8 +374,9 @@ typedef struct {
  * only async-signal-safe system calls on what was prepared before the fork
  * (the path found on PATH, argv, envp), so the function may be called from
  * a program with threads.  Where glibc has _Fork, no pthread_atfork handler
- * runs either.  The caller's SIGCHLD disposition must let waitpid() reap
- * the units (not SIG_IGN).
+ * runs either.  SIGCHLD ignored (SIG_IGN, SA_NOCLDWAIT) is FAUCET_ECONFIG:
+ * no exit status could be read; a unit reaped by the caller's own
+ * waitpid() fails as "exit status unknown".
  *
  * Run every unit of `plan` that is not done, at most `concurrency` at a
  * time, each claimed by a lease, with its outcome merged into the marker as

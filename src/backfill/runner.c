@@ -85,6 +85,7 @@ typedef struct {
 	int exited;
 	int status;            /* from waitpid */
 	int exec_errno;        /* the command could not be run (no process), or 0 */
+	int reaped_elsewhere;  /* someone else's waitpid() took its exit status */
 	faucet_bf_lease lease;
 	uint64_t renew_at_ms;
 	uint64_t started_ms;   /* monotonic, for the duration metric */
@@ -302,6 +303,7 @@ static int check_options(runner *r)
 {
 	const faucet_backfill_run_options *o = r->o;
 	const faucet_backfill_unit *first = unit_at(r, 0);
+	struct sigaction chld;
 
 	if (o->pipeline == NULL || faucet_validate_key(o->pipeline) != 0 ||
 	    strstr(o->pipeline, "::") != NULL)
@@ -326,6 +328,14 @@ static int check_options(runner *r)
 					"(its unit leases and progress marker rely on it); the '%s' "
 					"store has none",
 					faucet_store_backend_name(r->store));
+	/* With SIGCHLD ignored the kernel reaps units itself, and no exit
+	 * status could ever be read. */
+	if (!o->dry_run && sigaction(SIGCHLD, NULL, &chld) == 0 &&
+	    (((chld.sa_flags & SA_SIGINFO) == 0 && chld.sa_handler == SIG_IGN) ||
+	     (chld.sa_flags & SA_NOCLDWAIT) != 0))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill: SIGCHLD is ignored in this process (SIG_IGN or "
+					"SA_NOCLDWAIT), so no unit's exit status could be read");
 	/* Every placeholder must expand: try them on the first unit. */
 	for (size_t i = 0; o->argv != NULL && o->argv[i] != NULL && first != NULL; i++) {
 		char *x = NULL;
@@ -955,6 +965,9 @@ static char *failure_message(const running_unit *ru)
 
 	if (ru->exec_errno != 0)
 		return faucet__strdup(ru->last); /* no process: why not, and that is all */
+	if (ru->reaped_elsewhere)
+		return faucet__sprintf("exit status unknown: another waitpid() in this process "
+				       "reaped the unit%s%s", sep, ru->last);
 	if (WIFSIGNALED(ru->status))
 		return faucet__sprintf("killed by signal %d%s%s", WTERMSIG(ru->status), sep, ru->last);
 	return faucet__sprintf("exit status %d%s%s", WEXITSTATUS(ru->status), sep, ru->last);
@@ -984,7 +997,7 @@ static void finish_unit(runner *r, size_t slot)
 {
 	running_unit *ru = &r->run[slot];
 	const faucet_backfill_unit *u = unit_at(r, ru->index);
-	int ok = ru->exec_errno == 0 && WIFEXITED(ru->status) && WEXITSTATUS(ru->status) == 0;
+	int ok = ru->exec_errno == 0 && !ru->reaped_elsewhere && WIFEXITED(ru->status) && WEXITSTATUS(ru->status) == 0;
 	faucet_backfill_status st = ok ? FAUCET_BACKFILL_DONE : FAUCET_BACKFILL_FAILED;
 	char *error = NULL;
 	int rc = 0;
@@ -1168,8 +1181,18 @@ static void wait_once(runner *r)
 		running_unit *ru = &r->run[i];
 		drain_stream(r, ru, &ru->out);
 		drain_stream(r, ru, &ru->err);
-		if (!ru->exited && waitpid(ru->pid, &ru->status, WNOHANG) == ru->pid)
-			ru->exited = 1;
+		if (!ru->exited) {
+			pid_t w = waitpid(ru->pid, &ru->status, WNOHANG);
+			if (w == ru->pid) {
+				ru->exited = 1;
+			} else if (w < 0 && errno == ECHILD) {
+				/* The embedding program reaped it (a SIGCHLD handler
+				 * calling waitpid(-1)): gone, outcome unknown.  Waiting
+				 * on would wait forever. */
+				ru->exited = 1;
+				ru->reaped_elsewhere = 1;
+			}
+		}
 	}
 	for (size_t i = r->nrun; i-- > 0;) {
 		if (r->run[i].exited)
