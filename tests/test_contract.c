@@ -36,8 +36,10 @@ int main(int argc, char **argv)
 	int failures = 0;
 
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		if (wanted(backends[i].name, argc, argv))
+		if (wanted(backends[i].name, argc, argv)) {
 			failures += contract_run(&backends[i]);
+			failures += contract_runs_run(&backends[i]);
+		}
 	}
 	return failures != 0;
 }

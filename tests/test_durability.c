@@ -40,6 +40,7 @@
 #include "internal.h"
 #include "common/durable.h"
 #include "backfill/backfill_internal.h"
+#include <faucet/run.h>
 
 #define MAX_EXPECT 24
 
@@ -66,6 +67,9 @@ typedef struct {
 	void (*setup)(faucet_store *s);    /* before the operation (may be NULL) */
 	int (*act)(faucet_store *s);       /* the operation; its return code */
 	expect expects[MAX_EXPECT];
+	/* More to check on every image (and after every fault) of an
+	 * operation made of several writes; may be NULL. */
+	void (*image_check)(faucet_store *s, int acknowledged, const char *what);
 } scenario;
 
 /* The expectations of one run, with FROM_STORE resolved: owned strings. */
@@ -79,6 +83,8 @@ typedef struct {
 	run_expect items[MAX_EXPECT];
 	size_t count;
 } run_expects;
+
+static int same_value(const faucet_value *got, const char *want);
 
 /* Totals printed at the end: what the proof covered. */
 static size_t total_images, total_crash_points, total_faults;
@@ -268,59 +274,163 @@ static int act_lease_release(faucet_store *s)
 	return faucet_bf__lease_release(s, &held_lease);
 }
 
+/* One invocation run: begin (lease, status), a put recorded with its
+ * before-image, end (after-image, status, rollback index, lease release). */
+static int act_run(faucet_store *s)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+	faucet_value *v = tu_v("{\"cursor\":9}");
+	int rc;
+
+	o.row = "r";
+	rc = faucet_run_begin(&r, s, "p", &o);
+	if (rc == 0) {
+		rc = faucet_run_put(r, "p::r", v);
+		if (rc == 0) {
+			rc = faucet_run_end(r, FAUCET_RUN_OK, 0, NULL);
+		} else {
+			/* As a caller does: a failed write ends the run as failed
+			 * (recorded, lease released), keeping the write's error. */
+			char *msg = strdup(faucet_error_last()->message);
+
+			(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, msg);
+			(void)faucet_error_set(rc, "%s", msg ? msg : "");
+			free(msg);
+		}
+	}
+	faucet_run_free(r);
+	faucet_value_free(v);
+	return rc;
+}
+
+static void setup_run(faucet_store *s)
+{
+	setup_two(s);
+	tu_put(s, "p::r", "{\"cursor\":1}");
+}
+
+typedef struct {
+	faucet_store *s;
+	int found;
+} marker_search;
+
+static int marker_holds_before_image(const char *key, void *ctx)
+{
+	marker_search *m = ctx;
+	faucet_value *v = NULL;
+
+	if (faucet_store_get(m->s, key, &v) != 0)
+		fail_msg("run marker %s cannot be read: %s", key, faucet_error_last()->message);
+	if (v != NULL && strstr(faucet_value_json(v), "\"before\":{\"p::r\":{\"cursor\":1}}"))
+		m->found = 1;
+	faucet_value_free(v);
+	return 0;
+}
+
+/* A run's promise on every image: the bookmark never holds its new value
+ * without a rollback marker that can undo it (the before-image is durable
+ * before the change); once the run returned, it is recorded as ok and its
+ * lease is gone. */
+static void run_image_check(faucet_store *s, int acknowledged, const char *what)
+{
+	faucet_value *v = NULL, *st = NULL, *lease = NULL;
+	marker_search m = {s, 0};
+
+	if (faucet_store_get(s, "p::r", &v) != 0)
+		fail_msg("run, %s: get p::r: %s", what, faucet_error_last()->message);
+	if (v != NULL && same_value(v, "{\"cursor\":9}")) {
+		if (faucet_store_scan(s, "p::r::__rollback__::", marker_holds_before_image, &m) != 0)
+			fail_msg("run, %s: scan: %s", what, faucet_error_last()->message);
+		if (!m.found)
+			fail_msg("run, %s: p::r holds the run's value but no marker can undo it", what);
+	}
+	if (acknowledged) {
+		if (faucet_store_get(s, "p::r::__status__", &st) != 0 || st == NULL ||
+		    strstr(faucet_value_json(st), "\"outcome\":\"ok\"") == NULL)
+			fail_msg("run, %s: the ended run is not recorded as ok", what);
+		if (faucet_store_get(s, "p::r::__lease__", &lease) != 0 || lease != NULL)
+			fail_msg("run, %s: the ended run's lease is still there", what);
+	}
+	faucet_value_free(v);
+	faucet_value_free(st);
+	faucet_value_free(lease);
+}
+
 #define SEAL "durability-test-key"
 
 static const scenario scenarios[] = {
 	{"store creation + first put", NULL, NULL, NULL, 0, 0, NULL, act_first_put,
-	 {{"p::a", NULL, "{\"cursor\":1}"}}},
+	 {{"p::a", NULL, "{\"cursor\":1}"}},
+	 NULL},
 	{"first sealed put (marker)", SEAL, NULL, NULL, 0, 0, NULL, act_first_put,
-	 {{"p::a", NULL, "{\"cursor\":1}"}}},
+	 {{"p::a", NULL, "{\"cursor\":1}"}},
+	 NULL},
 	{"put of a new key", NULL, NULL, NULL, 1, 0, setup_two, act_put_new,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":1}"},
 	  {"p::keep", "[1,2,3]", "[1,2,3]"},
-	  {"p::b", NULL, "{\"cursor\":\"2026-01-01\"}"}}},
+	  {"p::b", NULL, "{\"cursor\":\"2026-01-01\"}"}},
+	 NULL},
 	{"overwrite", NULL, NULL, NULL, 1, 0, setup_two, act_overwrite,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":2,\"note\":\"the new value is longer\"}"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"new long key + sidecar", NULL, NULL, NULL, 1, 0, setup_two, act_long,
 	 {{LONG_KEY, NULL, "{\"old\":false,\"n\":12345678901234567890}"},
-	  {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	  {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
 	{"long key overwrite", NULL, NULL, NULL, 1, 0, setup_long, act_long,
 	 {{LONG_KEY, "{\"old\":true}", "{\"old\":false,\"n\":12345678901234567890}"},
-	  {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	  {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
 	{"sealed put of a new key", SEAL, NULL, NULL, 1, 0, setup_two, act_put_new,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":1}"},
-	  {"p::b", NULL, "{\"cursor\":\"2026-01-01\"}"}}},
+	  {"p::b", NULL, "{\"cursor\":\"2026-01-01\"}"}},
+	 NULL},
 	{"sealed overwrite", SEAL, NULL, NULL, 1, 0, setup_two, act_overwrite,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":2,\"note\":\"the new value is longer\"}"}}},
+	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":2,\"note\":\"the new value is longer\"}"}},
+	 NULL},
 	{"compare-and-put", NULL, NULL, NULL, 1, 0, setup_two, act_cas,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":3}"}, {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":3}"}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"delete", NULL, NULL, NULL, 1, 0, setup_two, act_delete,
-	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"compare-and-delete", NULL, NULL, NULL, 1, 0, setup_two, act_cad,
-	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"put_batch", NULL, NULL, NULL, 1, 1, setup_two, act_batch,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
 	  {"p::b", NULL, "{\"cursor\":20}"},
 	  {"p::c", NULL, "\"thirty\""},
 	  {"p::d", NULL, "40"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"import", NULL, NULL, NULL, 1, 1, setup_two, act_import,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":5}"},
 	  {"p::e", NULL, "[\"new\"]"},
 	  {"p::f", NULL, "{\"deep\":{\"er\":1}}"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"legacy-name migration", NULL, NULL, NULL, 1, 0, setup_legacy, act_legacy,
-	 {{"Users:x", "{\"c\":7}", "{\"c\":8}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	 {{"Users:x", "{\"c\":7}", "{\"c\":8}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
 	{"rekey", "new-durability-key", "old-durability-key", "old-durability-key", 1, 1, setup_two,
 	 act_rekey,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}, {"p::keep", "[1,2,3]", "[1,2,3]"}}},
+	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
 	{"backfill marker record", NULL, NULL, NULL, 1, 0, setup_two, act_marker,
-	 {{MARKER_KEY, NULL, FROM_STORE}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	 {{MARKER_KEY, NULL, FROM_STORE}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
 	{"lease claim", NULL, NULL, NULL, 1, 0, setup_two, act_lease_claim,
-	 {{LEASE_KEY, NULL, FROM_STORE}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	 {{LEASE_KEY, NULL, FROM_STORE}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
 	{"lease release", NULL, NULL, NULL, 1, 0, setup_lease, act_lease_release,
-	 {{LEASE_KEY, FROM_STORE, NULL}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}}},
+	 {{LEASE_KEY, FROM_STORE, NULL}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 NULL},
+	{"invocation run", NULL, NULL, NULL, 1, 1, setup_run, act_run,
+	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 run_image_check},
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -478,6 +588,8 @@ static void check_image(const scenario *sc, const run_expects *rx, const char *r
 				 acknowledged ? "" : (e->before ? e->before : "(absent)"));
 		faucet_value_free(got);
 	}
+	if (sc->image_check != NULL)
+		sc->image_check(s, acknowledged, what);
 	if (faucet_store_list(s, "", &keys) != 0)
 		fail_msg("%s: %s: list failed: %s", sc->name, what, faucet_error_last()->message);
 	faucet_strarray_dispose(&keys);
@@ -780,6 +892,12 @@ static size_t fault_scenario(const scenario *sc, fault_kind kind)
 			 * the new ones; a non-atomic batch a prefix of them). */
 			check_after_fault(sc, &rx, root, rc == FAUCET_EUNKNOWN, sc->prefix_on_failure,
 					  what);
+		}
+		if (sc->image_check != NULL) {
+			faucet_store *c = open_store(sc, root);
+
+			sc->image_check(c, rc == 0, what);
+			faucet_store_free(c);
 		}
 		if (count_temp_files(root) != 0)
 			fail_msg("%s: %s: a temp file was left behind in %s", sc->name, what, root);

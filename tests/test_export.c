@@ -604,7 +604,7 @@ static void a_large_import_is_written_in_chunks_and_says_it_is_not_atomic(void *
 
 static void replace_with_an_empty_source_is_refused_unless_allowed(void **state)
 {
-	faucet_import_options replace = {1, 0, 0}, allowed = {1, 1, 0};
+	faucet_import_options replace = {.replace = 1}, allowed = {.replace = 1, .allow_empty = 1};
 	faucet_export *e = new_export("o");
 	faucet_import_report r;
 	faucet_store *s = NULL;
@@ -628,7 +628,7 @@ static void replace_with_an_empty_source_is_refused_unless_allowed(void **state)
 
 static void dry_run_reports_and_writes_nothing(void **state)
 {
-	faucet_import_options dry = {1, 0, 1};
+	faucet_import_options dry = {.replace = 1, .dry_run = 1};
 	faucet_export *e = new_export("o");
 	faucet_import_report r;
 	faucet_store *s = NULL;
@@ -678,7 +678,7 @@ static void import_file_validates_all_before_writing(void **state)
 		/* a key outside the namespace */
 		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"x::b\":2}}",
 	};
-	faucet_import_options replace = {1, 0, 0};
+	faucet_import_options replace = {.replace = 1};
 	faucet_import_report r;
 	faucet_store *s = NULL;
 	FILE *f;

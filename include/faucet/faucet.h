@@ -12,5 +12,6 @@
 #include "metrics.h"
 #include "store.h"
 #include "backfill.h"
+#include "run.h"
 
 #endif

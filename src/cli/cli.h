@@ -36,6 +36,7 @@
 #include <faucet/faucet.h>
 
 #include "config.h"
+#include "internal.h"
 
 /* Exit codes (SPEC section 5). */
 #define CLI_EXIT_OK 0
@@ -181,6 +182,8 @@ int cli_state_main(cli_context *ctx, int argc, char **argv);
 int cli_doctor_main(cli_context *ctx, int argc, char **argv);
 int cli_backfill_main(cli_context *ctx, int argc, char **argv);
 int cli_completion_main(cli_context *ctx, int argc, char **argv);
+int cli_run_main(cli_context *ctx, int argc, char **argv);  /* run.c */
+int cli_lock_main(cli_context *ctx, int argc, char **argv); /* lock.c */
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -192,6 +195,34 @@ int cli_state_export(cli_context *ctx, int argc, char **argv);
 int cli_state_import(cli_context *ctx, int argc, char **argv);
 int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
+int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+
+/* ---- every CLI write is a run (write_run.c) --------------------------- */
+
+typedef struct {
+	faucet_run *run; /* NULL when nothing is recorded (bookkeeping keys only) */
+	int joined;      /* joined FAUCET_RUN_ID's run: not ended here */
+	char *pipeline;
+	char *undo;      /* the undo command, once ended */
+} cli_write_run;
+
+/* Begin the run the write of `keys` is recorded in (pipeline_hint names the
+ * pipeline when there are no keys, e.g. an import; may_join: join the run
+ * of FAUCET_RUN_ID when it is set).  On failure the
+ * error has been printed and the exit code is returned. */
+int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
+			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
+			cli_write_run *w);
+
+/* End it (ok or failed with message) and print the run id and the undo
+ * command on stderr.  Returns 0 or the exit code of a failure (printed). */
+int cli_write_run_end(cli_write_run *w, int ok, const char *message);
+
+/* Append "run" and "undo" members (after a first member) to a JSON object. */
+void cli_write_run_json(const cli_write_run *w, faucet_buf *b);
+
+void cli_write_run_dispose(cli_write_run *w);
 
 /* The names of the previous keys' variables as FAUCET_PREVIOUS_KEY_ENV
  * holds them (comma-separated): --previous-key-env, else that variable.

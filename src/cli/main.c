@@ -26,6 +26,8 @@ static const char usage[] =
 	"  backfill status    what the backfills of a pipeline have done\n"
 	"  completion bash|zsh|fish  print a shell completion script\n"
 	"  version            print the version (also -V, --version)\n"
+	"  run                run a command as one recorded, undoable run of an invocation\n"
+	"  lock list|break    show the leases of runs and backfill units; remove a stuck one\n"
 	"\n"
 	"Options (accepted before or after the command):\n"
 	"  --state URL        the store (see below)\n"
@@ -51,6 +53,8 @@ static const command commands[] = {
 	{"backfill", cli_backfill_main},
 	{"completion", cli_completion_main},
 	{"version", version_main},
+	{"run", cli_run_main},
+	{"lock", cli_lock_main},
 };
 
 static int print_version(cli_context *ctx)

@@ -33,6 +33,9 @@ static const char state_help[] =
 	"  copy [PIPELINE] (--to URL | --to-config FILE) [--replace]\n"
 	"                                    export + import into another store\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
+	"  runs PIPELINE [--row R]           the run history, newest first\n"
+	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
+	"                                    undo a run (the newest not yet undone)\n"
 	"\n"
 	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
 	"--state/-c/--encryption-key-env/--previous-key-env, --json and --help\n"
@@ -47,6 +50,7 @@ static const subcommand subcommands[] = {
 	{"list", cli_state_list},     {"show", cli_state_show},     {"get", cli_state_get},
 	{"put", cli_state_put},       {"delete", cli_state_delete}, {"export", cli_state_export},
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
+	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
@@ -88,7 +92,22 @@ static const char list_help[] =
 	"usage: faucet state list [PREFIX] [OPTIONS]\n"
 	"\n"
 	"Print every key starting with PREFIX (all keys without one), in byte order,\n"
-	"one a line.  With --json: a JSON array of the keys.\n";
+	"one a line.  With --json: a JSON array of the keys.  Run bookkeeping\n"
+	"(__lease__, __status__, __rollback__ keys) is left out unless --all.\n";
+
+/* Drop run bookkeeping from a key list (in place, order kept). */
+static void drop_bookkeeping(faucet_strarray *keys)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < keys->count; i++) {
+		if (faucet_run_is_bookkeeping_key(keys->strings[i]))
+			free(keys->strings[i]);
+		else
+			keys->strings[out++] = keys->strings[i];
+	}
+	keys->count = out;
+}
 
 /* Scan a subcommand's arguments into up to `max` positionals; options
  * other than the global ones are not accepted.  Returns -1 to go on, or an
@@ -116,14 +135,28 @@ static int simple_args(cli_context *ctx, const char *command, const char *help, 
 
 int cli_state_list(cli_context *ctx, int argc, char **argv)
 {
+	static const cli_option opts[] = {{"all", 0, 0, 1}, {NULL, 0, 0, 0}};
 	faucet_strarray keys = {NULL, 0};
 	faucet_store *s;
-	const char *prefix = "";
-	int rc, n;
+	const char *prefix = NULL, *arg;
+	cli_args it;
+	int rc, id, all = 0;
 
-	rc = simple_args(ctx, "state list", list_help, argc, argv, &prefix, 1, &n);
-	if (rc >= 0)
-		return rc;
+	cli_args_init(&it, ctx, "state list", argc, argv);
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(list_help);
+		if (id == 1)
+			all = 1;
+		else if (prefix == NULL)
+			prefix = arg;
+		else
+			return cli_usage_error("state list", "unexpected argument '%s'", arg);
+	}
+	if (prefix == NULL)
+		prefix = "";
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
@@ -133,6 +166,8 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 		return rc;
 	}
 	faucet_store_free(s);
+	if (!all)
+		drop_bookkeeping(&keys);
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
@@ -212,7 +247,8 @@ static const char show_help[] =
 	"(key, row, sub, suffix, value; an absent part is empty), values in full.\n"
 	"With --json: the namespace and, per key, its parts and full value.\n"
 	"PIPELINE defaults to the YAML's name with -c; a pipeline without keys is\n"
-	"said on stderr, exit 0.\n";
+	"said on stderr, exit 0.\n"
+	"Run bookkeeping (__lease__, __status__, __rollback__) is shown only with --all.\n";
 
 typedef struct {
 	const char *key;
@@ -360,7 +396,8 @@ static int print_show_json(const char *pipeline, const char *tenant, const char 
 /* List the namespace and read each value (a key deleted in between is
  * skipped). */
 static int load_rows(cli_context *ctx, faucet_store *s, const char *prefix, const char *tenant,
-		     const char *pipeline, faucet_strarray *keys, show_row **out, size_t *n)
+		     const char *pipeline, int all, faucet_strarray *keys, show_row **out,
+		     size_t *n)
 {
 	show_row *rows;
 
@@ -368,6 +405,8 @@ static int load_rows(cli_context *ctx, faucet_store *s, const char *prefix, cons
 	*n = 0;
 	if (faucet_store_list(s, prefix, keys) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "cannot list '%s' in %s", prefix, ctx->store_label);
+	if (!all)
+		drop_bookkeeping(keys);
 	rows = calloc(keys->count ? keys->count : 1, sizeof(*rows));
 	if (rows == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
@@ -397,8 +436,9 @@ static int load_rows(cli_context *ctx, faucet_store *s, const char *prefix, cons
 
 int cli_state_show(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_TENANT = 1 };
-	static const cli_option opts[] = {{"tenant", 't', 1, OPT_TENANT}, {NULL, 0, 0, 0}};
+	enum { OPT_TENANT = 1, OPT_ALL };
+	static const cli_option opts[] = {{"tenant", 't', 1, OPT_TENANT}, {"all", 0, 0, OPT_ALL},
+					  {NULL, 0, 0, 0}};
 	faucet_strarray keys = {NULL, 0};
 	const char *pipeline = NULL, *tenant = NULL, *arg;
 	show_row *rows = NULL;
@@ -406,7 +446,7 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 	char *prefix;
 	size_t n = 0;
 	cli_args it;
-	int id, rc;
+	int id, rc, all = 0;
 
 	cli_args_init(&it, ctx, "state show", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
@@ -416,6 +456,8 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(show_help);
 		if (id == OPT_TENANT)
 			tenant = arg;
+		else if (id == OPT_ALL)
+			all = 1;
 		else if (pipeline == NULL)
 			pipeline = arg;
 		else
@@ -439,7 +481,7 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc == 0) {
-		rc = load_rows(ctx, s, prefix, tenant, pipeline, &keys, &rows, &n);
+		rc = load_rows(ctx, s, prefix, tenant, pipeline, all, &keys, &rows, &n);
 		faucet_store_free(s);
 	}
 	if (rc == 0) {

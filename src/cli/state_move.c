@@ -242,7 +242,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 /* ---- the import report ------------------------------------------------- */
 
 static void print_json_report(faucet_buf *b, const char *pipeline, const char *label,
-			      const faucet_import_report *r)
+			      const faucet_import_report *r, const cli_write_run *w)
 {
 	(void)faucet_buf_putc(b, '{');
 	jw_member(b, "pipeline", 1);
@@ -272,6 +272,7 @@ static void print_json_report(faucet_buf *b, const char *pipeline, const char *l
 		(void)faucet_buf_printf(b, "%d", CLI_EXIT_FAILED);
 		(void)faucet_buf_putc(b, '}');
 	}
+	cli_write_run_json(w, b);
 	(void)faucet_buf_putc(b, '}');
 }
 
@@ -306,12 +307,12 @@ static void print_text_report(const char *pipeline, const char *label,
 }
 
 static int print_report(cli_context *ctx, const char *pipeline, const char *label,
-			const faucet_import_report *r)
+			const faucet_import_report *r, const cli_write_run *w)
 {
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		print_json_report(&b, pipeline, label, r);
+		print_json_report(&b, pipeline, label, r, w);
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {
@@ -339,17 +340,65 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
  * source for --replace) is exit 2 - the report's pipeline is set only once
  * the document has been read whole and validated, so an error without it
  * was the document's. */
-static int import_from(cli_context *ctx, faucet_store *s, const char *label, FILE *in,
-		       const char *source_name, const faucet_import_options *o)
+/* Every import and copy is one run of the document's pipeline (SPEC
+ * section 8), begun by the library once the document is known valid. */
+typedef struct {
+	cli_context *ctx;
+	faucet_store *s;
+	const char *command;
+	int may_join;
+	cli_write_run w;
+	int begin_rc; /* the exit code of a failed begin (already printed) */
+} import_run;
+
+static int begin_import_run(void *arg, const char *pipeline, faucet_run **run)
 {
+	import_run *ir = arg;
+
+	ir->begin_rc = cli_write_run_begin(ir->ctx, ir->s, ir->command, NULL, 0, pipeline,
+					   ir->may_join, &ir->w);
+	if (ir->begin_rc != 0)
+		return faucet_error_set(FAUCET_ERROR, "the import could not be recorded as a run");
+	*run = ir->w.run;
+	return 0;
+}
+
+static int import_from(cli_context *ctx, faucet_store *s, const char *label, FILE *in,
+		       const char *source_name, const faucet_import_options *opts,
+		       const char *command, int may_join)
+{
+	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
 	faucet_import_report report;
+	import_run ir;
 	int rc;
 
+	memset(&ir, 0, sizeof(ir));
+	ir.ctx = ctx;
+	ir.s = s;
+	ir.command = command;
+	ir.may_join = may_join;
+	hook.begin_run = begin_import_run;
+	hook.ctx = &ir;
 	memset(&report, 0, sizeof(report));
-	rc = faucet_import_file(s, in, o, &report);
+	rc = faucet_import_file_recorded(s, in, opts, &hook, &report);
+	if (rc != 0 && ir.begin_rc != 0) {
+		/* The run could not begin: already said, nothing written. */
+		faucet_import_report_dispose(&report);
+		cli_write_run_dispose(&ir.w);
+		return ir.begin_rc;
+	}
+	if (ir.w.run != NULL) {
+		int end_rc = cli_write_run_end(&ir.w, rc == 0 && report.error == NULL,
+					       rc != 0 ? faucet_error_last()->message : report.error);
+		if (end_rc != 0 && rc == 0) {
+			faucet_import_report_dispose(&report);
+			cli_write_run_dispose(&ir.w);
+			return end_rc;
+		}
+	}
 	if (rc != 0) {
 		int usage = report.pipeline == NULL || rc == FAUCET_EINVALID;
-		if (report.pipeline != NULL && rc == FAUCET_EINVALID && o->replace)
+		if (report.pipeline != NULL && rc == FAUCET_EINVALID && opts->replace)
 			rc = cli_fail(CLI_EXIT_USAGE, "%s", source_name);
 		else if (usage)
 			rc = cli_fail(CLI_EXIT_USAGE, "%s is not a usable export document",
@@ -357,10 +406,12 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 		else
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot import into %s", label);
 		faucet_import_report_dispose(&report);
+		cli_write_run_dispose(&ir.w);
 		return rc;
 	}
-	rc = print_report(ctx, report.pipeline, label, &report);
+	rc = print_report(ctx, report.pipeline, label, &report, &ir.w);
 	faucet_import_report_dispose(&report);
+	cli_write_run_dispose(&ir.w);
 	return rc;
 }
 
@@ -446,7 +497,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		{NULL, 0, 0, 0},
 	};
 	const char *input = NULL, *arg, *name, *to_config = NULL, *label;
-	faucet_import_options o = {0, 0, 0};
+	faucet_import_options o = {0};
 	faucet_store *s;
 	FILE *in = NULL;
 	cli_args it;
@@ -480,7 +531,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 	}
 	if (rc == 0) {
 		char *what = faucet__sprintf("state import: %s", name);
-		rc = what ? import_from(ctx, s, label, in, what, &o)
+		rc = what ? import_from(ctx, s, label, in, what, &o, "faucet state import", 1)
 			  : cli_error(CLI_EXIT_FAILED, "out of memory");
 		free(what);
 		faucet_store_free(s);
@@ -503,7 +554,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		{NULL, 0, 0, 0},
 	};
 	const char *pipeline = NULL, *to = NULL, *to_config = NULL, *arg, *dst_label = NULL;
-	faucet_import_options o = {0, 0, 0};
+	faucet_import_options o = {0};
 	faucet_store *src = NULL, *dst = NULL;
 	char *to_label = NULL, *what = NULL;
 	FILE *tmp = NULL;
@@ -558,7 +609,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 					       ctx->store_label, pipeline)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
-		rc = import_from(ctx, dst, dst_label, tmp, what, &o);
+		rc = import_from(ctx, dst, dst_label, tmp, what, &o, "faucet state copy", 0);
 	free(what);
 	if (tmp != NULL)
 		fclose(tmp);

@@ -95,7 +95,8 @@ static int read_value(const put_args *pa, faucet_value **out)
 	return 0;
 }
 
-static int print_put_json(const char *key, int written, int conditional, int atomic)
+static int print_put_json(const char *key, int written, int conditional, int atomic,
+			  const cli_write_run *w)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
@@ -108,6 +109,7 @@ static int print_put_json(const char *key, int written, int conditional, int ato
 		jw_member(&b, "atomic", 0);
 		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
 	}
+	cli_write_run_json(w, &b);
 	(void)faucet_buf_putc(&b, '}');
 	return jw_print(&b);
 }
@@ -124,7 +126,8 @@ static int print_put_json(const char *key, int written, int conditional, int ato
  * what a retry would compare against.  With --json the one object on
  * stdout is the put report with "found" and "error" added.
  */
-static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *pa, int atomic)
+static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *pa, int atomic,
+			    const cli_write_run *w)
 {
 	const char *why = pa->if_absent ? "the key already has a value (--if-absent)"
 					: "the stored value does not equal --if-equals";
@@ -162,6 +165,7 @@ static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *p
 		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
 		jw_member(&b, "found", 0);
 		(void)faucet_buf_puts(&b, text ? text : "null");
+		cli_write_run_json(w, &b);
 		jw_member(&b, "error", 0);
 		cli_json_error_object(&b, faucet_error_name(FAUCET_ERROR), msg, CLI_EXIT_CONDITION);
 		(void)faucet_buf_putc(&b, '}');
@@ -182,6 +186,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 	faucet_value *value = NULL, *expected = NULL;
 	int conditional, written = 0, rc;
 	faucet_store *s = NULL;
+	cli_write_run w = {0};
 	put_args pa;
 
 	rc = parse_put_args(ctx, argc, argv, &pa);
@@ -201,27 +206,46 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		goto done;
+	{
+		const char *keys[] = {pa.key};
+		rc = cli_write_run_begin(ctx, s, "faucet state put", keys, 1, NULL, 1, &w);
+		if (rc != 0)
+			goto done;
+	}
 	if (conditional) {
-		if (faucet_store_compare_and_put(s, pa.key, expected, value, &written) != 0) {
+		if ((w.run ? faucet_run_compare_and_put(w.run, pa.key, expected, value, &written)
+			   : faucet_store_compare_and_put(s, pa.key, expected, value, &written)) != 0) {
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", pa.key,
 				      ctx->store_label);
 			goto done;
 		}
 	} else {
-		if (faucet_store_put(s, pa.key, value) != 0) {
+		if ((w.run ? faucet_run_put(w.run, pa.key, value)
+			   : faucet_store_put(s, pa.key, value)) != 0) {
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", pa.key,
 				      ctx->store_label);
 			goto done;
 		}
 		written = 1;
 	}
+	rc = cli_write_run_end(&w, written, written ? NULL : "the condition did not hold");
+	if (rc != 0)
+		goto done;
 	if (!written)
-		rc = condition_failed(ctx, s, &pa, faucet_store_supports_compare_and_put(s));
+		rc = condition_failed(ctx, s, &pa, faucet_store_supports_compare_and_put(s), &w);
 	else if (ctx->json &&
 		 print_put_json(pa.key, written, conditional,
-				faucet_store_supports_compare_and_put(s)) != 0)
+				faucet_store_supports_compare_and_put(s), &w) != 0)
 		rc = CLI_EXIT_FAILED;
 done:
+	if (rc != 0 && w.run != NULL && !w.joined) {
+		/* The write failed: the run ends failed, so it does not stay
+		 * "running" in the history. */
+		char *msg = faucet__strdup(faucet_error_last()->message);
+		(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
+		free(msg);
+	}
+	cli_write_run_dispose(&w);
 	faucet_store_free(s);
 	faucet_value_free(value);
 	faucet_value_free(expected);
@@ -231,6 +255,7 @@ done:
 int cli_state_delete(cli_context *ctx, int argc, char **argv)
 {
 	const char *key = NULL, *arg;
+	cli_write_run w = {0};
 	faucet_store *s;
 	cli_args it;
 	int id, rc;
@@ -252,11 +277,18 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		return rc;
+	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, NULL, 1, &w);
 	faucet_warning_clear();
-	if (faucet_store_delete(s, key) != 0)
+	if (rc == 0 && (w.run ? faucet_run_delete(w.run, key) : faucet_store_delete(s, key)) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);
-	else if (faucet_warning_last() != NULL) /* e.g. a lock file left behind */
-		(void)cli_error(0, "warning: state delete '%s': %s", key, faucet_warning_last());
+		if (w.run != NULL && !w.joined)
+			(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, "the delete failed");
+	} else if (rc == 0) {
+		if (faucet_warning_last() != NULL) /* e.g. a lock file left behind */
+			(void)cli_error(0, "warning: state delete '%s': %s", key,
+					faucet_warning_last());
+		rc = cli_write_run_end(&w, 1, NULL);
+	}
 	faucet_store_free(s);
 	if (rc == 0 && ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
@@ -266,9 +298,11 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 		jw_string(&b, key);
 		jw_member(&b, "deleted", 0);
 		(void)faucet_buf_puts(&b, "true");
+		cli_write_run_json(&w, &b);
 		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}
+	cli_write_run_dispose(&w);
 	return rc;
 }

@@ -33,6 +33,7 @@
 #include "value_internal.h"
 #include "export_internal.h"
 #include "json_check.h"
+#include <faucet/run.h>
 #include <faucet/keys.h>
 
 typedef struct {
@@ -492,6 +493,22 @@ static int read_values(faucet_store *s, const faucet_strarray *keys, faucet_valu
 	return 0;
 }
 
+/* Run bookkeeping (__lease__, __status__, __rollback__: SPEC section 8) is
+ * never exported, imported or deleted by a replace: it describes this
+ * store's runs, not the pipeline's position. */
+static void drop_bookkeeping(faucet_strarray *keys)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < keys->count; i++) {
+		if (faucet_run_is_bookkeeping_key(keys->strings[i]))
+			free(keys->strings[i]);
+		else
+			keys->strings[kept++] = keys->strings[i];
+	}
+	keys->count = kept;
+}
+
 int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export **out)
 {
 	faucet_strarray keys = {NULL, 0};
@@ -511,6 +528,7 @@ int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export
 		return FAUCET_ENOMEM;
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
+	drop_bookkeeping(&keys);
 	if (rc == 0)
 		rc = faucet_export_new(&e, pipeline);
 	if (rc == 0)
@@ -594,6 +612,7 @@ int faucet_export_write(faucet_store *s, const char *pipeline, const char *expor
 		return FAUCET_ENOMEM;
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
+	drop_bookkeeping(&keys);
 	if (rc == 0 && keys.count > 0 &&
 	    (values = faucet__calloc(keys.count < WRITE_CHUNK ? keys.count : WRITE_CHUNK,
 				     sizeof(*values))) == NULL)
@@ -649,6 +668,7 @@ typedef struct {
 	faucet_entry *chunk;
 	size_t n;              /* entries in the chunk */
 	size_t next;           /* index of the next document entry */
+	faucet_run *run;       /* the run the writes are recorded in, or NULL */
 } importer;
 
 #define IMPORT_STOPPED 1 /* a write failed: the report says so */
@@ -694,7 +714,8 @@ static int write_chunk_entries(importer *imp)
 	int rc = 0, stop;
 
 	if (imp->batch) {
-		rc = faucet_store_put_batch(imp->s, imp->chunk, imp->n);
+		rc = imp->run ? faucet_run_put_batch(imp->run, imp->chunk, imp->n)
+			      : faucet_store_put_batch(imp->s, imp->chunk, imp->n);
 		if (rc == 0) {
 			imp->r->written.count += imp->n;
 			return 0;
@@ -706,7 +727,8 @@ static int write_chunk_entries(importer *imp)
 	}
 	/* One put at a time, so that a failure tells exactly which keys landed. */
 	for (size_t i = 0; i < imp->n; i++) {
-		rc = faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
+		rc = imp->run ? faucet_run_put(imp->run, imp->chunk[i].key, imp->chunk[i].value)
+			      : faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
 		if (rc == 0) {
 			imp->r->written.count++;
 			continue;
@@ -784,6 +806,7 @@ static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted
 	free(prefix);
 	if (rc != 0)
 		return rc;
+	drop_bookkeeping(&listed);
 	for (size_t i = 0; i < listed.count; i++) {
 		if (has_name(sorted, count, listed.strings[i]))
 			free(listed.strings[i]);
@@ -795,13 +818,15 @@ static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted
 	return 0;
 }
 
-static int delete_stale(faucet_store *s, faucet_strarray *stale, faucet_import_report *r)
+static int delete_stale(faucet_store *s, faucet_run *run, faucet_strarray *stale,
+			faucet_import_report *r)
 {
 	/* The report takes the stale names over one by one as they go. */
 	r->deleted.strings = stale->strings;
 	r->deleted.count = 0;
 	for (size_t i = 0; i < stale->count; i++) {
-		int rc = faucet_store_delete(s, stale->strings[i]);
+		int rc = run ? faucet_run_delete(run, stale->strings[i])
+			     : faucet_store_delete(s, stale->strings[i]);
 		if (rc != 0) {
 			int stop = report_failure(r, "deleting stale", stale->strings[i]);
 			/* A delete whose outcome is unknown may have happened: listed,
@@ -834,8 +859,8 @@ typedef int (*import_source)(importer *imp, void *src);
 /* The common part of every import.  Takes `names` (document order, every
  * one already validated, `count` of them) over whatever happens. */
 static int run_import(faucet_store *s, const char *pipeline, char **names, size_t count,
-		      const faucet_import_options *o, import_source source, void *src,
-		      faucet_import_report *r)
+		      const faucet_import_options *o, const faucet_import_run_hook *hook,
+		      import_source source, void *src, faucet_import_report *r)
 {
 	faucet_strarray stale = {NULL, 0};
 	char **sorted = NULL;
@@ -873,6 +898,16 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	imp.names = names;
 	imp.count = count;
 	imp.batch = faucet_store_supports_atomic_batch(s);
+	/* The caller's run is begun only now, once the document is known to be
+	 * valid and something will be written (an import that writes nothing
+	 * is no run). */
+	if (hook != NULL && hook->begin_run != NULL && (count > 0 || stale.count > 0) &&
+	    (rc = hook->begin_run(hook->ctx, pipeline, &imp.run)) != 0) {
+		free_names(names, 0, count);
+		r->written.count = 0;
+		faucet_strarray_dispose(&stale);
+		return rc;
+	}
 	imp.chunk = faucet__calloc(count < FAUCET_IMPORT_CHUNK ? (count ? count : 1)
 							       : FAUCET_IMPORT_CHUNK,
 				   sizeof(*imp.chunk));
@@ -887,7 +922,7 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	if (rc == IMPORT_STOPPED || r->error != NULL)
 		rc = 0;
 	if (rc == 0 && r->error == NULL)
-		rc = delete_stale(s, &stale, r);
+		rc = delete_stale(s, imp.run, &stale, r);
 	faucet_strarray_dispose(&stale);
 	return rc;
 }
@@ -899,29 +934,37 @@ static int source_export(importer *imp, void *src)
 	const faucet_export *e = src;
 
 	for (size_t i = 0; i < e->count; i++) {
-		int rc = queue_entry(imp, e->entries[i].value);
-		if (rc != 0)
+		int rc;
+
+		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+			continue;
+		if ((rc = queue_entry(imp, e->entries[i].value)) != 0)
 			return rc;
 	}
 	return 0;
 }
 
-static int copy_names(const faucet_export *e, char ***names)
+static int copy_names(const faucet_export *e, char ***names, size_t *count)
 {
 	*names = NULL;
+	*count = 0;
 	if (e->count == 0)
 		return 0;
 	*names = faucet__calloc(e->count, sizeof(**names));
 	if (*names == NULL)
 		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < e->count; i++) {
-		(*names)[i] = faucet__strdup(e->entries[i].key);
-		if ((*names)[i] == NULL) {
-			free_names(*names, 0, i);
+		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+			continue;
+		(*names)[*count] = faucet__strdup(e->entries[i].key);
+		if ((*names)[*count] == NULL) {
+			free_names(*names, 0, *count);
 			free(*names);
 			*names = NULL;
+			*count = 0;
 			return FAUCET_ENOMEM;
 		}
+		++*count;
 	}
 	return 0;
 }
@@ -929,8 +972,9 @@ static int copy_names(const faucet_export *e, char ***names)
 int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 			       const faucet_import_options *opts, faucet_import_report *report)
 {
-	faucet_import_options none = {0, 0, 0};
+	faucet_import_options none = {0};
 	char **names = NULL;
+	size_t count = 0;
 	int rc;
 
 	if (report == NULL || s == NULL || e == NULL)
@@ -938,10 +982,10 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 	memset(report, 0, sizeof(*report));
 	rc = faucet_export_validate(e);
 	if (rc == 0)
-		rc = copy_names(e, &names);
+		rc = copy_names(e, &names, &count);
 	if (rc != 0)
 		return rc;
-	return run_import(s, e->pipeline, names, e->count, opts ? opts : &none, source_export,
+	return run_import(s, e->pipeline, names, count, opts ? opts : &none, NULL, source_export,
 			  (void *)e, report);
 }
 
@@ -949,7 +993,7 @@ int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace
 			    faucet_import_report *report)
 {
 	/* This call always allowed emptying a namespace; it keeps doing so. */
-	faucet_import_options o = {replace, 1, 0};
+	faucet_import_options o = {.replace = replace, .allow_empty = 1};
 
 	return faucet_import_namespace_ex(s, e, &o, report);
 }
@@ -972,6 +1016,8 @@ static int check_entry(void *ctx, const char *key, const char *text, size_t len,
 	if (faucet__json_check(text, len, "state export value", &res) != 0)
 		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
 					  (unsigned long long)offset);
+	if (faucet_run_is_bookkeeping_key(key))
+		return 0; /* never imported (see drop_bookkeeping) */
 	if (l->count == l->cap) {
 		grown = faucet__reserve(l->names, &l->cap, l->count + 1, sizeof(*l->names), 1024);
 		if (grown == NULL)
@@ -992,6 +1038,8 @@ static int write_entry(void *ctx, const char *key, const char *text, size_t len,
 	faucet_value *v;
 	int rc;
 
+	if (faucet_run_is_bookkeeping_key(key))
+		return 0;
 	if (imp->next >= imp->count || strcmp(imp->names[imp->next], key) != 0)
 		return faucet_error_set(FAUCET_ERROR,
 					"the export document changed while it was imported "
@@ -1026,7 +1074,13 @@ static int source_file(importer *imp, void *src)
 int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report)
 {
-	faucet_import_options none = {0, 0, 0};
+	return faucet_import_file_recorded(s, in, opts, NULL, report);
+}
+
+int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
+				const faucet_import_run_hook *hook, faucet_import_report *report)
+{
+	faucet_import_options none = {0};
 	faucet__doc_header h;
 	name_list l = {NULL, 0, 0};
 	file_source fs;
@@ -1035,6 +1089,9 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
+	if (hook != NULL && hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
+		return faucet_error_set(FAUCET_EINVALID, "import run hook version %u is not supported",
+					hook->version);
 	memset(report, 0, sizeof(*report));
 	fs.in = in;
 	fs.start = ftell(in);
@@ -1057,6 +1114,6 @@ int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *o
 	}
 	report->pipeline = h.pipeline;
 	free(h.exported_at);
-	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, source_file,
-			  &fs, report);
+	return run_import(s, report->pipeline, l.names, l.count, opts ? opts : &none, hook,
+			  source_file, &fs, report);
 }

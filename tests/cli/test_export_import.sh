@@ -7,7 +7,7 @@
 
 A=file:a
 B=file:b
-for kv in 'p::r={"c":1}' 'p::r::__lease__={"holder":"x","expires_at":5}' \
+for kv in 'p::r={"c":1}' 'p::r::__sla__={"holder":"x","expires_at":5}' \
 	'p::big=18446744073709551615' 'p::tenth=0.1' 'p::Upper=true' 'q::other=1'; do
 	run state put --state $A "${kv%%=*}" "${kv#*=}"
 	expect_rc 0 "seed ${kv%%=*}"
@@ -17,7 +17,7 @@ done
 run state export --state $A p
 expect_rc 0 "export to stdout"
 printf '%s\n' "$OUT" >p.json
-expect_json 'd["version"] == 1 and d["pipeline"] == "p" and sorted(d["keys"]) == ["p::Upper", "p::big", "p::r", "p::r::__lease__", "p::tenth"]' "export holds the namespace only"
+expect_json 'd["version"] == 1 and d["pipeline"] == "p" and sorted(d["keys"]) == ["p::Upper", "p::big", "p::r", "p::r::__sla__", "p::tenth"]' "export holds the namespace only"
 expect_out_contains "18446744073709551615" "export keeps every digit"
 expect_out_contains '"p::tenth": 0.1' "export keeps 0.1"
 
@@ -86,10 +86,10 @@ expect_out "[true]" "stdin import wrote"
 # ---- copy ----
 run state copy --state $A p --to memory: --json
 expect_rc 0 "copy to memory:"
-expect_json 'sorted(d["written"]) == ["p::Upper", "p::big", "p::r", "p::r::__lease__", "p::tenth"] and d["store"] == "memory:" and d["error"] is None' "copy to memory: imported every key"
+expect_json 'sorted(d["written"]) == ["p::Upper", "p::big", "p::r", "p::r::__sla__", "p::tenth"] and d["store"] == "memory:" and d["error"] is None' "copy to memory: imported every key"
 run state copy --state $A p --to file:c
 expect_rc 0 "copy to a second file store"
-run state get --state file:c p::r::__lease__
+run state get --state file:c p::r::__sla__
 expect_out '{"holder":"x","expires_at":5}' "copied value"
 run state put --state file:c p::stale 1
 run state copy --state $A p --to file:c --replace --json

@@ -125,6 +125,11 @@ complete_line() { # complete_line LINE: COMPREPLY, one a line
 if [ "$(complete_line 'faucet st')" = state ]; then pass; else fail "bash: commands: $(complete_line 'faucet st')"; fi
 if [ "$(complete_line 'faucet state g')" = get ]; then pass; else fail "bash: subcommands"; fi
 if [ "$(complete_line 'faucet backfill --win')" = --window ]; then pass; else fail "bash: flags"; fi
+if [ "$(complete_line 'faucet lo')" = lock ]; then pass; else fail "bash: the lock command"; fi
+if [ "$(complete_line 'faucet lock b')" = break ]; then pass; else fail "bash: lock break"; fi
+if [ "$(complete_line 'faucet state un')" = undo ]; then pass; else fail "bash: state undo"; fi
+if [ "$(complete_line 'faucet run --sin')" = --singer ]; then pass; else fail "bash: run flags"; fi
+if [ "$(complete_line 'faucet doctor --rep')" = --repair ]; then pass; else fail "bash: doctor --repair"; fi
 got=$(complete_line 'faucet --state file:ks state get ord')
 if [ "$got" = "orders::default
 orders::eu" ]; then pass; else fail "bash: keys from the store: $got"; fi

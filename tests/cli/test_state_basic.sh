@@ -61,7 +61,7 @@ expect_err_contains "needs a value" "--state without a value says so"
 # ---- put / get / list / delete ----
 run state put --state $S orders::default '{"cursor":"abc","n":1}'
 expect_rc 0 "put"
-expect_no_err "put"
+expect_err_contains "undo: faucet state undo orders --row default" "put is recorded as a run (SPEC section 8)"
 run state get --state $S orders::default
 expect_rc 0 "get"
 expect_out '{"cursor":"abc","n":1}' "get prints compact JSON"
@@ -113,9 +113,9 @@ expect_out "" "deleted key is gone"
 run state delete --state $S orders::stdin
 expect_rc 0 "deleting an absent key is not an error"
 run state delete --state $S orders::tenth --json
-expect_json 'd == {"key": "orders::tenth", "deleted": True}' "delete --json"
+expect_json 'd["key"] == "orders::tenth" and d["deleted"] is True and d["run"] and d["undo"].startswith("faucet state undo orders")' "delete --json"
 run state put --state $S orders::j '[1]' --json
-expect_json 'd == {"key": "orders::j", "written": True}' "put --json"
+expect_json 'd["key"] == "orders::j" and d["written"] is True and d["run"] and d["undo"]' "put --json"
 
 # ---- compare-and-put ----
 run state put --state $S cas::k '{"v":1}' --if-absent

@@ -40,7 +40,7 @@ put_file "$stem.key" "$long_key"
 if [ ${#stem} -le 160 ]; then pass; else fail "test setup: the hashed stem is ${#stem} bytes"; fi
 
 S=file:st
-run state list --state $S
+run state list --state $S --all
 expect_rc 0 "list the original layout"
 expected=$(printf '%s\n' 'Users::x' 'Users:x' 'acme/erp::invoices' "$long_key" 'pipe::__backfill__::abc123' \
 	'pipe::backfill::h1::20260101T000000Z' 'pipe::row' 'pipe::row::7::__status__' 'pipe::row::__lease__' \
@@ -60,7 +60,7 @@ run state get --state $S Users:x
 expect_out '{"legacy":true}' "legacy unescaped name"
 
 # show decodes each key of the namespace (piped: tab-separated, full values).
-run state show --state $S pipe
+run state show --state $S pipe --all
 expect_rc 0 "show"
 expect_out_contains "$(printf 'pipe::row\trow\t\t\t{"c":18446744073709551615}')" "plain invocation key"
 expect_out_contains "$(printf 'pipe::row::__lease__\trow\t\t__lease__\t')" "lease suffix"
@@ -69,7 +69,7 @@ expect_out_contains "$(printf 'pipe::__backfill__::abc123\t\t\t__backfill__::abc
 expect_out_contains "$(printf 'pipe::backfill::h1::20260101T000000Z\tbackfill::h1::20260101T000000Z\t\t\t0.1')" "backfill unit row"
 expect_out_contains "$(printf '%s\trow\tparent:' "$long_key")" "the long key's sub"
 expect_out_lacks "t1::pipe" "another tenant's keys are not shown"
-run state show --state $S pipe --json
+run state show --state $S pipe --all --json
 expect_rc 0 "show --json"
 expect_json 'len(d["keys"]) == 6 and d["prefix"] == "pipe::" and d["tenant"] is None' "show --json lists the namespace"
 expect_json '[k for k in d["keys"] if k["key"] == "pipe::row::__lease__"][0]["suffix"] == "__lease__"' "show --json suffix"
@@ -88,7 +88,8 @@ expect_out "" "empty namespace shows nothing when piped"
 # export: the version-1 document with exactly the namespace's keys.
 run state export --state $S pipe
 expect_rc 0 "export of the original layout"
-expect_json 'd["version"] == 1 and d["pipeline"] == "pipe" and len(d["keys"]) == 6' "export document"
+expect_json 'd["version"] == 1 and d["pipeline"] == "pipe" and len(d["keys"]) == 4' "export document"
+expect_json 'not [k for k in d["keys"] if "__lease__" in k or "__status__" in k]' "run bookkeeping is never exported (SPEC section 8)"
 expect_json 'd["keys"]["'"$long_key"'"] == {"long": True}' "export includes the hashed long key"
 expect_json 'd["keys"]["pipe::backfill::h1::20260101T000000Z"] == 0.1' "export value"
 expect_json 'd["exported_at"].endswith("+00:00") and d["exported_at"][10] == "T"' "exported_at is RFC 3339 UTC"

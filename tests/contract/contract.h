@@ -23,6 +23,9 @@ typedef struct {
 /* Run the whole suite against one backend; returns the number of failures. */
 int contract_run(const contract_backend *b);
 
+/* Run the invocation-run contract (runs.c) against one backend. */
+int contract_runs_run(const contract_backend *b);
+
 /* Expand a URL template (see above); NULL with a message on stderr when an
  * environment variable is missing.  *tmp receives the {tmp} directory or
  * NULL.  Caller frees both. */

@@ -1,0 +1,204 @@
+/*
+ * faucet/run.h - invocation runs: one run of a pipeline invocation under a
+ * lease, every write it makes recorded so that the run can be undone.
+ *
+ * An invocation is {pipeline}::{row}.  Its bookkeeping keys (SPEC section 8):
+ *
+ *   {p}::{r}::__lease__            {"holder", "expires_at", "run"}: the run lock
+ *   {p}::{r}::__status__           {"version":1,"runs":[...]}: the last 50 runs
+ *   {p}::{r}::__rollback__         {"version":1,"runs":[ids]}: the last 20 undoable runs
+ *   {p}::{r}::__rollback__::{run}  {"version":1,"run","before":{},"after":{}}
+ *
+ * A pipeline-level run (CLI writes spanning several invocations) uses
+ * {p}::__status__, {p}::__rollback__ and {p}::__rollback__::{run} and takes
+ * no lease.
+ *
+ * Life of a run: faucet_run_begin() claims the lease (compare-and-put, like
+ * a backfill unit lease) and records the run as "running"; each write
+ * through faucet_run_put() and friends first checks that the run still holds
+ * its lease (fencing: FAUCET_ELEASELOST otherwise, nothing written), then,
+ * the first time the run touches a key, stores that key's before-image
+ * durably in the run's rollback marker, then writes.  faucet_run_end()
+ * records the after-images and the outcome and releases the lease.  A run
+ * freed without faucet_run_end() behaves like a process that died: the next
+ * begin after its lease expired records it as "abandoned", and its marker
+ * still undoes what it wrote.
+ *
+ * A run handle is used by one thread at a time (the store under it may be
+ * shared).  Every option struct starts with a version field; initialise it
+ * with its _INIT macro so that a later, larger struct is recognised.
+ */
+#ifndef FAUCET_RUN_H
+#define FAUCET_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "common.h"
+#include "store.h"
+#include "value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FAUCET_RUN_STATUS_MAX 50   /* entries kept in __status__ */
+#define FAUCET_RUN_ROLLBACK_MAX 20 /* runs kept in __rollback__ (older markers deleted) */
+#define FAUCET_RUN_DEFAULT_ROW "default"
+#define FAUCET_RUN_DEFAULT_TTL_MS 60000
+#define FAUCET_RUN_ID_LEN 27       /* YYYYMMDDTHHMMSS.mmmZ-xxxxxx */
+
+typedef struct faucet_run faucet_run;
+
+#define FAUCET_RUN_OPTIONS_VERSION 1
+
+typedef struct {
+	unsigned version;        /* FAUCET_RUN_OPTIONS_VERSION */
+	const char *row;         /* NULL = "default" */
+	int pipeline_level;      /* a pipeline-level run: no row, no lease */
+	int no_lease;            /* record the run but take no lease (CLI writes) */
+	uint64_t lease_ttl_ms;   /* 0 = 60 s; at least 1000 */
+	uint64_t wait_ms;        /* wait this long for a live lease to go; 0 = fail at once */
+	const char *command;     /* "by.command" in the status entry; NULL = "" */
+	const char *undoes;      /* internal to undo: the run this one undoes */
+} faucet_run_options;
+
+#define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL}
+
+/* Begin a run of `pipeline` (its invocation `opts->row`).  A live lease
+ * held by another run is FAUCET_EBUSY, its message naming the holder, the
+ * run and the expiry (after waiting up to opts->wait_ms for it to go).  A
+ * bookkeeping key holding something that is not a faucet document is
+ * FAUCET_ERROR naming it, and nothing is written.  `opts` may be NULL. */
+int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
+		     const faucet_run_options *opts);
+
+/* Join a run that another process began (FAUCET_RUN_ID): writes are
+ * recorded in its marker and fenced by its lease; the run is neither ended
+ * nor released by this handle.  FAUCET_ELEASELOST when the invocation's
+ * lease is not (or no longer) held by `run_id`. */
+int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, const char *row,
+		    const char *run_id);
+
+/* The run id (YYYYMMDDTHHMMSS.mmmZ-{6 hex}), owned by the run. */
+const char *faucet_run_id(const faucet_run *r);
+/* "{p}::{r}" or "{p}" (pipeline level), owned by the run. */
+const char *faucet_run_scope(const faucet_run *r);
+/* The row, or NULL for a pipeline-level run. */
+const char *faucet_run_row(const faucet_run *r);
+
+/* Writes inside the run: the same contracts as the faucet_store_ calls,
+ * plus fencing and before-images (see the file comment).  Bookkeeping keys
+ * cannot be written through a run (FAUCET_EINVALID). */
+int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value);
+int faucet_run_delete(faucet_run *r, const char *key);
+int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_value *expected,
+			       const faucet_value *value, int *written);
+int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_value *expected,
+				  int *deleted);
+int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count);
+
+/* Extend the lease to now + TTL.  FAUCET_ELEASELOST when it was taken over. */
+int faucet_run_renew(faucet_run *r);
+
+/* How often faucet_run_renew() should be called: a third of the TTL, in ms. */
+uint64_t faucet_run_renew_interval_ms(const faucet_run *r);
+
+/* The keys this handle has written so far (sorted); faucet_run_end() records
+ * in the status those whose value actually changed. */
+const faucet_strarray *faucet_run_keys(const faucet_run *r);
+
+typedef enum {
+	FAUCET_RUN_OK = 0,
+	FAUCET_RUN_FAILED = 1
+} faucet_run_outcome;
+
+/* End the run: after-images into the marker, the outcome into __status__
+ * (`message` may be NULL; exit_status < 0 = none), the run into the
+ * __rollback__ index when it changed anything (older markers beyond 20
+ * deleted), then the lease released with compare-and-delete.
+ * FAUCET_ELEASELOST when the lease was taken over (nothing recorded).
+ * The run must still be freed. */
+int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
+		   const char *message);
+
+/* Free the handle.  A run not ended is left as a crashed process leaves it. */
+void faucet_run_free(faucet_run *r);
+
+/* Whether `key` is run bookkeeping (a __lease__, __status__ or __rollback__
+ * key or marker): hidden from listings, never exported, copied or replaced. */
+int faucet_run_is_bookkeeping_key(const char *key);
+
+/* ---- undo ----------------------------------------------------------------- */
+
+#define FAUCET_UNDO_OPTIONS_VERSION 1
+
+typedef struct {
+	unsigned version;    /* FAUCET_UNDO_OPTIONS_VERSION */
+	const char *row;     /* NULL = look in the pipeline-level runs and every row's */
+	int pipeline_level;  /* only the pipeline-level runs (row ignored) */
+	const char *run;     /* NULL = the newest run not yet undone */
+	int force;           /* restore even keys changed since the run */
+	int dry_run;         /* plan and report, write nothing */
+	const char *command; /* "by.command" of the undo run */
+} faucet_undo_options;
+
+#define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL}
+
+typedef struct {
+	char *run;                 /* the run undone (or to be) */
+	char *scope;               /* its "{p}::{r}" or "{p}" */
+	char *undo_run;            /* the undo's own run id (NULL on a dry run or a conflict) */
+	faucet_strarray restored;  /* keys restored (or, dry run, to restore) */
+	int conflict;              /* a key changed since: nothing (more) was written */
+	char *conflict_key;
+	faucet_value *conflict_current; /* NULL = absent */
+	faucet_value *conflict_wrote;   /* what the run left there; NULL = absent or unknown */
+	int conflict_wrote_known;       /* 0 for an abandoned run */
+} faucet_undo_result;
+
+/* Undo a run: restore each before-image with compare-and-put against the
+ * value the run left.  A key changed since is a conflict (result->conflict,
+ * return 0) unless forced.  An unknown run is FAUCET_ENOTFOUND, a run
+ * already undone FAUCET_EINVALID.  The undo is itself a run. */
+int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *opts,
+		    faucet_undo_result *result);
+
+void faucet_undo_result_dispose(faucet_undo_result *r);
+
+/* ---- imports recorded as runs ------------------------------------------------- */
+
+#define FAUCET_IMPORT_RUN_HOOK_VERSION 1
+
+/* How faucet_import_file_recorded() gets its run.  begin_run is called once
+ * the document is validated and something will be written, with the
+ * document's pipeline; *run receives the run to write through (recorded,
+ * fenced; the caller ends and frees it) or NULL for plain writes.  An error
+ * from it stops the import before anything is written. */
+typedef struct {
+	unsigned version; /* FAUCET_IMPORT_RUN_HOOK_VERSION */
+	int (*begin_run)(void *ctx, const char *pipeline, faucet_run **run);
+	void *ctx;
+} faucet_import_run_hook;
+
+#define FAUCET_IMPORT_RUN_HOOK_INIT {FAUCET_IMPORT_RUN_HOOK_VERSION, NULL, NULL}
+
+/* faucet_import_file(), its writes and stale deletes made through the run
+ * `hook` supplies (hook NULL = faucet_import_file). */
+int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
+				const faucet_import_run_hook *hook, faucet_import_report *report);
+
+/* ---- reading the history ------------------------------------------------------ */
+
+/* Every __status__ document of `pipeline` (row NULL = the pipeline level and
+ * every row, else that row's only), as {"scope": "...", "row": r|null,
+ * "runs": [...]} JSON objects in a JSON array, rows in key order.  The
+ * caller frees *json_out.  Foreign JSON in a status key is FAUCET_ERROR. */
+int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *row,
+			    char **json_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,758 @@
+/*
+ * run.c - `faucet run`: one run of an invocation under its lease, the
+ * command's outcome recorded and undoable (SPEC section 8).
+ *
+ * The command is checked before anything is written (a name that is not on
+ * PATH fails with exit 2 and no lease taken).  Then: take the lease, start
+ * the command (no shell), renew the lease every third of its TTL while it
+ * runs, record the outcome, release the lease, exit with the command's
+ * status.  stdout belongs to the command - faucet's own lines, the run id
+ * among them, go to stderr.
+ *
+ * The command stays in faucet's process group, so it can use the terminal
+ * like any foreground program and a Ctrl-C at the terminal reaches it
+ * directly.  A SIGINT/SIGTERM sent to faucet alone (kill, a supervisor) is
+ * forwarded; one that came from the terminal is not, since the command got
+ * it already.  The loop is poll() on a self-pipe (signals, SIGCHLD), the
+ * command's stdout under --singer, and a timeout for the next lease renewal
+ * or the next state write; nothing sleeps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "cli.h"
+#include "jsonw.h"
+#include "singer.h"
+
+extern char **environ;
+
+#define CLI_EXIT_BUSY 75
+#define STATE_WRITE_INTERVAL_MS 1000
+
+static const char run_help[] =
+	"usage: faucet run (--pipeline P [--row R] | -c FILE) [OPTIONS] -- COMMAND ARGS...\n"
+	"\n"
+	"Run COMMAND (no shell) as one run of the invocation P::R under its lease:\n"
+	"the run is recorded in P::R::__status__, every state write it makes can be\n"
+	"undone with 'faucet state undo', and a second run of the same invocation\n"
+	"waits or exits 75 while this one holds the lease.\n"
+	"\n"
+	"  --pipeline P        the pipeline (default: the config's name)\n"
+	"  --row R             the invocation's row (default \"default\")\n"
+	"  --lease-ttl D       how long the lease lasts unless renewed (60s; >= 1s)\n"
+	"  --wait[=D]          wait for a live lease to go (for up to D; no D = no limit)\n"
+	"  --singer            capture Singer state: the bookmark is handed to the command\n"
+	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
+	"                      arguments); each stdout line that is a JSON object (or a\n"
+	"                      {\"type\":\"STATE\",\"value\":{...}} message) is stored as the\n"
+	"                      new bookmark; every other line passes through\n"
+	"\n"
+	"The command gets FAUCET_RUN_ID, FAUCET_RUN_PIPELINE, FAUCET_RUN_ROW,\n"
+	"FAUCET_STATE_KEY (P::R) and the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
+	"FAUCET_ENCRYPTION_KEY_ENV); 'faucet state put/delete' run by it join the run.\n"
+	"\n"
+	"Exit codes: the command's; 75 another run holds the lease; 128 + signal when\n"
+	"interrupted; 2 bad usage or a command that cannot be found (nothing written);\n"
+	"1 a store error.\n";
+
+typedef struct {
+	const char *pipeline, *row, *lease_ttl;
+	int wait_given;
+	const char *wait;
+	int singer;
+	faucet_strarray command;
+} run_args;
+
+/* ---- signals ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t self_pipe_wr = -1;
+
+/* One byte per signal: the number, with 0x80 set when it was sent to us by
+ * a process (kill) rather than raised by the terminal. */
+static void on_signal(int signo, siginfo_t *info, void *uctx)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)signo;
+
+	(void)uctx;
+	if (info != NULL && (info->si_code == SI_USER || info->si_code == SI_QUEUE))
+		b |= 0x80;
+	if (self_pipe_wr >= 0)
+		(void)!write(self_pipe_wr, &b, 1);
+	errno = saved;
+}
+
+static int install_signals(int fds[2])
+{
+	struct sigaction sa;
+
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	(void)signal(SIGPIPE, SIG_IGN);
+	self_pipe_wr = fds[1];
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
+	    sigaction(SIGCHLD, &sa, NULL) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- arguments ----------------------------------------------------------------------- */
+
+/* --wait takes an optional value, which the scanner does not know: take it
+ * (and its =D) out of argv before scanning. */
+static void take_wait(int *argc, char **argv, run_args *a)
+{
+	int out = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--wait") == 0 || strncmp(argv[i], "--wait=", 7) == 0) {
+			a->wait_given = 1;
+			a->wait = argv[i][6] == '=' ? argv[i] + 7 : NULL;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+}
+
+static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
+{
+	enum { O_PIPELINE = 1, O_ROW, O_TTL, O_SINGER };
+	static const cli_option opts[] = {{"pipeline", 0, 1, O_PIPELINE}, {"row", 0, 1, O_ROW},
+					  {"lease-ttl", 0, 1, O_TTL},     {"singer", 0, 0, O_SINGER},
+					  {NULL, 0, 0, 0}};
+	cli_args it;
+	const char *v;
+	int id;
+
+	take_wait(&argc, argv, a);
+	cli_args_init(&it, ctx, "run", argc, argv);
+	while ((id = cli_args_next(&it, opts, &v)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(run_help) == 0 ? -1 : CLI_EXIT_FAILED;
+		if (id == CLI_ARG_POSITIONAL) {
+			if (!it.positional_only)
+				return cli_usage_error("run", "unexpected argument '%s' (put the "
+							      "command after --)", v);
+			if (faucet_strarray_push(&a->command, v) != 0)
+				return cli_fail(CLI_EXIT_FAILED, "run");
+			/* Everything after the command's name is its own. */
+			continue;
+		}
+		if (id == O_PIPELINE)
+			a->pipeline = v;
+		else if (id == O_ROW)
+			a->row = v;
+		else if (id == O_TTL)
+			a->lease_ttl = v;
+		else if (id == O_SINGER)
+			a->singer = 1;
+	}
+	return 0;
+}
+
+/* Where `name` is on PATH (as execvp would find it), or NULL. */
+static char *find_on_path(const char *name)
+{
+	const char *path = getenv("PATH"), *p;
+	struct stat st;
+
+	if (strchr(name, '/') != NULL)
+		return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0
+			       ? faucet__strdup(name) : NULL;
+	if (path == NULL || *path == '\0')
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char *candidate = faucet__sprintf("%.*s%s%s", (int)len, len ? p : ".", "/", name);
+
+		if (candidate != NULL && stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(candidate, X_OK) == 0)
+			return candidate;
+		free(candidate);
+		if (end == NULL)
+			return NULL;
+		p = end;
+	}
+}
+
+/* ---- the run's state ---------------------------------------------------------------------- */
+
+typedef struct {
+	cli_context *ctx;
+	run_args *a;
+	faucet_store *s;
+	faucet_run *run;
+	const char *pipeline, *row;
+	char *state_key;
+	char *state_file;         /* --singer: the bookmark handed to the command */
+	char *exe;
+	char *command_line;       /* for the status entry */
+	pid_t pid;
+	int child_status, child_done;
+	int sig_fds[2];
+	int out_fd;               /* --singer: the command's stdout, -1 when closed */
+	singer cap;
+	uint64_t last_state_ms;   /* when the last state was stored (0 = never) */
+	int state_failed;         /* a state write failed: the run is failed */
+	char *state_error;
+	int interrupted;          /* the signal that interrupted us, or 0 */
+	int reap;                 /* a SIGCHLD came: look at the command with waitpid */
+	int lease_lost;
+	uint64_t renew_at_ms;
+} run_state;
+
+static char *join_command(const faucet_strarray *cmd)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	for (size_t i = 0; i < cmd->count; i++) {
+		if (i > 0)
+			(void)faucet_buf_putc(&b, ' ');
+		(void)faucet_buf_puts(&b, cmd->strings[i]);
+	}
+	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+}
+
+/* --singer: write the bookmark to a private file for the command. */
+static int write_state_file(run_state *st)
+{
+	faucet_value *v = NULL;
+	const char *dir = getenv("TMPDIR");
+	char *path;
+	int fd, rc;
+	size_t off = 0, len;
+	const char *text;
+
+	if (faucet_store_get(st->s, st->state_key, &v) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
+	if (v == NULL)
+		return 0;
+	path = faucet__sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
+	if (path == NULL) {
+		faucet_value_free(v);
+		return cli_fail(CLI_EXIT_FAILED, "run");
+	}
+	/* mkstemp creates the file 0600 with O_EXCL: no one else can have it. */
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		rc = cli_error(CLI_EXIT_FAILED, "cannot create the state file %s: %s", path,
+			       strerror(errno));
+		free(path);
+		faucet_value_free(v);
+		return rc;
+	}
+	text = faucet_value_json(v);
+	len = faucet_value_len(v);
+	rc = 0;
+	while (off < len && rc == 0) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = -1;
+		else
+			off += (size_t)n;
+	}
+	if (rc == 0 && write(fd, "\n", 1) != 1)
+		rc = -1;
+	if (close(fd) != 0)
+		rc = -1;
+	faucet_value_free(v);
+	if (rc != 0) {
+		rc = cli_error(CLI_EXIT_FAILED, "cannot write the state file %s: %s", path,
+			       strerror(errno));
+		(void)unlink(path);
+		free(path);
+		return rc;
+	}
+	st->state_file = path;
+	return 0;
+}
+
+/* ${state.file} in an argument: the state file's path ("" when none). */
+static char *expand_arg(const char *arg, const char *state_file)
+{
+	static const char ph[] = "${state.file}";
+	faucet_buf b = FAUCET_BUF_INIT;
+	const char *p = arg, *hit;
+
+	while ((hit = strstr(p, ph)) != NULL) {
+		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
+		(void)faucet_buf_puts(&b, state_file ? state_file : "");
+		p = hit + sizeof(ph) - 1;
+	}
+	(void)faucet_buf_puts(&b, p);
+	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+}
+
+static void env_drop(char **env, size_t *n, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < *n; i++) {
+		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
+			env[i] = env[--*n];
+			i--;
+		}
+	}
+}
+
+/* The command's environment: ours, minus the variables we set, plus the
+ * run's.  Strings we allocate go to `owned`. */
+static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
+{
+	static const char *names[] = {"FAUCET_RUN_ID",    "FAUCET_RUN_PIPELINE",       "FAUCET_RUN_ROW",
+				      "FAUCET_STATE_KEY", "FAUCET_STATE_FILE",         "FAUCET_CONFIG",
+				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV"};
+	cli_context *ctx = st->ctx;
+	size_t n = 0;
+	char **env;
+	int rc = 0;
+
+	while (environ[n] != NULL)
+		n++;
+	env = faucet__calloc(n + FAUCET_ARRAY_LEN(names) + 1, sizeof(*env));
+	if (env == NULL)
+		return FAUCET_ENOMEM;
+	memcpy(env, environ, n * sizeof(*env));
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(names); i++)
+		env_drop(env, &n, names[i]);
+	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_ID=%s",
+								faucet_run_id(st->run)));
+	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
+	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_ROW=%s", st->row));
+	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_STATE_KEY=%s", st->state_key));
+	if (st->a->singer)
+		rc |= faucet_strarray_push_owned(
+			owned, faucet__sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
+	if (ctx->selected_config_path != NULL)
+		rc |= faucet_strarray_push_owned(
+			owned, faucet__sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
+	else if (ctx->selected_url != NULL)
+		rc |= faucet_strarray_push_owned(owned,
+						 faucet__sprintf("FAUCET_STATE=%s", ctx->selected_url));
+	if (ctx->key_env != NULL)
+		rc |= faucet_strarray_push_owned(
+			owned, faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+	if (rc != 0) {
+		free(env);
+		return FAUCET_ENOMEM;
+	}
+	for (size_t i = 0; i < owned->count; i++)
+		env[n++] = owned->strings[i];
+	env[n] = NULL;
+	*env_out = env;
+	return 0;
+}
+
+static int spawn_command(run_state *st)
+{
+	faucet_strarray owned = {0}, args = {0};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t dfl, none;
+	char **env = NULL;
+	int out[2] = {-1, -1}, rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
+		rc = faucet_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
+								  st->state_file));
+	if (rc == 0)
+		rc = faucet_strarray_push_owned(&args, faucet__strdup(""));
+	if (rc == 0) {
+		free(args.strings[args.count - 1]);
+		args.strings[args.count - 1] = NULL;
+		rc = build_env(st, &env, &owned);
+	}
+	if (rc != 0) {
+		faucet_strarray_dispose(&args);
+		faucet_strarray_dispose(&owned);
+		return cli_fail(CLI_EXIT_FAILED, "run");
+	}
+	if (st->a->singer && pipe2(out, O_CLOEXEC) != 0) {
+		rc = cli_error(CLI_EXIT_FAILED, "cannot create a pipe: %s", strerror(errno));
+		goto done;
+	}
+	fflush(stdout);
+	(void)posix_spawnattr_init(&at);
+	(void)posix_spawn_file_actions_init(&fa);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGTERM);
+	sigaddset(&dfl, SIGCHLD);
+	sigaddset(&dfl, SIGPIPE);
+	sigemptyset(&none);
+	(void)posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	(void)posix_spawnattr_setsigdefault(&at, &dfl);
+	(void)posix_spawnattr_setsigmask(&at, &none);
+	if (out[1] >= 0)
+		(void)posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	rc = posix_spawn(&st->pid, st->exe, &fa, &at, args.strings, env);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	(void)posix_spawnattr_destroy(&at);
+	if (rc != 0) {
+		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(rc));
+		goto done;
+	}
+	if (out[1] >= 0) {
+		close(out[1]);
+		out[1] = -1;
+		st->out_fd = out[0];
+		out[0] = -1;
+		(void)fcntl(st->out_fd, F_SETFL, O_NONBLOCK);
+		/* A larger pipe means fewer wake-ups for a chatty command; the
+		 * default size stays if the system does not allow it. */
+		(void)fcntl(st->out_fd, F_SETPIPE_SZ, 1 << 20);
+	}
+done:
+	if (out[0] >= 0)
+		close(out[0]);
+	if (out[1] >= 0)
+		close(out[1]);
+	free(env);
+	faucet_strarray_dispose(&owned);
+	faucet_strarray_dispose(&args);
+	return rc;
+}
+
+/* ---- the loop --------------------------------------------------------------------------------- */
+
+/* A reader that went away (`faucet run --singer ... | head`) must not end
+ * the run half-recorded: SIGPIPE is ignored, and once stdout is closed
+ * the lines are dropped while the states are still captured and stored. */
+static int stdout_gone;
+
+static int emit_stdout(void *ctx, const char *data, size_t len)
+{
+	(void)ctx;
+	while (len > 0 && !stdout_gone) {
+		ssize_t n = write(STDOUT_FILENO, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EPIPE) {
+			stdout_gone = 1;
+			return 0;
+		}
+		if (n < 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void store_state(run_state *st)
+{
+	faucet_value *v = singer_take_state(&st->cap);
+
+	if (v == NULL)
+		return;
+	if (faucet_run_put(st->run, st->state_key, v) != 0) {
+		if (!st->state_failed) {
+			st->state_failed = 1;
+			st->state_error = faucet__sprintf("storing the state: %s",
+							  faucet_error_last()->message);
+			fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
+				st->state_key, faucet_error_last()->message);
+		}
+		if (faucet_error_last()->code == FAUCET_ELEASELOST)
+			st->lease_lost = 1;
+	}
+	faucet_value_free(v);
+	st->last_state_ms = faucet__now_ms();
+}
+
+static void read_output(run_state *st)
+{
+	static char buf[1 << 17];
+
+	for (;;) {
+		ssize_t n = read(st->out_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			(void)singer_finish(&st->cap);
+			close(st->out_fd);
+			st->out_fd = -1;
+			return;
+		}
+		if (singer_feed(&st->cap, buf, (size_t)n) != 0 && !st->state_failed) {
+			st->state_failed = 1;
+			st->state_error = faucet__strdup(faucet_error_last()->message);
+		}
+		/* A short read drained the pipe: back to poll() rather than one
+		 * more read() that would only say EAGAIN. */
+		if ((size_t)n < sizeof(buf))
+			return;
+	}
+}
+
+static void on_signals(run_state *st)
+{
+	unsigned char b[64];
+	ssize_t n;
+
+	while ((n = read(st->sig_fds[0], b, sizeof(b))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			int signo = b[i] & 0x7f, sent = b[i] & 0x80;
+
+			if (signo == SIGCHLD) {
+				st->reap = 1;
+				continue;
+			}
+			if (st->interrupted == 0)
+				st->interrupted = signo;
+			/* A terminal's Ctrl-C reached the command already. */
+			if (sent && st->pid > 0 && !st->child_done)
+				(void)kill(st->pid, signo);
+		}
+	}
+}
+
+static void renew(run_state *st)
+{
+	if (faucet_run_renew(st->run) != 0) {
+		fprintf(stderr, "faucet: run: %s; stopping the command\n", faucet_error_last()->message);
+		if (faucet_error_last()->code == FAUCET_ELEASELOST) {
+			st->lease_lost = 1;
+			if (!st->child_done)
+				(void)kill(st->pid, SIGTERM);
+		}
+	}
+	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
+}
+
+static void wait_loop(run_state *st)
+{
+	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->reap = 1; /* the command may have ended before the loop began */
+	while (!st->child_done || st->out_fd >= 0) {
+		struct pollfd fds[2];
+		nfds_t nf = 0;
+		uint64_t now = faucet__now_ms(), due = st->renew_at_ms;
+		int timeout;
+
+		if (!st->child_done && st->reap) {
+			st->reap = 0;
+			if (waitpid(st->pid, &st->child_status, WNOHANG) == st->pid) {
+				st->child_done = 1;
+				continue;
+			}
+		}
+		if (st->a->singer && st->cap.state != NULL) {
+			uint64_t at = st->last_state_ms + STATE_WRITE_INTERVAL_MS;
+			if (st->last_state_ms == 0 || at <= now) {
+				store_state(st);
+				continue;
+			}
+			due = at < due ? at : due;
+		}
+		if (now >= st->renew_at_ms && !st->lease_lost) {
+			renew(st);
+			continue;
+		}
+		fds[nf++] = (struct pollfd){st->sig_fds[0], POLLIN, 0};
+		if (st->out_fd >= 0)
+			fds[nf++] = (struct pollfd){st->out_fd, POLLIN, 0};
+		timeout = due > now ? (int)(due - now < INT_MAX ? due - now : INT_MAX) : 0;
+		if (st->lease_lost)
+			timeout = 1000;
+		if (poll(fds, nf, timeout) < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents)
+			on_signals(st);
+		if (nf > 1 && fds[1].revents)
+			read_output(st);
+	}
+	if (st->a->singer)
+		store_state(st); /* always the last one, whatever the exit status */
+}
+
+/* ---- the command ----------------------------------------------------------------------------- */
+
+static int outcome_and_exit(run_state *st, char *msg, size_t size, int *exit_status)
+{
+	int code;
+
+	if (WIFSIGNALED(st->child_status)) {
+		int sig = WTERMSIG(st->child_status);
+		(void)snprintf(msg, size, "killed by signal %d (%s)", sig, strsignal(sig));
+		*exit_status = 128 + sig;
+		code = 128 + sig;
+	} else {
+		*exit_status = WEXITSTATUS(st->child_status);
+		code = *exit_status;
+		if (code != 0)
+			(void)snprintf(msg, size, "exit status %d", code);
+	}
+	if (st->interrupted)
+		code = 128 + st->interrupted;
+	return code;
+}
+
+static int finish_run(run_state *st)
+{
+	char msg[512] = "", undo_hint[FAUCET_KEY_MAX * 2];
+	int exit_status, code = outcome_and_exit(st, msg, sizeof(msg), &exit_status);
+	int failed = code != 0 || st->state_failed || st->cap.error != NULL;
+
+	if (st->cap.error != NULL && msg[0] == '\0')
+		(void)snprintf(msg, sizeof(msg), "%lu bad state line(s); first: %s", st->cap.errors,
+			       st->cap.error);
+	else if (st->state_error != NULL && msg[0] == '\0')
+		(void)snprintf(msg, sizeof(msg), "%s", st->state_error);
+	if (st->lease_lost) {
+		fprintf(stderr, "faucet: run %s lost its lease on %s; its outcome is not recorded\n",
+			faucet_run_id(st->run), faucet_run_scope(st->run));
+		return code ? code : CLI_EXIT_FAILED;
+	}
+	if (faucet_run_end(st->run, failed ? FAUCET_RUN_FAILED : FAUCET_RUN_OK, exit_status,
+			   msg[0] ? msg : NULL) != 0)
+		return cli_fail(code ? code : CLI_EXIT_FAILED, "run %s: recording the outcome",
+				faucet_run_id(st->run));
+	(void)snprintf(undo_hint, sizeof(undo_hint), "faucet state undo %s --row %s %s",
+		       st->pipeline, st->row, faucet_run_id(st->run));
+	fprintf(stderr, "faucet: run %s %s%s%s; undo: %s\n", faucet_run_id(st->run),
+		failed ? "failed" : "ok", msg[0] ? ": " : "", msg, undo_hint);
+	/* The command succeeded but a state it printed could not be stored. */
+	if (code == 0 && failed)
+		code = CLI_EXIT_FAILED;
+	return code;
+}
+
+static int resolve(run_state *st)
+{
+	cli_context *ctx = st->ctx;
+	run_args *a = st->a;
+	const cli_config *cfg = NULL;
+	int rc;
+
+	if (a->command.count == 0)
+		return cli_usage_error("run", "no command: give one after --");
+	if ((rc = cli_context_config(ctx, &cfg)) != 0)
+		return rc;
+	st->pipeline = a->pipeline ? a->pipeline : (cfg ? cfg->name : NULL);
+	if (st->pipeline == NULL)
+		return cli_usage_error("run", "which pipeline? give --pipeline or -c FILE");
+	st->row = a->row ? a->row : FAUCET_RUN_DEFAULT_ROW;
+	st->state_key = faucet__sprintf("%s::%s", st->pipeline, st->row);
+	if (st->state_key == NULL)
+		return cli_fail(CLI_EXIT_FAILED, "run");
+	if (faucet_validate_key(st->state_key) != 0 || strstr(st->pipeline, "::") != NULL ||
+	    faucet_run_is_bookkeeping_key(st->state_key))
+		return cli_usage_error("run", "invalid pipeline or row: '%s'", st->state_key);
+	st->exe = find_on_path(a->command.strings[0]);
+	if (st->exe == NULL)
+		return cli_error(CLI_EXIT_USAGE, "run: command '%s' not found%s (nothing was run)",
+				 a->command.strings[0],
+				 strchr(a->command.strings[0], '/') ? " or not executable" : " on PATH");
+	st->command_line = join_command(&a->command);
+	return st->command_line ? 0 : cli_fail(CLI_EXIT_FAILED, "run");
+}
+
+int cli_run_main(cli_context *ctx, int argc, char **argv)
+{
+	run_args a;
+	run_state st;
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	unsigned long long ms;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	memset(&st, 0, sizeof(st));
+	st.ctx = ctx;
+	st.a = &a;
+	st.out_fd = -1;
+	st.sig_fds[0] = st.sig_fds[1] = -1;
+	singer_init(&st.cap, emit_stdout, NULL);
+
+	rc = parse_args(ctx, argc, argv, &a);
+	if (rc == 0 && a.lease_ttl != NULL) {
+		if (cli_parse_duration_ms(a.lease_ttl, &ms) != 0 || ms < 1000)
+			rc = cli_usage_error("run", "--lease-ttl must be a duration of at least 1s, "
+					     "not '%s'", a.lease_ttl);
+		o.lease_ttl_ms = ms;
+	}
+	if (rc == 0 && a.wait_given) {
+		if (a.wait == NULL)
+			o.wait_ms = UINT64_MAX / 2;
+		else if (cli_parse_duration_ms(a.wait, &ms) != 0)
+			rc = cli_usage_error("run", "--wait takes a duration such as 30s, not '%s'",
+					     a.wait);
+		else
+			o.wait_ms = ms;
+	}
+	if (rc == 0)
+		rc = resolve(&st);
+	if (rc == 0)
+		rc = cli_open_store(ctx, &st.s);
+	if (rc == 0) {
+		o.row = st.row;
+		o.command = st.command_line;
+		if (faucet_run_begin(&st.run, st.s, st.pipeline, &o) != 0) {
+			int busy = faucet_error_last()->code == FAUCET_EBUSY;
+			rc = cli_fail(busy ? CLI_EXIT_BUSY
+					   : faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+											  : CLI_EXIT_FAILED,
+				      "run");
+		}
+	}
+	if (rc == 0) {
+		fprintf(stderr, "faucet: run %s of %s started\n", faucet_run_id(st.run), st.state_key);
+		if (install_signals(st.sig_fds) != 0)
+			rc = cli_error(CLI_EXIT_FAILED, "run: cannot set up signals: %s", strerror(errno));
+		if (rc == 0 && a.singer)
+			rc = write_state_file(&st);
+		if (rc == 0)
+			rc = spawn_command(&st);
+		if (rc == 0) {
+			wait_loop(&st);
+			rc = finish_run(&st);
+		} else {
+			/* The command never ran: record that, and let the invocation go. */
+			(void)faucet_run_end(st.run, FAUCET_RUN_FAILED, -1, "the command could not be started");
+		}
+	}
+	if (rc == -1) /* --help */
+		rc = 0;
+	if (st.state_file != NULL)
+		(void)unlink(st.state_file);
+	if (st.out_fd >= 0)
+		close(st.out_fd);
+	singer_dispose(&st.cap);
+	faucet_run_free(st.run);
+	faucet_store_free(st.s);
+	faucet_strarray_dispose(&a.command);
+	free(st.state_file);
+	free(st.state_key);
+	free(st.exe);
+	free(st.command_line);
+	free(st.state_error);
+	return rc;
+}

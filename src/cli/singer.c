@@ -1,0 +1,265 @@
+/*
+ * singer.c - Singer state capture (see singer.h).
+ *
+ * The common case is a flood of lines that are not state (a target's log,
+ * records passed along), so that path copies nothing: complete lines that
+ * cannot be state are handed to emit in one span straight from the read
+ * buffer.  Only a line whose first non-blank byte is '{' is gathered and
+ * parsed - with the library's strict parser, so a state that could not be
+ * stored exactly is an error rather than an altered bookmark.
+ *
+ * A state line is at most 64 MiB: past that it is dropped and reported, so a
+ * runaway command cannot make faucet hold an unbounded line.  A line that is
+ * not state is never held: once its first non-blank byte shows it is not,
+ * it streams through whatever its length.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "singer.h"
+#include "store/value_internal.h"
+
+void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
+{
+	memset(s, 0, sizeof(*s));
+	s->emit = emit;
+	s->emit_ctx = emit_ctx;
+	s->carry = (faucet_buf)FAUCET_BUF_INIT;
+}
+
+static void note_error(singer *s, const char *what, const char *detail)
+{
+	s->errors++;
+	if (s->error == NULL)
+		s->error = faucet__sprintf("%s%.200s", what, detail);
+}
+
+static int emit(singer *s, const char *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (s->emit(s->emit_ctx, p, n) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot write the command's output");
+	return 0;
+}
+
+/* Offset of the first byte that is not a blank, or len. */
+static size_t skip_blank(const char *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* One complete line that starts with '{' (after blanks), without its '\n'. */
+static int state_line(singer *s, const char *p, size_t len)
+{
+	faucet_value *v = NULL, *inner = NULL;
+	json_object *tree, *type, *value;
+
+	if (len > 0 && p[len - 1] == '\r')
+		len--;
+	if (faucet_value_parse(&v, p, len) != 0) {
+		if (faucet_error_last()->code == FAUCET_ENOMEM)
+			return FAUCET_ENOMEM;
+		note_error(s, "invalid state line: ", faucet_error_last()->message);
+		return 0;
+	}
+	if (faucet_value__tree(v, &tree) != 0) {
+		faucet_value_free(v);
+		return FAUCET_ENOMEM;
+	}
+	if (json_object_object_get_ex(tree, "type", &type) &&
+	    json_object_is_type(type, json_type_string) &&
+	    strcmp(json_object_get_string(type), "STATE") == 0 &&
+	    json_object_object_get_ex(tree, "value", &value)) {
+		size_t n = 0;
+		const char *text = value ? json_object_to_json_string_length(
+						   value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n)
+					 : "null";
+		int is_object = value != NULL && json_object_is_type(value, json_type_object);
+
+		if (text == NULL || faucet_value_parse(&inner, text, value ? n : 4) != 0) {
+			faucet_value_free(v);
+			return FAUCET_ENOMEM;
+		}
+		faucet_value_free(v); /* `value` belonged to v's tree: not used below */
+		if (!is_object) {
+			note_error(s, "a STATE message's value is not a JSON object: ",
+				   faucet_value_json(inner));
+			faucet_value_free(inner);
+			return 0;
+		}
+		v = inner;
+	}
+	s->states++;
+	faucet_value_free(s->state);
+	s->state = v;
+	return 0;
+}
+
+/* A complete line (carry, or a span of the input), without its '\n'. */
+static int whole_line(singer *s, const char *p, size_t len)
+{
+	size_t b = skip_blank(p, len);
+
+	if (b < len && p[b] == '{')
+		return state_line(s, p, len);
+	if (emit(s, p, len) != 0 || emit(s, "\n", 1) != 0)
+		return -1;
+	return 0;
+}
+
+static int flush_carry(singer *s)
+{
+	int rc = emit(s, s->carry.ptr, s->carry.len);
+
+	s->carry.len = 0;
+	return rc;
+}
+
+/* Bytes of an unfinished line: decide as early as possible whether it can
+ * be state; if not, stream it. */
+static int partial(singer *s, const char *p, size_t len)
+{
+	size_t b;
+
+	if (s->discarding)
+		return 0;
+	if (s->streaming)
+		return emit(s, p, len);
+	if (faucet_buf_put(&s->carry, p, len) != 0)
+		return FAUCET_ENOMEM;
+	b = skip_blank(s->carry.ptr, s->carry.len);
+	if ((b < s->carry.len && s->carry.ptr[b] != '{') ||
+	    (b == s->carry.len && s->carry.len > SINGER_LINE_MAX)) {
+		s->streaming = 1;
+		return flush_carry(s);
+	}
+	if (s->carry.len <= SINGER_LINE_MAX)
+		return 0;
+	note_error(s, "a state line is larger than 64 MiB; it was not stored", "");
+	s->discarding = 1;
+	faucet_buf_dispose(&s->carry);
+	return 0;
+}
+
+static int line_end(singer *s, const char *p, size_t len)
+{
+	int rc = 0;
+
+	if (s->discarding) {
+		s->discarding = 0;
+	} else if (s->streaming) {
+		rc = emit(s, p, len);
+		if (rc == 0)
+			rc = emit(s, "\n", 1);
+		s->streaming = 0;
+	} else if (s->carry.len > 0) {
+		if (faucet_buf_put(&s->carry, p, len) != 0)
+			return FAUCET_ENOMEM;
+		if (s->carry.len > SINGER_LINE_MAX) {
+			note_error(s, "a state line is larger than 64 MiB; it was not stored", "");
+			rc = 0;
+		} else {
+			rc = whole_line(s, s->carry.ptr, s->carry.len);
+		}
+		s->carry.len = 0;
+	} else {
+		rc = whole_line(s, p, len);
+	}
+	return rc;
+}
+
+/* Where the line holding `brace` starts, if only blanks come before the
+ * brace on it; NULL otherwise.  `p` is the start of a line. */
+static const char *state_line_start(const char *p, const char *brace)
+{
+	const char *q = brace;
+
+	while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+		q--;
+	return q == p || q[-1] == '\n' ? q : NULL;
+}
+
+int singer_feed(singer *s, const char *data, size_t len)
+{
+	const char *p = data, *end = data + len;
+
+	while (p < end) {
+		const char *nl, *span = p, *from = p, *brace, *start = NULL, *last;
+
+		if (s->discarding || s->streaming || s->carry.len > 0) {
+			int rc;
+
+			if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+				return partial(s, p, (size_t)(end - p));
+			if ((rc = line_end(s, p, (size_t)(nl - p))) != 0)
+				return rc;
+			p = nl + 1;
+			continue;
+		}
+		/* p starts a line.  Only a '{' first on its line can start a
+		 * state, so jump from brace to brace instead of line to line: a
+		 * chunk of log lines without one is passed on in a single call. */
+		while ((brace = memchr(from, '{', (size_t)(end - from))) != NULL &&
+		       (start = state_line_start(p, brace)) == NULL)
+			from = brace + 1;
+		if (brace == NULL) {
+			last = memrchr(p, '\n', (size_t)(end - p));
+			if (last != NULL && emit(s, span, (size_t)(last + 1 - span)) != 0)
+				return -1;
+			p = last ? last + 1 : p;
+			return p < end ? partial(s, p, (size_t)(end - p)) : 0;
+		}
+		if (emit(s, span, (size_t)(start - span)) != 0)
+			return -1;
+		p = start;
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			return partial(s, p, (size_t)(end - p));
+		{
+			int rc = state_line(s, p, (size_t)(nl - p));
+			if (rc != 0)
+				return rc;
+		}
+		p = nl + 1;
+	}
+	return 0;
+}
+
+int singer_finish(singer *s)
+{
+	int rc = 0;
+
+	if (s->streaming) {
+		s->streaming = 0;
+	} else if (s->carry.len > 0 && !s->discarding) {
+		size_t b = skip_blank(s->carry.ptr, s->carry.len);
+		if (b < s->carry.len && s->carry.ptr[b] == '{')
+			rc = state_line(s, s->carry.ptr, s->carry.len);
+		else
+			rc = emit(s, s->carry.ptr, s->carry.len);
+	}
+	s->carry.len = 0;
+	s->discarding = 0;
+	return rc;
+}
+
+faucet_value *singer_take_state(singer *s)
+{
+	faucet_value *v = s->state;
+
+	s->state = NULL;
+	return v;
+}
+
+void singer_dispose(singer *s)
+{
+	faucet_buf_dispose(&s->carry);
+	faucet_value_free(s->state);
+	free(s->error);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,313 @@
+/*
+ * state_runs.c - `faucet state runs` (the run history of a pipeline) and
+ * `faucet state undo` (undo one run), over the library's faucet/run.h.
+ *
+ * `runs` merges the pipeline-level history and every invocation's into one
+ * list, newest first - run ids sort by start time, so a string sort is a
+ * time sort.  `undo` plans before it writes: a conflict (a key changed
+ * since the run) exits 3 naming the key, its current value and what the run
+ * wrote, with nothing written.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "cli.h"
+#include "jsonw.h"
+#include "store/value_internal.h"
+
+static const char runs_help[] =
+	"usage: faucet state runs PIPELINE [--row R] [OPTIONS]\n"
+	"\n"
+	"The run history, newest first: run, start, end, outcome, keys changed, and\n"
+	"where (a row, or \"-\" for pipeline-level runs such as CLI writes spanning\n"
+	"several invocations).  With --row only that invocation's runs.  With --json\n"
+	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n";
+
+static const char undo_help[] =
+	"usage: faucet state undo PIPELINE [--row R] [RUN] [--force] [--dry-run] [OPTIONS]\n"
+	"\n"
+	"Undo RUN, or the newest run not yet undone (among the pipeline-level runs and\n"
+	"every row's, or one row's with --row): each key the run changed gets back the\n"
+	"value it had before, if it still holds what the run left.  A key changed since\n"
+	"is a conflict: nothing is written and the exit code is 3, unless --force.\n"
+	"--dry-run shows what would be restored.  The undo is itself a run, so it can\n"
+	"be undone in turn.\n";
+
+typedef struct {
+	const char *pipeline, *row, *run;
+	int force, dry_run;
+} runs_args;
+
+static int parse(cli_context *ctx, const char *command, const char *help, int allow_run,
+		 int argc, char **argv, runs_args *a)
+{
+	enum { O_ROW = 1, O_FORCE, O_DRY };
+	static const cli_option opts[] = {{"row", 0, 1, O_ROW},
+					  {"force", 0, 0, O_FORCE},
+					  {"dry-run", 0, 0, O_DRY},
+					  {NULL, 0, 0, 0}};
+	static const cli_option runs_opts[] = {{"row", 0, 1, O_ROW}, {NULL, 0, 0, 0}};
+	const char *v;
+	cli_args it;
+	int id;
+
+	memset(a, 0, sizeof(*a));
+	cli_args_init(&it, ctx, command, argc, argv);
+	while ((id = cli_args_next(&it, allow_run ? opts : runs_opts, &v)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(help) == 0 ? -1 : CLI_EXIT_FAILED;
+		if (id == O_ROW)
+			a->row = v;
+		else if (id == O_FORCE)
+			a->force = 1;
+		else if (id == O_DRY)
+			a->dry_run = 1;
+		else if (a->pipeline == NULL)
+			a->pipeline = v;
+		else if (allow_run && a->run == NULL)
+			a->run = v;
+		else
+			return cli_usage_error(command, "unexpected argument '%s'", v);
+	}
+	if (a->pipeline == NULL)
+		return cli_usage_error(command, "which pipeline?");
+	if (faucet_validate_key(a->pipeline) != 0 || strstr(a->pipeline, "::") != NULL)
+		return cli_usage_error(command, "invalid pipeline name '%s'", a->pipeline);
+	if (a->row != NULL) {
+		char *k = faucet__sprintf("%s::%s", a->pipeline, a->row);
+		int bad = k == NULL || faucet_validate_key(k) != 0 || faucet_run_is_bookkeeping_key(k);
+		free(k);
+		if (bad)
+			return cli_usage_error(command, "invalid row '%s'", a->row);
+	}
+	return 0;
+}
+
+/* ---- runs ---------------------------------------------------------------------------- */
+
+typedef struct {
+	json_object *entry;
+	const char *row; /* NULL = pipeline level */
+	const char *run;
+} history_row;
+
+static int newest_first(const void *x, const void *y)
+{
+	return strcmp(((const history_row *)y)->run, ((const history_row *)x)->run);
+}
+
+static const char *member(json_object *o, const char *name)
+{
+	json_object *m;
+
+	if (!json_object_object_get_ex(o, name, &m) || m == NULL)
+		return NULL;
+	return json_object_get_string(m);
+}
+
+static int print_history(const char *json)
+{
+	json_object *root = json_tokener_parse(json);
+	history_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int rc = CLI_EXIT_OK;
+
+	if (root == NULL)
+		return cli_error(CLI_EXIT_FAILED, "state runs: out of memory");
+	for (size_t i = 0; i < json_object_array_length(root); i++) {
+		json_object *scope = json_object_array_get_idx(root, i), *runs;
+
+		if (!json_object_object_get_ex(scope, "runs", &runs))
+			continue;
+		for (size_t j = 0; j < json_object_array_length(runs); j++) {
+			history_row *grown = faucet__reserve(rows, &cap, n + 1, sizeof(*rows), 64);
+			if (grown == NULL) {
+				rc = cli_fail(CLI_EXIT_FAILED, "state runs");
+				goto done;
+			}
+			rows = grown;
+			rows[n].entry = json_object_array_get_idx(runs, j);
+			rows[n].row = member(scope, "row");
+			rows[n].run = member(rows[n].entry, "run");
+			if (rows[n].run != NULL)
+				n++;
+		}
+	}
+	qsort(rows, n, sizeof(*rows), newest_first);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = rows[i].entry, *keys;
+		const char *msg = member(e, "message"), *undoes = member(e, "undoes");
+		size_t nkeys = json_object_object_get_ex(e, "keys", &keys) && keys
+				       ? json_object_array_length(keys) : 0;
+
+		printf("%s\t%s\t%s\t%s\t%zu key%s\t%s", rows[i].run,
+		       member(e, "started_at") ? member(e, "started_at") : "-",
+		       member(e, "ended_at") ? member(e, "ended_at") : "-",
+		       member(e, "outcome") ? member(e, "outcome") : "?", nkeys, nkeys == 1 ? "" : "s",
+		       rows[i].row ? rows[i].row : "-");
+		if (undoes != NULL)
+			printf("\tundoes %s", undoes);
+		if (msg != NULL) {
+			/* A message may hold anything the command printed: keep it
+			 * on one line. */
+			putchar('\t');
+			for (const char *p = msg; *p; p++) {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					printf("\\x%02x", (unsigned char)*p);
+				else
+					putchar(*p);
+			}
+		}
+		putchar('\n');
+	}
+done:
+	free(rows);
+	json_object_put(root);
+	return rc;
+}
+
+int cli_state_runs(cli_context *ctx, int argc, char **argv)
+{
+	runs_args a;
+	faucet_store *s = NULL;
+	char *json = NULL;
+	int rc = parse(ctx, "state runs", runs_help, 0, argc, argv, &a);
+
+	if (rc != 0)
+		return rc == -1 ? 0 : rc;
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
+		return rc;
+	if (faucet_run_history_json(s, a.pipeline, a.row, &json) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "state runs %s", a.pipeline);
+	} else if (ctx->json) {
+		fputs(json, stdout);
+		putchar('\n');
+		rc = CLI_EXIT_OK;
+	} else {
+		rc = print_history(json);
+	}
+	free(json);
+	faucet_store_free(s);
+	return rc;
+}
+
+/* ---- undo ----------------------------------------------------------------------------------- */
+
+static char *undo_command(const char *pipeline, const char *scope, const char *run)
+{
+	const char *row = strchr(scope, ':') ? scope + strlen(pipeline) + 2 : NULL;
+
+	return row ? faucet__sprintf("faucet state undo %s --row %s %s", pipeline, row, run)
+		   : faucet__sprintf("faucet state undo %s %s", pipeline, run);
+}
+
+static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
+{
+	const char *cur = r->conflict_current ? faucet_value_json(r->conflict_current) : "(absent)";
+	const char *wrote = !r->conflict_wrote_known ? "(unknown: the run was abandoned)"
+			    : r->conflict_wrote      ? faucet_value_json(r->conflict_wrote)
+						     : "(absent)";
+
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_puts(&b, "{\"error\":{");
+		jw_member(&b, "code", 1);
+		jw_string(&b, "conflict");
+		jw_member(&b, "message", 0);
+		jw_string(&b, "a key changed since the run");
+		jw_member(&b, "exit", 0);
+		(void)faucet_buf_puts(&b, "3}");
+		jw_member(&b, "run", 0);
+		jw_string(&b, r->run);
+		jw_member(&b, "key", 0);
+		jw_string(&b, r->conflict_key);
+		jw_member(&b, "current", 0);
+		(void)faucet_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
+							       : "null");
+		jw_member(&b, "wrote", 0);
+		(void)faucet_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
+							    : "null");
+		(void)faucet_buf_putc(&b, '}');
+		(void)jw_print(&b);
+	}
+	return cli_error(CLI_EXIT_CONDITION,
+			 "cannot undo run %s: %s changed since (now %.200s; the run wrote %.200s); "
+			 "nothing written - use --force to restore anyway",
+			 r->run, r->conflict_key, cur, wrote);
+}
+
+int cli_state_undo(cli_context *ctx, int argc, char **argv)
+{
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_undo_result r;
+	runs_args a;
+	faucet_store *s = NULL;
+	char *again = NULL;
+	int rc = parse(ctx, "state undo", undo_help, 1, argc, argv, &a);
+
+	if (rc != 0)
+		return rc == -1 ? 0 : rc;
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
+		return rc;
+	o.row = a.row;
+	o.run = a.run;
+	o.force = a.force;
+	o.dry_run = a.dry_run;
+	o.command = "faucet state undo";
+	if (faucet_run_undo(s, a.pipeline, &o, &r) != 0) {
+		int code = faucet_error_last()->code;
+		rc = cli_fail(code == FAUCET_ENOTFOUND || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+										  : CLI_EXIT_FAILED,
+			      "state undo");
+		faucet_store_free(s);
+		faucet_undo_result_dispose(&r);
+		return rc;
+	}
+	if (r.conflict) {
+		if (r.undo_run != NULL)
+			fprintf(stderr, "faucet: undo run %s stopped at a conflict after restoring "
+				"what came before it\n", r.undo_run);
+		rc = report_conflict(ctx, &r);
+		goto done;
+	}
+	for (size_t i = 0; !ctx->json && i < r.restored.count; i++)
+		printf("%s %s\n", a.dry_run ? "would restore" : "restored", r.restored.strings[i]);
+	if (!a.dry_run) {
+		again = undo_command(a.pipeline, r.scope, r.undo_run);
+		if (again == NULL) {
+			rc = cli_fail(CLI_EXIT_FAILED, "state undo");
+			goto done;
+		}
+		fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run, r.undo_run,
+			again);
+	}
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		(void)faucet_buf_putc(&b, '{');
+		jw_member(&b, "undone", 1);
+		jw_string(&b, r.run);
+		jw_member(&b, "scope", 0);
+		jw_string(&b, r.scope);
+		jw_member(&b, "dry_run", 0);
+		(void)faucet_buf_puts(&b, a.dry_run ? "true" : "false");
+		jw_member(&b, "restored", 0);
+		jw_string_array(&b, &r.restored);
+		jw_member(&b, "run", 0);
+		jw_string_or_null(&b, r.undo_run);
+		jw_member(&b, "undo", 0);
+		jw_string_or_null(&b, again);
+		(void)faucet_buf_putc(&b, '}');
+		if (jw_print(&b) != 0)
+			rc = CLI_EXIT_FAILED;
+	}
+done:
+	free(again);
+	faucet_undo_result_dispose(&r);
+	faucet_store_free(s);
+	return rc;
+}

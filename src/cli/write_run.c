@@ -1,0 +1,171 @@
+/*
+ * write_run.c - every CLI write is one run (SPEC section 8).
+ *
+ * `state put/delete/import/copy` record what they change as a run, so any
+ * of them can be undone with `faucet state undo`.  Which run:
+ *
+ *   - FAUCET_RUN_ID set (a command started by `faucet run`): the write
+ *     joins that run - recorded in its marker, fenced by its lease; a run
+ *     that lost its lease cannot write (exit 1, nothing written);
+ *   - every changed key belongs to one invocation {p}::{r}: a run of that
+ *     invocation, without a lease (a CLI write does not wait for a run in
+ *     flight; it is fenced only when it joins one);
+ *   - otherwise a pipeline-level run of the first key's pipeline.
+ *
+ * A key's pipeline is its first segment and its row what the key parser
+ * says (so p::backfill::h::u belongs to the backfill unit's invocation).
+ * Writes of the bookkeeping keys themselves are not recorded: they are the
+ * records.  An import or a copy is a pipeline-level run of the document's
+ * pipeline (its keys are known only as it streams in); a copy never joins
+ * FAUCET_RUN_ID's run, which lives in another store.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "cli.h"
+#include "jsonw.h"
+
+/* The pipeline and row (NULL for none) a key belongs to. */
+static int key_scope(const char *key, char **pipeline, char **row)
+{
+	const char *sep = strstr(key, "::");
+	faucet_key *k = NULL;
+
+	*row = NULL;
+	*pipeline = sep ? faucet__strndup(key, (size_t)(sep - key)) : faucet__strdup(key);
+	if (*pipeline == NULL)
+		return FAUCET_ENOMEM;
+	if (sep != NULL && faucet_key_parse(&k, NULL, *pipeline, key) == 0) {
+		const char *r = faucet_key_row(k);
+		if (r != NULL && (*row = faucet__strdup(r)) == NULL) {
+			faucet_key_free(k);
+			return FAUCET_ENOMEM;
+		}
+	}
+	faucet_key_free(k);
+	return 0;
+}
+
+static int same(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static int write_run_fail(const char *command)
+{
+	int code = faucet_error_last()->code;
+
+	return cli_fail(code == FAUCET_EINVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
+			"%s: cannot record the write as a run", command);
+}
+
+int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
+			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
+			cli_write_run *w)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	const char *joined = getenv("FAUCET_RUN_ID");
+	char *pipeline = NULL, *row = NULL;
+	int rc = 0, one_row = 1, recorded = 0;
+
+	(void)ctx;
+	memset(w, 0, sizeof(*w));
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *p = NULL, *r = NULL;
+
+		if (faucet_run_is_bookkeeping_key(keys[i]))
+			continue;
+		if ((rc = key_scope(keys[i], &p, &r)) != 0)
+			break;
+		if (!recorded) {
+			pipeline = p;
+			row = r;
+			recorded = 1;
+			continue;
+		}
+		if (strcmp(p, pipeline) != 0 || !same(r, row))
+			one_row = 0;
+		free(p);
+		free(r);
+	}
+	if (rc != 0)
+		goto done;
+	if (!recorded && n > 0)
+		goto done; /* bookkeeping only */
+	if (may_join && joined != NULL && *joined != '\0') {
+		const char *jp = getenv("FAUCET_RUN_PIPELINE"), *jr = getenv("FAUCET_RUN_ROW");
+
+		if (jp == NULL || *jp == '\0')
+			jp = pipeline ? pipeline : pipeline_hint;
+		if (faucet_run_join(&w->run, s, jp, jr && *jr ? jr : NULL, joined) != 0) {
+			rc = cli_fail(faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+										  : CLI_EXIT_FAILED,
+				      "%s: FAUCET_RUN_ID=%s", command, joined);
+			goto done;
+		}
+		w->joined = 1;
+		goto done;
+	}
+	if (pipeline == NULL && pipeline_hint == NULL)
+		goto done;
+	o.no_lease = 1;
+	o.command = command;
+	if (pipeline != NULL && one_row && row != NULL)
+		o.row = row;
+	else
+		o.pipeline_level = 1;
+	if (faucet_run_begin(&w->run, s, pipeline ? pipeline : pipeline_hint, &o) != 0)
+		rc = write_run_fail(command);
+done:
+	w->pipeline = faucet__strdup(pipeline ? pipeline : pipeline_hint ? pipeline_hint : "");
+	free(pipeline);
+	free(row);
+	if (rc == 0 && w->pipeline == NULL)
+		rc = cli_fail(CLI_EXIT_FAILED, "%s", command);
+	if (rc != 0)
+		cli_write_run_dispose(w);
+	return rc;
+}
+
+int cli_write_run_end(cli_write_run *w, int ok, const char *message)
+{
+	const char *row;
+	int rc;
+
+	if (w->run == NULL)
+		return 0;
+	if (w->joined) {
+		fprintf(stderr, "faucet: recorded in run %s\n", faucet_run_id(w->run));
+		return 0;
+	}
+	rc = faucet_run_end(w->run, ok ? FAUCET_RUN_OK : FAUCET_RUN_FAILED, ok ? 0 : -1, message);
+	if (rc != 0)
+		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
+	if (!ok)
+		return 0; /* nothing changed: nothing to undo, and the error says why */
+	row = faucet_run_row(w->run);
+	w->undo = row ? faucet__sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
+					faucet_run_id(w->run))
+		      : faucet__sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
+	if (w->undo == NULL)
+		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
+	fprintf(stderr, "faucet: run %s; undo: %s\n", faucet_run_id(w->run), w->undo);
+	return 0;
+}
+
+void cli_write_run_json(const cli_write_run *w, faucet_buf *b)
+{
+	jw_member(b, "run", 0);
+	jw_string_or_null(b, w->run ? faucet_run_id(w->run) : NULL);
+	jw_member(b, "undo", 0);
+	jw_string_or_null(b, w->undo);
+}
+
+void cli_write_run_dispose(cli_write_run *w)
+{
+	faucet_run_free(w->run);
+	free(w->pipeline);
+	free(w->undo);
+	memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,708 @@
+/*
+ * docs.c - the run bookkeeping documents: parsing and writing the lease,
+ * the status history, the rollback index and a run's rollback marker.
+ *
+ * Reading goes through a private json-c tree of the stored text (never the
+ * value's shared tree, which other threads may be reading: serialising a
+ * json-c node writes into it).  A document that is valid JSON but not the
+ * shape we write - someone else's data under a bookkeeping key - is refused
+ * with FAUCET_ERROR naming the key, so that nothing is written over it.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/time.h>
+
+#include "run/run_internal.h"
+#include "store/value_internal.h"
+#include "store/json_check.h"
+
+/* ---- text helpers ------------------------------------------------------------ */
+
+void run__json_string(faucet_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *start;
+
+	if (s == NULL) {
+		(void)faucet_buf_puts(b, "null");
+		return;
+	}
+	(void)faucet_buf_putc(b, '"');
+	start = s;
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		(void)faucet_buf_put(b, start, (size_t)(p - start));
+		start = p + 1;
+		if (c == '"' || c == '\\') {
+			(void)faucet_buf_putc(b, '\\');
+			(void)faucet_buf_putc(b, (char)c);
+		} else {
+			char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+			(void)faucet_buf_puts(b, esc);
+		}
+	}
+	(void)faucet_buf_puts(b, start);
+	(void)faucet_buf_putc(b, '"');
+}
+
+void run__rfc3339(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL)
+		memset(&tm, 0, sizeof(tm));
+	(void)snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
+		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* Ids are made from the wall clock in milliseconds, never going backwards
+ * within a process: two runs begun in the same millisecond (or across a
+ * clock step) still sort in the order they began. */
+int run__new_id(char *out, size_t size)
+{
+	static _Atomic long long last_ms;
+	struct timeval tv;
+	struct tm tm;
+	time_t tt;
+	char rnd[7];
+	long long ms, prev;
+	int rc;
+
+	if (size < FAUCET_RUN_ID_LEN + 1)
+		return faucet_error_set(FAUCET_EINVALID, "run id buffer too small");
+	(void)gettimeofday(&tv, NULL);
+	ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+	prev = atomic_load(&last_ms);
+	do {
+		if (ms <= prev)
+			ms = prev + 1;
+	} while (!atomic_compare_exchange_weak(&last_ms, &prev, ms));
+	tt = (time_t)(ms / 1000);
+	if (gmtime_r(&tt, &tm) == NULL)
+		return faucet_error_set(FAUCET_ERROR, "cannot read the clock");
+	rc = faucet__random_hex(rnd, 3);
+	if (rc != 0)
+		return rc;
+	(void)snprintf(out, size, "%04d%02d%02dT%02d%02d%02d.%03dZ-%.6s", tm.tm_year + 1900,
+		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		       (int)(ms % 1000), rnd);
+	return 0;
+}
+
+int run__valid_id(const char *id)
+{
+	static const char shape[] = "99999999T999999.999Z-xxxxxx";
+
+	if (id == NULL || strlen(id) != FAUCET_RUN_ID_LEN)
+		return 0;
+	for (size_t i = 0; i < FAUCET_RUN_ID_LEN; i++) {
+		char c = id[i], s = shape[i];
+
+		if (s == '9' && (c < '0' || c > '9'))
+			return 0;
+		if (s == 'x' && !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+		if (s != '9' && s != 'x' && c != s)
+			return 0;
+	}
+	return 1;
+}
+
+char *run__key(const char *scope, const char *suffix)
+{
+	return faucet__sprintf("%s::%s", scope, suffix);
+}
+
+char *run__marker_key(const char *scope, const char *run)
+{
+	return faucet__sprintf("%s::__rollback__::%s", scope, run);
+}
+
+/* ---- private trees ------------------------------------------------------------ */
+
+static int private_tree(const faucet_value *v, json_object **out)
+{
+	/* As deep as any value may be: a marker embeds stored values. */
+	struct json_tokener *tok = json_tokener_new_ex(FAUCET_JSON_MAX_DEPTH);
+	enum json_tokener_error err;
+
+	*out = NULL;
+	if (tok == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory parsing a run document");
+	/* The terminating NUL is passed too: it ends a top-level scalar, which
+	 * json-c otherwise waits on for more input. */
+	*out = json_tokener_parse_ex(tok, faucet_value_json(v), (int)faucet_value_len(v) + 1);
+	err = json_tokener_get_error(tok);
+	json_tokener_free(tok);
+	/* The text passed the value checker, so only memory can fail here; a
+	 * JSON null parses to NULL and is never a run document either way. */
+	if (*out == NULL && err != json_tokener_success)
+		return faucet_error_set(FAUCET_ENOMEM, "cannot parse a run document: %s",
+					json_tokener_error_desc(err));
+	return 0;
+}
+
+static int foreign(const char *key, const char *what)
+{
+	return faucet_error_set(FAUCET_ERROR,
+				"%s holds something that is not a faucet %s (foreign JSON); "
+				"refusing to use or overwrite it",
+				key, what);
+}
+
+/* A member that must be a string (or, when `nullable`, null / absent). */
+static int get_string(json_object *o, const char *name, int nullable, char **out)
+{
+	json_object *m = NULL;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(o, name, &m) || m == NULL)
+		return nullable ? 0 : -1;
+	if (!json_object_is_type(m, json_type_string))
+		return -1;
+	*out = faucet__strdup(json_object_get_string(m));
+	return *out ? 0 : FAUCET_ENOMEM;
+}
+
+static int node_value(json_object *node, faucet_value **out)
+{
+	size_t len = 0;
+	const char *text;
+
+	*out = NULL;
+	if (node == NULL)
+		return 0;
+	text = json_object_to_json_string_length(
+		node, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	if (text == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory reading a run document");
+	return faucet_value_parse(out, text, len);
+}
+
+/* The "version": 1 member every document but the lease carries. */
+static int version_one(json_object *root)
+{
+	json_object *v;
+
+	return json_object_is_type(root, json_type_object) &&
+	       json_object_object_get_ex(root, "version", &v) &&
+	       json_object_is_type(v, json_type_int) && json_object_get_int64(v) == 1;
+}
+
+/* ---- lease ----------------------------------------------------------------- */
+
+int run__lease_parse(const faucet_value *v, const char *key, run_lease *out)
+{
+	json_object *root, *e;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = private_tree(v, &root)) != 0)
+		return rc;
+	if (!json_object_is_type(root, json_type_object) ||
+	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int) ||
+	    get_string(root, "holder", 0, &out->holder) != 0 ||
+	    get_string(root, "run", 1, &out->run) != 0) {
+		json_object_put(root);
+		run__lease_dispose(out);
+		return foreign(key, "lease");
+	}
+	out->expires_at = json_object_get_int64(e);
+	json_object_put(root);
+	return 0;
+}
+
+int run__lease_value(const char *holder, int64_t expires_at, const char *run, faucet_value **out)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"holder\":");
+	run__json_string(&b, holder);
+	(void)faucet_buf_printf(&b, ",\"expires_at\":%lld,\"run\":", (long long)expires_at);
+	run__json_string(&b, run);
+	(void)faucet_buf_putc(&b, '}');
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return FAUCET_ENOMEM;
+	}
+	rc = faucet_value_parse(out, b.ptr, b.len);
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+void run__lease_dispose(run_lease *l)
+{
+	free(l->holder);
+	free(l->run);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ---- rollback marker ---------------------------------------------------------- */
+
+run_image *run__marker_find(const run_marker *m, const char *key)
+{
+	int found = 0;
+	size_t i;
+
+	if (m->count == 0)
+		return NULL;
+	i = faucet__find_sorted(m->items, m->count, sizeof(run_image), key, &found);
+	return found ? &m->items[i] : NULL;
+}
+
+int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added)
+{
+	int found = 0;
+	size_t i = m->count ? faucet__find_sorted(m->items, m->count, sizeof(run_image), key, &found)
+			    : 0;
+	run_image *items;
+	char *k;
+
+	*added = 0;
+	if (found)
+		return 0;
+	items = faucet__reserve(m->items, &m->cap, m->count + 1, sizeof(run_image), 8);
+	if (items == NULL)
+		return FAUCET_ENOMEM;
+	m->items = items;
+	k = faucet__strdup(key);
+	if (k == NULL)
+		return FAUCET_ENOMEM;
+	memmove(&items[i + 1], &items[i], (m->count - i) * sizeof(run_image));
+	items[i].key = k;
+	items[i].before = faucet_value_ref((faucet_value *)before);
+	items[i].after = NULL;
+	m->count++;
+	*added = 1;
+	return 0;
+}
+
+/* One images object ("before" or "after", or their _text forms, whose
+ * members are JSON texts) into the marker. */
+static int read_images(run_marker *m, json_object *images, int after, int as_text)
+{
+	json_object_object_foreach(images, name, node) {
+		faucet_value *v = NULL;
+		run_image *img;
+		int added, rc;
+
+		if (as_text) {
+			if (!json_object_is_type(node, json_type_string))
+				return -1;
+			if ((rc = faucet_value_parse(&v, json_object_get_string(node),
+						     (size_t)json_object_get_string_len(node))) != 0)
+				return rc == FAUCET_ENOMEM ? rc : -1;
+		} else if (node != NULL && (rc = node_value(node, &v)) != 0) {
+			return rc;
+		}
+		if (!after) {
+			rc = run__marker_add(m, name, v, &added);
+			faucet_value_free(v);
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		img = run__marker_find(m, name);
+		if (img == NULL) {
+			/* An after-image without a before-image: the document was not
+			 * written by us.  Treat it as foreign. */
+			faucet_value_free(v);
+			return -1;
+		}
+		faucet_value_free(img->after);
+		img->after = v;
+	}
+	return 0;
+}
+
+int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m)
+{
+	json_object *root = NULL, *before, *after;
+	char *id = NULL;
+	int rc = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (v == NULL) {
+		m->run = faucet__strdup(run ? run : "");
+		return m->run ? 0 : FAUCET_ENOMEM;
+	}
+	if ((rc = private_tree(v, &root)) != 0)
+		return rc;
+	if (!version_one(root) || get_string(root, "run", 0, &id) != 0 ||
+	    !json_object_object_get_ex(root, "before", &before) ||
+	    !json_object_is_type(before, json_type_object)) {
+		rc = -1;
+		goto done;
+	}
+	m->run = id;
+	id = NULL;
+	rc = read_images(m, before, 0, 0);
+	if (rc == 0 && json_object_object_get_ex(root, "before_text", &before) && before != NULL)
+		rc = json_object_is_type(before, json_type_object) ? read_images(m, before, 0, 1) : -1;
+	if (rc == 0 && json_object_object_get_ex(root, "after", &after) && after != NULL) {
+		if (!json_object_is_type(after, json_type_object))
+			rc = -1;
+		else
+			rc = read_images(m, after, 1, 0);
+		m->has_after = 1;
+	}
+	if (rc == 0 && m->has_after && json_object_object_get_ex(root, "after_text", &after) &&
+	    after != NULL)
+		rc = json_object_is_type(after, json_type_object) ? read_images(m, after, 1, 1) : -1;
+done:
+	free(id);
+	json_object_put(root);
+	if (rc != 0) {
+		run__marker_dispose(m);
+		return rc == -1 ? foreign(key, "rollback marker") : rc;
+	}
+	return 0;
+}
+
+/* How deeply a value's containers nest (0 for a scalar). */
+static size_t json_depth(const char *p, size_t len)
+{
+	size_t depth = 0, max = 0;
+	int in_string = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = 0;
+		} else if (c == '"') {
+			in_string = 1;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max)
+				max = depth;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return max;
+}
+
+/* A marker nests each image two levels down ({"before": {key: image}}), so
+ * an image as deep as a value may be (json-c's limit) would make the marker
+ * too deep to store.  Such an image is kept as its JSON text instead, in
+ * "before_text" / "after_text"; every other image is embedded as is. */
+static int too_deep(const faucet_value *v)
+{
+	return v != NULL && json_depth(faucet_value_json(v), faucet_value_len(v)) + 2 >
+				    FAUCET_JSON_MAX_DEPTH;
+}
+
+static void images_json(faucet_buf *b, const run_marker *m, int after, int as_text)
+{
+	size_t n = 0;
+
+	(void)faucet_buf_putc(b, '{');
+	for (size_t i = 0; i < m->count; i++) {
+		const faucet_value *v = after ? m->items[i].after : m->items[i].before;
+
+		if (too_deep(v) != as_text)
+			continue;
+		if (n++ > 0)
+			(void)faucet_buf_putc(b, ',');
+		run__json_string(b, m->items[i].key);
+		(void)faucet_buf_putc(b, ':');
+		if (as_text)
+			run__json_string(b, faucet_value_json(v));
+		else
+			(void)faucet_buf_puts(b, v ? faucet_value_json(v) : "null");
+	}
+	(void)faucet_buf_putc(b, '}');
+}
+
+static int any_too_deep(const run_marker *m, int after)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		if (too_deep(after ? m->items[i].after : m->items[i].before))
+			return 1;
+	}
+	return 0;
+}
+
+int run__marker_value(const run_marker *m, faucet_value **out)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"version\":1,\"run\":");
+	run__json_string(&b, m->run);
+	(void)faucet_buf_puts(&b, ",\"before\":");
+	images_json(&b, m, 0, 0);
+	if (any_too_deep(m, 0)) {
+		(void)faucet_buf_puts(&b, ",\"before_text\":");
+		images_json(&b, m, 0, 1);
+	}
+	if (m->has_after) {
+		(void)faucet_buf_puts(&b, ",\"after\":");
+		images_json(&b, m, 1, 0);
+		if (any_too_deep(m, 1)) {
+			(void)faucet_buf_puts(&b, ",\"after_text\":");
+			images_json(&b, m, 1, 1);
+		}
+	}
+	(void)faucet_buf_putc(&b, '}');
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return FAUCET_ENOMEM;
+	}
+	rc = faucet_value_parse(out, b.ptr, b.len);
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+void run__marker_dispose(run_marker *m)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		free(m->items[i].key);
+		faucet_value_free(m->items[i].before);
+		faucet_value_free(m->items[i].after);
+	}
+	free(m->items);
+	free(m->run);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+void run__entry_dispose(run_entry *e)
+{
+	free(e->run);
+	free(e->started_at);
+	free(e->ended_at);
+	free(e->outcome);
+	free(e->message);
+	free(e->undoes);
+	free(e->by);
+	faucet_strarray_dispose(&e->keys);
+	memset(e, 0, sizeof(*e));
+}
+
+void run__status_dispose(run_status *st)
+{
+	for (size_t i = 0; i < st->count; i++)
+		run__entry_dispose(&st->items[i]);
+	free(st->items);
+	memset(st, 0, sizeof(*st));
+}
+
+static int read_entry(json_object *o, run_entry *e)
+{
+	json_object *m, *keys;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if (!json_object_is_type(o, json_type_object))
+		return -1;
+	if ((rc = get_string(o, "run", 0, &e->run)) != 0 ||
+	    (rc = get_string(o, "started_at", 1, &e->started_at)) != 0 ||
+	    (rc = get_string(o, "ended_at", 1, &e->ended_at)) != 0 ||
+	    (rc = get_string(o, "outcome", 0, &e->outcome)) != 0 ||
+	    (rc = get_string(o, "message", 1, &e->message)) != 0 ||
+	    (rc = get_string(o, "undoes", 1, &e->undoes)) != 0)
+		return rc;
+	if (json_object_object_get_ex(o, "exit_status", &m) && m != NULL) {
+		if (!json_object_is_type(m, json_type_int))
+			return -1;
+		e->has_exit = 1;
+		e->exit_status = (long long)json_object_get_int64(m);
+	}
+	if (json_object_object_get_ex(o, "keys", &keys) && keys != NULL) {
+		if (!json_object_is_type(keys, json_type_array))
+			return -1;
+		for (size_t i = 0; i < json_object_array_length(keys); i++) {
+			json_object *k = json_object_array_get_idx(keys, i);
+			if (!json_object_is_type(k, json_type_string))
+				return -1;
+			if (faucet_strarray_push(&e->keys, json_object_get_string(k)) != 0)
+				return FAUCET_ENOMEM;
+		}
+	}
+	if (json_object_object_get_ex(o, "by", &m) && m != NULL) {
+		const char *t = json_object_to_json_string_ext(
+			m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		if (!json_object_is_type(m, json_type_object))
+			return -1;
+		e->by = t ? faucet__strdup(t) : NULL;
+		if (e->by == NULL)
+			return FAUCET_ENOMEM;
+	}
+	return 0;
+}
+
+int run__status_parse(const faucet_value *v, const char *key, run_status *st)
+{
+	json_object *root = NULL, *runs;
+	int rc = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (v == NULL)
+		return 0;
+	if ((rc = private_tree(v, &root)) != 0)
+		return rc;
+	if (!version_one(root) || !json_object_object_get_ex(root, "runs", &runs) ||
+	    !json_object_is_type(runs, json_type_array)) {
+		rc = -1;
+		goto done;
+	}
+	st->items = faucet__calloc(json_object_array_length(runs) + 1, sizeof(run_entry));
+	if (st->items == NULL) {
+		rc = FAUCET_ENOMEM;
+		goto done;
+	}
+	st->cap = json_object_array_length(runs) + 1;
+	for (size_t i = 0; rc == 0 && i < json_object_array_length(runs); i++) {
+		rc = read_entry(json_object_array_get_idx(runs, i), &st->items[i]);
+		st->count = i + 1;
+	}
+done:
+	json_object_put(root);
+	if (rc != 0) {
+		run__status_dispose(st);
+		return rc == -1 ? foreign(key, "run status document") : rc;
+	}
+	return 0;
+}
+
+void run__entry_json(faucet_buf *b, const run_entry *e)
+{
+	(void)faucet_buf_puts(b, "{\"run\":");
+	run__json_string(b, e->run);
+	(void)faucet_buf_puts(b, ",\"started_at\":");
+	run__json_string(b, e->started_at);
+	(void)faucet_buf_puts(b, ",\"ended_at\":");
+	run__json_string(b, e->ended_at);
+	(void)faucet_buf_puts(b, ",\"outcome\":");
+	run__json_string(b, e->outcome);
+	if (e->has_exit)
+		(void)faucet_buf_printf(b, ",\"exit_status\":%lld", e->exit_status);
+	else
+		(void)faucet_buf_puts(b, ",\"exit_status\":null");
+	(void)faucet_buf_puts(b, ",\"message\":");
+	run__json_string(b, e->message);
+	(void)faucet_buf_puts(b, ",\"keys\":[");
+	for (size_t i = 0; i < e->keys.count; i++) {
+		if (i > 0)
+			(void)faucet_buf_putc(b, ',');
+		run__json_string(b, e->keys.strings[i]);
+	}
+	(void)faucet_buf_puts(b, "],\"undoes\":");
+	run__json_string(b, e->undoes);
+	(void)faucet_buf_puts(b, ",\"by\":");
+	(void)faucet_buf_puts(b, e->by ? e->by : "null");
+	(void)faucet_buf_putc(b, '}');
+}
+
+int run__status_value(const run_status *st, faucet_value **out)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"version\":1,\"runs\":[");
+	for (size_t i = 0; i < st->count; i++) {
+		if (i > 0)
+			(void)faucet_buf_putc(&b, ',');
+		run__entry_json(&b, &st->items[i]);
+	}
+	(void)faucet_buf_puts(&b, "]}");
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return FAUCET_ENOMEM;
+	}
+	rc = faucet_value_parse(out, b.ptr, b.len);
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+run_entry *run__status_find(const run_status *st, const char *run)
+{
+	for (size_t i = 0; i < st->count; i++) {
+		if (strcmp(st->items[i].run, run) == 0)
+			return &st->items[i];
+	}
+	return NULL;
+}
+
+int run__status_push(run_status *st, run_entry *e)
+{
+	run_entry *items = faucet__reserve(st->items, &st->cap, st->count + 1, sizeof(run_entry), 8);
+
+	if (items == NULL)
+		return FAUCET_ENOMEM;
+	st->items = items;
+	memmove(&items[1], &items[0], st->count * sizeof(run_entry));
+	items[0] = *e;
+	memset(e, 0, sizeof(*e));
+	st->count++;
+	while (st->count > FAUCET_RUN_STATUS_MAX)
+		run__entry_dispose(&st->items[--st->count]);
+	return 0;
+}
+
+/* ---- rollback index ------------------------------------------------------------ */
+
+int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs)
+{
+	json_object *root = NULL, *list;
+	int rc = 0;
+
+	memset(runs, 0, sizeof(*runs));
+	if (v == NULL)
+		return 0;
+	if ((rc = private_tree(v, &root)) != 0)
+		return rc;
+	if (!version_one(root) || !json_object_object_get_ex(root, "runs", &list) ||
+	    !json_object_is_type(list, json_type_array)) {
+		rc = -1;
+		goto done;
+	}
+	for (size_t i = 0; rc == 0 && i < json_object_array_length(list); i++) {
+		json_object *id = json_object_array_get_idx(list, i);
+		if (!json_object_is_type(id, json_type_string))
+			rc = -1;
+		else
+			rc = faucet_strarray_push(runs, json_object_get_string(id));
+	}
+done:
+	json_object_put(root);
+	if (rc != 0) {
+		faucet_strarray_dispose(runs);
+		return rc == -1 ? foreign(key, "rollback index") : rc;
+	}
+	return 0;
+}
+
+int run__index_value(const faucet_strarray *runs, faucet_value **out)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"version\":1,\"runs\":[");
+	for (size_t i = 0; i < runs->count; i++) {
+		if (i > 0)
+			(void)faucet_buf_putc(&b, ',');
+		run__json_string(&b, runs->strings[i]);
+	}
+	(void)faucet_buf_puts(&b, "]}");
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return FAUCET_ENOMEM;
+	}
+	rc = faucet_value_parse(out, b.ptr, b.len);
+	faucet_buf_dispose(&b);
+	return rc;
+}

@@ -1,0 +1,1019 @@
+/*
+ * run.c - one run of an invocation: the lease, fenced writes with
+ * before-images, and the recorded end.
+ *
+ * Order of durable writes, and why:
+ *
+ *   begin   lease (compare-and-put: absent or expired), then the status
+ *           entry "running".  The lease comes first so that two runs racing
+ *           for one invocation never both appear to run.
+ *   write   the key's before-image into the marker, then the key.  The
+ *           image is durable before the change, so a crash between the two
+ *           leaves an image of a key that did not change - harmless to undo
+ *           (the key still equals its before-image and is skipped).
+ *   end     after-images into the marker, the outcome into the status, the
+ *           run into the rollback index, then the lease released.  A run
+ *           that changed nothing has no marker and skips the index.
+ *
+ * Every document is updated by compare-and-put against the exact value read
+ * (or last written by us), re-read and merged after a lost race, so children
+ * that joined the run (faucet state put with FAUCET_RUN_ID) and concurrent
+ * runs of other invocations never lose each other's entries.
+ *
+ * Fencing reads the lease before each write and compares it with the value
+ * we last wrote.  That read is a few microseconds against a durable write
+ * of a millisecond, and it also notices a lease broken by hand (`faucet lock
+ * break`), which trusting our own clock would not.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <pwd.h>
+
+#include "run/run_internal.h"
+#include <faucet/keys.h>
+
+#define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
+
+struct faucet_run {
+	faucet_store *s;
+	char *pipeline;
+	char *row;   /* NULL for a pipeline-level run */
+	char *scope; /* {p}::{r} or {p} */
+	char id[FAUCET_RUN_ID_LEN + 1];
+	char *lease_key, *status_key, *index_key, *marker_key;
+	char *holder;
+	faucet_value *lease;  /* what we last wrote to the lease key (NULL = no lease) */
+	int64_t lease_expires;
+	int64_t ttl_s;
+	int joined;
+	faucet_value *marker; /* what we last saw in the marker key (NULL = none yet) */
+	run_marker mcache;    /* `marker` parsed, when mcache_ok: a run's first write of
+			       * a key then costs no re-parse of its own marker */
+	int mcache_ok;
+	faucet_strarray recorded; /* keys with a before-image, sorted */
+	char *undoes;
+	int ended;
+};
+
+static int64_t wall_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* ---- naming -------------------------------------------------------------------- */
+
+int faucet_run_is_bookkeeping_key(const char *key)
+{
+	const char *p = key ? strstr(key, "::") : NULL;
+
+	/* The first segment is the pipeline (or tenant); a marker segment can
+	 * only come after it. */
+	while (p != NULL) {
+		const char *seg = p + 2, *end = strstr(seg, "::");
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+
+		if (len == 12 && strncmp(seg, "__rollback__", 12) == 0)
+			return 1;
+		if (end == NULL && ((len == 9 && strncmp(seg, "__lease__", 9) == 0) ||
+				    (len == 10 && strncmp(seg, "__status__", 10) == 0)))
+			return 1;
+		p = end;
+	}
+	return 0;
+}
+
+static int check_pipeline(const char *pipeline)
+{
+	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::") != NULL)
+		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
+					pipeline ? pipeline : "");
+	return 0;
+}
+
+static int check_row(const char *pipeline, const char *row)
+{
+	char *key = faucet__sprintf("%s::%s", pipeline, row);
+	int rc;
+
+	if (key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_validate_key(key);
+	if (rc == 0 && faucet_run_is_bookkeeping_key(key))
+		rc = faucet_error_set(FAUCET_EINVALID, "invalid row '%s': a bookkeeping name", row);
+	else if (rc != 0)
+		rc = faucet__error_wrap("invalid row '%s'", row);
+	free(key);
+	return rc;
+}
+
+static char *lease_holder(void)
+{
+	char host[256] = "localhost", rnd[17];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		(void)snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	if (faucet__random_hex(rnd, 8) != 0)
+		return NULL;
+	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
+}
+
+/* ---- the handle ------------------------------------------------------------------ */
+
+static int run_new(faucet_run **out, faucet_store *s, const char *pipeline, const char *row)
+{
+	faucet_run *r;
+	int rc;
+
+	*out = NULL;
+	if (s == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "run: no store");
+	if ((rc = check_pipeline(pipeline)) != 0)
+		return rc;
+	if (row != NULL && (rc = check_row(pipeline, row)) != 0)
+		return rc;
+	r = faucet__calloc(1, sizeof(*r));
+	if (r == NULL)
+		return FAUCET_ENOMEM;
+	r->s = s;
+	r->pipeline = faucet__strdup(pipeline);
+	r->row = row ? faucet__strdup(row) : NULL;
+	r->scope = row ? faucet__sprintf("%s::%s", pipeline, row) : faucet__strdup(pipeline);
+	if (r->scope != NULL) {
+		r->lease_key = run__key(r->scope, "__lease__");
+		r->status_key = run__key(r->scope, "__status__");
+		r->index_key = run__key(r->scope, "__rollback__");
+	}
+	if (r->pipeline == NULL || (row && r->row == NULL) || r->scope == NULL ||
+	    r->lease_key == NULL || r->status_key == NULL || r->index_key == NULL) {
+		faucet_run_free(r);
+		return FAUCET_ENOMEM;
+	}
+	*out = r;
+	return 0;
+}
+
+static int set_id(faucet_run *r, const char *id)
+{
+	if (id != NULL)
+		(void)snprintf(r->id, sizeof(r->id), "%s", id);
+	else if (run__new_id(r->id, sizeof(r->id)) != 0)
+		return faucet_error_last()->code;
+	r->marker_key = run__marker_key(r->scope, r->id);
+	return r->marker_key ? 0 : FAUCET_ENOMEM;
+}
+
+void faucet_run_free(faucet_run *r)
+{
+	if (r == NULL)
+		return;
+	free(r->pipeline);
+	free(r->row);
+	free(r->scope);
+	free(r->lease_key);
+	free(r->status_key);
+	free(r->index_key);
+	free(r->marker_key);
+	free(r->holder);
+	free(r->undoes);
+	faucet_value_free(r->lease);
+	faucet_value_free(r->marker);
+	run__marker_dispose(&r->mcache);
+	faucet_strarray_dispose(&r->recorded);
+	free(r);
+}
+
+const char *faucet_run_id(const faucet_run *r)
+{
+	return r->id;
+}
+
+const char *faucet_run_scope(const faucet_run *r)
+{
+	return r->scope;
+}
+
+const char *faucet_run_row(const faucet_run *r)
+{
+	return r->row;
+}
+
+const faucet_strarray *faucet_run_keys(const faucet_run *r)
+{
+	return &r->recorded;
+}
+
+uint64_t faucet_run_renew_interval_ms(const faucet_run *r)
+{
+	return (uint64_t)r->ttl_s * 1000 / 3;
+}
+
+/* ---- status updates ------------------------------------------------------------------ */
+
+typedef int (*status_edit_fn)(run_status *st, void *ctx);
+
+/* Read-modify-write of a status document with compare-and-put. */
+static int status_update(faucet_store *s, const char *key, status_edit_fn edit, void *ctx)
+{
+	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+		faucet_value *cur = NULL, *next = NULL;
+		run_status st;
+		int rc, written = 0;
+
+		if ((rc = faucet_store_get(s, key, &cur)) != 0)
+			return rc;
+		if ((rc = run__status_parse(cur, key, &st)) == 0 && (rc = edit(&st, ctx)) == 0 &&
+		    (rc = run__status_value(&st, &next)) == 0)
+			rc = faucet_store_compare_and_put(s, key, cur, next, &written);
+		run__status_dispose(&st);
+		faucet_value_free(cur);
+		faucet_value_free(next);
+		if (rc != 0 || written)
+			return rc;
+	}
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", key,
+				CAS_ATTEMPTS);
+}
+
+static char *by_json(const char *command)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	char host[256] = "localhost";
+	struct passwd pw, *res = NULL;
+	char pwbuf[1024];
+	const char *user = NULL;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		(void)snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	if (getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res != NULL)
+		user = res->pw_name;
+	if (user == NULL)
+		user = getenv("USER");
+	(void)faucet_buf_puts(&b, "{\"host\":");
+	run__json_string(&b, host);
+	(void)faucet_buf_printf(&b, ",\"pid\":%ld,\"user\":", (long)getpid());
+	run__json_string(&b, user ? user : "");
+	(void)faucet_buf_puts(&b, ",\"command\":");
+	run__json_string(&b, command ? command : "");
+	(void)faucet_buf_putc(&b, '}');
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return NULL;
+	}
+	return faucet_buf_detach(&b);
+}
+
+typedef struct {
+	faucet_run *r;
+	const char *command;
+	const char *abandoned;            /* a run found dead, or NULL */
+	const faucet_strarray *abandoned_keys;
+} start_ctx;
+
+static int edit_start(run_status *st, void *arg)
+{
+	start_ctx *c = arg;
+	run_entry e;
+	char when[32];
+
+	if (c->abandoned != NULL) {
+		run_entry *dead = run__status_find(st, c->abandoned);
+		if (dead != NULL && strcmp(dead->outcome, "running") == 0) {
+			char *o = faucet__strdup("abandoned");
+			if (o == NULL)
+				return FAUCET_ENOMEM;
+			free(dead->outcome);
+			dead->outcome = o;
+			for (size_t i = 0; c->abandoned_keys && i < c->abandoned_keys->count; i++) {
+				if (faucet_strarray_push(&dead->keys, c->abandoned_keys->strings[i]) != 0)
+					return FAUCET_ENOMEM;
+			}
+		}
+	}
+	memset(&e, 0, sizeof(e));
+	run__rfc3339(wall_now(), when, sizeof(when));
+	e.run = faucet__strdup(c->r->id);
+	e.started_at = faucet__strdup(when);
+	e.outcome = faucet__strdup("running");
+	e.by = by_json(c->command);
+	e.undoes = c->r->undoes ? faucet__strdup(c->r->undoes) : NULL;
+	if (e.run == NULL || e.started_at == NULL || e.outcome == NULL || e.by == NULL ||
+	    (c->r->undoes && e.undoes == NULL)) {
+		run__entry_dispose(&e);
+		return FAUCET_ENOMEM;
+	}
+	return run__status_push(st, &e);
+}
+
+/* ---- rollback index -------------------------------------------------------------------- */
+
+/* Put `run` first in the scope's index; markers pushed beyond 20 are
+ * deleted once the index no longer names them. */
+static int index_add(faucet_store *s, const char *scope, const char *index_key, const char *run)
+{
+	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+		faucet_value *cur = NULL, *next = NULL;
+		faucet_strarray runs = {0}, next_runs = {0}, dropped = {0};
+		int rc, written = 0;
+
+		if ((rc = faucet_store_get(s, index_key, &cur)) != 0)
+			return rc;
+		rc = run__index_parse(cur, index_key, &runs);
+		if (rc == 0)
+			rc = faucet_strarray_push(&next_runs, run);
+		for (size_t i = 0; rc == 0 && i < runs.count; i++) {
+			if (strcmp(runs.strings[i], run) == 0)
+				continue;
+			if (next_runs.count < FAUCET_RUN_ROLLBACK_MAX)
+				rc = faucet_strarray_push(&next_runs, runs.strings[i]);
+			else
+				rc = faucet_strarray_push(&dropped, runs.strings[i]);
+		}
+		if (rc == 0)
+			rc = run__index_value(&next_runs, &next);
+		if (rc == 0)
+			rc = faucet_store_compare_and_put(s, index_key, cur, next, &written);
+		for (size_t i = 0; rc == 0 && written && i < dropped.count; i++) {
+			char *mk = run__marker_key(scope, dropped.strings[i]);
+			rc = mk ? faucet_store_delete(s, mk) : FAUCET_ENOMEM;
+			free(mk);
+		}
+		faucet_value_free(cur);
+		faucet_value_free(next);
+		faucet_strarray_dispose(&runs);
+		faucet_strarray_dispose(&next_runs);
+		faucet_strarray_dispose(&dropped);
+		if (rc != 0 || written)
+			return rc;
+	}
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", index_key,
+				CAS_ATTEMPTS);
+}
+
+/* ---- begin ------------------------------------------------------------------------------ */
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* A lease write that failed may still have landed (its reply or its
+ * directory sync was lost: FAUCET_EUNKNOWN, or an error after the write).
+ * Read the lease back: holding exactly what we wrote means it is ours -
+ * then an unknown outcome counts as claimed, and any other error still
+ * fails the begin but with the lease known, so the failure path releases
+ * it instead of leaving the invocation blocked for a whole TTL.  The
+ * original error is kept when the lease is not ours (or cannot be read). */
+static int settle_claim(faucet_run *r, const faucet_value *mine, int rc, int *written)
+{
+	char *msg = faucet__strdup(faucet_error_last()->message);
+	faucet_value *back = NULL;
+
+	if (faucet_store_get(r->s, r->lease_key, &back) == 0 && back != NULL &&
+	    faucet_value_equal(back, mine)) {
+		*written = 1;
+		if (rc == FAUCET_EUNKNOWN)
+			rc = 0;
+	}
+	faucet_value_free(back);
+	if (rc != 0)
+		(void)faucet_error_set(rc, "%s", msg != NULL ? msg : "out of memory");
+	free(msg);
+	return rc;
+}
+
+/* Take the invocation's lease.  *dead receives the run of an expired lease
+ * we took over (its holder died), or NULL. */
+static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
+{
+	uint64_t deadline = faucet__now_ms() + wait_ms;
+
+	*dead = NULL;
+	for (int attempt = 0;; attempt++) {
+		faucet_value *cur = NULL, *mine = NULL;
+		run_lease held;
+		int64_t now = wall_now();
+		int rc, written = 0;
+
+		if ((rc = faucet_store_get(r->s, r->lease_key, &cur)) != 0)
+			return rc;
+		memset(&held, 0, sizeof(held));
+		if (cur != NULL && (rc = run__lease_parse(cur, r->lease_key, &held)) != 0) {
+			faucet_value_free(cur);
+			return rc;
+		}
+		if (cur != NULL && held.expires_at > now) {
+			uint64_t t = faucet__now_ms();
+			if (t >= deadline) {
+				char until[32];
+				run__rfc3339(held.expires_at, until, sizeof(until));
+				rc = faucet_error_set(FAUCET_EBUSY,
+						      "%s is held by run %s (holder %s) until %s",
+						      r->scope, held.run ? held.run : "(a backfill unit)",
+						      held.holder, until);
+				run__lease_dispose(&held);
+				faucet_value_free(cur);
+				return rc;
+			}
+			/* Look again when it expires, or sooner: it may be released. */
+			uint64_t nap = (uint64_t)(held.expires_at - now) * 1000;
+			nap = nap < 200 ? nap : 200;
+			nap = nap < deadline - t ? nap : deadline - t;
+			run__lease_dispose(&held);
+			faucet_value_free(cur);
+			sleep_ms(nap ? nap : 1);
+			continue;
+		}
+		rc = run__lease_value(r->holder, now + r->ttl_s, r->id, &mine);
+		if (rc == 0) {
+			rc = faucet_store_compare_and_put(r->s, r->lease_key, cur, mine, &written);
+			if (rc != 0)
+				rc = settle_claim(r, mine, rc, &written);
+		}
+		if (written) {
+			r->lease = mine;
+			r->lease_expires = now + r->ttl_s;
+			mine = NULL;
+			if (held.run != NULL) {
+				*dead = held.run;
+				held.run = NULL;
+			}
+		}
+		run__lease_dispose(&held);
+		faucet_value_free(cur);
+		faucet_value_free(mine);
+		if (rc != 0 || written)
+			return rc;
+		if (attempt >= CAS_ATTEMPTS)
+			return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
+						r->lease_key, CAS_ATTEMPTS);
+	}
+}
+
+static int release_lease(faucet_run *r)
+{
+	int deleted = 0, rc;
+
+	if (r->lease == NULL)
+		return 0;
+	rc = faucet_store_compare_and_delete(r->s, r->lease_key, r->lease, &deleted);
+	if (rc == 0) {
+		faucet_value_free(r->lease);
+		r->lease = NULL;
+	}
+	return rc;
+}
+
+/* The keys in a dead run's marker (for its status entry). */
+static int dead_run_keys(faucet_run *r, const char *dead, faucet_strarray *keys, int *has_marker)
+{
+	char *mk = run__marker_key(r->scope, dead);
+	faucet_value *v = NULL;
+	run_marker m;
+	int rc;
+
+	*has_marker = 0;
+	if (mk == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_store_get(r->s, mk, &v);
+	if (rc == 0 && v != NULL && (rc = run__marker_parse(v, mk, dead, &m)) == 0) {
+		*has_marker = 1;
+		for (size_t i = 0; rc == 0 && i < m.count; i++)
+			rc = faucet_strarray_push(keys, m.items[i].key);
+		run__marker_dispose(&m);
+	}
+	faucet_value_free(v);
+	free(mk);
+	return rc;
+}
+
+static int check_index(faucet_run *r)
+{
+	faucet_value *v = NULL;
+	faucet_strarray runs = {0};
+	int rc = faucet_store_get(r->s, r->index_key, &v);
+
+	if (rc == 0)
+		rc = run__index_parse(v, r->index_key, &runs);
+	faucet_strarray_dispose(&runs);
+	faucet_value_free(v);
+	return rc;
+}
+
+int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
+		     const faucet_run_options *opts)
+{
+	faucet_run_options def = FAUCET_RUN_OPTIONS_INIT;
+	faucet_strarray dead_keys = {0};
+	faucet_run *r = NULL;
+	char *dead = NULL;
+	int rc, dead_marker = 0;
+
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_run_begin: out is NULL");
+	*out = NULL;
+	if (opts == NULL)
+		opts = &def;
+	if (opts->version != FAUCET_RUN_OPTIONS_VERSION)
+		return faucet_error_set(FAUCET_EINVALID, "run options version %u is not supported",
+					opts->version);
+	if (opts->lease_ttl_ms != 0 && opts->lease_ttl_ms < 1000)
+		return faucet_error_set(FAUCET_EINVALID, "lease TTL must be at least 1s");
+	rc = run_new(&r, s, pipeline,
+		     opts->pipeline_level ? NULL : (opts->row ? opts->row : FAUCET_RUN_DEFAULT_ROW));
+	if (rc != 0)
+		return rc;
+	r->ttl_s = (int64_t)(((opts->lease_ttl_ms ? opts->lease_ttl_ms : FAUCET_RUN_DEFAULT_TTL_MS) +
+			      999) / 1000);
+	if ((rc = set_id(r, NULL)) != 0)
+		goto fail;
+	if (opts->undoes != NULL && (r->undoes = faucet__strdup(opts->undoes)) == NULL) {
+		rc = FAUCET_ENOMEM;
+		goto fail;
+	}
+	/* Every bookkeeping document this run will update must be ours before
+	 * anything is written: the index is updated only at the end, and
+	 * finding someone else's data there then would leave a half-recorded
+	 * run. */
+	if ((rc = check_index(r)) != 0)
+		goto fail;
+	if (!opts->pipeline_level && !opts->no_lease) {
+		if ((r->holder = lease_holder()) == NULL) {
+			rc = FAUCET_ENOMEM;
+			goto fail;
+		}
+		if ((rc = claim_lease(r, opts->wait_ms, &dead)) != 0)
+			goto fail;
+		if (dead != NULL && (rc = dead_run_keys(r, dead, &dead_keys, &dead_marker)) != 0)
+			goto fail;
+	}
+	{
+		start_ctx c = {r, opts->command, dead, &dead_keys};
+		rc = status_update(s, r->status_key, edit_start, &c);
+	}
+	if (rc != 0)
+		goto fail;
+	/* The dead run never reached its end, where runs join the index:
+	 * add it now so that its marker is retained and retired like others. */
+	if (dead_marker)
+		(void)index_add(s, r->scope, r->index_key, dead);
+	free(dead);
+	faucet_strarray_dispose(&dead_keys);
+	*out = r;
+	return 0;
+fail:
+	if (r->lease != NULL) {
+		int keep = faucet_error_last()->code;
+		char *msg = faucet__strdup(faucet_error_last()->message);
+		(void)release_lease(r);
+		if (msg != NULL)
+			(void)faucet_error_set(keep, "%s", msg);
+		free(msg);
+	}
+	free(dead);
+	faucet_strarray_dispose(&dead_keys);
+	faucet_run_free(r);
+	return rc;
+}
+
+int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, const char *row,
+		    const char *run_id)
+{
+	faucet_value *v = NULL;
+	faucet_run *r = NULL;
+	run_lease held;
+	int rc;
+
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_run_join: out is NULL");
+	*out = NULL;
+	if (!run__valid_id(run_id))
+		return faucet_error_set(FAUCET_EINVALID, "'%s' is not a run id", run_id ? run_id : "");
+	if ((rc = run_new(&r, s, pipeline, row ? row : FAUCET_RUN_DEFAULT_ROW)) != 0)
+		return rc;
+	r->joined = 1;
+	if ((rc = set_id(r, run_id)) != 0)
+		goto fail;
+	if ((rc = faucet_store_get(s, r->lease_key, &v)) != 0)
+		goto fail;
+	memset(&held, 0, sizeof(held));
+	if (v != NULL && (rc = run__lease_parse(v, r->lease_key, &held)) != 0)
+		goto fail;
+	if (v == NULL || held.run == NULL || strcmp(held.run, run_id) != 0 ||
+	    held.expires_at <= wall_now()) {
+		rc = faucet_error_set(FAUCET_ELEASELOST, "run %s no longer holds %s%s%s", run_id,
+				      r->scope, held.run ? ": it is held by run " : "",
+				      held.run ? held.run : "");
+		run__lease_dispose(&held);
+		goto fail;
+	}
+	run__lease_dispose(&held);
+	faucet_value_free(v);
+	*out = r;
+	return 0;
+fail:
+	faucet_value_free(v);
+	faucet_run_free(r);
+	return rc;
+}
+
+/* ---- fencing ---------------------------------------------------------------------------- */
+
+static int lease_lost(faucet_run *r, const char *why)
+{
+	return faucet_error_set(FAUCET_ELEASELOST, "run %s lost its lease on %s (%s); nothing written",
+				r->id, r->scope, why);
+}
+
+/* Whether the run may still write.  Own lease: the stored lease must be the
+ * one we wrote; if it has run out by our clock, renewing it is the check.
+ * Joined run: the lease must name our run and be live. */
+static int fence(faucet_run *r)
+{
+	faucet_value *v = NULL;
+	run_lease held;
+	int rc;
+
+	if (r->ended)
+		return faucet_error_set(FAUCET_EINVALID, "run %s has ended", r->id);
+	if (!r->joined && r->lease == NULL)
+		return 0;
+	if ((rc = faucet_store_get(r->s, r->lease_key, &v)) != 0)
+		return rc;
+	if (v == NULL) {
+		return lease_lost(r, "the lease is gone");
+	}
+	if (!r->joined) {
+		/* Most stores hand back the exact text we wrote: compare bytes
+		 * first, values only when the store re-renders (PostgreSQL). */
+		int same = (faucet_value_len(v) == faucet_value_len(r->lease) &&
+			    memcmp(faucet_value_json(v), faucet_value_json(r->lease),
+				   faucet_value_len(v)) == 0) ||
+			   faucet_value_equal(v, r->lease);
+		faucet_value_free(v);
+		if (!same)
+			return lease_lost(r, "another run took it over");
+		if (r->lease_expires <= wall_now())
+			return faucet_run_renew(r);
+		return 0;
+	}
+	rc = run__lease_parse(v, r->lease_key, &held);
+	faucet_value_free(v);
+	if (rc != 0)
+		return rc;
+	if (held.run == NULL || strcmp(held.run, r->id) != 0)
+		rc = lease_lost(r, "another run took it over");
+	else if (held.expires_at <= wall_now())
+		rc = lease_lost(r, "it expired");
+	run__lease_dispose(&held);
+	return rc;
+}
+
+int faucet_run_renew(faucet_run *r)
+{
+	faucet_value *next = NULL;
+	int rc, written = 0;
+	int64_t until;
+
+	if (r->joined || r->lease == NULL)
+		return 0;
+	until = wall_now() + r->ttl_s;
+
+	rc = run__lease_value(r->holder, until, r->id, &next);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(r->s, r->lease_key, r->lease, next, &written);
+	if (rc != 0 || !written) {
+		faucet_value_free(next);
+		return rc != 0 ? rc : lease_lost(r, "another run took it over");
+	}
+	faucet_value_free(r->lease);
+	r->lease = next;
+	r->lease_expires = until;
+	return 0;
+}
+
+/* ---- before-images ---------------------------------------------------------------------- */
+
+static int is_recorded(const faucet_run *r, const char *key, size_t *at)
+{
+	int found = 0;
+
+	*at = r->recorded.count ? faucet__find_sorted(r->recorded.strings, r->recorded.count,
+						      sizeof(char *), key, &found)
+				: 0;
+	return found;
+}
+
+static int remember(faucet_run *r, const char *key)
+{
+	size_t at;
+	char *copy;
+
+	if (is_recorded(r, key, &at))
+		return 0;
+	if ((copy = faucet__strdup(key)) == NULL)
+		return FAUCET_ENOMEM;
+	if (faucet_strarray_push_owned(&r->recorded, copy) != 0)
+		return FAUCET_ENOMEM;
+	memmove(&r->recorded.strings[at + 1], &r->recorded.strings[at],
+		(r->recorded.count - 1 - at) * sizeof(char *));
+	r->recorded.strings[at] = copy;
+	return 0;
+}
+
+/* Record the before-image of every key not yet recorded, in one marker
+ * write.  Our own last write of the marker is tried first as the expected
+ * value; a joined child may have changed it, and then we read and merge. */
+static int record_before(faucet_run *r, const char *const *keys, size_t n)
+{
+	faucet_value **cur_vals;
+	size_t todo = 0, at;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (faucet_run_is_bookkeeping_key(keys[i]))
+			return faucet_error_set(FAUCET_EINVALID,
+						"%s is run bookkeeping; a run cannot write it", keys[i]);
+		if ((rc = faucet_validate_key(keys[i])) != 0)
+			return rc;
+	}
+	cur_vals = faucet__calloc(n ? n : 1, sizeof(*cur_vals));
+	if (cur_vals == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (!r->joined && is_recorded(r, keys[i], &at))
+			continue;
+		todo++;
+		rc = faucet_store_get(r->s, keys[i], &cur_vals[i]);
+	}
+	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
+		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
+		int written = 0, changed = 0;
+
+		if (r->joined || attempt > 0 || !r->mcache_ok) {
+			if ((r->joined || attempt > 0) &&
+			    (rc = faucet_store_get(r->s, r->marker_key, &fresh)) != 0)
+				break;
+			if (r->joined || attempt > 0)
+				cur = fresh;
+			run__marker_dispose(&r->mcache);
+			r->mcache_ok = 0;
+			if ((rc = run__marker_parse(cur, r->marker_key, r->id, &r->mcache)) != 0) {
+				faucet_value_free(fresh);
+				break;
+			}
+		}
+		/* From here the cache is ahead of the store until the write lands. */
+		r->mcache_ok = 0;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			int added = 0;
+			if (!r->joined && is_recorded(r, keys[i], &at))
+				continue;
+			rc = run__marker_add(&r->mcache, keys[i], cur_vals[i], &added);
+			changed |= added;
+		}
+		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0)
+			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		if (rc == 0 && (written || !changed)) {
+			faucet_value_free(r->marker);
+			r->marker = written ? next : faucet_value_ref(cur);
+			r->mcache_ok = 1;
+			next = NULL;
+			for (size_t i = 0; rc == 0 && i < n; i++)
+				rc = remember(r, keys[i]);
+			faucet_value_free(fresh);
+			break;
+		}
+		faucet_value_free(fresh);
+		faucet_value_free(next);
+		if (attempt >= CAS_ATTEMPTS)
+			rc = faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
+					      r->marker_key, CAS_ATTEMPTS);
+	}
+	for (size_t i = 0; i < n; i++)
+		faucet_value_free(cur_vals[i]);
+	free(cur_vals);
+	return rc;
+}
+
+static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
+{
+	int rc;
+
+	if (r == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "run: NULL run");
+	if ((rc = fence(r)) != 0)
+		return rc;
+	return record_before(r, keys, n);
+}
+
+int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
+{
+	int rc = prepare_write(r, &key, 1);
+
+	return rc ? rc : faucet_store_put(r->s, key, value);
+}
+
+int faucet_run_delete(faucet_run *r, const char *key)
+{
+	int rc = prepare_write(r, &key, 1);
+
+	return rc ? rc : faucet_store_delete(r->s, key);
+}
+
+int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_value *expected,
+			       const faucet_value *value, int *written)
+{
+	int rc = prepare_write(r, &key, 1);
+
+	if (rc != 0) {
+		if (written)
+			*written = 0;
+		return rc;
+	}
+	return faucet_store_compare_and_put(r->s, key, expected, value, written);
+}
+
+int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_value *expected,
+				  int *deleted)
+{
+	int rc = prepare_write(r, &key, 1);
+
+	if (rc != 0) {
+		if (deleted)
+			*deleted = 0;
+		return rc;
+	}
+	return faucet_store_compare_and_delete(r->s, key, expected, deleted);
+}
+
+int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
+{
+	const char **keys;
+	int rc;
+
+	if (count == 0)
+		return r ? fence(r) : FAUCET_EINVALID;
+	keys = faucet__calloc(count, sizeof(*keys));
+	if (keys == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		keys[i] = entries[i].key;
+	rc = prepare_write(r, keys, count);
+	free(keys);
+	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
+}
+
+/* ---- end ----------------------------------------------------------------------------------- */
+
+/* Fill the marker's after-images from the keys' current values. */
+static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
+{
+	*has_marker = 0;
+	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+		faucet_value *cur = NULL, *next = NULL;
+		run_marker m;
+		int rc, written = 0;
+
+		if ((rc = faucet_store_get(r->s, r->marker_key, &cur)) != 0)
+			return rc;
+		if (cur == NULL)
+			return 0;
+		if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
+			faucet_value_free(cur);
+			return rc;
+		}
+		for (size_t i = 0; rc == 0 && i < m.count; i++) {
+			faucet_value_free(m.items[i].after);
+			m.items[i].after = NULL;
+			rc = faucet_store_get(r->s, m.items[i].key, &m.items[i].after);
+		}
+		m.has_after = 1;
+		if (rc == 0 && (rc = run__marker_value(&m, &next)) == 0)
+			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		/* The status lists the keys the run changed: a key it wrote back
+		 * unchanged, or a compare-and-put that did not hold, is left out
+		 * (the marker keeps its images; undo skips it). */
+		faucet_strarray_dispose(keys);
+		for (size_t i = 0; rc == 0 && written && i < m.count; i++) {
+			if (!faucet_value_equal(m.items[i].before, m.items[i].after))
+				rc = faucet_strarray_push(keys, m.items[i].key);
+		}
+		run__marker_dispose(&m);
+		faucet_value_free(cur);
+		faucet_value_free(next);
+		if (rc != 0)
+			return rc;
+		if (written) {
+			*has_marker = 1;
+			return 0;
+		}
+	}
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", r->marker_key,
+				CAS_ATTEMPTS);
+}
+
+typedef struct {
+	faucet_run *r;
+	const char *outcome;
+	int exit_status;
+	const char *message;
+	const faucet_strarray *keys;
+} end_ctx;
+
+static int edit_end(run_status *st, void *arg)
+{
+	end_ctx *c = arg;
+	run_entry *e = run__status_find(st, c->r->id), fresh;
+	char when[32];
+
+	run__rfc3339(wall_now(), when, sizeof(when));
+	if (e == NULL) {
+		/* Pushed out of the 50 by other runs while we ran: add it again. */
+		memset(&fresh, 0, sizeof(fresh));
+		fresh.run = faucet__strdup(c->r->id);
+		fresh.started_at = faucet__strdup(when);
+		fresh.outcome = faucet__strdup("running");
+		if (fresh.run == NULL || fresh.started_at == NULL || fresh.outcome == NULL ||
+		    run__status_push(st, &fresh) != 0) {
+			run__entry_dispose(&fresh);
+			return FAUCET_ENOMEM;
+		}
+		e = &st->items[0];
+	}
+	free(e->ended_at);
+	free(e->outcome);
+	free(e->message);
+	e->ended_at = faucet__strdup(when);
+	e->outcome = faucet__strdup(c->outcome);
+	e->message = c->message ? faucet__strdup(c->message) : NULL;
+	e->has_exit = c->exit_status >= 0;
+	e->exit_status = c->exit_status;
+	faucet_strarray_dispose(&e->keys);
+	for (size_t i = 0; i < c->keys->count; i++) {
+		if (faucet_strarray_push(&e->keys, c->keys->strings[i]) != 0)
+			return FAUCET_ENOMEM;
+	}
+	if (e->ended_at == NULL || e->outcome == NULL || (c->message && e->message == NULL))
+		return FAUCET_ENOMEM;
+	if (c->r->undoes != NULL && strcmp(c->outcome, "ok") == 0) {
+		run_entry *target = run__status_find(st, c->r->undoes);
+		if (target != NULL) {
+			char *o = faucet__strdup("undone");
+			if (o == NULL)
+				return FAUCET_ENOMEM;
+			free(target->outcome);
+			target->outcome = o;
+		}
+		/* Earlier undos of the same run that died half-way: this one
+		 * finished their job. */
+		for (size_t i = 0; i < st->count; i++) {
+			run_entry *d = &st->items[i];
+			char *o;
+
+			if (d == e || d->undoes == NULL || strcmp(d->undoes, c->r->undoes) != 0 ||
+			    strcmp(d->outcome, "running") != 0)
+				continue;
+			if ((o = faucet__strdup("abandoned")) == NULL)
+				return FAUCET_ENOMEM;
+			free(d->outcome);
+			d->outcome = o;
+		}
+	}
+	return 0;
+}
+
+int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
+		   const char *message)
+{
+	faucet_strarray keys = {0};
+	int rc, has_marker = 0;
+
+	if (r == NULL || r->joined)
+		return faucet_error_set(FAUCET_EINVALID, "only the process that began a run ends it");
+	if (r->ended)
+		return faucet_error_set(FAUCET_EINVALID, "run %s has already ended", r->id);
+	if ((rc = fence(r)) != 0)
+		return rc;
+	rc = record_after(r, &keys, &has_marker);
+	if (rc == 0) {
+		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
+		rc = status_update(r->s, r->status_key, edit_end, &c);
+	}
+	if (rc == 0 && has_marker)
+		rc = index_add(r->s, r->scope, r->index_key, r->id);
+	if (rc == 0) {
+		r->ended = 1;
+		rc = release_lease(r);
+	}
+	faucet_strarray_dispose(&keys);
+	return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * run_internal.h - the run module's documents in memory, shared between its
+ * files and its tests (not installed).
+ *
+ * The four bookkeeping documents (lease, status, rollback index, rollback
+ * marker) are parsed from a private json-c tree and written back as text we
+ * assemble ourselves, with every stored value embedded as the exact compact
+ * text the library holds - a before-image of 18446744073709551615 or 0.1
+ * comes back digit for digit.
+ */
+#ifndef FAUCET_RUN_INTERNAL_H
+#define FAUCET_RUN_INTERNAL_H
+
+#include <stdint.h>
+#include <faucet/run.h>
+
+#include "internal.h"
+
+/* ---- text helpers ------------------------------------------------------------ */
+
+/* Append `s` as a quoted, escaped JSON string (NULL = null). */
+void run__json_string(faucet_buf *b, const char *s);
+
+/* `t` (unix seconds) as RFC 3339 UTC with "+00:00"; out >= 32 bytes. */
+void run__rfc3339(int64_t t, char *out, size_t size);
+
+/* A new run id YYYYMMDDTHHMMSS.mmmZ-xxxxxx; out >= FAUCET_RUN_ID_LEN + 1. */
+int run__new_id(char *out, size_t size);
+
+/* Whether `id` has the run id shape (and so is a valid key component). */
+int run__valid_id(const char *id);
+
+/* ---- lease ----------------------------------------------------------------- */
+
+typedef struct {
+	char *holder;
+	char *run;      /* NULL in a backfill unit's lease */
+	int64_t expires_at;
+} run_lease;
+
+/* Parse a lease document; FAUCET_ERROR naming `key` when it is not one. */
+int run__lease_parse(const faucet_value *v, const char *key, run_lease *out);
+int run__lease_value(const char *holder, int64_t expires_at, const char *run, faucet_value **out);
+void run__lease_dispose(run_lease *l);
+
+/* ---- rollback marker ---------------------------------------------------------- */
+
+typedef struct {
+	char *key;            /* first: faucet__find_sorted looks it up */
+	faucet_value *before; /* NULL = absent */
+	faucet_value *after;  /* NULL = absent (meaningful when the marker has_after) */
+} run_image;
+
+typedef struct {
+	char *run;
+	run_image *items; /* sorted by key */
+	size_t count, cap;
+	int has_after;    /* the run ended: after-images recorded */
+} run_marker;
+
+/* Parse (v NULL = an empty marker of `run`).  FAUCET_ERROR naming key when
+ * the document is not a marker. */
+int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m);
+int run__marker_value(const run_marker *m, faucet_value **out);
+run_image *run__marker_find(const run_marker *m, const char *key);
+/* Add key's before-image unless it has one; *added says whether. */
+int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
+void run__marker_dispose(run_marker *m);
+
+/* ---- status ------------------------------------------------------------------ */
+
+typedef struct {
+	char *run;
+	char *started_at, *ended_at; /* ended_at NULL while running */
+	char *outcome;               /* running, ok, failed, abandoned, undone */
+	int has_exit;
+	long long exit_status;
+	char *message;
+	faucet_strarray keys;
+	char *undoes;
+	char *by;                    /* the "by" object's JSON text, or NULL */
+} run_entry;
+
+typedef struct {
+	run_entry *items; /* newest first */
+	size_t count, cap;
+} run_status;
+
+int run__status_parse(const faucet_value *v, const char *key, run_status *st);
+int run__status_value(const run_status *st, faucet_value **out);
+run_entry *run__status_find(const run_status *st, const char *run);
+/* Put `e` first (taking its contents), dropping entries beyond 50. */
+int run__status_push(run_status *st, run_entry *e);
+void run__entry_dispose(run_entry *e);
+void run__status_dispose(run_status *st);
+/* One entry as JSON text appended to b. */
+void run__entry_json(faucet_buf *b, const run_entry *e);
+
+/* ---- rollback index ------------------------------------------------------------ */
+
+int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs);
+int run__index_value(const faucet_strarray *runs, faucet_value **out);
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+/* "{scope}::__lease__" etc.  Caller frees. */
+char *run__key(const char *scope, const char *suffix);
+char *run__marker_key(const char *scope, const char *run);
+
+#endif

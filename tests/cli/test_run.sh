@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# `faucet run`, `state runs`, `state undo` and `lock list/break` (SPEC
+# section 8): the lease (exit 75, --wait), the recorded outcome and exit
+# status, the child's environment, signals, Singer state capture, undo with
+# and without conflicts, and bad input that must write nothing.
+. "$(dirname "$0")/lib.sh"
+
+export FAUCET_STATE=file:$PWD/st
+J() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+# ---- a run and its record ----
+run state put p::default '{"n":1}'
+run run --pipeline p -- sh -c 'echo hello; printf "%s\n" "$FAUCET_RUN_ID" > id; env | grep ^FAUCET_ | sort > env'
+expect_rc 0 "a run of a command that succeeds"
+expect_out "hello" "stdout belongs to the command"
+ID=$(cat id)
+expect_err_contains "run $ID" "the run id is on stderr"
+expect_err_contains "faucet state undo p --row default $ID" "the undo command is on stderr"
+for v in "FAUCET_RUN_ID=$ID" FAUCET_RUN_PIPELINE=p FAUCET_RUN_ROW=default \
+	 FAUCET_STATE_KEY=p::default "FAUCET_STATE=file:$PWD/st"; do
+	if grep -qx "$v" env; then pass; else fail "the command's environment has $v"; fi
+done
+run state get p::default::__status__
+expect_json "d['runs'][0]['run'] == '$ID' and d['runs'][0]['outcome'] == 'ok' and d['runs'][0]['exit_status'] == 0" "status entry"
+expect_json "d['runs'][0]['ended_at'].endswith('+00:00') and d['runs'][0]['by']['command'].startswith('sh -c')" "status times and by"
+run state get p::default::__lease__
+expect_out "" "the lease is released at the end"
+
+run run --pipeline p --row r2 -- sh -c 'exit 3'
+expect_rc 3 "the command's exit status is faucet's"
+run state get p::r2::__status__
+expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status'] == 3 and d['runs'][0]['message'] == 'exit status 3'" "a failed run is recorded"
+
+# ---- -c FILE: the pipeline's name and store come from the config ----
+cat > pipe.yaml <<'YAML'
+name: cfgpipe
+state:
+  type: file
+  config:
+    path: cfgstate
+YAML
+(unset FAUCET_STATE; "$FAUCET_BIN" run -c pipe.yaml -- sh -c 'printf "%s\n" "$FAUCET_CONFIG" "$FAUCET_STATE_KEY" "${FAUCET_STATE:-none}" > cfgenv') 2>/dev/null
+RC=$?; expect_rc 0 "a run from a config"
+if [ "$(sed -n 1p cfgenv)" = "$PWD/pipe.yaml" ]; then pass; else fail "the command gets the config's absolute path: $(sed -n 1p cfgenv)"; fi
+if [ "$(sed -n 2p cfgenv)" = "cfgpipe::default" ]; then pass; else fail "the pipeline comes from the config's name"; fi
+if [ "$(sed -n 3p cfgenv)" = "none" ]; then pass; else fail "FAUCET_STATE is not set beside FAUCET_CONFIG"; fi
+run --state file:cfgstate state get cfgpipe::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok'" "the run is recorded in the config's store"
+
+# ---- bad input writes nothing ----
+before=$(snapshot st)
+run run --pipeline p -- no-such-command-here
+expect_rc 2 "a command that does not exist"
+expect_err_contains "no-such-command-here" "the missing command is named"
+expect_same "$before" "$(snapshot st)" "a missing command takes no lease and writes nothing"
+run run --pipeline p
+expect_rc 2 "no command"
+run run --pipeline 'bad key' -- true
+expect_rc 2 "a bad pipeline name"
+run run --pipeline p --lease-ttl 0s -- true
+expect_rc 2 "a lease TTL under 1s"
+expect_same "$before" "$(snapshot st)" "usage errors write nothing"
+run state put p::bad::__status__ '{"not":"ours"}'
+before=$(snapshot st)
+run run --pipeline p --row bad -- true
+expect_rc 1 "foreign JSON in __status__"
+expect_err_contains "p::bad::__status__" "the foreign key is named"
+expect_same "$before" "$(snapshot st)" "foreign JSON: nothing written"
+
+# ---- the lease: busy (75) and --wait ----
+mkfifo ready hold
+"$FAUCET_BIN" run --pipeline p -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>holder.err &
+HOLDER=$!
+read -r _ < ready
+run run --pipeline p -- true
+expect_rc 75 "another run holds the lease"
+expect_one_error_line "busy"
+expect_err_contains "held by run" "the holder's run is named"
+expect_err_contains "until 20" "the expiry is given"
+run run --pipeline p --json -- true
+expect_rc 75 "busy with --json"
+expect_json "d['error']['exit'] == 75" "busy --json error object"
+run lock list
+expect_out_contains "p::default::__lease__" "lock list shows the run's lease"
+expect_out_contains "live" "the lease is live"
+run lock list p --json
+expect_json "d[0]['key'] == 'p::default::__lease__' and d[0]['state'] == 'live' and d[0]['run']" "lock list --json"
+"$FAUCET_BIN" run --pipeline p --wait=20s -- sh -c 'echo waited' >waited.out 2>waited.err &
+WAITER=$!
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 0 "the holder finished"
+wait $WAITER
+RC=$?; expect_rc 0 "--wait took the lease once it was released"
+if [ "$(cat waited.out)" = waited ]; then pass; else fail "the waiting run ran its command"; fi
+
+# ---- the lease is renewed while the command runs ----
+"$FAUCET_BIN" run --pipeline p --row renew --lease-ttl 1s -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>renew.err &
+HOLDER=$!
+read -r _ < ready
+exp() { "$FAUCET_BIN" lock list p --json | J "[l['expires_at'] for l in d if l['key']=='p::renew::__lease__'][0]"; }
+first=$(exp)
+renewed=0
+for _ in $(seq 500); do
+	[ "$(exp)" -gt "$first" ] && { renewed=1; break; }
+done
+if [ $renewed = 1 ]; then pass; else fail "the lease's expiry moves forward while the command runs"; fi
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 0 "a run longer than its TTL keeps its lease and ends ok"
+
+# ---- signals: SIGTERM sent to faucet reaches the command, exit 128+15 ----
+"$FAUCET_BIN" run --pipeline p --row sig -- sh -c 'trap "exit 7" TERM; echo up > ready; while :; do read x < hold; done' >/dev/null 2>sig.err &
+PID=$!
+read -r _ < ready
+kill -TERM $PID
+wait $PID
+RC=$?; expect_rc 143 "interrupted by SIGTERM"
+run state get p::sig::__status__
+expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status'] == 7" "the interrupted run is recorded with the command's status"
+run state get p::sig::__lease__
+expect_out "" "an interrupted run releases its lease"
+
+# ---- lock break ----
+"$FAUCET_BIN" run --pipeline p --row lk -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>lk.err &
+HOLDER=$!
+read -r _ < ready
+run lock break p::lk::__lease__ --if-holder someone-else
+expect_rc 3 "--if-holder names another holder"
+H=$("$FAUCET_BIN" lock list p --json | J "[l['holder'] for l in d if l['key']=='p::lk::__lease__'][0]")
+run lock break p::lk::__lease__ --if-holder "$H"
+expect_rc 0 "lock break of the holder's lease"
+run state get p::lk::__lease__
+expect_out "" "the lease is gone"
+run lock break p::lk
+expect_rc 2 "lock break of a key that is not a lease"
+echo go > hold
+wait $HOLDER
+RC=$?; expect_rc 1 "a run whose lease was broken cannot record its end"
+
+# ---- --singer ----
+run state put s::default '{"pos":1}'
+printf '%s\n' 'log line one' '{"pos":2}' '  not state' '{"type":"STATE","value":{"pos":3}}' 'last' > lines
+run run --singer --pipeline s -- sh -c 'cat "$FAUCET_STATE_FILE" > seen; echo "${state.file}" > arg; ls -l "$FAUCET_STATE_FILE" > mode; cat lines'
+expect_rc 0 "a singer run"
+expect_out "$(printf 'log line one\n  not state\nlast')" "non-state lines pass through in order"
+if [ "$(cat seen)" = '{"pos":1}' ]; then pass; else fail "the bookmark is handed to the command"; fi
+case "$(cat mode)" in -rw-------*) pass ;; *) fail "the state file is 0600: $(cat mode)" ;; esac
+if [ ! -e "$(cat arg)" ]; then pass; else fail "the state file is removed afterwards"; fi
+run state get s::default
+expect_out '{"pos":3}' "the last state line is stored"
+run run --singer --pipeline fresh -- sh -c 'printf "[%s]\n" "$FAUCET_STATE_FILE"; echo "{\"pos\":9}"; exit 4'
+expect_rc 4 "a singer run that fails"
+expect_out "[]" "no bookmark yet: an empty FAUCET_STATE_FILE"
+run state get fresh::default
+expect_out '{"pos":9}' "the last state is stored whatever the exit status"
+printf '%s\n' '{"type":"STATE","value":[1]}' '{broken' > bad
+run run --singer --pipeline s -- cat bad
+expect_rc 1 "bad state lines fail the run"
+run state get s::default
+expect_out '{"pos":3}' "bad state lines are not stored"
+run state get s::default::__status__
+expect_json "'not a JSON object' in d['runs'][0]['message'] and d['runs'][0]['outcome'] == 'failed'" "the bad state is recorded in the status"
+
+# A state line over 64 MiB is refused, not held; a long line that is not
+# state streams through whole.
+python3 -c 'import sys; sys.stdout.write("{\"big\":\"" + "x" * (65 << 20) + "\"}\n" + "y" * (65 << 20) + "\nend\n")' > huge
+"$FAUCET_BIN" run --singer --pipeline s -- cat huge > huge.out 2> huge.err
+RC=$?; expect_rc 1 "a state line over 64 MiB fails the run"
+if [ "$(wc -c < huge.out)" -eq $(( (65 << 20) + 5 )) ]; then pass; else fail "the long non-state line and the next pass through ($(wc -c < huge.out) bytes)"; fi
+run state get s::default
+expect_out '{"pos":3}' "the oversized state is not stored"
+run state get s::default::__status__
+expect_json "'64 MiB' in d['runs'][0]['message']" "the oversized state line is recorded"
+rm -f huge huge.out
+
+# A reader that goes away does not cut the run short: the state is still stored.
+"$FAUCET_BIN" run --singer --pipeline pipe -- sh -c 'yes log | head -100000; echo "{\"pos\":42}"' 2>pipe.err | head -1 >/dev/null
+run state get pipe::default
+expect_out '{"pos":42}' "the state is stored after stdout's reader left"
+run state get pipe::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok'" "the run is recorded as ok"
+
+# ---- state runs and undo ----
+run state runs s
+expect_rc 0 "state runs"
+n=$(printf '%s\n' "$OUT" | wc -l)
+if [ "$n" -eq 4 ]; then pass; else fail "the four runs of s listed, the put's among them (got $n)"; fi
+run state runs s --json
+expect_json "d[0]['scope'] == 's::default' and len(d[0]['runs']) == 4" "state runs --json"
+run state undo s --dry-run
+expect_rc 0 "undo --dry-run"
+expect_out "would restore s::default" "dry run lists the key"
+run state get s::default
+expect_out '{"pos":3}' "a dry run writes nothing"
+run state undo s
+expect_rc 0 "undo the newest run that changed something"
+expect_out "restored s::default" "undo prints the key restored"
+UNDO=$(printf '%s' "$ERR" | sed -n 's/.* as run \([^;]*\);.*/\1/p')
+run state get s::default
+expect_out '{"pos":1}' "undo restored the bookmark"
+run state put s::default '{"pos":5}'
+run state undo s "$UNDO"
+expect_rc 3 "undoing the undo conflicts with a later change"
+expect_err_contains "s::default" "the conflict names the key"
+expect_err_contains '{"pos":5}' "and its current value"
+expect_err_contains '{"pos":1}' "and what the run wrote"
+run state get s::default
+expect_out '{"pos":5}' "a conflict writes nothing"
+run state undo s "$UNDO" --force
+expect_rc 0 "--force restores anyway"
+run state get s::default
+expect_out '{"pos":3}' "forced undo of the undo"
+run state undo s 20200101T000000.000Z-000000
+expect_rc 2 "an unknown run id"
+run state undo s nonsense
+expect_rc 2 "not a run id"
+run state undo s "$UNDO"
+expect_rc 2 "a run already undone"
+expect_err_contains "already undone" "already undone is said"
+run state undo nothing-here
+expect_rc 2 "a pipeline without runs"
+
+# ---- CLI writes are runs; inside `faucet run` they join its run ----
+run state put w::default '{"v":1}'
+expect_rc 0 "a put"
+expect_err_contains "undo: faucet state undo w --row default" "the put prints its undo command"
+run state delete w::default --json
+expect_json "d['run'] and d['undo'].startswith('faucet state undo w --row default')" "delete --json names its run"
+run state undo w
+expect_rc 0 "undo the delete"
+run state get w::default
+expect_out '{"v":1}' "the delete is undone"
+export F="$FAUCET_BIN"
+run run --pipeline w -- sh -c '"$F" state put w::default "{\"v\":2}" && "$F" state put w::default::side 7 && "$F" state put other::x 1'
+expect_rc 0 "a run whose command writes with faucet state put"
+expect_err_contains "recorded in run" "the child's writes join the run"
+run state get w::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'ok' and sorted(d['runs'][0]['keys']) == ['other::x', 'w::default', 'w::default::side']" "the run lists every key its command wrote"
+run state undo w --row default
+expect_rc 0 "undo the run"
+run state get w::default
+expect_out '{"v":1}' "undo restores what the child wrote"
+run state get other::x
+expect_out "" "even outside the invocation"
+# Fencing: the lease is broken while the command runs; its next write fails.
+run run --pipeline w -- sh -c '"$F" lock break w::default::__lease__ 2>/dev/null; "$F" state put w::default "{\"v\":3}"'
+expect_rc 1 "a write after the lease was lost fails"
+expect_err_contains "lost" "the failure says the lease is lost"
+run state get w::default
+expect_out '{"v":1}' "and nothing was written"
+FAUCET_RUN_ID=20200101T000000.000Z-abcdef FAUCET_RUN_PIPELINE=w run state put w::default 5
+expect_rc 1 "a write naming a run that holds no lease"
+run state get w::default
+expect_out '{"v":1}' "nothing written for a stale FAUCET_RUN_ID"
+
+# ---- an encrypted store: the command inherits the key's variable name ----
+export RUNKEY=correct-horse-battery-staple
+run --state file:$PWD/enc --encryption-key-env RUNKEY run --pipeline e -- sh -c 'printf "%s\n" "$FAUCET_ENCRYPTION_KEY_ENV" > keyenv; "$F" state put e::default 1'
+expect_rc 0 "a run on an encrypted store whose command writes"
+if [ "$(cat keyenv)" = RUNKEY ]; then pass; else fail "FAUCET_ENCRYPTION_KEY_ENV names the key's variable"; fi
+if [ "$(head -c 4 enc/e%3A%3Adefault.json)" = FCT1 ]; then pass; else fail "the command's write is sealed"; fi
+expect_err_lacks "$RUNKEY" "the key never appears"
+
+# ---- bookkeeping is hidden from list/show unless --all ----
+run state list
+expect_out_lacks "__status__" "state list hides __status__"
+expect_out_lacks "__rollback__" "state list hides __rollback__"
+expect_out_contains "s::default" "state list still lists bookmarks"
+run state list --all
+expect_out_contains "s::default::__status__" "state list --all shows __status__"
+expect_out_contains "s::default::__rollback__::" "state list --all shows markers"
+run state show s
+expect_out_lacks "__status__" "state show hides bookkeeping"
+expect_out_contains "s::default" "state show shows the bookmark"
+run state show s --all --json
+expect_out_contains "s::default::__rollback__" "state show --all shows bookkeeping"
+
+# ---- reading commands never create a store ----
+for cmd in "state runs p" "state undo p" "lock list" "lock break p::default::__lease__"; do
+	run --state file:$PWD/nowhere $cmd
+	expect_rc 1 "$cmd on a store that does not exist"
+	expect_no_file nowhere "$cmd created no store"
+done
+
+# ---- bookkeeping is never exported, copied, imported or replaced away ----
+run state export s
+expect_rc 0 "export of a pipeline with runs"
+expect_json "list(d['keys']) == ['s::default']" "the export holds the bookmark only"
+printf '%s\n' "$OUT" > s.json
+run state copy s --to file:$PWD/copy --json
+expect_json "d['written'] == ['s::default']" "copy writes the bookmark only"
+run state list --all --state file:$PWD/copy
+expect_out_lacks "__lease__" "no lease is copied"
+expect_out_contains "s::__status__" "the copy is a pipeline-level run of the destination"
+run state import s.json --replace --json
+expect_json "d['deleted'] == [] and d['written'] == ['s::default']" "import --replace deletes no bookkeeping"
+run state get s::default::__status__
+expect_json "len(d['runs']) >= 4" "the history survives import --replace"
+printf '{"version":1,"pipeline":"s","keys":{"s::default":{"pos":8},"s::default::__status__":{"version":1,"runs":[]}}}' > withbk.json
+run state import withbk.json --json
+expect_json "d['written'] == ['s::default']" "bookkeeping keys in a document are not imported"
+run state get s::default::__status__
+expect_json "len(d['runs']) >= 4" "the history was not overwritten"
+run state get s::default
+expect_out '{"pos":8}' "the import wrote the bookmark"
+run state undo s
+expect_rc 0 "undo the import (a pipeline-level run)"
+expect_out "restored s::default" "the import's key is restored"
+run state get s::default
+expect_out '{"pos":3}' "the bookmark is back"
+
+finish

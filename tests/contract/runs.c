@@ -1,0 +1,846 @@
+/*
+ * runs.c - the invocation-run contract (SPEC section 8) against every
+ * backend: the lease, fencing, before/after images, undo, retention and
+ * runs that die.
+ *
+ * Lease expiry is simulated by rewriting the stored lease with an
+ * expires_at in the past (holder and run kept), which is exactly what the
+ * store holds once a holder's TTL has run out - no test waits for a clock.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "contract.h"
+#include "run/run_internal.h"
+
+typedef struct {
+	char *url;
+	char *tmp;
+	faucet_store *store;
+} fixture;
+
+static const contract_backend *current;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->url = contract_expand_url(current->url_template, &f->tmp);
+	if (f->url == NULL || faucet_store_open_url(&f->store, f->url) != 0) {
+		fprintf(stderr, "runs %s: cannot open the store: %s\n", current->name,
+			faucet_error_last()->message);
+		free(f->url);
+		free(f->tmp);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	faucet_strarray keys = {0};
+
+	if (f->store != NULL && faucet_store_list(f->store, "", &keys) == 0) {
+		for (size_t i = 0; i < keys.count; i++)
+			(void)faucet_store_delete(f->store, keys.strings[i]);
+		faucet_strarray_dispose(&keys);
+	}
+	faucet_store_free(f->store);
+	if (f->tmp != NULL) {
+		tu_rmrf(f->tmp);
+		free(f->tmp);
+	}
+	free(f->url);
+	free(f);
+	return 0;
+}
+
+static faucet_store *S(void **state)
+{
+	return ((fixture *)*state)->store;
+}
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static faucet_run *begin(faucet_store *s, const char *row)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+
+	o.row = row;
+	o.command = "contract";
+	if (faucet_run_begin(&r, s, "p", &o) != 0)
+		fail_msg("begin p::%s: %s", row ? row : "default", faucet_error_last()->message);
+	return r;
+}
+
+static void run_put(faucet_run *r, const char *key, const char *json)
+{
+	faucet_value *v = tu_v(json);
+
+	if (faucet_run_put(r, key, v) != 0)
+		fail_msg("run put %s: %s", key, faucet_error_last()->message);
+	faucet_value_free(v);
+}
+
+static void end_ok(faucet_run *r)
+{
+	if (faucet_run_end(r, FAUCET_RUN_OK, 0, NULL) != 0)
+		fail_msg("end: %s", faucet_error_last()->message);
+	faucet_run_free(r);
+}
+
+static run_status status_of(faucet_store *s, const char *scope)
+{
+	char *key = run__key(scope, "__status__");
+	faucet_value *v = NULL;
+	run_status st;
+
+	assert_int_equal(faucet_store_get(s, key, &v), 0);
+	assert_int_equal(run__status_parse(v, key, &st), 0);
+	faucet_value_free(v);
+	free(key);
+	return st;
+}
+
+static const char *outcome_of(faucet_store *s, const char *scope, const char *run, char *buf,
+			      size_t size)
+{
+	run_status st = status_of(s, scope);
+	run_entry *e = run__status_find(&st, run);
+
+	snprintf(buf, size, "%s", e ? e->outcome : "(missing)");
+	run__status_dispose(&st);
+	return buf;
+}
+
+static void assert_outcome(faucet_store *s, const char *scope, const char *run, const char *want)
+{
+	char buf[32];
+
+	assert_string_equal(outcome_of(s, scope, run, buf, sizeof(buf)), want);
+}
+
+/* Make the stored lease look as it does once its TTL has run out. */
+static void expire_lease(faucet_store *s, const char *scope)
+{
+	char *key = run__key(scope, "__lease__");
+	faucet_value *v = NULL, *old;
+	run_lease l;
+
+	assert_int_equal(faucet_store_get(s, key, &v), 0);
+	assert_non_null(v);
+	assert_int_equal(run__lease_parse(v, key, &l), 0);
+	old = v;
+	assert_int_equal(run__lease_value(l.holder, 1, l.run, &v), 0);
+	assert_int_equal(faucet_store_put(s, key, v), 0);
+	faucet_value_free(old);
+	faucet_value_free(v);
+	run__lease_dispose(&l);
+	free(key);
+}
+
+static faucet_undo_result undo(faucet_store *s, const char *run, int force)
+{
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_undo_result res;
+
+	o.run = run;
+	o.force = force;
+	if (faucet_run_undo(s, "p", &o, &res) != 0)
+		fail_msg("undo %s: %s", run ? run : "(newest)", faucet_error_last()->message);
+	return res;
+}
+
+/* ---- begin / write / end ---------------------------------------------------------------- */
+
+static void a_run_records_images_status_and_index(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r;
+	char id[FAUCET_RUN_ID_LEN + 1];
+	faucet_value *v = NULL;
+	run_marker m;
+	run_status st;
+	faucet_strarray idx = {0};
+	char *mk;
+
+	tu_put(s, "p::default", "{\"cursor\":1}");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	assert_true(run__valid_id(id));
+	assert_outcome(s, "p::default", id, "running");
+	{
+		faucet_value *l = NULL;
+		assert_int_equal(faucet_store_get(s, "p::default::__lease__", &l), 0);
+		assert_non_null(l);
+		faucet_value_free(l);
+	}
+	run_put(r, "p::default", "{\"cursor\":2}");
+	run_put(r, "p::default", "{\"cursor\":3}");
+	run_put(r, "p::default::extra", "18446744073709551615");
+	assert_int_equal(faucet_run_delete(r, "p::gone"), 0);
+	/* The before-images are durable before the run ends. */
+	mk = run__marker_key("p::default", id);
+	assert_int_equal(faucet_store_get(s, mk, &v), 0);
+	assert_int_equal(run__marker_parse(v, mk, id, &m), 0);
+	assert_int_equal(m.count, 3);
+	assert_false(m.has_after);
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->before),
+			    "{\"cursor\":1}");
+	assert_null(run__marker_find(&m, "p::default::extra")->before);
+	run__marker_dispose(&m);
+	faucet_value_free(v);
+	end_ok(r);
+
+	assert_int_equal(faucet_store_get(s, mk, &v), 0);
+	assert_int_equal(run__marker_parse(v, mk, id, &m), 0);
+	assert_true(m.has_after);
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->after),
+			    "{\"cursor\":3}");
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default::extra")->after),
+			    "18446744073709551615");
+	run__marker_dispose(&m);
+	faucet_value_free(v);
+	free(mk);
+
+	st = status_of(s, "p::default");
+	assert_int_equal(st.count, 1);
+	assert_string_equal(st.items[0].outcome, "ok");
+	assert_non_null(st.items[0].ended_at);
+	assert_true(st.items[0].has_exit);
+	/* The delete of an absent key changed nothing: imaged, not listed. */
+	assert_int_equal(st.items[0].keys.count, 2);
+	assert_non_null(strstr(st.items[0].by, "\"command\":\"contract\""));
+	run__status_dispose(&st);
+
+	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
+	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(idx.count, 1);
+	assert_string_equal(idx.strings[0], id);
+	faucet_strarray_dispose(&idx);
+	faucet_value_free(v);
+	tu_assert_value(s, "p::default::__lease__", NULL);
+}
+
+static void the_lease_document_is_spec_shaped(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r = begin(s, "r1");
+	faucet_value *v = NULL;
+	run_lease l;
+
+	assert_int_equal(faucet_store_get(s, "p::r1::__lease__", &v), 0);
+	assert_non_null(v);
+	assert_int_equal(run__lease_parse(v, "p::r1::__lease__", &l), 0);
+	assert_string_equal(l.run, faucet_run_id(r));
+	assert_true(l.expires_at > (int64_t)time(NULL) + 50);
+	assert_int_equal(faucet_run_renew(r), 0);
+	run__lease_dispose(&l);
+	faucet_value_free(v);
+	end_ok(r);
+}
+
+static void a_live_lease_is_busy_naming_holder_and_expiry(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = begin(s, NULL), *other = NULL;
+	char want[64];
+
+	assert_int_equal(faucet_run_begin(&other, s, "p", &o), FAUCET_EBUSY);
+	assert_null(other);
+	snprintf(want, sizeof(want), "held by run %s", faucet_run_id(r));
+	tu_assert_error_contains(want);
+	tu_assert_error_contains("until 20");
+	/* Another invocation of the same pipeline is independent. */
+	other = begin(s, "other");
+	end_ok(other);
+	end_ok(r);
+	other = begin(s, NULL);
+	end_ok(other);
+}
+
+/* 8 runs of one invocation begin together: exactly one holds it. */
+static int begin_and_hold(faucet_store *s)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+	int rc = faucet_run_begin(&r, s, "p", &o);
+
+	faucet_run_free(r); /* left as a crash leaves it: the lease stays */
+	if (rc == FAUCET_EBUSY)
+		return 0;
+	return rc == 0 ? 1 : -1;
+}
+
+typedef struct {
+	faucet_store *s;
+	pthread_barrier_t *go;
+	int result;
+} begin_job;
+
+static void *begin_thread(void *arg)
+{
+	begin_job *j = arg;
+
+	(void)pthread_barrier_wait(j->go);
+	j->result = begin_and_hold(j->s);
+	return NULL;
+}
+
+static void eight_racing_begins_one_winner(void **state)
+{
+	fixture *f = *state;
+	int total = 0;
+
+	if (!current->cross_process) {
+		pthread_t tid[8];
+		begin_job jobs[8];
+		pthread_barrier_t go;
+
+		assert_int_equal(pthread_barrier_init(&go, NULL, 8), 0);
+		for (int i = 0; i < 8; i++) {
+			jobs[i] = (begin_job){f->store, &go, -1};
+			assert_int_equal(pthread_create(&tid[i], NULL, begin_thread, &jobs[i]), 0);
+		}
+		for (int i = 0; i < 8; i++) {
+			assert_int_equal(pthread_join(tid[i], NULL), 0);
+			assert_true(jobs[i].result >= 0);
+			total += jobs[i].result;
+		}
+		pthread_barrier_destroy(&go);
+	} else {
+		int gate[2];
+		pid_t pids[8];
+
+		faucet_store_free(f->store);
+		f->store = NULL;
+		assert_int_equal(pipe(gate), 0);
+		fflush(NULL);
+		for (int i = 0; i < 8; i++) {
+			pids[i] = fork();
+			assert_true(pids[i] >= 0);
+			if (pids[i] == 0) {
+				faucet_store *s = NULL;
+				int result = -1;
+				char c;
+
+				close(gate[1]);
+				(void)read(gate[0], &c, 1);
+				if (faucet_store_open_url(&s, f->url) == 0)
+					result = begin_and_hold(s);
+				if (result < 0)
+					fprintf(stderr, "child %d: %s\n", i, faucet_error_last()->message);
+				faucet_store_free(s);
+				_exit(result < 0 ? 255 : result);
+			}
+		}
+		close(gate[0]);
+		close(gate[1]);
+		for (int i = 0; i < 8; i++) {
+			int status = 0;
+			assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+			assert_true(WIFEXITED(status));
+			assert_int_not_equal(WEXITSTATUS(status), 255);
+			total += WEXITSTATUS(status);
+		}
+		assert_int_equal(faucet_store_open_url(&f->store, f->url), 0);
+	}
+	assert_int_equal(total, 1);
+	/* And the status shows exactly that one run. */
+	{
+		run_status st = status_of(f->store, "p::default");
+		assert_int_equal(st.count, 1);
+		assert_string_equal(st.items[0].outcome, "running");
+		run__status_dispose(&st);
+	}
+}
+
+/* ---- expiry, takeover, fencing ------------------------------------------------------------ */
+
+static void an_expired_lease_is_taken_over_and_the_old_run_is_fenced(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *a, *b;
+	faucet_value *v = tu_v("\"late\"");
+	char a_id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default", "1");
+	a = begin(s, NULL);
+	snprintf(a_id, sizeof(a_id), "%s", faucet_run_id(a));
+	run_put(a, "p::default", "2");
+	expire_lease(s, "p::default");
+	b = begin(s, NULL);
+	assert_outcome(s, "p::default", a_id, "abandoned");
+	/* The old run can no longer write, nor end as if it had held on. */
+	assert_int_equal(faucet_run_put(a, "p::default", v), FAUCET_ELEASELOST);
+	tu_assert_error_contains("lost its lease");
+	assert_int_equal(faucet_run_put(a, "p::fresh", v), FAUCET_ELEASELOST);
+	tu_assert_value(s, "p::default", "2");
+	tu_assert_value(s, "p::fresh", NULL);
+	assert_int_equal(faucet_run_end(a, FAUCET_RUN_OK, 0, NULL), FAUCET_ELEASELOST);
+	assert_outcome(s, "p::default", a_id, "abandoned");
+	faucet_run_free(a);
+	run_put(b, "p::default", "3");
+	end_ok(b);
+	faucet_value_free(v);
+}
+
+static void a_broken_lease_fences_the_run(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r = begin(s, NULL);
+	faucet_value *v = tu_v("1");
+
+	assert_int_equal(faucet_store_delete(s, "p::default::__lease__"), 0);
+	assert_int_equal(faucet_run_put(r, "p::default", v), FAUCET_ELEASELOST);
+	tu_assert_value(s, "p::default", NULL);
+	faucet_value_free(v);
+	faucet_run_free(r);
+}
+
+static void a_joined_run_records_into_the_runs_marker(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r = begin(s, NULL), *child = NULL;
+	faucet_value *v = tu_v("7");
+	run_status st;
+
+	tu_put(s, "p::default", "1");
+	run_put(r, "p::default", "2");
+	assert_int_equal(faucet_run_join(&child, s, "p", NULL, faucet_run_id(r)), 0);
+	assert_int_equal(faucet_run_put(child, "p::default::side", v), 0);
+	assert_int_equal(faucet_run_put(child, "p::default", v), 0);
+	faucet_run_free(child);
+	assert_int_equal(faucet_run_join(&child, s, "p", NULL, "20260101T000000.000Z-abcdef"),
+			 FAUCET_ELEASELOST);
+	/* The parent's next first write merges with what the child recorded. */
+	run_put(r, "p::default::late", "1");
+	end_ok(r);
+	st = status_of(s, "p::default");
+	assert_int_equal(st.items[0].keys.count, 3);
+	run__status_dispose(&st);
+	/* Undo restores what the child wrote too, and the parent's before-image wins. */
+	faucet_undo_result res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::default::side", NULL);
+	tu_assert_value(s, "p::default::late", NULL);
+	faucet_value_free(v);
+}
+
+/* ---- undo -------------------------------------------------------------------------------------- */
+
+static void undo_restores_before_images_and_is_a_run(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r;
+	faucet_undo_result res, again;
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	char id[FAUCET_RUN_ID_LEN + 1];
+	run_status st;
+
+	tu_put(s, "p::default", "{\"c\":1}");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	run_put(r, "p::default", "{\"c\":2}");
+	run_put(r, "p::default::new", "true");
+	end_ok(r);
+
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_string_equal(res.run, id);
+	assert_non_null(res.undo_run);
+	assert_int_equal(res.restored.count, 2);
+	tu_assert_value(s, "p::default", "{\"c\":1}");
+	tu_assert_value(s, "p::default::new", NULL);
+	st = status_of(s, "p::default");
+	assert_string_equal(st.items[0].run, res.undo_run);
+	assert_string_equal(st.items[0].undoes, id);
+	assert_string_equal(st.items[0].outcome, "ok");
+	assert_string_equal(run__status_find(&st, id)->outcome, "undone");
+	run__status_dispose(&st);
+
+	/* The same run again: refused, nothing written. */
+	o.run = id;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &again), FAUCET_EINVALID);
+	tu_assert_error_contains("already undone");
+	faucet_undo_result_dispose(&again);
+	/* An unknown run id. */
+	o.run = "20200101T000000.000Z-000000";
+	assert_int_equal(faucet_run_undo(s, "p", &o, &again), FAUCET_ENOTFOUND);
+	faucet_undo_result_dispose(&again);
+	o.run = "not-a-run";
+	assert_int_equal(faucet_run_undo(s, "p", &o, &again), FAUCET_EINVALID);
+	faucet_undo_result_dispose(&again);
+
+	/* The undo is undoable: undoing it redoes the run. */
+	again = undo(s, res.undo_run, 0);
+	assert_false(again.conflict);
+	tu_assert_value(s, "p::default", "{\"c\":2}");
+	tu_assert_value(s, "p::default::new", "true");
+	faucet_undo_result_dispose(&again);
+	faucet_undo_result_dispose(&res);
+}
+
+static void undo_refuses_a_key_changed_since_unless_forced(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r;
+	faucet_undo_result res;
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+
+	tu_put(s, "p::default", "1");
+	tu_put(s, "p::default::b", "10");
+	r = begin(s, NULL);
+	run_put(r, "p::default::b", "20");
+	run_put(r, "p::default", "2");
+	end_ok(r);
+	tu_put(s, "p::default", "3");
+
+	o.dry_run = 1;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_true(res.conflict);
+	faucet_undo_result_dispose(&res);
+
+	res = undo(s, NULL, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default");
+	assert_string_equal(faucet_value_json(res.conflict_current), "3");
+	assert_true(res.conflict_wrote_known);
+	assert_string_equal(faucet_value_json(res.conflict_wrote), "2");
+	assert_null(res.undo_run);
+	faucet_undo_result_dispose(&res);
+	/* Nothing was written: not even the key without a conflict. */
+	tu_assert_value(s, "p::default", "3");
+	tu_assert_value(s, "p::default::b", "20");
+
+	res = undo(s, NULL, 1);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::default::b", "10");
+}
+
+static void a_crashed_undo_run_again_finishes_the_job(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r;
+	faucet_undo_result res;
+
+	tu_put(s, "p::default::a", "1");
+	tu_put(s, "p::default::b", "1");
+	r = begin(s, NULL);
+	run_put(r, "p::default::a", "2");
+	run_put(r, "p::default::b", "2");
+	end_ok(r);
+	/* An undo that died after restoring a, before b. */
+	tu_put(s, "p::default::a", "1");
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, 1);
+	assert_string_equal(res.restored.strings[0], "p::default::b");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "1");
+	tu_assert_value(s, "p::default::b", "1");
+}
+
+/* An undo run that died half-way: `undo` without a run id does not undo the
+ * dead undo but finishes it, and the dead one is then marked abandoned. */
+static void a_dead_undo_run_is_finished_not_undone(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r, *dead = NULL;
+	faucet_undo_result res;
+	char id[FAUCET_RUN_ID_LEN + 1], dead_id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default::a", "1");
+	tu_put(s, "p::default::b", "1");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	run_put(r, "p::default::a", "2");
+	run_put(r, "p::default::b", "2");
+	end_ok(r);
+	/* The undo's process restores a, then dies. */
+	o.no_lease = 1;
+	o.undoes = id;
+	assert_int_equal(faucet_run_begin(&dead, s, "p", &o), 0);
+	snprintf(dead_id, sizeof(dead_id), "%s", faucet_run_id(dead));
+	run_put(dead, "p::default::a", "1");
+	faucet_run_free(dead);
+
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_string_equal(res.run, id);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "1");
+	tu_assert_value(s, "p::default::b", "1");
+	assert_outcome(s, "p::default", id, "undone");
+	assert_outcome(s, "p::default", dead_id, "abandoned");
+}
+
+/* A run whose process is killed mid-run: found abandoned by the next begin
+ * once its lease expired; its marker still undoes what it wrote, and a key
+ * a later run changed is a conflict. */
+static void a_killed_run_is_abandoned_and_its_marker_undoes_it(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s;
+	faucet_run *b;
+	faucet_undo_result res;
+	run_status st;
+	char dead[FAUCET_RUN_ID_LEN + 1];
+	int status = 0;
+	pid_t pid;
+
+	tu_put(f->store, "p::default", "1");
+	tu_put(f->store, "p::default::x", "1");
+	if (current->cross_process) {
+		faucet_store_free(f->store);
+		f->store = NULL;
+		fflush(NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			faucet_store *cs = NULL;
+			faucet_run *r = NULL;
+			faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+			faucet_value *v = NULL;
+
+			if (faucet_store_open_url(&cs, f->url) != 0 ||
+			    faucet_run_begin(&r, cs, "p", &o) != 0 ||
+			    faucet_value_parse(&v, "2", 1) != 0 ||
+			    faucet_run_put(r, "p::default", v) != 0 ||
+			    faucet_run_put(r, "p::default::x", v) != 0)
+				_exit(1);
+			raise(SIGKILL);
+			_exit(2);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		assert_int_equal(faucet_store_open_url(&f->store, f->url), 0);
+	} else {
+		faucet_run *r = begin(f->store, NULL);
+		run_put(r, "p::default", "2");
+		run_put(r, "p::default::x", "2");
+		faucet_run_free(r); /* the process "died": no end */
+	}
+	s = f->store;
+	st = status_of(s, "p::default");
+	assert_int_equal(st.count, 1);
+	assert_string_equal(st.items[0].outcome, "running");
+	snprintf(dead, sizeof(dead), "%s", st.items[0].run);
+	run__status_dispose(&st);
+	tu_assert_value(s, "p::default", "2");
+
+	/* Its lease still holds the invocation until it expires. */
+	{
+		faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+		faucet_run *blocked = NULL;
+		assert_int_equal(faucet_run_begin(&blocked, s, "p", &o), FAUCET_EBUSY);
+	}
+	expire_lease(s, "p::default");
+	b = begin(s, NULL);
+	st = status_of(s, "p::default");
+	assert_string_equal(run__status_find(&st, dead)->outcome, "abandoned");
+	assert_int_equal(run__status_find(&st, dead)->keys.count, 2);
+	run__status_dispose(&st);
+	run_put(b, "p::default::x", "3");
+	end_ok(b);
+
+	/* x was changed by the later run: a conflict naming it. */
+	res = undo(s, dead, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default::x");
+	assert_false(res.conflict_wrote_known);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "2");
+	res = undo(s, dead, 1);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::default::x", "1");
+}
+
+/* ---- retention, bad documents, pipeline level ------------------------------------------------ */
+
+static void status_keeps_50_runs_and_rollback_20_markers(void **state)
+{
+	faucet_store *s = S(state);
+	char first[FAUCET_RUN_ID_LEN + 1] = "", *mk;
+	faucet_value *v = NULL;
+	faucet_strarray idx = {0};
+	run_status st;
+
+	for (int i = 0; i < 52; i++) {
+		faucet_run *r = begin(s, NULL);
+		char n[16];
+
+		if (i == 0)
+			snprintf(first, sizeof(first), "%s", faucet_run_id(r));
+		snprintf(n, sizeof(n), "%d", i);
+		run_put(r, "p::default", n);
+		end_ok(r);
+	}
+	st = status_of(s, "p::default");
+	assert_int_equal(st.count, FAUCET_RUN_STATUS_MAX);
+	assert_null(run__status_find(&st, first));
+	for (size_t i = 1; i < st.count; i++)
+		assert_true(strcmp(st.items[i - 1].run, st.items[i].run) > 0);
+	run__status_dispose(&st);
+	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
+	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(idx.count, FAUCET_RUN_ROLLBACK_MAX);
+	faucet_strarray_dispose(&idx);
+	faucet_value_free(v);
+	mk = run__marker_key("p::default", first);
+	tu_assert_value(s, mk, NULL);
+	free(mk);
+	{
+		faucet_strarray keys = {0};
+		size_t markers = 0;
+		assert_int_equal(faucet_store_list(s, "p::default::__rollback__::", &keys), 0);
+		markers = keys.count;
+		faucet_strarray_dispose(&keys);
+		assert_int_equal(markers, FAUCET_RUN_ROLLBACK_MAX);
+	}
+}
+
+static void foreign_json_in_bookkeeping_keys_is_refused_and_nothing_written(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_undo_options uo = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_undo_result res;
+	faucet_run *r = NULL;
+
+	tu_put(s, "p::default::__status__", "{\"mine\":true}");
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), FAUCET_ERROR);
+	tu_assert_error_contains("p::default::__status__");
+	tu_assert_error_contains("foreign");
+	tu_assert_value(s, "p::default::__status__", "{\"mine\":true}");
+	tu_assert_value(s, "p::default::__lease__", NULL);
+	assert_int_equal(faucet_run_undo(s, "p", &uo, &res), FAUCET_ERROR);
+	faucet_undo_result_dispose(&res);
+
+	tu_put(s, "p::r2::__lease__", "[1,2]");
+	o.row = "r2";
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), FAUCET_ERROR);
+	tu_assert_error_contains("p::r2::__lease__");
+	tu_assert_value(s, "p::r2::__lease__", "[1,2]");
+	tu_assert_value(s, "p::r2::__status__", NULL);
+
+	tu_put(s, "p::r4::__rollback__", "{\"version\":1,\"runs\":\"nope\"}");
+	o.row = "r4";
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), FAUCET_ERROR);
+	tu_assert_error_contains("p::r4::__rollback__");
+	tu_assert_value(s, "p::r4::__lease__", NULL);
+	tu_assert_value(s, "p::r4::__status__", NULL);
+
+		/* A run cannot write bookkeeping keys. */
+	r = begin(s, "r3");
+	{
+		faucet_value *v = tu_v("{}");
+		assert_int_equal(faucet_run_put(r, "p::r3::__status__", v), FAUCET_EINVALID);
+		faucet_value_free(v);
+	}
+	end_ok(r);
+}
+
+static void a_pipeline_level_run_takes_no_lease(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+	faucet_undo_result res;
+	faucet_undo_options uo = FAUCET_UNDO_OPTIONS_INIT;
+
+	o.pipeline_level = 1;
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	assert_null(faucet_run_row(r));
+	assert_string_equal(faucet_run_scope(r), "p");
+	run_put(r, "p::a", "1");
+	run_put(r, "p::b", "1");
+	end_ok(r);
+	tu_assert_value(s, "p::__lease__", NULL);
+	{
+		run_status st = status_of(s, "p");
+		assert_int_equal(st.count, 1);
+		assert_int_equal(st.items[0].keys.count, 2);
+		run__status_dispose(&st);
+	}
+	uo.pipeline_level = 1;
+	assert_int_equal(faucet_run_undo(s, "p", &uo, &res), 0);
+	assert_false(res.conflict);
+	assert_string_equal(res.scope, "p");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::a", NULL);
+	tu_assert_value(s, "p::b", NULL);
+}
+
+static void bookkeeping_keys_are_recognised(void **state)
+{
+	(void)state;
+	assert_true(faucet_run_is_bookkeeping_key("p::r::__lease__"));
+	assert_true(faucet_run_is_bookkeeping_key("p::r::__status__"));
+	assert_true(faucet_run_is_bookkeeping_key("p::__status__"));
+	assert_true(faucet_run_is_bookkeeping_key("p::r::__rollback__"));
+	assert_true(faucet_run_is_bookkeeping_key("p::r::__rollback__::20260101T000000.000Z-abcdef"));
+	assert_true(faucet_run_is_bookkeeping_key("p::backfill::h::u::__lease__"));
+	assert_false(faucet_run_is_bookkeeping_key("p::r"));
+	assert_false(faucet_run_is_bookkeeping_key("__status__"));
+	assert_false(faucet_run_is_bookkeeping_key("p::__status__x"));
+	assert_false(faucet_run_is_bookkeeping_key("p::__lease__::x"));
+	assert_false(faucet_run_is_bookkeeping_key("p::__backfill__::abc"));
+}
+
+int contract_runs_run(const contract_backend *b)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bookkeeping_keys_are_recognised),
+		cmocka_unit_test_setup_teardown(a_run_records_images_status_and_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_lease_document_is_spec_shaped, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_live_lease_is_busy_naming_holder_and_expiry, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(eight_racing_begins_one_winner, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			an_expired_lease_is_taken_over_and_the_old_run_is_fenced, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_broken_lease_fences_the_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_joined_run_records_into_the_runs_marker, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(undo_restores_before_images_and_is_a_run, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(undo_refuses_a_key_changed_since_unless_forced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_crashed_undo_run_again_finishes_the_job, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_dead_undo_run_is_finished_not_undone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_killed_run_is_abandoned_and_its_marker_undoes_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(status_keeps_50_runs_and_rollback_20_markers, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			foreign_json_in_bookkeeping_keys_is_refused_and_nothing_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_pipeline_level_run_takes_no_lease, setup, teardown),
+	};
+	char group[64];
+
+	current = b;
+	snprintf(group, sizeof(group), "runs/%s", b->name);
+	return _cmocka_run_group_tests(group, tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+}
