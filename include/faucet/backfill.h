@@ -300,9 +300,10 @@ typedef struct faucet_backfill_host {
 	void (*finish)(void *ctx);
 	/* A descriptor that becomes readable when a stop is requested, polled
 	 * with the units' pipes so the request is seen at once; asked once,
-	 * after start.  The runner never reads or closes it.  -1 (or no
-	 * callback) = none: stop_requested is then asked at least every
-	 * 200 ms while units run. */
+	 * after start.  The runner never reads or closes it: stop_requested
+	 * should drain it, or the runner keeps waking.  -1 (or no callback)
+	 * = none: stop_requested is then asked at least every 200 ms while
+	 * units run. */
 	int (*stop_fd)(void *ctx);
 	/* Asked whenever the runner wakes, until it returns 0: each non-zero
 	 * return is one stop request, given as the signal number that stands
