@@ -616,6 +616,7 @@ static void run_with_host(int with_fd)
 	const char *argv[] = {"/bin/sh", "-c", "echo ran >> \"$T/log\"; exec sleep 30", NULL};
 	faucet_strarray keys = {0};
 	struct sigaction dfl;
+	sigset_t saved_mask;
 
 	/* Default dispositions to begin with, which a trap would change. */
 	memset(&dfl, 0, sizeof(dfl));
@@ -628,6 +629,15 @@ static void run_with_host(int with_fd)
 	assert_int_equal(sigaction(SIGINT, NULL, &h.before_int), 0);
 	assert_int_equal(sigaction(SIGTERM, NULL, &h.before_term), 0);
 	if (with_fd) {
+		sigset_t block;
+
+		/* A program with a stop descriptor is likely to read its
+		 * signals from a signalfd, with them blocked: the units must
+		 * still stop at our SIGTERM. */
+		sigemptyset(&block);
+		sigaddset(&block, SIGINT);
+		sigaddset(&block, SIGTERM);
+		assert_int_equal(sigprocmask(SIG_BLOCK, &block, &saved_mask), 0);
 		/* Readable throughout (a host that never drains it): only
 		 * stop_requested's answer is a stop request, not readability. */
 		assert_int_equal(pipe(h.wake), 0);
@@ -640,6 +650,8 @@ static void run_with_host(int with_fd)
 	o.progress = &cb;
 	o.host = &host;
 	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	if (with_fd)
+		assert_int_equal(sigprocmask(SIG_SETMASK, &saved_mask, NULL), 0);
 	assert_int_equal(h.handlers_changed, 0);
 	look_at_handlers(&h);
 	assert_int_equal(h.handlers_changed, 0);

@@ -622,11 +622,12 @@ fail:;
  * succeeded (see spawn).
  *
  * SIGINT and SIGTERM arrive blocked (see spawn), so a handler of the
- * parent's can never run here; they are unblocked only once their
- * disposition is back to the default.  The other caught signals go back
+ * parent's can never run here; they are unblocked (even when the parent
+ * keeps them blocked, for a signalfd) only once their disposition is back
+ * to the default.  The other caught signals go back
  * to their defaults at execve. */
 static void child_exec(const char *path, char **argv, char **env, int null_fd, int out_wr,
-		       int err_wr, int report, const sigset_t *old_mask)
+		       int err_wr, int report, const sigset_t *child_mask)
 {
 	struct sigaction dfl;
 	int e;
@@ -635,7 +636,7 @@ static void child_exec(const char *path, char **argv, char **env, int null_fd, i
 	dfl.sa_handler = SIG_DFL;
 	(void)sigaction(SIGINT, &dfl, NULL);
 	(void)sigaction(SIGTERM, &dfl, NULL);
-	(void)sigprocmask(SIG_SETMASK, old_mask, NULL);
+	(void)sigprocmask(SIG_SETMASK, child_mask, NULL);
 	(void)setpgid(0, 0);
 	/* All three sources are above 2 (make_pipes, prepare), so no dup2
 	 * overwrites another's source; dup2 clears close-on-exec on the copy. */
@@ -691,7 +692,7 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 	char **argv = NULL, **env = NULL, **owned = NULL, *path = NULL;
 	const char *found;
 	int outfd[2], errfd[2], repfd[2], rc;
-	sigset_t block, old_mask;
+	sigset_t block, old_mask, child_mask;
 	pid_t pid;
 
 	if ((rc = build_argv(r, u, &argv)) != 0)
@@ -732,9 +733,15 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+	/* The unit gets our mask, but never SIGINT/SIGTERM blocked: a program
+	 * that reads them from a signalfd blocks them, and the units must
+	 * still stop when we send SIGTERM. */
+	child_mask = old_mask;
+	(void)sigdelset(&child_mask, SIGINT);
+	(void)sigdelset(&child_mask, SIGTERM);
 	pid = fork_child();
 	if (pid == 0)
-		child_exec(path, argv, env, r->null_fd, outfd[1], errfd[1], repfd[1], &old_mask);
+		child_exec(path, argv, env, r->null_fd, outfd[1], errfd[1], repfd[1], &child_mask);
 	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	close(outfd[1]);
 	close(errfd[1]);
