@@ -493,6 +493,32 @@ static void the_child_runs_no_atfork_handler(void **state)
 #endif
 }
 
+/* The embedding program's stdio streams are its own: starting units
+ * flushes none of them (one could be a full pipe, and block us). */
+static void starting_units_flushes_no_stream_of_the_program(void **state)
+{
+	fixture *f = setup_plan("1d", 1);
+	faucet_backfill_result res;
+	char buf[64];
+	int fds[2];
+	FILE *out;
+	(void)state;
+
+	assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+	out = fdopen(fds[1], "w");
+	assert_non_null(out);
+	assert_int_equal(setvbuf(out, NULL, _IOFBF, 4096), 0);
+	assert_true(fputs("buffered, unflushed", out) >= 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(res.done, 1);
+	assert_int_equal(read(fds[0], buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fclose(out), 0); /* now it is flushed, by its owner */
+	assert_int_equal(read(fds[0], buf, sizeof(buf)), (ssize_t)strlen("buffered, unflushed"));
+	close(fds[0]);
+	teardown(f);
+}
+
 /* ---- an embedding program's own SIGCHLD --------------------------------------------- */
 
 static void reap_everything(int signo)
@@ -1274,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(a_host_and_the_legacy_switches_do_not_mix),
 		cmocka_unit_test(the_child_runs_no_atfork_handler),
 		cmocka_unit_test(sigchld_set_by_the_embedder),
+		cmocka_unit_test(starting_units_flushes_no_stream_of_the_program),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -728,7 +728,9 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 	}
 	if ((rc = make_pipes(outfd, errfd, repfd)) != 0)
 		goto out;
-	(void)fflush(NULL);
+	/* No fflush(NULL) first: the child execs or _exits, so it never
+	 * flushes a copy of our stdio buffers, and flushing the embedding
+	 * program's streams (one may be a full pipe) is not ours to do. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
