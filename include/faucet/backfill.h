@@ -305,8 +305,8 @@ typedef struct faucet_backfill_host {
 	 * = none: stop_requested is then asked at least every 200 ms while
 	 * units run. */
 	int (*stop_fd)(void *ctx);
-	/* Asked whenever the runner wakes, until it returns 0: each non-zero
-	 * return is one stop request, given as the signal number that stands
+	/* Asked whenever the runner wakes, until it returns 0 (or less): each
+	 * positive return is one stop request, given as the signal number that stands
 	 * for it (reported as result->signal, and exit_code 128 + it).  The
 	 * first request stops new units and sends SIGTERM to the running
 	 * units' process groups (they stay pending); a second sends SIGKILL. */
