@@ -6,8 +6,9 @@
 #   scripts/mutate.sh --list     only list the mutants
 #
 # The mutants:
-#   - every fsync()/fdatasync() call in src/ (through the system-call seam or
-#     direct) replaced by "0": the call is skipped and reports success;
+#   - every fsync()/fdatasync()/syncfs() call in src/ (through the
+#     system-call seam or direct) replaced by "0": the call is skipped and
+#     reports success;
 #   - the durable-write helper's sync of its temp file moved after the rename;
 #   - every directory sync (the helpers that fsync a directory) skipped;
 #   - SQLite opened with synchronous=OFF, and with synchronous=NORMAL.
@@ -29,7 +30,7 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 mutants() {
   # Calls of fsync/fdatasync (not their declarations, table entries or
   # comments): a "(" follows the name.
-  grep -n -E '(->|\b)f(data)?sync\(' -r src --include=*.c |
+  grep -n -E '(->|\b)(f(data)?sync|syncfs)\(' -r src --include=*.c |
     grep -v -E '^\S+:[0-9]+:\s*(/\*|\*)' |
     grep -v -E 'static (int|ssize_t)' |
     awk -F: '{printf "%s\t%s\tskip-fsync\n", $1, $2}' || true
@@ -69,7 +70,7 @@ def skipped(m):
 ARGS = r'\((?P<args>[^()]*(\([^()]*\))?[^()]*)\)'
 if kind == 'skip-fsync':
     # The call with its receiver: faucet__sys()->fsync(fd), sys->fsync(fd), fsync(fd).
-    sub_line(r'([A-Za-z_]\w*(\(\))?\s*->\s*|\b)f(data)?sync' + ARGS, skipped)
+    sub_line(r'([A-Za-z_]\w*(\(\))?\s*->\s*|\b)(f(data)?sync|syncfs)' + ARGS, skipped)
 elif kind == 'skip-dir-sync':
     sub_line(r'\b(' + sys.argv[4] + r')' + ARGS, skipped)
 elif kind == 'sqlite-sync-off':

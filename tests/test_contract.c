@@ -18,6 +18,8 @@ static const contract_backend backends[] = {
 	{"sqlite", "sqlite:{tmp}/state.db", 1, 1, 1},
 	{"postgres", "${FAUCET_TEST_PG_URL}?table=contract_{uniq}", 1, 0, 1},
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1},
+	/* Again with the namespace index kept and listed from. */
+	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}&index=true", 1, 1, 1},
 };
 
 static int wanted(const char *name, int argc, char **argv)

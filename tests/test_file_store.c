@@ -837,6 +837,40 @@ static void a_legacy_file_loses_to_the_current_one(void **state)
 	free(legacy);
 }
 
+/* A point operation looks only for its own key's legacy file: the first
+ * get or put of a store no longer reads the whole directory (330 ms at a
+ * million keys), so another key's legacy file stays where it is until that
+ * key is used or the store is listed. */
+static void point_operations_migrate_only_their_own_key(void **state)
+{
+	fixture *f = *state;
+	char *a = tu_join(f->dir, "Alpha%3Ax.json"), *b = tu_join(f->dir, "Beta%3Ax.json");
+	faucet_strarray keys = {NULL, 0};
+
+	tu_write_file(a, "1", 1);
+	tu_write_file(b, "2", 1);
+	tu_put(f->s, "p::other", "3");
+	tu_assert_value(f->s, "p::other", "3");
+	assert_true(tu_exists(a));
+	assert_true(tu_exists(b));
+	/* Alpha's get moves only Alpha's file. */
+	tu_assert_value(f->s, "Alpha:x", "1");
+	assert_false(tu_exists(a));
+	assert_true(tu_exists(b));
+	/* A delete of a key that lives only under its legacy name removes it
+	 * for good: the next get must not find the legacy file again. */
+	assert_int_equal(faucet_store_delete(f->s, "Beta:x"), 0);
+	assert_false(tu_exists(b));
+	tu_assert_value(f->s, "Beta:x", NULL);
+	/* The listing migrates what it walks. */
+	tu_write_file(b, "4", 1);
+	list_into(f->s, "", &keys);
+	tu_assert_strings(&keys, "Alpha:x", "Beta:x", "p::other", NULL);
+	faucet_strarray_dispose(&keys);
+	free(a);
+	free(b);
+}
+
 static void a_failed_migration_is_reported_and_retried(void **state)
 {
 	fixture *f = *state;
@@ -1303,6 +1337,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_removed_root_is_recreated_and_a_replaced_one_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(legacy_named_files_are_read_and_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_legacy_file_loses_to_the_current_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(point_operations_migrate_only_their_own_key, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_failed_migration_is_reported_and_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_ignores_temp_foreign_and_hidden_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_sorts_many_keys_in_byte_order, setup, teardown),

@@ -199,11 +199,12 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	snprintf(url, sizeof(url), "postgres://faucet:wrong-secret-pw@127.0.0.1:%d/postgres",
 		 ts_closed_port());
 	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("postgres state store postgres://faucet:***@127.0.0.1");
 	tu_assert_error_contains("cannot connect");
 	ts_assert_no_secret(faucet_error_last()->message);
-	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_ERROR);
+	/* Nothing was sent: a write that could not connect is not "unknown". */
+	assert_int_equal(faucet_store_put(s, "k", v), FAUCET_EUNAVAILABLE);
 	ts_assert_check_fails_without_secrets(s);
 	faucet_store_free(s);
 	faucet_value_free(v);
@@ -450,6 +451,75 @@ static void a_restarted_server_is_reconnected(void **state)
 	faucet_store_free(s);
 }
 
+typedef struct {
+	size_t seen;
+	char table[64];
+} drop_ctx;
+
+/* At the first entry, end the server process that streams them (another
+ * session's pg_terminate_backend, as an administrator or a failover would). */
+static int drop_on_first(const char *key, const faucet_value *value, void *arg)
+{
+	drop_ctx *d = arg;
+	char sql[256], *out;
+
+	(void)key;
+	(void)value;
+	if (d->seen++ == 0) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+			 "WHERE query LIKE 'COPY (SELECT key, value::text FROM \"%s\"%%';",
+			 d->table);
+		out = psql(sql);
+		assert_string_equal(out, "1");
+		free(out);
+	}
+	return 0;
+}
+
+/* A connection dropped in the middle of a streamed read is an error that
+ * says so - FAUCET_EUNAVAILABLE, naming the table - never a short but
+ * "complete" listing, and the store works again at once. */
+static void a_stream_cut_mid_way_is_an_error(void **state)
+{
+	enum { N = 200000, CHUNK = 5000 };
+	faucet_entry *e = calloc(CHUNK, sizeof(*e));
+	char (*names)[32] = calloc(CHUNK, sizeof(*names));
+	faucet_value *v = tu_v("{\"cursor\":\"2026-11-30T00:00:00+00:00\",\"n\":123456789}");
+	drop_ctx d = {0, ""};
+	faucet_store *s;
+	faucet_value *out = NULL;
+	char sql[128];
+
+	(void)state;
+	assert_non_null(e);
+	assert_non_null(names);
+	snprintf(d.table, sizeof(d.table), "cut_%d", getpid());
+	s = open_table(d.table, NULL);
+	for (int from = 0; from < N; from += CHUNK) {
+		for (int i = 0; i < CHUNK; i++) {
+			snprintf(names[i], sizeof(names[i]), "p::k%07d", from + i);
+			e[i].key = names[i];
+			e[i].value = v;
+		}
+		assert_int_equal(faucet_store_put_batch(s, e, CHUNK), 0);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "p::", drop_on_first, &d), FAUCET_EUNAVAILABLE);
+	assert_true(d.seen >= 1);
+	assert_true(d.seen < N);
+	tu_assert_error_contains("cannot read the entries");
+	tu_assert_error_contains(d.table);
+	assert_int_equal(faucet_store_get(s, "p::k0000001", &out), 0);
+	assert_true(faucet_value_equal(out, v));
+	faucet_value_free(out);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE \"%s\";", d.table);
+	free(psql(sql));
+	faucet_value_free(v);
+	free(names);
+	free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +533,7 @@ int main(void)
 		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
 		cmocka_unit_test(a_batch_updates_existing_keys_and_inserts_new_ones),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
 

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -185,7 +188,7 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	(void)state;
 	snprintf(url, sizeof(url), "redis://:wrong-secret-pw@127.0.0.1:%d/0", ts_closed_port());
 	assert_int_equal(faucet_store_open_url(&s, url), 0); /* lazily connected */
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("redis state store redis://:***@127.0.0.1");
 	tu_assert_error_contains("cannot connect");
 	ts_assert_no_secret(faucet_error_last()->message);
@@ -193,10 +196,187 @@ static void an_unreachable_server_fails_fast_and_clearly(void **state)
 	faucet_store_free(s);
 }
 
+/* A server that accepts the connection but never answers (hung, or a
+ * black-holed port behind a load balancer): the command times out and
+ * says so, FAUCET_ETIMEOUT - not "unavailable", which invites a quick
+ * retry.  Takes the command timeout (10 s). */
+static void a_server_that_never_answers_is_a_timeout(void **state)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	char url[128];
+	faucet_store *s = NULL;
+	faucet_value *out = NULL;
+
+	(void)state;
+	assert_true(lfd >= 0);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	assert_int_equal(listen(lfd, 4), 0); /* the kernel completes the handshake */
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&addr, &alen), 0);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0?namespace=t", ntohs(addr.sin_port));
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ETIMEOUT);
+	assert_null(out);
+	tu_assert_error_contains("redis state store");
+	faucet_store_free(s);
+	(void)close(lfd);
+}
+
 static void a_wrong_password_is_refused_without_showing_it(void **state)
 {
 	(void)state;
 	ts_assert_wrong_password_refused("FAUCET_TEST_REDIS_URL", "authentication failed");
+}
+
+static faucet_store *open_indexed(const char *ns)
+{
+	char url[512];
+	faucet_store *s = NULL;
+
+	snprintf(url, sizeof(url), "%s?namespace=%s&index=true", ts_env("FAUCET_TEST_REDIS_URL"),
+		 ns);
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("open %s: %s", url, faucet_error_last()->message);
+	return s;
+}
+
+/* The status of the probe called `name` in a doctor report of s. */
+static faucet_probe_status probe_status(faucet_store *s, const char *name, char *reason,
+					size_t cap)
+{
+	faucet_check_context ctx = {.timeout_ms = 5000};
+	faucet_check_report *r = NULL;
+	faucet_probe_status st = FAUCET_PROBE_SKIP;
+	int seen = 0;
+
+	assert_int_equal(faucet_store_check(s, &ctx, &r), 0);
+	for (size_t i = 0; i < faucet_check_report_count(r); i++) {
+		const faucet_probe *p = faucet_check_report_probe(r, i);
+		if (strcmp(p->name, name) == 0) {
+			st = p->status;
+			snprintf(reason, cap, "%s", p->reason ? p->reason : "");
+			seen = 1;
+		}
+	}
+	faucet_check_report_free(r);
+	assert_true(seen);
+	return st;
+}
+
+/* Our writes keep the index (the sorted set holds exactly our keys, in
+ * byte order); a key written behind its back is not listed, doctor
+ * reports the drift, reindex repairs it both ways. */
+static void the_namespace_index_is_kept_checked_and_rebuilt(void **state)
+{
+	char ns[64], args[256], reason[512], *out;
+	faucet_store *s;
+	faucet_value *v = tu_v("{\"n\":1}"), *two = tu_v("2");
+	faucet_strarray keys = {0};
+	faucet_entry batch[2] = {{"p::b1", v}, {"p::b2", v}};
+	size_t added = 0, removed = 0;
+	int written = 0;
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "idx%d", getpid());
+	s = open_indexed(ns);
+	assert_int_equal(faucet_store_put(s, "p::a", v), 0);
+	assert_int_equal(faucet_store_put_batch(s, batch, 2), 0);
+	assert_int_equal(faucet_store_compare_and_put(s, "p::c", NULL, v, &written), 0);
+	assert_true(written);
+	assert_int_equal(faucet_store_put(s, "p::gone", v), 0);
+	assert_int_equal(faucet_store_delete(s, "p::gone"), 0);
+	assert_int_equal(faucet_store_compare_and_delete(s, "p::c", v, &written), 0);
+	assert_true(written);
+	snprintf(args, sizeof(args), "ZRANGE %s.index 0 -1", ns);
+	out = cli(0, args);
+	assert_string_equal(out, "p::a\np::b1\np::b2");
+	free(out);
+	assert_int_equal(probe_status(s, "index", reason, sizeof(reason)), FAUCET_PROBE_PASS);
+
+	/* Written by someone else: a key not in the index, a member with no
+	 * key. */
+	snprintf(args, sizeof(args), "SET %s:p::foreign 7", ns);
+	free(cli(0, args));
+	snprintf(args, sizeof(args), "ZADD %s.index 0 p::ghost", ns);
+	free(cli(0, args));
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::a", "p::b1", "p::b2", "p::ghost", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(probe_status(s, "index", reason, sizeof(reason)), FAUCET_PROBE_WARN);
+	assert_non_null(strstr(reason, "1 key(s) missing from it (first: 'p::foreign')"));
+	assert_non_null(strstr(reason, "1 member(s) whose key no longer exists (first: 'p::ghost')"));
+
+	assert_int_equal(faucet_store_reindex(s, &added, &removed), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(removed, 1);
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	tu_assert_strings(&keys, "p::a", "p::b1", "p::b2", "p::foreign", NULL);
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(probe_status(s, "index", reason, sizeof(reason)), FAUCET_PROBE_PASS);
+	/* A second run has nothing to do. */
+	assert_int_equal(faucet_store_reindex(s, &added, &removed), 0);
+	assert_int_equal(added + removed, 0);
+	/* A prefix lists only its keys, from the index. */
+	assert_int_equal(faucet_store_put(s, "p::b", two), 0);
+	assert_int_equal(faucet_store_put(s, "p:", two), 0);
+	assert_int_equal(faucet_store_list(s, "p::b", &keys), 0);
+	tu_assert_strings(&keys, "p::b", "p::b1", "p::b2", NULL);
+	faucet_strarray_dispose(&keys);
+
+	const char *all[] = {"p::a", "p::b", "p::b1", "p::b2", "p::foreign", "p:"};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		assert_int_equal(faucet_store_delete(s, all[i]), 0);
+	snprintf(args, sizeof(args), "EXISTS %s.index", ns);
+	out = cli(0, args);
+	assert_string_equal(out, "0"); /* the last ZREM removed the empty set */
+	free(out);
+	faucet_store_free(s);
+
+	/* Without index=true reindex is refused, and an index left lying
+	 * around is a warning. */
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	assert_int_equal(faucet_store_reindex(s, NULL, NULL), FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("index=true");
+	snprintf(args, sizeof(args), "ZADD %s.index 0 p::x", ns);
+	free(cli(0, args));
+	assert_int_equal(probe_status(s, "index", reason, sizeof(reason)), FAUCET_PROBE_WARN);
+	assert_non_null(strstr(reason, "without index=true"));
+	snprintf(args, sizeof(args), "DEL %s.index", ns);
+	free(cli(0, args));
+	assert_int_equal(probe_status(s, "index", reason, sizeof(reason)), FAUCET_PROBE_PASS);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	faucet_value_free(two);
+}
+
+/* A key holding a list is an error for get_many too, never an absent
+ * bookmark (MGET answers nil for it). */
+static void get_many_refuses_a_key_that_is_not_a_string(void **state)
+{
+	char ns[64], args[256];
+	faucet_store *s;
+	faucet_value *v = tu_v("1"), *out[2] = {NULL, NULL};
+	const char *keys[2] = {"p::ok", "p::list"};
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "gm%d", getpid());
+	snprintf(args, sizeof(args), "RPUSH %s:p::list x", ns);
+	free(cli(0, args));
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	assert_int_equal(faucet_store_put(s, "p::ok", v), 0);
+	assert_int_equal(faucet_store_get_many(s, keys, 2, out), FAUCET_ERROR);
+	tu_assert_error_contains("'p::list'");
+	tu_assert_error_contains("not a string");
+	assert_null(out[0]);
+	assert_null(out[1]);
+	assert_int_equal(faucet_store_delete(s, "p::ok"), 0);
+	assert_int_equal(faucet_store_delete(s, "p::list"), 0);
+	faucet_store_free(s);
+	faucet_value_free(v);
 }
 
 static void a_restarted_server_is_reconnected(void **state)
@@ -220,7 +400,10 @@ int main(void)
 		cmocka_unit_test(bad_stored_values_are_clear_errors),
 		cmocka_unit_test(bad_options_are_config_errors),
 		cmocka_unit_test(an_unreachable_server_fails_fast_and_clearly),
+		cmocka_unit_test(a_server_that_never_answers_is_a_timeout),
 		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
+		cmocka_unit_test(the_namespace_index_is_kept_checked_and_rebuilt),
+		cmocka_unit_test(get_many_refuses_a_key_that_is_not_a_string),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
 

@@ -7,7 +7,9 @@
  *
  *   compare-and-put  read, compare, write - not atomic across processes
  *   compare-and-delete  read, compare, delete - likewise
- *   put_batch        one put after another - an error leaves a prefix written
+ *   put_batch        in order, by the backend's put_many (one durability barrier
+ *                    for the file store) or one put after another - an error
+ *                    leaves a prefix written
  *   list, scan       each from the other; with neither, FAUCET_EUNSUPPORTED
  *                    "this state store cannot enumerate its keys"
  *   check            one skipped probe "no check implemented"
@@ -71,6 +73,7 @@ typedef struct {
 	int max_connections;        /* postgres, redis: pool size, 0 = default (5) */
 	const char *namespace_name; /* redis: NULL = "faucet"; non-empty, no ':' */
 	const faucet_encryption_options *encryption; /* file: NULL = plaintext */
+	int redis_index; /* redis: 1 = keep and use the namespace index ("{ns}.index"); 0 = SCAN */
 } faucet_store_config;
 
 /* Open the store a config describes.  An unknown type is FAUCET_ECONFIG
@@ -79,7 +82,7 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *cfg)
 
 /* Open a store by URL: "memory:", "file:PATH", "sqlite:PATH",
  * "postgres://...?table=t&ensure_table=true&max_connections=5",
- * "redis://host:port/0?namespace=ns".  faucet's own options are taken off
+ * "redis://host:port/0?namespace=ns&index=true".  faucet's own options are taken off
  * the query before the URL reaches the driver.  An unknown scheme is
  * FAUCET_ECONFIG listing the known ones. */
 int faucet_store_open_url(faucet_store **out, const char *url);
@@ -124,6 +127,22 @@ typedef int (*faucet_key_fn)(const char *key, void *ctx);
  * use the store; on SQLite the scan holds one pooled connection meanwhile. */
 int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, void *ctx);
 
+/* Called by faucet_store_scan_entries for each entry; key and value are
+ * borrowed until it returns (take a reference to keep the value).  Return
+ * 0 to go on, anything else to stop. */
+typedef int (*faucet_entry_fn)(const char *key, const faucet_value *value, void *ctx);
+
+/* Every entry whose key starts with `prefix`, keys in byte order, handed to
+ * fn one at a time: what an export reads.  Where the backend streams (the
+ * PostgreSQL store reads one ordered query through a cursor) nothing is
+ * listed first and memory stays flat; elsewhere the keys are listed and
+ * read a chunk at a time with faucet_store_get_many, and a key deleted
+ * meanwhile is skipped.  Returns 0 after the last entry, fn's value when it
+ * stopped the scan, or a FAUCET_E* error.  fn may read the store but should
+ * not write under the prefix while the scan runs. */
+int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+			      void *ctx);
+
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */
 int faucet_store_compare_and_put(faucet_store *s, const char *key,
@@ -156,6 +175,15 @@ int faucet_store_supports_atomic_batch(const faucet_store *s);
  * the outcomes.  Needs a store that can list its keys. */
 int faucet_store_rewrite_all(faucet_store *s, const char *prefix, size_t *rewritten,
 			     size_t *skipped);
+
+/* Rebuild a store's key index from its entries: a Redis store opened with
+ * index=true (see README) keeps a sorted set of its namespace's keys that
+ * only its own writes maintain; after writes by anyone else (the original
+ * faucet, redis-cli) this makes it agree with a SCAN again, key by key and
+ * atomically, so it is safe while others write.  *added / *removed (may be
+ * NULL) count the members changed.  A store without an index is
+ * FAUCET_EUNSUPPORTED. */
+int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed);
 
 /* ---- key migration ---------------------------------------------------- */
 

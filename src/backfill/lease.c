@@ -32,15 +32,7 @@
 
 char *faucet_bf__lease_holder(void)
 {
-	char host[256] = "localhost", rnd[17];
-
-	if (gethostname(host, sizeof(host)) != 0)
-		(void)snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	if (faucet__random_hex(rnd, 8) != 0)
-		return NULL;
-	rnd[16] = '\0';
-	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
+	return faucet__holder_id();
 }
 
 static int lease_value(faucet_value **out, const char *holder, int64_t expires_at)

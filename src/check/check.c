@@ -124,6 +124,31 @@ int faucet__check_report_probe(faucet_check_report *r, const char *name, int fai
 				       faucet__now_ms() - start_ms, failed ? hint : NULL);
 }
 
+int faucet__check_durability_verdict(faucet_check_report *r, faucet_buf *bad, uint64_t start_ms,
+				     const char *risk, const char *hint)
+{
+	char *reason;
+	int rc;
+
+	if (bad->failed) {
+		faucet_buf_dispose(bad);
+		return FAUCET_ENOMEM;
+	}
+	if (bad->len == 0) {
+		faucet_buf_dispose(bad);
+		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
+					       faucet__now_ms() - start_ms, NULL);
+	}
+	reason = faucet__sprintf("the server is configured with %s: %s", bad->ptr, risk);
+	faucet_buf_dispose(bad);
+	if (reason == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
+				     faucet__now_ms() - start_ms, hint);
+	free(reason);
+	return rc;
+}
+
 int faucet__sentinel_round_trip(faucet_store_backend *b)
 {
 	static const char probe_json[] = "{\"faucet_doctor\":true}";

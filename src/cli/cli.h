@@ -236,6 +236,7 @@ const char *cli_previous_key_env_list(cli_context *ctx);
  * returned: 2 for a bad or state-less config, 1 when the store failed. */
 int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
 			  const char **label);
+int cli_state_reindex(cli_context *ctx, int argc, char **argv);
 
 /* Whether the store cli_open_store() opened has an encryption key. */
 int cli_store_is_encrypted(const cli_context *ctx);

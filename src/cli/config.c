@@ -546,7 +546,7 @@ static const struct {
 	{"file", "path, encryption"},
 	{"sqlite", "path"},
 	{"postgres", "url, table, ensure_table, max_connections"},
-	{"redis", "url, namespace, max_connections"},
+	{"redis", "url, namespace, index, max_connections"},
 };
 
 /* A field of another backend (type: file with table:) is an error naming
@@ -583,7 +583,8 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 static int load_state_config(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"path", "url", "table", "ensure_table",
-					     "max_connections", "namespace", "encryption", NULL};
+					     "max_connections", "namespace", "index", "encryption",
+					     NULL};
 	cli_config *c = l->cfg;
 	yaml_node_t *v;
 	int rc;
@@ -609,6 +610,8 @@ static int load_state_config(loader *l, yaml_node_t *node)
 	if (rc == 0 && (v = field_of(l, node, "max_connections", NULL)) != NULL)
 		rc = read_int(l, v, "state.config.max_connections", 1, 10000,
 			      &c->state_max_connections);
+	if (rc == 0 && (v = field_of(l, node, "index", NULL)) != NULL)
+		rc = read_bool(l, v, "state.config.index", &c->state_redis_index);
 	if (rc == 0 && (v = field_of(l, node, "encryption", NULL)) != NULL) {
 		if (c->state_type != NULL && strcmp(c->state_type, "file") != 0 && !node_is_null(v))
 			return node_error(l, v,
@@ -884,6 +887,7 @@ void cli_config_store(const cli_config *c, faucet_store_config *cfg,
 	cfg->ensure_table = c->state_ensure_table;
 	cfg->max_connections = c->state_max_connections;
 	cfg->namespace_name = c->state_namespace;
+	cfg->redis_index = c->state_redis_index;
 	if (c->has_encryption) {
 		enc->key = c->encryption_key;
 		enc->previous_keys = (const char *const *)c->encryption_previous_keys.strings;

@@ -28,6 +28,7 @@ typedef struct cli_config {
 	int state_ensure_table;    /* postgres: 0 default, 1 true, -1 false */
 	int state_max_connections; /* postgres, redis: 0 default, else >= 1 */
 	char *state_namespace;     /* redis, or NULL */
+	int state_redis_index;     /* redis: index: true */
 
 	/* `state.config.encryption` (file store).  The key is either given
 	 * (usually as ${env:VAR}) or named by `key_env`; it is resolved at load

@@ -19,7 +19,7 @@ static const char usage[] =
 	"Inspect, move and repair the durable state of faucet pipelines.\n"
 	"\n"
 	"Commands:\n"
-	"  state list|show|get|put|delete|export|import|copy|rekey\n"
+	"  state list|show|get|put|delete|export|import|copy|rekey|reindex\n"
 	"                     read and write state keys (see 'faucet state --help')\n"
 	"  doctor             run the state store's health probes\n"
 	"  backfill           re-run a pipeline over a past range (see 'faucet backfill --help')\n"

@@ -36,6 +36,7 @@ static const char state_help[] =
 	"  runs PIPELINE [--row R]           the run history, newest first\n"
 	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
 	"                                    undo a run (the newest not yet undone)\n"
+	"  reindex                           rebuild a Redis store's namespace index\n"
 	"\n"
 	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
 	"--state/-c/--encryption-key-env/--previous-key-env, --json and --help\n"
@@ -51,6 +52,7 @@ static const subcommand subcommands[] = {
 	{"put", cli_state_put},       {"delete", cli_state_delete}, {"export", cli_state_export},
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
 	{"runs", cli_state_runs},     {"undo", cli_state_undo},
+	{"reindex", cli_state_reindex},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
@@ -67,7 +69,7 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 		return cli_print_help(state_help);
 	if (id == CLI_ARG_END)
 		return cli_usage_error("state", "missing subcommand (list, show, get, put, delete, "
-						"export, import, copy, rekey)");
+						"export, import, copy, rekey, reindex)");
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
 		if (strcmp(subcommands[i].name, arg) == 0)
 			return subcommands[i].run(ctx, argc - (it.next - 1), argv + (it.next - 1));

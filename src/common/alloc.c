@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -383,4 +384,16 @@ int faucet__random_hex(char *out, size_t n)
 	}
 	out[2 * n] = '\0';
 	return 0;
+}
+
+char *faucet__holder_id(void)
+{
+	char host[256] = "localhost", rnd[17];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		(void)snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	if (faucet__random_hex(rnd, 8) != 0)
+		return NULL;
+	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
 }

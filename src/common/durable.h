@@ -39,6 +39,34 @@ typedef struct {
  * and then the old file is untouched and no temp file is left. */
 int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len);
 
+/* One file of a faucet__durable_replace_many batch. */
+typedef struct {
+	const char *name;        /* the final name under the batch's directory */
+	const char *display;     /* its path for messages */
+	faucet_temp_namer namer; /* as in faucet_durable_target (NULL: default) */
+	void *namer_arg;
+	const void *bytes;
+	size_t len;
+} faucet_durable_item;
+
+/* Replace many files of one directory with one data barrier instead of an
+ * fsync each: every temp file is written, then one syncfs of the
+ * directory's filesystem makes all their data durable, then each is
+ * renamed over its final name in order and the directory is fsynced once.
+ * The crash guarantees of faucet__durable_replace hold for each file (old
+ * or new content, never torn; new once this returns 0); the batch as a
+ * whole is not atomic.  At most FAUCET_DURABLE_BATCH_MAX items (each holds
+ * an open, locked temp file until renamed).
+ *
+ * *committed receives how many leading items are in place.  Returns 0
+ * (all in place, durably); FAUCET_EUNKNOWN (all *committed in place, but
+ * the directory sync failed: they may not survive a crash); or another
+ * error: items before *committed are in place and durable, the others
+ * untouched, and no temp file is left. */
+#define FAUCET_DURABLE_BATCH_MAX 256
+int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
+				 size_t count, size_t *committed);
+
 /* Write a file the CLI produces outside a store (`export -o`, metrics).  An
  * existing target that is not a regular file (device, FIFO, socket,
  * symlink) is opened and written through, as a shell redirection would, and

@@ -85,6 +85,13 @@ int faucet__hex_digit(char c);
 int faucet__check_report_probe(faucet_check_report *r, const char *name, int failed,
 			       uint64_t start_ms, const char *hint);
 
+/* The "durability" probe of a server store from `bad`, the settings found
+ * against durable commits ("fsync=off, ..."; empty: none): a pass, or a
+ * warning naming them with `risk` (what can happen) and `hint`.  Disposes
+ * `bad`. */
+int faucet__check_durability_verdict(faucet_check_report *r, faucet_buf *bad, uint64_t start_ms,
+				     const char *risk, const char *hint);
+
 /* The doctor's sentinel probe through a backend's own slots: put a unique
  * key, read it back, delete it (also when the read failed: no residue) and
  * compare.  Returns 0 or the first failure, with its message. */
@@ -99,5 +106,9 @@ int faucet__random_bytes(void *buf, size_t n);
 
 /* Write `n` random bytes as 2n lower-case hex digits + NUL into out. */
 int faucet__random_hex(char *out, size_t n);
+
+/* "{host}:{pid}:{16 random hex}": who holds a lease (backfill units and
+ * invocation runs alike).  Caller frees; NULL when out of memory. */
+char *faucet__holder_id(void);
 
 #endif

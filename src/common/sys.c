@@ -20,7 +20,7 @@ static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
 }
 
 static const faucet_sys real_calls = {
-	real_openat, write, fsync, renameat, linkat, unlinkat, mkdirat, flock, close,
+	real_openat, write, fsync, renameat, linkat, unlinkat, mkdirat, flock, close, syncfs,
 };
 
 static _Atomic(const faucet_sys *) current = &real_calls;

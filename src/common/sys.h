@@ -27,6 +27,9 @@ typedef struct {
 	int (*mkdirat)(int dirfd, const char *name, mode_t mode);
 	int (*flock)(int fd, int op);
 	int (*close)(int fd);
+	/* Flush every file of fd's filesystem (Linux syncfs): one barrier for
+	 * a batch of files instead of an fsync each. */
+	int (*syncfs)(int fd);
 } faucet_sys;
 
 /* The table in use (never NULL). */

@@ -34,6 +34,7 @@
 #include <pwd.h>
 
 #include "run/run_internal.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
@@ -110,17 +111,6 @@ static int check_row(const char *pipeline, const char *row)
 	return rc;
 }
 
-static char *lease_holder(void)
-{
-	char host[256] = "localhost", rnd[17];
-
-	if (gethostname(host, sizeof(host)) != 0)
-		(void)snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	if (faucet__random_hex(rnd, 8) != 0)
-		return NULL;
-	return faucet__sprintf("%s:%ld:%s", host, (long)getpid(), rnd);
-}
 
 /* ---- the handle ------------------------------------------------------------------ */
 
@@ -546,7 +536,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	if ((rc = check_index(r)) != 0)
 		goto fail;
 	if (!opts->pipeline_level && !opts->no_lease) {
-		if ((r->holder = lease_holder()) == NULL) {
+		if ((r->holder = faucet__holder_id()) == NULL) {
 			rc = FAUCET_ENOMEM;
 			goto fail;
 		}
@@ -855,6 +845,16 @@ int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_v
 	return faucet_store_compare_and_delete(r->s, key, expected, deleted);
 }
 
+/* The keys of a batch (borrowed), for prepare_write().  Caller frees. */
+static const char **entry_keys(const faucet_entry *entries, size_t count)
+{
+	const char **keys = faucet__calloc(count, sizeof(*keys));
+
+	for (size_t i = 0; keys != NULL && i < count; i++)
+		keys[i] = entries[i].key;
+	return keys;
+}
+
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
 {
 	const char **keys;
@@ -862,14 +862,50 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
-	keys = faucet__calloc(count, sizeof(*keys));
-	if (keys == NULL)
+	if ((keys = entry_keys(entries, count)) == NULL)
 		return FAUCET_ENOMEM;
-	for (size_t i = 0; i < count; i++)
-		keys[i] = entries[i].key;
 	rc = prepare_write(r, keys, count);
 	free(keys);
 	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
+}
+
+int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
+			   size_t *written, size_t *unknown_from)
+{
+	const char **keys;
+	size_t ok = 0;
+	int rc, err;
+
+	*written = 0;
+	*unknown_from = 0;
+	if (count == 0)
+		return fence(r);
+	if ((keys = entry_keys(entries, count)) == NULL)
+		return FAUCET_ENOMEM;
+	rc = prepare_write(r, keys, count);
+	if (rc == 0) {
+		free(keys);
+		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	}
+	/* Some before-image cannot be recorded (a value that cannot be read,
+	 * a lost lease).  Find the first such key - the rare failure path may
+	 * write the marker once per key - and write the prefix before it, so
+	 * that the batch fails at that key exactly as a plain one would. */
+	while (ok < count && (err = prepare_write(r, &keys[ok], 1)) == 0)
+		ok++;
+	free(keys);
+	if (ok == count) /* it went away meanwhile: everything is recorded */
+		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	if (ok > 0) {
+		char *msg = faucet__strdup(faucet_error_last()->message);
+
+		rc = faucet__store_put_prefix(r->s, entries, ok, written, unknown_from);
+		if (rc == 0)
+			rc = faucet_error_set(err, "%s", msg != NULL ? msg : "out of memory");
+		free(msg);
+		return rc;
+	}
+	return err;
 }
 
 /* ---- end ----------------------------------------------------------------------------------- */

@@ -107,4 +107,12 @@ int run__index_value(const faucet_strarray *runs, faucet_value **out);
 char *run__key(const char *scope, const char *suffix);
 char *run__marker_key(const char *scope, const char *run);
 
+/* faucet_run_put_batch for a batch that is not all-or-nothing: the
+ * entries' before-images are recorded (one marker write), then the entries
+ * are written in order as faucet__store_put_prefix does, which says how
+ * many landed.  A key whose before-image cannot be recorded fails the batch
+ * there: the keys before it are written, it and those after are not. */
+int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
+			   size_t *written, size_t *unknown_from);
+
 #endif

@@ -34,6 +34,8 @@
 #include "export_internal.h"
 #include "json_check.h"
 #include <faucet/run.h>
+#include "open_internal.h"
+#include "run/run_internal.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -591,6 +593,47 @@ static int write_chunk(faucet_store *s, char **keys, size_t n, faucet_value **va
 	return rc;
 }
 
+/* The document being streamed from faucet_store_scan_entries. */
+typedef struct {
+	faucet_buf b;
+	FILE *out;
+	size_t written;
+	int pretty;
+} stream_out;
+
+#define STREAM_FLUSH 65536
+
+static int stream_entry(const char *key, const faucet_value *value, void *ctx)
+{
+	stream_out *so = ctx;
+
+	put_entry(&so->b, so->written == 0, key, value, so->pretty);
+	so->written++;
+	return so->b.len >= STREAM_FLUSH ? flush_out(&so->b, so->out) : 0;
+}
+
+/* A backend that streams its entries in order (PostgreSQL) is read in one
+ * pass: no listing first, no read per chunk. */
+static int export_streamed(faucet_store *s, const char *prefix, const char *pipeline,
+			   const char *exported_at, int pretty, FILE *out, size_t *count)
+{
+	stream_out so = {FAUCET_BUF_INIT, out, 0, pretty};
+	int rc;
+
+	put_header(&so.b, FAUCET_STATE_EXPORT_VERSION, pipeline, exported_at, pretty);
+	rc = flush_out(&so.b, out);
+	if (rc == 0)
+		rc = faucet_store_scan_entries(s, prefix, stream_entry, &so);
+	if (rc == 0) {
+		put_trailer(&so.b, so.written, pretty);
+		rc = flush_out(&so.b, out);
+	}
+	faucet_buf_dispose(&so.b);
+	if (rc == 0 && count != NULL)
+		*count = so.written;
+	return rc;
+}
+
 int faucet_export_write(faucet_store *s, const char *pipeline, const char *exported_at,
 			int pretty, FILE *out, size_t *count)
 {
@@ -610,6 +653,11 @@ int faucet_export_write(faucet_store *s, const char *pipeline, const char *expor
 	prefix = faucet_namespace_prefix(pipeline);
 	if (prefix == NULL)
 		return FAUCET_ENOMEM;
+	if (faucet__store_has_scan_entries(s)) {
+		rc = export_streamed(s, prefix, pipeline, exported_at, pretty, out, count);
+		free(prefix);
+		return rc;
+	}
 	rc = faucet_store_list(s, prefix, &keys);
 	free(prefix);
 	drop_bookkeeping(&keys);
@@ -682,6 +730,8 @@ static int report_failure(faucet_import_report *r, const char *what, const char 
 	r->error_code = err->code != 0 ? err->code : FAUCET_ERROR;
 	if (what == NULL)
 		r->error = faucet__strdup(err->message);
+	else if (key == NULL)
+		r->error = faucet__sprintf("%s: %s", what, err->message);
 	else
 		r->error = faucet__sprintf("%s '%s': %s", what, key, err->message);
 	return r->error ? IMPORT_STOPPED : FAUCET_ENOMEM;
@@ -725,20 +775,33 @@ static int write_chunk_entries(importer *imp)
 			stop = note_unknown(imp, first, imp->n) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
 		return stop;
 	}
-	/* One put at a time, so that a failure tells exactly which keys landed. */
-	for (size_t i = 0; i < imp->n; i++) {
-		rc = imp->run ? faucet_run_put(imp->run, imp->chunk[i].key, imp->chunk[i].value)
-			      : faucet_store_put(imp->s, imp->chunk[i].key, imp->chunk[i].value);
+	/* In order, so that a failure tells exactly which keys landed: a
+	 * prefix of the chunk (the file store writes it with one durability
+	 * barrier, others a put at a time).  Inside a run the chunk's
+	 * before-images are recorded first, in one marker write. */
+	{
+		size_t landed = 0, unknown_from = 0;
+
+		rc = imp->run ? faucet_run__put_prefix(imp->run, imp->chunk, imp->n, &landed,
+						       &unknown_from)
+			      : faucet__store_put_prefix(imp->s, imp->chunk, imp->n, &landed,
+							 &unknown_from);
 		if (rc == 0) {
-			imp->r->written.count++;
-			continue;
+			imp->r->written.count += imp->n;
+			return 0;
 		}
-		stop = report_failure(imp->r, "writing", imp->chunk[i].key);
+		imp->r->written.count += unknown_from;
+		/* The key that failed, or the first whose durability is unknown. */
+		stop = report_failure(imp->r, "writing",
+				      imp->chunk[rc == FAUCET_EUNKNOWN || landed >= imp->n ? unknown_from
+											  : landed]
+					      .key);
 		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
-			stop = note_unknown(imp, first + i, 1) == 0 ? IMPORT_STOPPED : FAUCET_ENOMEM;
+			stop = note_unknown(imp, first + unknown_from, landed - unknown_from) == 0
+				       ? IMPORT_STOPPED
+				       : FAUCET_ENOMEM;
 		return stop;
 	}
-	return 0;
 }
 
 static int flush_chunk(importer *imp)

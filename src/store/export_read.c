@@ -409,10 +409,11 @@ static int header_member(doc_in *in, header_state *h, const char *text, size_t l
 		h->exported_at_at = at;
 		if (len == 4 && memcmp(text, "null", 4) == 0)
 			return 0;
+		/* `text` points into the document: not NUL-terminated. */
 		if (text[0] != '"')
 			return faucet_error_set(FAUCET_EINVALID,
 						"malformed state export: `exported_at` must be a "
-						"string, got %.64s", text);
+						"string, got %.*s", (int)(len < 64 ? len : 64), text);
 		if ((rc = decode_string(text, len, &in->name, at)) != 0)
 			return rc;
 		h->out->exported_at = faucet_buf_detach(&in->name);

@@ -103,12 +103,12 @@ static int postgres_from_url(char *url, faucet_store_config *cfg)
 	return rc;
 }
 
-/* redis://[:password@]host:port/DB?namespace=ns */
+/* redis://[:password@]host:port/DB?namespace=ns&index=true */
 static int redis_from_url(char *url, faucet_store_config *cfg)
 {
-	static const char *const names[] = {"namespace", "max_connections"};
-	char *values[2];
-	int rc = faucet__url_take_params(url, names, values, 2);
+	static const char *const names[] = {"namespace", "max_connections", "index"};
+	char *values[3];
+	int rc = faucet__url_take_params(url, names, values, 3);
 
 	if (rc != 0)
 		return rc;
@@ -117,6 +117,8 @@ static int redis_from_url(char *url, faucet_store_config *cfg)
 	cfg->namespace_name = values[0];
 	if (values[1] != NULL)
 		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
+	if (rc == 0 && values[2] != NULL)
+		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
 	return rc;
 }
 
@@ -186,6 +188,8 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 		rc = given_twice("max_connections");
 	if (rc == 0 && from.namespace_name != NULL && cfg->namespace_name != NULL)
 		rc = given_twice("namespace");
+	if (rc == 0 && from.redis_index != 0 && cfg->redis_index != 0)
+		rc = given_twice("index");
 	if (rc == 0) {
 		merged.url = from.url;
 		if (from.table != NULL)
@@ -196,6 +200,8 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 			merged.max_connections = from.max_connections;
 		if (from.namespace_name != NULL)
 			merged.namespace_name = from.namespace_name;
+		if (from.redis_index != 0)
+			merged.redis_index = from.redis_index;
 		rc = be->open(out, &merged);
 	}
 	free(copy);

@@ -20,6 +20,17 @@ typedef struct {
 int faucet_store_open_sqlite(faucet_store **out, const char *path);
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
 int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+/* Write entries in order, by the backend's put_many or one put each; on
+ * error *written leading entries are in place, and with FAUCET_EUNKNOWN
+ * those from *unknown_from on may not be durable (either may be NULL). */
+int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_t count,
+			     size_t *written, size_t *unknown_from);
+
+/* Whether the store's backend streams faucet_store_scan_entries itself. */
+int faucet__store_has_scan_entries(const faucet_store *s);
+
+/* faucet_store_reindex of a Redis store (redis.c). */
+int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed);
 
 /* Remove the query options `names` (at most 8) from a URL copy in place;
  * values[i] points at option i's percent-decoded value, stored inside the

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 struct faucet_store {
@@ -31,7 +32,7 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
 					"state store backend version %d is not supported "
-					"(expected %d, or 2 without get_many, with get, put, del "
+					"(expected %d, or 2 and 3 without the later slots, with get, put, del "
 					"and free)",
 					version, FAUCET_STORE_BACKEND_VERSION);
 	}
@@ -185,6 +186,48 @@ int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, voi
 	return rc;
 }
 
+#define SCAN_ENTRIES_CHUNK 256
+
+/* The default: the listing, read a chunk at a time. */
+static int scan_entries_by_list(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+				void *ctx)
+{
+	faucet_strarray keys = {NULL, 0};
+	faucet_value *values[SCAN_ENTRIES_CHUNK];
+	int rc = faucet_store_list(s, prefix, &keys);
+
+	for (size_t from = 0; rc == 0 && from < keys.count; from += SCAN_ENTRIES_CHUNK) {
+		size_t n = keys.count - from < SCAN_ENTRIES_CHUNK ? keys.count - from
+								   : SCAN_ENTRIES_CHUNK;
+
+		rc = faucet_store_get_many(s, (const char *const *)keys.strings + from, n, values);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			if (values[i] != NULL)
+				rc = fn(keys.strings[from + i], values[i], ctx);
+		}
+		for (size_t i = 0; i < n; i++)
+			faucet_value_free(values[i]);
+	}
+	faucet_strarray_dispose(&keys);
+	return rc;
+}
+
+int faucet__store_has_scan_entries(const faucet_store *s)
+{
+	return s->backend->version >= 4 && s->backend->scan_entries != NULL;
+}
+
+int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+			      void *ctx)
+{
+	if (s == NULL || fn == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_scan_entries: NULL argument");
+	prefix = prefix ? prefix : "";
+	if (faucet__store_has_scan_entries(s))
+		return s->backend->scan_entries(s->backend, prefix, fn, ctx);
+	return scan_entries_by_list(s, prefix, fn, ctx);
+}
+
 int faucet_store_compare_and_put(faucet_store *s, const char *key,
 				 const faucet_value *expected,
 				 const faucet_value *value, int *written)
@@ -262,13 +305,34 @@ int faucet_store_put_batch(faucet_store *s, const faucet_entry *entries, size_t 
 	}
 	if (s->backend->put_batch != NULL)
 		return s->backend->put_batch(s->backend, entries, count);
-	/* Default: one by one; an error leaves the entries before it written. */
-	for (size_t i = 0; i < count; i++) {
-		int rc = s->backend->put(s->backend, entries[i].key, entries[i].value);
-		if (rc != 0)
-			return rc;
+	/* Default: in order; an error leaves the entries before it written. */
+	return faucet__store_put_prefix(s, entries, count, NULL, NULL);
+}
+
+int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_t count,
+			     size_t *written, size_t *unknown_from)
+{
+	size_t w = 0, u = 0;
+	int rc = 0;
+
+	if (s->backend->version >= 4 && s->backend->put_many != NULL) {
+		rc = s->backend->put_many(s->backend, entries, count, &w, &u);
+	} else {
+		for (; w < count; w++) {
+			rc = s->backend->put(s->backend, entries[w].key, entries[w].value);
+			if (rc != 0)
+				break;
+		}
+		/* A put whose outcome is unknown may have landed. */
+		u = w;
+		if (rc == FAUCET_EUNKNOWN)
+			w++;
 	}
-	return 0;
+	if (written != NULL)
+		*written = w;
+	if (unknown_from != NULL)
+		*unknown_from = u;
+	return rc;
 }
 
 int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
@@ -284,4 +348,26 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 	if (s->backend->check == NULL)
 		return faucet_check_report_not_implemented(out);
 	return s->backend->check(s->backend, ctx, out);
+}
+
+/* Only the Redis store keeps an index today; a slot in the backend struct
+ * would make every backend author think about one. */
+int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed)
+{
+	size_t a = 0, r = 0;
+	int rc;
+
+	if (s == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_reindex: NULL store");
+	if (strcmp(faucet_store_backend_name(s), "redis") != 0)
+		return faucet_error_set(FAUCET_EUNSUPPORTED,
+					"the %s store keeps no key index; only a Redis store "
+					"opened with index=true has one",
+					faucet_store_backend_name(s));
+	rc = faucet__redis_reindex(s->backend, &a, &r);
+	if (added != NULL)
+		*added = a;
+	if (removed != NULL)
+		*removed = r;
+	return rc;
 }

@@ -105,17 +105,59 @@ static int pg_fail(const pg_store *s, int code, const char *what, const char *wh
 	return code;
 }
 
+/* The code of a failed statement: the server's SQLSTATE when it answered
+ * (57014 query_canceled is what statement_timeout raises; 57P01..57P03 are
+ * a server shutting down or starting up), else the connection's state - a
+ * connection gone bad without an answer is FAUCET_EUNAVAILABLE. */
+static int result_code(PGconn *c, const PGresult *res)
+{
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (state != NULL) {
+		if (strcmp(state, "57014") == 0)
+			return FAUCET_ETIMEOUT;
+		if (strncmp(state, "57P0", 4) == 0 || strncmp(state, "08", 2) == 0)
+			return FAUCET_EUNAVAILABLE;
+		if (strncmp(state, "28", 2) == 0)
+			return FAUCET_EAUTH;
+		return FAUCET_ERROR;
+	}
+	return PQstatus(c) == CONNECTION_BAD ? FAUCET_EUNAVAILABLE : FAUCET_ERROR;
+}
+
+/* The code of a connection attempt that failed.  libpq gives no SQLSTATE
+ * here, only its message: a refused password is the server's FATAL
+ * "password authentication failed" (or "no pg_hba.conf entry", access
+ * refused for this role), running out of connect_timeout is "timeout
+ * expired", and anything else that kept us from the server is
+ * FAUCET_EUNAVAILABLE. */
+static int connect_code(const char *msg)
+{
+	if (strstr(msg, "authentication failed") != NULL ||
+	    strstr(msg, "no pg_hba.conf entry") != NULL ||
+	    strstr(msg, "no password supplied") != NULL)
+		return FAUCET_EAUTH;
+	if (strstr(msg, "timeout expired") != NULL)
+		return FAUCET_ETIMEOUT;
+	if (strstr(msg, "does not exist") != NULL)
+		return FAUCET_ERROR; /* the database or role: a configuration error */
+	return FAUCET_EUNAVAILABLE;
+}
+
 /* Check a result; on failure set the last error and free it. */
 static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
 			const char *what)
 {
+	int code;
+
 	if (res != NULL && PQresultStatus(res) == want)
 		return 0;
-	(void)pg_fail(s, FAUCET_ERROR, what,
+	code = result_code(c, res);
+	(void)pg_fail(s, code, what,
 		      res != NULL && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 								 : PQerrorMessage(c));
 	PQclear(res);
-	return FAUCET_ERROR;
+	return code;
 }
 
 /* A write that failed: when the connection broke without an answer from
@@ -164,6 +206,9 @@ static const pg_statement statements[] = {
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 2},
 	{"faucet_del", "DELETE FROM {table} WHERE key = $1", 1},
+	/* Many keys in one round trip: = ANY compares like = does (the same
+	 * index, whatever the column's collation). */
+	{"faucet_get_many", "SELECT key, value::text FROM {table} WHERE key = ANY($1::text[])", 1},
 	/* starts_with() compares literally ('_' and '%' are not wildcards) and
 	 * COLLATE "C" orders by bytes whatever the database's collation. */
 	{"faucet_list",
@@ -229,8 +274,9 @@ static int ensure_table(pg_store *s, PGconn *c)
 	int missing, rc = 0;
 
 	res = exec_sql(c, "SELECT to_regclass($1) IS NULL", 1, params);
-	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table") != 0)
-		return FAUCET_ERROR;
+	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table");
+	if (rc != 0)
+		return rc;
 	missing = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	if (!missing)
@@ -269,8 +315,10 @@ static int prepare_statements(pg_store *s, PGconn *c)
 			return FAUCET_ENOMEM;
 		res = PQprepare(c, statements[i].name, sql, statements[i].nparams, NULL);
 		free(sql);
-		if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot prepare a statement") != 0)
-			return FAUCET_ERROR;
+		int prc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot prepare a statement");
+
+		if (prc != 0)
+			return prc;
 		PQclear(res);
 	}
 	return 0;
@@ -294,7 +342,7 @@ static int pg_connect(void *owner, void **out)
 	if (c == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "postgres state store: out of memory");
 	if (PQstatus(c) != CONNECTION_OK) {
-		rc = pg_fail(s, FAUCET_ERROR, "cannot connect", PQerrorMessage(c));
+		rc = pg_fail(s, connect_code(PQerrorMessage(c)), "cannot connect", PQerrorMessage(c));
 		PQfinish(c);
 		return rc;
 	}
@@ -452,8 +500,9 @@ static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out
 	int rc = 0;
 
 	*out = NULL;
-	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key") != 0)
-		return FAUCET_ERROR;
+	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key");
+	if (rc != 0)
+		return rc;
 	if (PQntuples(res) == 1 &&
 	    faucet_value_parse(out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0)) != 0)
 		rc = bad_stored_value(s, key);
@@ -513,6 +562,209 @@ static int pg_cas_on(pg_store *s, PGconn *c, const char *key, const faucet_value
 	return rc;
 }
 
+/* ---- many keys at once ------------------------------------------------ */
+
+/* A key of a get_many request and where its value goes. */
+typedef struct {
+	const char *key; /* first: faucet__find_sorted looks it up */
+	size_t slot;
+} pg_wanted;
+
+static int compare_wanted(const void *a, const void *b)
+{
+	int c = strcmp(((const pg_wanted *)a)->key, ((const pg_wanted *)b)->key);
+
+	if (c != 0)
+		return c;
+	return ((const pg_wanted *)a)->slot < ((const pg_wanted *)b)->slot ? -1 : 1;
+}
+
+/* The text[] literal {"k1","k2",...}.  Every element is quoted, so a key
+ * spelled NULL stays a string; state keys hold no '"' or '\', the only
+ * characters that would need escaping inside the quotes. */
+static char *key_array(const char *const *keys, size_t count)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_putc(&b, '{');
+	for (size_t i = 0; i < count; i++)
+		(void)faucet_buf_printf(&b, "%s\"%s\"", i ? "," : "", keys[i]);
+	(void)faucet_buf_putc(&b, '}');
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return NULL;
+	}
+	return faucet_buf_detach(&b);
+}
+
+/* Hand each row of a get_many result to every slot that asked for its key
+ * (a key may be asked for twice). */
+static int fill_slots(pg_store *s, PGresult *res, const pg_wanted *w, size_t count,
+		      faucet_value **out)
+{
+	for (int row = 0; row < PQntuples(res); row++) {
+		const char *key = PQgetvalue(res, row, 0);
+		int found = 0;
+		size_t at = faucet__find_sorted(w, count, sizeof(*w), key, &found);
+
+		/* The search lands on one of equal keys; start from the first. */
+		while (found && at > 0 && strcmp(w[at - 1].key, key) == 0)
+			at--;
+		for (; found && at < count && strcmp(w[at].key, key) == 0; at++) {
+			if (out[w[at].slot] != NULL)
+				continue;
+			if (faucet_value_parse(&out[w[at].slot], PQgetvalue(res, row, 1),
+					       (size_t)PQgetlength(res, row, 1)) != 0)
+				return bad_stored_value(s, key);
+		}
+	}
+	return 0;
+}
+
+static int pg_get_many_on(pg_store *s, PGconn *c, const char *const *keys, size_t count,
+			  faucet_value **out)
+{
+	pg_wanted *w = faucet__calloc(count, sizeof(*w));
+	char *array = key_array(keys, count);
+	const char *params[1] = {array};
+	PGresult *res = NULL;
+	int rc;
+
+	if (w == NULL || array == NULL) {
+		free(w);
+		free(array);
+		return FAUCET_ENOMEM;
+	}
+	for (size_t i = 0; i < count; i++) {
+		w[i].key = keys[i];
+		w[i].slot = i;
+	}
+	qsort(w, count, sizeof(*w), compare_wanted);
+	res = run_prepared(c, "faucet_get_many", 1, params);
+	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read keys");
+	if (rc == 0) {
+		rc = fill_slots(s, res, w, count, out);
+		PQclear(res);
+	}
+	for (size_t i = 0; rc != 0 && i < count; i++) {
+		faucet_value_free(out[i]);
+		out[i] = NULL;
+	}
+	free(w);
+	free(array);
+	return rc;
+}
+
+/* ---- streaming every entry under a prefix ------------------------------ */
+
+/* Undo COPY's text-format escaping of one field in place (PostgreSQL
+ * writes \\ \b \f \n \r \t \v; JSON text holds no raw control bytes, so
+ * in practice only doubled backslashes occur).  Returns the new length. */
+static size_t copy_unescape(char *p, size_t len)
+{
+	size_t r = 0, w = 0;
+
+	while (r < len) {
+		char c = p[r++];
+
+		if (c == '\\' && r < len) {
+			char e = p[r++];
+			switch (e) {
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 't': c = '\t'; break;
+			case 'v': c = '\v'; break;
+			default: c = e; break;
+			}
+		}
+		p[w++] = c;
+	}
+	return w;
+}
+
+/* One COPY row "key<TAB>value\n": parse the value, hand both to fn. */
+static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, void *ctx,
+			  int *stopped)
+{
+	char *tab = memchr(row, '\t', (size_t)len);
+	faucet_value *v = NULL;
+	size_t vlen;
+	int rc;
+
+	if (tab == NULL || len < 2 || row[len - 1] != '\n')
+		return pg_fail(s, FAUCET_ERROR, "cannot read the entries", "malformed COPY row");
+	*tab = '\0';
+	vlen = copy_unescape(tab + 1, (size_t)(len - 1) - (size_t)(tab + 1 - row));
+	if (faucet_value_parse(&v, tab + 1, vlen) != 0)
+		return bad_stored_value(s, row);
+	rc = fn(row, v, ctx);
+	faucet_value_free(v);
+	if (rc != 0)
+		*stopped = rc;
+	return 0;
+}
+
+/*
+ * One ordered query streamed with COPY ... TO STDOUT: a single snapshot of
+ * the namespace, and the server sends rows while we parse the ones before
+ * them - a cursor's FETCHes stop the server at every batch, which made the
+ * export twice as slow - and we hold one row at a time however large the
+ * namespace.  (A listing followed by reads of each chunk of keys costs an
+ * index probe per key, and a listing of a million keys alone is a result
+ * of a million rows.)  COPY takes no parameters, so the prefix goes in as a
+ * literal quoted by libpq.  JSONB prints with spaces after ':' and ','; the
+ * value's parse keeps the compact form.  When fn stops early, or anything
+ * fails, the connection is still inside the COPY and is dropped rather
+ * than drained (pg_broken).
+ */
+static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, faucet_entry_fn fn,
+			      void *ctx)
+{
+	char *literal = PQescapeLiteral(c, prefix, strlen(prefix));
+	char *sql = NULL, *quoted;
+	PGresult *res;
+	int rc = 0, stopped = 0;
+
+	if (literal == NULL)
+		return pg_fail(s, FAUCET_ENOMEM, "cannot read the entries", PQerrorMessage(c));
+	quoted = faucet__sprintf("COPY (SELECT key, value::text FROM {table} WHERE starts_with(key, "
+				 "%s) ORDER BY key COLLATE \"C\") TO STDOUT",
+				 literal);
+	PQfreemem(literal);
+	if (quoted != NULL)
+		sql = statement_sql(quoted, s->quoted);
+	free(quoted);
+	if (sql == NULL)
+		return FAUCET_ENOMEM;
+	res = PQexec(c, sql);
+	free(sql);
+	rc = pg_result_ok(s, c, res, PGRES_COPY_OUT, "cannot read the entries");
+	if (rc != 0)
+		return rc;
+	PQclear(res);
+	for (;;) {
+		char *row = NULL;
+		int len = PQgetCopyData(c, &row, 0);
+
+		if (len < 0)
+			break; /* -1: done; -2: failed (the result below says why) */
+		rc = copy_row_to_fn(s, row, len, fn, ctx, &stopped);
+		PQfreemem(row);
+		if (rc != 0 || stopped != 0)
+			return rc != 0 ? rc : stopped;
+	}
+	res = PQgetResult(c);
+	rc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot read the entries");
+	if (rc == 0) {
+		PQclear(res);
+		while ((res = PQgetResult(c)) != NULL)
+			PQclear(res);
+	}
+	return rc;
+}
+
 /* ---- pooled operations ------------------------------------------------- */
 
 typedef struct {
@@ -524,6 +776,11 @@ typedef struct {
 	PGresult *rows; /* scan: the listed keys, visited after the connection is back */
 	const char *batch_json;
 	int *written;
+	const char *const *keys; /* get_many */
+	size_t count;
+	faucet_value **values;
+	faucet_entry_fn fn; /* scan_entries */
+	void *ctx;
 } pg_args;
 
 typedef int (*pg_op)(pg_store *s, PGconn *c, pg_args *a);
@@ -531,6 +788,16 @@ typedef int (*pg_op)(pg_store *s, PGconn *c, pg_args *a);
 static int op_get(pg_store *s, PGconn *c, pg_args *a)
 {
 	return pg_get_on(s, c, a->key, a->out);
+}
+
+static int op_get_many(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_get_many_on(s, c, a->keys, a->count, a->values);
+}
+
+static int op_scan_entries(pg_store *s, PGconn *c, pg_args *a)
+{
+	return pg_scan_entries_on(s, c, a->prefix, a->fn, a->ctx);
 }
 
 static int op_put(pg_store *s, PGconn *c, pg_args *a)
@@ -565,9 +832,10 @@ static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[1] = {a->prefix};
 	PGresult *res = run_prepared(c, "faucet_list", 1, params);
+	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys");
 
-	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys") != 0)
-		return FAUCET_ERROR;
+	if (rc != 0)
+		return rc;
 	a->rows = res;
 	return 0;
 }
@@ -626,6 +894,28 @@ static int pg_get(faucet_store_backend *b, const char *key, faucet_value **out)
 	pg_args a = {.key = key, .out = out};
 
 	return pg_run((pg_store *)b, op_get, &a, 1);
+}
+
+/* One statement for the whole chunk (an export reads 256 keys a call): a
+ * round trip per chunk instead of one per key. */
+static int pg_get_many(faucet_store_backend *b, const char *const *keys, size_t count,
+		       faucet_value **out)
+{
+	pg_args a = {.keys = keys, .count = count, .values = out};
+
+	if (count == 0)
+		return 0;
+	return pg_run((pg_store *)b, op_get_many, &a, 1);
+}
+
+/* Not retried: fn has seen entries by the time the connection can break,
+ * and a second pass would hand them over again. */
+static int pg_scan_entries(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			   void *ctx)
+{
+	pg_args a = {.prefix = prefix, .fn = fn, .ctx = ctx};
+
+	return pg_run((pg_store *)b, op_scan_entries, &a, 0);
 }
 
 static int pg_put(faucet_store_backend *b, const char *key, const faucet_value *value)
@@ -800,8 +1090,6 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 	uint64_t start = faucet__now_ms();
 	PGresult *res = PQexec(c, sql);
 	faucet_buf bad = FAUCET_BUF_INIT;
-	char *reason = NULL;
-	int rc;
 
 	/* Not being able to look is no failure of the store: say so, skip. */
 	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the server's settings") != 0)
@@ -816,27 +1104,13 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 			(void)faucet_buf_printf(&bad, "%s%s=%s", bad.len ? ", " : "", name, value);
 	}
 	PQclear(res);
-	if (bad.failed) {
-		faucet_buf_dispose(&bad);
-		return FAUCET_ENOMEM;
-	}
-	if (bad.len == 0)
-		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
-					       faucet__now_ms() - start, NULL);
-	reason = faucet__sprintf("the server is configured with %s: it can acknowledge a "
-				 "commit that a crash or power cut then loses, so a bookmark "
-				 "written just before one may be lost",
-				 bad.ptr);
-	faucet_buf_dispose(&bad);
-	if (reason == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
-				     faucet__now_ms() - start,
-				     "set fsync = on, full_page_writes = on and synchronous_commit = "
-				     "on in postgresql.conf (or ALTER SYSTEM SET ...; SELECT "
-				     "pg_reload_conf()), and for the role faucet connects as");
-	free(reason);
-	return rc;
+	return faucet__check_durability_verdict(
+		r, &bad, start,
+		"it can acknowledge a commit that a crash or power cut then loses, so a "
+		"bookmark written just before one may be lost",
+		"set fsync = on, full_page_writes = on and synchronous_commit = on in "
+		"postgresql.conf (or ALTER SYSTEM SET ...; SELECT pg_reload_conf()), and for "
+		"the role faucet connects as");
 }
 
 
@@ -994,6 +1268,8 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.version = FAUCET_STORE_BACKEND_VERSION;
 	s->base.name = "postgres";
 	s->base.get = pg_get;
+	s->base.get_many = pg_get_many;
+	s->base.scan_entries = pg_scan_entries;
 	s->base.put = pg_put;
 	s->base.del = pg_del;
 	s->base.scan = pg_scan;

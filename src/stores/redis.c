@@ -21,6 +21,7 @@
  * reused connection is tried once more on a fresh one.  The password never
  * appears in messages.
  */
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +47,47 @@ typedef struct {
 	char *user;     /* NULL = default user */
 	char *password; /* NULL = no AUTH */
 	char *ns;       /* namespace */
+	char *index;    /* "{ns}.index", the namespace's key index, when kept; else NULL */
 	faucet_pool *pool;
 } redis_store;
 
 /* ---- messages ---------------------------------------------------------- */
 
+static int redis_fail_code(const redis_store *s, int code, const char *what, const char *why)
+{
+	return faucet_error_set(code, "redis state store %s namespace '%s': %s: %s", s->redacted,
+				s->ns, what, why ? why : "unknown error");
+}
+
 static int redis_fail(const redis_store *s, const char *what, const char *why)
 {
-	return faucet_error_set(FAUCET_ERROR, "redis state store %s namespace '%s': %s: %s",
-				s->redacted, s->ns, what, why ? why : "unknown error");
+	return redis_fail_code(s, FAUCET_ERROR, what, why);
+}
+
+/* The code of a broken connection, from hiredis's message (0.14 keeps no
+ * errno of its own; the text is strerror's): out of time is
+ * FAUCET_ETIMEOUT - a blocking socket that hit its SO_RCVTIMEO says
+ * EAGAIN - and anything else on the wire (refused, reset, closed) is
+ * FAUCET_EUNAVAILABLE, which a caller may retry. */
+static int connection_code(const redisContext *c)
+{
+	if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) {
+		if (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+		    strcmp(c->errstr, strerror(ETIMEDOUT)) == 0 ||
+		    strcmp(c->errstr, strerror(EINPROGRESS)) == 0 ||
+		    strstr(c->errstr, "timed out") != NULL)
+			return FAUCET_ETIMEOUT;
+		return FAUCET_EUNAVAILABLE;
+	}
+	return FAUCET_ERROR;
+}
+
+/* Redis's replies to a refused AUTH, or to a command that needed one. */
+static int is_auth_error(const char *msg)
+{
+	return strncmp(msg, "WRONGPASS", 9) == 0 || strncmp(msg, "NOAUTH", 6) == 0 ||
+	       strstr(msg, "invalid password") != NULL ||
+	       strstr(msg, "invalid username-password") != NULL;
 }
 
 /* Check a reply's type; on failure set the last error (a connection error,
@@ -64,15 +97,20 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
 {
 	if (r != NULL && (int)r->type == type)
 		return 0;
-	if (r == NULL)
-		(void)redis_fail(s, what, c->err ? c->errstr : "no reply");
-	else if (r->type == REDIS_REPLY_ERROR)
-		(void)redis_fail(s, what, r->str);
-	else
+	int code = FAUCET_ERROR;
+
+	if (r == NULL) {
+		code = c->err ? connection_code(c) : FAUCET_ERROR;
+		(void)redis_fail_code(s, code, what, c->err ? c->errstr : "no reply");
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		code = is_auth_error(r->str) ? FAUCET_EAUTH : FAUCET_ERROR;
+		(void)redis_fail_code(s, code, what, r->str);
+	} else {
 		(void)redis_fail(s, what, "unexpected reply type");
+	}
 	if (r != NULL)
 		freeReplyObject(r);
-	return FAUCET_ERROR;
+	return code;
 }
 
 /* A write whose reply did not come: hiredis sends the whole request before
@@ -83,7 +121,7 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
 static int lost_write(const redis_store *s, redisContext *c, const char *what)
 {
 	int sent = c->obuf != NULL && c->obuf[0] == '\0';
-	int code = sent ? FAUCET_EUNKNOWN : FAUCET_EUNAVAILABLE;
+	int code = sent ? FAUCET_EUNKNOWN : connection_code(c);
 
 	(void)redis_fail(s, what, c->err ? c->errstr : "no reply");
 	return faucet_error_set(code, "%s%s", faucet_error_last()->message,
@@ -145,7 +183,7 @@ static int redis_connect(void *owner, void **out)
 	if (c == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "redis state store: out of memory");
 	if (c->err) {
-		rc = redis_fail(s, "cannot connect", c->errstr);
+		rc = redis_fail_code(s, connection_code(c), "cannot connect", c->errstr);
 		redisFree(c);
 		return rc;
 	}
@@ -214,6 +252,131 @@ static void put_glob_literal(faucet_buf *b, const char *text)
 	}
 }
 
+/* ---- transactions ------------------------------------------------------ */
+
+/* One command of a MULTI/EXEC block. */
+typedef struct {
+	int argc;
+	const char **argv;
+	const size_t *lens; /* NULL: strlen of each */
+} tx_cmd;
+
+/* Queue MULTI, the commands and EXEC and send them in one round trip; read
+ * every reply, even after a bad one, so the connection stays in step.
+ * *aborted = 1 when EXEC answered nil (a WATCHed key changed: nothing was
+ * applied).  A reply that never came is lost_write's unknown outcome. */
+static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
+		  const char *what, int *aborted)
+{
+	int rc = 0;
+
+	*aborted = 0;
+	if (redisAppendCommand(c, "MULTI") != REDIS_OK)
+		return redis_fail(s, what, c->errstr);
+	for (size_t i = 0; i < n; i++) {
+		if (redisAppendCommandArgv(c, cmds[i].argc, cmds[i].argv, cmds[i].lens) != REDIS_OK)
+			return redis_fail(s, what, c->errstr);
+	}
+	if (redisAppendCommand(c, "EXEC") != REDIS_OK)
+		return redis_fail(s, what, c->errstr);
+	for (size_t i = 0; i < n + 2; i++) {
+		void *reply = NULL;
+		redisReply *r;
+
+		/* The first redisGetReply sends the whole block. */
+		if (redisGetReply(c, &reply) != REDIS_OK)
+			return lost_write(s, c, what);
+		r = reply;
+		if (rc != 0) {
+			/* an earlier reply already failed */
+		} else if (i < n + 1 && r->type != REDIS_REPLY_STATUS) {
+			rc = redis_fail(s, what,
+					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		} else if (i == n + 1 && r->type == REDIS_REPLY_NIL) {
+			*aborted = 1;
+		} else if (i == n + 1 && r->type != REDIS_REPLY_ARRAY) {
+			rc = redis_fail(s, what,
+					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		} else if (i == n + 1) {
+			/* A command can fail inside EXEC (WRONGTYPE) while the
+			 * others are applied: say which. */
+			for (size_t k = 0; k < r->elements && rc == 0; k++) {
+				if (r->element[k]->type == REDIS_REPLY_ERROR)
+					rc = redis_fail(s, what, r->element[k]->str);
+			}
+		}
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+/* ---- the namespace index ------------------------------------------------ */
+
+/*
+ * With index=true the store keeps a sorted set "{ns}.index" of its keys,
+ * every member at score 0, so Redis orders them by bytes - the order list()
+ * promises - and ZRANGEBYLEX reads a prefix's keys without visiting the
+ * rest of the database.  Without it, a listing SCANs every key of the
+ * database, its neighbours' included.  The index is outside the namespace's
+ * "{ns}:*" pattern (it has no ':' after the namespace), so a SCAN never
+ * returns it and no entry key can collide with it.  Every write and delete
+ * of ours changes the entry and the index in one MULTI/EXEC, so they never
+ * disagree - unless someone else writes the namespace (the original faucet,
+ * redis-cli): doctor compares the index with a SCAN and `faucet state
+ * reindex` repairs it.
+ */
+
+/* ZRANGEBYLEX bounds of the keys starting with prefix: "[prefix" up to
+ * "[prefix\xff" (state keys are ASCII, so every continuation sorts below
+ * 0xff); the whole set is "-" .. "+". */
+static char *lex_min(const char *prefix)
+{
+	return *prefix ? faucet__sprintf("[%s", prefix) : faucet__strdup("-");
+}
+
+static char *lex_max(const char *prefix)
+{
+	return *prefix ? faucet__sprintf("[%s\xff", prefix) : faucet__strdup("+");
+}
+
+#define INDEX_PAGE 10000
+
+/* The index's members starting with prefix, in byte order, appended to
+ * out: one ZRANGEBYLEX per page, each page starting after the last member
+ * of the one before. */
+static int index_range(redis_store *s, redisContext *c, const char *prefix, faucet_strarray *out)
+{
+	char *min = lex_min(prefix), *max = lex_max(prefix);
+	int rc = min && max ? 0 : FAUCET_ENOMEM;
+
+	while (rc == 0) {
+		const char *argv[7] = {"ZRANGEBYLEX", s->index, min, max, "LIMIT", "0", "10000"};
+		redisReply *r = command(c, 7, argv, NULL);
+		size_t got;
+
+		rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read the namespace index");
+		if (rc != 0)
+			break;
+		got = r->elements;
+		for (size_t i = 0; i < got && rc == 0; i++) {
+			if (r->element[i]->type == REDIS_REPLY_STRING)
+				rc = faucet_strarray_push(out, r->element[i]->str);
+		}
+		if (rc == 0 && got == INDEX_PAGE) {
+			free(min);
+			min = faucet__sprintf("(%s", out->strings[out->count - 1]);
+			if (min == NULL)
+				rc = FAUCET_ENOMEM;
+		}
+		freeReplyObject(r);
+		if (got < INDEX_PAGE)
+			break;
+	}
+	free(min);
+	free(max);
+	return rc;
+}
+
 static int bad_stored_value(const redis_store *s, const char *key, const char *why)
 {
 	return faucet_error_set(FAUCET_ERROR,
@@ -241,8 +404,9 @@ static int value_from_reply(const redis_store *s, redisContext *c, redisReply *r
 		freeReplyObject(r);
 		return rc;
 	}
-	if (reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key") != 0)
-		return FAUCET_ERROR;
+	rc = reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key");
+	if (rc != 0)
+		return rc;
 	if (faucet_value_parse(out, r->str, r->len) != 0) {
 		char *why = faucet__strdup(faucet_error_last()->message);
 		rc = bad_stored_value(s, key, why ? why : "unparsable");
@@ -265,6 +429,8 @@ typedef struct {
 	const faucet_entry *entries;
 	size_t count;
 	int *written;
+	const char *const *keys; /* get_many */
+	faucet_value **values;
 } redis_args;
 
 typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
@@ -280,20 +446,137 @@ static int op_put(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[3] = {"SET", a->rkey, faucet_value_json(a->value)};
 	size_t lens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
+	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
+	tx_cmd tx[2] = {{3, argv, lens}, {4, zadd, NULL}};
+	int aborted;
 
-	return write_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
+	if (s->index == NULL)
+		return write_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
+	return run_tx(s, c, tx, 2, "cannot write a key", &aborted);
 }
 
 static int op_del(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[2] = {"DEL", a->rkey};
+	const char *zrem[3] = {"ZREM", s->index, a->key};
+	tx_cmd tx[2] = {{2, argv, NULL}, {3, zrem, NULL}};
+	int aborted;
 
-	return write_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
+	if (s->index == NULL)
+		return write_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
+	return run_tx(s, c, tx, 2, "cannot delete a key", &aborted);
+}
+
+/* MGET answers nil for an absent key and for one that is not a string; a
+ * second round trip, only when there were nils, tells them apart, so a
+ * list or hash under a state key is an error, as get says, not a missing
+ * bookmark. */
+static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
+		      const char *const *rkeys, const faucet_value *const *got, size_t count)
+{
+	size_t asked = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		const char *argv[2] = {"EXISTS", rkeys[i]};
+
+		if (got[i] != NULL)
+			continue;
+		if (redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK)
+			return redis_fail(s, "cannot read keys", c->errstr);
+		asked++;
+	}
+	for (size_t i = 0; i < count && asked > 0; i++) {
+		void *reply = NULL;
+		redisReply *r;
+
+		if (got[i] != NULL)
+			continue;
+		asked--;
+		if (redisGetReply(c, &reply) != REDIS_OK)
+			return reply_ok(s, c, NULL, REDIS_REPLY_INTEGER, "cannot read keys");
+		r = reply;
+		if (rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer != 0)
+			rc = faucet_error_set(FAUCET_ERROR,
+					      "redis state store namespace '%s': Redis key '%s' for key "
+					      "'%s' is not a string",
+					      s->ns, rkeys[i], keys[i]);
+		else if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+			rc = redis_fail(s, "cannot read keys",
+					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+/* The values of a chunk of keys with one MGET. */
+static int op_get_many(redis_store *s, redisContext *c, redis_args *a)
+{
+	const char **argv = faucet__calloc(a->count + 1, sizeof(*argv));
+	char **rkeys = faucet__calloc(a->count, sizeof(*rkeys));
+	redisReply *r = NULL;
+	int rc = argv && rkeys ? 0 : FAUCET_ENOMEM;
+
+	for (size_t i = 0; i < a->count && rc == 0; i++) {
+		if ((rkeys[i] = full_key(s, a->keys[i])) == NULL)
+			rc = FAUCET_ENOMEM;
+		argv[i + 1] = rkeys[i];
+	}
+	if (rc == 0) {
+		argv[0] = "MGET";
+		r = command(c, (int)a->count + 1, argv, NULL);
+		rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read keys");
+	}
+	if (rc == 0 && r->elements != a->count) {
+		freeReplyObject(r);
+		rc = redis_fail(s, "cannot read keys", "MGET answered the wrong number of values");
+	} else if (rc == 0) {
+		for (size_t i = 0; i < a->count && rc == 0; i++) {
+			redisReply *v = r->element[i];
+
+			if (v->type == REDIS_REPLY_STRING &&
+			    faucet_value_parse(&a->values[i], v->str, v->len) != 0) {
+				char *why = faucet__strdup(faucet_error_last()->message);
+				rc = bad_stored_value(s, a->keys[i], why ? why : "unparsable");
+				free(why);
+			}
+		}
+		freeReplyObject(r);
+		if (rc == 0)
+			rc = check_nils(s, c, a->keys, (const char *const *)rkeys,
+					(const faucet_value *const *)a->values, a->count);
+	}
+	for (size_t i = 0; i < a->count && rc != 0; i++) {
+		faucet_value_free(a->values[i]);
+		a->values[i] = NULL;
+	}
+	for (size_t i = 0; rkeys != NULL && i < a->count; i++)
+		free(rkeys[i]);
+	free(rkeys);
+	free(argv);
+	return rc;
 }
 
 /* SCAN, never KEYS: it does not block the server on a large data set.  SCAN
  * may return a key twice, so the result is sorted and deduplicated. */
+static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
+			  faucet_strarray *out);
+
 static int op_list(redis_store *s, redisContext *c, redis_args *a)
+{
+	int rc;
+
+	if (s->index == NULL)
+		return scan_namespace(s, c, a->prefix, a->list);
+	rc = index_range(s, c, a->prefix, a->list);
+	if (rc != 0)
+		faucet_strarray_dispose(a->list);
+	return rc;
+}
+
+/* The namespace's keys starting with prefix, by SCAN: sorted, unique. */
+static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
+			  faucet_strarray *out)
 {
 	faucet_buf pattern = FAUCET_BUF_INIT;
 	size_t nslen = strlen(s->ns) + 1;
@@ -302,14 +585,14 @@ static int op_list(redis_store *s, redisContext *c, redis_args *a)
 
 	put_glob_literal(&pattern, s->ns);
 	(void)faucet_buf_putc(&pattern, ':');
-	put_glob_literal(&pattern, a->prefix);
+	put_glob_literal(&pattern, prefix);
 	(void)faucet_buf_putc(&pattern, '*');
 	if (pattern.failed) {
 		faucet_buf_dispose(&pattern);
 		return FAUCET_ENOMEM;
 	}
 	do {
-		const char *argv[6] = {"SCAN", cursor, "MATCH", pattern.ptr, "COUNT", "1000"};
+		const char *argv[6] = {"SCAN", cursor, "MATCH", pattern.ptr, "COUNT", "10000"};
 		redisReply *r = command(c, 6, argv, NULL);
 
 		if (reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot list keys") != 0) {
@@ -327,17 +610,27 @@ static int op_list(redis_store *s, redisContext *c, redis_args *a)
 		for (size_t i = 0; i < r->element[1]->elements && rc == 0; i++) {
 			redisReply *k = r->element[1]->element[i];
 			if (k->type == REDIS_REPLY_STRING && k->len >= nslen)
-				rc = faucet_strarray_push(a->list, k->str + nslen);
+				rc = faucet_strarray_push(out, k->str + nslen);
 		}
 		freeReplyObject(r);
 	} while (rc == 0 && strcmp(cursor, "0") != 0);
 	faucet_buf_dispose(&pattern);
 	if (rc != 0) {
-		faucet_strarray_dispose(a->list);
+		faucet_strarray_dispose(out);
 		return rc;
 	}
-	faucet_strarray_sort_unique(a->list);
+	faucet_strarray_sort_unique(out);
 	return 0;
+}
+
+/* Queue the index's side of a compare-and-put (ZADD) or -delete (ZREM). */
+static int append_index_change(redis_store *s, redisContext *c, const redis_args *a)
+{
+	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
+	const char *zrem[3] = {"ZREM", s->index, a->key};
+
+	return a->value ? redisAppendCommandArgv(c, 4, zadd, NULL)
+			: redisAppendCommandArgv(c, 3, zrem, NULL);
 }
 
 /* One optimistic attempt at compare-and-put (a->value given) or
@@ -357,8 +650,9 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	int rc;
 
 	*done = 1;
-	if (command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key") != 0)
-		return FAUCET_ERROR;
+	rc = command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key");
+	if (rc != 0)
+		return rc;
 	rc = value_from_reply(s, c, command(c, 2, get, NULL), a->key, &current);
 	if (rc != 0 || !faucet_value_equal(current, a->expected)) {
 		const char *unwatch[1] = {"UNWATCH"};
@@ -369,16 +663,18 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 		return rc;
 	}
 	faucet_value_free(current);
-	/* MULTI, SET or DEL, EXEC in one round trip. */
+	/* MULTI, SET or DEL, (the index's ZADD or ZREM,) EXEC in one round
+	 * trip. */
 	if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
 	    (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
 		      : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
+	    (s->index != NULL && append_index_change(s, c, a) != REDIS_OK) ||
 	    redisAppendCommand(c, "EXEC") != REDIS_OK)
 		return redis_fail(s, what, c->errstr);
-	/* Read all three replies, even after a bad one, so the connection
-	 * stays in step.  MULTI answers OK, SET or DEL answers QUEUED, EXEC
-	 * answers the array of results - or nil when the watched key changed. */
-	for (int i = 0; i < 3; i++) {
+	/* Read every reply, even after a bad one, so the connection stays in
+	 * step.  MULTI answers OK, each queued command QUEUED, EXEC the array
+	 * of results - or nil when the watched key changed. */
+	for (int i = 0, last = s->index != NULL ? 3 : 2; i <= last; i++) {
 		void *reply = NULL;
 
 		/* The first redisGetReply sends all three commands. */
@@ -387,14 +683,14 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 		r = reply;
 		if (rc != 0) {
 			/* an earlier reply already failed */
-		} else if (i < 2 && r->type != REDIS_REPLY_STATUS) {
+		} else if (i < last && r->type != REDIS_REPLY_STATUS) {
 			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-		} else if (i == 2 && r->type == REDIS_REPLY_NIL) {
+		} else if (i == last && r->type == REDIS_REPLY_NIL) {
 			*done = 0;
-		} else if (i == 2 && r->type == REDIS_REPLY_ARRAY) {
+		} else if (i == last && r->type == REDIS_REPLY_ARRAY) {
 			*a->written = 1;
-		} else if (i == 2) {
+		} else if (i == last) {
 			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		}
@@ -413,6 +709,30 @@ static int op_cas(redis_store *s, redisContext *c, redis_args *a)
 	return redis_fail(s,
 			  a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key",
 			  "the key kept changing under us; gave up after 1000 attempts");
+}
+
+/* The MSET and the index's ZADD of every key in one MULTI/EXEC. */
+static int batch_with_index(redis_store *s, redisContext *c, const redis_args *a,
+			    const char **mset, const size_t *mset_lens)
+{
+	size_t argc = 2 + 2 * a->count;
+	const char **zadd = faucet__calloc(argc, sizeof(*zadd));
+	tx_cmd tx[2];
+	int aborted, rc;
+
+	if (zadd == NULL)
+		return FAUCET_ENOMEM;
+	zadd[0] = "ZADD";
+	zadd[1] = s->index;
+	for (size_t i = 0; i < a->count; i++) {
+		zadd[2 + 2 * i] = "0";
+		zadd[3 + 2 * i] = a->entries[i].key;
+	}
+	tx[0] = (tx_cmd){(int)(1 + 2 * a->count), mset, mset_lens};
+	tx[1] = (tx_cmd){(int)argc, zadd, NULL};
+	rc = run_tx(s, c, tx, 2, "cannot write a batch", &aborted);
+	free(zadd);
+	return rc;
 }
 
 /* MSET sets every key at once, atomically. */
@@ -440,8 +760,11 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	if (rc == 0) {
 		argv[0] = "MSET";
 		lens[0] = 4;
-		rc = write_ok(s, c, (int)argc, argv, lens, REDIS_REPLY_STATUS,
-			      "cannot write a batch");
+		if (s->index == NULL)
+			rc = write_ok(s, c, (int)argc, argv, lens, REDIS_REPLY_STATUS,
+				      "cannot write a batch");
+		else
+			rc = batch_with_index(s, c, a, argv, lens);
 	}
 	for (size_t i = 0; keys != NULL && i < a->count; i++)
 		free(keys[i]);
@@ -494,6 +817,16 @@ static int redis_get(faucet_store_backend *b, const char *key, faucet_value **ou
 	redis_args a = {.key = key, .out = out};
 
 	return run_on_key((redis_store *)b, op_get, &a, 1);
+}
+
+static int redis_get_many(faucet_store_backend *b, const char *const *keys, size_t count,
+			  faucet_value **out)
+{
+	redis_args a = {.keys = keys, .count = count, .values = out};
+
+	if (count == 0)
+		return 0;
+	return redis_run((redis_store *)b, op_get_many, &a, 1);
 }
 
 static int redis_put(faucet_store_backend *b, const char *key, const faucet_value *value)
@@ -639,34 +972,219 @@ static int durability_probe(redis_store *s, redisContext *c, faucet_check_report
 		(void)faucet_buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
 	free(aof);
 	free(fsync_mode);
-	if (bad.failed) {
-		faucet_buf_dispose(&bad);
-		return FAUCET_ENOMEM;
-	}
-	if (bad.len == 0)
-		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
-					       faucet__now_ms() - start, NULL);
-	reason = faucet__sprintf("the server is configured with %s: it acknowledges writes "
-				 "before they are on disk, so a bookmark written just before a "
-				 "crash or power cut may be lost",
-				 bad.ptr);
-	faucet_buf_dispose(&bad);
-	if (reason == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,
-				     faucet__now_ms() - start,
-				     "set appendonly yes and appendfsync always in redis.conf (or "
-				     "CONFIG SET appendonly yes, CONFIG SET appendfsync always, "
-				     "CONFIG REWRITE)");
-	free(reason);
-	return rc;
+	return faucet__check_durability_verdict(
+		r, &bad, start,
+		"it acknowledges writes before they are on disk, so a bookmark written just "
+		"before a crash or power cut may be lost",
+		"set appendonly yes and appendfsync always in redis.conf (or CONFIG SET "
+		"appendonly yes, CONFIG SET appendfsync always, CONFIG REWRITE)");
 }
 
 
-/* Three probes: "connect" (a connection, AUTH, SELECT and PING),
- * "sentinel" (SET, GET and DEL of a unique key) and "durability" (the
- * server keeps acknowledged writes), with the doctor's timeout on every
- * command. */
+static void redis_free_store(faucet_store_backend *b);
+
+/* ---- the index against the namespace ----------------------------------- */
+
+/* What SCAN finds and what the index lists, both sorted: *missing = keys
+ * not in the index, *stale = members with no key.  The two lists are taken
+ * one after the other, so a writer in between can show up as a difference;
+ * reindex settles each one by looking again, atomically. */
+static int index_diff(redis_store *s, redisContext *c, faucet_strarray *missing,
+		      faucet_strarray *stale)
+{
+	faucet_strarray scanned = {NULL, 0}, indexed = {NULL, 0};
+	size_t i = 0, j = 0;
+	int rc = scan_namespace(s, c, "", &scanned);
+
+	if (rc == 0)
+		rc = index_range(s, c, "", &indexed);
+	while (rc == 0 && (i < scanned.count || j < indexed.count)) {
+		int cmp = i == scanned.count ? 1
+			: j == indexed.count ? -1
+					     : strcmp(scanned.strings[i], indexed.strings[j]);
+		if (cmp < 0)
+			rc = faucet_strarray_push(missing, scanned.strings[i++]);
+		else if (cmp > 0)
+			rc = faucet_strarray_push(stale, indexed.strings[j++]);
+		else
+			i++, j++;
+	}
+	faucet_strarray_dispose(&scanned);
+	faucet_strarray_dispose(&indexed);
+	return rc;
+}
+
+/* Make the index agree with one key, atomically: member when the key
+ * exists, no member when it does not.  Answers 1 = added, -1 = removed,
+ * 0 = already right.  A Lua script, so a write landing between our look
+ * and our change cannot be undone by it. */
+static const char settle_script[] =
+	"if redis.call('EXISTS', KEYS[1]) == 1 then "
+	"return redis.call('ZADD', KEYS[2], 0, ARGV[1]) "
+	"else return -redis.call('ZREM', KEYS[2], ARGV[1]) end";
+
+#define SETTLE_BATCH 1000
+
+/* Settle a list of keys, SETTLE_BATCH scripts per round trip. */
+static int settle_keys(redis_store *s, redisContext *c, const faucet_strarray *keys,
+		       size_t *added, size_t *removed)
+{
+	for (size_t from = 0; from < keys->count; from += SETTLE_BATCH) {
+		size_t n = keys->count - from < SETTLE_BATCH ? keys->count - from : SETTLE_BATCH;
+		int rc = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			char *rkey = full_key(s, keys->strings[from + i]);
+			const char *argv[6] = {"EVAL", settle_script, "2", rkey, s->index,
+					       keys->strings[from + i]};
+			int ok = rkey != NULL &&
+				 redisAppendCommandArgv(c, 6, argv, NULL) == REDIS_OK;
+
+			free(rkey);
+			if (!ok) {
+				/* Nothing sent yet for this batch's tail: the
+				 * replies of what was queued are read below. */
+				n = i;
+				rc = faucet_error_set(FAUCET_ENOMEM, "out of memory");
+				break;
+			}
+		}
+		for (size_t i = 0; i < n; i++) {
+			void *reply = NULL;
+			redisReply *r;
+
+			if (redisGetReply(c, &reply) != REDIS_OK)
+				return lost_write(s, c, "cannot rebuild the namespace index");
+			r = reply;
+			if (rc == 0 && r->type == REDIS_REPLY_INTEGER) {
+				if (r->integer > 0)
+					(*added)++;
+				else if (r->integer < 0)
+					(*removed)++;
+			} else if (rc == 0) {
+				rc = redis_fail(s, "cannot rebuild the namespace index",
+						r->type == REDIS_REPLY_ERROR ? r->str
+									     : "unexpected reply");
+			}
+			freeReplyObject(r);
+		}
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+typedef struct {
+	size_t *added, *removed;
+} reindex_args;
+
+static int op_reindex(redis_store *s, redisContext *c, redis_args *a)
+{
+	reindex_args *out = (reindex_args *)a->written;
+	faucet_strarray missing = {NULL, 0}, stale = {NULL, 0};
+	int rc = index_diff(s, c, &missing, &stale);
+
+	if (rc == 0)
+		rc = settle_keys(s, c, &missing, out->added, out->removed);
+	if (rc == 0)
+		rc = settle_keys(s, c, &stale, out->added, out->removed);
+	faucet_strarray_dispose(&missing);
+	faucet_strarray_dispose(&stale);
+	return rc;
+}
+
+int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed)
+{
+	redis_store *s = (redis_store *)b;
+	reindex_args out = {added, removed};
+	redis_args a = {.written = (int *)(void *)&out};
+
+	*added = *removed = 0;
+	/* A backend of someone else's that calls itself "redis" is not ours. */
+	if (b->free != redis_free_store)
+		return faucet_error_set(FAUCET_EUNSUPPORTED, "this store keeps no key index");
+	if (s->index == NULL)
+		return faucet_error_set(FAUCET_EUNSUPPORTED,
+					"redis state store namespace '%s' keeps no index: open it "
+					"with ?index=true (config: index: true) to build one",
+					s->ns);
+	/* Every step only adds what exists and removes what does not, so a
+	 * retry after a broken connection does no harm. */
+	return redis_run(s, op_reindex, &a, 1);
+}
+
+/* The "index" probe.  With index=true: the index and a SCAN of the
+ * namespace agree, else a WARN with the counts (someone wrote the
+ * namespace without going through an index-keeping store: lists miss
+ * keys or show deleted ones).  Without it: a WARN if an index is lying
+ * around, since our writes no longer keep it and turning index on again
+ * would trust a stale one. */
+static int index_probe(redis_store *s, redisContext *c, faucet_check_report *r)
+{
+	uint64_t start = faucet__now_ms();
+	faucet_strarray missing = {NULL, 0}, stale = {NULL, 0};
+	char *reason = NULL;
+	int rc;
+
+	if (s->index == NULL) {
+		char *name = faucet__sprintf("%s.index", s->ns);
+		const char *argv[2] = {"EXISTS", name};
+		redisReply *rep = name ? command(c, 2, argv, NULL) : NULL;
+		int exists;
+
+		if (name == NULL)
+			return FAUCET_ENOMEM;
+		free(name);
+		if (reply_ok(s, c, rep, REDIS_REPLY_INTEGER, "cannot look for an index") != 0)
+			return faucet__check_report_probe(r, "index", 1, start,
+							  "check the connection to the server");
+		exists = rep->integer != 0;
+		freeReplyObject(rep);
+		if (!exists)
+			return faucet_check_report_add(r, "index", FAUCET_PROBE_PASS, NULL,
+						       faucet__now_ms() - start, NULL);
+		reason = faucet__sprintf("Redis key '%s.index' holds a namespace index, but this "
+					 "store is opened without index=true, so its writes do "
+					 "not keep it up to date",
+					 s->ns);
+		rc = reason ? faucet_check_report_add(r, "index", FAUCET_PROBE_WARN, reason,
+						      faucet__now_ms() - start,
+						      "open the store with index=true everywhere and run "
+						      "`faucet state reindex`, or delete the index key")
+			    : FAUCET_ENOMEM;
+		free(reason);
+		return rc;
+	}
+	rc = index_diff(s, c, &missing, &stale);
+	if (rc != 0)
+		return faucet__check_report_probe(r, "index", 1, start,
+						  "check the connection to the server");
+	if (missing.count == 0 && stale.count == 0) {
+		rc = faucet_check_report_add(r, "index", FAUCET_PROBE_PASS, NULL,
+					     faucet__now_ms() - start, NULL);
+	} else {
+		reason = faucet__sprintf(
+			"the namespace index has drifted from the keys: %zu key(s) missing from "
+			"it (first: '%s'), %zu member(s) whose key no longer exists (first: '%s'); "
+			"list and export do not see the missing ones",
+			missing.count, missing.count ? missing.strings[0] : "",
+			stale.count, stale.count ? stale.strings[0] : "");
+		rc = reason ? faucet_check_report_add(r, "index", FAUCET_PROBE_WARN, reason,
+						      faucet__now_ms() - start,
+						      "run `faucet state reindex`; make every writer of "
+						      "the namespace use index=true")
+			    : FAUCET_ENOMEM;
+		free(reason);
+	}
+	faucet_strarray_dispose(&missing);
+	faucet_strarray_dispose(&stale);
+	return rc;
+}
+
+/* Four probes: "connect" (a connection, AUTH, SELECT and PING),
+ * "sentinel" (SET, GET and DEL of a unique key), "durability" (the
+ * server keeps acknowledged writes) and "index" (index_probe), with the
+ * doctor's timeout on every command. */
 static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		       faucet_check_report **out)
 {
@@ -699,6 +1217,8 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
 		if (rc == 0 && c->err == 0)
 			rc = durability_probe(s, c, *out);
+		if (rc == 0 && c->err == 0)
+			rc = index_probe(s, c, *out);
 	}
 	if (c != NULL) {
 		if (c->err == 0)
@@ -728,6 +1248,7 @@ static void redis_free_store(faucet_store_backend *b)
 		free(s->password);
 	}
 	free(s->ns);
+	free(s->index);
 	free(s);
 }
 
@@ -821,7 +1342,7 @@ static int parse_url(redis_store *s, const char *url)
 	if (*end == '?')
 		return faucet_error_set(FAUCET_ECONFIG,
 					"redis store URL %s: unknown option '%.*s' (faucet knows "
-					"namespace and max_connections)",
+					"namespace, index and max_connections)",
 					s->redacted, (int)strcspn(end + 1, "=&"), end + 1);
 	return 0;
 }
@@ -851,7 +1372,9 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 		return FAUCET_ENOMEM;
 	s->redacted = faucet_url_redact(cfg->url);
 	s->ns = faucet__strdup(ns);
-	if (s->redacted == NULL || s->ns == NULL) {
+	if (cfg->redis_index)
+		s->index = faucet__sprintf("%s.index", ns);
+	if (s->redacted == NULL || s->ns == NULL || (cfg->redis_index && s->index == NULL)) {
 		redis_free_store(&s->base);
 		return FAUCET_ENOMEM;
 	}
@@ -865,6 +1388,7 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.version = FAUCET_STORE_BACKEND_VERSION;
 	s->base.name = "redis";
 	s->base.get = redis_get;
+	s->base.get_many = redis_get_many;
 	s->base.put = redis_put;
 	s->base.del = redis_del;
 	s->base.list = redis_list;

@@ -1071,6 +1071,139 @@ static void doctor_probe_passes_and_leaves_no_residue(void **state)
 	faucet_strarray_dispose(&keys);
 }
 
+/* get_many: each slot its own key's value or NULL, in the order asked,
+ * a key asked twice filled twice, and the same values as get. */
+static void get_many_reads_each_key_in_its_slot(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *a = tu_v("{\"n\":1}"), *b = tu_v("[1,\"two\",0.1]");
+	const char *keys[] = {"p::b", "p::missing", "p::a", "p::b", "NULL"};
+	faucet_value *out[5];
+
+	assert_int_equal(faucet_store_put(s, "p::a", a), 0);
+	assert_int_equal(faucet_store_put(s, "p::b", b), 0);
+	assert_int_equal(faucet_store_get_many(s, keys, 5, out), 0);
+	assert_true(faucet_value_equal(out[0], b));
+	assert_null(out[1]);
+	assert_true(faucet_value_equal(out[2], a));
+	assert_true(faucet_value_equal(out[3], b));
+	assert_null(out[4]);
+	if (current->exact_text)
+		assert_string_equal(faucet_value_json(out[0]), "[1,\"two\",0.1]");
+	for (size_t i = 0; i < 5; i++)
+		faucet_value_free(out[i]);
+	/* An invalid key anywhere refuses the whole call. */
+	keys[1] = "bad key";
+	assert_int_equal(faucet_store_get_many(s, keys, 5, out), FAUCET_EINVALID);
+	for (size_t i = 0; i < 5; i++)
+		assert_null(out[i]);
+	assert_int_equal(faucet_store_get_many(s, keys, 0, out), 0);
+	faucet_value_free(a);
+	faucet_value_free(b);
+}
+
+/* A large chunk (more than one export chunk, deleted keys among them)
+ * comes back whole. */
+static void get_many_of_a_large_chunk(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_entry entries[600];
+	char names[600][32];
+	const char *keys[600];
+	faucet_value *out[600];
+
+	for (int i = 0; i < 600; i++) {
+		snprintf(names[i], sizeof(names[i]), "big::k%04d", i);
+		entries[i].key = names[i];
+		entries[i].value = tu_v(i % 2 ? "{\"odd\":true}" : "12345678901234567890");
+		keys[599 - i] = names[i];
+	}
+	assert_int_equal(faucet_store_put_batch(s, entries, 600), 0);
+	assert_int_equal(faucet_store_delete(s, "big::k0007"), 0);
+	assert_int_equal(faucet_store_get_many(s, keys, 600, out), 0);
+	for (int i = 0; i < 600; i++) {
+		int k = 599 - i;
+		if (k == 7)
+			assert_null(out[i]);
+		else
+			assert_true(faucet_value_equal(out[i], entries[k].value));
+		faucet_value_free(out[i]);
+	}
+	for (int i = 0; i < 600; i++)
+		faucet_value_free((faucet_value *)entries[i].value);
+}
+
+typedef struct {
+	char keys[16][64];
+	char texts[16][128];
+	size_t count;
+	size_t stop_after; /* 0 = never */
+} entry_log;
+
+static int log_entry(const char *key, const faucet_value *value, void *arg)
+{
+	entry_log *l = arg;
+
+	assert_true(l->count < 16);
+	snprintf(l->keys[l->count], sizeof(l->keys[0]), "%s", key);
+	snprintf(l->texts[l->count], sizeof(l->texts[0]), "%s", faucet_value_json(value));
+	l->count++;
+	return l->stop_after != 0 && l->count == l->stop_after ? 42 : 0;
+}
+
+/* scan_entries: the keys under a prefix (taken literally) in byte order,
+ * each with its value, and fn's non-zero value stops it. */
+static void scan_entries_walks_the_prefix_in_byte_order(void **state)
+{
+	faucet_store *s = S(state);
+	static const char *const keys[] = {"p::b", "p::a", "p::B", "p::a::x", "p_::c", "q::a",
+					   "p:"};
+	static const char *const want[] = {"p::B", "p::a", "p::a::x", "p::b"};
+	entry_log l;
+
+	memset(&l, 0, sizeof(l));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char json[64];
+		faucet_value *v;
+
+		snprintf(json, sizeof(json), "{\"i\":%zu,\"k\":\"%s\"}", i, keys[i]);
+		v = tu_v(json);
+		assert_int_equal(faucet_store_put(s, keys[i], v), 0);
+		faucet_value_free(v);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "p::", log_entry, &l), 0);
+	assert_int_equal(l.count, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_string_equal(l.keys[i], want[i]);
+	/* Compact text, whatever the backend stores (JSONB prints spaces). */
+	assert_non_null(strstr(l.texts[0], "\"k\":\"p::B\""));
+	assert_null(strchr(l.texts[0], ' '));
+	memset(&l, 0, sizeof(l));
+	l.stop_after = 2;
+	assert_int_equal(faucet_store_scan_entries(s, "", log_entry, &l), 42);
+	assert_int_equal(l.count, 2);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(faucet_store_scan_entries(s, "p_", log_entry, &l), 0);
+	assert_int_equal(l.count, 1);
+	assert_string_equal(l.keys[0], "p_::c");
+
+	/* Escapes and multi-byte text come back as get returns them (the
+	 * PostgreSQL store reads a COPY stream, which escapes backslashes). */
+	{
+		faucet_value *v = tu_v("{\"s\":\"tab\\t nl\\n bs\\\\ q\\\" \u00e9 \\u00e9\"}"), *got = NULL;
+
+		assert_int_equal(faucet_store_put(s, "z::esc", v), 0);
+		assert_int_equal(faucet_store_get(s, "z::esc", &got), 0);
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(faucet_store_scan_entries(s, "z::", log_entry, &l), 0);
+		assert_int_equal(l.count, 1);
+		assert_string_equal(l.texts[0], faucet_value_json(got));
+		assert_true(faucet_value_equal(got, v));
+		faucet_value_free(got);
+		faucet_value_free(v);
+	}
+}
+
 static void backend_name_is_reported(void **state)
 {
 	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
@@ -1080,6 +1213,10 @@ int contract_run(const contract_backend *b)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(backend_name_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(get_many_reads_each_key_in_its_slot, setup, teardown),
+		cmocka_unit_test_setup_teardown(get_many_of_a_large_chunk, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_entries_walks_the_prefix_in_byte_order, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(invalid_keys_are_rejected_everywhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(typical_keys_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_key_reads_as_null, setup, teardown),

@@ -120,7 +120,9 @@ void ts_assert_wrong_password_refused(const char *url_env, const char *needle)
 	snprintf(url, sizeof(url), "%.*swrong-secret-pw%s", (int)(at - good), good,
 		 at + strlen(pw));
 	assert_int_equal(faucet_store_open_url(&s, url), 0);
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	/* A typed code, so an embedder can tell "fix the credentials" from
+	 * "retry later". */
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EAUTH);
 	tu_assert_error_contains(needle);
 	ts_assert_no_secret(faucet_error_last()->message);
 	ts_assert_check_fails_without_secrets(s);
@@ -140,7 +142,7 @@ void ts_assert_reconnects_after_restart(faucet_store *s, const char *server, con
 
 	/* During the outage an operation fails with a clear error... */
 	ts_ctl(stop);
-	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_ERROR);
+	assert_int_equal(faucet_store_get(s, "k", &out), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains(label);
 	ts_assert_no_secret(faucet_error_last()->message);
 	ts_ctl(start);

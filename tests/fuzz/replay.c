@@ -46,7 +46,16 @@ static int read_file(const char *path, uint8_t **out, size_t *len)
 		return -1;
 	}
 	fclose(f);
-	*out = buf;
+	/* Hand the target a buffer of exactly the input's size, as libFuzzer
+	 * does, so that reading one byte past the input is a sanitizer error
+	 * here too rather than a read of the spare capacity. */
+	*out = malloc(n ? n : 1);
+	if (*out == NULL) {
+		free(buf);
+		return -1;
+	}
+	memcpy(*out, buf, n);
+	free(buf);
 	*len = n;
 	return 0;
 }

@@ -93,8 +93,14 @@ static int f_close(int fd)
 	return faucet__sys_default()->close(fd);
 }
 
+static int f_syncfs(int fd)
+{
+	return hit("syncfs", 0) ? -1 : faucet__sys_default()->syncfs(fd);
+}
+
 static const faucet_sys failing = {
 	f_openat, f_write, f_fsync, f_renameat, f_linkat, f_unlinkat, f_mkdirat, f_flock, f_close,
+	f_syncfs,
 };
 
 void fault_start(void)

@@ -515,6 +515,32 @@ static int rec_fsync(int fd)
 	return rc;
 }
 
+/* syncfs: every file's data is durable, as if each file had been fsynced.
+ * Directories are not: the model keeps asking for their own fsync (ext4's
+ * syncfs commits them too, but the store must not rely on that). */
+static int rec_syncfs(int fd)
+{
+	int rc = faucet__sys_default()->syncfs(fd);
+
+	pthread_mutex_lock(&sim.lock);
+	if (recording()) {
+		if (rc == 0) {
+			size_t at = sim.nlog;
+
+			for (size_t i = 0; i < at; i++) {
+				int t = sim.log[i].target;
+				if (t >= 0 && !sim.nodes[t].is_dir && sim.log[i].synced_at == SIZE_MAX)
+					sim.log[i].synced_at = at;
+			}
+			log_add("syncfs", OP_FSYNC, -1);
+		} else {
+			log_add("syncfs", OP_NOP, -1);
+		}
+	}
+	pthread_mutex_unlock(&sim.lock);
+	return rc;
+}
+
 /* rename and link: both ends resolved before the call, modelled after it. */
 static int two_names(const char *call, int kind, int odir, const char *oname, int ndir,
 		     const char *nname, int rc)
@@ -667,6 +693,7 @@ int pl_start(const char *sandbox)
 	sim.table.mkdirat = rec_mkdirat;
 	sim.table.flock = rec_flock;
 	sim.table.close = rec_close;
+	sim.table.syncfs = rec_syncfs;
 	sim.active = 1;
 	sim.paused = 0;
 	faucet__sys_set(&sim.table);

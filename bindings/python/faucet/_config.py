@@ -37,10 +37,10 @@ _BACKEND_FIELDS = {
     "file": ("path", "encryption"),
     "sqlite": ("path",),
     "postgres": ("url", "table", "ensure_table", "max_connections"),
-    "redis": ("url", "namespace", "max_connections"),
+    "redis": ("url", "namespace", "index", "max_connections"),
 }
 _ALL_FIELDS = ("path", "url", "table", "ensure_table", "max_connections",
-               "namespace", "encryption")
+               "namespace", "index", "encryption")
 _ENV_REF = re.compile(r"\$\{env:([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 
@@ -237,6 +237,8 @@ def read_state(path):
             fields[name] = r.string(vnode, field)
         elif name == "ensure_table":
             fields[name] = 1 if r.boolean(vnode, field) else -1
+        elif name == "index":
+            fields[name] = 1 if r.boolean(vnode, field) else 0
         elif name == "max_connections":
             fields[name] = r.integer(vnode, field, 1, 10000)
         elif name == "encryption" and not r.is_null(vnode):
@@ -281,6 +283,7 @@ def open_store_config(fields, encryption):
         cfg.namespace_name = c(fields.get("namespace"))
         cfg.ensure_table = fields.get("ensure_table", 0)
         cfg.max_connections = fields.get("max_connections", 0)
+        cfg.redis_index = fields.get("index", 0)
         keep = []
         if encryption is not None:
             key, previous = encryption

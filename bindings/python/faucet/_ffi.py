@@ -54,6 +54,7 @@ typedef struct {
     int max_connections;
     const char *namespace_name;
     const faucet_encryption_options *encryption;
+    int redis_index;
 } faucet_store_config;
 
 typedef struct { uint64_t timeout_ms; } faucet_check_context;

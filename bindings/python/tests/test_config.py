@@ -87,6 +87,27 @@ def test_postgres_and_redis_from_config(tmp_path, monkeypatch):
             assert s.get("p::r") == {"from": backend}
 
 
+def test_a_redis_namespace_index_from_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("PY_REDIS_URL", server_url("FAUCET_TEST_REDIS_URL"))
+    ns = unique("pyidx")
+    cfg = write(tmp_path, f"""
+        state:
+          type: redis
+          config: {{url: "${{env:PY_REDIS_URL}}", namespace: {ns}, index: true}}
+        """, "idx.yml")
+    plain = write(tmp_path, f"""
+        state:
+          type: redis
+          config: {{url: "${{env:PY_REDIS_URL}}", namespace: {ns}, index: false}}
+        """, "plain.yml")
+    with faucet.open_config(cfg) as s, faucet.open_config(plain) as p:
+        s.put("p::r", 1)
+        assert s.list("p::") == ["p::r"]  # from the index
+        assert p.list("p::") == ["p::r"]  # the same keys by SCAN
+        s.delete("p::r")
+        assert p.list("p::") == []
+
+
 def test_an_encrypted_file_store(tmp_path, monkeypatch):
     monkeypatch.setenv("PY_KEY", "py-secret-key-9d2")
     cfg = write(tmp_path, f"""
@@ -119,6 +140,7 @@ def test_no_state_block_opens_the_default_store(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, message", [
     ("state:\n  type: file\n  config: {path: x, pathh: y}\n", "unknown field 'pathh'"),
     ("state:\n  type: file\n  config: {path: x, table: t}\n", "does not apply to type 'file'"),
+    ("state:\n  type: sqlite\n  config: {path: x, index: true}\n", "does not apply to type 'sqlite'"),
     ("state:\n  type: file\n  type: sqlite\n", "field 'type' is given twice"),
     ("state:\n  config: {path: x}\n", "state needs a `type`"),
     ("state:\n  type: postgres\n  config: {max_connections: lots}\n",

@@ -21,9 +21,9 @@
 extern "C" {
 #endif
 
-/* Version 3 added get_many; a version-2 struct (without it) is still
- * accepted. */
-#define FAUCET_STORE_BACKEND_VERSION 3
+/* Version 3 added get_many, version 4 scan_entries and put_many; a version-2 or -3
+ * struct (without them) is still accepted. */
+#define FAUCET_STORE_BACKEND_VERSION 4
 
 typedef struct faucet_store_backend faucet_store_backend;
 
@@ -67,6 +67,24 @@ struct faucet_store_backend {
 	 * out[i] is NULL.  (Version 3.) */
 	int (*get_many)(faucet_store_backend *b, const char *const *keys, size_t count,
 			faucet_value **out);
+
+	/* Optional: every entry whose key starts with prefix, in strcmp order
+	 * of the keys, passed to fn; stop and return fn's value when it is
+	 * non-zero.  One pass over the data where the backend can stream it
+	 * (PostgreSQL: one ordered query read through a cursor) instead of a
+	 * listing and then a read per chunk of keys.  fn must not wait for
+	 * another call on the same store to finish.  (Version 4.) */
+	int (*scan_entries)(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			    void *ctx);
+
+	/* Optional: a batch that is NOT all-or-nothing, only cheaper than a
+	 * put per entry (the file store makes the whole batch durable with one
+	 * barrier).  Entries land in order: on error, *written leading entries
+	 * are in place - and durable, unless the code is FAUCET_EUNKNOWN, when
+	 * entries [*unknown_from, *written) are in place but may not survive a
+	 * crash.  Used where put_batch is absent.  (Version 4.) */
+	int (*put_many)(faucet_store_backend *b, const faucet_entry *entries, size_t count,
+			size_t *written, size_t *unknown_from);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
