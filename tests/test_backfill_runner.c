@@ -10,11 +10,14 @@
  * directory.  Nothing is timed: overlap is proven by units that each wait
  * for a sibling's file, signals are sent by the units themselves.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +34,8 @@ typedef struct {
 	char events[4096];
 	size_t started;
 	void (*on_start_hook)(void *t, const faucet_backfill_unit *u);
+	void (*on_end_hook)(void *t, const faucet_backfill_unit *u);
+	char *command; /* the file an on_end_hook makes unrunnable */
 } fixture;
 
 /* Append "{a}{sep}{b};" to the event log. */
@@ -56,6 +61,8 @@ static void cb_end(void *ctx, const faucet_backfill_unit *u, faucet_backfill_sta
 	(void)total;
 	ev(f, u->id, '=',
 	   st == FAUCET_BACKFILL_DONE ? "done" : st == FAUCET_BACKFILL_FAILED ? error : "pending");
+	if (f->on_end_hook)
+		f->on_end_hook(f, u);
 }
 
 static void cb_planned(void *ctx, const faucet_backfill_unit *u, faucet_backfill_status st)
@@ -82,6 +89,7 @@ static fixture *setup_plan(const char *window, int units)
 
 static void teardown(fixture *f)
 {
+	free(f->command);
 	faucet_backfill_plan_free(f->plan);
 	faucet_store_free(f->store);
 	tu_rmrf(f->dir);
@@ -359,13 +367,382 @@ static void exit_codes_and_missing_commands(void **state)
 	assert_int_equal(res.exit_code, 3);
 	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
 	faucet_backfill_marker_status(m, "20260601T000000Z", &err);
-	assert_string_equal(err, "exit status 127: faucet backfill: cannot run "
-				 "'/nonexistent/20260601T000000Z': No such file or directory");
+	assert_string_equal(err, "cannot run '/nonexistent/20260601T000000Z': No such file or "
+				 "directory");
 	faucet_backfill_marker_free(m);
 	free(key);
 	teardown(f);
 }
 
+
+/* ---- commands that stop being runnable after preflight ------------------------ */
+
+/* After the first unit ends, its command loses its execute bits, or goes:
+ * the next units find out only at exec time, in the child, which must not
+ * format the reason itself (see child_exec). */
+static void drop_exec_bits(void *ctx, const faucet_backfill_unit *u)
+{
+	fixture *f = ctx;
+	(void)u;
+	assert_int_equal(chmod(f->command, 0644), 0);
+}
+
+static void remove_command(void *ctx, const faucet_backfill_unit *u)
+{
+	fixture *f = ctx;
+	(void)u;
+	(void)unlink(f->command);
+}
+
+static void unrunnable_after_preflight(void (*hook)(void *, const faucet_backfill_unit *),
+				       const char *reason)
+{
+	fixture *f = setup_plan("1d", 3);
+	faucet_backfill_result res;
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
+	faucet_backfill_progress cb = {f, NULL, NULL, cb_start, cb_end, NULL, NULL, NULL};
+	const char *argv[] = {NULL, "${backfill.unit}", NULL};
+	const char script[] = "#!/bin/sh\necho ran $1 >> \"$T/log\"\n";
+	char *key = marker_key(f), *log, want[600], events[1400];
+	faucet_backfill_marker *m = NULL;
+	const char *err = NULL;
+
+	f->command = tu_join(f->dir, "unit.sh");
+	tu_write_file(f->command, script, strlen(script));
+	assert_int_equal(chmod(f->command, 0755), 0);
+	argv[0] = f->command;
+	f->on_end_hook = hook;
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.progress = &cb;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	/* The run goes on: each later unit fails with the reason as its
+	 * message, not an exit status of a child that wrote it. */
+	assert_int_equal(res.done, 1);
+	assert_int_equal(res.failed, 2);
+	assert_int_equal(res.exit_code, 2);
+	(void)snprintf(want, sizeof(want), "cannot run '%s': %s", f->command, reason);
+	(void)snprintf(events, sizeof(events),
+		       "20260601T000000Z=done;20260602T000000Z=%s;20260603T000000Z=%s;", want, want);
+	assert_string_equal(f->events, events);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	assert_int_equal(faucet_backfill_marker_status(m, "20260602T000000Z", &err),
+			 FAUCET_BACKFILL_FAILED);
+	assert_string_equal(err, want);
+	faucet_backfill_marker_free(m);
+	log = log_of(f, "log");
+	assert_string_equal(log, "ran 20260601T000000Z\n");
+	free(log);
+	free(key);
+	teardown(f);
+}
+
+static void a_command_no_longer_executable_fails_its_units(void **state)
+{
+	(void)state;
+	unrunnable_after_preflight(drop_exec_bits, "Permission denied");
+}
+
+static void a_command_removed_after_preflight_fails_its_units(void **state)
+{
+	(void)state;
+	unrunnable_after_preflight(remove_command, "No such file or directory");
+}
+
+/* ---- no code of the embedding program in the child -------------------------------- */
+
+/* An atfork child handler stands for the embedding program's code: with a
+ * plain fork() it would run in every unit's child before exec, where a lock
+ * another thread held at the fork stays locked.  The runner's child must run
+ * none of it (glibc's _Fork). */
+static int atfork_report_fd = -1;
+
+static void atfork_child(void)
+{
+	if (atfork_report_fd >= 0)
+		(void)!write(atfork_report_fd, "c", 1);
+}
+
+static void the_child_runs_no_atfork_handler(void **state)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	static int registered;
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	int fds[2];
+	char c;
+	(void)state;
+
+	if (!registered) {
+		assert_int_equal(pthread_atfork(NULL, NULL, atfork_child), 0);
+		registered = 1;
+	}
+	assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+	atfork_report_fd = fds[1];
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	atfork_report_fd = -1;
+	assert_int_equal(res.done, 2);
+	assert_int_equal(read(fds[0], &c, 1), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(fds[0]);
+	close(fds[1]);
+	teardown(f);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* The embedding program's stdio streams are its own: starting units
+ * flushes none of them (one could be a full pipe, and block us). */
+static void starting_units_flushes_no_stream_of_the_program(void **state)
+{
+	fixture *f = setup_plan("1d", 1);
+	faucet_backfill_result res;
+	char buf[64];
+	int fds[2];
+	FILE *out;
+	(void)state;
+
+	assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+	out = fdopen(fds[1], "w");
+	assert_non_null(out);
+	assert_int_equal(setvbuf(out, NULL, _IOFBF, 4096), 0);
+	assert_true(fputs("buffered, unflushed", out) >= 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(res.done, 1);
+	assert_int_equal(read(fds[0], buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fclose(out), 0); /* now it is flushed, by its owner */
+	assert_int_equal(read(fds[0], buf, sizeof(buf)), (ssize_t)strlen("buffered, unflushed"));
+	close(fds[0]);
+	teardown(f);
+}
+
+/* ---- an embedding program's own SIGCHLD --------------------------------------------- */
+
+static void reap_everything(int signo)
+{
+	int saved = errno;
+	(void)signo;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	errno = saved;
+}
+
+static void sigchld_set_by_the_embedder(void **state)
+{
+	fixture *f = setup_plan("1d", 2);
+	faucet_backfill_result res;
+	struct sigaction sa, old;
+	char *key = marker_key(f);
+	faucet_backfill_marker *m = NULL;
+	(void)state;
+
+	/* Ignored: the kernel would reap the units, so the run is refused. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	assert_int_equal(sigaction(SIGCHLD, &sa, &old), 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), FAUCET_ECONFIG);
+	tu_assert_error_contains("SIGCHLD is ignored");
+	/* A handler that reaps every child: the run still ends, each unit
+	 * either done (we reaped it first) or failed saying why. */
+	sa.sa_handler = reap_everything;
+	assert_int_equal(sigaction(SIGCHLD, &sa, NULL), 0);
+	assert_int_equal(run(f, "true", FAUCET_BACKFILL_FRESH, 1, 0, &res), 0);
+	assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+	assert_int_equal(res.done + res.failed, 2);
+	assert_int_equal(faucet_backfill_marker_load(f->store, key, &m), 0);
+	for (size_t i = 0; i < 2; i++) {
+		const char *err = NULL;
+		if (faucet_backfill_marker_status(m, faucet_backfill_plan_unit(f->plan, i)->id, &err) ==
+		    FAUCET_BACKFILL_FAILED)
+			assert_non_null(strstr(err, "another waitpid() in this process reaped"));
+	}
+	faucet_backfill_marker_free(m);
+	free(key);
+	teardown(f);
+}
+
+/* ---- a host of the embedder's own ------------------------------------------------ */
+
+typedef struct {
+	fixture *f;
+	struct sigaction before_int, before_term; /* as the test began */
+	int handlers_changed;                     /* seen while the run ran */
+	int started, finished;
+	int stop_asked;                           /* stop requests handed out */
+	int wake[2];                              /* the stop descriptor, or -1 */
+	int publishes, finals;
+} test_host;
+
+static int handler_changed(int signo, const struct sigaction *before)
+{
+	struct sigaction now;
+
+	assert_int_equal(sigaction(signo, NULL, &now), 0);
+	return now.sa_handler != before->sa_handler || now.sa_flags != before->sa_flags;
+}
+
+static void look_at_handlers(test_host *h)
+{
+	h->handlers_changed |= handler_changed(SIGINT, &h->before_int);
+	h->handlers_changed |= handler_changed(SIGTERM, &h->before_term);
+}
+
+static int th_start(void *ctx)
+{
+	test_host *h = ctx;
+	h->started++;
+	return 0;
+}
+
+static void th_finish(void *ctx)
+{
+	test_host *h = ctx;
+	h->finished++;
+}
+
+static int th_stop_fd(void *ctx)
+{
+	test_host *h = ctx;
+	return h->wake[0];
+}
+
+/* One stop request, once the first unit runs. */
+static int th_stop_requested(void *ctx)
+{
+	test_host *h = ctx;
+
+	look_at_handlers(h);
+	if (h->f->started == 0 || h->stop_asked)
+		return 0;
+	h->stop_asked++;
+	return SIGTERM;
+}
+
+static int th_publish(void *ctx, int final)
+{
+	test_host *h = ctx;
+
+	look_at_handlers(h);
+	h->publishes++;
+	h->finals += final != 0;
+	return 0;
+}
+
+static void run_with_host(int with_fd)
+{
+	fixture *f = setup_plan("1d", 3);
+	test_host h;
+	faucet_backfill_host host = {0};
+	faucet_backfill_result res;
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
+	faucet_backfill_progress cb = {f, NULL, NULL, cb_start, cb_end, NULL, NULL, NULL};
+	const char *argv[] = {"/bin/sh", "-c", "echo ran >> \"$T/log\"; exec sleep 30", NULL};
+	faucet_strarray keys = {0};
+	struct sigaction dfl;
+	sigset_t saved_mask;
+
+	/* Default dispositions to begin with, which a trap would change. */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	assert_int_equal(sigaction(SIGINT, &dfl, NULL), 0);
+	assert_int_equal(sigaction(SIGTERM, &dfl, NULL), 0);
+	memset(&h, 0, sizeof(h));
+	h.f = f;
+	h.wake[0] = h.wake[1] = -1;
+	assert_int_equal(sigaction(SIGINT, NULL, &h.before_int), 0);
+	assert_int_equal(sigaction(SIGTERM, NULL, &h.before_term), 0);
+	if (with_fd) {
+		sigset_t block;
+
+		/* A program with a stop descriptor is likely to read its
+		 * signals from a signalfd, with them blocked: the units must
+		 * still stop at our SIGTERM. */
+		sigemptyset(&block);
+		sigaddset(&block, SIGINT);
+		sigaddset(&block, SIGTERM);
+		assert_int_equal(sigprocmask(SIG_BLOCK, &block, &saved_mask), 0);
+		/* Readable throughout (a host that never drains it): only
+		 * stop_requested's answer is a stop request, not readability. */
+		assert_int_equal(pipe(h.wake), 0);
+		assert_int_equal(write(h.wake[1], "x", 1), 1);
+	}
+	host = (faucet_backfill_host){&h, th_start, th_finish, th_stop_fd, th_stop_requested,
+				      th_publish};
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.progress = &cb;
+	o.host = &host;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	if (with_fd)
+		assert_int_equal(sigprocmask(SIG_SETMASK, &saved_mask, NULL), 0);
+	assert_int_equal(h.handlers_changed, 0);
+	look_at_handlers(&h);
+	assert_int_equal(h.handlers_changed, 0);
+	assert_int_equal(h.started, 1);
+	assert_int_equal(h.finished, 1);
+	/* The stop was honoured: the running unit got SIGTERM and stays
+	 * pending, nothing else started. */
+	assert_int_equal(h.stop_asked, 1);
+	assert_int_equal(f->started, 1);
+	assert_int_equal(res.signal, SIGTERM);
+	assert_int_equal(res.exit_code, 128 + SIGTERM);
+	assert_int_equal(res.pending, 3);
+	assert_int_equal(res.done + res.failed, 0);
+	assert_string_equal(f->events, "20260601T000000Z=pending;");
+	assert_int_equal(faucet_store_list(f->store, "", &keys), 0);
+	assert_int_equal(keys.count, 0);
+	faucet_strarray_dispose(&keys);
+	/* Metrics went to the host, the last time as final; no file was
+	 * written behind its back (the unit's log is all the directory has,
+	 * if the unit got to write it before its SIGTERM). */
+	assert_true(h.publishes >= 2);
+	assert_int_equal(h.finals, 1);
+	assert_true(tu_count_entries(f->dir) <= 1);
+	if (with_fd) {
+		close(h.wake[0]);
+		close(h.wake[1]);
+	}
+	teardown(f);
+}
+
+static void a_custom_host_gets_no_signal_handler_and_stops_the_run(void **state)
+{
+	(void)state;
+	run_with_host(0);
+}
+
+static void a_custom_host_with_a_stop_descriptor_stops_the_run(void **state)
+{
+	(void)state;
+	run_with_host(1);
+}
+
+static void a_host_and_the_legacy_switches_do_not_mix(void **state)
+{
+	fixture *f = setup_plan("1d", 1);
+	faucet_backfill_host host = {0};
+	faucet_backfill_result res;
+	faucet_backfill_run_options o = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
+	const char *argv[] = {"true", NULL};
+	(void)state;
+
+	o.pipeline = "orders";
+	o.argv = argv;
+	o.host = &host;
+	o.handle_signals = 1;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_EINVALID);
+	o.handle_signals = 0;
+	o.metrics_file = "/nonexistent/metrics.prom";
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_EINVALID);
+	/* A zeroed host asks for nothing and the run goes through. */
+	o.metrics_file = NULL;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), 0);
+	assert_int_equal(res.done, 1);
+	teardown(f);
+}
 
 /* ---- stores that misbehave on lease writes ------------------------------------ */
 
@@ -916,6 +1293,14 @@ int main(void)
 		cmocka_unit_test(a_store_without_atomic_compare_and_put_is_refused),
 		cmocka_unit_test(units_inherit_the_key_variable_names),
 		cmocka_unit_test(unit_output_arrives_line_by_line),
+		cmocka_unit_test(a_command_no_longer_executable_fails_its_units),
+		cmocka_unit_test(a_command_removed_after_preflight_fails_its_units),
+		cmocka_unit_test(a_custom_host_gets_no_signal_handler_and_stops_the_run),
+		cmocka_unit_test(a_custom_host_with_a_stop_descriptor_stops_the_run),
+		cmocka_unit_test(a_host_and_the_legacy_switches_do_not_mix),
+		cmocka_unit_test(the_child_runs_no_atfork_handler),
+		cmocka_unit_test(sigchld_set_by_the_embedder),
+		cmocka_unit_test(starting_units_flushes_no_stream_of_the_program),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

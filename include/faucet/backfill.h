@@ -295,6 +295,55 @@ typedef struct {
 	void (*on_tick)(void *ctx);
 } faucet_backfill_progress;
 
+/* What the runner needs from the process it runs in, beyond the store:
+ * whether to stop, and where its metrics go.  Every member is optional (a
+ * zeroed host asks for nothing: no stop ever requested, no metrics
+ * published).  All are called on the runner's thread, only while
+ * faucet_backfill_run runs.
+ *
+ * The runner itself installs no signal handler and writes no file: the
+ * library's default host (faucet_backfill_default_host, what the CLI
+ * uses) is where SIGINT/SIGTERM are trapped and the metrics file written.
+ * An embedder that owns its signals passes its own host instead. */
+typedef struct faucet_backfill_host {
+	void *ctx;
+	/* Once before the first unit starts (not in dry runs).  Non-zero,
+	 * with the error set, stops the run before anything runs. */
+	int (*start)(void *ctx);
+	/* Once after the last unit ended, when start succeeded. */
+	void (*finish)(void *ctx);
+	/* A descriptor that becomes readable when a stop is requested, polled
+	 * with the units' pipes so the request is seen at once; asked once,
+	 * after start.  The runner never reads or closes it: stop_requested
+	 * should drain it, or the runner keeps waking.  -1 (or no callback)
+	 * = none: stop_requested is then asked at least every 200 ms while
+	 * units run. */
+	int (*stop_fd)(void *ctx);
+	/* Asked whenever the runner wakes, until it returns 0 (or less): each
+	 * positive return is one stop request, given as the signal number that stands
+	 * for it (reported as result->signal, and exit_code 128 + it).  The
+	 * first request stops new units and sends SIGTERM to the running
+	 * units' process groups (they stay pending); a second sends SIGKILL. */
+	int (*stop_requested)(void *ctx);
+	/* The metrics registry (faucet/metrics.h) holds this run's current
+	 * numbers: publish them.  Called as units end (at most once a second),
+	 * when a stop is requested, and once at the end with final = 1.  A
+	 * non-zero return (with the error set) mid-run is said once through
+	 * on_message; at the end it is the run's error. */
+	int (*publish_metrics)(void *ctx, int final);
+} faucet_backfill_host;
+
+/* The library's default host, which the CLI passes: with handle_signals,
+ * SIGINT and SIGTERM are caught for the length of the run through a
+ * self-pipe (the previous dispositions are put back at its end; one such
+ * host may be running in a process at a time, another start fails with
+ * FAUCET_EINVALID); with a metrics_file (copied), the registry is written
+ * there atomically (faucet_metrics_write_file).  Its state is allocated:
+ * give it back with faucet_backfill_default_host_dispose. */
+FAUCET_EXTERN int faucet_backfill_default_host(faucet_backfill_host *host, int handle_signals,
+					       const char *metrics_file);
+FAUCET_EXTERN void faucet_backfill_default_host_dispose(faucet_backfill_host *host);
+
 /* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT, then set
  * what you need; the struct may grow at its end (see faucet/store.h on
  * options structs). */
@@ -310,6 +359,8 @@ typedef struct {
 	int64_t lease_ttl;             /* seconds; 0 = 60; at least 3 */
 	const char *config_path;       /* given to units as FAUCET_CONFIG (made absolute) */
 	const char *state_url;         /* else given as FAUCET_STATE */
+	/* Without a host, these two ask for the default host's behaviour
+	 * (see faucet_backfill_default_host); with one they must be unset. */
 	const char *metrics_file;      /* Prometheus text written here as units end (at most
 					* once a second), when interrupted, and at the end;
 					* NULL = none */
@@ -323,6 +374,9 @@ typedef struct {
 	 * none (a store of plain files, or one whose config names its keys). */
 	const char *key_env;
 	const char *previous_key_env;
+	/* How to learn of a stop and where metrics go; NULL = built from
+	 * handle_signals and metrics_file.  Borrowed for the call. */
+	const faucet_backfill_host *host;
 } faucet_backfill_run_options;
 
 typedef struct {
@@ -337,14 +391,24 @@ typedef struct {
 	size_t leases_left; /* unit leases we could not release (the run then fails) */
 } faucet_backfill_result;
 
-/* Run every unit of `plan` that is not done, at most `concurrency` at a
+/* Units are started with fork and execve; between the two the child makes
+ * only async-signal-safe system calls on what was prepared before the fork
+ * (the path found on PATH, argv, envp), so the function may be called from
+ * a program with threads.  Where glibc has _Fork, no pthread_atfork handler
+ * runs either.  SIGCHLD ignored (SIG_IGN, SA_NOCLDWAIT) is FAUCET_ECONFIG:
+ * no exit status could be read; a unit reaped by the caller's own
+ * waitpid() fails as "exit status unknown".
+ *
+ * Run every unit of `plan` that is not done, at most `concurrency` at a
  * time, each claimed by a lease, with its outcome merged into the marker as
  * it ends.  Problems found before anything runs (bad options, a bad
  * placeholder, a command not found on PATH, a corrupt marker, an existing
  * marker in FRESH mode) are FAUCET_ECONFIG and nothing is written; a store
  * whose compare-and-put is not atomic is FAUCET_EUNSUPPORTED (leases and
  * the marker merge depend on it; a dry run is allowed).  Unit failures are
- * not errors: they are in *result.  A store failure while recording stops
+ * not errors: they are in *result; a command that can no longer be executed
+ * when a unit starts (removed or made non-executable since the check) fails
+ * that unit with "cannot run 'PATH': reason".  A store failure while recording stops
  * new units and is returned once the running ones end.  A lease that could
  * not be released is an error too, returned at the end with every such
  * lease named (the other units still run): it would hold its unit until it

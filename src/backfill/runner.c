@@ -9,9 +9,16 @@
  * every line to the caller's on_output, or pass the bytes through as they
  * are when it has none - never straight onto a terminal a progress line is
  * drawn on) and a pidfd that becomes readable when the child exits, so no
- * SIGCHLD handler is needed.  Signals, when the caller asks us to handle
- * them, arrive through a self-pipe.  The poll timeout is the next lease
+ * SIGCHLD handler is needed.  The process around us is the host's
+ * (faucet_backfill_host): we install no signal handler and write no file;
+ * the host tells us of a stop request (the default host, host.c, through
+ * its SIGINT/SIGTERM self-pipe, whose read end we poll) and publishes the
+ * metrics we keep in the registry.  The poll timeout is the next lease
  * renewal or deferred-unit retry; nothing here sleeps.
+ *
+ * A unit's child is made with fork and, before execve, makes only
+ * async-signal-safe system calls on what the parent prepared (see
+ * child_exec): the embedding program may have threads holding locks.
  *
  * Children run in their own process groups: a Ctrl-C at the terminal then
  * reaches only the runner, which decides what the units get (SIGTERM, and
@@ -37,8 +44,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,64 +64,7 @@ extern char **environ;
 #define LAST_LINE_MAX 1024
 #define RETRY_MS_MAX 1000 /* how often a unit leased elsewhere is looked at again */
 #define TICK_MS 1000      /* how often on_tick is called while units run */
-
-/* ---- signals through a self-pipe -------------------------------------------- */
-
-static atomic_int signal_owner = 0;         /* one handling runner at a time */
-static volatile sig_atomic_t signal_wr = -1; /* write end of the self-pipe */
-
-static void on_signal(int signo)
-{
-	int saved = errno;
-	unsigned char b = (unsigned char)signo;
-
-	if (signal_wr >= 0)
-		(void)write(signal_wr, &b, 1);
-	errno = saved;
-}
-
-typedef struct {
-	int active;
-	int fds[2];
-	struct sigaction old_int, old_term;
-} signal_trap;
-
-static int trap_install(signal_trap *t)
-{
-	struct sigaction sa;
-	int expected = 0;
-
-	memset(t, 0, sizeof(*t));
-	t->fds[0] = t->fds[1] = -1;
-	if (!atomic_compare_exchange_strong(&signal_owner, &expected, 1))
-		return faucet_error_set(FAUCET_EINVALID,
-					"another backfill in this process already handles signals");
-	if (pipe2(t->fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-		atomic_store(&signal_owner, 0);
-		return faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
-	}
-	signal_wr = t->fds[1];
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	(void)sigaction(SIGINT, &sa, &t->old_int);
-	(void)sigaction(SIGTERM, &sa, &t->old_term);
-	t->active = 1;
-	return 0;
-}
-
-static void trap_remove(signal_trap *t)
-{
-	if (!t->active)
-		return;
-	(void)sigaction(SIGINT, &t->old_int, NULL);
-	(void)sigaction(SIGTERM, &t->old_term, NULL);
-	signal_wr = -1;
-	close(t->fds[0]);
-	close(t->fds[1]);
-	t->active = 0;
-	atomic_store(&signal_owner, 0);
-}
+#define STOP_ASK_MS 200   /* how often a host without a stop descriptor is asked */
 
 /* ---- per-unit state ---------------------------------------------------------- */
 
@@ -136,6 +84,8 @@ typedef struct {
 	int pid_fd;            /* pidfd, -1 when the kernel has none */
 	int exited;
 	int status;            /* from waitpid */
+	int exec_errno;        /* the command could not be run (no process), or 0 */
+	int reaped_elsewhere;  /* someone else's waitpid() took its exit status */
 	faucet_bf_lease lease;
 	uint64_t renew_at_ms;
 	uint64_t started_ms;   /* monotonic, for the duration metric */
@@ -167,7 +117,10 @@ typedef struct {
 	running_unit *run;
 	size_t nrun, cap;
 	int64_t ttl;
-	int signal_fd;
+	const faucet_backfill_host *host; /* the caller's, or own_host */
+	faucet_backfill_host own_host;    /* a default host built from the legacy options */
+	int stop_fd;                      /* the host's stop descriptor, or -1 */
+	int null_fd;                      /* /dev/null for the units' stdin, or -1 */
 	int ran;                          /* got past preflight: units may have run */
 	int interrupted, killed;
 	int fatal;                        /* a store error: no new units */
@@ -176,7 +129,7 @@ typedef struct {
 	size_t finished;
 	size_t done_elsewhere, failed_elsewhere; /* of res->by_others */
 	double duration_sum;              /* seconds, units that reached an outcome */
-	uint64_t metrics_written_ms;      /* when the metrics file was last written */
+	uint64_t metrics_written_ms;      /* when metrics were last published */
 	int metrics_failure_said;         /* a failed mid-run write was reported */
 	faucet_buf leases_left;           /* "KEY (expires ...)" of unreleased leases */
 	int lease_code;                   /* the first release failure's code */
@@ -319,33 +272,24 @@ static void observe_duration(runner *r, const running_unit *ru)
 	(void)faucet_metrics_counter_add("faucet_backfill_unit_duration_seconds_count", labels, 1);
 }
 
-static int write_metrics_file(const char *path);
-
-/* Rewrite the metrics file mid-run (at most once a second unless `now`),
- * so a scraper follows a long backfill, not only its end.  A failure is
- * said once and the run goes on: the end of the run writes it again and
- * reports the error then. */
+/* Publish the metrics mid-run (at most once a second unless `now`), so a
+ * scraper follows a long backfill, not only its end.  A failure is said
+ * once and the run goes on: the end of the run publishes again and reports
+ * the error then. */
 static void refresh_metrics(runner *r, int now)
 {
 	uint64_t t = faucet__now_ms();
 
-	if (r->o->metrics_file == NULL)
+	if (r->host->publish_metrics == NULL)
 		return;
 	update_gauges(r);
 	if (!now && r->metrics_written_ms != 0 && t - r->metrics_written_ms < METRICS_EVERY_MS)
 		return;
 	r->metrics_written_ms = t;
-	if (write_metrics_file(r->o->metrics_file) != 0 && !r->metrics_failure_said) {
+	if (r->host->publish_metrics(r->host->ctx, 0) != 0 && !r->metrics_failure_said) {
 		r->metrics_failure_said = 1;
 		say(r, "%s", faucet_error_last()->message);
 	}
-}
-
-/* Write the registry to `path` atomically (see faucet_metrics_write_file):
- * a scraper never sees half a file. */
-static int write_metrics_file(const char *path)
-{
-	return faucet_metrics_write_file(path);
 }
 
 /* ---- preflight: everything that can be wrong before anything is written ------ */
@@ -360,6 +304,7 @@ static int check_options(runner *r)
 {
 	const faucet_backfill_run_options *o = r->o;
 	const faucet_backfill_unit *first = unit_at(r, 0);
+	struct sigaction chld;
 
 	if (o->pipeline == NULL || faucet_validate_key(o->pipeline) != 0 ||
 	    strstr(o->pipeline, "::") != NULL)
@@ -384,6 +329,14 @@ static int check_options(runner *r)
 					"(its unit leases and progress marker rely on it); the '%s' "
 					"store has none",
 					faucet_store_backend_name(r->store));
+	/* With SIGCHLD ignored the kernel reaps units itself, and no exit
+	 * status could ever be read. */
+	if (!o->dry_run && sigaction(SIGCHLD, NULL, &chld) == 0 &&
+	    (((chld.sa_flags & SA_SIGINFO) == 0 && chld.sa_handler == SIG_IGN) ||
+	     (chld.sa_flags & SA_NOCLDWAIT) != 0))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"backfill: SIGCHLD is ignored in this process (SIG_IGN or "
+					"SA_NOCLDWAIT), so no unit's exit status could be read");
 	/* Every placeholder must expand: try them on the first unit. */
 	for (size_t i = 0; o->argv != NULL && o->argv[i] != NULL && first != NULL; i++) {
 		char *x = NULL;
@@ -553,45 +506,6 @@ static int build_argv(runner *r, const faucet_backfill_unit *u, char ***out)
 	return 0;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls.
- * SIGINT and SIGTERM arrive blocked (see spawn), so our handler can never
- * run here and write into the runner's self-pipe; they are unblocked only
- * once their disposition is back to the default. */
-static void child_exec(char **argv, char **env, int out_wr, int err_wr, const sigset_t *old_mask)
-{
-	struct sigaction dfl;
-	int null_fd;
-	const char *msg;
-
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	(void)sigaction(SIGINT, &dfl, NULL);
-	(void)sigaction(SIGTERM, &dfl, NULL);
-	(void)sigprocmask(SIG_SETMASK, old_mask, NULL);
-	(void)setpgid(0, 0);
-	null_fd = open("/dev/null", O_RDONLY);
-	if (null_fd >= 0 && null_fd != 0) {
-		(void)dup2(null_fd, 0);
-		(void)close(null_fd);
-	}
-	if (out_wr != 1) {
-		(void)dup2(out_wr, 1);
-		(void)close(out_wr);
-	}
-	if (err_wr != 2) {
-		(void)dup2(err_wr, 2);
-		(void)close(err_wr);
-	}
-	execvpe(argv[0], argv, env);
-	msg = strerror(errno);
-	(void)!write(2, "faucet backfill: cannot run '", 29);
-	(void)!write(2, argv[0], strlen(argv[0]));
-	(void)!write(2, "': ", 3);
-	(void)!write(2, msg, strlen(msg));
-	(void)!write(2, "\n", 1);
-	_exit(127);
-}
-
 /* Where `name` is on PATH (as execvp would find it), or NULL.  Resolved
  * once per command rather than per unit: execvp tries every PATH entry in
  * turn, which is a failed execve per entry for every unit. */
@@ -650,56 +564,136 @@ static int check_command(runner *r)
 	return faucet_error_set(FAUCET_ECONFIG, "command '%s' was not found on PATH", name);
 }
 
-/* Start the unit's process with posix_spawn (a vfork-style clone, much
- * cheaper than fork for a runner with a large heap): its own process group,
- * SIGINT/SIGTERM back to their defaults and unblocked, stdin from
- * /dev/null, stdout and stderr into our pipes.  0 on success; on any failure the caller
- * falls back to fork, whose child reports why the command cannot run. */
-static int spawn_fast(const char *path, char **argv, char **env, int out_wr, int err_wr,
-		      const sigset_t *old_mask, pid_t *pid)
+/* Move a descriptor we made above 0-2 (keeping it close-on-exec): in a
+ * process that runs with stdin, stdout or stderr closed, a pipe can get
+ * one of those numbers, and the child's dup2 onto it would then be a no-op
+ * that leaves it close-on-exec. */
+static int above_stdio(int *fd)
 {
-	posix_spawnattr_t at;
-	posix_spawn_file_actions_t fa;
-	sigset_t dfl;
-	int rc;
+	int moved;
 
-	if (posix_spawnattr_init(&at) != 0)
+	if (*fd > 2)
+		return 0;
+	moved = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+	if (moved < 0)
 		return -1;
-	if (posix_spawn_file_actions_init(&fa) != 0) {
-		(void)posix_spawnattr_destroy(&at);
-		return -1;
-	}
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGTERM);
-	rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-						   POSIX_SPAWN_SETSIGMASK);
-	if (rc == 0)
-		rc = posix_spawnattr_setpgroup(&at, 0);
-	if (rc == 0)
-		rc = posix_spawnattr_setsigdefault(&at, &dfl);
-	if (rc == 0)
-		rc = posix_spawnattr_setsigmask(&at, old_mask);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2);
-	if (rc == 0)
-		rc = posix_spawn(pid, path, &fa, &at, argv, env);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)posix_spawnattr_destroy(&at);
-	return rc == 0 ? 0 : -1;
+	close(*fd);
+	*fd = moved;
+	return 0;
 }
 
+static void close_pair(int fds[2])
+{
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	fds[0] = fds[1] = -1;
+}
+
+/* Three close-on-exec pipes: the unit's stdout, its stderr, and the exec
+ * report (see child_exec). */
+static int make_pipes(int out[2], int err[2], int rep[2])
+{
+	int *all[] = {&out[0], &out[1], &err[0], &err[1], &rep[0], &rep[1]};
+
+	out[0] = out[1] = err[0] = err[1] = rep[0] = rep[1] = -1;
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0)
+		goto fail;
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(all); i++)
+		if (above_stdio(all[i]) != 0)
+			goto fail;
+	return 0;
+fail:;
+	int err_no = errno;
+	close_pair(out);
+	close_pair(err);
+	close_pair(rep);
+	return faucet__error_os(FAUCET_EIO, err_no, "backfill: cannot create a pipe");
+}
+
+/* In the child, between fork and execve.  The parent may be any program
+ * with any number of threads (another thread may hold malloc's or stdio's
+ * lock at the moment of the fork), so nothing here may take a lock or
+ * allocate: only async-signal-safe system calls, on what the parent
+ * prepared before fork - the command's resolved path, argv and envp
+ * built, /dev/null opened, every descriptor above 2 and close-on-exec.
+ * Not even strerror: a failed execve sends its errno through `report`, a
+ * close-on-exec pipe the parent reads - end of file there means the exec
+ * succeeded (see spawn).
+ *
+ * SIGINT and SIGTERM arrive blocked (see spawn), so a handler of the
+ * parent's can never run here; they are unblocked (even when the parent
+ * keeps them blocked, for a signalfd) only once their disposition is back
+ * to the default.  The other caught signals go back
+ * to their defaults at execve. */
+static void child_exec(const char *path, char **argv, char **env, int null_fd, int out_wr,
+		       int err_wr, int report, const sigset_t *child_mask)
+{
+	struct sigaction dfl;
+	int e;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	(void)sigaction(SIGINT, &dfl, NULL);
+	(void)sigaction(SIGTERM, &dfl, NULL);
+	(void)sigprocmask(SIG_SETMASK, child_mask, NULL);
+	(void)setpgid(0, 0);
+	/* All three sources are above 2 (make_pipes, prepare), so no dup2
+	 * overwrites another's source; dup2 clears close-on-exec on the copy. */
+	if (dup2(null_fd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) {
+		e = errno;
+	} else {
+		(void)execve(path, argv, env);
+		e = errno;
+	}
+	(void)!write(report, &e, sizeof(e));
+	_exit(127);
+}
+
+/* fork without the atfork handlers where the C library allows it
+ * (glibc 2.34's _Fork): they are the embedding program's code, and the
+ * child only execs. */
+static pid_t fork_child(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	return _Fork();
+#else
+	return fork();
+#endif
+}
+
+/* Wait for the child to exec or fail: 0 and *exec_errno = 0 when it ran
+ * the command, *exec_errno set (and the child reaped) when it could not. */
+static void read_exec_report(int report, pid_t pid, int *exec_errno)
+{
+	int e = 0, status;
+	ssize_t n;
+
+	do
+		n = read(report, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	*exec_errno = 0;
+	if (n != (ssize_t)sizeof(e))
+		return; /* end of file: the exec closed the pipe */
+	*exec_errno = e != 0 ? e : EIO;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Start the unit's process: its own process group, SIGINT/SIGTERM back to
+ * their defaults and unblocked, stdin from /dev/null, stdout and stderr
+ * into our pipes.  A command that cannot be executed (removed since
+ * preflight, not executable, a bad interpreter) is not an error of the run:
+ * the unit is entered as already ended with ru->exec_errno, and fails with
+ * that message. */
 static int spawn(runner *r, running_unit *ru, const char *state_key)
 {
 	const faucet_backfill_unit *u = unit_at(r, ru->index);
-	char **argv = NULL, **env = NULL, **owned = NULL;
-	int pipefd[2], outfd[2], rc;
-	sigset_t block, old_mask;
-	const char *path;
+	char **argv = NULL, **env = NULL, **owned = NULL, *path = NULL;
+	const char *found;
+	int outfd[2], errfd[2], repfd[2], rc;
+	sigset_t block, old_mask, child_mask;
 	pid_t pid;
 
 	if ((rc = build_argv(r, u, &argv)) != 0)
@@ -708,49 +702,83 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 		free_strings(argv);
 		return rc;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		rc = faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
+	ru->pid = 0;
+	ru->exec_errno = 0;
+	ru->last[0] = '\0';
+	ru->started_ms = faucet__now_ms();
+	ru->started_at = wall_now();
+	/* Resolved here, not in the child: a PATH search allocates.  A copy,
+	 * since the cache changes with the next unit's argv[0].  A path that
+	 * fails the check is still tried, for execve's reason why. */
+	found = resolved_command(r, argv[0]);
+	if (r->exe_name == NULL) {
+		rc = FAUCET_ENOMEM;
 		goto out;
 	}
-	if (pipe2(outfd, O_CLOEXEC) != 0) {
-		rc = faucet__error_os(FAUCET_EIO, errno, "backfill: cannot create a pipe");
-		close(pipefd[0]);
-		close(pipefd[1]);
+	if (found == NULL && strchr(argv[0], '/') == NULL) {
+		/* Gone from PATH since preflight, or named by a placeholder. */
+		ru->exec_errno = ENOENT;
+		(void)snprintf(ru->last, sizeof(ru->last), "command '%s' was not found on PATH",
+			       argv[0]);
+		ru->exited = 1;
 		goto out;
 	}
-	(void)fflush(NULL);
+	if ((path = faucet__strdup(found != NULL ? found : argv[0])) == NULL) {
+		rc = FAUCET_ENOMEM;
+		goto out;
+	}
+	if ((rc = make_pipes(outfd, errfd, repfd)) != 0)
+		goto out;
+	/* No fflush(NULL) first: the child execs or _exits, so it never
+	 * flushes a copy of our stdio buffers, and flushing the embedding
+	 * program's streams (one may be a full pipe) is not ours to do. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
-	path = resolved_command(r, argv[0]);
-	if (path == NULL || spawn_fast(path, argv, env, outfd[1], pipefd[1], &old_mask, &pid) != 0) {
-		pid = fork();
-		if (pid == 0)
-			child_exec(argv, env, outfd[1], pipefd[1], &old_mask);
-	}
+	/* The unit gets our mask, but never SIGINT/SIGTERM blocked: a program
+	 * that reads them from a signalfd blocks them, and the units must
+	 * still stop when we send SIGTERM. */
+	child_mask = old_mask;
+	(void)sigdelset(&child_mask, SIGINT);
+	(void)sigdelset(&child_mask, SIGTERM);
+	pid = fork_child();
+	if (pid == 0)
+		child_exec(path, argv, env, r->null_fd, outfd[1], errfd[1], repfd[1], &child_mask);
 	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-	close(pipefd[1]);
 	close(outfd[1]);
+	close(errfd[1]);
+	close(repfd[1]);
 	if (pid < 0) {
-		close(pipefd[0]);
+		int e = errno;
 		close(outfd[0]);
-		rc = faucet__error_os(FAUCET_ERROR, errno, "backfill: cannot start unit %s", u->id);
+		close(errfd[0]);
+		close(repfd[0]);
+		rc = faucet__error_os(FAUCET_ERROR, e, "backfill: cannot start unit %s", u->id);
 		goto out;
 	}
-	(void)setpgid(pid, pid); /* also here, so a kill right away finds the group */
-	(void)fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+	read_exec_report(repfd[0], pid, &ru->exec_errno);
+	close(repfd[0]);
+	if (ru->exec_errno != 0) {
+		close(outfd[0]);
+		close(errfd[0]);
+		(void)snprintf(ru->last, sizeof(ru->last), "cannot run '%s': %s", path,
+			       strerror(ru->exec_errno));
+		ru->exited = 1;
+		goto out;
+	}
+	/* The child set its process group before the exec we waited for, so a
+	 * kill of the group right away finds it. */
+	(void)fcntl(errfd[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(outfd[0], F_SETFL, O_NONBLOCK);
 	ru->pid = pid;
-	ru->err = (unit_stream){.fd = pipefd[0], .is_err = 1};
+	ru->err = (unit_stream){.fd = errfd[0], .is_err = 1};
 	ru->out = (unit_stream){.fd = outfd[0], .is_err = 0};
 	ru->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	ru->exited = 0;
-	ru->last[0] = '\0';
-	ru->started_ms = faucet__now_ms();
-	ru->started_at = wall_now();
 	rc = 0;
 out:
+	free(path);
 	free_strings(argv);
 	free_strings(owned);
 	free(env);
@@ -945,6 +973,11 @@ static char *failure_message(const running_unit *ru)
 {
 	const char *sep = ru->last[0] ? ": " : "";
 
+	if (ru->exec_errno != 0)
+		return faucet__strdup(ru->last); /* no process: why not, and that is all */
+	if (ru->reaped_elsewhere)
+		return faucet__sprintf("exit status unknown: another waitpid() in this process "
+				       "reaped the unit%s%s", sep, ru->last);
 	if (WIFSIGNALED(ru->status))
 		return faucet__sprintf("killed by signal %d%s%s", WTERMSIG(ru->status), sep, ru->last);
 	return faucet__sprintf("exit status %d%s%s", WEXITSTATUS(ru->status), sep, ru->last);
@@ -974,7 +1007,7 @@ static void finish_unit(runner *r, size_t slot)
 {
 	running_unit *ru = &r->run[slot];
 	const faucet_backfill_unit *u = unit_at(r, ru->index);
-	int ok = WIFEXITED(ru->status) && WEXITSTATUS(ru->status) == 0;
+	int ok = ru->exec_errno == 0 && !ru->reaped_elsewhere && WIFEXITED(ru->status) && WEXITSTATUS(ru->status) == 0;
 	faucet_backfill_status st = ok ? FAUCET_BACKFILL_DONE : FAUCET_BACKFILL_FAILED;
 	char *error = NULL;
 	int rc = 0;
@@ -1028,15 +1061,19 @@ static void signal_units(runner *r, int sig)
 	}
 }
 
-static void handle_signals(runner *r)
+/* Ask the host whether a stop was requested, until it says no more: the
+ * first request stops the units (SIGTERM), the second kills them. */
+static void handle_stop(runner *r)
 {
-	unsigned char b;
+	int sig;
 
-	while (read(r->signal_fd, &b, 1) == 1) {
+	if (r->host->stop_requested == NULL)
+		return;
+	while ((sig = r->host->stop_requested(r->host->ctx)) > 0) {
 		if (!r->interrupted) {
-			r->interrupted = b;
+			r->interrupted = sig;
 			say(r, "interrupted by signal %d: stopping %zu running unit(s); "
-			    "interrupt again to kill them", (int)b, r->nrun);
+			    "interrupt again to kill them", sig, r->nrun);
 			signal_units(r, SIGTERM);
 			refresh_metrics(r, 1);
 		} else if (!r->killed) {
@@ -1106,6 +1143,8 @@ static int poll_timeout(runner *r, uint64_t now_ms)
 	uint64_t next = UINT64_MAX;
 
 	for (size_t i = 0; i < r->nrun; i++) {
+		if (r->run[i].exited)
+			return 0; /* a unit whose command could not run: finish it now */
 		if (r->run[i].pid_fd < 0)
 			next = now_ms + 50; /* no pidfd: look for the exit ourselves */
 		if (r->run[i].renew_at_ms < next)
@@ -1118,6 +1157,9 @@ static int poll_timeout(runner *r, uint64_t now_ms)
 	}
 	if (r->cb && r->cb->on_tick && r->nrun > 0 && next > now_ms + TICK_MS)
 		next = now_ms + TICK_MS;
+	/* A host that can only be asked: ask it often enough to stop promptly. */
+	if (r->host->stop_requested && r->stop_fd < 0 && r->nrun > 0 && next > now_ms + STOP_ASK_MS)
+		next = now_ms + STOP_ASK_MS;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now_ms ? 0 : (int)(next - now_ms > INT_MAX ? INT_MAX : next - now_ms);
@@ -1129,25 +1171,38 @@ static void wait_once(runner *r)
 	size_t n = 0;
 	int timeout;
 
-	fds[n++] = (struct pollfd){.fd = r->signal_fd, .events = POLLIN};
+	/* poll() ignores a negative descriptor: a host without one. */
+	fds[n++] = (struct pollfd){.fd = r->stop_fd, .events = POLLIN};
 	for (size_t i = 0; i < r->nrun; i++) {
 		fds[n++] = (struct pollfd){.fd = r->run[i].out.fd, .events = POLLIN};
 		fds[n++] = (struct pollfd){.fd = r->run[i].err.fd, .events = POLLIN};
 		fds[n++] = (struct pollfd){.fd = r->run[i].pid_fd, .events = POLLIN};
 	}
+	/* A stop requested while units were starting is acted on before we
+	 * wait for them. */
+	handle_stop(r);
 	timeout = poll_timeout(r, faucet__now_ms());
 	if (poll(fds, n, timeout) < 0 && errno != EINTR)
 		say(r, "poll failed: %s", strerror(errno));
-	if (r->signal_fd >= 0)
-		handle_signals(r);
+	handle_stop(r);
 	if (r->cb && r->cb->on_tick)
 		r->cb->on_tick(r->cb->ctx);
 	for (size_t i = 0; i < r->nrun; i++) {
 		running_unit *ru = &r->run[i];
 		drain_stream(r, ru, &ru->out);
 		drain_stream(r, ru, &ru->err);
-		if (!ru->exited && waitpid(ru->pid, &ru->status, WNOHANG) == ru->pid)
-			ru->exited = 1;
+		if (!ru->exited) {
+			pid_t w = waitpid(ru->pid, &ru->status, WNOHANG);
+			if (w == ru->pid) {
+				ru->exited = 1;
+			} else if (w < 0 && errno == ECHILD) {
+				/* The embedding program reaped it (a SIGCHLD handler
+				 * calling waitpid(-1)): gone, outcome unknown.  Waiting
+				 * on would wait forever. */
+				ru->exited = 1;
+				ru->reaped_elsewhere = 1;
+			}
+		}
 	}
 	for (size_t i = r->nrun; i-- > 0;) {
 		if (r->run[i].exited)
@@ -1202,6 +1257,12 @@ static int prepare(runner *r)
 			return faucet__error_os(FAUCET_ECONFIG, errno, "config file %s",
 						r->o->config_path);
 	}
+	/* Opened before any fork, above 0-2: the child only dup2s it. */
+	if (!r->o->dry_run) {
+		r->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (r->null_fd < 0 || above_stdio(&r->null_fd) != 0)
+			return faucet__error_os(FAUCET_EIO, errno, "backfill: cannot open /dev/null");
+	}
 	return 0;
 }
 
@@ -1220,6 +1281,8 @@ static void release_runner(runner *r)
 	free(r->fatal_msg);
 	free(r->lease_msg);
 	faucet_buf_dispose(&r->leases_left);
+	if (r->null_fd >= 0)
+		close(r->null_fd);
 }
 
 static void report_plan(runner *r, const size_t *todo, size_t ntodo)
@@ -1240,7 +1303,6 @@ static void report_plan(runner *r, const size_t *todo, size_t ntodo)
 
 static int run_units(runner *r, const size_t *todo, size_t ntodo)
 {
-	signal_trap trap = {0};
 	int rc;
 
 	if (r->o->mode == FAUCET_BACKFILL_RESTART && (rc = discard_previous_run(r)) != 0)
@@ -1249,17 +1311,15 @@ static int run_units(runner *r, const size_t *todo, size_t ntodo)
 	memcpy(r->queue, todo, ntodo * sizeof(*todo));
 	r->qlen = ntodo;
 	r->finished = r->res->skipped;
-	r->signal_fd = -1;
-	if (r->o->handle_signals) {
-		if ((rc = trap_install(&trap)) != 0)
-			return rc;
-		r->signal_fd = trap.fds[0];
-	}
+	if (r->host->start != NULL && (rc = r->host->start(r->host->ctx)) != 0)
+		return rc;
+	r->stop_fd = r->host->stop_fd ? r->host->stop_fd(r->host->ctx) : -1;
 	if (r->res->skipped > 0)
 		count_outcome(r, "skipped", r->res->skipped);
 	refresh_metrics(r, 1);
 	rc = run_loop(r);
-	trap_remove(&trap);
+	if (r->host->finish != NULL)
+		r->host->finish(r->host->ctx);
 	r->res->pending = r->res->total - r->res->skipped - r->res->done - r->res->failed -
 			  r->res->by_others;
 	r->res->signal = r->interrupted;
@@ -1287,7 +1347,23 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 	r.o = &r.opts;
 	r.cb = r.opts.progress;
 	r.res = result;
+	r.stop_fd = r.null_fd = -1;
 	result->total = faucet_backfill_plan_count(plan);
+
+	/* The process machinery is the host's: with the caller's own host the
+	 * legacy switches would be a second, conflicting source of it. */
+	if (opts->host != NULL && (opts->handle_signals || opts->metrics_file != NULL))
+		return faucet_error_set(FAUCET_EINVALID, "faucet_backfill_run: handle_signals and "
+					"metrics_file belong to the host when one is given");
+	if (opts->host != NULL) {
+		r.host = opts->host;
+	} else {
+		rc = faucet_backfill_default_host(&r.own_host, opts->handle_signals,
+						  opts->metrics_file);
+		if (rc != 0)
+			return rc;
+		r.host = &r.own_host;
+	}
 
 	rc = check_options(&r);
 	if (rc == 0)
@@ -1316,13 +1392,13 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 				      r.leases_left.ptr ? r.leases_left.ptr : "",
 				      r.lease_msg ? r.lease_msg : "unknown");
 	}
-	/* Metrics describe what ran, so they are written even after a store
+	/* Metrics describe what ran, so they are published even after a store
 	 * error - but not when preflight refused the run (nothing written). */
-	if (r.ran && r.o->metrics_file != NULL) {
+	if (r.ran && r.host->publish_metrics != NULL) {
 		int mrc;
 
 		update_gauges(&r);
-		mrc = write_metrics_file(r.o->metrics_file);
+		mrc = r.host->publish_metrics(r.host->ctx, 1);
 		if (rc == 0)
 			rc = mrc;
 	}
@@ -1330,5 +1406,6 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 					   : (int)(result->failed > 100 ? 100 : result->failed);
 	free(todo);
 	release_runner(&r);
+	faucet_backfill_default_host_dispose(&r.own_host);
 	return rc;
 }

@@ -701,8 +701,6 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 	o->mode = a->resume ? FAUCET_BACKFILL_RESUME
 			    : a->restart ? FAUCET_BACKFILL_RESTART : FAUCET_BACKFILL_FRESH;
 	o->dry_run = a->dry_run;
-	o->metrics_file = a->metrics_file;
-	o->handle_signals = 1;
 	range->from = a->from;
 	range->to = a->to;
 	range->window = a->window;
@@ -744,6 +742,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	bf_view view;
 	faucet_backfill_run_options o;
 	faucet_backfill_progress cb;
+	faucet_backfill_host host;
 	faucet_backfill_range range;
 	faucet_backfill_plan *plan = NULL;
 	faucet_backfill_result res;
@@ -756,6 +755,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION;
 	memset(&range, 0, sizeof(range));
+	memset(&host, 0, sizeof(host));
 	memset(&view, 0, sizeof(view));
 	view.ctx = ctx;
 	view.tty = isatty(STDERR_FILENO);
@@ -786,8 +786,13 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
 		rc = cli_open_store(ctx, &s);
+	/* The library's default host: Ctrl-C and SIGTERM stop the run, and
+	 * --metrics-file is written.  The runner does neither on its own. */
+	if (rc == 0 && faucet_backfill_default_host(&host, 1, a.metrics_file) != 0)
+		rc = cli_fail(CLI_EXIT_FAILED, "backfill");
 	if (rc == 0) {
 		view.plan = plan;
+		o.host = &host;
 		cb = (faucet_backfill_progress){&view,       on_plan,    on_planned, on_unit_start,
 						on_unit_end, on_message, on_output,  on_tick};
 		o.progress = &cb;
@@ -817,6 +822,7 @@ out:
 	faucet_buf_dispose(&view.failed_text);
 	free(view.started);
 	faucet_strarray_dispose(&a.command);
+	faucet_backfill_default_host_dispose(&host);
 	faucet_backfill_plan_free(plan);
 	faucet_store_free(s);
 	return rc;
