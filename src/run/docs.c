@@ -196,6 +196,22 @@ static int version_one(json_object *root)
 	       json_object_is_type(v, json_type_int) && json_object_get_int64(v) == 1;
 }
 
+/* A {"version": 1, "runs": [...]} document (the status history and the
+ * rollback index both have this shape): its tree in *root (to be put by the
+ * caller, also on failure) and the array in *runs.  -1 when it has another
+ * shape; a parse or memory error is returned as such. */
+static int runs_document(const faucet_value *v, json_object **root, json_object **runs)
+{
+	int rc = private_tree(v, root);
+
+	if (rc != 0)
+		return rc;
+	if (!version_one(*root) || !json_object_object_get_ex(*root, "runs", runs) ||
+	    !json_object_is_type(*runs, json_type_array))
+		return -1;
+	return 0;
+}
+
 /* ---- lease ----------------------------------------------------------------- */
 
 int run__lease_parse(const faucet_value *v, const char *key, run_lease *out)
@@ -552,13 +568,8 @@ int run__status_parse(const faucet_value *v, const char *key, run_status *st)
 	memset(st, 0, sizeof(*st));
 	if (v == NULL)
 		return 0;
-	if ((rc = private_tree(v, &root)) != 0)
-		return rc;
-	if (!version_one(root) || !json_object_object_get_ex(root, "runs", &runs) ||
-	    !json_object_is_type(runs, json_type_array)) {
-		rc = -1;
+	if ((rc = runs_document(v, &root, &runs)) != 0)
 		goto done;
-	}
 	st->items = faucet__calloc(json_object_array_length(runs) + 1, sizeof(run_entry));
 	if (st->items == NULL) {
 		rc = FAUCET_ENOMEM;
@@ -663,13 +674,8 @@ int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *ru
 	memset(runs, 0, sizeof(*runs));
 	if (v == NULL)
 		return 0;
-	if ((rc = private_tree(v, &root)) != 0)
-		return rc;
-	if (!version_one(root) || !json_object_object_get_ex(root, "runs", &list) ||
-	    !json_object_is_type(list, json_type_array)) {
-		rc = -1;
+	if ((rc = runs_document(v, &root, &list)) != 0)
 		goto done;
-	}
 	for (size_t i = 0; rc == 0 && i < json_object_array_length(list); i++) {
 		json_object *id = json_object_array_get_idx(list, i);
 		if (!json_object_is_type(id, json_type_string))
