@@ -78,24 +78,46 @@ static faucet_store *open_url(const char *url)
 	return s;
 }
 
+int contract_store_open(const contract_backend *b, const char *suite, char **url, char **tmp,
+			faucet_store **store)
+{
+	*tmp = NULL;
+	*store = NULL;
+	*url = contract_expand_url(b->url_template, tmp);
+	if (*url != NULL && faucet_store_open_url(store, *url) == 0)
+		return 0;
+	fprintf(stderr, "%s %s: cannot open the store: %s\n", suite, b->name,
+		faucet_error_last()->message);
+	if (*tmp != NULL)
+		tu_rmrf(*tmp);
+	free(*tmp);
+	free(*url);
+	*tmp = *url = NULL;
+	return -1;
+}
+
+void contract_store_close(char *url, char *tmp, faucet_store *store)
+{
+	faucet_strarray keys = {0};
+
+	if (store != NULL && faucet_store_list(store, "", &keys) == 0) {
+		for (size_t i = 0; i < keys.count; i++)
+			(void)faucet_store_delete(store, keys.strings[i]);
+		faucet_strarray_dispose(&keys);
+	}
+	faucet_store_free(store);
+	if (tmp != NULL)
+		tu_rmrf(tmp);
+	free(tmp);
+	free(url);
+}
+
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->url = contract_expand_url(current->url_template, &f->tmp);
-	if (f->url == NULL) {
-		free(f);
-		return -1;
-	}
-	if (faucet_store_open_url(&f->store, f->url) != 0) {
-		fprintf(stderr, "contract %s: cannot open the store: %s\n", current->name,
-			faucet_error_last()->message);
-		if (f->tmp != NULL) {
-			tu_rmrf(f->tmp);
-			free(f->tmp);
-		}
-		free(f->url);
+	if (contract_store_open(current, "contract", &f->url, &f->tmp, &f->store) != 0) {
 		free(f);
 		return -1;
 	}
@@ -107,23 +129,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fixture *f = *state;
-	faucet_strarray keys = {0};
 
 	/* A test that failed while holding a lock leaves it (and the shortened
 	 * wait) to us, so the next test starts clean. */
 	if (f->lock_token != NULL)
 		current->locker->release(f->lock_token);
-	if (f->store != NULL && faucet_store_list(f->store, "", &keys) == 0) {
-		for (size_t i = 0; i < keys.count; i++)
-			(void)faucet_store_delete(f->store, keys.strings[i]);
-		faucet_strarray_dispose(&keys);
-	}
-	faucet_store_free(f->store);
-	if (f->tmp != NULL) {
-		tu_rmrf(f->tmp);
-		free(f->tmp);
-	}
-	free(f->url);
+	contract_store_close(f->url, f->tmp, f->store);
 	free(f);
 	return 0;
 }

@@ -11,6 +11,8 @@
 #ifndef FAUCET_CONTRACT_H
 #define FAUCET_CONTRACT_H
 
+#include <faucet/faucet.h>
+
 /* Holds the write lock of one key of a store as another writer would (the
  * file store: the key's lock file; SQLite: an exclusive transaction), with
  * the library's wait for it shortened, so the suite can check that a writer
@@ -48,5 +50,15 @@ int contract_runs_run(const contract_backend *b);
  * environment variable is missing.  *tmp receives the {tmp} directory or
  * NULL.  Caller frees both. */
 char *contract_expand_url(const char *tmpl, char **tmp);
+
+/* A fresh store of backend `b` for one test: its URL, its temp directory
+ * (NULL for server stores) and the open store.  Returns 0, or -1 after
+ * saying why on stderr (`suite` names the suite) with nothing left over. */
+int contract_store_open(const contract_backend *b, const char *suite, char **url, char **tmp,
+			faucet_store **store);
+
+/* Undo contract_store_open: delete every key the test left (so a shared
+ * server stays clean), free the store, remove the temp directory. */
+void contract_store_close(char *url, char *tmp, faucet_store *store);
 
 #endif

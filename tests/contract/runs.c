@@ -33,12 +33,7 @@ static int setup(void **state)
 	fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->url = contract_expand_url(current->url_template, &f->tmp);
-	if (f->url == NULL || faucet_store_open_url(&f->store, f->url) != 0) {
-		fprintf(stderr, "runs %s: cannot open the store: %s\n", current->name,
-			faucet_error_last()->message);
-		free(f->url);
-		free(f->tmp);
+	if (contract_store_open(current, "runs", &f->url, &f->tmp, &f->store) != 0) {
 		free(f);
 		return -1;
 	}
@@ -49,19 +44,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fixture *f = *state;
-	faucet_strarray keys = {0};
 
-	if (f->store != NULL && faucet_store_list(f->store, "", &keys) == 0) {
-		for (size_t i = 0; i < keys.count; i++)
-			(void)faucet_store_delete(f->store, keys.strings[i]);
-		faucet_strarray_dispose(&keys);
-	}
-	faucet_store_free(f->store);
-	if (f->tmp != NULL) {
-		tu_rmrf(f->tmp);
-		free(f->tmp);
-	}
-	free(f->url);
+	contract_store_close(f->url, f->tmp, f->store);
 	free(f);
 	return 0;
 }
