@@ -224,6 +224,19 @@ static int act_batch(faucet_store *s)
 	return rc;
 }
 
+/* The batch on a filesystem without unnamed files: named temp files. */
+static int act_batch_named(faucet_store *s)
+{
+	int rc;
+
+	pl_refuse_tmpfile(1);
+	fault_refuse_tmpfile(1);
+	rc = act_batch(s);
+	pl_refuse_tmpfile(0);
+	fault_refuse_tmpfile(0);
+	return rc;
+}
+
 static int act_import(faucet_store *s)
 {
 	static const char doc[] =
@@ -400,6 +413,13 @@ static const scenario scenarios[] = {
 	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
 	 NULL},
 	{"put_batch", NULL, NULL, NULL, 1, 1, setup_two, act_batch,
+	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
+	  {"p::b", NULL, "{\"cursor\":20}"},
+	  {"p::c", NULL, "\"thirty\""},
+	  {"p::d", NULL, "40"},
+	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 NULL},
+	{"put_batch, named temp files", NULL, NULL, NULL, 1, 1, setup_two, act_batch_named,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
 	  {"p::b", NULL, "{\"cursor\":20}"},
 	  {"p::c", NULL, "\"thirty\""},
