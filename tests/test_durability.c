@@ -372,6 +372,15 @@ static void run_image_check(faucet_store *s, int acknowledged, const char *what)
 
 #define SEAL "durability-test-key"
 
+
+/* What act_batch leaves: an overwrite, three new keys, one untouched. */
+#define BATCH_EXPECTED                                                                   \
+	{{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},                                     \
+	 {"p::b", NULL, "{\"cursor\":20}"},                                                   \
+	 {"p::c", NULL, "\"thirty\""},                                                        \
+	 {"p::d", NULL, "40"},                                                                \
+	 {"p::keep", "[1,2,3]", "[1,2,3]"}}
+
 static const scenario scenarios[] = {
 	{"store creation + first put", NULL, NULL, NULL, 0, 0, NULL, act_first_put,
 	 {{"p::a", NULL, "{\"cursor\":1}"}},
@@ -413,18 +422,10 @@ static const scenario scenarios[] = {
 	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
 	 NULL},
 	{"put_batch", NULL, NULL, NULL, 1, 1, setup_two, act_batch,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
-	  {"p::b", NULL, "{\"cursor\":20}"},
-	  {"p::c", NULL, "\"thirty\""},
-	  {"p::d", NULL, "40"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 BATCH_EXPECTED,
 	 NULL},
 	{"put_batch, named temp files", NULL, NULL, NULL, 1, 1, setup_two, act_batch_named,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
-	  {"p::b", NULL, "{\"cursor\":20}"},
-	  {"p::c", NULL, "\"thirty\""},
-	  {"p::d", NULL, "40"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 BATCH_EXPECTED,
 	 NULL},
 	{"import", NULL, NULL, NULL, 1, 1, setup_two, act_import,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":5}"},
