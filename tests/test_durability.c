@@ -224,6 +224,19 @@ static int act_batch(faucet_store *s)
 	return rc;
 }
 
+/* The batch on a filesystem without unnamed files: named temp files. */
+static int act_batch_named(faucet_store *s)
+{
+	int rc;
+
+	pl_refuse_tmpfile(1);
+	fault_refuse_tmpfile(1);
+	rc = act_batch(s);
+	pl_refuse_tmpfile(0);
+	fault_refuse_tmpfile(0);
+	return rc;
+}
+
 static int act_import(faucet_store *s)
 {
 	static const char doc[] =
@@ -359,6 +372,15 @@ static void run_image_check(faucet_store *s, int acknowledged, const char *what)
 
 #define SEAL "durability-test-key"
 
+
+/* What act_batch leaves: an overwrite, three new keys, one untouched. */
+#define BATCH_EXPECTED                                                                   \
+	{{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},                                     \
+	 {"p::b", NULL, "{\"cursor\":20}"},                                                   \
+	 {"p::c", NULL, "\"thirty\""},                                                        \
+	 {"p::d", NULL, "40"},                                                                \
+	 {"p::keep", "[1,2,3]", "[1,2,3]"}}
+
 static const scenario scenarios[] = {
 	{"store creation + first put", NULL, NULL, NULL, 0, 0, NULL, act_first_put,
 	 {{"p::a", NULL, "{\"cursor\":1}"}},
@@ -400,11 +422,10 @@ static const scenario scenarios[] = {
 	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
 	 NULL},
 	{"put_batch", NULL, NULL, NULL, 1, 1, setup_two, act_batch,
-	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
-	  {"p::b", NULL, "{\"cursor\":20}"},
-	  {"p::c", NULL, "\"thirty\""},
-	  {"p::d", NULL, "40"},
-	  {"p::keep", "[1,2,3]", "[1,2,3]"}},
+	 BATCH_EXPECTED,
+	 NULL},
+	{"put_batch, named temp files", NULL, NULL, NULL, 1, 1, setup_two, act_batch_named,
+	 BATCH_EXPECTED,
 	 NULL},
 	{"import", NULL, NULL, NULL, 1, 1, setup_two, act_import,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":5}"},

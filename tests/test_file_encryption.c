@@ -322,6 +322,38 @@ static void a_keyless_write_into_an_encrypted_store_is_refused(void **state)
 	faucet_store_free(plain);
 }
 
+/* The same refusals for a batch (import, copy), which looks for the marker
+ * once per group and at each file it replaces: nothing of the batch lands. */
+static void a_keyless_batch_into_an_encrypted_store_is_refused(void **state)
+{
+	fixture *f = *state;
+	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
+	faucet_store *plain = open_sealed(f->dir, NULL, NULL, NULL);
+	char *marker = tu_join(f->dir, ".faucet-encrypted");
+	faucet_value *two = tu_v("2"), *three = tu_v("3");
+	faucet_entry fresh[2] = {{"p::b", two}, {"p::c", three}};
+	faucet_entry over[2] = {{"p::c", three}, {"p::a", two}};
+
+	tu_put(sealed, "p::a", "1");
+	assert_int_equal(faucet_store_put_batch(plain, fresh, 2), FAUCET_EINVALID);
+	tu_assert_error_contains("is encrypted; give --encryption-key-env");
+	assert_false(exists_in(f, "p%3A%3Ab.json"));
+	assert_false(exists_in(f, "p%3A%3Ac.json"));
+	/* Without the marker, the header of a file being replaced tells; the
+	 * batch stops there, before writing anything of its group. */
+	assert_int_equal(unlink(marker), 0);
+	assert_int_equal(faucet_store_put_batch(plain, over, 2), FAUCET_EINVALID);
+	tu_assert_error_contains("is encrypted");
+	assert_false(exists_in(f, "p%3A%3Ac.json"));
+	tu_assert_value(sealed, "p::a", "1");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	free(marker);
+	faucet_value_free(two);
+	faucet_value_free(three);
+	faucet_store_free(sealed);
+	faucet_store_free(plain);
+}
+
 /* The renames of a sealed store's first write, in order. */
 static char renamed[4][64];
 static int nrenamed;
@@ -399,6 +431,7 @@ int main(void)
 		TU_DIR_TEST(doctor_and_export_work_on_a_sealed_store),
 		TU_DIR_TEST(rewrite_all_reseals_every_file_with_the_current_key),
 		TU_DIR_TEST(a_keyless_write_into_an_encrypted_store_is_refused),
+		TU_DIR_TEST(a_keyless_batch_into_an_encrypted_store_is_refused),
 		TU_DIR_TEST(the_marker_is_durable_before_the_first_sealed_file),
 		TU_DIR_TEST(doctor_fails_with_a_wrong_key),
 	};

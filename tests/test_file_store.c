@@ -770,6 +770,22 @@ static void a_removed_root_is_recreated_and_a_replaced_one_followed(void **state
 	path = tu_join(root, "k.json");
 	tu_write_file(path, "3", 1);
 	tu_assert_value(s, "k", "3");
+	/* get_many asks about the root once per call, on its first miss. */
+	{
+		const char *keys[2] = {"missing", "k"};
+		faucet_value *out[2], *five;
+
+		tu_rmrf(root);
+		assert_int_equal(mkdir(root, 0700), 0);
+		tu_write_file(path, "5", 1);
+		assert_int_equal(faucet_store_get_many(s, keys, 2, out), 0);
+		assert_null(out[0]);
+		assert_non_null(out[1]);
+		five = tu_v("5");
+		assert_true(faucet_value_equal(out[1], five));
+		faucet_value_free(five);
+		faucet_value_free(out[1]);
+	}
 	tu_rmrf(root);
 	assert_int_equal(tu_cas(s, "k", NULL, "4"), 1);
 	tu_assert_value(s, "k", "4");

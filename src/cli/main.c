@@ -116,6 +116,10 @@ static int run(cli_context *ctx, int argc, char **argv)
 	if (version)
 		return print_version(ctx);
 	if (id == CLI_ARG_END) {
+		/* With --json a script gets its error object like any failure;
+		 * a person gets the usage. */
+		if (ctx->json)
+			return cli_usage_error("", "no command given");
 		fputs(usage, stderr);
 		return CLI_EXIT_USAGE;
 	}

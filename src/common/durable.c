@@ -207,15 +207,110 @@ temp_error:
 
 /* ---- a batch of files with one barrier ------------------------------------ */
 
-/* Unlink and close the temp files [from, to) of a batch (unlinked first, so
- * the lock covers each until its name is gone). */
-static void drop_temps(const faucet_sys *sys, int dirfd, char (*tmp)[TEMP_NAME_CAP], int *fds,
-		       size_t from, size_t to)
+/*
+ * A batch writes each file unnamed where it can: O_TMPFILE gives an inode
+ * with no directory entry, and linkat() through /proc/self/fd names it once
+ * its data is durable.  A new key then costs one directory insertion
+ * instead of three (create the temp name, remove it, insert the final
+ * one), and a writer that dies leaves no temp file behind - an unnamed
+ * inode vanishes with its descriptor.  linkat never replaces a name: for a
+ * key that exists, the file is linked under a locked temp name and renamed
+ * over it, as a single replace does.  Filesystems without O_TMPFILE (or a
+ * process without /proc) get named temp files from the start.
+ */
+
+/* One file of a batch between its creation and its commit. */
+typedef struct {
+	int fd;
+	int named; /* it has the temp name tmp (else it is unnamed) */
+	char tmp[TEMP_NAME_CAP];
+} pending_file;
+
+/* Close the files [from, to) of a batch; a named one is unlinked first, so
+ * its lock covers it until the name is gone. */
+static void drop_pending(const faucet_sys *sys, int dirfd, pending_file *p, size_t from,
+			 size_t to)
 {
 	for (size_t i = from; i < to; i++) {
-		(void)sys->unlinkat(dirfd, tmp[i], 0);
-		(void)sys->close(fds[i]);
+		if (p[i].named)
+			(void)sys->unlinkat(dirfd, p[i].tmp, 0);
+		(void)sys->close(p[i].fd);
 	}
+}
+
+/* 1 when a new file made with mode 0600 gets exactly 0600: the umask has
+ * no owner bit.  Read from /proc (umask() cannot be read without being
+ * set, which would race with other threads); 0 when unknown. */
+static int umask_keeps_0600(void)
+{
+	char buf[2048], *at;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	at = strstr(buf, "\nUmask:");
+	return at != NULL && (strtol(at + 7, NULL, 8) & 0600) == 0;
+}
+
+/* An unnamed file in dirfd: 1 and *fd_out, 0 when the filesystem (or the
+ * kernel) has no O_TMPFILE, -1 with errno on another failure. */
+static int open_unnamed(const faucet_sys *sys, int dirfd, int exact_mode, int *fd_out)
+{
+	int fd = sys->openat(dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+	/* Exactly 0600 whatever the umask (SPEC 5), as lock_new_temp does. */
+	if (!exact_mode && fchmod(fd, 0600) != 0) {
+		int err = errno;
+		(void)sys->close(fd);
+		errno = err;
+		return -1;
+	}
+	*fd_out = fd;
+	return 1;
+}
+
+/* Give the unnamed file p its final name: linked when the name is free,
+ * else linked under a locked temp name and renamed over it. */
+static int name_unnamed(const faucet_sys *sys, int dirfd, pending_file *p,
+			const faucet_durable_item *item)
+{
+	char proc[48];
+	faucet_temp_namer namer = item->namer != NULL ? item->namer : default_namer;
+	void *arg = item->namer != NULL ? item->namer_arg : (void *)item->name;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->fd);
+	if (sys->linkat(AT_FDCWD, proc, dirfd, item->name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	/* Locked before it has a name: a repair never sees it unlocked. */
+	while (sys->flock(p->fd, LOCK_EX) != 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	for (int attempt = 0;; attempt++) {
+		if (namer(arg, p->tmp, TEMP_NAME_CAP) != 0) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if (sys->linkat(AT_FDCWD, proc, dirfd, p->tmp, AT_SYMLINK_FOLLOW) == 0)
+			break;
+		if (errno != EEXIST || attempt >= 3)
+			return -1;
+	}
+	p->named = 1;
+	if (sys->renameat(dirfd, p->tmp, dirfd, item->name) != 0)
+		return -1;
+	p->named = 0;
+	return 0;
 }
 
 /*
@@ -225,17 +320,17 @@ static void drop_temps(const faucet_sys *sys, int dirfd, char (*tmp)[TEMP_NAME_C
  * syncfs flushes all of them in one go - and, on a busy filesystem, other
  * processes' dirty data too, which is the price of not counting commits.
  * The ordering that makes each file safe is unchanged: its data is durable
- * before its rename, and the renames are durable before we return.
+ * before it gets its final name, and the names are durable before we
+ * return.
  */
 int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
 				 size_t count, size_t *committed)
 {
 	const faucet_sys *sys = faucet__sys();
-	char (*tmp)[TEMP_NAME_CAP] = NULL;
 	char shown[PATH_MAX + TEMP_NAME_CAP];
-	int fds[FAUCET_DURABLE_BATCH_MAX];
+	pending_file *p;
 	size_t made = 0, i;
-	int rc = 0, err;
+	int rc = 0, err, unnamed = 1, exact_mode;
 
 	*committed = 0;
 	if (count == 0)
@@ -243,20 +338,36 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 	if (count > FAUCET_DURABLE_BATCH_MAX)
 		return faucet_error_set(FAUCET_EINVALID, "durable batch of %zu files (at most %d)",
 					count, FAUCET_DURABLE_BATCH_MAX);
-	tmp = faucet__calloc(count, sizeof(*tmp));
-	if (tmp == NULL)
+	p = faucet__calloc(count, sizeof(*p));
+	if (p == NULL)
 		return FAUCET_ENOMEM;
+	exact_mode = umask_keeps_0600();
+	if (access("/proc/self/fd", X_OK) != 0)
+		unnamed = 0;
 	for (; made < count; made++) {
 		faucet_durable_target t = {dirfd, items[made].name, items[made].display, what,
 					   items[made].namer, items[made].namer_arg, NULL, NULL};
+		int got = unnamed ? open_unnamed(sys, dirfd, exact_mode, &p[made].fd) : 0;
 
-		rc = create_temp(&t, sys, tmp[made], &fds[made]);
-		if (rc != 0)
+		if (got < 0) {
+			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create a %s for %s",
+					      what, items[made].display);
 			break;
-		if (write_all(sys, fds[made], items[made].bytes, items[made].len) != 0) {
+		}
+		if (got == 0) {
+			unnamed = 0;
+			rc = create_temp(&t, sys, p[made].tmp, &p[made].fd);
+			if (rc != 0)
+				break;
+			p[made].named = 1;
+		}
+		if (write_all(sys, p[made].fd, items[made].bytes, items[made].len) != 0) {
 			err = errno;
 			made++;
-			temp_display(&t, tmp[made - 1], shown, sizeof(shown));
+			if (p[made - 1].named)
+				temp_display(&t, p[made - 1].tmp, shown, sizeof(shown));
+			else
+				(void)snprintf(shown, sizeof(shown), "for %s", items[made - 1].display);
 			rc = faucet__error_os(FAUCET_EIO, err, "failed to write temp %s %s", what, shown);
 			break;
 		}
@@ -265,22 +376,26 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 		rc = faucet__error_os(FAUCET_EIO, errno, "failed to sync the temp %ss of %s", what,
 				      items[0].display);
 	if (rc != 0) {
-		drop_temps(sys, dirfd, tmp, fds, 0, made);
-		free(tmp);
+		drop_pending(sys, dirfd, p, 0, made);
+		free(p);
 		return rc;
 	}
 	for (i = 0; i < count; i++) {
-		if (sys->renameat(dirfd, tmp[i], dirfd, items[i].name) != 0) {
+		int failed = p[i].named ? sys->renameat(dirfd, p[i].tmp, dirfd, items[i].name) != 0
+					: name_unnamed(sys, dirfd, &p[i], &items[i]) != 0;
+
+		if (failed) {
 			rc = faucet__error_os(FAUCET_EIO, errno, "failed to commit %s %s", what,
 					      items[i].display);
 			break;
 		}
-		/* Closed once renamed: the lock has nothing left to cover.  Its
+		p[i].named = 0;
+		/* Closed once named: the lock has nothing left to cover.  Its
 		 * data was synced, so close has nothing to report. */
-		(void)sys->close(fds[i]);
+		(void)sys->close(p[i].fd);
 	}
-	drop_temps(sys, dirfd, tmp, fds, i, count);
-	free(tmp);
+	drop_pending(sys, dirfd, p, i, count);
+	free(p);
 	*committed = i;
 	if (i > 0 && sys->fsync(dirfd) != 0) {
 		err = errno;

@@ -71,6 +71,9 @@ typedef struct {
 	faucet_store_backend base;
 	char *root;               /* as configured, without trailing slashes */
 	atomic_int dirfd;         /* the open root, -1 until first needed */
+	/* dirfd's device and inode, read at open (under dir_lock): a get that
+	 * misses compares them with the root path's (one stat, not two). */
+	unsigned long long root_dev, root_ino;
 	pthread_mutex_t dir_lock; /* opening or replacing dirfd */
 	int *retired;             /* replaced root descriptors, closed at free */
 	size_t nretired;
@@ -395,6 +398,17 @@ static int root_reopen(file_store *fs, int stale, int create, int *dfd)
 	}
 	if (rc == 0 && fd < 0 && (errno != ENOENT || create))
 		rc = faucet__error_os(FAUCET_EIO, errno, "failed to open state dir %s", fs->root);
+	if (rc == 0 && fd >= 0) {
+		struct stat st;
+
+		if (fstat(fd, &st) != 0) {
+			rc = faucet__error_os(FAUCET_EIO, errno, "failed to stat state dir %s",
+					      fs->root);
+		} else {
+			fs->root_dev = (unsigned long long)st.st_dev;
+			fs->root_ino = (unsigned long long)st.st_ino;
+		}
+	}
 	if (rc == 0 && stale >= 0) {
 		int *grown = faucet__realloc(fs->retired, (fs->nretired + 1) * sizeof(int));
 		if (grown == NULL) {
@@ -427,13 +441,29 @@ static int root_get(file_store *fs, int create, int *dfd)
 
 /* Asked after ENOENT under dfd: does the root path now name another
  * directory than dfd (or none)?  Then dfd is stale. */
-static int root_is_stale(const file_store *fs, int dfd)
+static int root_is_stale(file_store *fs, int dfd)
 {
+	unsigned long long dev, ino;
 	struct stat held, named;
+	int current;
 
-	if (fstat(dfd, &held) != 0 || stat(fs->root, &named) != 0)
+	if (stat(fs->root, &named) != 0)
 		return 1;
-	return held.st_dev != named.st_dev || held.st_ino != named.st_ino;
+	/* The identity read at open belongs to dfd while dfd is the current
+	 * root; a replaced descriptor (kept open, so its number is never
+	 * reused) is asked itself. */
+	(void)pthread_mutex_lock(&fs->dir_lock);
+	current = atomic_load(&fs->dirfd) == dfd;
+	dev = fs->root_dev;
+	ino = fs->root_ino;
+	(void)pthread_mutex_unlock(&fs->dir_lock);
+	if (!current) {
+		if (fstat(dfd, &held) != 0)
+			return 1;
+		dev = (unsigned long long)held.st_dev;
+		ino = (unsigned long long)held.st_ino;
+	}
+	return dev != (unsigned long long)named.st_dev || ino != (unsigned long long)named.st_ino;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -444,9 +474,22 @@ static int root_is_stale(const file_store *fs, int dfd)
  * nothing for a regular file. */
 #define ENTRY_OPEN_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
 
+/* After a miss under dfd: was the root replaced?  Asked once per call of
+ * get_many (*verified), every time when verified is NULL. */
+static int miss_means_stale(file_store *fs, int dfd, int *verified)
+{
+	if (verified != NULL) {
+		if (*verified)
+			return 0;
+		*verified = 1;
+	}
+	return root_is_stale(fs, dfd);
+}
+
 /* Open `name` under the root for reading.  *fd_out = -1 (rc 0) when the file
- * or the root does not exist. */
-static int open_entry(file_store *fs, const char *name, int *fd_out)
+ * or the root does not exist.  A miss asks whether the root was replaced,
+ * unless *verified says this call already asked (get_many asks once). */
+static int open_entry(file_store *fs, const char *name, int *verified, int *fd_out)
 {
 	char path[PATH_CAP];
 	int dfd, fd, err, rc = root_get(fs, 0, &dfd);
@@ -456,7 +499,7 @@ static int open_entry(file_store *fs, const char *name, int *fd_out)
 		return rc;
 	fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	err = errno;
-	if (fd < 0 && err == ENOENT && root_is_stale(fs, dfd)) {
+	if (fd < 0 && err == ENOENT && miss_means_stale(fs, dfd, verified)) {
 		rc = root_reopen(fs, dfd, 0, &dfd);
 		if (rc != 0 || dfd < 0)
 			return rc;
@@ -627,8 +670,10 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 	return rc;
 }
 
-/* The value of `key` from its file `name`; *out NULL when there is none. */
-static int read_entry(file_store *fs, const char *key, const char *name, faucet_value **out)
+/* The value of `key` from its file `name`; *out NULL when there is none.
+ * `verified` as for open_entry. */
+static int read_entry(file_store *fs, const char *key, const char *name, int *verified,
+		      faucet_value **out)
 {
 	char inline_buf[READ_INLINE];
 	char *bytes = NULL, *heap = NULL;
@@ -636,7 +681,7 @@ static int read_entry(file_store *fs, const char *key, const char *name, faucet_
 	int fd, rc;
 
 	*out = NULL;
-	rc = open_entry(fs, name, &fd);
+	rc = open_entry(fs, name, verified, &fd);
 	if (rc != 0 || fd < 0)
 		return rc;
 	rc = read_whole(fd, fs, name, inline_buf, &bytes, &len, &heap);
@@ -1245,7 +1290,35 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 		return rc;
 	(void)faucet_file__stem(key, stem);
 	name_from_stem(name, stem, ".json");
-	return read_entry(fs, key, name, out);
+	return read_entry(fs, key, name, NULL, out);
+}
+
+/* Many gets in one call: the same reads, but a miss asks whether the root
+ * was replaced only once per call (a before-image read of a big import
+ * misses on every key). */
+static int file_get_many(faucet_store_backend *b, const char *const *keys, size_t count,
+			 faucet_value **out)
+{
+	file_store *fs = (file_store *)b;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	int dfd, verified = 0, rc = root_get(fs, 0, &dfd);
+
+	for (size_t i = 0; i < count; i++)
+		out[i] = NULL;
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		if ((rc = settle_legacy(fs, &dfd, keys[i])) != 0)
+			break;
+		(void)faucet_file__stem(keys[i], stem);
+		name_from_stem(name, stem, ".json");
+		rc = read_entry(fs, keys[i], name, &verified, &out[i]);
+	}
+	if (rc != 0) {
+		for (size_t i = 0; i < count; i++) {
+			faucet_value_free(out[i]);
+			out[i] = NULL;
+		}
+	}
+	return rc;
 }
 
 static int ensure_marker(file_store *fs, int *dfd);
@@ -1314,17 +1387,27 @@ static int holds_sealed_file(int dfd, const char *name)
 	return n > 0 && faucet__is_sealed(head, (size_t)n);
 }
 
-static int refuse_keyless_write(const file_store *fs, int dfd, const char *name)
+static int keyless_write_refused(const file_store *fs)
 {
-	struct stat st;
-
-	if (fstatat(dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
-	    !holds_sealed_file(dfd, name))
-		return 0;
 	return faucet_error_set(FAUCET_EINVALID,
 				"this store (%s) is encrypted; give --encryption-key-env "
 				"(a write without the key is refused)",
 				fs->root);
+}
+
+/* 1 when the store's marker is there (or cannot be ruled out). */
+static int store_is_marked(int dfd)
+{
+	struct stat st;
+
+	return fstatat(dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name)
+{
+	if (!store_is_marked(dfd) && !holds_sealed_file(dfd, name))
+		return 0;
+	return keyless_write_refused(fs);
 }
 
 /* Make sure the marker exists before a sealed value is written. */
@@ -1393,9 +1476,12 @@ static int prepare_slot(file_store *fs, int *dfd, const faucet_entry *e, batch_s
 		return rc;
 	stem_len = faucet_file__stem(e->key, slot->stem);
 	name_from_stem(slot->name, slot->stem, ".json");
-	if (fs->keyring == NULL)
-		rc = refuse_keyless_write(fs, *dfd, slot->name);
-	else if (strncmp(e->key, FAUCET_DOCTOR_SENTINEL_PREFIX,
+	/* Without a key, put_group has looked for the marker once for the
+	 * group; each file about to be replaced is still looked at. */
+	if (fs->keyring == NULL) {
+		if (holds_sealed_file(*dfd, slot->name))
+			rc = keyless_write_refused(fs);
+	} else if (strncmp(e->key, FAUCET_DOCTOR_SENTINEL_PREFIX,
 			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
 		rc = ensure_marker(fs, dfd);
 	if (rc == 0)
@@ -1419,6 +1505,8 @@ static int put_group(file_store *fs, int *dfd, const faucet_entry *entries, size
 	int rc = 0;
 
 	*done = 0;
+	if (fs->keyring == NULL && store_is_marked(*dfd))
+		return keyless_write_refused(fs);
 	for (; ready < n && rc == 0; ready++)
 		rc = prepare_slot(fs, dfd, &entries[ready], &slots[ready], &items[ready]);
 	if (rc == 0)
@@ -1506,7 +1594,7 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 	if (rc != 0)
 		return rc;
 	name_from_stem(name, stem, ".json");
-	rc = read_entry(fs, key, name, &current);
+	rc = read_entry(fs, key, name, NULL, &current);
 	if (rc == 0 && faucet_value_equal(current, expected)) {
 		rc = store_value(fs, key, value);
 		/* FAUCET_EUNKNOWN: the new value is in place, durable or not. */
@@ -1614,7 +1702,7 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	if (rc != 0 || lock_fd < 0)
 		return rc;
 	name_from_stem(name, stem, ".json");
-	rc = read_entry(fs, key, name, &current);
+	rc = read_entry(fs, key, name, NULL, &current);
 	if (rc == 0 && current != NULL && faucet_value_equal(current, expected)) {
 		rc = remove_locked(fs, dfd, stem, stem_len, &removed);
 		*deleted = rc == 0;
@@ -1705,7 +1793,7 @@ static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w
 	    classify_entry(dfd, name, strlen(name), key, NULL) == 0)
 		return;
 	w->values++;
-	rc = read_entry(fs, key, name, &v);
+	rc = read_entry(fs, key, name, NULL, &v);
 	faucet_value_free(v);
 	if (rc == 0)
 		return;
@@ -1985,6 +2073,7 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = file_put_many;
+	fs->base.get_many = file_get_many;
 	fs->base.check = file_check;
 	fs->base.free = file_free;
 	return faucet_store_new(out, &fs->base);

@@ -8,6 +8,13 @@
 run stat list
 expect_rc 2 "an unknown command"
 expect_err_contains "unknown command 'stat' (did you mean 'state'?)" "names the nearest command"
+run --json
+expect_rc 2 "--json without a command"
+expect_json 'd["error"]["code"] == "invalid" and "no command given" in d["error"]["message"]' \
+	"--json without a command prints its error object"
+run
+expect_rc 2 "no command"
+expect_err_contains "usage: faucet" "no command prints the usage"
 run state lsit
 expect_rc 2 "an unknown subcommand"
 expect_err_contains "unknown subcommand 'lsit' (did you mean 'list'?)" "names the nearest subcommand"

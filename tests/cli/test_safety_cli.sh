@@ -144,6 +144,16 @@ for cmd in "state list" "state show p" "state get p::k" "state export p" "doctor
 	expect_err_contains "no state store at missing.db" "$cmd names the database"
 	expect_no_file missing.db "$cmd created no database"
 done
+# A backfill's dry run and status only read: a mistyped store is an error,
+# not a plan with nothing done, and it is not created.
+run backfill --state file:missing-dir --pipeline p --from 2026-06-01 --to 2026-06-03 \
+	--window 1d --dry-run -- true
+expect_rc 1 "backfill --dry-run on a missing file store"
+expect_err_contains "no state store at missing-dir" "backfill --dry-run names the path"
+expect_no_file missing-dir "backfill --dry-run created no directory"
+run backfill status --state file:missing-dir --pipeline p
+expect_rc 1 "backfill status on a missing file store"
+expect_no_file missing-dir "backfill status created no directory"
 run --state sqlite:missing.db state copy p --to memory:
 expect_rc 1 "copy from a missing store"
 expect_no_file missing.db "copy created no source database"

@@ -2,6 +2,7 @@
  * faults.c - the counting, failing system-call table of faults.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -29,9 +30,22 @@ static int hit(const char *name, int is_write)
 	return 1;
 }
 
+static atomic_int refuse_tmpfile;
+
+void fault_refuse_tmpfile(int refuse)
+{
+	atomic_store(&refuse_tmpfile, refuse);
+}
+
 static int f_openat(int dirfd, const char *name, int flags, mode_t mode)
 {
-	return hit("openat", 0) ? -1 : faucet__sys_default()->openat(dirfd, name, flags, mode);
+	if (hit("openat", 0))
+		return -1;
+	if ((flags & O_TMPFILE) == O_TMPFILE && atomic_load(&refuse_tmpfile)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return faucet__sys_default()->openat(dirfd, name, flags, mode);
 }
 
 static ssize_t f_write(int fd, const void *buf, size_t len)

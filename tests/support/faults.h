@@ -23,6 +23,9 @@ typedef enum {
  * real calls. */
 void fault_start(void);
 void fault_stop(void);
+/* With refuse != 0, opening an unnamed file (O_TMPFILE) fails with
+ * EOPNOTSUPP, as on a filesystem without it (the call still counts). */
+void fault_refuse_tmpfile(int refuse);
 
 /* Reset the count; the `n`th call from now (1-based) fails with `kind`;
  * n = 0 arms nothing. */

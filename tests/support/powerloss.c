@@ -83,6 +83,7 @@ static struct {
 	pthread_mutex_t lock;
 	int active;
 	int paused;
+	int refuse_tmpfile;
 	char *sandbox;
 	size_t sandbox_len;
 	pl_node *nodes;
@@ -91,7 +92,7 @@ static struct {
 	size_t nlog;
 	pl_fd *fds;
 	faucet_sys table;
-} sim = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, NULL, 0, NULL, 0, NULL, {0}};
+} sim = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NULL, 0, NULL, 0, NULL, 0, NULL, {0}};
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -407,6 +408,24 @@ static int rec_openat(int dirfd, const char *name, int flags, mode_t mode)
 	int parent = -1, node = -1, existed = 0, where, fd;
 
 	pthread_mutex_lock(&sim.lock);
+	if ((flags & O_TMPFILE) == O_TMPFILE) {
+		/* An unnamed file: a node without a directory entry until a
+		 * linkat names it. */
+		if (sim.refuse_tmpfile) {
+			pthread_mutex_unlock(&sim.lock);
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+		fd = real->openat(dirfd, name, flags, mode);
+		if (recording()) {
+			log_add("openat", OP_NOP, -1);
+			fd_track(fd, fd >= 0 && resolve(dirfd, name, &parent, leaf, sizeof(leaf)) == 1
+					     ? node_new(0)
+					     : -1);
+		}
+		pthread_mutex_unlock(&sim.lock);
+		return fd;
+	}
 	where = recording() ? resolve(dirfd, name, &parent, leaf, sizeof(leaf)) : -1;
 	if (where == 0) {
 		node = dir_get(&sim.nodes[parent].cur_dir, leaf);
@@ -583,13 +602,38 @@ static int rec_renameat(int odir, const char *oname, int ndir, const char *nname
 	return out;
 }
 
+/* linkat of an open descriptor through /proc/self/fd/N: the descriptor's
+ * node gets the name (how an unnamed O_TMPFILE file is named). */
+static int link_descriptor(const char *oname, int ndir, const char *nname, int rc)
+{
+	char nleaf[1024];
+	int np_parent, node = fd_node(atoi(oname + strlen("/proc/self/fd/")));
+	pl_op *op;
+
+	if (rc != 0 || node < 0 || resolve(ndir, nname, &np_parent, nleaf, sizeof(nleaf)) != 0) {
+		log_add("linkat", OP_NOP, -1);
+		return rc;
+	}
+	dir_set(&sim.nodes[np_parent].cur_dir, nleaf, node);
+	op = log_add("linkat", OP_LINK, np_parent);
+	op->node = node; /* op->dir stays -1: the source is the node itself */
+	op->dir2 = np_parent;
+	op->name2 = xstrdup(nleaf);
+	return rc;
+}
+
 static int rec_linkat(int odir, const char *oname, int ndir, const char *nname, int flags)
 {
 	int rc, out;
 
 	pthread_mutex_lock(&sim.lock);
 	rc = faucet__sys_default()->linkat(odir, oname, ndir, nname, flags);
-	out = recording() ? two_names("linkat", OP_LINK, odir, oname, ndir, nname, rc) : rc;
+	if (!recording())
+		out = rc;
+	else if (odir == AT_FDCWD && strncmp(oname, "/proc/self/fd/", 14) == 0)
+		out = link_descriptor(oname, ndir, nname, rc);
+	else
+		out = two_names("linkat", OP_LINK, odir, oname, ndir, nname, rc);
 	pthread_mutex_unlock(&sim.lock);
 	return out;
 }
@@ -664,6 +708,13 @@ static int rec_close(int fd)
 }
 
 /* ---- public: recording ------------------------------------------------ */
+
+void pl_refuse_tmpfile(int refuse)
+{
+	pthread_mutex_lock(&sim.lock);
+	sim.refuse_tmpfile = refuse;
+	pthread_mutex_unlock(&sim.lock);
+}
 
 int pl_start(const char *sandbox)
 {
@@ -869,8 +920,9 @@ static void apply(pl_node *img, const pl_op *op, int torn)
 	case OP_RENAME:
 	case OP_LINK:
 		/* A source whose creation is not in this image has nothing to
-		 * move: the change is void. */
-		node = dir_get(&img[op->dir].cur_dir, op->name);
+		 * move: the change is void.  A link of a descriptor names its
+		 * node, whatever of its data the image holds. */
+		node = op->dir < 0 ? op->node : dir_get(&img[op->dir].cur_dir, op->name);
 		if (node < 0)
 			break;
 		dir_set(&img[op->dir2].cur_dir, op->name2, node);

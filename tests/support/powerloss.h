@@ -41,6 +41,10 @@ void pl_stop(void);
  * while a test checks an image, so its own writes are not logged. */
 void pl_pause(int paused);
 
+/* With refuse != 0, opening an unnamed file (O_TMPFILE) fails with
+ * EOPNOTSUPP, as on a filesystem without it. */
+void pl_refuse_tmpfile(int refuse);
+
 /* Number of calls logged so far: the crash points are 0 ..= pl_calls(). */
 size_t pl_calls(void);
 
