@@ -25,6 +25,7 @@
 #include <openssl/sha.h>
 
 #include "testutil.h"
+#include "common/durable.h"
 #include "internal.h"
 #include "stores/file_internal.h"
 #include <faucet/keys.h>
@@ -797,6 +798,51 @@ static void a_removed_root_is_recreated_and_a_replaced_one_followed(void **state
 	free(root);
 }
 
+/* A batch needs a descriptor per file of a group until the group lands.
+ * With a low limit its groups are small; with descriptors running out in
+ * the middle of a group, what was made lands and the rest follows. */
+static void a_batch_lands_whole_when_descriptors_run_short(void **state)
+{
+	fixture *f = *state;
+	struct rlimit old, low;
+	faucet_entry e[40];
+	faucet_value *v[40];
+	char keys[40][16];
+	int held[64], nheld = 0;
+
+	tu_put(f->s, "p::warm", "0"); /* the store's root is open */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(faucet__durable_batch_size(), 16);
+	/* Take every descriptor but three. */
+	while (nheld < 64) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		held[nheld++] = fd;
+	}
+	assert_true(nheld >= 3);
+	for (int i = 0; i < 3; i++)
+		(void)close(held[--nheld]);
+	for (int i = 0; i < 40; i++) {
+		(void)snprintf(keys[i], sizeof(keys[i]), "p::k%02d", i);
+		v[i] = tu_v("{\"n\":1}");
+		e[i].key = keys[i];
+		e[i].value = v[i];
+	}
+	assert_int_equal(faucet_store_put_batch(f->s, e, 40), 0);
+	while (nheld > 0)
+		(void)close(held[--nheld]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int i = 0; i < 40; i++) {
+		tu_assert_value(f->s, keys[i], "{\"n\":1}");
+		faucet_value_free(v[i]);
+	}
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+}
+
 /* ---- legacy names ------------------------------------------------------------ */
 
 static void legacy_named_files_are_read_and_migrated(void **state)
@@ -1355,6 +1401,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(concurrent_puts_to_one_key_leave_one_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(puts_to_many_keys_from_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_removed_root_is_recreated_and_a_replaced_one_followed, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_batch_lands_whole_when_descriptors_run_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(legacy_named_files_are_read_and_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_legacy_file_loses_to_the_current_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(point_operations_migrate_only_their_own_key, setup,

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -313,6 +314,19 @@ static int name_unnamed(const faucet_sys *sys, int dirfd, pending_file *p,
 	return 0;
 }
 
+size_t faucet__durable_batch_size(void)
+{
+	struct rlimit rl;
+	size_t n = FAUCET_DURABLE_BATCH_MAX;
+
+	/* A quarter of the descriptors this process may open: the rest stay
+	 * for the program that embeds us. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < n)
+		n = (size_t)(rl.rlim_cur / 4);
+	return n < 16 ? 16 : n;
+}
+
 /*
  * The steps of faucet__durable_replace, reordered so that the slow one
  * happens once: fsync of a small new file costs a journal commit (about
@@ -332,6 +346,8 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 	size_t made = 0, i;
 	int rc = 0, err, unnamed = 1, exact_mode;
 
+	size_t n = count;
+
 	*committed = 0;
 	if (count == 0)
 		return 0;
@@ -344,11 +360,17 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 	exact_mode = umask_keeps_0600();
 	if (access("/proc/self/fd", X_OK) != 0)
 		unnamed = 0;
-	for (; made < count; made++) {
+	for (; made < n; made++) {
 		faucet_durable_target t = {dirfd, items[made].name, items[made].display, what,
 					   items[made].namer, items[made].namer_arg, NULL, NULL};
 		int got = unnamed ? open_unnamed(sys, dirfd, exact_mode, &p[made].fd) : 0;
 
+		/* Out of descriptors with some files made: commit those; the
+		 * caller comes back for the rest. */
+		if (got < 0 && made > 0 && (errno == EMFILE || errno == ENFILE)) {
+			n = made;
+			break;
+		}
 		if (got < 0) {
 			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create a %s for %s",
 					      what, items[made].display);
@@ -357,7 +379,11 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 		if (got == 0) {
 			unnamed = 0;
 			rc = create_temp(&t, sys, p[made].tmp, &p[made].fd);
-			if (rc != 0)
+			if (rc != 0 && made > 0 && (errno == EMFILE || errno == ENFILE)) {
+				rc = 0;
+				n = made;
+			}
+			if (rc != 0 || n == made)
 				break;
 			p[made].named = 1;
 		}
@@ -380,7 +406,7 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 		free(p);
 		return rc;
 	}
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < n; i++) {
 		int failed = p[i].named ? sys->renameat(dirfd, p[i].tmp, dirfd, items[i].name) != 0
 					: name_unnamed(sys, dirfd, &p[i], &items[i]) != 0;
 
@@ -394,7 +420,7 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 		 * data was synced, so close has nothing to report. */
 		(void)sys->close(p[i].fd);
 	}
-	drop_pending(sys, dirfd, p, i, count);
+	drop_pending(sys, dirfd, p, i, n);
 	free(p);
 	*committed = i;
 	if (i > 0 && sys->fsync(dirfd) != 0) {

@@ -59,11 +59,17 @@ typedef struct {
  * an open, locked temp file until renamed).
  *
  * *committed receives how many leading items are in place.  Returns 0
- * (all in place, durably); FAUCET_EUNKNOWN (all *committed in place, but
+ * (*committed in place, durably: all of them, or fewer when the process ran
+ * out of descriptors - call again for the rest); FAUCET_EUNKNOWN (all
+ * *committed in place, but
  * the directory sync failed: they may not survive a crash); or another
  * error: items before *committed are in place and durable, the others
  * untouched, and no temp file is left. */
-#define FAUCET_DURABLE_BATCH_MAX 256
+#define FAUCET_DURABLE_BATCH_MAX 1024
+/* How many items a batch should hold here: FAUCET_DURABLE_BATCH_MAX, or a
+ * quarter of the process's descriptor limit when that is less (at least
+ * 16).  Fewer, larger batches pay fewer syncfs barriers. */
+size_t faucet__durable_batch_size(void);
 int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
 				 size_t count, size_t *committed);
 

@@ -1520,7 +1520,7 @@ static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 			 size_t *written, size_t *unknown_from)
 {
 	file_store *fs = (file_store *)b;
-	size_t group = count < FAUCET_DURABLE_BATCH_MAX ? count : FAUCET_DURABLE_BATCH_MAX;
+	size_t group = faucet__durable_batch_size(), from = 0;
 	batch_slot *slots;
 	faucet_durable_item *items;
 	int dfd, rc;
@@ -1528,6 +1528,8 @@ static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 	*written = *unknown_from = 0;
 	if (count == 0)
 		return 0;
+	if (group > count)
+		group = count;
 	rc = root_get(fs, 1, &dfd);
 	if (rc != 0)
 		return rc;
@@ -1538,12 +1540,17 @@ static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 		free(items);
 		return FAUCET_ENOMEM;
 	}
-	for (size_t from = 0; from < count && rc == 0; from += group) {
+	/* A group may land short (descriptors ran out): the next starts
+	 * after what landed. */
+	while (from < count && rc == 0) {
 		size_t n = count - from < group ? count - from : group, done = 0;
 
 		rc = put_group(fs, &dfd, entries + from, n, slots, items, &done);
+		if (rc == 0 && done == 0) /* cannot happen: a short group lands one */
+			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
 		*written = from + done;
 		*unknown_from = rc == FAUCET_EUNKNOWN ? from : *written;
+		from += done;
 	}
 	free(slots);
 	free(items);
