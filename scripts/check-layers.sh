@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
 # check-layers.sh - the modules of src/ depend on each other in one
 # direction only: a file may use its own module and the modules below it,
-# never one above.  A file's module is its folder (src/store/value.c is in
-# `store`); the order, lowest first:
+# never one above.  A file's module is its folder (src/values/value.c is in
+# `values`); the order, lowest first:
 #
 #   common    errors, allocation, buffers, durable writes, the system-call seam
 #   crypto    the sealed-file envelope
 #   metrics   the metrics registry
+#   values    JSON values and the strict checker every value passes
 #   keys      key validation, rendering, parsing
 #   check     doctor probe reports
-#   store     values, the store front-end, export/import, store URLs
+#   store     the store front-end, export/import, store URLs, migration
 #   stores    the backends (memory, file, sqlite, postgres, redis)
 #   backfill  plans, markers, leases, the runner
 #   run       invocation runs
 #   cli       the `faucet` command - which may use the public API only
 #
 # Public headers count as their module's: faucet/common.h, export.h and
-# version.h are common's, value.h, store.h and sys/store_backend.h the
-# store's, keys.h, check.h, metrics.h, backfill.h and run.h their namesakes',
-# faucet.h (everything) belongs above the library.
+# version.h are common's, value.h the values', store.h and
+# sys/store_backend.h the store's, keys.h, check.h, metrics.h, backfill.h
+# and run.h their namesakes', faucet.h (everything) belongs above the
+# library.
 #
 # Two checks:
 #   includes  a file including a header of a module above its own
@@ -43,7 +45,7 @@ if [ "${1:-}" = "--list" ]; then
 fi
 build=${1:-build}
 
-LAYERS=(common crypto metrics keys check store stores backfill run cli)
+LAYERS=(common crypto metrics values keys check store stores backfill run cli)
 
 KNOWN=(
   # faucet_store_reindex (store.c) calls the Redis backend directly.  Fix:
@@ -73,16 +75,16 @@ KNOWN=(
   "src/cli/main.c -> common"
   "src/cli/run.c -> common"
   "src/cli/singer.c -> common"
-  "src/cli/singer.c -> store"
+  "src/cli/singer.c -> values"
   "src/cli/singer.h -> common"
   "src/cli/state.c -> common"
   "src/cli/state_move.c -> common"
   "src/cli/state_reindex.c -> common"
   "src/cli/state_rekey.c -> common"
   "src/cli/state_runs.c -> common"
-  "src/cli/state_runs.c -> store"
+  "src/cli/state_runs.c -> values"
   "src/cli/state_write.c -> common"
-  "src/cli/state_write.c -> store"
+  "src/cli/state_write.c -> values"
   "src/cli/write_run.c -> common"
 )
 
@@ -102,7 +104,8 @@ rank() {
 public_module() {
   case $1 in
     common.h | export.h | version.h) echo common ;;
-    value.h | store.h | sys/store_backend.h) echo store ;;
+    value.h) echo values ;;
+    store.h | sys/store_backend.h) echo store ;;
     keys.h) echo keys ;;
     check.h) echo check ;;
     metrics.h) echo metrics ;;

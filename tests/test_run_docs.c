@@ -8,7 +8,7 @@
 
 #include "testutil.h"
 #include "run/run_internal.h"
-#include "store/json_check.h"
+#include "values/json_check.h"
 
 static void run_ids_sort_by_time_and_have_the_spec_shape(void **state)
 {

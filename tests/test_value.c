@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 
 static void assert_round_trip(const char *json, const char *want)
 {

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "singer.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 
 void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
 {

@@ -14,7 +14,7 @@
 #include "internal.h"
 #include "cli.h"
 #include "jsonw.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 
 static const char runs_help[] =
 	"usage: faucet state runs PIPELINE [--row R] [OPTIONS]\n"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "jsonw.h"
 
 static const char put_help[] =

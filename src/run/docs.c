@@ -16,8 +16,8 @@
 #include <sys/time.h>
 
 #include "run/run_internal.h"
-#include "store/value_internal.h"
-#include "store/json_check.h"
+#include "values/value_internal.h"
+#include "values/json_check.h"
 
 /* ---- text helpers ------------------------------------------------------------ */
 

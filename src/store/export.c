@@ -31,9 +31,9 @@
 
 #include "internal.h"
 #include <faucet/store.h>
-#include "value_internal.h"
+#include "values/value_internal.h"
 #include "export_internal.h"
-#include "json_check.h"
+#include "values/json_check.h"
 #include <faucet/run.h>
 #include "open_internal.h"
 #include "run/run_internal.h"

@@ -57,7 +57,7 @@
 #include "durable.h"
 #include "sys.h"
 #include "warning.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "file_internal.h"
 #include "crypto/envelope.h"
 #include <openssl/crypto.h>

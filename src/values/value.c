@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "store/json_check.h"
+#include "values/json_check.h"
 #include "value_internal.h"
 
 struct faucet_value {
