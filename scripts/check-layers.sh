@@ -48,10 +48,6 @@ build=${1:-build}
 LAYERS=(common crypto metrics values keys check store stores backfill run cli)
 
 KNOWN=(
-  # faucet_store_reindex (store.c) calls the Redis backend directly.  Fix:
-  # move the function next to the backend (stores/redis.c), or give the
-  # backend struct a slot for it.
-  "src/store/store.c -> stores"
   # The import's run hook (faucet_import_file_recorded, faucet/run.h) is
   # implemented in store/export.c, which so includes the run module's
   # header.  Fix: declare the hook type in faucet/store.h (or move the
