@@ -107,6 +107,29 @@ static void malformed_json_is_refused_with_an_offset(void **state)
 	}
 }
 
+/* faucet_value_parse_at (public): the message names the input the caller
+ * gives and the byte offset; without one it reads as faucet_value_parse's. */
+static void parse_at_names_the_input_and_the_offset(void **state)
+{
+	faucet_value *v = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_value_parse_at(&v, "{\"a\":1,}", 8, "--if-equals"),
+			 FAUCET_EINVALID);
+	assert_null(v);
+	assert_int_equal(strncmp(faucet_error_last()->message, "--if-equals: ", 13), 0);
+	tu_assert_error_contains("malformed JSON at byte 7");
+	assert_int_equal(faucet_value_parse_at(&v, "[1,", 3, NULL), FAUCET_EINVALID);
+	tu_assert_error_contains("JSON value: malformed JSON at byte 3");
+	assert_int_equal(faucet_value_parse_at(&v, " ", 1, "value on standard input"),
+			 FAUCET_EINVALID);
+	tu_assert_error_contains("value on standard input: malformed JSON: empty input");
+	assert_int_equal(faucet_value_parse_at(NULL, "1", 1, "x"), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_parse_at(&v, "[1, 2]", 6, "file a.json"), 0);
+	assert_string_equal(faucet_value_json(v), "[1,2]");
+	faucet_value_free(v);
+}
+
 static void deep_nesting_is_bounded(void **state)
 {
 	char deep[2048];
@@ -377,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(numbers_keep_every_digit),
 		cmocka_unit_test(structure_and_text_survive),
+		cmocka_unit_test(parse_at_names_the_input_and_the_offset),
 		cmocka_unit_test(values_json_c_cannot_hold_are_refused),
 		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
 		cmocka_unit_test(deep_nesting_is_bounded),

@@ -30,6 +30,12 @@ typedef struct faucet_value faucet_value;
  * naming the problem and its byte offset. */
 FAUCET_EXTERN int faucet_value_parse(faucet_value **out, const char *text, size_t len);
 
+/* Parse like faucet_value_parse, with the error message starting with
+ * `where` (a file name, "--if-equals") instead of "JSON value", so that it
+ * says which input held the bad JSON, and at which byte offset. */
+FAUCET_EXTERN int faucet_value_parse_at(faucet_value **out, const char *text, size_t len,
+					const char *where);
+
 /* The value's compact JSON text, NUL-terminated, owned by the value. */
 FAUCET_EXTERN const char *faucet_value_json(const faucet_value *v);
 

@@ -82,13 +82,13 @@ static int read_value(const put_args *pa, faucet_value **out)
 	int rc;
 
 	if (strcmp(pa->value_arg, "-") != 0) {
-		if (faucet_value__parse_at(out, pa->value_arg, strlen(pa->value_arg), "value") != 0)
+		if (faucet_value_parse_at(out, pa->value_arg, strlen(pa->value_arg), "value") != 0)
 			return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
 		return 0;
 	}
 	if (cli_read_input("-", &text, &len) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
-	rc = faucet_value__parse_at(out, text, len, "value on standard input");
+	rc = faucet_value_parse_at(out, text, len, "value on standard input");
 	free(text);
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
@@ -198,7 +198,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (pa.if_equals != NULL &&
-	    faucet_value__parse_at(&expected, pa.if_equals, strlen(pa.if_equals), "--if-equals") != 0) {
+	    faucet_value_parse_at(&expected, pa.if_equals, strlen(pa.if_equals), "--if-equals") != 0) {
 		faucet_value_free(value);
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa.key);
 	}

@@ -183,12 +183,16 @@ static int parse_tree(const char *text, size_t len, const char *where, json_obje
 	return 0;
 }
 
-int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where)
+int faucet_value_parse_at(faucet_value **out, const char *text, size_t len, const char *where)
 {
 	faucet_json_check_result check;
 	json_object *tree;
 	int rc;
 
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_value_parse_at: out is NULL");
+	if (where == NULL)
+		where = "JSON value";
 	*out = NULL;
 	if (text == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "%s: no JSON text", where);
@@ -219,7 +223,7 @@ int faucet_value_parse(faucet_value **out, const char *text, size_t len)
 {
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_value_parse: out is NULL");
-	return faucet_value__parse_at(out, text, len, "JSON value");
+	return faucet_value_parse_at(out, text, len, NULL);
 }
 
 int faucet_value__from_tree(faucet_value **out, json_object *tree)
@@ -584,7 +588,7 @@ int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, i
 		faucet_buf_dispose(&buf);
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory spelling numbers canonically");
 	}
-	rc = faucet_value__parse_at(out, buf.ptr, buf.len, "JSON value");
+	rc = faucet_value_parse_at(out, buf.ptr, buf.len, "JSON value");
 	faucet_buf_dispose(&buf);
 	return rc;
 }
