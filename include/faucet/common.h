@@ -84,6 +84,16 @@ typedef struct {
 /* Free the strings and the array; leaves *arr empty.  NULL is ignored. */
 FAUCET_EXTERN void faucet_strarray_dispose(faucet_strarray *arr);
 
+/* Write bytes[0..len) to the file `path` as faucet writes its own: a new
+ * file, or an existing regular one, is replaced atomically and durably (a
+ * temp file beside it, mode 0600, fsynced and renamed over it, then the
+ * directory fsynced: after a crash the old content or the new, never a torn
+ * file).  An existing device, FIFO, socket or symbolic link is opened and
+ * written through instead, as a shell redirection would, never replaced.
+ * `what` names the file in error messages ("export file"; NULL: "file"). */
+FAUCET_EXTERN int faucet_write_file(const char *path, const char *what, const void *bytes,
+				    size_t len);
+
 /* Release memory returned by libfaucet as a plain char * (rendered keys,
  * JSON documents).  Same as free(); provided so callers need not know. */
 FAUCET_EXTERN void faucet_free(void *ptr);

@@ -3,7 +3,7 @@
  * and `copy`.
  *
  * export -o writes through libfaucet's one durable-write routine
- * (durable.h): a new or regular target is replaced atomically and durably,
+ * (faucet_write_file): a new or regular target is replaced atomically and durably,
  * so a reader sees the old document or the whole new one; an existing
  * device, FIFO, socket or symlink is written through, never replaced.
  * "-o -" is standard output.
@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "durable.h"
 #include "jsonw.h"
 
 static const char export_help[] =
@@ -152,7 +151,7 @@ static int copy_to_stdout(FILE *in)
 }
 
 /* The temp file's document, mapped, goes through the one durable-write
- * routine (faucet__write_file: a device, FIFO, socket or symlink target is
+ * routine (faucet_write_file: a device, FIFO, socket or symlink target is
  * written through, anything else replaced atomically): the mapping is
  * file-backed, so it costs no heap however large it is. */
 static int write_temp_atomically(FILE *tmp, const char *path)
@@ -166,7 +165,7 @@ static int write_temp_atomically(FILE *tmp, const char *path)
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(tmp), 0);
 	if (map == MAP_FAILED)
 		return faucet__error_os(FAUCET_EIO, errno, "cannot map the export temp file");
-	rc = faucet__write_file(path, "export file", map, (size_t)st.st_size);
+	rc = faucet_write_file(path, "export file", map, (size_t)st.st_size);
 	(void)munmap(map, (size_t)st.st_size);
 	return rc;
 }
