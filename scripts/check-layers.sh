@@ -67,7 +67,6 @@ KNOWN=(
   "src/cli/jsonw.c -> common"
   "src/cli/jsonw.h -> common"
   "src/cli/lock.c -> common"
-  "src/cli/lock.c -> run"
   "src/cli/main.c -> common"
   "src/cli/run.c -> common"
   "src/cli/singer.c -> common"

@@ -14,7 +14,6 @@
 #include "internal.h"
 #include "cli.h"
 #include "jsonw.h"
-#include "run/run_internal.h"
 
 static const char lock_help[] =
 	"usage: faucet lock list [PIPELINE] [OPTIONS]\n"
@@ -33,6 +32,19 @@ static int is_lease_key(const char *key)
 	size_t n = strlen(key), t = strlen(lease_tail);
 
 	return n > t && strcmp(key + n - t, lease_tail) == 0;
+}
+
+/* `t` (unix seconds) as RFC 3339 UTC, "2026-01-02T03:04:05+00:00", as the
+ * run history shows times (out: 64 bytes leaves any year room). */
+static void format_utc(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL)
+		memset(&tm, 0, sizeof(tm));
+	(void)snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
+		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 static int lock_list(cli_context *ctx, int argc, char **argv)
@@ -72,8 +84,8 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < keys.count; i++) {
 		faucet_value *v = NULL;
-		run_lease l;
-		char until[32];
+		faucet_lease l;
+		char until[64];
 		const char *state;
 
 		if (!is_lease_key(keys.strings[i]))
@@ -84,13 +96,13 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		}
 		if (v == NULL)
 			continue; /* released meanwhile */
-		if (run__lease_parse(v, keys.strings[i], &l) != 0) {
+		if (faucet_lease_parse(v, keys.strings[i], &l) != 0) {
 			fprintf(stderr, "faucet: warning: %s\n", faucet_error_last()->message);
 			faucet_value_free(v);
 			continue;
 		}
 		faucet_value_free(v);
-		run__rfc3339(l.expires_at, until, sizeof(until));
+		format_utc(l.expires_at, until, sizeof(until));
 		state = l.expires_at > now ? "live" : "expired";
 		if (ctx->json) {
 			if (n > 0)
@@ -114,7 +126,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			       l.run ? l.run : "-");
 		}
 		n++;
-		run__lease_dispose(&l);
+		faucet_lease_dispose(&l);
 	}
 	(void)faucet_buf_putc(&b, ']');
 	rc = ctx->json ? (jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED) : CLI_EXIT_OK;
@@ -133,7 +145,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	const char *key = NULL, *if_holder = NULL, *arg;
 	faucet_store *s = NULL;
 	faucet_value *v = NULL;
-	run_lease l;
+	faucet_lease l;
 	cli_args it;
 	int id, rc, deleted = 0;
 
@@ -170,7 +182,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 		rc = if_holder ? CLI_EXIT_CONDITION : CLI_EXIT_OK;
 		goto done;
 	}
-	if (run__lease_parse(v, key, &l) != 0) {
+	if (faucet_lease_parse(v, key, &l) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "lock break");
 		goto done;
 	}
@@ -205,7 +217,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	}
 	rc = CLI_EXIT_OK;
 done:
-	run__lease_dispose(&l);
+	faucet_lease_dispose(&l);
 	faucet_value_free(v);
 	faucet_store_free(s);
 	return rc;

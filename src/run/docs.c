@@ -214,12 +214,17 @@ static int runs_document(const faucet_value *v, json_object **root, json_object 
 
 /* ---- lease ----------------------------------------------------------------- */
 
-int run__lease_parse(const faucet_value *v, const char *key, run_lease *out)
+int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out)
 {
 	json_object *root, *e;
 	int rc;
 
+	if (out == NULL || v == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_lease_parse: NULL %s",
+					out == NULL ? "out" : "value");
 	memset(out, 0, sizeof(*out));
+	if (key == NULL)
+		key = "the lease";
 	if ((rc = private_tree(v, &root)) != 0)
 		return rc;
 	if (!json_object_is_type(root, json_type_object) ||
@@ -227,7 +232,7 @@ int run__lease_parse(const faucet_value *v, const char *key, run_lease *out)
 	    get_string(root, "holder", 0, &out->holder) != 0 ||
 	    get_string(root, "run", 1, &out->run) != 0) {
 		json_object_put(root);
-		run__lease_dispose(out);
+		faucet_lease_dispose(out);
 		return foreign(key, "lease");
 	}
 	out->expires_at = json_object_get_int64(e);
@@ -254,8 +259,10 @@ int run__lease_value(const char *holder, int64_t expires_at, const char *run, fa
 	return rc;
 }
 
-void run__lease_dispose(run_lease *l)
+void faucet_lease_dispose(faucet_lease *l)
 {
+	if (l == NULL)
+		return;
 	free(l->holder);
 	free(l->run);
 	memset(l, 0, sizeof(*l));
