@@ -130,6 +130,42 @@ static void parse_at_names_the_input_and_the_offset(void **state)
 	faucet_value_free(v);
 }
 
+/* faucet_value_member: a member as a value of its own, digits kept; NULL
+ * for a missing member or a value that is not an object; JSON null is a
+ * value. */
+static void members_read_as_values(void **state)
+{
+	faucet_value *v = tu_v("{\"type\":\"STATE\",\"value\":{\"n\":18446744073709551615,"
+			       "\"x\":0.1,\"s\":\"a\\u0041\"},\"nil\":null,\"b\\u0063\":[1, 2]}");
+	faucet_value *m = NULL, *arr = tu_v("[{\"a\":1}]");
+	(void)state;
+
+	assert_int_equal(faucet_value_member(v, "type", &m), 0);
+	assert_string_equal(faucet_value_json(m), "\"STATE\"");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "value", &m), 0);
+	assert_string_equal(faucet_value_json(m), "{\"n\":18446744073709551615,\"x\":0.1,\"s\":\"aA\"}");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "nil", &m), 0);
+	assert_non_null(m);
+	assert_string_equal(faucet_value_json(m), "null");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "bc", &m), 0);
+	assert_string_equal(faucet_value_json(m), "[1,2]");
+	faucet_value_free(m);
+	m = (faucet_value *)1;
+	assert_int_equal(faucet_value_member(v, "absent", &m), 0);
+	assert_null(m);
+	m = (faucet_value *)1;
+	assert_int_equal(faucet_value_member(arr, "a", &m), 0);
+	assert_null(m);
+	assert_int_equal(faucet_value_member(NULL, "a", &m), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_member(v, NULL, &m), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_member(v, "a", NULL), FAUCET_EINVALID);
+	faucet_value_free(arr);
+	faucet_value_free(v);
+}
+
 static void deep_nesting_is_bounded(void **state)
 {
 	char deep[2048];
@@ -401,6 +437,7 @@ int main(void)
 		cmocka_unit_test(numbers_keep_every_digit),
 		cmocka_unit_test(structure_and_text_survive),
 		cmocka_unit_test(parse_at_names_the_input_and_the_offset),
+		cmocka_unit_test(members_read_as_values),
 		cmocka_unit_test(values_json_c_cannot_hold_are_refused),
 		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
 		cmocka_unit_test(deep_nesting_is_bounded),

@@ -251,6 +251,30 @@ int faucet_value__tree(const faucet_value *cv, json_object **out)
 	return rc;
 }
 
+/* The member is read from a private tree, not from v's shared one: turning
+ * a node into text writes into the node (json-c keeps its print buffer
+ * there), which readers of a shared tree on other threads must not see.
+ * The member's subtree then becomes the new value's, as a parsed
+ * non-compact text does. */
+int faucet_value_member(const faucet_value *v, const char *name, faucet_value **out)
+{
+	json_object *tree, *member;
+	int rc;
+
+	if (out == NULL || v == NULL || name == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_value_member: NULL argument");
+	*out = NULL;
+	if (v->text[0] != '{')
+		return 0; /* not an object: its compact text would start with '{' */
+	rc = parse_tree(v->text, v->len, "JSON value", &tree);
+	if (rc != 0)
+		return rc;
+	if (json_object_object_get_ex(tree, name, &member))
+		rc = value_wrap(out, json_object_get(member), 0, NULL, 0);
+	json_object_put(tree);
+	return rc;
+}
+
 const char *faucet_value_json(const faucet_value *v)
 {
 	return v->text;
