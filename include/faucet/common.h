@@ -65,6 +65,11 @@ FAUCET_EXTERN const faucet_error *faucet_error_last(void);
 /* Forget the calling thread's last error. */
 FAUCET_EXTERN void faucet_error_clear(void);
 
+/* Set the calling thread's last error (printf-style) and return `code`:
+ * for backends (faucet/sys/store_backend.h) and for programs that report
+ * their own failures the way libfaucet reports its. */
+FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
+
 /* The calling thread's last warning: a call that succeeded but has
  * something the operator should hear (e.g. a file store delete whose lock
  * file could not be removed), or NULL.  Cleared by faucet_warning_clear();

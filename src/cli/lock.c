@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 #include "cli.h"
 #include "jsonw.h"
 
@@ -51,7 +51,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 {
 	const char *pipeline = NULL, *arg;
 	faucet_strarray keys = {0};
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 	faucet_store *s = NULL;
 	char *prefix = NULL;
 	cli_args it;
@@ -70,7 +70,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	}
 	if (pipeline != NULL && (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::")))
 		return cli_usage_error("lock list", "invalid pipeline name '%s'", pipeline);
-	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
+	prefix = pipeline ? cli_sprintf("%s::", pipeline) : cli_strdup("");
 	if (prefix == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "lock list");
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0) {
@@ -81,7 +81,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		goto done;
 	}
-	(void)faucet_buf_putc(&b, '[');
+	(void)cli_buf_putc(&b, '[');
 	for (size_t i = 0; i < keys.count; i++) {
 		faucet_value *v = NULL;
 		faucet_lease l;
@@ -106,8 +106,8 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		state = l.expires_at > now ? "live" : "expired";
 		if (ctx->json) {
 			if (n > 0)
-				(void)faucet_buf_putc(&b, ',');
-			(void)faucet_buf_putc(&b, '{');
+				(void)cli_buf_putc(&b, ',');
+			(void)cli_buf_putc(&b, '{');
 			jw_member(&b, "key", 1);
 			jw_string(&b, keys.strings[i]);
 			jw_member(&b, "holder", 0);
@@ -115,12 +115,12 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			jw_member(&b, "run", 0);
 			jw_string_or_null(&b, l.run);
 			jw_member(&b, "expires_at", 0);
-			(void)faucet_buf_printf(&b, "%lld", (long long)l.expires_at);
+			(void)cli_buf_printf(&b, "%lld", (long long)l.expires_at);
 			jw_member(&b, "expires", 0);
 			jw_string(&b, until);
 			jw_member(&b, "state", 0);
 			jw_string(&b, state);
-			(void)faucet_buf_putc(&b, '}');
+			(void)cli_buf_putc(&b, '}');
 		} else {
 			printf("%s\t%s\t%s\t%s\t%s\n", keys.strings[i], l.holder, until, state,
 			       l.run ? l.run : "-");
@@ -128,10 +128,10 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		n++;
 		faucet_lease_dispose(&l);
 	}
-	(void)faucet_buf_putc(&b, ']');
+	(void)cli_buf_putc(&b, ']');
 	rc = ctx->json ? (jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED) : CLI_EXIT_OK;
 done:
-	faucet_buf_dispose(&b);
+	cli_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	free(prefix);
@@ -203,16 +203,16 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	fprintf(stderr, "faucet: broke %s (held by %s%s%s)\n", key, l.holder,
 		l.run ? ", run " : "", l.run ? l.run : "");
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
 		jw_member(&b, "holder", 0);
 		jw_string(&b, l.holder);
 		jw_member(&b, "run", 0);
 		jw_string_or_null(&b, l.run);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
 	rc = CLI_EXIT_OK;

@@ -6,7 +6,7 @@
  * cannot do that"; the front-end in faucet/store.h then supplies the default
  * (see there).  The front-end validates every key before calling a slot, so
  * a backend never sees an invalid key.  Slots return 0 or a FAUCET_E* code
- * after setting the last error with faucet_error_set().
+ * after setting the last error with faucet_error_set() (faucet/common.h).
  *
  * A backend embeds this struct as its first member and casts back to its
  * own type inside the slots.  Slots may be called from several threads at
@@ -108,9 +108,6 @@ FAUCET_EXTERN int faucet_store_new(faucet_store **out, faucet_store_backend *bac
 
 /* The backend a store wraps (borrowed). */
 FAUCET_EXTERN faucet_store_backend *faucet_store_backend_of(faucet_store *s);
-
-/* Set the calling thread's last error (printf-style) and return `code`. */
-FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
 
 #ifdef __cplusplus
 }
