@@ -228,12 +228,15 @@ int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out
 	if ((rc = private_tree(v, &root)) != 0)
 		return rc;
 	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int) ||
-	    get_string(root, "holder", 0, &out->holder) != 0 ||
-	    get_string(root, "run", 1, &out->run) != 0) {
+	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int))
+		rc = -1;
+	else if ((rc = get_string(root, "holder", 0, &out->holder)) == 0)
+		rc = get_string(root, "run", 1, &out->run);
+	if (rc != 0) {
 		json_object_put(root);
 		faucet_lease_dispose(out);
-		return foreign(key, "lease");
+		/* Out of memory says nothing about the document. */
+		return rc == FAUCET_ENOMEM ? rc : foreign(key, "lease");
 	}
 	out->expires_at = json_object_get_int64(e);
 	json_object_put(root);
