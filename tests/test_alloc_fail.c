@@ -410,6 +410,34 @@ static int call_value_parse_equal(target *t)
 	return rc;
 }
 
+/* The public readers the command uses: parse naming the input, a member as
+ * a value, a lease document. */
+static int call_value_member_lease(target *t)
+{
+	static const char line[] = "{\"type\":\"STATE\",\"value\":{\"c\":18446744073709551615}}";
+	static const char lease[] = "{\"holder\":\"h:1:ab\",\"expires_at\":5,\"run\":\"r\"}";
+	faucet_value *v = NULL, *m = NULL, *lv = NULL;
+	faucet_lease l = {NULL, NULL, 0};
+	int rc = faucet_value_parse_at(&v, line, sizeof(line) - 1, "a line");
+
+	(void)t;
+	if (rc == 0)
+		rc = faucet_value_member(v, "value", &m);
+	if (rc == 0 && (m == NULL || strcmp(faucet_value_json(m), "{\"c\":18446744073709551615}")))
+		fail_msg("the member was not read back exactly");
+	if (rc == 0)
+		rc = faucet_value_parse(&lv, lease, sizeof(lease) - 1);
+	if (rc == 0)
+		rc = faucet_lease_parse(lv, "p::r::__lease__", &l);
+	if (rc == 0 && (l.holder == NULL || l.run == NULL || l.expires_at != 5))
+		fail_msg("the lease was not read back");
+	faucet_lease_dispose(&l);
+	faucet_value_free(lv);
+	faucet_value_free(m);
+	faucet_value_free(v);
+	return rc;
+}
+
 static int call_backfill_plan(target *t)
 {
 	faucet_backfill_range range = {.from = "2026-03-01", .to = "2026-03-15", .window = "1d",
@@ -459,6 +487,7 @@ static void pure_calls(void **state)
 	walk("open memory store", &none, call_open_memory);
 	walk("key build/render/parse/validate", &none, call_key_render_parse);
 	walk("value parse/equality", &none, call_value_parse_equal);
+	walk("value parse_at/member, lease", &none, call_value_member_lease);
 	walk("backfill plan", &none, call_backfill_plan);
 }
 

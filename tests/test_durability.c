@@ -709,7 +709,7 @@ static int file_is(const char *path, const char *want)
 	return same;
 }
 
-/* Power loss while faucet__write_file replaces (or creates) a file: every
+/* Power loss while faucet_write_file replaces (or creates) a file: every
  * image holds the old content or the new one, whole; once the call has
  * returned, the new one. */
 static void output_file_crash(const char *old_content)
@@ -721,7 +721,7 @@ static void output_file_crash(const char *old_content)
 	if (old_content != NULL)
 		tu_write_file(path, old_content, strlen(old_content));
 	assert_int_equal(pl_start(sandbox), 0);
-	if (faucet__write_file(path, "export", new_content, strlen(new_content)) != 0)
+	if (faucet_write_file(path, "export", new_content, strlen(new_content)) != 0)
 		fail_msg("write %s: %s", path, faucet_error_last()->message);
 	calls = pl_calls();
 	pl_pause(1);
@@ -767,7 +767,7 @@ static void output_symlink_crash(void)
 	tu_write_file(real, "the old content of the file the link leads to\n", 47);
 	assert_int_equal(symlink("real.json", link), 0);
 	assert_int_equal(pl_start(sandbox), 0);
-	if (faucet__write_file(link, "export", new_content, strlen(new_content)) != 0)
+	if (faucet_write_file(link, "export", new_content, strlen(new_content)) != 0)
 		fail_msg("write %s: %s", link, faucet_error_last()->message);
 	calls = pl_calls();
 	pl_pause(1);
@@ -805,6 +805,34 @@ static void test_power_loss_output_file(void **state)
 	output_file_crash("the previous export, which must not be lost\n");
 	output_file_crash(NULL);
 	output_symlink_crash();
+}
+
+/* faucet_write_file, the public face of the output-file routine: a new file
+ * gets the content and mode 0600 (state may hold secrets), a regular one is
+ * replaced, and what it cannot write is refused naming the file. */
+static void test_write_file_contract(void **state)
+{
+	char *dir = tu_tempdir(), *path = tu_join(dir, "out.json"), *slash = tu_join(dir, "sub/");
+	struct stat st;
+	(void)state;
+
+	assert_int_equal(faucet_write_file(path, "export file", "{}\n", 3), 0);
+	assert_true(file_is(path, "{}\n"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(faucet_write_file(path, NULL, "[1]\n", 4), 0);
+	assert_true(file_is(path, "[1]\n"));
+	assert_int_equal(faucet_write_file(slash, NULL, "x", 1), FAUCET_EINVALID);
+	tu_assert_error_contains("file ");
+	tu_assert_error_contains("names a directory");
+	assert_int_equal(faucet_write_file(NULL, "export file", "x", 1), FAUCET_EINVALID);
+	tu_assert_error_contains("export file: no path");
+	assert_int_equal(faucet_write_file(path, NULL, NULL, 1), FAUCET_EINVALID);
+	assert_true(file_is(path, "[1]\n"));
+	tu_rmrf(dir);
+	free(slash);
+	free(path);
+	free(dir);
 }
 
 /* ---- fault injection -------------------------------------------------- */
@@ -961,6 +989,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_loss),
 		cmocka_unit_test(test_power_loss_output_file),
+		cmocka_unit_test(test_write_file_contract),
 		cmocka_unit_test(test_faults),
 	};
 

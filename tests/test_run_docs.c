@@ -8,7 +8,7 @@
 
 #include "testutil.h"
 #include "run/run_internal.h"
-#include "store/json_check.h"
+#include "values/json_check.h"
 
 static void run_ids_sort_by_time_and_have_the_spec_shape(void **state)
 {
@@ -120,8 +120,8 @@ static void foreign_documents_are_refused(void **state)
 	}
 	for (size_t i = 0; i < sizeof(leases) / sizeof(leases[0]); i++) {
 		faucet_value *v = tu_v(leases[i]);
-		run_lease l;
-		assert_int_equal(run__lease_parse(v, "p::r::__lease__", &l), FAUCET_ERROR);
+		faucet_lease l;
+		assert_int_equal(faucet_lease_parse(v, "p::r::__lease__", &l), FAUCET_ERROR);
 		faucet_value_free(v);
 	}
 }
@@ -129,14 +129,43 @@ static void foreign_documents_are_refused(void **state)
 static void a_backfill_lease_reads_as_a_lease_without_a_run(void **state)
 {
 	faucet_value *v = tu_v("{\"holder\":\"h:1:ab\",\"expires_at\":1700000000}");
-	run_lease l;
+	faucet_lease l;
 
 	(void)state;
-	assert_int_equal(run__lease_parse(v, "k", &l), 0);
+	assert_int_equal(faucet_lease_parse(v, "k", &l), 0);
 	assert_string_equal(l.holder, "h:1:ab");
 	assert_null(l.run);
 	assert_int_equal(l.expires_at, 1700000000);
-	run__lease_dispose(&l);
+	faucet_lease_dispose(&l);
+	faucet_value_free(v);
+}
+
+/* The public lease reader (faucet/run.h), as `faucet lock` uses it: a run's
+ * lease names its run; a foreign value is refused naming the key and leaves
+ * the lease empty; NULL arguments are refused, a NULL lease is ignored. */
+static void leases_read_through_the_public_api(void **state)
+{
+	faucet_value *v = tu_v("{\"holder\":\"h:2:cd\",\"expires_at\":1700000060,"
+			       "\"run\":\"20260101T000000.000Z-abcdef\"}");
+	faucet_value *foreign_v = tu_v("[1]");
+	faucet_lease l;
+
+	(void)state;
+	assert_int_equal(faucet_lease_parse(v, "p::r::__lease__", &l), 0);
+	assert_string_equal(l.holder, "h:2:cd");
+	assert_string_equal(l.run, "20260101T000000.000Z-abcdef");
+	assert_int_equal(l.expires_at, 1700000060);
+	faucet_lease_dispose(&l);
+	assert_null(l.holder);
+	assert_null(l.run);
+	assert_int_equal(faucet_lease_parse(foreign_v, "p::r::__lease__", &l), FAUCET_ERROR);
+	tu_assert_error_contains("p::r::__lease__ holds something that is not a faucet lease");
+	assert_null(l.holder);
+	assert_null(l.run);
+	assert_int_equal(faucet_lease_parse(NULL, "k", &l), FAUCET_EINVALID);
+	assert_int_equal(faucet_lease_parse(v, "k", NULL), FAUCET_EINVALID);
+	faucet_lease_dispose(NULL);
+	faucet_value_free(foreign_v);
 	faucet_value_free(v);
 }
 
@@ -147,6 +176,7 @@ int main(void)
 		cmocka_unit_test(a_marker_round_trips_exact_and_deep_images),
 		cmocka_unit_test(foreign_documents_are_refused),
 		cmocka_unit_test(a_backfill_lease_reads_as_a_lease_without_a_run),
+		cmocka_unit_test(leases_read_through_the_public_api),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,14 +8,15 @@
 
 #include "testutil.h"
 #include "cli/singer.c"
+#include "cli/util.c"
 
 typedef struct {
-	faucet_buf out;
+	cli_buf out;
 } sink;
 
 static int to_sink(void *ctx, const char *data, size_t len)
 {
-	return faucet_buf_put(&((sink *)ctx)->out, data, len) == 0 ? 0 : -1;
+	return cli_buf_put(&((sink *)ctx)->out, data, len) == 0 ? 0 : -1;
 }
 
 static const char input[] =
@@ -41,7 +42,7 @@ static const char passed[] =
 static void feed_in_steps(size_t step)
 {
 	singer s;
-	sink k = {FAUCET_BUF_INIT};
+	sink k = {CLI_BUF_INIT};
 	faucet_value *state;
 	size_t len = strlen(input);
 
@@ -59,7 +60,7 @@ static void feed_in_steps(size_t step)
 	assert_int_equal(s.errors, 2);
 	assert_non_null(strstr(s.error, "invalid state line"));
 	faucet_value_free(state);
-	faucet_buf_dispose(&k.out);
+	cli_buf_dispose(&k.out);
 	singer_dispose(&s);
 }
 
@@ -85,7 +86,7 @@ static void odd_chunks(void **state)
 static void the_state_message_value_is_stored_exactly(void **state)
 {
 	singer s;
-	sink k = {FAUCET_BUF_INIT};
+	sink k = {CLI_BUF_INIT};
 	faucet_value *v;
 	const char *line = "{\"type\":\"STATE\",\"value\":{\"n\":18446744073709551615,\"x\":0.1}}\n";
 

@@ -3,8 +3,8 @@
  * that implements only get, put and delete: "cannot enumerate" listing (and
  * a list made from a scan slot), one-by-one batches that leave a prefix
  * written, read-compare-write compare-and-put and read-compare-delete
- * compare-and-delete, a skipped doctor probe - and
- * the checks faucet_store_new makes on a backend struct.
+ * compare-and-delete, a skipped doctor probe, reindex only through the
+ * slot - and the checks faucet_store_new makes on a backend struct.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +273,56 @@ static void supports_queries_follow_the_backend_slots(void **state)
 	faucet_store_free(bare);
 }
 
+/* A reindex slot that reports two members added and one removed. */
+static int bare_reindex(faucet_store_backend *b, size_t *added, size_t *removed)
+{
+	(void)b;
+	*added = 2;
+	*removed = 1;
+	return 0;
+}
+
+/* Past the end of a version-4 struct: the front-end must never call it. */
+static int reindex_not_expected(faucet_store_backend *b, size_t *added, size_t *removed)
+{
+	(void)b;
+	(void)added;
+	(void)removed;
+	fail_msg("the reindex slot of a version-4 backend was called");
+	return 0;
+}
+
+/* faucet_store_reindex goes to the backend's slot (version 5); a backend
+ * without one, or of a version before the slot existed, keeps no index. */
+static void reindex_goes_to_the_backend_slot(void **state)
+{
+	faucet_store *s = NULL;
+	bare_backend *b;
+	size_t added = 9, removed = 9;
+	(void)state;
+
+	b = new_bare(NULL);
+	b->base.reindex = bare_reindex;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	assert_int_equal(faucet_store_reindex(s, &added, &removed), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(removed, 1);
+	assert_int_equal(faucet_store_reindex(s, NULL, NULL), 0);
+	faucet_store_free(s);
+
+	s = open_bare();
+	assert_int_equal(faucet_store_reindex(s, &added, &removed), FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("the bare store keeps no key index");
+	faucet_store_free(s);
+
+	b = new_bare(NULL);
+	b->base.version = 4;
+	b->base.reindex = reindex_not_expected;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	assert_int_equal(faucet_store_reindex(s, NULL, NULL), FAUCET_EUNSUPPORTED);
+	faucet_store_free(s);
+}
+
 static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
 {
 	faucet_store *s = (faucet_store *)0x1;
@@ -323,6 +373,7 @@ int main(void)
 		cmocka_unit_test(default_compare_and_delete_reads_compares_and_deletes),
 		cmocka_unit_test(default_check_reports_one_skipped_probe),
 		cmocka_unit_test(supports_queries_follow_the_backend_slots),
+		cmocka_unit_test(reindex_goes_to_the_backend_slot),
 		cmocka_unit_test(faucet_store_new_refuses_a_backend_it_cannot_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

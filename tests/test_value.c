@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 
 static void assert_round_trip(const char *json, const char *want)
 {
@@ -105,6 +105,65 @@ static void malformed_json_is_refused_with_an_offset(void **state)
 		assert_int_equal(faucet_value_parse(&v, "{}\0", 3), FAUCET_EINVALID);
 		tu_assert_error_contains("trailing characters");
 	}
+}
+
+/* faucet_value_parse_at (public): the message names the input the caller
+ * gives and the byte offset; without one it reads as faucet_value_parse's. */
+static void parse_at_names_the_input_and_the_offset(void **state)
+{
+	faucet_value *v = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_value_parse_at(&v, "{\"a\":1,}", 8, "--if-equals"),
+			 FAUCET_EINVALID);
+	assert_null(v);
+	assert_int_equal(strncmp(faucet_error_last()->message, "--if-equals: ", 13), 0);
+	tu_assert_error_contains("malformed JSON at byte 7");
+	assert_int_equal(faucet_value_parse_at(&v, "[1,", 3, NULL), FAUCET_EINVALID);
+	tu_assert_error_contains("JSON value: malformed JSON at byte 3");
+	assert_int_equal(faucet_value_parse_at(&v, " ", 1, "value on standard input"),
+			 FAUCET_EINVALID);
+	tu_assert_error_contains("value on standard input: malformed JSON: empty input");
+	assert_int_equal(faucet_value_parse_at(NULL, "1", 1, "x"), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_parse_at(&v, "[1, 2]", 6, "file a.json"), 0);
+	assert_string_equal(faucet_value_json(v), "[1,2]");
+	faucet_value_free(v);
+}
+
+/* faucet_value_member: a member as a value of its own, digits kept; NULL
+ * for a missing member or a value that is not an object; JSON null is a
+ * value. */
+static void members_read_as_values(void **state)
+{
+	faucet_value *v = tu_v("{\"type\":\"STATE\",\"value\":{\"n\":18446744073709551615,"
+			       "\"x\":0.1,\"s\":\"a\\u0041\"},\"nil\":null,\"b\\u0063\":[1, 2]}");
+	faucet_value *m = NULL, *arr = tu_v("[{\"a\":1}]");
+	(void)state;
+
+	assert_int_equal(faucet_value_member(v, "type", &m), 0);
+	assert_string_equal(faucet_value_json(m), "\"STATE\"");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "value", &m), 0);
+	assert_string_equal(faucet_value_json(m), "{\"n\":18446744073709551615,\"x\":0.1,\"s\":\"aA\"}");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "nil", &m), 0);
+	assert_non_null(m);
+	assert_string_equal(faucet_value_json(m), "null");
+	faucet_value_free(m);
+	assert_int_equal(faucet_value_member(v, "bc", &m), 0);
+	assert_string_equal(faucet_value_json(m), "[1,2]");
+	faucet_value_free(m);
+	m = (faucet_value *)1;
+	assert_int_equal(faucet_value_member(v, "absent", &m), 0);
+	assert_null(m);
+	m = (faucet_value *)1;
+	assert_int_equal(faucet_value_member(arr, "a", &m), 0);
+	assert_null(m);
+	assert_int_equal(faucet_value_member(NULL, "a", &m), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_member(v, NULL, &m), FAUCET_EINVALID);
+	assert_int_equal(faucet_value_member(v, "a", NULL), FAUCET_EINVALID);
+	faucet_value_free(arr);
+	faucet_value_free(v);
 }
 
 static void deep_nesting_is_bounded(void **state)
@@ -377,6 +436,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(numbers_keep_every_digit),
 		cmocka_unit_test(structure_and_text_survive),
+		cmocka_unit_test(parse_at_names_the_input_and_the_offset),
+		cmocka_unit_test(members_read_as_values),
 		cmocka_unit_test(values_json_c_cannot_hold_are_refused),
 		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
 		cmocka_unit_test(deep_nesting_is_bounded),

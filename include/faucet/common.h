@@ -65,6 +65,11 @@ FAUCET_EXTERN const faucet_error *faucet_error_last(void);
 /* Forget the calling thread's last error. */
 FAUCET_EXTERN void faucet_error_clear(void);
 
+/* Set the calling thread's last error (printf-style) and return `code`:
+ * for backends (faucet/sys/store_backend.h) and for programs that report
+ * their own failures the way libfaucet reports its. */
+FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
+
 /* The calling thread's last warning: a call that succeeded but has
  * something the operator should hear (e.g. a file store delete whose lock
  * file could not be removed), or NULL.  Cleared by faucet_warning_clear();
@@ -83,6 +88,16 @@ typedef struct {
 
 /* Free the strings and the array; leaves *arr empty.  NULL is ignored. */
 FAUCET_EXTERN void faucet_strarray_dispose(faucet_strarray *arr);
+
+/* Write bytes[0..len) to the file `path` as faucet writes its own: a new
+ * file, or an existing regular one, is replaced atomically and durably (a
+ * temp file beside it, mode 0600, fsynced and renamed over it, then the
+ * directory fsynced: after a crash the old content or the new, never a torn
+ * file).  An existing device, FIFO, socket or symbolic link is opened and
+ * written through instead, as a shell redirection would, never replaced.
+ * `what` names the file in error messages ("export file"; NULL: "file"). */
+FAUCET_EXTERN int faucet_write_file(const char *path, const char *what, const void *bytes,
+				    size_t len);
 
 /* Release memory returned by libfaucet as a plain char * (rendered keys,
  * JSON documents).  Same as free(); provided so callers need not know. */

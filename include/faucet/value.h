@@ -30,11 +30,24 @@ typedef struct faucet_value faucet_value;
  * naming the problem and its byte offset. */
 FAUCET_EXTERN int faucet_value_parse(faucet_value **out, const char *text, size_t len);
 
+/* Parse like faucet_value_parse, with the error message starting with
+ * `where` (a file name, "--if-equals") instead of "JSON value", so that it
+ * says which input held the bad JSON, and at which byte offset. */
+FAUCET_EXTERN int faucet_value_parse_at(faucet_value **out, const char *text, size_t len,
+					const char *where);
+
 /* The value's compact JSON text, NUL-terminated, owned by the value. */
 FAUCET_EXTERN const char *faucet_value_json(const faucet_value *v);
 
 /* Length in bytes of faucet_value_json(v). */
 FAUCET_EXTERN size_t faucet_value_len(const faucet_value *v);
+
+/* The member `name` of the JSON object v as a new value with one reference
+ * owned by the caller (numbers keep their digits, as everywhere); *out is
+ * NULL when v is not an object or has no such member (a member that is JSON
+ * null is the value null).  Fails only when out of memory. */
+FAUCET_EXTERN int faucet_value_member(const faucet_value *v, const char *name,
+				      faucet_value **out);
 
 /* Whether two values are equal as JSON values: objects compare by member set
  * ({"a":1,"b":2} equals {"b":2,"a":1}), arrays in order, numbers by exact

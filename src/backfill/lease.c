@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "backfill/backfill_internal.h"
 
 char *faucet_bf__lease_holder(void)

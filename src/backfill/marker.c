@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include <faucet/backfill.h>
 #include <faucet/keys.h>
 

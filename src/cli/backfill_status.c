@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 #include "backfill_status.h"
 #include "jsonw.h"
 
@@ -27,7 +27,7 @@
 
 /* A live lease of one unit. */
 typedef struct {
-	char *unit; /* first: faucet__find_sorted looks it up */
+	char *unit; /* the set is sorted by it (lease_of searches it) */
 	char *holder;
 	int64_t expires_at;
 } live_lease;
@@ -47,12 +47,19 @@ static void leases_dispose(lease_set *ls)
 	memset(ls, 0, sizeof(*ls));
 }
 
+static int unit_order(const void *a, const void *b)
+{
+	return strcmp(((const live_lease *)a)->unit, ((const live_lease *)b)->unit);
+}
+
+static int unit_is(const void *unit, const void *l)
+{
+	return strcmp((const char *)unit, ((const live_lease *)l)->unit);
+}
+
 static const live_lease *lease_of(const lease_set *ls, const char *unit)
 {
-	int found;
-	size_t i = faucet__find_sorted(ls->v, ls->count, sizeof(*ls->v), unit, &found);
-
-	return found ? &ls->v[i] : NULL;
+	return ls->count ? bsearch(unit, ls->v, ls->count, sizeof(*ls->v), unit_is) : NULL;
 }
 
 /* Read one lease value; 1 when it is live (expires after `now`). */
@@ -69,9 +76,9 @@ static int parse_lease(const faucet_value *v, int64_t now, char **holder, int64_
 		live = *expires > now;
 		if (json_object_object_get_ex(tree, "holder", &h) &&
 		    json_object_is_type(h, json_type_string))
-			*holder = faucet__strdup(json_object_get_string(h));
+			*holder = cli_strdup(json_object_get_string(h));
 		else
-			*holder = faucet__strdup("?");
+			*holder = cli_strdup("?");
 		if (*holder == NULL)
 			live = -1;
 	}
@@ -85,7 +92,7 @@ static int load_leases(cli_context *ctx, faucet_store *s, const char *pipeline, 
 		       int64_t now, lease_set *out)
 {
 	faucet_strarray keys = {NULL, 0};
-	char *prefix = faucet__sprintf("%s::backfill::%s::", pipeline, hash);
+	char *prefix = cli_sprintf("%s::backfill::%s::", pipeline, hash);
 	size_t plen, slen = strlen(LEASE_SUFFIX);
 	int rc = 0;
 
@@ -123,9 +130,9 @@ static int load_leases(cli_context *ctx, faucet_store *s, const char *pipeline, 
 			free(l.holder);
 			continue;
 		}
-		l.unit = faucet__sprintf("%.*s", (int)(klen - plen - slen), k + plen);
-		live_lease *grown = l.unit ? faucet__reserve(out->v, &out->cap, out->count + 1,
-							     sizeof(*out->v), 8)
+		l.unit = cli_sprintf("%.*s", (int)(klen - plen - slen), k + plen);
+		live_lease *grown = l.unit ? cli_reserve(out->v, &out->cap, out->count + 1,
+							 sizeof(*out->v), 8)
 					   : NULL;
 		if (grown == NULL) {
 			free(l.unit);
@@ -139,6 +146,10 @@ static int load_leases(cli_context *ctx, faucet_store *s, const char *pipeline, 
 out:
 	if (rc != 0)
 		leases_dispose(out);
+	/* Keys sort by "{unit}::__lease__", which is not always the order of
+	 * the units themselves ("a-b::" before "a::"). */
+	else if (out->count > 1)
+		qsort(out->v, out->count, sizeof(*out->v), unit_order);
 	faucet_strarray_dispose(&keys);
 	free(prefix);
 	return rc;
@@ -158,7 +169,7 @@ static int split_descriptor(const char *descriptor, descriptor_parts *d)
 	int n = 0;
 
 	memset(d, 0, sizeof(*d));
-	d->buf = faucet__strdup(descriptor);
+	d->buf = cli_strdup(descriptor);
 	if (d->buf == NULL)
 		return FAUCET_ENOMEM;
 	for (p = d->buf; n < 5;) {
@@ -262,11 +273,11 @@ static void count_units(const faucet_backfill_plan *p, const faucet_backfill_mar
 	}
 }
 
-static void put_counts_json(faucet_buf *b, const counts *c)
+static void put_counts_json(cli_buf *b, const counts *c)
 {
-	(void)faucet_buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
-				   "\"pending\":%zu",
-				c->total, c->done, c->failed, c->running, c->pending);
+	(void)cli_buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
+				"\"pending\":%zu",
+			     c->total, c->done, c->failed, c->running, c->pending);
 }
 
 static void utc_text(int64_t t, char *buf, size_t size)
@@ -295,7 +306,7 @@ static int is_hash(const char *h)
 /* One marker's line (text) or object (JSON). */
 static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 			const char *hash, const faucet_backfill_marker *m, int64_t now,
-			faucet_buf *b, int first)
+			cli_buf *b, int first)
 {
 	faucet_backfill_plan *p = NULL;
 	descriptor_parts d;
@@ -318,7 +329,7 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 	count_units(p, m, &ls, &c);
 	window_text(window, sizeof(window), d.window);
 	if (ctx->json) {
-		(void)faucet_buf_puts(b, first ? "{" : ",{");
+		(void)cli_buf_puts(b, first ? "{" : ",{");
 		jw_member(b, "range_hash", 1);
 		jw_string(b, hash);
 		jw_member(b, "descriptor", 0);
@@ -333,27 +344,27 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 		jw_string_or_null(b, zone);
 		jw_member(b, "row", 0);
 		jw_string(b, d.row);
-		(void)faucet_buf_putc(b, ',');
+		(void)cli_buf_putc(b, ',');
 		put_counts_json(b, &c);
 		jw_member(b, "holders", 0);
-		(void)faucet_buf_putc(b, '[');
+		(void)cli_buf_putc(b, '[');
 		for (size_t i = 0; i < ls.count; i++) {
 			if (i)
-				(void)faucet_buf_putc(b, ',');
+				(void)cli_buf_putc(b, ',');
 			jw_string(b, ls.v[i].holder);
 		}
-		(void)faucet_buf_puts(b, "]}");
+		(void)cli_buf_puts(b, "]}");
 	} else {
-		(void)faucet_buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
-					   "failed %zu  running %zu  pending %zu  (of %zu)",
-					hash, faucet_backfill_plan_from(p), faucet_backfill_plan_to(p),
-					window, zone ? zone : "UTC (not recorded)", d.row, c.done,
-					c.failed, c.running, c.pending, c.total);
+		(void)cli_buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
+					"failed %zu  running %zu  pending %zu  (of %zu)",
+				     hash, faucet_backfill_plan_from(p), faucet_backfill_plan_to(p),
+				     window, zone ? zone : "UTC (not recorded)", d.row, c.done,
+				     c.failed, c.running, c.pending, c.total);
 		for (size_t i = 0; i < ls.count; i++) {
-			(void)faucet_buf_puts(b, i ? ", " : "  held by ");
+			(void)cli_buf_puts(b, i ? ", " : "  held by ");
 			cli_escape(b, ls.v[i].holder);
 		}
-		(void)faucet_buf_putc(b, '\n');
+		(void)cli_buf_putc(b, '\n');
 	}
 	leases_dispose(&ls);
 	faucet_backfill_plan_free(p);
@@ -364,8 +375,8 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 {
 	faucet_strarray keys = {NULL, 0};
-	faucet_buf b = FAUCET_BUF_INIT;
-	char *prefix = faucet__sprintf("%s::__backfill__::", pipeline);
+	cli_buf b = CLI_BUF_INIT;
+	char *prefix = cli_sprintf("%s::__backfill__::", pipeline);
 	int64_t now = (int64_t)time(NULL);
 	size_t shown = 0;
 	int rc = 0;
@@ -378,11 +389,11 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 		goto out;
 	}
 	if (ctx->json) {
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
 		jw_string(&b, pipeline);
 		jw_member(&b, "backfills", 0);
-		(void)faucet_buf_putc(&b, '[');
+		(void)cli_buf_putc(&b, '[');
 	}
 	for (size_t i = 0; i < keys.count && rc == 0; i++) {
 		const char *hash = keys.strings[i] + strlen(prefix);
@@ -402,7 +413,7 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 	}
 	if (rc == 0) {
 		if (ctx->json) {
-			(void)faucet_buf_puts(&b, "]}");
+			(void)cli_buf_puts(&b, "]}");
 			rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 		} else if (shown == 0) {
 			printf("no backfill of '%s' in %s\n", pipeline, ctx->store_label);
@@ -411,7 +422,7 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 		}
 	}
 out:
-	faucet_buf_dispose(&b);
+	cli_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	free(prefix);
 	return rc;
@@ -419,33 +430,33 @@ out:
 
 /* ---- one range, unit by unit --------------------------------------------------------- */
 
-static void unit_line(faucet_buf *b, const faucet_backfill_unit *u, const char *st,
+static void unit_line(cli_buf *b, const faucet_backfill_unit *u, const char *st,
 		      const faucet_backfill_unit_info *info, const live_lease *l)
 {
 	char until[40];
 
-	(void)faucet_buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
-				u->end, st, info->attempts, info->started_at ? info->started_at : "-",
-				info->ended_at ? info->ended_at : "-");
+	(void)cli_buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
+			     u->end, st, info->attempts, info->started_at ? info->started_at : "-",
+			     info->ended_at ? info->ended_at : "-");
 	if (l != NULL && strcmp(st, "running") == 0) {
 		utc_text(l->expires_at, until, sizeof(until));
-		(void)faucet_buf_puts(b, "  held by ");
+		(void)cli_buf_puts(b, "  held by ");
 		cli_escape(b, l->holder);
-		(void)faucet_buf_printf(b, " until %s", until);
+		(void)cli_buf_printf(b, " until %s", until);
 	}
 	if (info->error != NULL && info->status == FAUCET_BACKFILL_FAILED) {
-		(void)faucet_buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
+		(void)cli_buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
 		cli_escape(b, info->error);
 	}
-	(void)faucet_buf_putc(b, '\n');
+	(void)cli_buf_putc(b, '\n');
 }
 
-static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *st,
+static void unit_json(cli_buf *b, const faucet_backfill_unit *u, const char *st,
 		      const faucet_backfill_unit_info *info, const live_lease *l, int first)
 {
 	char until[40];
 
-	(void)faucet_buf_puts(b, first ? "{" : ",{");
+	(void)cli_buf_puts(b, first ? "{" : ",{");
 	jw_member(b, "unit", 1);
 	jw_string(b, u->id);
 	jw_member(b, "start", 0);
@@ -455,7 +466,7 @@ static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *
 	jw_member(b, "status", 0);
 	jw_string(b, st);
 	jw_member(b, "attempts", 0);
-	(void)faucet_buf_printf(b, "%u", info->attempts);
+	(void)cli_buf_printf(b, "%u", info->attempts);
 	jw_member(b, "started_at", 0);
 	jw_string_or_null(b, info->started_at);
 	jw_member(b, "ended_at", 0);
@@ -469,22 +480,22 @@ static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *
 		utc_text(l->expires_at, until, sizeof(until));
 		jw_string(b, until);
 	} else {
-		(void)faucet_buf_puts(b, "null");
+		(void)cli_buf_puts(b, "null");
 	}
-	(void)faucet_buf_putc(b, '}');
+	(void)cli_buf_putc(b, '}');
 }
 
 static int print_range(cli_context *ctx, const char *pipeline, const faucet_backfill_plan *p,
 		       const faucet_backfill_marker *m, const lease_set *ls, const char *window,
 		       const char *row)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 	counts c;
 	size_t n = faucet_backfill_plan_count(p);
 
 	count_units(p, m, ls, &c);
 	if (ctx->json) {
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
 		jw_string(&b, pipeline);
 		jw_member(&b, "range_hash", 0);
@@ -502,20 +513,20 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 		jw_member(&b, "row", 0);
 		jw_string(&b, row);
 		jw_member(&b, "marker", 0);
-		(void)faucet_buf_puts(&b, m ? "true," : "false,");
+		(void)cli_buf_puts(&b, m ? "true," : "false,");
 		put_counts_json(&b, &c);
 		jw_member(&b, "units", 0);
-		(void)faucet_buf_putc(&b, '[');
+		(void)cli_buf_putc(&b, '[');
 	} else {
 		char w[32];
 
 		window_text(w, sizeof(w), window);
-		(void)faucet_buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
-					    "%zu unit(s): %zu done, %zu failed, %zu running, %zu pending%s\n",
-					pipeline, faucet_backfill_plan_hash(p), faucet_backfill_plan_from(p),
-					faucet_backfill_plan_to(p), w, faucet_backfill_plan_timezone(p), row,
-					c.total, c.done, c.failed, c.running, c.pending,
-					m ? "" : " (no marker: this range has not run)");
+		(void)cli_buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
+					 "%zu unit(s): %zu done, %zu failed, %zu running, %zu pending%s\n",
+				     pipeline, faucet_backfill_plan_hash(p), faucet_backfill_plan_from(p),
+				     faucet_backfill_plan_to(p), w, faucet_backfill_plan_timezone(p), row,
+				     c.total, c.done, c.failed, c.running, c.pending,
+				     m ? "" : " (no marker: this range has not run)");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const faucet_backfill_unit *u = faucet_backfill_plan_unit(p, i);
@@ -534,15 +545,15 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 			unit_line(&b, u, st, &info, l);
 	}
 	if (ctx->json) {
-		(void)faucet_buf_puts(&b, "]}");
+		(void)cli_buf_puts(&b, "]}");
 		return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 	}
 	if (b.failed || b.ptr == NULL) {
-		faucet_buf_dispose(&b);
+		cli_buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	fputs(b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	cli_buf_dispose(&b);
 	return 0;
 }
 

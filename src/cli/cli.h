@@ -36,7 +36,7 @@
 #include <faucet/faucet.h>
 
 #include "config.h"
-#include "internal.h"
+#include "util.h"
 
 /* Exit codes (SPEC section 5). */
 #define CLI_EXIT_OK 0
@@ -220,7 +220,7 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 int cli_write_run_end(cli_write_run *w, int ok, const char *message);
 
 /* Append "run" and "undo" members (after a first member) to a JSON object. */
-void cli_write_run_json(const cli_write_run *w, faucet_buf *b);
+void cli_write_run_json(const cli_write_run *w, cli_buf *b);
 
 void cli_write_run_dispose(cli_write_run *w);
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "internal.h"
+#include "util.h"
 #include "config.h"
 
 typedef struct {
@@ -40,14 +40,14 @@ int cli_forbid_core_dumps(void)
 	struct rlimit none;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	if (getrlimit(RLIMIT_CORE, &none) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	/* Only the soft limit: lowering it always works, and a child that
 	 * holds no key may raise it again. */
 	none.rlim_cur = 0;
 	if (setrlimit(RLIMIT_CORE, &none) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	return 0;
 }
 
@@ -111,21 +111,21 @@ static long env_value_at(const cli_config *c, const char *p)
 
 char *cli_config_scrub(const cli_config *c, const char *text)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 
 	if (c == NULL || c->env_values.count == 0)
-		return faucet__strdup(text);
+		return cli_strdup(text);
 	for (const char *p = text; *p;) {
 		long i = env_value_at(c, p);
 
 		if (i < 0) {
-			(void)faucet_buf_putc(&b, *p++);
+			(void)cli_buf_putc(&b, *p++);
 			continue;
 		}
-		(void)faucet_buf_puts(&b, c->env_refs.strings[i]);
+		(void)cli_buf_puts(&b, c->env_refs.strings[i]);
 		p += strlen(c->env_values.strings[i]);
 	}
-	return faucet_buf_detach(&b);
+	return cli_buf_detach(&b);
 }
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
@@ -194,10 +194,10 @@ static int remember_env(cli_config *c, const char *name, const char *value)
 	char *copy;
 
 	/* push_owned frees the string when it cannot keep it. */
-	if (faucet_strarray_push_owned(&c->env_refs, faucet__sprintf("${env:%s}", name)) != 0)
+	if (cli_strarray_push_owned(&c->env_refs, cli_sprintf("${env:%s}", name)) != 0)
 		return FAUCET_ENOMEM;
-	copy = faucet__strdup(value);
-	if (copy == NULL || faucet_strarray_push_owned(&c->env_values, copy) != 0) {
+	copy = cli_strdup(value);
+	if (copy == NULL || cli_strarray_push_owned(&c->env_values, copy) != 0) {
 		c->env_refs.count--;
 		free(c->env_refs.strings[c->env_refs.count]);
 		return FAUCET_ENOMEM;
@@ -253,7 +253,7 @@ static int expand_env(loader *l, const yaml_node_t *node, const char *field, con
 		need += strlen(val);
 		p = end + 1;
 	}
-	res = faucet__malloc(need + 1);
+	res = cli_malloc(need + 1);
 	if (res == NULL)
 		return FAUCET_ENOMEM;
 	w = res;
@@ -354,7 +354,7 @@ static int read_bool(loader *l, const yaml_node_t *node, const char *field, int 
 
 	if (rc != 0)
 		return rc;
-	for (size_t i = 0; text != NULL && i < FAUCET_ARRAY_LEN(yes); i++) {
+	for (size_t i = 0; text != NULL && i < CLI_ARRAY_LEN(yes); i++) {
 		if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
 			*out = strcasecmp(text, yes[i]) == 0;
 			free(text);
@@ -389,7 +389,7 @@ static int read_string_list(loader *l, yaml_node_t *node, const char *field, int
 			free(s);
 			return node_error(l, item, "%s: an entry is empty", field);
 		}
-		if (faucet_strarray_push_owned(out, s) != 0)
+		if (cli_strarray_push_owned(out, s) != 0)
 			return FAUCET_ENOMEM;
 	}
 	return 0;
@@ -425,16 +425,16 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 				break;
 		}
 		if (allowed[i] == NULL) {
-			faucet_buf names = FAUCET_BUF_INIT;
+			cli_buf names = CLI_BUF_INIT;
 			int rc;
 
 			for (i = 0; allowed[i] != NULL; i++) {
-				(void)faucet_buf_puts(&names, i ? ", " : "");
-				(void)faucet_buf_puts(&names, allowed[i]);
+				(void)cli_buf_puts(&names, i ? ", " : "");
+				(void)cli_buf_puts(&names, allowed[i]);
 			}
 			rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
 					scalar_raw(key), names.ptr ? names.ptr : "");
-			faucet_buf_dispose(&names);
+			cli_buf_dispose(&names);
 			return rc;
 		}
 	}
@@ -522,7 +522,7 @@ static int load_encryption(loader *l, yaml_node_t *node)
 			return rc;
 		}
 		free(var);
-		c->encryption_key = faucet__strdup(val);
+		c->encryption_key = cli_strdup(val);
 		if (c->encryption_key == NULL)
 			return FAUCET_ENOMEM;
 	} else {
@@ -556,7 +556,7 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 {
 	const char *type = l->cfg->state_type, *fields = NULL;
 
-	for (size_t i = 0; type != NULL && i < FAUCET_ARRAY_LEN(backend_fields); i++) {
+	for (size_t i = 0; type != NULL && i < CLI_ARRAY_LEN(backend_fields); i++) {
 		if (strcmp(backend_fields[i].type, type) == 0)
 			fields = backend_fields[i].fields;
 	}
@@ -707,37 +707,37 @@ static int load_root(loader *l)
 
 static int read_config_file(const char *path, char **out, size_t *len)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 	struct stat st;
 	int fd;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
+		return cli_error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
 	/* Size the buffer up front so it never moves: it may hold a key. */
-	if (fstat(fd, &st) != 0 || faucet_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
+	if (fstat(fd, &st) != 0 || cli_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
 		int err = errno;
 		close(fd);
-		faucet_buf_dispose(&b);
-		return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+		cli_buf_dispose(&b);
+		return cli_error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 	}
 	for (;;) {
 		ssize_t n;
 
 		if (b.cap - b.len < 2) {
 			/* The file grew while we read it; wipe the old buffer. */
-			faucet_buf bigger = FAUCET_BUF_INIT;
-			if (faucet_buf_grow(&bigger, b.cap * 2) != 0 ||
-			    faucet_buf_put(&bigger, b.ptr, b.len) != 0) {
+			cli_buf bigger = CLI_BUF_INIT;
+			if (cli_buf_grow(&bigger, b.cap * 2) != 0 ||
+			    cli_buf_put(&bigger, b.ptr, b.len) != 0) {
 				explicit_bzero(b.ptr, b.len);
-				faucet_buf_dispose(&b);
-				faucet_buf_dispose(&bigger);
+				cli_buf_dispose(&b);
+				cli_buf_dispose(&bigger);
 				close(fd);
 				return FAUCET_ENOMEM;
 			}
 			explicit_bzero(b.ptr, b.len);
-			faucet_buf_dispose(&b);
+			cli_buf_dispose(&b);
 			b = bigger;
 		}
 		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
@@ -746,9 +746,9 @@ static int read_config_file(const char *path, char **out, size_t *len)
 		if (n < 0) {
 			int err = errno;
 			explicit_bzero(b.ptr, b.len);
-			faucet_buf_dispose(&b);
+			cli_buf_dispose(&b);
 			close(fd);
-			return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+			return cli_error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 		}
 		if (n == 0)
 			break;
@@ -851,7 +851,7 @@ int cli_config_load(cli_config **out, const char *path)
 	free(text);
 	if (rc != 0)
 		return rc;
-	c = faucet__calloc(1, sizeof(*c));
+	c = cli_calloc(1, sizeof(*c));
 	if (c == NULL) {
 		wipe_document(&doc);
 		yaml_document_delete(&doc);
@@ -864,8 +864,8 @@ int cli_config_load(cli_config **out, const char *path)
 	wipe_document(&doc);
 	yaml_document_delete(&doc);
 	if (rc == 0 && realpath(path, abs) == NULL)
-		rc = faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot resolve its path", path);
-	if (rc == 0 && (c->path = faucet__strdup(abs)) == NULL)
+		rc = cli_error_os(FAUCET_ECONFIG, errno, "config %s: cannot resolve its path", path);
+	if (rc == 0 && (c->path = cli_strdup(abs)) == NULL)
 		rc = FAUCET_ENOMEM;
 	if (rc != 0) {
 		cli_config_free(c);

@@ -11,10 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 #include "cli.h"
 #include "jsonw.h"
-#include "run/run_internal.h"
 
 static const char lock_help[] =
 	"usage: faucet lock list [PIPELINE] [OPTIONS]\n"
@@ -35,11 +34,24 @@ static int is_lease_key(const char *key)
 	return n > t && strcmp(key + n - t, lease_tail) == 0;
 }
 
+/* `t` (unix seconds) as RFC 3339 UTC, "2026-01-02T03:04:05+00:00", as the
+ * run history shows times (out: 64 bytes leaves any year room). */
+static void format_utc(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL)
+		memset(&tm, 0, sizeof(tm));
+	(void)snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
+		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
 static int lock_list(cli_context *ctx, int argc, char **argv)
 {
 	const char *pipeline = NULL, *arg;
 	faucet_strarray keys = {0};
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 	faucet_store *s = NULL;
 	char *prefix = NULL;
 	cli_args it;
@@ -58,7 +70,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	}
 	if (pipeline != NULL && (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::")))
 		return cli_usage_error("lock list", "invalid pipeline name '%s'", pipeline);
-	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
+	prefix = pipeline ? cli_sprintf("%s::", pipeline) : cli_strdup("");
 	if (prefix == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "lock list");
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0) {
@@ -69,11 +81,11 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		goto done;
 	}
-	(void)faucet_buf_putc(&b, '[');
+	(void)cli_buf_putc(&b, '[');
 	for (size_t i = 0; i < keys.count; i++) {
 		faucet_value *v = NULL;
-		run_lease l;
-		char until[32];
+		faucet_lease l;
+		char until[64];
 		const char *state;
 
 		if (!is_lease_key(keys.strings[i]))
@@ -84,18 +96,18 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		}
 		if (v == NULL)
 			continue; /* released meanwhile */
-		if (run__lease_parse(v, keys.strings[i], &l) != 0) {
+		if (faucet_lease_parse(v, keys.strings[i], &l) != 0) {
 			fprintf(stderr, "faucet: warning: %s\n", faucet_error_last()->message);
 			faucet_value_free(v);
 			continue;
 		}
 		faucet_value_free(v);
-		run__rfc3339(l.expires_at, until, sizeof(until));
+		format_utc(l.expires_at, until, sizeof(until));
 		state = l.expires_at > now ? "live" : "expired";
 		if (ctx->json) {
 			if (n > 0)
-				(void)faucet_buf_putc(&b, ',');
-			(void)faucet_buf_putc(&b, '{');
+				(void)cli_buf_putc(&b, ',');
+			(void)cli_buf_putc(&b, '{');
 			jw_member(&b, "key", 1);
 			jw_string(&b, keys.strings[i]);
 			jw_member(&b, "holder", 0);
@@ -103,23 +115,23 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			jw_member(&b, "run", 0);
 			jw_string_or_null(&b, l.run);
 			jw_member(&b, "expires_at", 0);
-			(void)faucet_buf_printf(&b, "%lld", (long long)l.expires_at);
+			(void)cli_buf_printf(&b, "%lld", (long long)l.expires_at);
 			jw_member(&b, "expires", 0);
 			jw_string(&b, until);
 			jw_member(&b, "state", 0);
 			jw_string(&b, state);
-			(void)faucet_buf_putc(&b, '}');
+			(void)cli_buf_putc(&b, '}');
 		} else {
 			printf("%s\t%s\t%s\t%s\t%s\n", keys.strings[i], l.holder, until, state,
 			       l.run ? l.run : "-");
 		}
 		n++;
-		run__lease_dispose(&l);
+		faucet_lease_dispose(&l);
 	}
-	(void)faucet_buf_putc(&b, ']');
+	(void)cli_buf_putc(&b, ']');
 	rc = ctx->json ? (jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED) : CLI_EXIT_OK;
 done:
-	faucet_buf_dispose(&b);
+	cli_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	free(prefix);
@@ -133,7 +145,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	const char *key = NULL, *if_holder = NULL, *arg;
 	faucet_store *s = NULL;
 	faucet_value *v = NULL;
-	run_lease l;
+	faucet_lease l;
 	cli_args it;
 	int id, rc, deleted = 0;
 
@@ -170,7 +182,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 		rc = if_holder ? CLI_EXIT_CONDITION : CLI_EXIT_OK;
 		goto done;
 	}
-	if (run__lease_parse(v, key, &l) != 0) {
+	if (faucet_lease_parse(v, key, &l) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "lock break");
 		goto done;
 	}
@@ -191,21 +203,21 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 	fprintf(stderr, "faucet: broke %s (held by %s%s%s)\n", key, l.holder,
 		l.run ? ", run " : "", l.run ? l.run : "");
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
 		jw_member(&b, "holder", 0);
 		jw_string(&b, l.holder);
 		jw_member(&b, "run", 0);
 		jw_string_or_null(&b, l.run);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
 	rc = CLI_EXIT_OK;
 done:
-	run__lease_dispose(&l);
+	faucet_lease_dispose(&l);
 	faucet_value_free(v);
 	faucet_store_free(s);
 	return rc;

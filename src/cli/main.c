@@ -60,12 +60,12 @@ static const command commands[] = {
 static int print_version(cli_context *ctx)
 {
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "version", 1);
 		jw_string(&b, faucet_version());
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {

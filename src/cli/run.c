@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "util.h"
 #include "cli.h"
 #include "jsonw.h"
 #include "singer.h"
@@ -156,7 +156,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 			if (!it.positional_only)
 				return cli_usage_error("run", "unexpected argument '%s' (put the "
 							      "command after --)", v);
-			if (faucet_strarray_push(&a->command, v) != 0)
+			if (cli_strarray_push(&a->command, v) != 0)
 				return cli_fail(CLI_EXIT_FAILED, "run");
 			/* Everything after the command's name is its own. */
 			continue;
@@ -181,13 +181,13 @@ static char *find_on_path(const char *name)
 
 	if (strchr(name, '/') != NULL)
 		return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0
-			       ? faucet__strdup(name) : NULL;
+			       ? cli_strdup(name) : NULL;
 	if (path == NULL || *path == '\0')
 		path = "/usr/local/bin:/usr/bin:/bin";
 	for (p = path;; p++) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char *candidate = faucet__sprintf("%.*s%s%s", (int)len, len ? p : ".", "/", name);
+		char *candidate = cli_sprintf("%.*s%s%s", (int)len, len ? p : ".", "/", name);
 
 		if (candidate != NULL && stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(candidate, X_OK) == 0)
@@ -227,14 +227,14 @@ typedef struct {
 
 static char *join_command(const faucet_strarray *cmd)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 
 	for (size_t i = 0; i < cmd->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(&b, ' ');
-		(void)faucet_buf_puts(&b, cmd->strings[i]);
+			(void)cli_buf_putc(&b, ' ');
+		(void)cli_buf_puts(&b, cmd->strings[i]);
 	}
-	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
 }
 
 /* --singer: write the bookmark to a private file for the command. */
@@ -251,7 +251,7 @@ static int write_state_file(run_state *st)
 		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
 	if (v == NULL)
 		return 0;
-	path = faucet__sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
+	path = cli_sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
 	if (path == NULL) {
 		faucet_value_free(v);
 		return cli_fail(CLI_EXIT_FAILED, "run");
@@ -297,16 +297,16 @@ static int write_state_file(run_state *st)
 static char *expand_arg(const char *arg, const char *state_file)
 {
 	static const char ph[] = "${state.file}";
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 	const char *p = arg, *hit;
 
 	while ((hit = strstr(p, ph)) != NULL) {
-		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
-		(void)faucet_buf_puts(&b, state_file ? state_file : "");
+		(void)cli_buf_put(&b, p, (size_t)(hit - p));
+		(void)cli_buf_puts(&b, state_file ? state_file : "");
 		p = hit + sizeof(ph) - 1;
 	}
-	(void)faucet_buf_puts(&b, p);
-	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+	(void)cli_buf_puts(&b, p);
+	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
 }
 
 static void env_drop(char **env, size_t *n, const char *name)
@@ -335,29 +335,29 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 
 	while (environ[n] != NULL)
 		n++;
-	env = faucet__calloc(n + FAUCET_ARRAY_LEN(names) + 1, sizeof(*env));
+	env = cli_calloc(n + CLI_ARRAY_LEN(names) + 1, sizeof(*env));
 	if (env == NULL)
 		return FAUCET_ENOMEM;
 	memcpy(env, environ, n * sizeof(*env));
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(names); i++)
+	for (size_t i = 0; i < CLI_ARRAY_LEN(names); i++)
 		env_drop(env, &n, names[i]);
-	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_ID=%s",
-								faucet_run_id(st->run)));
-	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
-	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_RUN_ROW=%s", st->row));
-	rc |= faucet_strarray_push_owned(owned, faucet__sprintf("FAUCET_STATE_KEY=%s", st->state_key));
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_ID=%s",
+							     faucet_run_id(st->run)));
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_ROW=%s", st->row));
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_STATE_KEY=%s", st->state_key));
 	if (st->a->singer)
-		rc |= faucet_strarray_push_owned(
-			owned, faucet__sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
+		rc |= cli_strarray_push_owned(
+			owned, cli_sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
 	if (ctx->selected_config_path != NULL)
-		rc |= faucet_strarray_push_owned(
-			owned, faucet__sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
+		rc |= cli_strarray_push_owned(
+			owned, cli_sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
 	else if (ctx->selected_url != NULL)
-		rc |= faucet_strarray_push_owned(owned,
-						 faucet__sprintf("FAUCET_STATE=%s", ctx->selected_url));
+		rc |= cli_strarray_push_owned(owned,
+					      cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
 	if (ctx->key_env != NULL)
-		rc |= faucet_strarray_push_owned(
-			owned, faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+		rc |= cli_strarray_push_owned(
+			owned, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
 	if (rc != 0) {
 		free(env);
 		return FAUCET_ENOMEM;
@@ -379,10 +379,10 @@ static int spawn_command(run_state *st)
 	int out[2] = {-1, -1}, rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
-		rc = faucet_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
-								  st->state_file));
+		rc = cli_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
+							       st->state_file));
 	if (rc == 0)
-		rc = faucet_strarray_push_owned(&args, faucet__strdup(""));
+		rc = cli_strarray_push_owned(&args, cli_strdup(""));
 	if (rc == 0) {
 		free(args.strings[args.count - 1]);
 		args.strings[args.count - 1] = NULL;
@@ -474,8 +474,8 @@ static void store_state(run_state *st)
 	if (faucet_run_put(st->run, st->state_key, v) != 0) {
 		if (!st->state_failed) {
 			st->state_failed = 1;
-			st->state_error = faucet__sprintf("storing the state: %s",
-							  faucet_error_last()->message);
+			st->state_error = cli_sprintf("storing the state: %s",
+						      faucet_error_last()->message);
 			fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
 				st->state_key, faucet_error_last()->message);
 		}
@@ -483,7 +483,7 @@ static void store_state(run_state *st)
 			st->lease_lost = 1;
 	}
 	faucet_value_free(v);
-	st->last_state_ms = faucet__now_ms();
+	st->last_state_ms = cli_now_ms();
 }
 
 static void read_output(run_state *st)
@@ -504,7 +504,7 @@ static void read_output(run_state *st)
 		}
 		if (singer_feed(&st->cap, buf, (size_t)n) != 0 && !st->state_failed) {
 			st->state_failed = 1;
-			st->state_error = faucet__strdup(faucet_error_last()->message);
+			st->state_error = cli_strdup(faucet_error_last()->message);
 		}
 		/* A short read drained the pipe: back to poll() rather than one
 		 * more read() that would only say EAGAIN. */
@@ -545,17 +545,17 @@ static void renew(run_state *st)
 				(void)kill(st->pid, SIGTERM);
 		}
 	}
-	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
 }
 
 static void wait_loop(run_state *st)
 {
-	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
 	st->reap = 1; /* the command may have ended before the loop began */
 	while (!st->child_done || st->out_fd >= 0) {
 		struct pollfd fds[2];
 		nfds_t nf = 0;
-		uint64_t now = faucet__now_ms(), due = st->renew_at_ms;
+		uint64_t now = cli_now_ms(), due = st->renew_at_ms;
 		int timeout;
 
 		if (!st->child_done && st->reap) {
@@ -661,7 +661,7 @@ static int resolve(run_state *st)
 	if (st->pipeline == NULL)
 		return cli_usage_error("run", "which pipeline? give --pipeline or -c FILE");
 	st->row = a->row ? a->row : FAUCET_RUN_DEFAULT_ROW;
-	st->state_key = faucet__sprintf("%s::%s", st->pipeline, st->row);
+	st->state_key = cli_sprintf("%s::%s", st->pipeline, st->row);
 	if (st->state_key == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "run");
 	if (faucet_validate_key(st->state_key) != 0 || strstr(st->pipeline, "::") != NULL ||

@@ -18,21 +18,20 @@
 #include <string.h>
 
 #include "singer.h"
-#include "store/value_internal.h"
 
 void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
 {
 	memset(s, 0, sizeof(*s));
 	s->emit = emit;
 	s->emit_ctx = emit_ctx;
-	s->carry = (faucet_buf)FAUCET_BUF_INIT;
+	s->carry = (cli_buf)CLI_BUF_INIT;
 }
 
 static void note_error(singer *s, const char *what, const char *detail)
 {
 	s->errors++;
 	if (s->error == NULL)
-		s->error = faucet__sprintf("%s%.200s", what, detail);
+		s->error = cli_sprintf("%s%.200s", what, detail);
 }
 
 static int emit(singer *s, const char *p, size_t n)
@@ -40,7 +39,7 @@ static int emit(singer *s, const char *p, size_t n)
 	if (n == 0)
 		return 0;
 	if (s->emit(s->emit_ctx, p, n) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot write the command's output");
+		return cli_error_os(FAUCET_EIO, errno, "cannot write the command's output");
 	return 0;
 }
 
@@ -57,8 +56,7 @@ static size_t skip_blank(const char *p, size_t len)
 /* One complete line that starts with '{' (after blanks), without its '\n'. */
 static int state_line(singer *s, const char *p, size_t len)
 {
-	faucet_value *v = NULL, *inner = NULL;
-	json_object *tree, *type, *value;
+	faucet_value *v = NULL, *type = NULL, *inner = NULL;
 
 	if (len > 0 && p[len - 1] == '\r')
 		len--;
@@ -68,26 +66,21 @@ static int state_line(singer *s, const char *p, size_t len)
 		note_error(s, "invalid state line: ", faucet_error_last()->message);
 		return 0;
 	}
-	if (faucet_value__tree(v, &tree) != 0) {
+	if (faucet_value_member(v, "type", &type) != 0) {
 		faucet_value_free(v);
 		return FAUCET_ENOMEM;
 	}
-	if (json_object_object_get_ex(tree, "type", &type) &&
-	    json_object_is_type(type, json_type_string) &&
-	    strcmp(json_object_get_string(type), "STATE") == 0 &&
-	    json_object_object_get_ex(tree, "value", &value)) {
-		size_t n = 0;
-		const char *text = value ? json_object_to_json_string_length(
-						   value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n)
-					 : "null";
-		int is_object = value != NULL && json_object_is_type(value, json_type_object);
-
-		if (text == NULL || faucet_value_parse(&inner, text, value ? n : 4) != 0) {
+	if (type != NULL && strcmp(faucet_value_json(type), "\"STATE\"") == 0) {
+		if (faucet_value_member(v, "value", &inner) != 0) {
+			faucet_value_free(type);
 			faucet_value_free(v);
 			return FAUCET_ENOMEM;
 		}
-		faucet_value_free(v); /* `value` belonged to v's tree: not used below */
-		if (!is_object) {
+	}
+	faucet_value_free(type);
+	if (inner != NULL) {
+		faucet_value_free(v);
+		if (faucet_value_json(inner)[0] != '{') {
 			note_error(s, "a STATE message's value is not a JSON object: ",
 				   faucet_value_json(inner));
 			faucet_value_free(inner);
@@ -131,7 +124,7 @@ static int partial(singer *s, const char *p, size_t len)
 		return 0;
 	if (s->streaming)
 		return emit(s, p, len);
-	if (faucet_buf_put(&s->carry, p, len) != 0)
+	if (cli_buf_put(&s->carry, p, len) != 0)
 		return FAUCET_ENOMEM;
 	b = skip_blank(s->carry.ptr, s->carry.len);
 	if ((b < s->carry.len && s->carry.ptr[b] != '{') ||
@@ -143,7 +136,7 @@ static int partial(singer *s, const char *p, size_t len)
 		return 0;
 	note_error(s, "a state line is larger than 64 MiB; it was not stored", "");
 	s->discarding = 1;
-	faucet_buf_dispose(&s->carry);
+	cli_buf_dispose(&s->carry);
 	return 0;
 }
 
@@ -159,7 +152,7 @@ static int line_end(singer *s, const char *p, size_t len)
 			rc = emit(s, "\n", 1);
 		s->streaming = 0;
 	} else if (s->carry.len > 0) {
-		if (faucet_buf_put(&s->carry, p, len) != 0)
+		if (cli_buf_put(&s->carry, p, len) != 0)
 			return FAUCET_ENOMEM;
 		if (s->carry.len > SINGER_LINE_MAX) {
 			note_error(s, "a state line is larger than 64 MiB; it was not stored", "");
@@ -258,7 +251,7 @@ faucet_value *singer_take_state(singer *s)
 
 void singer_dispose(singer *s)
 {
-	faucet_buf_dispose(&s->carry);
+	cli_buf_dispose(&s->carry);
 	faucet_value_free(s->state);
 	free(s->error);
 	memset(s, 0, sizeof(*s));

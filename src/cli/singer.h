@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <faucet/value.h>
 
-#include "internal.h"
+#include "util.h"
 
 #define SINGER_LINE_MAX ((size_t)64 << 20) /* longest state line kept: 64 MiB */
 
@@ -19,7 +19,7 @@ typedef int (*singer_emit_fn)(void *ctx, const char *data, size_t len);
 typedef struct {
 	singer_emit_fn emit;
 	void *emit_ctx;
-	faucet_buf carry;      /* the line begun but not finished */
+	cli_buf carry;      /* the line begun but not finished */
 	int carry_state;       /* carry started with '{': may be state */
 	int streaming;         /* the current line is passed through as it comes */
 	int discarding;        /* the current state line is too long: drop it */

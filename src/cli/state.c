@@ -171,7 +171,7 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 	if (!all)
 		drop_bookkeeping(&keys);
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
 		jw_string_array(&b, &keys);
 		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
@@ -219,16 +219,16 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 	}
 	faucet_store_free(s);
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
 		jw_member(&b, "found", 0);
-		(void)faucet_buf_puts(&b, v ? "true" : "false");
+		(void)cli_buf_puts(&b, v ? "true" : "false");
 		jw_member(&b, "value", 0);
-		(void)faucet_buf_puts(&b, v ? faucet_value_json(v) : "null");
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_puts(&b, v ? faucet_value_json(v) : "null");
+		(void)cli_buf_putc(&b, '}');
 		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	} else if (v != NULL) {
 		fwrite(faucet_value_json(v), 1, faucet_value_len(v), stdout);
@@ -366,9 +366,9 @@ static void print_plain(const show_row *rows, size_t n)
 static int print_show_json(const char *pipeline, const char *tenant, const char *prefix,
 			   const show_row *rows, size_t n)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
+	(void)cli_buf_putc(&b, '{');
 	jw_member(&b, "pipeline", 1);
 	jw_string(&b, pipeline);
 	jw_member(&b, "tenant", 0);
@@ -376,9 +376,9 @@ static int print_show_json(const char *pipeline, const char *tenant, const char 
 	jw_member(&b, "prefix", 0);
 	jw_string(&b, prefix);
 	jw_member(&b, "keys", 0);
-	(void)faucet_buf_putc(&b, '[');
+	(void)cli_buf_putc(&b, '[');
 	for (size_t i = 0; i < n; i++) {
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
+		(void)cli_buf_puts(&b, i ? ",{" : "{");
 		jw_member(&b, "key", 1);
 		jw_string(&b, rows[i].key);
 		jw_member(&b, "row", 0);
@@ -388,10 +388,10 @@ static int print_show_json(const char *pipeline, const char *tenant, const char 
 		jw_member(&b, "suffix", 0);
 		jw_string_or_null(&b, rows[i].suffix);
 		jw_member(&b, "value", 0);
-		(void)faucet_buf_puts(&b, faucet_value_json(rows[i].value));
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_puts(&b, faucet_value_json(rows[i].value));
+		(void)cli_buf_putc(&b, '}');
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)cli_buf_puts(&b, "]}");
 	return jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
@@ -477,8 +477,8 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 				       pipeline, (int)(strstr(pipeline, "::") - pipeline), pipeline);
 	if (tenant != NULL && faucet_validate_key(tenant) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state show: bad tenant");
-	prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
-			: faucet__sprintf("%s::", pipeline);
+	prefix = tenant ? cli_sprintf("%s::%s::", tenant, pipeline)
+			: cli_sprintf("%s::", pipeline);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	rc = cli_open_store_existing(ctx, &s);

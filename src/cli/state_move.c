@@ -3,7 +3,7 @@
  * and `copy`.
  *
  * export -o writes through libfaucet's one durable-write routine
- * (durable.h): a new or regular target is replaced atomically and durably,
+ * (faucet_write_file): a new or regular target is replaced atomically and durably,
  * so a reader sees the old document or the whole new one; an existing
  * device, FIFO, socket or symlink is written through, never replaced.
  * "-o -" is standard output.
@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "durable.h"
 #include "jsonw.h"
 
 static const char export_help[] =
@@ -79,7 +78,7 @@ static const char copy_help[] =
 static FILE *anonymous_temp(void)
 {
 	const char *dir = getenv("TMPDIR");
-	char *path = faucet__sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
+	char *path = cli_sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
 	FILE *f = NULL;
 	int fd;
 
@@ -152,7 +151,7 @@ static int copy_to_stdout(FILE *in)
 }
 
 /* The temp file's document, mapped, goes through the one durable-write
- * routine (faucet__write_file: a device, FIFO, socket or symlink target is
+ * routine (faucet_write_file: a device, FIFO, socket or symlink target is
  * written through, anything else replaced atomically): the mapping is
  * file-backed, so it costs no heap however large it is. */
 static int write_temp_atomically(FILE *tmp, const char *path)
@@ -162,11 +161,11 @@ static int write_temp_atomically(FILE *tmp, const char *path)
 	int rc;
 
 	if (fstat(fileno(tmp), &st) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot read the export temp file");
+		return cli_error_os(FAUCET_EIO, errno, "cannot read the export temp file");
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(tmp), 0);
 	if (map == MAP_FAILED)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot map the export temp file");
-	rc = faucet__write_file(path, "export file", map, (size_t)st.st_size);
+		return cli_error_os(FAUCET_EIO, errno, "cannot map the export temp file");
+	rc = faucet_write_file(path, "export file", map, (size_t)st.st_size);
 	(void)munmap(map, (size_t)st.st_size);
 	return rc;
 }
@@ -175,16 +174,16 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 				size_t count)
 {
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
 		jw_string(&b, pipeline);
 		jw_member(&b, "keys", 0);
-		(void)faucet_buf_printf(&b, "%zu", count);
+		(void)cli_buf_printf(&b, "%zu", count);
 		jw_member(&b, "output", 0);
 		jw_string(&b, output);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 	}
 	printf("exported %zu keys of pipeline '%s' to %s\n", count, pipeline, output);
@@ -241,16 +240,16 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 
 /* ---- the import report ------------------------------------------------- */
 
-static void print_json_report(faucet_buf *b, const char *pipeline, const char *label,
+static void print_json_report(cli_buf *b, const char *pipeline, const char *label,
 			      const faucet_import_report *r, const cli_write_run *w)
 {
-	(void)faucet_buf_putc(b, '{');
+	(void)cli_buf_putc(b, '{');
 	jw_member(b, "pipeline", 1);
 	jw_string(b, pipeline);
 	jw_member(b, "store", 0);
 	jw_string(b, label);
 	jw_member(b, "dry_run", 0);
-	(void)faucet_buf_puts(b, r->dry_run ? "true" : "false");
+	(void)cli_buf_puts(b, r->dry_run ? "true" : "false");
 	jw_member(b, "written", 0);
 	jw_string_array(b, &r->written);
 	jw_member(b, "durability_unknown", 0);
@@ -258,22 +257,22 @@ static void print_json_report(faucet_buf *b, const char *pipeline, const char *l
 	jw_member(b, "deleted", 0);
 	jw_string_array(b, &r->deleted);
 	jw_member(b, "atomic", 0);
-	(void)faucet_buf_puts(b, r->atomic ? "true" : "false");
+	(void)cli_buf_puts(b, r->atomic ? "true" : "false");
 	jw_member(b, "error", 0);
 	if (r->error == NULL) {
-		(void)faucet_buf_puts(b, "null");
+		(void)cli_buf_puts(b, "null");
 	} else {
-		(void)faucet_buf_putc(b, '{');
+		(void)cli_buf_putc(b, '{');
 		jw_member(b, "code", 1);
 		jw_string(b, faucet_error_name(r->error_code));
 		jw_member(b, "message", 0);
 		jw_string(b, r->error);
 		jw_member(b, "exit", 0);
-		(void)faucet_buf_printf(b, "%d", CLI_EXIT_FAILED);
-		(void)faucet_buf_putc(b, '}');
+		(void)cli_buf_printf(b, "%d", CLI_EXIT_FAILED);
+		(void)cli_buf_putc(b, '}');
 	}
 	cli_write_run_json(w, b);
-	(void)faucet_buf_putc(b, '}');
+	(void)cli_buf_putc(b, '}');
 }
 
 static void print_list(const char *what, const faucet_strarray *keys)
@@ -310,7 +309,7 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 			const faucet_import_report *r, const cli_write_run *w)
 {
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
 		print_json_report(&b, pipeline, label, r, w);
 		if (jw_print(&b) != 0)
@@ -431,17 +430,17 @@ static int open_input(const char *input, const char *name, FILE **out)
 
 	*out = NULL;
 	if (f == NULL)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot open %s", name);
+		return cli_error_os(FAUCET_EIO, errno, "cannot open %s", name);
 	if (fstat(fileno(f), &st) != 0) {
 		int err = errno;
 		if (!use_stdin)
 			fclose(f);
-		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
+		return cli_error_os(FAUCET_EIO, err, "cannot read %s", name);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		if (!use_stdin)
 			fclose(f);
-		return faucet__error_os(FAUCET_EIO, EISDIR, "cannot read %s", name);
+		return cli_error_os(FAUCET_EIO, EISDIR, "cannot read %s", name);
 	}
 	if (S_ISREG(st.st_mode) && !use_stdin) {
 		*out = f;
@@ -452,7 +451,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 		int err = errno;
 		if (!use_stdin)
 			fclose(f);
-		return faucet__error_os(FAUCET_EIO, err, "cannot create a temp file for %s", name);
+		return cli_error_os(FAUCET_EIO, err, "cannot create a temp file for %s", name);
 	}
 	while ((n = fread(block, 1, sizeof(block), f)) > 0) {
 		if (fwrite(block, 1, n, tmp) != n)
@@ -463,7 +462,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 		if (!use_stdin)
 			fclose(f);
 		fclose(tmp);
-		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
+		return cli_error_os(FAUCET_EIO, err, "cannot read %s", name);
 	}
 	if (!use_stdin)
 		fclose(f);
@@ -530,7 +529,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		label = ctx->store_label;
 	}
 	if (rc == 0) {
-		char *what = faucet__sprintf("state import: %s", name);
+		char *what = cli_sprintf("state import: %s", name);
 		rc = what ? import_from(ctx, s, label, in, what, &o, "faucet state import", 1)
 			  : cli_error(CLI_EXIT_FAILED, "out of memory");
 		free(what);
@@ -605,8 +604,8 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	 * bounded like an export's and an import's. */
 	if (rc == 0)
 		rc = export_to_temp(ctx, src, pipeline, &tmp, &count);
-	if (rc == 0 && (what = faucet__sprintf("state copy: the source %s of pipeline '%s'",
-					       ctx->store_label, pipeline)) == NULL)
+	if (rc == 0 && (what = cli_sprintf("state copy: the source %s of pipeline '%s'",
+					   ctx->store_label, pipeline)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
 		rc = import_from(ctx, dst, dst_label, tmp, what, &o, "faucet state copy", 0);

@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <json-c/json.h>
+
+#include "util.h"
 #include "cli.h"
 #include "jsonw.h"
-#include "store/value_internal.h"
 
 static const char runs_help[] =
 	"usage: faucet state runs PIPELINE [--row R] [OPTIONS]\n"
@@ -77,7 +78,7 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 	if (faucet_validate_key(a->pipeline) != 0 || strstr(a->pipeline, "::") != NULL)
 		return cli_usage_error(command, "invalid pipeline name '%s'", a->pipeline);
 	if (a->row != NULL) {
-		char *k = faucet__sprintf("%s::%s", a->pipeline, a->row);
+		char *k = cli_sprintf("%s::%s", a->pipeline, a->row);
 		int bad = k == NULL || faucet_validate_key(k) != 0 || faucet_run_is_bookkeeping_key(k);
 		free(k);
 		if (bad)
@@ -123,7 +124,7 @@ static int print_history(const char *json)
 		if (!json_object_object_get_ex(scope, "runs", &runs))
 			continue;
 		for (size_t j = 0; j < json_object_array_length(runs); j++) {
-			history_row *grown = faucet__reserve(rows, &cap, n + 1, sizeof(*rows), 64);
+			history_row *grown = cli_reserve(rows, &cap, n + 1, sizeof(*rows), 64);
 			if (grown == NULL) {
 				rc = cli_fail(CLI_EXIT_FAILED, "state runs");
 				goto done;
@@ -200,8 +201,8 @@ static char *undo_command(const char *pipeline, const char *scope, const char *r
 {
 	const char *row = strchr(scope, ':') ? scope + strlen(pipeline) + 2 : NULL;
 
-	return row ? faucet__sprintf("faucet state undo %s --row %s %s", pipeline, row, run)
-		   : faucet__sprintf("faucet state undo %s %s", pipeline, run);
+	return row ? cli_sprintf("faucet state undo %s --row %s %s", pipeline, row, run)
+		   : cli_sprintf("faucet state undo %s %s", pipeline, run);
 }
 
 static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
@@ -212,26 +213,26 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 						     : "(absent)";
 
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, "{\"error\":{");
+		(void)cli_buf_puts(&b, "{\"error\":{");
 		jw_member(&b, "code", 1);
 		jw_string(&b, "conflict");
 		jw_member(&b, "message", 0);
 		jw_string(&b, "a key changed since the run");
 		jw_member(&b, "exit", 0);
-		(void)faucet_buf_puts(&b, "3}");
+		(void)cli_buf_puts(&b, "3}");
 		jw_member(&b, "run", 0);
 		jw_string(&b, r->run);
 		jw_member(&b, "key", 0);
 		jw_string(&b, r->conflict_key);
 		jw_member(&b, "current", 0);
-		(void)faucet_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
-							       : "null");
-		jw_member(&b, "wrote", 0);
-		(void)faucet_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
+		(void)cli_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
 							    : "null");
-		(void)faucet_buf_putc(&b, '}');
+		jw_member(&b, "wrote", 0);
+		(void)cli_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
+							 : "null");
+		(void)cli_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
 	return cli_error(CLI_EXIT_CONDITION,
@@ -286,22 +287,22 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 			again);
 	}
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "undone", 1);
 		jw_string(&b, r.run);
 		jw_member(&b, "scope", 0);
 		jw_string(&b, r.scope);
 		jw_member(&b, "dry_run", 0);
-		(void)faucet_buf_puts(&b, a.dry_run ? "true" : "false");
+		(void)cli_buf_puts(&b, a.dry_run ? "true" : "false");
 		jw_member(&b, "restored", 0);
 		jw_string_array(&b, &r.restored);
 		jw_member(&b, "run", 0);
 		jw_string_or_null(&b, r.undo_run);
 		jw_member(&b, "undo", 0);
 		jw_string_or_null(&b, again);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "store/value_internal.h"
 #include "jsonw.h"
 
 static const char put_help[] =
@@ -82,13 +81,13 @@ static int read_value(const put_args *pa, faucet_value **out)
 	int rc;
 
 	if (strcmp(pa->value_arg, "-") != 0) {
-		if (faucet_value__parse_at(out, pa->value_arg, strlen(pa->value_arg), "value") != 0)
+		if (faucet_value_parse_at(out, pa->value_arg, strlen(pa->value_arg), "value") != 0)
 			return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
 		return 0;
 	}
 	if (cli_read_input("-", &text, &len) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
-	rc = faucet_value__parse_at(out, text, len, "value on standard input");
+	rc = faucet_value_parse_at(out, text, len, "value on standard input");
 	free(text);
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa->key);
@@ -98,19 +97,19 @@ static int read_value(const put_args *pa, faucet_value **out)
 static int print_put_json(const char *key, int written, int conditional, int atomic,
 			  const cli_write_run *w)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	cli_buf b = CLI_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
+	(void)cli_buf_putc(&b, '{');
 	jw_member(&b, "key", 1);
 	jw_string(&b, key);
 	jw_member(&b, "written", 0);
-	(void)faucet_buf_puts(&b, written ? "true" : "false");
+	(void)cli_buf_puts(&b, written ? "true" : "false");
 	if (conditional) {
 		jw_member(&b, "atomic", 0);
-		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
+		(void)cli_buf_puts(&b, atomic ? "true" : "false");
 	}
 	cli_write_run_json(w, &b);
-	(void)faucet_buf_putc(&b, '}');
+	(void)cli_buf_putc(&b, '}');
 	return jw_print(&b);
 }
 
@@ -142,33 +141,33 @@ static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *p
 				pa->key, why);
 	text = found ? faucet_value_json(found) : NULL;
 	if (text == NULL)
-		msg = faucet__sprintf("state put '%s': not written: %s; found: absent", pa->key, why);
+		msg = cli_sprintf("state put '%s': not written: %s; found: absent", pa->key, why);
 	else if (faucet_value_len(found) <= FOUND_SHOWN_MAX)
-		msg = faucet__sprintf("state put '%s': not written: %s; found: %s", pa->key, why,
-				      text);
+		msg = cli_sprintf("state put '%s': not written: %s; found: %s", pa->key, why,
+				  text);
 	else
-		msg = faucet__sprintf("state put '%s': not written: %s; found: %.*s... (%zu bytes)",
-				      pa->key, why, FOUND_SHOWN_MAX, text, faucet_value_len(found));
+		msg = cli_sprintf("state put '%s': not written: %s; found: %.*s... (%zu bytes)",
+				  pa->key, why, FOUND_SHOWN_MAX, text, faucet_value_len(found));
 	if (msg == NULL) {
 		faucet_value_free(found);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, pa->key);
 		jw_member(&b, "written", 0);
-		(void)faucet_buf_puts(&b, "false");
+		(void)cli_buf_puts(&b, "false");
 		jw_member(&b, "atomic", 0);
-		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
+		(void)cli_buf_puts(&b, atomic ? "true" : "false");
 		jw_member(&b, "found", 0);
-		(void)faucet_buf_puts(&b, text ? text : "null");
+		(void)cli_buf_puts(&b, text ? text : "null");
 		cli_write_run_json(w, &b);
 		jw_member(&b, "error", 0);
 		cli_json_error_object(&b, faucet_error_name(FAUCET_ERROR), msg, CLI_EXIT_CONDITION);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		if (jw_print(&b) != 0) {
 			free(msg);
 			faucet_value_free(found);
@@ -198,7 +197,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (pa.if_equals != NULL &&
-	    faucet_value__parse_at(&expected, pa.if_equals, strlen(pa.if_equals), "--if-equals") != 0) {
+	    faucet_value_parse_at(&expected, pa.if_equals, strlen(pa.if_equals), "--if-equals") != 0) {
 		faucet_value_free(value);
 		return cli_fail(CLI_EXIT_USAGE, "state put '%s'", pa.key);
 	}
@@ -241,7 +240,7 @@ done:
 	if (rc != 0 && w.run != NULL && !w.joined) {
 		/* The write failed: the run ends failed, so it does not stay
 		 * "running" in the history. */
-		char *msg = faucet__strdup(faucet_error_last()->message);
+		char *msg = cli_strdup(faucet_error_last()->message);
 		(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
 		free(msg);
 	}
@@ -291,15 +290,15 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	}
 	faucet_store_free(s);
 	if (rc == 0 && ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+		cli_buf b = CLI_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
+		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
 		jw_member(&b, "deleted", 0);
-		(void)faucet_buf_puts(&b, "true");
+		(void)cli_buf_puts(&b, "true");
 		cli_write_run_json(&w, &b);
-		(void)faucet_buf_putc(&b, '}');
+		(void)cli_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}

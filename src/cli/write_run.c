@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "util.h"
 #include "cli.h"
 #include "jsonw.h"
 
@@ -33,12 +33,12 @@ static int key_scope(const char *key, char **pipeline, char **row)
 	faucet_key *k = NULL;
 
 	*row = NULL;
-	*pipeline = sep ? faucet__strndup(key, (size_t)(sep - key)) : faucet__strdup(key);
+	*pipeline = sep ? cli_strndup(key, (size_t)(sep - key)) : cli_strdup(key);
 	if (*pipeline == NULL)
 		return FAUCET_ENOMEM;
 	if (sep != NULL && faucet_key_parse(&k, NULL, *pipeline, key) == 0) {
 		const char *r = faucet_key_row(k);
-		if (r != NULL && (*row = faucet__strdup(r)) == NULL) {
+		if (r != NULL && (*row = cli_strdup(r)) == NULL) {
 			faucet_key_free(k);
 			return FAUCET_ENOMEM;
 		}
@@ -118,7 +118,7 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 	if (faucet_run_begin(&w->run, s, pipeline ? pipeline : pipeline_hint, &o) != 0)
 		rc = write_run_fail(command);
 done:
-	w->pipeline = faucet__strdup(pipeline ? pipeline : pipeline_hint ? pipeline_hint : "");
+	w->pipeline = cli_strdup(pipeline ? pipeline : pipeline_hint ? pipeline_hint : "");
 	free(pipeline);
 	free(row);
 	if (rc == 0 && w->pipeline == NULL)
@@ -145,16 +145,16 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 	if (!ok)
 		return 0; /* nothing changed: nothing to undo, and the error says why */
 	row = faucet_run_row(w->run);
-	w->undo = row ? faucet__sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
-					faucet_run_id(w->run))
-		      : faucet__sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
+	w->undo = row ? cli_sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
+				    faucet_run_id(w->run))
+		      : cli_sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
 	if (w->undo == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
 	fprintf(stderr, "faucet: run %s; undo: %s\n", faucet_run_id(w->run), w->undo);
 	return 0;
 }
 
-void cli_write_run_json(const cli_write_run *w, faucet_buf *b)
+void cli_write_run_json(const cli_write_run *w, cli_buf *b)
 {
 	jw_member(b, "run", 0);
 	jw_string_or_null(b, w->run ? faucet_run_id(w->run) : NULL);

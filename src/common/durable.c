@@ -468,16 +468,21 @@ static int write_through(const char *path, const char *what, const void *bytes, 
 	return 0;
 }
 
-int faucet__write_file(const char *path, const char *what, const void *bytes, size_t len)
+int faucet_write_file(const char *path, const char *what, const void *bytes, size_t len)
 {
 	faucet_durable_target t;
-	const char *slash = strrchr(path, '/');
+	const char *slash;
 	struct stat st;
 	char *dir;
 	int rc;
 
+	if (what == NULL)
+		what = "file";
+	if (path == NULL || *path == '\0' || (bytes == NULL && len > 0))
+		return faucet_error_set(FAUCET_EINVALID, "%s: no path or no data to write", what);
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return write_through(path, what, bytes, len);
+	slash = strrchr(path, '/');
 	if (slash != NULL && slash[1] == '\0')
 		return faucet_error_set(FAUCET_EINVALID, "%s %s names a directory", what, path);
 	if (slash == NULL)

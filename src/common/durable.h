@@ -2,8 +2,8 @@
  * durable.h - the one durable-write routine of libfaucet (internal).
  *
  * Everything faucet writes as a whole file - a file store's value or key
- * sidecar, the store's marker, `export -o`, `--metrics-file` - goes through
- * faucet__durable_replace(): a temp file under an unpredictable name
+ * sidecar, the store's marker, `export -o` and `--metrics-file` through
+ * faucet_write_file - goes through faucet__durable_replace(): a temp file under an unpredictable name
  * (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600), written, fsynced,
  * renamed over the final name, and the directory fsynced.  While it writes,
  * the writer holds flock(LOCK_EX) on its temp file, so that a repair can
@@ -73,12 +73,9 @@ size_t faucet__durable_batch_size(void);
 int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
 				 size_t count, size_t *committed);
 
-/* Write a file the CLI produces outside a store (`export -o`, metrics).  An
- * existing target that is not a regular file (device, FIFO, socket,
- * symlink) is opened and written through, as a shell redirection would, and
- * never replaced; a new or regular target is replaced through
- * faucet__durable_replace(). */
-int faucet__write_file(const char *path, const char *what, const void *bytes, size_t len);
+/* faucet_write_file (faucet/common.h) writes the files the command
+ * produces outside a store (`export -o`, metrics): a new or regular target
+ * through faucet__durable_replace(), any other written through. */
 
 /* Whether the temp file `name` under dirfd belongs to no live writer: 1
  * when nobody holds its lock (a writer that died left it), 0 when a writer

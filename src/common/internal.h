@@ -13,12 +13,6 @@
 #include <stdint.h>
 #include <faucet/common.h>
 
-/* Set the calling thread's last error (printf-style) and return `code`.
- * Backend authors find it in faucet/sys/store_backend.h; it is declared
- * again here (the same declaration, exported the same way) so that the
- * modules below the store need not include the store's header. */
-FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
-
 #define FAUCET_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 void *faucet__malloc(size_t n);

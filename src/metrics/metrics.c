@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "internal.h"
-#include "durable.h"
 #include <faucet/metrics.h>
 
 typedef struct {
@@ -203,7 +202,7 @@ int faucet_metrics_write_file(const char *path)
 	 * O_EXCL|O_NOFOLLOW, because metrics often go to a shared directory
 	 * (/tmp, a textfile collector's) where anyone could plant a symlink at
 	 * a predictable name and make us overwrite its target. */
-	rc = faucet__write_file(path, "metrics file", text, strlen(text));
+	rc = faucet_write_file(path, "metrics file", text, strlen(text));
 	free(text);
 	return rc;
 }

@@ -16,8 +16,8 @@
 #include <sys/time.h>
 
 #include "run/run_internal.h"
-#include "store/value_internal.h"
-#include "store/json_check.h"
+#include "values/value_internal.h"
+#include "values/json_check.h"
 
 /* ---- text helpers ------------------------------------------------------------ */
 
@@ -214,21 +214,29 @@ static int runs_document(const faucet_value *v, json_object **root, json_object 
 
 /* ---- lease ----------------------------------------------------------------- */
 
-int run__lease_parse(const faucet_value *v, const char *key, run_lease *out)
+int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out)
 {
 	json_object *root, *e;
 	int rc;
 
+	if (out == NULL || v == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_lease_parse: NULL %s",
+					out == NULL ? "out" : "value");
 	memset(out, 0, sizeof(*out));
+	if (key == NULL)
+		key = "the lease";
 	if ((rc = private_tree(v, &root)) != 0)
 		return rc;
 	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int) ||
-	    get_string(root, "holder", 0, &out->holder) != 0 ||
-	    get_string(root, "run", 1, &out->run) != 0) {
+	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int))
+		rc = -1;
+	else if ((rc = get_string(root, "holder", 0, &out->holder)) == 0)
+		rc = get_string(root, "run", 1, &out->run);
+	if (rc != 0) {
 		json_object_put(root);
-		run__lease_dispose(out);
-		return foreign(key, "lease");
+		faucet_lease_dispose(out);
+		/* Out of memory says nothing about the document. */
+		return rc == FAUCET_ENOMEM ? rc : foreign(key, "lease");
 	}
 	out->expires_at = json_object_get_int64(e);
 	json_object_put(root);
@@ -254,8 +262,10 @@ int run__lease_value(const char *holder, int64_t expires_at, const char *run, fa
 	return rc;
 }
 
-void run__lease_dispose(run_lease *l)
+void faucet_lease_dispose(faucet_lease *l)
 {
+	if (l == NULL)
+		return;
 	free(l->holder);
 	free(l->run);
 	memset(l, 0, sizeof(*l));

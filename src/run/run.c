@@ -389,14 +389,14 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 	*dead = NULL;
 	for (int attempt = 0;; attempt++) {
 		faucet_value *cur = NULL, *mine = NULL;
-		run_lease held;
+		faucet_lease held;
 		int64_t now = wall_now();
 		int rc, written = 0;
 
 		if ((rc = faucet_store_get(r->s, r->lease_key, &cur)) != 0)
 			return rc;
 		memset(&held, 0, sizeof(held));
-		if (cur != NULL && (rc = run__lease_parse(cur, r->lease_key, &held)) != 0) {
+		if (cur != NULL && (rc = faucet_lease_parse(cur, r->lease_key, &held)) != 0) {
 			faucet_value_free(cur);
 			return rc;
 		}
@@ -409,7 +409,7 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 						      "%s is held by run %s (holder %s) until %s",
 						      r->scope, held.run ? held.run : "(a backfill unit)",
 						      held.holder, until);
-				run__lease_dispose(&held);
+				faucet_lease_dispose(&held);
 				faucet_value_free(cur);
 				return rc;
 			}
@@ -417,7 +417,7 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 			uint64_t nap = (uint64_t)(held.expires_at - now) * 1000;
 			nap = nap < 200 ? nap : 200;
 			nap = nap < deadline - t ? nap : deadline - t;
-			run__lease_dispose(&held);
+			faucet_lease_dispose(&held);
 			faucet_value_free(cur);
 			sleep_ms(nap ? nap : 1);
 			continue;
@@ -437,7 +437,7 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 				held.run = NULL;
 			}
 		}
-		run__lease_dispose(&held);
+		faucet_lease_dispose(&held);
 		faucet_value_free(cur);
 		faucet_value_free(mine);
 		if (rc != 0 || written)
@@ -579,7 +579,7 @@ int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, con
 {
 	faucet_value *v = NULL;
 	faucet_run *r = NULL;
-	run_lease held;
+	faucet_lease held;
 	int rc;
 
 	if (out == NULL)
@@ -595,17 +595,17 @@ int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, con
 	if ((rc = faucet_store_get(s, r->lease_key, &v)) != 0)
 		goto fail;
 	memset(&held, 0, sizeof(held));
-	if (v != NULL && (rc = run__lease_parse(v, r->lease_key, &held)) != 0)
+	if (v != NULL && (rc = faucet_lease_parse(v, r->lease_key, &held)) != 0)
 		goto fail;
 	if (v == NULL || held.run == NULL || strcmp(held.run, run_id) != 0 ||
 	    held.expires_at <= wall_now()) {
 		rc = faucet_error_set(FAUCET_ELEASELOST, "run %s no longer holds %s%s%s", run_id,
 				      r->scope, held.run ? ": it is held by run " : "",
 				      held.run ? held.run : "");
-		run__lease_dispose(&held);
+		faucet_lease_dispose(&held);
 		goto fail;
 	}
-	run__lease_dispose(&held);
+	faucet_lease_dispose(&held);
 	faucet_value_free(v);
 	*out = r;
 	return 0;
@@ -629,7 +629,7 @@ static int lease_lost(faucet_run *r, const char *why)
 static int fence(faucet_run *r)
 {
 	faucet_value *v = NULL;
-	run_lease held;
+	faucet_lease held;
 	int rc;
 
 	if (r->ended)
@@ -655,7 +655,7 @@ static int fence(faucet_run *r)
 			return faucet_run_renew(r);
 		return 0;
 	}
-	rc = run__lease_parse(v, r->lease_key, &held);
+	rc = faucet_lease_parse(v, r->lease_key, &held);
 	faucet_value_free(v);
 	if (rc != 0)
 		return rc;
@@ -663,7 +663,7 @@ static int fence(faucet_run *r)
 		rc = lease_lost(r, "another run took it over");
 	else if (held.expires_at <= wall_now())
 		rc = lease_lost(r, "it expired");
-	run__lease_dispose(&held);
+	faucet_lease_dispose(&held);
 	return rc;
 }
 

@@ -32,16 +32,8 @@ int run__valid_id(const char *id);
 
 /* ---- lease ----------------------------------------------------------------- */
 
-typedef struct {
-	char *holder;
-	char *run;      /* NULL in a backfill unit's lease */
-	int64_t expires_at;
-} run_lease;
-
-/* Parse a lease document; FAUCET_ERROR naming `key` when it is not one. */
-int run__lease_parse(const faucet_value *v, const char *key, run_lease *out);
+/* The lease document (read by faucet_lease_parse, faucet/run.h). */
 int run__lease_value(const char *holder, int64_t expires_at, const char *run, faucet_value **out);
-void run__lease_dispose(run_lease *l);
 
 /* ---- rollback marker ---------------------------------------------------------- */
 

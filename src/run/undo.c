@@ -331,15 +331,15 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 		/* A run still in flight cannot be undone under its feet. */
 		char *lk = run__key(res->scope, "__lease__");
 		faucet_value *lv = NULL;
-		run_lease l;
+		faucet_lease l;
 
 		rc = lk ? faucet_store_get(s, lk, &lv) : FAUCET_ENOMEM;
 		memset(&l, 0, sizeof(l));
-		if (rc == 0 && lv != NULL && (rc = run__lease_parse(lv, lk, &l)) == 0 && l.run &&
+		if (rc == 0 && lv != NULL && (rc = faucet_lease_parse(lv, lk, &l)) == 0 && l.run &&
 		    strcmp(l.run, loc.entry.run) == 0 && l.expires_at > (int64_t)time(NULL))
 			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running (it holds %s)",
 					      loc.entry.run, res->scope);
-		run__lease_dispose(&l);
+		faucet_lease_dispose(&l);
 		faucet_value_free(lv);
 		free(lk);
 		if (rc != 0)

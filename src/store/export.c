@@ -31,9 +31,9 @@
 
 #include "internal.h"
 #include <faucet/store.h>
-#include "value_internal.h"
+#include "values/value_internal.h"
 #include "export_internal.h"
-#include "json_check.h"
+#include "values/json_check.h"
 #include <faucet/run.h>
 #include "open_internal.h"
 #include "run/run_internal.h"
@@ -334,7 +334,7 @@ int faucet_export_to_json(const faucet_export *e, int pretty, char **out)
 static int parse_entry_value(const char *key, const char *text, size_t len, uint64_t offset,
 			     faucet_value **out)
 {
-	if (faucet_value__parse_at(out, text, len, "state export value") != 0)
+	if (faucet_value_parse_at(out, text, len, "state export value") != 0)
 		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
 					  (unsigned long long)offset);
 	return 0;

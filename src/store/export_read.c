@@ -24,7 +24,7 @@
 #include <faucet/store.h>
 
 #include "export_internal.h"
-#include "json_check.h"
+#include "values/json_check.h"
 
 #define READ_BLOCK 65536
 #define NO_MARK ((size_t)-1)

@@ -35,9 +35,6 @@ int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_
 /* Whether the store's backend streams faucet_store_scan_entries itself. */
 int faucet__store_has_scan_entries(const faucet_store *s);
 
-/* faucet_store_reindex of a Redis store (redis.c). */
-int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed);
-
 /* Remove the query options `names` (at most 8) from a URL copy in place;
  * values[i] points at option i's percent-decoded value, stored inside the
  * copy behind the URL's terminator, or is NULL when the option is absent.

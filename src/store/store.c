@@ -33,7 +33,7 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
 					"state store backend version %d is not supported "
-					"(expected %d, or 2 and 3 without the later slots, with get, put, del "
+					"(expected %d, or 2 to 4 without the later slots, with get, put, del "
 					"and free)",
 					version, FAUCET_STORE_BACKEND_VERSION);
 	}
@@ -359,8 +359,9 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 	return s->backend->check(s->backend, &c, out);
 }
 
-/* Only the Redis store keeps an index today; a slot in the backend struct
- * would make every backend author think about one. */
+/* Only a backend that keeps a key index beside its entries (Redis with
+ * index=true) has the slot; for every other one there is nothing to
+ * rebuild. */
 int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed)
 {
 	size_t a = 0, r = 0;
@@ -368,12 +369,12 @@ int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed)
 
 	if (s == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_reindex: NULL store");
-	if (strcmp(faucet_store_backend_name(s), "redis") != 0)
+	if (s->backend->version < 5 || s->backend->reindex == NULL)
 		return faucet_error_set(FAUCET_EUNSUPPORTED,
 					"the %s store keeps no key index; only a Redis store "
 					"opened with index=true has one",
 					faucet_store_backend_name(s));
-	rc = faucet__redis_reindex(s->backend, &a, &r);
+	rc = s->backend->reindex(s->backend, &a, &r);
 	if (added != NULL)
 		*added = a;
 	if (removed != NULL)

@@ -57,7 +57,7 @@
 #include "durable.h"
 #include "sys.h"
 #include "warning.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "file_internal.h"
 #include "crypto/envelope.h"
 #include <openssl/crypto.h>
@@ -657,12 +657,12 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 		if (rc != 0)
 			return rc;
 		describe_file(where, "failed to parse state file ", fs, name);
-		rc = faucet_value__parse_at(out, (const char *)plain, plain_len, where);
+		rc = faucet_value_parse_at(out, (const char *)plain, plain_len, where);
 		OPENSSL_cleanse(plain, plain_len);
 		free(plain);
 	} else {
 		describe_file(where, "failed to parse state file ", fs, name);
-		rc = faucet_value__parse_at(out, bytes, len, where);
+		rc = faucet_value_parse_at(out, bytes, len, where);
 	}
 	/* Corrupt stored state is a store failure, not bad input from the caller. */
 	if (rc == FAUCET_EINVALID)

@@ -44,7 +44,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "stores/pool.h"
 
 #define PG_DEFAULT_TABLE "faucet_state"

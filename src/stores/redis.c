@@ -1093,16 +1093,14 @@ static int op_reindex(redis_store *s, redisContext *c, redis_args *a)
 	return rc;
 }
 
-int faucet__redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed)
+/* The reindex slot: faucet_store_reindex. */
+static int redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed)
 {
 	redis_store *s = (redis_store *)b;
 	reindex_args out = {added, removed};
 	redis_args a = {.written = (int *)(void *)&out};
 
 	*added = *removed = 0;
-	/* A backend of someone else's that calls itself "redis" is not ours. */
-	if (b->free != redis_free_store)
-		return faucet_error_set(FAUCET_EUNSUPPORTED, "this store keeps no key index");
 	if (s->index == NULL)
 		return faucet_error_set(FAUCET_EUNSUPPORTED,
 					"redis state store namespace '%s' keeps no index: open it "
@@ -1397,5 +1395,6 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.put_batch = redis_put_batch;
 	s->base.check = redis_check;
 	s->base.free = redis_free_store;
+	s->base.reindex = redis_reindex;
 	return faucet_store_new(out, &s->base);
 }

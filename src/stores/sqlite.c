@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 #include "store/open_internal.h"
 #include "stores/pool.h"
 #include "stores/sqlite_internal.h"

@@ -121,17 +121,17 @@ static void expire_lease(faucet_store *s, const char *scope)
 {
 	char *key = run__key(scope, "__lease__");
 	faucet_value *v = NULL, *old;
-	run_lease l;
+	faucet_lease l;
 
 	assert_int_equal(faucet_store_get(s, key, &v), 0);
 	assert_non_null(v);
-	assert_int_equal(run__lease_parse(v, key, &l), 0);
+	assert_int_equal(faucet_lease_parse(v, key, &l), 0);
 	old = v;
 	assert_int_equal(run__lease_value(l.holder, 1, l.run, &v), 0);
 	assert_int_equal(faucet_store_put(s, key, v), 0);
 	faucet_value_free(old);
 	faucet_value_free(v);
-	run__lease_dispose(&l);
+	faucet_lease_dispose(&l);
 	free(key);
 }
 
@@ -223,15 +223,15 @@ static void the_lease_document_is_spec_shaped(void **state)
 	faucet_store *s = S(state);
 	faucet_run *r = begin(s, "r1");
 	faucet_value *v = NULL;
-	run_lease l;
+	faucet_lease l;
 
 	assert_int_equal(faucet_store_get(s, "p::r1::__lease__", &v), 0);
 	assert_non_null(v);
-	assert_int_equal(run__lease_parse(v, "p::r1::__lease__", &l), 0);
+	assert_int_equal(faucet_lease_parse(v, "p::r1::__lease__", &l), 0);
 	assert_string_equal(l.run, faucet_run_id(r));
 	assert_true(l.expires_at > (int64_t)time(NULL) + 50);
 	assert_int_equal(faucet_run_renew(r), 0);
-	run__lease_dispose(&l);
+	faucet_lease_dispose(&l);
 	faucet_value_free(v);
 	end_ok(r);
 }

@@ -24,7 +24,7 @@ endif()
 # The command's YAML loader is not in the library: that target compiles it in.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/config.c)
   list(APPEND FUZZ_TARGETS config)
-  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c)
+  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/util.c)
   set(FUZZ_EXTRA_LIBS_config PkgConfig::YAML)
 endif()
 

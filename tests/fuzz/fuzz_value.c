@@ -25,7 +25,7 @@
 #include <faucet/value.h>
 
 #include "fuzz.h"
-#include "store/value_internal.h"
+#include "values/value_internal.h"
 
 static void check_json_c_agrees(const faucet_value *v)
 {

@@ -6,7 +6,7 @@
  * cannot do that"; the front-end in faucet/store.h then supplies the default
  * (see there).  The front-end validates every key before calling a slot, so
  * a backend never sees an invalid key.  Slots return 0 or a FAUCET_E* code
- * after setting the last error with faucet_error_set().
+ * after setting the last error with faucet_error_set() (faucet/common.h).
  *
  * A backend embeds this struct as its first member and casts back to its
  * own type inside the slots.  Slots may be called from several threads at
@@ -21,12 +21,13 @@
 extern "C" {
 #endif
 
-/* Version 3 added get_many, version 4 scan_entries and put_many; a version-2 or -3
- * struct (without them) is still accepted.  From version 2 on, a new slot is
- * only ever added at the end of the struct, with the version raised, so an
- * older backend's struct is a prefix of the current one and the front-end
- * reads no slot past the end of the version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 4
+/* Version 3 added get_many, version 4 scan_entries and put_many, version 5
+ * reindex; a version-2, -3 or -4 struct (without them) is still accepted.
+ * From version 2 on, a new slot is only ever added at the end of the
+ * struct, with the version raised, so an older backend's struct is a prefix
+ * of the current one and the front-end reads no slot past the end of the
+ * version the backend says it has. */
+#define FAUCET_STORE_BACKEND_VERSION 5
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -92,6 +93,13 @@ struct faucet_store_backend {
 	 * crash.  Used where put_batch is absent.  (Version 4.) */
 	int (*put_many)(faucet_store_backend *b, const faucet_entry *entries, size_t count,
 			size_t *written, size_t *unknown_from);
+
+	/* Optional: rebuild a key index the backend keeps beside its entries
+	 * (Redis with index=true) so that it agrees with the entries again;
+	 * *added / *removed count the index members changed.  NULL: the
+	 * backend keeps no index (faucet_store_reindex is then
+	 * FAUCET_EUNSUPPORTED).  (Version 5.) */
+	int (*reindex)(faucet_store_backend *b, size_t *added, size_t *removed);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
@@ -100,9 +108,6 @@ FAUCET_EXTERN int faucet_store_new(faucet_store **out, faucet_store_backend *bac
 
 /* The backend a store wraps (borrowed). */
 FAUCET_EXTERN faucet_store_backend *faucet_store_backend_of(faucet_store *s);
-
-/* Set the calling thread's last error (printf-style) and return `code`. */
-FAUCET_EXTERN int faucet_error_set(int code, const char *fmt, ...) FAUCET_PRINTF(2, 3);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "store/json_check.h"
+#include "values/json_check.h"
 
 typedef struct {
 	const char *at; /* first byte of the name, after the quote */

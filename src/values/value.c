@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "store/json_check.h"
+#include "values/json_check.h"
 #include "value_internal.h"
 
 struct faucet_value {
@@ -183,12 +183,16 @@ static int parse_tree(const char *text, size_t len, const char *where, json_obje
 	return 0;
 }
 
-int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where)
+int faucet_value_parse_at(faucet_value **out, const char *text, size_t len, const char *where)
 {
 	faucet_json_check_result check;
 	json_object *tree;
 	int rc;
 
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_value_parse_at: out is NULL");
+	if (where == NULL)
+		where = "JSON value";
 	*out = NULL;
 	if (text == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "%s: no JSON text", where);
@@ -219,7 +223,7 @@ int faucet_value_parse(faucet_value **out, const char *text, size_t len)
 {
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_value_parse: out is NULL");
-	return faucet_value__parse_at(out, text, len, "JSON value");
+	return faucet_value_parse_at(out, text, len, NULL);
 }
 
 int faucet_value__from_tree(faucet_value **out, json_object *tree)
@@ -244,6 +248,30 @@ int faucet_value__tree(const faucet_value *cv, json_object **out)
 		(void)pthread_mutex_unlock(&tree_lock);
 	}
 	*out = rc == 0 ? v->tree : NULL;
+	return rc;
+}
+
+/* The member is read from a private tree, not from v's shared one: turning
+ * a node into text writes into the node (json-c keeps its print buffer
+ * there), which readers of a shared tree on other threads must not see.
+ * The member's subtree then becomes the new value's, as a parsed
+ * non-compact text does. */
+int faucet_value_member(const faucet_value *v, const char *name, faucet_value **out)
+{
+	json_object *tree, *member;
+	int rc;
+
+	if (out == NULL || v == NULL || name == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_value_member: NULL argument");
+	*out = NULL;
+	if (v->text[0] != '{')
+		return 0; /* not an object: its compact text would start with '{' */
+	rc = parse_tree(v->text, v->len, "JSON value", &tree);
+	if (rc != 0)
+		return rc;
+	if (json_object_object_get_ex(tree, name, &member))
+		rc = value_wrap(out, json_object_get(member), 0, NULL, 0);
+	json_object_put(tree);
 	return rc;
 }
 
@@ -584,7 +612,7 @@ int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, i
 		faucet_buf_dispose(&buf);
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory spelling numbers canonically");
 	}
-	rc = faucet_value__parse_at(out, buf.ptr, buf.len, "JSON value");
+	rc = faucet_value_parse_at(out, buf.ptr, buf.len, "JSON value");
 	faucet_buf_dispose(&buf);
 	return rc;
 }

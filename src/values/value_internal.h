@@ -17,10 +17,6 @@ int faucet_value__from_tree(faucet_value **out, json_object *tree);
  * read-only and shared: never modify it.  Fails only when out of memory. */
 int faucet_value__tree(const faucet_value *v, json_object **out);
 
-/* Parse like faucet_value_parse, but prefix any error with `where`
- * (a file name, "document") so the message says where the bad JSON was. */
-int faucet_value__parse_at(faucet_value **out, const char *text, size_t len, const char *where);
-
 /* v with every number spelt canonically - 0, or [-]d[.ddd]e[-]N with only
  * significant digits - the same JSON value (faucet_value_equal) in the
  * fewest digits.  *lowest and *highest are the places (powers of ten) of
