@@ -21,6 +21,7 @@
 
 #include "testutil.h"
 #include "internal.h"
+#include "run/run_internal.h"
 
 /* ---- the driver ----------------------------------------------------------- */
 
@@ -438,6 +439,30 @@ static int call_value_member_lease(target *t)
 	return rc;
 }
 
+/* A run's rollback marker read and written back. */
+static int call_run_marker(target *t)
+{
+	static const char doc[] = "{\"version\":1,\"run\":\"20261201T010203.004Z-abcdef\","
+				  "\"before\":{\"p::a\":{\"c\":1},\"p::b\":null},"
+				  "\"after\":{\"p::a\":{\"c\":2},\"p::b\":[1]}}";
+	faucet_value *v = NULL, *back = NULL;
+	run_marker m;
+	int rc = faucet_value_parse(&v, doc, sizeof(doc) - 1);
+
+	(void)t;
+	memset(&m, 0, sizeof(m));
+	if (rc == 0)
+		rc = run__marker_parse(v, "p::__rollback__::r", NULL, &m);
+	if (rc == 0 && (m.count != 2 || !m.has_after || strcmp(m.run, "20261201T010203.004Z-abcdef")))
+		fail_msg("the marker was not read back");
+	if (rc == 0)
+		rc = run__marker_value(&m, &back);
+	run__marker_dispose(&m);
+	faucet_value_free(back);
+	faucet_value_free(v);
+	return rc;
+}
+
 static int call_backfill_plan(target *t)
 {
 	faucet_backfill_range range = {.from = "2026-03-01", .to = "2026-03-15", .window = "1d",
@@ -488,6 +513,7 @@ static void pure_calls(void **state)
 	walk("key build/render/parse/validate", &none, call_key_render_parse);
 	walk("value parse/equality", &none, call_value_parse_equal);
 	walk("value parse_at/member, lease", &none, call_value_member_lease);
+	walk("run rollback marker", &none, call_run_marker);
 	walk("backfill plan", &none, call_backfill_plan);
 }
 

@@ -362,12 +362,13 @@ int run__marker_parse(const faucet_value *v, const char *key, const char *run, r
 	}
 	if ((rc = private_tree(v, &root)) != 0)
 		return rc;
-	if (!version_one(root) || get_string(root, "run", 0, &id) != 0 ||
-	    !json_object_object_get_ex(root, "before", &before) ||
-	    !json_object_is_type(before, json_type_object)) {
+	/* -1 is "foreign"; out of memory copying the id stays itself. */
+	rc = version_one(root) ? get_string(root, "run", 0, &id) : -1;
+	if (rc == 0 && (!json_object_object_get_ex(root, "before", &before) ||
+			!json_object_is_type(before, json_type_object)))
 		rc = -1;
+	if (rc != 0)
 		goto done;
-	}
 	m->run = id;
 	id = NULL;
 	rc = read_images(m, before, 0, 0);
