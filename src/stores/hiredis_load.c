@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "internal.h"
-#include "stores/dynload.h"
+#include "dynload.h"
 
 #define HIREDIS_STR_(x) #x
 #define HIREDIS_STR(x) HIREDIS_STR_(x)

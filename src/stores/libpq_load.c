@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "internal.h"
-#include "stores/dynload.h"
+#include "dynload.h"
 
 static char not_loaded[] = "libpq could not be loaded";
 

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
-#include "stores/dynload.h"
+#include "dynload.h"
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {

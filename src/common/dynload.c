@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "stores/dynload.h"
+#include "dynload.h"
 
 static int load(const faucet_dynlib *lib)
 {

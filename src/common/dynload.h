@@ -1,13 +1,15 @@
 /*
- * dynload.h - load a backend's client library when a store of that type is
- * first opened, not when the program starts.  Not installed.
+ * dynload.h - load a library when the first store that needs it is opened,
+ * not when the program starts.  Not installed.
  *
  * Why: libpq alone pulls in some twenty shared libraries (Kerberos, LDAP,
  * GnuTLS, SASL, ...).  Linked normally, every program using libfaucet -
  * every `faucet` command, even `faucet run` on a file store - pays for
  * mapping and relocating all of them at exec, a few milliseconds, for a
- * backend it does not use.  So libpq and hiredis are opened with dlopen()
- * on first use instead (src/stores/libpq_load.c, hiredis_load.c).
+ * backend it does not use; libcrypto's relocations alone cost more than the
+ * rest of a start.  So libpq, hiredis and libcrypto are opened with
+ * dlopen() on first use instead (src/stores/libpq_load.c, hiredis_load.c,
+ * src/crypto/libcrypto_load.c).
  *
  * How: each of those files defines functions with the client library's own
  * names and prototypes (PQexec, redisGetReply, ...), checked by the
@@ -15,10 +17,15 @@
  * pointers filled here.  postgres.c and redis.c are written against the
  * ordinary client API and need not know.  The stubs are hidden like every
  * internal symbol, so libfaucet.so exports none of them.  The library is
- * never unloaded: libpq and hiredis keep process-wide state.
+ * never unloaded: these libraries keep process-wide state.
+ *
+ * A program linking libfaucet.a that calls libpq or OpenSSL itself gets
+ * those calls through the same stubs, hence the same library - unless it
+ * links a static libpq.a or libcrypto.a, whose definitions would clash with
+ * the stubs (and dlopen() does not work in a fully static program anyway).
  */
-#ifndef FAUCET_STORES_DYNLOAD_H
-#define FAUCET_STORES_DYNLOAD_H
+#ifndef FAUCET_COMMON_DYNLOAD_H
+#define FAUCET_COMMON_DYNLOAD_H
 
 #include <pthread.h>
 #include <stdatomic.h>
