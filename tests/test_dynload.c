@@ -1,7 +1,7 @@
 /*
  * test_dynload.c - libraries loaded on first use (src/common/dynload.h):
- * nothing of libpq, hiredis or libcrypto is mapped until a store that needs
- * it is opened; a missing library or function is a clear
+ * nothing of libpq, hiredis, SQLite or libcrypto is mapped until a store
+ * that needs it is opened; a missing library or function is a clear
  * error naming what to install and changes nothing; loading is done once
  * however many threads ask.
  */
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "internal.h"
 #include "dynload.h"
 
 #define STR_(x) #x
@@ -50,6 +51,7 @@ static void client_libraries_load_when_their_store_opens(void **state)
 	assert_false(is_mapped("libpq.so.5"));
 	assert_false(is_mapped(HIREDIS_FILE));
 	assert_false(is_mapped("libcrypto.so.3"));
+	assert_false(is_mapped("libsqlite3.so.0"));
 	{
 		faucet_file_options o = FAUCET_FILE_OPTIONS_INIT;
 		faucet_encryption_options enc = {NULL, NULL, 0};
@@ -70,6 +72,19 @@ static void client_libraries_load_when_their_store_opens(void **state)
 	assert_int_equal(faucet_store_open_url(&s, "redis://127.0.0.1:1/0"), 0);
 	faucet_store_free(s);
 	assert_true(is_mapped(HIREDIS_FILE));
+	assert_false(is_mapped("libsqlite3.so.0"));
+	{
+		char *db = tu_join(dir, "state.db"), *url = NULL;
+
+		assert_non_null(url = faucet__sprintf("sqlite:%s", db));
+		assert_int_equal(faucet_store_open_url(&s, url), 0);
+		tu_put(s, "p::k", "{\"n\":3}");
+		tu_assert_value(s, "p::k", "{\"n\":3}");
+		faucet_store_free(s);
+		assert_true(is_mapped("libsqlite3.so.0"));
+		free(url);
+		free(db);
+	}
 	tu_rmrf(dir);
 	free(dir);
 }

@@ -7,9 +7,9 @@
  * every `faucet` command, even `faucet run` on a file store - pays for
  * mapping and relocating all of them at exec, a few milliseconds, for a
  * backend it does not use; libcrypto's relocations alone cost more than the
- * rest of a start.  So libpq, hiredis and libcrypto are opened with
- * dlopen() on first use instead (src/stores/libpq_load.c, hiredis_load.c,
- * src/crypto/libcrypto_load.c).
+ * rest of a start.  So libpq, hiredis, SQLite and libcrypto are opened
+ * with dlopen() on first use instead (src/stores/libpq_load.c,
+ * hiredis_load.c, sqlite_load.c, src/crypto/libcrypto_load.c).
  *
  * How: each of those files defines functions with the client library's own
  * names and prototypes (PQexec, redisGetReply, ...), checked by the
@@ -59,11 +59,5 @@ typedef struct {
  * loaded, and the next call tries again (the package may have been
  * installed meanwhile).  Thread-safe. */
 int faucet__dynlib_ensure(faucet_dynlib *lib);
-
-/* The backends' client libraries, as faucet__dynlib_ensure loads them:
- * the store openers (open.c) call these before anything else, so a missing
- * library is a clear error at open rather than a failure inside a call. */
-int faucet__libpq_load(void);
-int faucet__hiredis_load(void);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "dynload.h"
+#include "stores/loaders.h"
 
 #define HIREDIS_STR_(x) #x
 #define HIREDIS_STR(x) HIREDIS_STR_(x)

@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "dynload.h"
+#include "stores/loaders.h"
 
 static char not_loaded[] = "libpq could not be loaded";
 

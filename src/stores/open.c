@@ -12,7 +12,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
-#include "dynload.h"
+#include "stores/loaders.h"
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {
@@ -126,7 +126,7 @@ static int redis_from_url(char *url, faucet_store_config *cfg)
 }
 
 /* The client libraries of PostgreSQL and Redis are loaded on first use
- * (dynload.h): a program that never opens such a store never maps them. */
+ * (loaders.h): a program that never opens such a store never maps them. */
 static int postgres_open(faucet_store **out, const faucet_store_config *cfg)
 {
 	int rc = faucet__libpq_load();
