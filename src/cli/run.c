@@ -455,8 +455,10 @@ static int emit_stdout(void *ctx, const struct iovec *spans, int count)
 	int first = 0;
 
 	(void)ctx;
-	if (count > SINGER_SPANS)
-		return errno = EINVAL, -1;
+	if (count > SINGER_SPANS) {
+		errno = EINVAL;
+		return -1;
+	}
 	memcpy(iov, spans, (size_t)count * sizeof(*iov));
 	while (first < count && !stdout_gone) {
 		ssize_t n = writev(STDOUT_FILENO, iov + first, count - first);

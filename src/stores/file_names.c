@@ -10,7 +10,6 @@
  */
 #include <string.h>
 
-
 #include "file_names.h"
 #include "internal.h"
 #include "sha256.h"
