@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -446,11 +447,21 @@ done:
  * the lines are dropped while the states are still captured and stored. */
 static int stdout_gone;
 
-static int emit_stdout(void *ctx, const char *data, size_t len)
+/* The spans of one read, in one writev (a short write resumes where it
+ * stopped). */
+static int emit_stdout(void *ctx, const struct iovec *spans, int count)
 {
+	struct iovec iov[SINGER_SPANS];
+	int first = 0;
+
 	(void)ctx;
-	while (len > 0 && !stdout_gone) {
-		ssize_t n = write(STDOUT_FILENO, data, len);
+	if (count > SINGER_SPANS) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(iov, spans, (size_t)count * sizeof(*iov));
+	while (first < count && !stdout_gone) {
+		ssize_t n = writev(STDOUT_FILENO, iov + first, count - first);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EPIPE) {
@@ -459,8 +470,12 @@ static int emit_stdout(void *ctx, const char *data, size_t len)
 		}
 		if (n < 0)
 			return -1;
-		data += n;
-		len -= (size_t)n;
+		while (first < count && (size_t)n >= iov[first].iov_len)
+			n -= (ssize_t)iov[first++].iov_len;
+		if (first < count) {
+			iov[first].iov_base = (char *)iov[first].iov_base + n;
+			iov[first].iov_len -= (size_t)n;
+		}
 	}
 	return 0;
 }
@@ -488,7 +503,9 @@ static void store_state(run_state *st)
 
 static void read_output(run_state *st)
 {
-	static char buf[1 << 17];
+	/* As large as the pipe (spawn_command): a chatty command's output is
+	 * taken in as few reads, and written in as few writes, as it can be. */
+	static char buf[1 << 20];
 
 	for (;;) {
 		ssize_t n = read(st->out_fd, buf, sizeof(buf));

@@ -3,10 +3,13 @@
  *
  * The common case is a flood of lines that are not state (a target's log,
  * records passed along), so that path copies nothing: complete lines that
- * cannot be state are handed to emit in one span straight from the read
- * buffer.  Only a line whose first non-blank byte is '{' is gathered and
- * parsed - with the library's strict parser, so a state that could not be
- * stored exactly is an error rather than an altered bookmark.
+ * cannot be state are handed on as spans straight from the read buffer, and
+ * the spans of one feed - a line finished from the last read, the lines
+ * between, the start of a line the next read will finish - go to emit
+ * together, one writev per read rather than one write per piece.  Only a
+ * line whose first non-blank byte is '{' is gathered and parsed - with the
+ * library's strict parser, so a state that could not be stored exactly is
+ * an error rather than an altered bookmark.
  *
  * A state line is at most 64 MiB: past that it is dropped and reported, so a
  * runaway command cannot make faucet hold an unbounded line.  A line that is
@@ -34,13 +37,42 @@ static void note_error(singer *s, const char *what, const char *detail)
 		s->error = cli_sprintf("%s%.200s", what, detail);
 }
 
+/* Hand the gathered spans to emit. */
+static int flush_spans(singer *s)
+{
+	int n = s->nspans;
+
+	s->nspans = 0;
+	s->spans_in_carry = 0;
+	if (n > 0 && s->emit(s->emit_ctx, s->spans, n) != 0)
+		return cli_error_os(FAUCET_EIO, errno, "cannot write the command's output");
+	return 0;
+}
+
+/* Queue n bytes at p (which must stay valid until the next flush). */
 static int emit(singer *s, const char *p, size_t n)
 {
 	if (n == 0)
 		return 0;
-	if (s->emit(s->emit_ctx, p, n) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot write the command's output");
+	if (s->nspans == SINGER_SPANS && flush_spans(s) != 0)
+		return -1;
+	s->spans[s->nspans++] = (struct iovec){(void *)p, n};
 	return 0;
+}
+
+/* Queue the carry's bytes: they must not change until the next flush. */
+static int emit_carry(singer *s)
+{
+	s->spans_in_carry = 1;
+	return emit(s, s->carry.ptr, s->carry.len);
+}
+
+/* Before the carry's bytes change or move: emit what still points at them. */
+static int carry_put(singer *s, const char *p, size_t len)
+{
+	if (s->spans_in_carry && flush_spans(s) != 0)
+		return -1;
+	return cli_buf_put(&s->carry, p, len) == 0 ? 0 : FAUCET_ENOMEM;
 }
 
 /* Offset of the first byte that is not a blank, or len. */
@@ -94,13 +126,16 @@ static int state_line(singer *s, const char *p, size_t len)
 	return 0;
 }
 
-/* A complete line (carry, or a span of the input), without its '\n'. */
-static int whole_line(singer *s, const char *p, size_t len)
+/* A complete line (carry, or a span of the input), without its '\n';
+ * nl_follows: p[len] is that '\n', so it goes out with the line. */
+static int whole_line(singer *s, const char *p, size_t len, int nl_follows)
 {
 	size_t b = skip_blank(p, len);
 
 	if (b < len && p[b] == '{')
 		return state_line(s, p, len);
+	if (nl_follows)
+		return emit(s, p, len + 1);
 	if (emit(s, p, len) != 0 || emit(s, "\n", 1) != 0)
 		return -1;
 	return 0;
@@ -108,7 +143,7 @@ static int whole_line(singer *s, const char *p, size_t len)
 
 static int flush_carry(singer *s)
 {
-	int rc = emit(s, s->carry.ptr, s->carry.len);
+	int rc = emit_carry(s);
 
 	s->carry.len = 0;
 	return rc;
@@ -119,13 +154,21 @@ static int flush_carry(singer *s)
 static int partial(singer *s, const char *p, size_t len)
 {
 	size_t b;
+	int rc;
 
 	if (s->discarding)
 		return 0;
 	if (s->streaming)
 		return emit(s, p, len);
-	if (cli_buf_put(&s->carry, p, len) != 0)
-		return FAUCET_ENOMEM;
+	/* The usual case: a new line whose first byte already says it is not
+	 * state streams from the caller's data, never copied. */
+	b = skip_blank(p, len);
+	if (s->carry.len == 0 && b < len && p[b] != '{') {
+		s->streaming = 1;
+		return emit(s, p, len);
+	}
+	if ((rc = carry_put(s, p, len)) != 0)
+		return rc;
 	b = skip_blank(s->carry.ptr, s->carry.len);
 	if ((b < s->carry.len && s->carry.ptr[b] != '{') ||
 	    (b == s->carry.len && s->carry.len > SINGER_LINE_MAX)) {
@@ -140,6 +183,7 @@ static int partial(singer *s, const char *p, size_t len)
 	return 0;
 }
 
+/* The rest of a line up to its '\n' at p[len]. */
 static int line_end(singer *s, const char *p, size_t len)
 {
 	int rc = 0;
@@ -147,22 +191,22 @@ static int line_end(singer *s, const char *p, size_t len)
 	if (s->discarding) {
 		s->discarding = 0;
 	} else if (s->streaming) {
-		rc = emit(s, p, len);
-		if (rc == 0)
-			rc = emit(s, "\n", 1);
+		rc = emit(s, p, len + 1);
 		s->streaming = 0;
 	} else if (s->carry.len > 0) {
-		if (cli_buf_put(&s->carry, p, len) != 0)
-			return FAUCET_ENOMEM;
+		if ((rc = carry_put(s, p, len)) != 0)
+			return rc;
 		if (s->carry.len > SINGER_LINE_MAX) {
 			note_error(s, "a state line is larger than 64 MiB; it was not stored", "");
 			rc = 0;
 		} else {
-			rc = whole_line(s, s->carry.ptr, s->carry.len);
+			s->spans_in_carry = 1;
+			rc = whole_line(s, s->carry.ptr, s->carry.len, 0);
 		}
+		/* Emptied, not freed: a span may still point at its bytes. */
 		s->carry.len = 0;
 	} else {
-		rc = whole_line(s, p, len);
+		rc = whole_line(s, p, len, 1);
 	}
 	return rc;
 }
@@ -178,7 +222,19 @@ static const char *state_line_start(const char *p, const char *brace)
 	return q == p || q[-1] == '\n' ? q : NULL;
 }
 
+static int feed(singer *s, const char *data, size_t len);
+
 int singer_feed(singer *s, const char *data, size_t len)
+{
+	int rc = feed(s, data, len);
+
+	/* Whatever happened, nothing may point into `data` once we return. */
+	if (flush_spans(s) != 0 && rc == 0)
+		rc = -1;
+	return rc;
+}
+
+static int feed(singer *s, const char *data, size_t len)
 {
 	const char *p = data, *end = data + len;
 
@@ -234,8 +290,10 @@ int singer_finish(singer *s)
 		if (b < s->carry.len && s->carry.ptr[b] == '{')
 			rc = state_line(s, s->carry.ptr, s->carry.len);
 		else
-			rc = emit(s, s->carry.ptr, s->carry.len);
+			rc = emit_carry(s);
 	}
+	if (flush_spans(s) != 0 && rc == 0)
+		rc = -1;
 	s->carry.len = 0;
 	s->discarding = 0;
 	return rc;

@@ -55,6 +55,9 @@ struct faucet_run {
 	run_marker mcache;    /* `marker` parsed, when mcache_ok: a run's first write of
 			       * a key then costs no re-parse of its own marker */
 	int mcache_ok;
+	faucet_value *status;     /* the status document as we last wrote it, and */
+	run_status scache;        /* parsed, when scache_ok: the end then neither reads */
+	int scache_ok;            /* nor parses a document of up to 50 entries */
 	faucet_strarray recorded; /* keys with a before-image, sorted */
 	char *undoes;
 	int ended;
@@ -173,6 +176,9 @@ void faucet_run_free(faucet_run *r)
 	faucet_value_free(r->lease);
 	faucet_value_free(r->marker);
 	run__marker_dispose(&r->mcache);
+	faucet_value_free(r->status);
+	if (r->scache_ok)
+		run__status_dispose(&r->scache);
 	faucet_strarray_dispose(&r->recorded);
 	free(r);
 }
@@ -206,27 +212,51 @@ uint64_t faucet_run_renew_interval_ms(const faucet_run *r)
 
 typedef int (*status_edit_fn)(run_status *st, void *ctx);
 
-/* Read-modify-write of a status document with compare-and-put. */
-static int status_update(faucet_store *s, const char *key, status_edit_fn edit, void *ctx)
+/*
+ * Read-modify-write of the run's status document with compare-and-put.
+ * The document as this run last wrote it (kept parsed) is tried first as
+ * the expected value: between a run's begin and its end nobody else
+ * usually writes it - one run per invocation holds the lease - so the end
+ * costs no read and no parse.  A lost race (an undo marking a run, another
+ * scope's writer) re-reads and edits the stored document, as always.
+ */
+static int status_update(faucet_run *r, status_edit_fn edit, void *ctx)
 {
 	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
 		faucet_value *cur = NULL, *next = NULL;
 		run_status st;
 		int rc, written = 0;
 
-		if ((rc = faucet_store_get(s, key, &cur)) != 0)
-			return rc;
-		if ((rc = run__status_parse(cur, key, &st)) == 0 && (rc = edit(&st, ctx)) == 0 &&
-		    (rc = run__status_value(&st, &next)) == 0)
-			rc = faucet_store_compare_and_put(s, key, cur, next, &written);
-		run__status_dispose(&st);
+		if (attempt == 0 && r->scache_ok) {
+			/* Taken over: edited in place, kept again only if written. */
+			cur = r->status;
+			st = r->scache;
+			r->status = NULL;
+			r->scache_ok = 0;
+			rc = 0;
+		} else {
+			if ((rc = faucet_store_get(r->s, r->status_key, &cur)) != 0)
+				return rc;
+			rc = run__status_parse(cur, r->status_key, &st);
+		}
+		if (rc == 0 && (rc = edit(&st, ctx)) == 0 && (rc = run__status_value(&st, &next)) == 0)
+			rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);
+		if (rc == 0 && written) {
+			faucet_value_free(r->status);
+			r->status = next;
+			r->scache = st;
+			r->scache_ok = 1;
+			next = NULL;
+		} else {
+			run__status_dispose(&st);
+		}
 		faucet_value_free(cur);
 		faucet_value_free(next);
 		if (rc != 0 || written)
 			return rc;
 	}
-	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", key,
-				CAS_ATTEMPTS);
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
+				r->status_key, CAS_ATTEMPTS);
 }
 
 static char *by_json(const char *command)
@@ -547,7 +577,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	}
 	{
 		start_ctx c = {r, opts->command, dead, &dead_keys};
-		rc = status_update(s, r->status_key, edit_start, &c);
+		rc = status_update(r, edit_start, &c);
 	}
 	if (rc != 0)
 		goto fail;
@@ -1042,7 +1072,7 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 	rc = record_after(r, &keys, &has_marker);
 	if (rc == 0) {
 		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
-		rc = status_update(r->s, r->status_key, edit_end, &c);
+		rc = status_update(r, edit_end, &c);
 	}
 	if (rc == 0 && has_marker)
 		rc = index_add(r->s, r->scope, r->index_key, r->id);

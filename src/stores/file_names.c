@@ -10,10 +10,9 @@
  */
 #include <string.h>
 
-#include <openssl/sha.h>
-
 #include "file_names.h"
 #include "internal.h"
+#include "sha256.h"
 #include <faucet/keys.h>
 
 static const char upper_hex[] = "0123456789ABCDEF";
@@ -71,9 +70,9 @@ static size_t escape_key(const char *key, char *out)
 size_t faucet_file__stem(const char *key, char *out)
 {
 	char escaped[3 * FAUCET_KEY_MAX + 1];
-	unsigned char digest[SHA256_DIGEST_LENGTH];
+	unsigned char digest[FAUCET_SHA256_LEN];
 	size_t len = escape_key(key, escaped);
-	size_t cut = FILE_STEM_MAX - 2 * SHA256_DIGEST_LENGTH - 1;
+	size_t cut = FILE_STEM_MAX - 2 * FAUCET_SHA256_LEN - 1;
 
 	if (len <= FILE_STEM_MAX) {
 		memcpy(out, escaped, len + 1);
@@ -85,12 +84,12 @@ size_t faucet_file__stem(const char *key, char *out)
 		cut--;
 	memcpy(out, escaped, cut);
 	out[cut] = '~';
-	(void)SHA256((const unsigned char *)key, strlen(key), digest);
-	for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+	faucet__sha256(key, strlen(key), digest);
+	for (size_t i = 0; i < FAUCET_SHA256_LEN; i++) {
 		out[cut + 1 + 2 * i] = lower_hex[digest[i] >> 4];
 		out[cut + 2 + 2 * i] = lower_hex[digest[i] & 15];
 	}
-	len = cut + 1 + 2 * SHA256_DIGEST_LENGTH;
+	len = cut + 1 + 2 * FAUCET_SHA256_LEN;
 	out[len] = '\0';
 	return len;
 }

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
+#include "stores/loaders.h"
 
 static int memory_from_url(char *url, faucet_store_config *cfg)
 {
@@ -124,6 +125,22 @@ static int redis_from_url(char *url, faucet_store_config *cfg)
 	return rc;
 }
 
+/* The client libraries of PostgreSQL and Redis are loaded on first use
+ * (loaders.h): a program that never opens such a store never maps them. */
+static int postgres_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	int rc = faucet__libpq_load();
+
+	return rc ? rc : faucet_store_open_postgres(out, cfg);
+}
+
+static int redis_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	int rc = faucet__hiredis_load();
+
+	return rc ? rc : faucet_store_open_redis(out, cfg);
+}
+
 static const char *const memory_schemes[] = {"memory:", NULL};
 static const char *const file_schemes[] = {"file:", NULL};
 static const char *const sqlite_schemes[] = {"sqlite:", NULL};
@@ -134,8 +151,8 @@ static const faucet_backend_entry backends[] = {
 	{"memory", memory_schemes, memory_from_url, memory_open},
 	{"file", file_schemes, file_from_url, file_open},
 	{"sqlite", sqlite_schemes, sqlite_from_url, sqlite_open},
-	{"postgres", postgres_schemes, postgres_from_url, faucet_store_open_postgres},
-	{"redis", redis_schemes, redis_from_url, faucet_store_open_redis},
+	{"postgres", postgres_schemes, postgres_from_url, postgres_open},
+	{"redis", redis_schemes, redis_from_url, redis_open},
 };
 
 static void list_known(faucet_buf *b, int schemes)

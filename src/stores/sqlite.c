@@ -45,6 +45,7 @@
 #include "internal.h"
 #include "values/value_internal.h"
 #include "store/open_internal.h"
+#include "stores/loaders.h"
 #include "stores/pool.h"
 #include "stores/sqlite_internal.h"
 
@@ -624,6 +625,8 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 		*handle = NULL;
 	if (path == NULL || *path == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
+	if ((rc = faucet__sqlite_load()) != 0)
+		return rc;
 	if (!sqlite3_threadsafe())
 		return faucet_error_set(FAUCET_ECONFIG,
 					"the SQLite library was built without thread support");
