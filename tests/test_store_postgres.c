@@ -3,7 +3,9 @@
  * PostgreSQL store: the table layout shared with the original faucet (rows
  * written with psql are read, ours are read by psql), configuration errors,
  * an unreachable server, a wrong password, a missing table, values JSONB
- * cannot give back, both ways a batch is written, and a server restarted
+ * cannot give back, every way a batch is written (COPY for new keys, the
+ * statements otherwise, either racing another writer), a connection lost
+ * in a batch's COPY, statements that time out, and a server restarted
  * under a live store.
  */
 #include <libpq-fe.h>
@@ -62,6 +64,18 @@ static faucet_store *open_table(const char *table, const char *extra)
 	if (faucet_store_open_url(&s, url) != 0)
 		fail_msg("open %s: %s", table, faucet_error_last()->message);
 	free(url);
+	return s;
+}
+
+/* open_table, connected: the store creates its table on its first
+ * connection. */
+static faucet_store *open_created(const char *table)
+{
+	faucet_store *s = open_table(table, NULL);
+	faucet_value *out = NULL;
+
+	assert_int_equal(faucet_store_get(s, "none::", &out), 0);
+	assert_null(out);
 	return s;
 }
 
@@ -310,6 +324,116 @@ static void a_batch_updates_existing_keys_and_inserts_new_ones(void **state)
 		faucet_value_free(v[i]);
 }
 
+/* Record the first word of every statement that writes `table` (a
+ * statement-level trigger), into table_log. */
+static void log_statements(const char *table)
+{
+	char sql[1024];
+
+	snprintf(sql, sizeof(sql),
+		 "CREATE TABLE %s_log (n serial, q text);"
+		 "CREATE FUNCTION %s_logf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+		 "INSERT INTO %s_log (q) VALUES (split_part(current_query(), ' ', 1)); "
+		 "RETURN NULL; END$$;"
+		 "CREATE TRIGGER %s_logt AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT "
+		 "EXECUTE FUNCTION %s_logf();",
+		 table, table, table, table, table, table);
+	assert_psql(sql, "");
+}
+
+/* The statements logged since the last call, distinct, then forgotten. */
+static void assert_logged(const char *table, const char *want)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce(string_agg(DISTINCT q, ','), '') FROM %s_log; TRUNCATE %s_log;",
+		 table, table);
+	assert_psql(sql, want);
+}
+
+/* A batch of new keys goes by COPY, whose text format gives backslash,
+ * tab, newline and CR a meaning: values full of JSON escapes (a backslash
+ * followed by t is the trap - unescaped, COPY would store a tab), raw
+ * UTF-8 and \u escapes arrive as the same JSONB that a put writes, and read
+ * back as the same values.  A batch that gives a new key twice keeps the
+ * last value; one that touches an existing key goes by the statements. */
+static void a_batch_of_new_keys_is_copied_exactly(void **state)
+{
+	static const char *const json[] = {
+		"{\"s\":\"tab\\there\"}", "{\"s\":\"back\\\\slash\"}", "{\"s\":\"\\\\t\"}",
+		"{\"s\":\"new\\nline\\r\\n\"}", "{\"s\":\"x\\\\\"}", "{\"s\":\"\\\\.\"}",
+		"{\"s\":\"\\\\N\"}", "{\"s\":\"caf\xc3\xa9 \xf0\x9f\x98\x80 \\u00e9\"}",
+		"{\"s\":\"quote\\\"d\",\"t\":[\"\\u0001\",\"\\\\\\\\\",\"\\/\"]}",
+		"[1,2.50,-0.0,18446744073709551615,\"\\b\\f\"]", "\"\\\\\\\\n\"", "null"};
+	enum { N = sizeof(json) / sizeof(json[0]) };
+	char name[64], sql[1024], keys[2 * N][32];
+	faucet_value *v[N];
+	faucet_entry e[N + 1];
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "copied_%d", getpid());
+	s = open_created(name);
+	log_statements(name);
+	for (int i = 0; i < N; i++) {
+		v[i] = tu_v(json[i]);
+		snprintf(keys[i], sizeof(keys[i]), "c::%02d", i);
+		snprintf(keys[N + i], sizeof(keys[N + i]), "p::%02d", i);
+		e[i] = (faucet_entry){keys[i], v[i]};
+		assert_int_equal(faucet_store_put(s, keys[N + i], v[i]), 0);
+	}
+	assert_logged(name, "INSERT");
+	assert_int_equal(faucet_store_put_batch(s, e, N), 0);
+	assert_logged(name, "COPY");
+	for (int i = 0; i < N; i++) {
+		faucet_value *out = NULL;
+		assert_int_equal(faucet_store_get(s, keys[i], &out), 0);
+		if (!faucet_value_equal(out, v[i]))
+			fail_msg("%s: wrote %s, read %s", keys[i], json[i], faucet_value_json(out));
+		faucet_value_free(out);
+	}
+	/* The same JSONB as a put's, and the strings as they were meant. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM %s c JOIN %s p ON p.key = 'p' || substr(c.key, 2) "
+		 "WHERE c.key LIKE 'c::%%' AND c.value = p.value AND c.updated_at > NOW() - "
+		 "interval '1 hour';"
+		 "SELECT value->>'s' = E'\\\\t', octet_length(value->>'s') FROM %s WHERE key = 'c::02';"
+		 "SELECT value->>'s' = E'tab\\there' FROM %s WHERE key = 'c::00';"
+		 "SELECT value->>'s' = E'x\\\\' FROM %s WHERE key = 'c::04';",
+		 name, name, name, name, name);
+	snprintf(keys[0], sizeof(keys[0]), "%d\nt|2\nt\nt", N);
+	assert_psql(sql, keys[0]);
+	snprintf(keys[0], sizeof(keys[0]), "c::%02d", 0);
+	/* A new key twice: the COPY meets its own key, and the statements
+	 * write the batch, the last value winning. */
+	e[0] = (faucet_entry){"d::twice", v[0]};
+	e[1] = (faucet_entry){"d::once", v[1]};
+	e[2] = (faucet_entry){"d::twice", v[2]};
+	assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+	assert_logged(name, "WITH");
+	tu_assert_value(s, "d::twice", json[2]);
+	tu_assert_value(s, "d::once", json[1]);
+	/* A new key beside an existing one: the statements.  (A new key
+	 * alone, even between existing ones, is a plain insert.) */
+	e[0] = (faucet_entry){"c::005", v[3]};
+	e[1] = (faucet_entry){"c::01", v[4]};
+	assert_int_equal(faucet_store_put_batch(s, e, 2), 0);
+	assert_logged(name, "WITH");
+	e[0] = (faucet_entry){"c::007", v[5]};
+	assert_int_equal(faucet_store_put_batch(s, e, 1), 0);
+	assert_logged(name, "COPY");
+	tu_assert_value(s, "c::005", json[3]);
+	tu_assert_value(s, "c::01", json[4]);
+	tu_assert_value(s, "c::007", json[5]);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s; DROP TABLE %s_log; DROP FUNCTION %s_logf();",
+		 name, name, name);
+	free(psql(sql));
+	for (int i = 0; i < N; i++)
+		faucet_value_free(v[i]);
+}
+
 static PGconn *raw_connect(void)
 {
 	PGconn *c = PQconnectdb(ts_env("FAUCET_TEST_PG_URL"));
@@ -349,8 +473,9 @@ static void *run_batch(void *arg)
 }
 
 /* Wait until some backend waits for a lock held by backend `pid`; fails
- * when the batch finishes first or nothing waits within a minute. */
-static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
+ * when the batch finishes first or nothing waits within a minute.  Returns
+ * the first word of the waiting statement. */
+static char *wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 {
 	const struct timespec pause = {0, 1000000};
 	time_t deadline = time(NULL) + 60;
@@ -360,17 +485,18 @@ static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 	snprintf(text, sizeof(text), "%d", pid);
 	for (;;) {
 		PGresult *res = PQexecParams(monitor,
-					     "SELECT count(*) FROM pg_stat_activity "
+					     "SELECT split_part(query, ' ', 1) FROM pg_stat_activity "
 					     "WHERE $1::int = ANY(pg_blocking_pids(pid))",
 					     1, NULL, params, NULL, NULL, 0);
-		int waiting;
+		char *waiting = NULL;
 
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 			fail_msg("pg_stat_activity: %s", PQerrorMessage(monitor));
-		waiting = atoi(PQgetvalue(res, 0, 0));
+		if (PQntuples(res) > 0)
+			waiting = strdup(PQgetvalue(res, 0, 0));
 		PQclear(res);
-		if (waiting > 0)
-			return;
+		if (waiting != NULL)
+			return waiting;
 		if (atomic_load(&b->done))
 			fail_msg("the batch did not wait for the uncommitted insert (rc %d: %s)",
 				 b->rc, b->message);
@@ -380,24 +506,34 @@ static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 	}
 }
 
-/* Another session inserts one of the batch's keys after the batch's
- * snapshot: the batch's plain INSERT waits for that transaction, then fails
- * with a unique violation once it commits, and the batch is written again
- * as an upsert.  Every key ends with the batch's value. */
-static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+/* Another session inserts one of the batch's keys after the batch looked
+ * (uncommitted, so invisible to it): the batch's insert - the COPY, or the
+ * plain INSERT of the split statement - waits for that transaction, then
+ * fails with a unique violation once it commits, and the batch is written
+ * again as an update of that key.  Every key ends with the batch's value.
+ * With `old`, one key exists beforehand, so the batch is no plain insert
+ * and goes by the statements; without, it goes by COPY. */
+static void race_a_batch(const char *prefix, int old)
 {
 	char name[64], sql[256];
+	char keys[4][32];
 	faucet_store *s;
-	faucet_value *ours = tu_v("\"ours\""), *old = tu_v("\"old\"");
-	faucet_entry e[4] = {{"r::a", ours}, {"r::race", ours}, {"r::b", ours}, {"r::old", ours}};
+	faucet_value *ours = tu_v("\"ours\""), *before = tu_v("\"old\"");
+	faucet_entry e[4];
 	batch_call b = {0};
 	PGconn *other, *monitor;
 	pthread_t thread;
+	char *waiting;
 
-	(void)state;
-	snprintf(name, sizeof(name), "race_%d", getpid());
-	s = open_table(name, NULL);
-	assert_int_equal(faucet_store_put(s, "r::old", old), 0);
+	for (int i = 0; i < 4; i++) {
+		static const char *const tail[] = {"a", "race", "b", "old"};
+		snprintf(keys[i], sizeof(keys[i]), "r::%s", tail[i]);
+		e[i] = (faucet_entry){keys[i], ours};
+	}
+	snprintf(name, sizeof(name), "%s_%d", prefix, getpid());
+	s = open_created(name);
+	if (old)
+		assert_int_equal(faucet_store_put(s, "r::old", before), 0);
 	other = raw_connect();
 	monitor = raw_connect();
 	raw_exec(other, "BEGIN");
@@ -408,22 +544,36 @@ static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state
 	b.entries = e;
 	b.count = 4;
 	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
-	wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	assert_string_equal(waiting, old ? "WITH" : "COPY");
+	free(waiting);
 	raw_exec(other, "COMMIT");
 	assert_int_equal(pthread_join(thread, NULL), 0);
 	if (b.rc != 0)
 		fail_msg("put_batch: %s", b.message);
-	tu_assert_value(s, "r::race", "\"ours\"");
-	tu_assert_value(s, "r::a", "\"ours\"");
-	tu_assert_value(s, "r::b", "\"ours\"");
-	tu_assert_value(s, "r::old", "\"ours\"");
+	for (int i = 0; i < 4; i++)
+		tu_assert_value(s, keys[i], "\"ours\"");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s;", name);
+	assert_psql(sql, "4");
 	PQfinish(other);
 	PQfinish(monitor);
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
 	free(psql(sql));
 	faucet_value_free(ours);
-	faucet_value_free(old);
+	faucet_value_free(before);
+}
+
+static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+{
+	(void)state;
+	race_a_batch("race", 1);
+}
+
+static void a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+{
+	(void)state;
+	race_a_batch("copyrace", 0);
 }
 
 static faucet_store *open_restart_store(void)
@@ -532,7 +682,9 @@ int main(void)
 		cmocka_unit_test(values_jsonb_cannot_give_back_are_refused),
 		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
 		cmocka_unit_test(a_batch_updates_existing_keys_and_inserts_new_ones),
+		cmocka_unit_test(a_batch_of_new_keys_is_copied_exactly),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
