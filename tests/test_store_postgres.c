@@ -576,6 +576,140 @@ static void a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands(void 
 	race_a_batch("copyrace", 0);
 }
 
+/* A table laid out as the store creates it, made before any store opens
+ * it, so that the store's first call runs on a fresh connection (which the
+ * pool never retries). */
+static void create_table(const char *name)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "CREATE TABLE %s (key TEXT COLLATE \"C\" PRIMARY KEY, value JSONB NOT NULL, "
+		 "updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW());",
+		 name);
+	assert_psql(sql, "");
+}
+
+static void assert_rows(const char *table, const char *prefix, const char *want)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE starts_with(key, '%s');", table,
+		 prefix);
+	assert_psql(sql, want);
+}
+
+/* The server ends the connection while a batch's COPY waits for another
+ * session's uncommitted insert of one of its keys: the server says why
+ * (57P01), the COPY had not ended and cannot have committed, so the batch
+ * fails as FAUCET_EUNAVAILABLE and none of its keys landed.  The store
+ * writes the batch on a new connection at once. */
+static void a_connection_lost_in_a_batch_copy_writes_nothing(void **state)
+{
+	enum { N = 50 };
+	char name[64], sql[256], keys[N][32], *waiting;
+	faucet_value *v = tu_v("{\"cursor\":\"a\\\\tb\"}");
+	faucet_entry e[N];
+	batch_call b = {0};
+	PGconn *other, *monitor;
+	pthread_t thread;
+	PGresult *res;
+	const char *params[1] = {sql};
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "lost_%d", getpid());
+	create_table(name);
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "l::k%03d", i);
+		e[i] = (faucet_entry){keys[i], v};
+	}
+	other = raw_connect();
+	monitor = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('l::k025', '1')", name);
+	raw_exec(other, sql);
+	s = open_table(name, NULL);
+	b.store = s;
+	b.entries = e;
+	b.count = N;
+	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
+	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	assert_string_equal(waiting, "COPY");
+	free(waiting);
+	snprintf(sql, sizeof(sql), "%d", PQbackendPID(other));
+	res = PQexecParams(monitor,
+			   "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+			   "WHERE $1::int = ANY(pg_blocking_pids(pid))",
+			   1, NULL, params, NULL, NULL, 0);
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	assert_string_equal(PQgetvalue(res, 0, 0), "1");
+	PQclear(res);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	if (b.rc != FAUCET_EUNAVAILABLE)
+		fail_msg("put_batch returned %d: %s", b.rc, b.message);
+	assert_non_null(strstr(b.message, "cannot write a batch"));
+	assert_non_null(strstr(b.message, name));
+	raw_exec(other, "ROLLBACK");
+	assert_rows(name, "l::", "0");
+	assert_int_equal(faucet_store_put_batch(s, e, N), 0);
+	assert_rows(name, "l::", "50");
+	tu_assert_value(s, "l::k025", "{\"cursor\":\"a\\\\tb\"}");
+	PQfinish(other);
+	PQfinish(monitor);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+static void assert_timeout(int rc, const char *why)
+{
+	if (rc != FAUCET_ETIMEOUT)
+		fail_msg("expected FAUCET_ETIMEOUT, got %d: %s", rc, faucet_error_last()->message);
+	assert_true(faucet_error_retryable(rc));
+	tu_assert_error_contains("postgres state store");
+	tu_assert_error_contains(why);
+}
+
+/* A statement that waits past the session's statement_timeout (set for
+ * the store's connections through libpq's options in the URL) is
+ * cancelled by the server: FAUCET_ETIMEOUT, retryable - for a read blocked
+ * by a lock on the table, and for a batch's COPY waiting for another
+ * session's uncommitted insert of one of its keys, which writes nothing. */
+static void a_statement_past_statement_timeout_is_a_timeout(void **state)
+{
+	char name[64], sql[256];
+	faucet_value *v = tu_v("1"), *out = NULL;
+	faucet_entry e[3] = {{"t::a", v}, {"t::m", v}, {"t::z", v}};
+	faucet_store *s;
+	PGconn *other;
+
+	(void)state;
+	snprintf(name, sizeof(name), "stmt_timeout_%d", getpid());
+	s = open_table(name, "options=-cstatement_timeout%3D200");
+	assert_int_equal(faucet_store_get(s, "t::a", &out), 0); /* creates the table */
+	other = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('t::m', '2')", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_put_batch(s, e, 3), "statement timeout");
+	tu_assert_error_contains("cannot write a batch");
+	snprintf(sql, sizeof(sql), "LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_get(s, "t::a", &out), "statement timeout");
+	assert_null(out);
+	raw_exec(other, "ROLLBACK");
+	assert_rows(name, "t::", "0");
+	assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+	assert_rows(name, "t::", "3");
+	PQfinish(other);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
 static faucet_store *open_restart_store(void)
 {
 	char *url = url_with(ts_env("FAUCET_TEST_PG_RESTART_URL"), "table=restart_test");
@@ -685,6 +819,8 @@ int main(void)
 		cmocka_unit_test(a_batch_of_new_keys_is_copied_exactly),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
+		cmocka_unit_test(a_statement_past_statement_timeout_is_a_timeout),
 		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
