@@ -710,6 +710,35 @@ static void a_statement_past_statement_timeout_is_a_timeout(void **state)
 	faucet_value_free(v);
 }
 
+/* lock_timeout bounds the wait for a lock alone; running out of it
+ * (lock_not_available) is a timeout too, not a plain failure. */
+static void a_lock_wait_past_lock_timeout_is_a_timeout(void **state)
+{
+	char name[64], sql[256];
+	faucet_value *v = tu_v("1"), *out = NULL;
+	faucet_store *s;
+	PGconn *other;
+
+	(void)state;
+	snprintf(name, sizeof(name), "lock_timeout_%d", getpid());
+	s = open_table(name, "options=-clock_timeout%3D200");
+	assert_int_equal(faucet_store_put(s, "t::a", v), 0);
+	other = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_get(s, "t::a", &out), "lock timeout");
+	assert_null(out);
+	assert_timeout(faucet_store_put(s, "t::a", v), "lock timeout");
+	raw_exec(other, "ROLLBACK");
+	tu_assert_value(s, "t::a", "1");
+	PQfinish(other);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
 static faucet_store *open_restart_store(void)
 {
 	char *url = url_with(ts_env("FAUCET_TEST_PG_RESTART_URL"), "table=restart_test");
@@ -821,6 +850,7 @@ int main(void)
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
 		cmocka_unit_test(a_statement_past_statement_timeout_is_a_timeout),
+		cmocka_unit_test(a_lock_wait_past_lock_timeout_is_a_timeout),
 		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};

@@ -108,15 +108,17 @@ static int pg_fail(const pg_store *s, int code, const char *what, const char *wh
 }
 
 /* The code of a failed statement: the server's SQLSTATE when it answered
- * (57014 query_canceled is what statement_timeout raises; 57P01..57P03 are
- * a server shutting down or starting up), else the connection's state - a
- * connection gone bad without an answer is FAUCET_EUNAVAILABLE. */
+ * (57014 query_canceled is what statement_timeout raises, 55P03
+ * lock_not_available what lock_timeout raises - we never ask for NOWAIT;
+ * 57P01..57P03 are a server shutting down or starting up), else the
+ * connection's state - a connection gone bad without an answer is
+ * FAUCET_EUNAVAILABLE. */
 static int result_code(PGconn *c, const PGresult *res)
 {
 	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
 	if (state != NULL) {
-		if (strcmp(state, "57014") == 0)
+		if (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0)
 			return FAUCET_ETIMEOUT;
 		if (strncmp(state, "57P0", 4) == 0 || strncmp(state, "08", 2) == 0)
 			return FAUCET_EUNAVAILABLE;
