@@ -434,6 +434,43 @@ static void a_batch_of_new_keys_is_copied_exactly(void **state)
 		faucet_value_free(v[i]);
 }
 
+/* A batch of new keys into a table made another way: one whose key follows
+ * the database's collation (the original's layout) goes by the statements,
+ * since a range of it does not order keys bytewise; one whose updated_at
+ * has no default gets NOW() from the COPY's rows. */
+static void a_batch_follows_the_table_layout(void **state)
+{
+	char name[64], sql[512];
+	faucet_value *v = tu_v("{\"n\":1}");
+	faucet_entry e[3] = {{"l::a", v}, {"l::b", v}, {"l::c", v}};
+	faucet_store *s;
+
+	(void)state;
+	for (int collated = 0; collated < 2; collated++) {
+		snprintf(name, sizeof(name), "layout%d_%d", collated, getpid());
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE %s (key TEXT %s PRIMARY KEY, value JSONB NOT NULL, "
+			 "updated_at TIMESTAMPTZ NOT NULL %s);",
+			 name, collated ? "COLLATE \"C\"" : "", collated ? "" : "DEFAULT NOW()");
+		assert_psql(sql, "");
+		log_statements(name);
+		s = open_table(name, "ensure_table=false");
+		assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+		assert_logged(name, collated ? "COPY" : "WITH");
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM %s WHERE value = '{\"n\":1}' AND "
+			 "updated_at > NOW() - interval '1 hour';",
+			 name);
+		assert_psql(sql, "3");
+		faucet_store_free(s);
+		snprintf(sql, sizeof(sql),
+			 "DROP TABLE %s; DROP TABLE %s_log; DROP FUNCTION %s_logf();", name, name,
+			 name);
+		free(psql(sql));
+	}
+	faucet_value_free(v);
+}
+
 typedef struct {
 	const faucet_value *const *want;
 	size_t seen;
@@ -910,6 +947,7 @@ int main(void)
 		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
 		cmocka_unit_test(a_batch_updates_existing_keys_and_inserts_new_ones),
 		cmocka_unit_test(a_batch_of_new_keys_is_copied_exactly),
+		cmocka_unit_test(a_batch_follows_the_table_layout),
 		cmocka_unit_test(values_read_back_without_the_spaces_jsonb_prints),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),

@@ -66,6 +66,7 @@ typedef struct {
 	pthread_mutex_t table_lock;
 	int table_ready;
 	int key_bytewise; /* the key column compares bytes: batches may COPY (op_batch) */
+	int default_now;  /* updated_at DEFAULT now(): a COPY need not send it */
 } pg_store;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -273,25 +274,33 @@ static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *
 	return PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
 }
 
-/* Whether the table's key column compares bytes (collation "C" or
- * "POSIX": every table faucet creates), which lets a batch find out with
- * one range probe whether any of its keys exists (op_batch).  A table
- * made by the original follows the database's collation; its batches take
- * the statement that works everywhere. */
-static int read_key_collation(pg_store *s, PGconn *c)
+/* What the table's layout allows a batch (op_batch).  Whether its key
+ * column compares bytes (collation "C" or "POSIX": every table faucet
+ * creates), which lets a batch find out with one range probe whether any
+ * of its keys exists; a table made by the original follows the database's
+ * collation, and its batches take the statement that works everywhere.
+ * And whether updated_at defaults to now(), which a COPY then leaves to
+ * the server instead of sending 'now' on every row for it to parse. */
+static int read_table_traits(pg_store *s, PGconn *c)
 {
 	const char *params[1] = {s->quoted};
-	PGresult *res = exec_sql(c,
-				 "SELECT coalesce((SELECT co.collname IN ('C', 'POSIX') AND "
-				 "co.collnamespace = 'pg_catalog'::regnamespace "
-				 "FROM pg_attribute a JOIN pg_collation co ON co.oid = a.attcollation "
-				 "WHERE a.attrelid = $1::regclass AND a.attname = 'key'), false)",
-				 1, params);
-	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the key's collation");
+	PGresult *res = exec_sql(
+		c,
+		"SELECT coalesce((SELECT co.collname IN ('C', 'POSIX') AND "
+		"co.collnamespace = 'pg_catalog'::regnamespace "
+		"FROM pg_attribute a JOIN pg_collation co ON co.oid = a.attcollation "
+		"WHERE a.attrelid = $1::regclass AND a.attname = 'key'), false), "
+		"EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a "
+		"ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+		"WHERE d.adrelid = $1::regclass AND a.attname = 'updated_at' AND "
+		"pg_get_expr(d.adbin, d.adrelid) = 'now()')",
+		1, params);
+	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table's layout");
 
 	if (rc != 0)
 		return rc;
 	s->key_bytewise = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	s->default_now = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
 	PQclear(res);
 	return 0;
 }
@@ -312,7 +321,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 	missing = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	if (!missing)
-		return read_key_collation(s, c);
+		return read_table_traits(s, c);
 	if (s->ensure_table < 0)
 		return faucet_error_set(FAUCET_ECONFIG,
 					"postgres state store %s: table %s does not exist and "
@@ -336,7 +345,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 	free(create);
 	/* Ours declares COLLATE "C" - unless another process created it first,
 	 * with the original's layout: ask. */
-	return rc != 0 ? rc : read_key_collation(s, c);
+	return rc != 0 ? rc : read_table_traits(s, c);
 }
 
 static int prepare_statements(pg_store *s, PGconn *c)
@@ -1019,16 +1028,17 @@ static void batch_range(const faucet_entry *entries, size_t count, const char **
 	}
 }
 
-/* The batch as COPY rows "key<TAB>value<TAB>now".  The timestamp input
- * "now" is the transaction's start time, what NOW() returns in the
- * statements. */
-static int batch_rows(const faucet_entry *entries, size_t count, faucet_buf *rows)
+/* The batch as COPY rows "key<TAB>value", with "<TAB>now" for updated_at
+ * unless it defaults to now(): the timestamp input "now" is the
+ * transaction's start time, what NOW() returns in the statements. */
+static int batch_rows(const faucet_entry *entries, size_t count, int with_now,
+		      faucet_buf *rows)
 {
 	for (size_t i = 0; i < count; i++) {
 		copy_field(rows, entries[i].key);
 		(void)faucet_buf_putc(rows, '\t');
 		copy_field(rows, faucet_value_json(entries[i].value));
-		(void)faucet_buf_puts(rows, "\tnow\n");
+		(void)faucet_buf_puts(rows, with_now ? "\tnow\n" : "\n");
 	}
 	return rows->failed ? FAUCET_ENOMEM : 0;
 }
@@ -1129,14 +1139,16 @@ static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
 	batch_range(a->entries, a->count, &lo, &hi);
 	rc = batch_range_taken(s, c, lo, hi, &taken);
 	if (rc == 0 && !taken)
-		rc = batch_rows(a->entries, a->count, &rows);
+		rc = batch_rows(a->entries, a->count, !s->default_now, &rows);
 	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
 	 * by the statements.) */
 	if (rc != 0 || taken || rows.len > INT_MAX - 5) {
 		faucet_buf_dispose(&rows);
 		return rc;
 	}
-	sql = statement_sql("COPY {table} (key, value, updated_at) FROM STDIN", s->quoted);
+	sql = statement_sql(s->default_now ? "COPY {table} (key, value) FROM STDIN"
+					   : "COPY {table} (key, value, updated_at) FROM STDIN",
+			    s->quoted);
 	if (sql == NULL) {
 		faucet_buf_dispose(&rows);
 		return FAUCET_ENOMEM;
