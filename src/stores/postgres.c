@@ -28,6 +28,12 @@
  * never stored altered (see check_jsonb_safe).  A string holding
  * \u0000 is refused by PostgreSQL itself.
  *
+ * Batches (import and copy write 10,000 keys at a time): a batch of new
+ * keys is one COPY ... FROM STDIN, which takes about 60% of the
+ * statements' time; any other batch is one statement over a JSON object.
+ * Both are single statements, so a batch is all-or-nothing either way
+ * (see op_batch and batch_by_copy).
+ *
  * Connections: a pool (pool.c) of at most max_connections libpq connections,
  * each with its statements prepared once.  A connection found closed by the
  * server is replaced; an operation that fails because its connection broke
@@ -227,10 +233,11 @@ static const pg_statement statements[] = {
 	 "WHERE key = $1 AND value = $2::jsonb",
 	 3},
 	{"faucet_cad", "DELETE FROM {table} WHERE key = $1 AND value = $2::jsonb", 2},
-	/* A batch is one statement over a JSON object {key: value, ...}: one
-	 * round trip, and atomic like any single statement.  JSONB keeps the
-	 * last of duplicate members, so each key occurs once.  See op_batch
-	 * for why there are two. */
+	/* A batch that is no plain insert (see op_batch) is one statement over
+	 * a JSON object {key: value, ...}: one round trip, and atomic like any
+	 * single statement.  JSONB keeps the last of duplicate members, so
+	 * each key occurs once.  See batch_by_statement for why there are
+	 * two. */
 	{"faucet_batch_split",
 	 "WITH src AS MATERIALIZED (SELECT key, value FROM jsonb_each($1::jsonb)), "
 	 "upd AS (UPDATE {table} AS t SET value = src.value, updated_at = NOW() FROM src "
@@ -1109,9 +1116,9 @@ static int copy_send(pg_store *s, PGconn *c, const faucet_buf *rows, int *copied
 }
 
 /*
- * The fast way to write new keys: COPY, which costs a fifth of the
+ * The fast way to write new keys: COPY, which takes about 60% of the
  * statements' time per row (no JSON object to parse and take apart, no
- * join against the rows updated).  COPY only inserts, so it is used when
+ * join against the rows updated; 25 ms instead of 40 for 10,000 keys).  COPY only inserts, so it is used when
  * one index range probe shows that no row lies between the batch's
  * smallest and largest key - which proves that none of its keys exists
  * only where the index orders by bytes, as the range was computed
