@@ -5,10 +5,11 @@
  * durability unknown - never "nothing was written".
  *
  * A loopback TCP proxy sits between the store and the test server.  Once
- * armed, it forwards the next request, waits until the server's reply to it
- * has come back (so the server has applied it), then closes both sides
- * without passing the reply on, and stops accepting connections (so the
- * pool's retry on a new connection cannot make the outcome known).
+ * armed, it forwards the next request - or, when the write takes several
+ * round trips, the next that holds a given mark - waits until the server's
+ * reply to it has come back (so the server has applied it), then closes
+ * both sides without passing the reply on, and stops accepting connections
+ * (so the pool's retry on a new connection cannot make the outcome known).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -30,6 +31,10 @@ typedef struct {
 	atomic_int target_port;
 	const char *reply_end; /* bytes that end the server's reply */
 	size_t reply_end_len;
+	const char *mark; /* bytes of the request to drop the reply of; NULL: any */
+	size_t mark_len;
+	char seen[32];    /* the last bytes the client sent, for a mark split across reads */
+	size_t seen_len;
 	atomic_int armed;
 	atomic_int dropped;
 	pthread_t thread;
@@ -84,6 +89,24 @@ static void swallow_reply(proxy *p, int server)
 	}
 }
 
+/* Whether the client's bytes, read so far, hold the mark. */
+static int saw_mark(proxy *p, const char *buf, size_t n)
+{
+	int found = p->mark == NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p->seen_len == sizeof(p->seen)) {
+			memmove(p->seen, p->seen + 1, sizeof(p->seen) - 1);
+			p->seen_len--;
+		}
+		p->seen[p->seen_len++] = buf[i];
+		if (!found && p->seen_len >= p->mark_len &&
+		    memcmp(p->seen + p->seen_len - p->mark_len, p->mark, p->mark_len) == 0)
+			found = 1;
+	}
+	return found;
+}
+
 /* Relay one connection until either side closes, or until the armed drop. */
 static void relay(proxy *p, int client, int server)
 {
@@ -99,7 +122,7 @@ static void relay(proxy *p, int client, int server)
 			n = recv(client, buf, sizeof(buf), 0);
 			if (n <= 0 || send_all(server, buf, (size_t)n) != 0)
 				return;
-			if (atomic_load(&p->armed)) {
+			if (atomic_load(&p->armed) && saw_mark(p, buf, (size_t)n)) {
 				swallow_reply(p, server);
 				atomic_store(&p->dropped, 1);
 				return;
@@ -133,7 +156,8 @@ static void *proxy_main(void *arg)
 	return NULL;
 }
 
-static void proxy_start(proxy *p, int target_port, const char *reply_end, size_t reply_end_len)
+static void proxy_start(proxy *p, int target_port, const char *reply_end, size_t reply_end_len,
+			const char *mark, size_t mark_len)
 {
 	struct sockaddr_in a;
 	socklen_t len = sizeof(a);
@@ -142,6 +166,8 @@ static void proxy_start(proxy *p, int target_port, const char *reply_end, size_t
 	atomic_init(&p->target_port, target_port);
 	p->reply_end = reply_end;
 	p->reply_end_len = reply_end_len;
+	p->mark = mark;
+	p->mark_len = mark_len;
 	p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(p->listen_fd >= 0);
 	memset(&a, 0, sizeof(a));
@@ -201,9 +227,12 @@ static faucet_export *doc(const char *a, const char *b)
 }
 
 /* Warm the connection with the same kind of write, then lose the reply of
- * the import's batch and check the report and the server. */
+ * the import's batch - of its request that holds `mark`, or of its only
+ * request when mark is NULL - and check the report and the server.  With
+ * `existing`, the batch's keys exist beforehand, so that it updates them. */
 static void lost_batch_reply_is_outcome_unknown(const char *env, const char *query,
-						const char *reply_end, size_t reply_end_len)
+						const char *reply_end, size_t reply_end_len,
+						const char *mark, size_t mark_len, int existing)
 {
 	faucet_export *warm = doc("o::w1", "o::w2"), *e = doc("o::a", "o::b");
 	faucet_store *through, *direct;
@@ -213,7 +242,7 @@ static void lost_batch_reply_is_outcome_unknown(const char *env, const char *que
 	int target, rc;
 	proxy p;
 
-	proxy_start(&p, 0, reply_end, reply_end_len);
+	proxy_start(&p, 0, reply_end, reply_end_len, mark, mark_len);
 	url = url_through(env, p.port, &target, query);
 	atomic_store(&p.target_port, target);
 	through = open_url(url);
@@ -222,6 +251,12 @@ static void lost_batch_reply_is_outcome_unknown(const char *env, const char *que
 	direct = open_url(direct_url);
 	assert_int_equal(faucet_store_delete(direct, "o::a"), 0);
 	assert_int_equal(faucet_store_delete(direct, "o::b"), 0);
+	if (existing) {
+		one = tu_v("{\"n\":0}");
+		assert_int_equal(faucet_store_put(direct, "o::a", one), 0);
+		assert_int_equal(faucet_store_put(direct, "o::b", one), 0);
+		faucet_value_free(one);
+	}
 
 	assert_int_equal(faucet_import_namespace(through, warm, 0, &r), 0);
 	assert_null(r.error);
@@ -258,6 +293,9 @@ static void lost_batch_reply_is_outcome_unknown(const char *env, const char *que
 	free(direct_url);
 }
 
+/* A batch of new keys goes by a range probe, then a COPY: the reply lost is
+ * the COPY's, whose end-of-data message (CopyDone: 'c', length 4) the
+ * server has read and committed. */
 static void postgres_lost_reply(void **state)
 {
 	char query[64];
@@ -265,7 +303,20 @@ static void postgres_lost_reply(void **state)
 
 	snprintf(query, sizeof(query), "table=lost_reply_%d", (int)getpid());
 	/* ReadyForQuery: 'Z', length 5, then the status byte (idle). */
-	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_PG_URL", query, "Z\0\0\0\5I", 6);
+	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_PG_URL", query, "Z\0\0\0\5I", 6,
+					    "c\0\0\0\4", 5, 0);
+}
+
+/* A batch over existing keys goes by a range probe, then the split
+ * statement, named in its Bind message. */
+static void postgres_lost_reply_of_an_update(void **state)
+{
+	char query[64];
+	(void)state;
+
+	snprintf(query, sizeof(query), "table=lost_update_%d", (int)getpid());
+	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_PG_URL", query, "Z\0\0\0\5I", 6,
+					    "faucet_batch_split", strlen("faucet_batch_split"), 1);
 }
 
 static void redis_lost_reply(void **state)
@@ -274,13 +325,14 @@ static void redis_lost_reply(void **state)
 	(void)state;
 
 	snprintf(query, sizeof(query), "namespace=lost_reply_%d", (int)getpid());
-	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_REDIS_URL", query, "\r\n", 2);
+	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_REDIS_URL", query, "\r\n", 2, NULL, 0, 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(postgres_lost_reply),
+		cmocka_unit_test(postgres_lost_reply_of_an_update),
 		cmocka_unit_test(redis_lost_reply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
  * PostgreSQL store: the table layout shared with the original faucet (rows
  * written with psql are read, ours are read by psql), configuration errors,
  * an unreachable server, a wrong password, a missing table, values JSONB
- * cannot give back, both ways a batch is written, and a server restarted
+ * cannot give back, every way a batch is written (COPY for new keys, the
+ * statements otherwise, either racing another writer), a connection lost
+ * in a batch's COPY, statements that time out, and a server restarted
  * under a live store.
  */
 #include <libpq-fe.h>
@@ -62,6 +64,18 @@ static faucet_store *open_table(const char *table, const char *extra)
 	if (faucet_store_open_url(&s, url) != 0)
 		fail_msg("open %s: %s", table, faucet_error_last()->message);
 	free(url);
+	return s;
+}
+
+/* open_table, connected: the store creates its table on its first
+ * connection. */
+static faucet_store *open_created(const char *table)
+{
+	faucet_store *s = open_table(table, NULL);
+	faucet_value *out = NULL;
+
+	assert_int_equal(faucet_store_get(s, "none::", &out), 0);
+	assert_null(out);
 	return s;
 }
 
@@ -310,6 +324,217 @@ static void a_batch_updates_existing_keys_and_inserts_new_ones(void **state)
 		faucet_value_free(v[i]);
 }
 
+/* Record the first word of every statement that writes `table` (a
+ * statement-level trigger), into table_log. */
+static void log_statements(const char *table)
+{
+	char sql[1024];
+
+	snprintf(sql, sizeof(sql),
+		 "CREATE TABLE %s_log (n serial, q text);"
+		 "CREATE FUNCTION %s_logf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+		 "INSERT INTO %s_log (q) VALUES (split_part(current_query(), ' ', 1)); "
+		 "RETURN NULL; END$$;"
+		 "CREATE TRIGGER %s_logt AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT "
+		 "EXECUTE FUNCTION %s_logf();",
+		 table, table, table, table, table, table);
+	assert_psql(sql, "");
+}
+
+/* The statements logged since the last call, distinct, then forgotten. */
+static void assert_logged(const char *table, const char *want)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce(string_agg(DISTINCT q, ','), '') FROM %s_log; TRUNCATE %s_log;",
+		 table, table);
+	assert_psql(sql, want);
+}
+
+/* A batch of new keys goes by COPY, whose text format gives backslash,
+ * tab, newline and CR a meaning: values full of JSON escapes (a backslash
+ * followed by t is the trap - unescaped, COPY would store a tab), raw
+ * UTF-8 and \u escapes arrive as the same JSONB that a put writes, and read
+ * back as the same values.  A batch that gives a new key twice keeps the
+ * last value; one that touches an existing key goes by the statements. */
+static void a_batch_of_new_keys_is_copied_exactly(void **state)
+{
+	static const char *const json[] = {
+		"{\"s\":\"tab\\there\"}", "{\"s\":\"back\\\\slash\"}", "{\"s\":\"\\\\t\"}",
+		"{\"s\":\"new\\nline\\r\\n\"}", "{\"s\":\"x\\\\\"}", "{\"s\":\"\\\\.\"}",
+		"{\"s\":\"\\\\N\"}", "{\"s\":\"caf\xc3\xa9 \xf0\x9f\x98\x80 \\u00e9\"}",
+		"{\"s\":\"quote\\\"d\",\"t\":[\"\\u0001\",\"\\\\\\\\\",\"\\/\"]}",
+		"[1,2.50,-0.0,18446744073709551615,\"\\b\\f\"]", "\"\\\\\\\\n\"", "null"};
+	enum { N = sizeof(json) / sizeof(json[0]) };
+	char name[64], sql[1024], keys[2 * N][32];
+	faucet_value *v[N];
+	faucet_entry e[N + 1];
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "copied_%d", getpid());
+	s = open_created(name);
+	log_statements(name);
+	for (int i = 0; i < N; i++) {
+		v[i] = tu_v(json[i]);
+		snprintf(keys[i], sizeof(keys[i]), "c::%02d", i);
+		snprintf(keys[N + i], sizeof(keys[N + i]), "p::%02d", i);
+		e[i] = (faucet_entry){keys[i], v[i]};
+		assert_int_equal(faucet_store_put(s, keys[N + i], v[i]), 0);
+	}
+	assert_logged(name, "INSERT");
+	assert_int_equal(faucet_store_put_batch(s, e, N), 0);
+	assert_logged(name, "COPY");
+	for (int i = 0; i < N; i++) {
+		faucet_value *out = NULL;
+		assert_int_equal(faucet_store_get(s, keys[i], &out), 0);
+		if (!faucet_value_equal(out, v[i]))
+			fail_msg("%s: wrote %s, read %s", keys[i], json[i], faucet_value_json(out));
+		faucet_value_free(out);
+	}
+	/* The same JSONB as a put's, and the strings as they were meant. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM %s c JOIN %s p ON p.key = 'p' || substr(c.key, 2) "
+		 "WHERE c.key LIKE 'c::%%' AND c.value = p.value AND c.updated_at > NOW() - "
+		 "interval '1 hour';"
+		 "SELECT value->>'s' = E'\\\\t', octet_length(value->>'s') FROM %s WHERE key = 'c::02';"
+		 "SELECT value->>'s' = E'tab\\there' FROM %s WHERE key = 'c::00';"
+		 "SELECT value->>'s' = E'x\\\\' FROM %s WHERE key = 'c::04';",
+		 name, name, name, name, name);
+	snprintf(keys[0], sizeof(keys[0]), "%d\nt|2\nt\nt", N);
+	assert_psql(sql, keys[0]);
+	snprintf(keys[0], sizeof(keys[0]), "c::%02d", 0);
+	/* A new key twice: the COPY meets its own key, and the statements
+	 * write the batch, the last value winning. */
+	e[0] = (faucet_entry){"d::twice", v[0]};
+	e[1] = (faucet_entry){"d::once", v[1]};
+	e[2] = (faucet_entry){"d::twice", v[2]};
+	assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+	assert_logged(name, "WITH");
+	tu_assert_value(s, "d::twice", json[2]);
+	tu_assert_value(s, "d::once", json[1]);
+	/* A new key beside an existing one: the statements.  (A new key
+	 * alone, even between existing ones, is a plain insert.) */
+	e[0] = (faucet_entry){"c::005", v[3]};
+	e[1] = (faucet_entry){"c::01", v[4]};
+	assert_int_equal(faucet_store_put_batch(s, e, 2), 0);
+	assert_logged(name, "WITH");
+	e[0] = (faucet_entry){"c::007", v[5]};
+	assert_int_equal(faucet_store_put_batch(s, e, 1), 0);
+	assert_logged(name, "COPY");
+	tu_assert_value(s, "c::005", json[3]);
+	tu_assert_value(s, "c::01", json[4]);
+	tu_assert_value(s, "c::007", json[5]);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s; DROP TABLE %s_log; DROP FUNCTION %s_logf();",
+		 name, name, name);
+	free(psql(sql));
+	for (int i = 0; i < N; i++)
+		faucet_value_free(v[i]);
+}
+
+/* A batch of new keys into a table made another way: one whose key follows
+ * the database's collation (the original's layout) goes by the statements,
+ * since a range of it does not order keys bytewise; one whose updated_at
+ * has no default gets NOW() from the COPY's rows. */
+static void a_batch_follows_the_table_layout(void **state)
+{
+	char name[64], sql[512];
+	faucet_value *v = tu_v("{\"n\":1}");
+	faucet_entry e[3] = {{"l::a", v}, {"l::b", v}, {"l::c", v}};
+	faucet_store *s;
+
+	(void)state;
+	for (int collated = 0; collated < 2; collated++) {
+		snprintf(name, sizeof(name), "layout%d_%d", collated, getpid());
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE %s (key TEXT %s PRIMARY KEY, value JSONB NOT NULL, "
+			 "updated_at TIMESTAMPTZ NOT NULL %s);",
+			 name, collated ? "COLLATE \"C\"" : "", collated ? "" : "DEFAULT NOW()");
+		assert_psql(sql, "");
+		log_statements(name);
+		s = open_table(name, "ensure_table=false");
+		assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+		assert_logged(name, collated ? "COPY" : "WITH");
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM %s WHERE value = '{\"n\":1}' AND "
+			 "updated_at > NOW() - interval '1 hour';",
+			 name);
+		assert_psql(sql, "3");
+		faucet_store_free(s);
+		snprintf(sql, sizeof(sql),
+			 "DROP TABLE %s; DROP TABLE %s_log; DROP FUNCTION %s_logf();", name, name,
+			 name);
+		free(psql(sql));
+	}
+	faucet_value_free(v);
+}
+
+typedef struct {
+	const faucet_value *const *want;
+	size_t seen;
+} scan_check;
+
+static int check_scanned(const char *key, const faucet_value *value, void *arg)
+{
+	scan_check *c = arg;
+	size_t i = (size_t)atoi(key + strlen("w::"));
+
+	if (!faucet_value_equal(value, c->want[i]))
+		fail_msg("scan_entries %s: read %s", key, faucet_value_json(value));
+	c->seen++;
+	return 0;
+}
+
+/* JSONB prints a space after every ':' and ',' between tokens, which the
+ * store drops before parsing; spaces inside strings - also right after an
+ * escaped quote or backslash - stay, through get, get_many and
+ * scan_entries alike. */
+static void values_read_back_without_the_spaces_jsonb_prints(void **state)
+{
+	static const char *const json[] = {
+		"{\"a b\":\" x , y : z \",\"n\":[1,{\"k\":\" \"},-2.50]}",
+		"{\"q\":\"\\\" , \\\" : \",\"bs\":\"\\\\\",\"t\":\" \\\\\\\" \"}",
+		"[\" \",\"\",{\"\":\" , \"},[[]],{}]", "\"  \"", "18446744073709551615"};
+	enum { N = sizeof(json) / sizeof(json[0]) };
+	char name[64], keys[N][16];
+	const char *key_list[N];
+	faucet_value *v[N], *got[N] = {NULL};
+	scan_check c = {(const faucet_value *const *)v, 0};
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "squeeze_%d", getpid());
+	s = open_table(name, NULL);
+	for (int i = 0; i < N; i++) {
+		faucet_value *out = NULL;
+
+		v[i] = tu_v(json[i]);
+		snprintf(keys[i], sizeof(keys[i]), "w::%d", i);
+		key_list[i] = keys[i];
+		assert_int_equal(faucet_store_put(s, keys[i], v[i]), 0);
+		assert_int_equal(faucet_store_get(s, keys[i], &out), 0);
+		if (!faucet_value_equal(out, v[i]))
+			fail_msg("get %s: wrote %s, read %s", keys[i], json[i],
+				 faucet_value_json(out));
+		faucet_value_free(out);
+	}
+	assert_int_equal(faucet_store_get_many(s, key_list, N, got), 0);
+	for (int i = 0; i < N; i++) {
+		if (!faucet_value_equal(got[i], v[i]))
+			fail_msg("get_many %s: read %s", keys[i], faucet_value_json(got[i]));
+		faucet_value_free(got[i]);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "w::", check_scanned, &c), 0);
+	assert_int_equal(c.seen, N);
+	faucet_store_free(s);
+	snprintf(name, sizeof(name), "DROP TABLE squeeze_%d;", getpid());
+	free(psql(name));
+	for (int i = 0; i < N; i++)
+		faucet_value_free(v[i]);
+}
+
 static PGconn *raw_connect(void)
 {
 	PGconn *c = PQconnectdb(ts_env("FAUCET_TEST_PG_URL"));
@@ -349,8 +574,9 @@ static void *run_batch(void *arg)
 }
 
 /* Wait until some backend waits for a lock held by backend `pid`; fails
- * when the batch finishes first or nothing waits within a minute. */
-static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
+ * when the batch finishes first or nothing waits within a minute.  Returns
+ * the first word of the waiting statement. */
+static char *wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 {
 	const struct timespec pause = {0, 1000000};
 	time_t deadline = time(NULL) + 60;
@@ -360,17 +586,18 @@ static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 	snprintf(text, sizeof(text), "%d", pid);
 	for (;;) {
 		PGresult *res = PQexecParams(monitor,
-					     "SELECT count(*) FROM pg_stat_activity "
+					     "SELECT split_part(query, ' ', 1) FROM pg_stat_activity "
 					     "WHERE $1::int = ANY(pg_blocking_pids(pid))",
 					     1, NULL, params, NULL, NULL, 0);
-		int waiting;
+		char *waiting = NULL;
 
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 			fail_msg("pg_stat_activity: %s", PQerrorMessage(monitor));
-		waiting = atoi(PQgetvalue(res, 0, 0));
+		if (PQntuples(res) > 0)
+			waiting = strdup(PQgetvalue(res, 0, 0));
 		PQclear(res);
-		if (waiting > 0)
-			return;
+		if (waiting != NULL)
+			return waiting;
 		if (atomic_load(&b->done))
 			fail_msg("the batch did not wait for the uncommitted insert (rc %d: %s)",
 				 b->rc, b->message);
@@ -380,24 +607,34 @@ static void wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
 	}
 }
 
-/* Another session inserts one of the batch's keys after the batch's
- * snapshot: the batch's plain INSERT waits for that transaction, then fails
- * with a unique violation once it commits, and the batch is written again
- * as an upsert.  Every key ends with the batch's value. */
-static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+/* Another session inserts one of the batch's keys after the batch looked
+ * (uncommitted, so invisible to it): the batch's insert - the COPY, or the
+ * plain INSERT of the split statement - waits for that transaction, then
+ * fails with a unique violation once it commits, and the batch is written
+ * again as an update of that key.  Every key ends with the batch's value.
+ * With `old`, one key exists beforehand, so the batch is no plain insert
+ * and goes by the statements; without, it goes by COPY. */
+static void race_a_batch(const char *prefix, int old)
 {
 	char name[64], sql[256];
+	char keys[4][32];
 	faucet_store *s;
-	faucet_value *ours = tu_v("\"ours\""), *old = tu_v("\"old\"");
-	faucet_entry e[4] = {{"r::a", ours}, {"r::race", ours}, {"r::b", ours}, {"r::old", ours}};
+	faucet_value *ours = tu_v("\"ours\""), *before = tu_v("\"old\"");
+	faucet_entry e[4];
 	batch_call b = {0};
 	PGconn *other, *monitor;
 	pthread_t thread;
+	char *waiting;
 
-	(void)state;
-	snprintf(name, sizeof(name), "race_%d", getpid());
-	s = open_table(name, NULL);
-	assert_int_equal(faucet_store_put(s, "r::old", old), 0);
+	for (int i = 0; i < 4; i++) {
+		static const char *const tail[] = {"a", "race", "b", "old"};
+		snprintf(keys[i], sizeof(keys[i]), "r::%s", tail[i]);
+		e[i] = (faucet_entry){keys[i], ours};
+	}
+	snprintf(name, sizeof(name), "%s_%d", prefix, getpid());
+	s = open_created(name);
+	if (old)
+		assert_int_equal(faucet_store_put(s, "r::old", before), 0);
 	other = raw_connect();
 	monitor = raw_connect();
 	raw_exec(other, "BEGIN");
@@ -408,22 +645,199 @@ static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state
 	b.entries = e;
 	b.count = 4;
 	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
-	wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	assert_string_equal(waiting, old ? "WITH" : "COPY");
+	free(waiting);
 	raw_exec(other, "COMMIT");
 	assert_int_equal(pthread_join(thread, NULL), 0);
 	if (b.rc != 0)
 		fail_msg("put_batch: %s", b.message);
-	tu_assert_value(s, "r::race", "\"ours\"");
-	tu_assert_value(s, "r::a", "\"ours\"");
-	tu_assert_value(s, "r::b", "\"ours\"");
-	tu_assert_value(s, "r::old", "\"ours\"");
+	for (int i = 0; i < 4; i++)
+		tu_assert_value(s, keys[i], "\"ours\"");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s;", name);
+	assert_psql(sql, "4");
 	PQfinish(other);
 	PQfinish(monitor);
 	faucet_store_free(s);
 	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
 	free(psql(sql));
 	faucet_value_free(ours);
-	faucet_value_free(old);
+	faucet_value_free(before);
+}
+
+static void a_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+{
+	(void)state;
+	race_a_batch("race", 1);
+}
+
+static void a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands(void **state)
+{
+	(void)state;
+	race_a_batch("copyrace", 0);
+}
+
+/* A table laid out as the store creates it, made before any store opens
+ * it, so that the store's first call runs on a fresh connection (which the
+ * pool never retries). */
+static void create_table(const char *name)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "CREATE TABLE %s (key TEXT COLLATE \"C\" PRIMARY KEY, value JSONB NOT NULL, "
+		 "updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW());",
+		 name);
+	assert_psql(sql, "");
+}
+
+static void assert_rows(const char *table, const char *prefix, const char *want)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE starts_with(key, '%s');", table,
+		 prefix);
+	assert_psql(sql, want);
+}
+
+/* The server ends the connection while a batch's COPY waits for another
+ * session's uncommitted insert of one of its keys: the server says why
+ * (57P01), the COPY had not ended and cannot have committed, so the batch
+ * fails as FAUCET_EUNAVAILABLE and none of its keys landed.  The store
+ * writes the batch on a new connection at once. */
+static void a_connection_lost_in_a_batch_copy_writes_nothing(void **state)
+{
+	enum { N = 50 };
+	char name[64], sql[256], keys[N][32], *waiting;
+	faucet_value *v = tu_v("{\"cursor\":\"a\\\\tb\"}");
+	faucet_entry e[N];
+	batch_call b = {0};
+	PGconn *other, *monitor;
+	pthread_t thread;
+	PGresult *res;
+	const char *params[1] = {sql};
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "lost_%d", getpid());
+	create_table(name);
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "l::k%03d", i);
+		e[i] = (faucet_entry){keys[i], v};
+	}
+	other = raw_connect();
+	monitor = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('l::k025', '1')", name);
+	raw_exec(other, sql);
+	s = open_table(name, NULL);
+	b.store = s;
+	b.entries = e;
+	b.count = N;
+	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
+	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	assert_string_equal(waiting, "COPY");
+	free(waiting);
+	snprintf(sql, sizeof(sql), "%d", PQbackendPID(other));
+	res = PQexecParams(monitor,
+			   "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+			   "WHERE $1::int = ANY(pg_blocking_pids(pid))",
+			   1, NULL, params, NULL, NULL, 0);
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	assert_string_equal(PQgetvalue(res, 0, 0), "1");
+	PQclear(res);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	if (b.rc != FAUCET_EUNAVAILABLE)
+		fail_msg("put_batch returned %d: %s", b.rc, b.message);
+	assert_non_null(strstr(b.message, "cannot write a batch"));
+	assert_non_null(strstr(b.message, name));
+	raw_exec(other, "ROLLBACK");
+	assert_rows(name, "l::", "0");
+	assert_int_equal(faucet_store_put_batch(s, e, N), 0);
+	assert_rows(name, "l::", "50");
+	tu_assert_value(s, "l::k025", "{\"cursor\":\"a\\\\tb\"}");
+	PQfinish(other);
+	PQfinish(monitor);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+static void assert_timeout(int rc, const char *why)
+{
+	if (rc != FAUCET_ETIMEOUT)
+		fail_msg("expected FAUCET_ETIMEOUT, got %d: %s", rc, faucet_error_last()->message);
+	assert_true(faucet_error_retryable(rc));
+	tu_assert_error_contains("postgres state store");
+	tu_assert_error_contains(why);
+}
+
+/* A statement that waits past the session's statement_timeout (set for
+ * the store's connections through libpq's options in the URL) is
+ * cancelled by the server: FAUCET_ETIMEOUT, retryable - for a read blocked
+ * by a lock on the table, and for a batch's COPY waiting for another
+ * session's uncommitted insert of one of its keys, which writes nothing. */
+static void a_statement_past_statement_timeout_is_a_timeout(void **state)
+{
+	char name[64], sql[256];
+	faucet_value *v = tu_v("1"), *out = NULL;
+	faucet_entry e[3] = {{"t::a", v}, {"t::m", v}, {"t::z", v}};
+	faucet_store *s;
+	PGconn *other;
+
+	(void)state;
+	snprintf(name, sizeof(name), "stmt_timeout_%d", getpid());
+	s = open_table(name, "options=-cstatement_timeout%3D200");
+	assert_int_equal(faucet_store_get(s, "t::a", &out), 0); /* creates the table */
+	other = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('t::m', '2')", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_put_batch(s, e, 3), "statement timeout");
+	tu_assert_error_contains("cannot write a batch");
+	snprintf(sql, sizeof(sql), "LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_get(s, "t::a", &out), "statement timeout");
+	assert_null(out);
+	raw_exec(other, "ROLLBACK");
+	assert_rows(name, "t::", "0");
+	assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+	assert_rows(name, "t::", "3");
+	PQfinish(other);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
+}
+
+/* lock_timeout bounds the wait for a lock alone; running out of it
+ * (lock_not_available) is a timeout too, not a plain failure. */
+static void a_lock_wait_past_lock_timeout_is_a_timeout(void **state)
+{
+	char name[64], sql[256];
+	faucet_value *v = tu_v("1"), *out = NULL;
+	faucet_store *s;
+	PGconn *other;
+
+	(void)state;
+	snprintf(name, sizeof(name), "lock_timeout_%d", getpid());
+	s = open_table(name, "options=-clock_timeout%3D200");
+	assert_int_equal(faucet_store_put(s, "t::a", v), 0);
+	other = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", name);
+	raw_exec(other, sql);
+	assert_timeout(faucet_store_get(s, "t::a", &out), "lock timeout");
+	assert_null(out);
+	assert_timeout(faucet_store_put(s, "t::a", v), "lock timeout");
+	raw_exec(other, "ROLLBACK");
+	tu_assert_value(s, "t::a", "1");
+	PQfinish(other);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(v);
 }
 
 static faucet_store *open_restart_store(void)
@@ -532,7 +946,14 @@ int main(void)
 		cmocka_unit_test(values_jsonb_cannot_give_back_are_refused),
 		cmocka_unit_test(a_pool_of_one_connection_serves_every_call),
 		cmocka_unit_test(a_batch_updates_existing_keys_and_inserts_new_ones),
+		cmocka_unit_test(a_batch_of_new_keys_is_copied_exactly),
+		cmocka_unit_test(a_batch_follows_the_table_layout),
+		cmocka_unit_test(values_read_back_without_the_spaces_jsonb_prints),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
+		cmocka_unit_test(a_statement_past_statement_timeout_is_a_timeout),
+		cmocka_unit_test(a_lock_wait_past_lock_timeout_is_a_timeout),
 		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};

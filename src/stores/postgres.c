@@ -28,6 +28,12 @@
  * never stored altered (see check_jsonb_safe).  A string holding
  * \u0000 is refused by PostgreSQL itself.
  *
+ * Batches (import and copy write 10,000 keys at a time): a batch of new
+ * keys is one COPY ... FROM STDIN, which takes about 60% of the
+ * statements' time; any other batch is one statement over a JSON object.
+ * Both are single statements, so a batch is all-or-nothing either way
+ * (see op_batch and batch_by_copy).
+ *
  * Connections: a pool (pool.c) of at most max_connections libpq connections,
  * each with its statements prepared once.  A connection found closed by the
  * server is replaced; an operation that fails because its connection broke
@@ -38,6 +44,7 @@
  * the password is scrubbed from libpq's own text.
  */
 #include <libpq-fe.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +71,8 @@ typedef struct {
 	faucet_pool *pool;
 	pthread_mutex_t table_lock;
 	int table_ready;
+	int key_bytewise; /* the key column compares bytes: batches may COPY (op_batch) */
+	int default_now;  /* updated_at DEFAULT now(): a COPY need not send it */
 } pg_store;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -106,15 +115,17 @@ static int pg_fail(const pg_store *s, int code, const char *what, const char *wh
 }
 
 /* The code of a failed statement: the server's SQLSTATE when it answered
- * (57014 query_canceled is what statement_timeout raises; 57P01..57P03 are
- * a server shutting down or starting up), else the connection's state - a
- * connection gone bad without an answer is FAUCET_EUNAVAILABLE. */
+ * (57014 query_canceled is what statement_timeout raises, 55P03
+ * lock_not_available what lock_timeout raises - we never ask for NOWAIT;
+ * 57P01..57P03 are a server shutting down or starting up), else the
+ * connection's state - a connection gone bad without an answer is
+ * FAUCET_EUNAVAILABLE. */
 static int result_code(PGconn *c, const PGresult *res)
 {
 	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
 	if (state != NULL) {
-		if (strcmp(state, "57014") == 0)
+		if (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0)
 			return FAUCET_ETIMEOUT;
 		if (strncmp(state, "57P0", 4) == 0 || strncmp(state, "08", 2) == 0)
 			return FAUCET_EUNAVAILABLE;
@@ -222,10 +233,11 @@ static const pg_statement statements[] = {
 	 "WHERE key = $1 AND value = $2::jsonb",
 	 3},
 	{"faucet_cad", "DELETE FROM {table} WHERE key = $1 AND value = $2::jsonb", 2},
-	/* A batch is one statement over a JSON object {key: value, ...}: one
-	 * round trip, and atomic like any single statement.  JSONB keeps the
-	 * last of duplicate members, so each key occurs once.  See op_batch
-	 * for why there are two. */
+	/* A batch that is no plain insert (see op_batch) is one statement over
+	 * a JSON object {key: value, ...}: one round trip, and atomic like any
+	 * single statement.  JSONB keeps the last of duplicate members, so
+	 * each key occurs once.  See batch_by_statement for why there are
+	 * two. */
 	{"faucet_batch_split",
 	 "WITH src AS MATERIALIZED (SELECT key, value FROM jsonb_each($1::jsonb)), "
 	 "upd AS (UPDATE {table} AS t SET value = src.value, updated_at = NOW() FROM src "
@@ -238,6 +250,11 @@ static const pg_statement statements[] = {
 	 "SELECT e.key, e.value, NOW() FROM jsonb_each($1::jsonb) AS e "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 1},
+	/* Whether any row lies between a batch's smallest and largest key: one
+	 * index range probe, used only where the key column compares bytes, so
+	 * that the range holds every key of the batch (see op_batch). */
+	{"faucet_batch_probe",
+	 "SELECT EXISTS (SELECT 1 FROM {table} WHERE key >= $1 AND key <= $2)", 2},
 };
 
 /* A statement's SQL with every TABLE_MARK replaced by the quoted name. */
@@ -264,6 +281,37 @@ static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *
 	return PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
 }
 
+/* What the table's layout allows a batch (op_batch).  Whether its key
+ * column compares bytes (collation "C" or "POSIX": every table faucet
+ * creates), which lets a batch find out with one range probe whether any
+ * of its keys exists; a table made by the original follows the database's
+ * collation, and its batches take the statement that works everywhere.
+ * And whether updated_at defaults to now(), which a COPY then leaves to
+ * the server instead of sending 'now' on every row for it to parse. */
+static int read_table_traits(pg_store *s, PGconn *c)
+{
+	const char *params[1] = {s->quoted};
+	PGresult *res = exec_sql(
+		c,
+		"SELECT coalesce((SELECT co.collname IN ('C', 'POSIX') AND "
+		"co.collnamespace = 'pg_catalog'::regnamespace "
+		"FROM pg_attribute a JOIN pg_collation co ON co.oid = a.attcollation "
+		"WHERE a.attrelid = $1::regclass AND a.attname = 'key'), false), "
+		"EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a "
+		"ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+		"WHERE d.adrelid = $1::regclass AND a.attname = 'updated_at' AND "
+		"pg_get_expr(d.adbin, d.adrelid) = 'now()')",
+		1, params);
+	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table's layout");
+
+	if (rc != 0)
+		return rc;
+	s->key_bytewise = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	s->default_now = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+	PQclear(res);
+	return 0;
+}
+
 /* Create the table when it is missing (unless ensure_table says never).
  * Runs once per store, on its first connection. */
 static int ensure_table(pg_store *s, PGconn *c)
@@ -280,7 +328,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 	missing = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	if (!missing)
-		return 0;
+		return read_table_traits(s, c);
 	if (s->ensure_table < 0)
 		return faucet_error_set(FAUCET_ECONFIG,
 					"postgres state store %s: table %s does not exist and "
@@ -302,7 +350,9 @@ static int ensure_table(pg_store *s, PGconn *c)
 		PQclear(res);
 	}
 	free(create);
-	return rc;
+	/* Ours declares COLLATE "C" - unless another process created it first,
+	 * with the original's layout: ask. */
+	return rc != 0 ? rc : read_table_traits(s, c);
 }
 
 static int prepare_statements(pg_store *s, PGconn *c)
@@ -486,6 +536,55 @@ static int bad_stored_value(const pg_store *s, const char *key)
 	return FAUCET_ERROR;
 }
 
+/* JSONB prints a value with a space after every ':' and ',' between
+ * tokens, and nowhere else outside strings.  Without them the text is
+ * compact, which faucet_value_parse keeps as it is after one checking
+ * pass, instead of parsing it with json-c and printing it again - the
+ * larger part of an export's time on our side.  Spaces inside strings
+ * stay.  Works in place; returns the new length. */
+static size_t jsonb_squeeze(char *p, size_t len)
+{
+	size_t w = 0;
+	int in_string = 0;
+
+	for (size_t r = 0; r < len; r++) {
+		char c = p[r];
+
+		if (in_string) {
+			if (c == '\\' && r + 1 < len) {
+				p[w++] = c;
+				c = p[++r];
+			} else if (c == '"') {
+				in_string = 0;
+			}
+		} else if (c == '"') {
+			in_string = 1;
+		} else if (c == ' ') {
+			continue;
+		}
+		p[w++] = c;
+	}
+	return w;
+}
+
+/* Parse a stored value (JSONB's text) that libpq holds: squeezed in a copy
+ * of our own. */
+static int parse_stored(const pg_store *s, const char *key, const char *text, size_t len,
+			faucet_value **out)
+{
+	char *copy = faucet__malloc(len + 1);
+	int rc;
+
+	if (copy == NULL)
+		return FAUCET_ENOMEM;
+	memcpy(copy, text, len);
+	rc = faucet_value_parse(out, copy, jsonb_squeeze(copy, len));
+	free(copy);
+	if (rc != 0 && rc != FAUCET_ENOMEM)
+		rc = bad_stored_value(s, key);
+	return rc;
+}
+
 /* ---- operations on one connection ------------------------------------ */
 
 static PGresult *run_prepared(PGconn *c, const char *name, int n, const char *const *params)
@@ -503,9 +602,8 @@ static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out
 	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key");
 	if (rc != 0)
 		return rc;
-	if (PQntuples(res) == 1 &&
-	    faucet_value_parse(out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0)) != 0)
-		rc = bad_stored_value(s, key);
+	if (PQntuples(res) == 1)
+		rc = parse_stored(s, key, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0), out);
 	PQclear(res);
 	return rc;
 }
@@ -613,9 +711,10 @@ static int fill_slots(pg_store *s, PGresult *res, const pg_wanted *w, size_t cou
 		for (; found && at < count && strcmp(w[at].key, key) == 0; at++) {
 			if (out[w[at].slot] != NULL)
 				continue;
-			if (faucet_value_parse(&out[w[at].slot], PQgetvalue(res, row, 1),
-					       (size_t)PQgetlength(res, row, 1)) != 0)
-				return bad_stored_value(s, key);
+			int rc = parse_stored(s, key, PQgetvalue(res, row, 1),
+					      (size_t)PQgetlength(res, row, 1), &out[w[at].slot]);
+			if (rc != 0)
+				return rc;
 		}
 	}
 	return 0;
@@ -697,8 +796,9 @@ static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, v
 		return pg_fail(s, FAUCET_ERROR, "cannot read the entries", "malformed COPY row");
 	*tab = '\0';
 	vlen = copy_unescape(tab + 1, (size_t)(len - 1) - (size_t)(tab + 1 - row));
-	if (faucet_value_parse(&v, tab + 1, vlen) != 0)
-		return bad_stored_value(s, row);
+	rc = faucet_value_parse(&v, tab + 1, jsonb_squeeze(tab + 1, vlen));
+	if (rc != 0)
+		return rc == FAUCET_ENOMEM ? rc : bad_stored_value(s, row);
 	rc = fn(row, v, ctx);
 	faucet_value_free(v);
 	if (rc != 0)
@@ -714,10 +814,10 @@ static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, v
  * namespace.  (A listing followed by reads of each chunk of keys costs an
  * index probe per key, and a listing of a million keys alone is a result
  * of a million rows.)  COPY takes no parameters, so the prefix goes in as a
- * literal quoted by libpq.  JSONB prints with spaces after ':' and ','; the
- * value's parse keeps the compact form.  When fn stops early, or anything
- * fails, the connection is still inside the COPY and is dropped rather
- * than drained (pg_broken).
+ * literal quoted by libpq.  JSONB prints with spaces after ':' and ',',
+ * which go before the value is parsed (jsonb_squeeze).  When fn stops
+ * early, or anything fails, the connection is still inside the COPY and
+ * is dropped rather than drained (pg_broken).
  */
 static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, faucet_entry_fn fn,
 			      void *ctx)
@@ -774,7 +874,7 @@ typedef struct {
 	faucet_value **out;
 	const char *prefix;
 	PGresult *rows; /* scan: the listed keys, visited after the connection is back */
-	const char *batch_json;
+	const faucet_entry *entries; /* put_batch, `count` of them */
 	int *written;
 	const char *const *keys; /* get_many */
 	size_t count;
@@ -840,6 +940,30 @@ static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 	return 0;
 }
 
+/* ---- writing a batch ---------------------------------------------------- */
+
+/* The batch as one JSON object {key: value, ...}.  Keys are valid state
+ * keys ([A-Za-z0-9_.:/-]), so they need no JSON escaping; a key given
+ * twice keeps its last value (JSONB keeps the last of duplicate members),
+ * as one-by-one puts would. */
+static char *batch_object(const faucet_entry *entries, size_t count)
+{
+	faucet_buf doc = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_putc(&doc, '{');
+	for (size_t i = 0; i < count; i++) {
+		(void)faucet_buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
+		(void)faucet_buf_put(&doc, faucet_value_json(entries[i].value),
+				     faucet_value_len(entries[i].value));
+	}
+	(void)faucet_buf_putc(&doc, '}');
+	if (doc.failed) {
+		faucet_buf_dispose(&doc);
+		return NULL;
+	}
+	return faucet_buf_detach(&doc);
+}
+
 /* Two statements, because the one that is right in every case is not the
  * fast one.  INSERT ... ON CONFLICT DO UPDATE is safe against concurrent
  * writers, but every new row costs a speculative insertion (and its WAL
@@ -849,21 +973,216 @@ static int op_scan(pg_store *s, PGconn *c, pg_args *a)
  * session inserted one of our keys after our snapshot; the statement
  * is atomic, so nothing was written and the batch runs again as the upsert,
  * on the same connection.  Any other error is the batch's error. */
-static int op_batch(pg_store *s, PGconn *c, pg_args *a)
+static int batch_by_statement(pg_store *s, PGconn *c, pg_args *a)
 {
-	const char *params[1] = {a->batch_json};
-	PGresult *res = run_prepared(c, "faucet_batch_split", 1, params);
+	char *doc = batch_object(a->entries, a->count);
+	const char *params[1] = {doc};
+	PGresult *res;
 	const char *state;
+	int rc;
 
+	if (doc == NULL)
+		return FAUCET_ENOMEM;
+	res = run_prepared(c, "faucet_batch_split", 1, params);
 	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		PQclear(res);
+		free(doc);
 		return 0;
 	}
 	state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	if (state == NULL || strcmp(state, PG_UNIQUE_VIOLATION) != 0)
-		return pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
+	if (state == NULL || strcmp(state, PG_UNIQUE_VIOLATION) != 0) {
+		rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
+	} else {
+		PQclear(res);
+		rc = pg_command_on(s, c, "faucet_batch_upsert", 1, params, "cannot write a batch",
+				   NULL);
+	}
+	free(doc);
+	return rc;
+}
+
+/* Append one field in COPY's text format: backslash, tab, newline and
+ * carriage return mean escape, column end and row end there, so each goes
+ * as its backslash escape; every other byte goes as it is.  Compact JSON
+ * holds no raw tab, newline or CR, but its string escapes are full of
+ * backslashes - the JSON text "\\t" (a backslash, then t) sent unescaped
+ * would arrive as a tab. */
+static void copy_field(faucet_buf *b, const char *p)
+{
+	for (;;) {
+		size_t run = strcspn(p, "\\\t\n\r");
+
+		(void)faucet_buf_put(b, p, run);
+		p += run;
+		if (*p == '\0')
+			return;
+		(void)faucet_buf_putc(b, '\\');
+		(void)faucet_buf_putc(b, *p == '\t' ? 't' : *p == '\n' ? 'n' : *p == '\r' ? 'r' : '\\');
+		p++;
+	}
+}
+
+/* The batch's smallest and largest key, bytewise. */
+static void batch_range(const faucet_entry *entries, size_t count, const char **lo,
+			const char **hi)
+{
+	*lo = *hi = entries[0].key;
+	for (size_t i = 1; i < count; i++) {
+		if (strcmp(entries[i].key, *lo) < 0)
+			*lo = entries[i].key;
+		else if (strcmp(entries[i].key, *hi) > 0)
+			*hi = entries[i].key;
+	}
+}
+
+/* The batch as COPY rows "key<TAB>value", with "<TAB>now" for updated_at
+ * unless it defaults to now(): the timestamp input "now" is the
+ * transaction's start time, what NOW() returns in the statements. */
+static int batch_rows(const faucet_entry *entries, size_t count, int with_now,
+		      faucet_buf *rows)
+{
+	for (size_t i = 0; i < count; i++) {
+		copy_field(rows, entries[i].key);
+		(void)faucet_buf_putc(rows, '\t');
+		copy_field(rows, faucet_value_json(entries[i].value));
+		(void)faucet_buf_puts(rows, with_now ? "\tnow\n" : "\n");
+	}
+	return rows->failed ? FAUCET_ENOMEM : 0;
+}
+
+/* Whether any row lies between lo and hi: then some key of the batch may
+ * exist, and the batch is no plain insert. */
+static int batch_range_taken(pg_store *s, PGconn *c, const char *lo, const char *hi, int *taken)
+{
+	const char *params[2] = {lo, hi};
+	PGresult *res = run_prepared(c, "faucet_batch_probe", 2, params);
+	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot write a batch");
+
+	if (rc != 0)
+		return rc;
+	*taken = strcmp(PQgetvalue(res, 0, 0), "f") != 0;
 	PQclear(res);
-	return pg_command_on(s, c, "faucet_batch_upsert", 1, params, "cannot write a batch", NULL);
+	return 0;
+}
+
+/* Read the end of a COPY: its result, then nothing, so that the connection
+ * is idle again.  A unique_violation - a key inserted by another session
+ * since the probe, or a key given twice in the batch - wrote nothing (the
+ * COPY is one statement) and leaves *copied 0 for the statement path. */
+static int copy_finish(pg_store *s, PGconn *c, int *copied)
+{
+	PGresult *res = PQgetResult(c), *more;
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int rc = 0;
+
+	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
+		*copied = 1;
+		PQclear(res);
+	} else if (state != NULL && strcmp(state, PG_UNIQUE_VIOLATION) == 0) {
+		PQclear(res);
+	} else {
+		rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
+	}
+	while ((more = PQgetResult(c)) != NULL)
+		PQclear(more);
+	return rc;
+}
+
+/* Send the rows and the end of data, then read the server's answer.  When
+ * libpq cannot send them: a lost connection wrote nothing (the COPY had
+ * not ended); a COPY the server already ended with an error has that
+ * error waiting in its result; else libpq itself failed (out of memory),
+ * and the COPY is abandoned with CopyFail. */
+static int copy_send(pg_store *s, PGconn *c, const faucet_buf *rows, int *copied)
+{
+	char *why;
+	PGresult *res;
+	int rc;
+
+	if (PQputCopyData(c, rows->ptr, (int)rows->len) == 1 && PQputCopyEnd(c, NULL) == 1)
+		return copy_finish(s, c, copied);
+	if (PQstatus(c) == CONNECTION_BAD)
+		return pg_fail(s, FAUCET_EUNAVAILABLE, "cannot write a batch", PQerrorMessage(c));
+	why = faucet__strdup(PQerrorMessage(c));
+	if (PQputCopyEnd(c, "faucet could not send the rows") != 1) {
+		free(why);
+		return copy_finish(s, c, copied);
+	}
+	while ((res = PQgetResult(c)) != NULL)
+		PQclear(res);
+	rc = pg_fail(s, FAUCET_ERROR, "cannot write a batch", why ? why : "libpq failed");
+	free(why);
+	return rc;
+}
+
+/*
+ * The fast way to write new keys: COPY, which takes about 60% of the
+ * statements' time per row (no JSON object to parse and take apart, no
+ * join against the rows updated; 25 ms instead of 40 for 10,000 keys).  COPY only inserts, so it is used when
+ * one index range probe shows that no row lies between the batch's
+ * smallest and largest key - which proves that none of its keys exists
+ * only where the index orders by bytes, as the range was computed
+ * (key_bytewise).  That is the import into a new namespace, and a copy.
+ * The COPY is one statement, so the batch stays all-or-nothing: when it
+ * meets a key that exists after all (another session inserted it since
+ * the probe) it fails with unique_violation, nothing is written, and the
+ * batch is written by the statements instead, as op_batch's comment says.
+ * *copied says whether the COPY wrote the batch.
+ *
+ * What reached the server: the COPY commits only once the server has read
+ * the end-of-data message, so a connection lost before PQputCopyEnd
+ * queued it wrote nothing (FAUCET_EUNAVAILABLE); lost after that, the
+ * outcome is unknown (pg_write_result_ok).
+ */
+static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
+{
+	faucet_buf rows = FAUCET_BUF_INIT;
+	const char *lo, *hi;
+	char *sql;
+	PGresult *res;
+	int taken = 1, rc;
+
+	*copied = 0;
+	batch_range(a->entries, a->count, &lo, &hi);
+	rc = batch_range_taken(s, c, lo, hi, &taken);
+	if (rc == 0 && !taken)
+		rc = batch_rows(a->entries, a->count, !s->default_now, &rows);
+	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
+	 * by the statements.) */
+	if (rc != 0 || taken || rows.len > INT_MAX - 5) {
+		faucet_buf_dispose(&rows);
+		return rc;
+	}
+	sql = statement_sql(s->default_now ? "COPY {table} (key, value) FROM STDIN"
+					   : "COPY {table} (key, value, updated_at) FROM STDIN",
+			    s->quoted);
+	if (sql == NULL) {
+		faucet_buf_dispose(&rows);
+		return FAUCET_ENOMEM;
+	}
+	res = PQexec(c, sql);
+	free(sql);
+	rc = pg_result_ok(s, c, res, PGRES_COPY_IN, "cannot write a batch");
+	if (rc == 0) {
+		PQclear(res);
+		rc = copy_send(s, c, &rows, copied);
+	}
+	faucet_buf_dispose(&rows);
+	return rc;
+}
+
+/* A batch of new keys goes by COPY where that is known to be safe, every
+ * other batch (or one that meets a key after all) by the statements. */
+static int op_batch(pg_store *s, PGconn *c, pg_args *a)
+{
+	int copied = 0, rc;
+
+	if (s->key_bytewise) {
+		rc = batch_by_copy(s, c, a, &copied);
+		if (rc != 0 || copied)
+			return rc;
+	}
+	return batch_by_statement(s, c, a);
 }
 
 /* One operation bound to its store and arguments, for faucet_pool_run. */
@@ -996,34 +1315,15 @@ static int pg_compare_and_delete(faucet_store_backend *b, const char *key,
 static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
 {
 	pg_store *s = (pg_store *)b;
-	faucet_buf doc = FAUCET_BUF_INIT;
-	pg_args a = {0};
-	int rc;
+	pg_args a = {.entries = entries, .count = count};
 
 	if (count == 0)
 		return 0;
-	/* Keys are valid state keys ([A-Za-z0-9_.:/-]), so they need no JSON
-	 * escaping; a key given twice keeps its last value, as one-by-one puts
-	 * would. */
-	(void)faucet_buf_putc(&doc, '{');
 	for (size_t i = 0; i < count; i++) {
-		if (check_jsonb_safe(s, entries[i].key, entries[i].value) != 0) {
-			faucet_buf_dispose(&doc);
+		if (check_jsonb_safe(s, entries[i].key, entries[i].value) != 0)
 			return FAUCET_EINVALID;
-		}
-		(void)faucet_buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
-		(void)faucet_buf_put(&doc, faucet_value_json(entries[i].value),
-				     faucet_value_len(entries[i].value));
 	}
-	(void)faucet_buf_putc(&doc, '}');
-	if (doc.failed) {
-		faucet_buf_dispose(&doc);
-		return FAUCET_ENOMEM;
-	}
-	a.batch_json = doc.ptr;
-	rc = pg_run(s, op_batch, &a, 1);
-	faucet_buf_dispose(&doc);
-	return rc;
+	return pg_run(s, op_batch, &a, 1);
 }
 
 /* ---- doctor ------------------------------------------------------------ */
