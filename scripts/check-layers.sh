@@ -50,11 +50,6 @@ KNOWN=(
   # move the function next to the backend (stores/redis.c), or give the
   # backend struct a slot for it.
   "src/store/store.c -> stores"
-  # The import's run hook (faucet_import_file_recorded, faucet/run.h) is
-  # implemented in store/export.c, which so includes the run module's
-  # header.  Fix: declare the hook type in faucet/store.h (or move the
-  # recorded import into src/run/).
-  "src/store/export.c -> run"
   # The command calls library internals: allocation and buffer helpers
   # (faucet__*, faucet_buf_*, faucet_strarray_push*), the durable-write
   # helper, faucet_value__parse_at and the run module's internals.  Fix:

@@ -340,8 +340,10 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
  * source for --replace) is exit 2 - the report's pipeline is set only once
  * the document has been read whole and validated, so an error without it
  * was the document's. */
-/* Every import and copy is one run of the document's pipeline (SPEC
- * section 8), begun by the library once the document is known valid. */
+/* Every import and copy is one run (SPEC section 8), begun by the library
+ * once the document is known valid: the run of the invocation every
+ * changed key belongs to, else a pipeline-level run of the document's
+ * pipeline. */
 typedef struct {
 	cli_context *ctx;
 	faucet_store *s;
@@ -351,12 +353,12 @@ typedef struct {
 	int begin_rc; /* the exit code of a failed begin (already printed) */
 } import_run;
 
-static int begin_import_run(void *arg, const char *pipeline, faucet_run **run)
+static int begin_import_run(void *arg, const char *pipeline, const char *row, faucet_run **run)
 {
 	import_run *ir = arg;
 
-	ir->begin_rc = cli_write_run_begin(ir->ctx, ir->s, ir->command, NULL, 0, pipeline,
-					   ir->may_join, &ir->w);
+	ir->begin_rc = cli_write_run_begin_in(ir->ctx, ir->s, ir->command, pipeline, row,
+					      ir->may_join, &ir->w);
 	if (ir->begin_rc != 0)
 		return faucet_error_set(FAUCET_ERROR, "the import could not be recorded as a run");
 	*run = ir->w.run;

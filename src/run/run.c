@@ -35,6 +35,7 @@
 
 #include "run/run_internal.h"
 #include "store/open_internal.h"
+#include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
@@ -69,21 +70,81 @@ static int64_t wall_now(void)
 
 int faucet_run_is_bookkeeping_key(const char *key)
 {
-	const char *p = key ? strstr(key, "::") : NULL;
+	return faucet__is_bookkeeping_key(key);
+}
 
-	/* The first segment is the pipeline (or tenant); a marker segment can
-	 * only come after it. */
-	while (p != NULL) {
-		const char *seg = p + 2, *end = strstr(seg, "::");
-		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+/* ---- which invocation keys belong to ------------------------------------------ */
 
-		if (len == 12 && strncmp(seg, "__rollback__", 12) == 0)
-			return 1;
-		if (end == NULL && ((len == 9 && strncmp(seg, "__lease__", 9) == 0) ||
-				    (len == 10 && strncmp(seg, "__status__", 10) == 0)))
-			return 1;
-		p = end;
+void run__scope_init(run_scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+}
+
+void run__scope_dispose(run_scope *sc)
+{
+	free(sc->pipeline);
+	free(sc->row);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* A key's pipeline is its first segment and its row what the key parser
+ * says (p::backfill::h::u belongs to the backfill unit's invocation;
+ * p::__backfill__::h to none). */
+int run__scope_add(run_scope *sc, const char *key)
+{
+	const char *sep, *row = NULL;
+	faucet_key *k = NULL;
+	size_t plen;
+
+	if (sc->spans || faucet__is_bookkeeping_key(key))
+		return 0; /* decided already, or not a change to record */
+	sep = strstr(key, "::");
+	plen = sep ? (size_t)(sep - key) : strlen(key);
+	if (sc->pipeline != NULL &&
+	    (strncmp(sc->pipeline, key, plen) != 0 || sc->pipeline[plen] != '\0')) {
+		sc->spans = 1; /* another pipeline: the first key's pipeline stays */
+		return 0;
 	}
+	if (sc->pipeline == NULL && (sc->pipeline = faucet__strndup(key, plen)) == NULL)
+		return FAUCET_ENOMEM;
+	if (sep != NULL && faucet_key_parse(&k, NULL, sc->pipeline, key) == 0)
+		row = faucet_key_row(k);
+	if (!sc->any) {
+		sc->any = 1;
+		if (row != NULL && (sc->row = faucet__strdup(row)) == NULL) {
+			faucet_key_free(k);
+			return FAUCET_ENOMEM;
+		}
+		sc->spans = row == NULL;
+	} else if (row == NULL || strcmp(row, sc->row) != 0) {
+		sc->spans = 1;
+	}
+	faucet_key_free(k);
+	return 0;
+}
+
+int faucet_run_keys_invocation(const char *const *keys, size_t count, char **pipeline,
+			       char **row)
+{
+	run_scope sc;
+	int rc = 0;
+
+	if (pipeline == NULL || row == NULL || (keys == NULL && count > 0))
+		return faucet_error_set(FAUCET_EINVALID, "faucet_run_keys_invocation: NULL argument");
+	*pipeline = NULL;
+	*row = NULL;
+	run__scope_init(&sc);
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = run__scope_add(&sc, keys[i]);
+	if (rc != 0) {
+		run__scope_dispose(&sc);
+		return rc;
+	}
+	*pipeline = sc.pipeline;
+	if (!sc.spans)
+		*row = sc.row;
+	else
+		free(sc.row);
 	return 0;
 }
 

@@ -107,6 +107,20 @@ int run__index_value(const faucet_strarray *runs, faucet_value **out);
 char *run__key(const char *scope, const char *suffix);
 char *run__marker_key(const char *scope, const char *run);
 
+/* ---- which invocation keys belong to (faucet_run_keys_invocation) --------------- */
+
+typedef struct {
+	char *pipeline; /* the first key's, NULL before any */
+	char *row;      /* the first key's row (NULL: it has none) */
+	int any;        /* a key was added */
+	int spans;      /* the keys span several invocations, or one has none */
+} run_scope;
+
+void run__scope_init(run_scope *sc);
+/* Add a key (bookkeeping keys are skipped). */
+int run__scope_add(run_scope *sc, const char *key);
+void run__scope_dispose(run_scope *sc);
+
 /* faucet_run_put_batch for a batch that is not all-or-nothing: the
  * entries' before-images are recorded (one marker write), then the entries
  * are written in order as faucet__store_put_prefix does, which says how
