@@ -40,6 +40,8 @@
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
 
+enum { AFTER_NONE = 0, AFTER_KNOWN = 1, AFTER_UNKNOWN = 2 };
+
 struct faucet_run {
 	faucet_store *s;
 	char *pipeline;
@@ -57,6 +59,17 @@ struct faucet_run {
 			       * a key then costs no re-parse of its own marker */
 	int mcache_ok;
 	faucet_strarray recorded; /* keys with a before-image, sorted */
+	/* Parallel to `recorded`: what this handle's writes of the key did -
+	 * AFTER_NONE (none: the key was recorded ahead and never written),
+	 * AFTER_KNOWN (the last one left after[i], NULL = absent) or
+	 * AFTER_UNKNOWN (it failed or its outcome is unknown) - so that the
+	 * end need not read every key back.  Trusted only by a run that took
+	 * no lease: no other handle can join it (faucet_run_join needs the
+	 * lease), so only its own writes and outside writers touch its keys. */
+	faucet_value **after;
+	unsigned char *after_known;
+	size_t after_cap;
+	int leased;               /* took a lease: children may join and write */
 	char *undoes;
 	int ended;
 };
@@ -234,6 +247,10 @@ void faucet_run_free(faucet_run *r)
 	faucet_value_free(r->lease);
 	faucet_value_free(r->marker);
 	run__marker_dispose(&r->mcache);
+	for (size_t i = 0; r->after != NULL && i < r->recorded.count; i++)
+		faucet_value_free(r->after[i]);
+	free(r->after);
+	free(r->after_known);
 	faucet_strarray_dispose(&r->recorded);
 	free(r);
 }
@@ -603,6 +620,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 		}
 		if ((rc = claim_lease(r, opts->wait_ms, &dead)) != 0)
 			goto fail;
+		r->leased = 1;
 		if (dead != NULL && (rc = dead_run_keys(r, dead, &dead_keys, &dead_marker)) != 0)
 			goto fail;
 	}
@@ -765,19 +783,85 @@ static int is_recorded(const faucet_run *r, const char *key, size_t *at)
 
 static int remember(faucet_run *r, const char *key)
 {
-	size_t at;
+	size_t at, n = r->recorded.count, cap = r->after_cap;
+	faucet_value **after;
+	unsigned char *known;
 	char *copy;
 
 	if (is_recorded(r, key, &at))
 		return 0;
+	/* Room in the parallel arrays first, so that a failure leaves the
+	 * three consistent. */
+	if ((after = faucet__reserve(r->after, &cap, n + 1, sizeof(*after), 64)) == NULL)
+		return FAUCET_ENOMEM;
+	r->after = after;
+	cap = r->after_cap;
+	if ((known = faucet__reserve(r->after_known, &cap, n + 1, sizeof(*known), 64)) == NULL)
+		return FAUCET_ENOMEM;
+	r->after_known = known;
+	r->after_cap = cap;
 	if ((copy = faucet__strdup(key)) == NULL)
 		return FAUCET_ENOMEM;
 	if (faucet_strarray_push_owned(&r->recorded, copy) != 0)
 		return FAUCET_ENOMEM;
 	memmove(&r->recorded.strings[at + 1], &r->recorded.strings[at],
-		(r->recorded.count - 1 - at) * sizeof(char *));
+		(n - at) * sizeof(char *));
+	memmove(&after[at + 1], &after[at], (n - at) * sizeof(*after));
+	memmove(&known[at + 1], &known[at], (n - at) * sizeof(*known));
 	r->recorded.strings[at] = copy;
+	after[at] = NULL;
+	known[at] = AFTER_NONE;
 	return 0;
+}
+
+/* What a write of `key` by this handle left: `v` (NULL = absent) when
+ * known, else unknown (the end reads the key back). */
+static void note_after(faucet_run *r, const char *key, const faucet_value *v, int known)
+{
+	size_t at;
+
+	if (!is_recorded(r, key, &at))
+		return;
+	faucet_value_free(r->after[at]);
+	r->after[at] = known && v != NULL ? faucet_value_ref((faucet_value *)v) : NULL;
+	r->after_known[at] = known ? AFTER_KNOWN : AFTER_UNKNOWN;
+}
+
+/* The current values of the keys not yet recorded, read with one
+ * get_many (a snapshot where the store has one, and far fewer round trips
+ * or system calls than a get each); cur_vals[i] stays NULL for the others. */
+static int read_before(faucet_run *r, const char *const *keys, size_t n,
+		       faucet_value **cur_vals, size_t *todo)
+{
+	const char **want;
+	faucet_value **got;
+	size_t *slot, m = 0, at;
+	int rc;
+
+	*todo = 0;
+	want = faucet__calloc(n, sizeof(*want));
+	got = faucet__calloc(n, sizeof(*got));
+	slot = faucet__calloc(n, sizeof(*slot));
+	if (want == NULL || got == NULL || slot == NULL) {
+		rc = FAUCET_ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!r->joined && is_recorded(r, keys[i], &at))
+			continue;
+		slot[m] = i;
+		want[m++] = keys[i];
+	}
+	rc = m ? faucet_store_get_many(r->s, want, m, got) : 0;
+	for (size_t j = 0; rc == 0 && j < m; j++)
+		cur_vals[slot[j]] = got[j];
+	if (rc == 0)
+		*todo = m;
+done:
+	free(want);
+	free(got);
+	free(slot);
+	return rc;
 }
 
 /* Record the before-image of every key not yet recorded, in one marker
@@ -799,12 +883,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 	cur_vals = faucet__calloc(n ? n : 1, sizeof(*cur_vals));
 	if (cur_vals == NULL)
 		return FAUCET_ENOMEM;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (!r->joined && is_recorded(r, keys[i], &at))
-			continue;
-		todo++;
-		rc = faucet_store_get(r->s, keys[i], &cur_vals[i]);
-	}
+	rc = read_before(r, keys, n, cur_vals, &todo);
 	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
 		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
 		int written = 0, changed = 0;
@@ -866,18 +945,33 @@ static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
 	return record_before(r, keys, n);
 }
 
+int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
+{
+	if (r == NULL || r->joined)
+		return 0; /* a joined handle records as it writes (see record_before) */
+	return n ? prepare_write(r, keys, n) : 0;
+}
+
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
 	int rc = prepare_write(r, &key, 1);
 
-	return rc ? rc : faucet_store_put(r->s, key, value);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_put(r->s, key, value);
+	note_after(r, key, value, rc == 0);
+	return rc;
 }
 
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	int rc = prepare_write(r, &key, 1);
 
-	return rc ? rc : faucet_store_delete(r->s, key);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_delete(r->s, key);
+	note_after(r, key, NULL, rc == 0);
+	return rc;
 }
 
 int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_value *expected,
@@ -890,7 +984,11 @@ int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_valu
 			*written = 0;
 		return rc;
 	}
-	return faucet_store_compare_and_put(r->s, key, expected, value, written);
+	rc = faucet_store_compare_and_put(r->s, key, expected, value, written);
+	/* A condition that did not hold wrote nothing: the key holds what
+	 * someone else left, read back at the end. */
+	note_after(r, key, value, rc == 0 && written != NULL && *written);
+	return rc;
 }
 
 int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_value *expected,
@@ -903,7 +1001,9 @@ int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_v
 			*deleted = 0;
 		return rc;
 	}
-	return faucet_store_compare_and_delete(r->s, key, expected, deleted);
+	rc = faucet_store_compare_and_delete(r->s, key, expected, deleted);
+	note_after(r, key, NULL, rc == 0 && deleted != NULL && *deleted);
+	return rc;
 }
 
 /* The keys of a batch (borrowed), for prepare_write().  Caller frees. */
@@ -914,6 +1014,29 @@ static const char **entry_keys(const faucet_entry *entries, size_t count)
 	for (size_t i = 0; keys != NULL && i < count; i++)
 		keys[i] = entries[i].key;
 	return keys;
+}
+
+/* After a batch: the first `known` entries hold what we wrote; the rest
+ * may or may not (read back at the end).  In order, so that a key written
+ * twice keeps its last value. */
+static void note_after_entries(faucet_run *r, const faucet_entry *entries, size_t count,
+			       size_t known)
+{
+	for (size_t i = 0; i < count; i++)
+		note_after(r, entries[i].key, entries[i].value, i < known);
+}
+
+/* faucet__store_put_prefix, noting what landed: on an error the entries
+ * before both *written and *unknown_from are in place as written; those
+ * from there on failed or have an outcome we do not trust. */
+static int put_prefix_noted(faucet_run *r, const faucet_entry *entries, size_t count,
+			    size_t *written, size_t *unknown_from)
+{
+	int rc = faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	size_t known = rc == 0 ? count : *written < *unknown_from ? *written : *unknown_from;
+
+	note_after_entries(r, entries, count, known);
+	return rc;
 }
 
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
@@ -927,7 +1050,11 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 		return FAUCET_ENOMEM;
 	rc = prepare_write(r, keys, count);
 	free(keys);
-	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_put_batch(r->s, entries, count);
+	note_after_entries(r, entries, count, rc == 0 ? count : 0);
+	return rc;
 }
 
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
@@ -946,7 +1073,7 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	rc = prepare_write(r, keys, count);
 	if (rc == 0) {
 		free(keys);
-		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+		return put_prefix_noted(r, entries, count, written, unknown_from);
 	}
 	/* Some before-image cannot be recorded (a value that cannot be read,
 	 * a lost lease).  Find the first such key - the rare failure path may
@@ -956,11 +1083,11 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 		ok++;
 	free(keys);
 	if (ok == count) /* it went away meanwhile: everything is recorded */
-		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+		return put_prefix_noted(r, entries, count, written, unknown_from);
 	if (ok > 0) {
 		char *msg = faucet__strdup(faucet_error_last()->message);
 
-		rc = faucet__store_put_prefix(r->s, entries, ok, written, unknown_from);
+		rc = put_prefix_noted(r, entries, ok, written, unknown_from);
 		if (rc == 0)
 			rc = faucet_error_set(err, "%s", msg != NULL ? msg : "out of memory");
 		free(msg);
@@ -971,7 +1098,71 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 
 /* ---- end ----------------------------------------------------------------------------------- */
 
-/* Fill the marker's after-images from the keys' current values. */
+/* The after-images of a marker's keys: what this handle's own writes left,
+ * where it knows that (see `after` in struct faucet_run), else the keys'
+ * current values, read with get_many a chunk at a time. */
+static int fill_after(faucet_run *r, run_marker *m)
+{
+	enum { READ_CHUNK = 10000 };
+	const char **want = NULL;
+	faucet_value **got = NULL;
+	size_t *slot = NULL, n = 0, at;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->count; i++) {
+		faucet_value_free(m->items[i].after);
+		m->items[i].after = NULL;
+	}
+	for (size_t i = 0; i <= m->count && rc == 0; i++) {
+		if (i < m->count) {
+			const char *key = m->items[i].key;
+
+			if (!r->leased && is_recorded(r, key, &at) &&
+			    r->after_known[at] != AFTER_UNKNOWN) {
+				/* Never written: the key is as the run found it, so
+				 * undo leaves it alone, whoever changed it since. */
+				faucet_value *a = r->after_known[at] == AFTER_KNOWN
+							  ? r->after[at]
+							  : m->items[i].before;
+				m->items[i].after = a ? faucet_value_ref(a) : NULL;
+				continue;
+			}
+			if (want == NULL) {
+				want = faucet__calloc(READ_CHUNK, sizeof(*want));
+				got = faucet__calloc(READ_CHUNK, sizeof(*got));
+				slot = faucet__calloc(READ_CHUNK, sizeof(*slot));
+				if (want == NULL || got == NULL || slot == NULL) {
+					rc = FAUCET_ENOMEM;
+					break;
+				}
+			}
+			slot[n] = i;
+			want[n++] = key;
+			if (n < READ_CHUNK)
+				continue;
+		}
+		if (n > 0 && (rc = faucet_store_get_many(r->s, want, n, got)) == 0) {
+			for (size_t j = 0; j < n; j++)
+				m->items[slot[j]].after = got[j];
+		}
+		n = 0;
+	}
+	free(want);
+	free(got);
+	free(slot);
+	return rc;
+}
+
+/* Whether two stored documents have the same text (a store that
+ * re-renders JSON, like PostgreSQL's JSONB, may say no to equal values:
+ * callers only take a shortcut on yes). */
+static int same_text(const faucet_value *a, const faucet_value *b)
+{
+	return a != NULL && b != NULL && faucet_value_len(a) == faucet_value_len(b) &&
+	       memcmp(faucet_value_json(a), faucet_value_json(b), faucet_value_len(a)) == 0;
+}
+
+/* Fill the marker's after-images. */
 static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 {
 	*has_marker = 0;
@@ -984,15 +1175,18 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 			return rc;
 		if (cur == NULL)
 			return 0;
-		if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
+		if (r->mcache_ok && same_text(cur, r->marker)) {
+			/* The marker is as we last wrote it (no joined child added
+			 * to it): our parsed copy is current - a big import's
+			 * marker is then not parsed again. */
+			m = r->mcache;
+			memset(&r->mcache, 0, sizeof(r->mcache));
+			r->mcache_ok = 0;
+		} else if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
 			faucet_value_free(cur);
 			return rc;
 		}
-		for (size_t i = 0; rc == 0 && i < m.count; i++) {
-			faucet_value_free(m.items[i].after);
-			m.items[i].after = NULL;
-			rc = faucet_store_get(r->s, m.items[i].key, &m.items[i].after);
-		}
+		rc = fill_after(r, &m);
 		m.has_after = 1;
 		if (rc == 0 && (rc = run__marker_value(&m, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);

@@ -121,6 +121,14 @@ void run__scope_init(run_scope *sc);
 int run__scope_add(run_scope *sc, const char *key);
 void run__scope_dispose(run_scope *sc);
 
+/* Record the before-images of keys the run is about to write, in one
+ * marker write, ahead of the writes themselves (an import knows all its
+ * keys up front; recording them a growing window at a time keeps the
+ * marker's rewrites linear in its size).  A key recorded but never written
+ * by an unleased run gets its before-image as its after-image, so undo
+ * leaves it alone.  No-op for a joined handle. */
+int faucet_run__record(faucet_run *r, const char *const *keys, size_t n);
+
 /* faucet_run_put_batch for a batch that is not all-or-nothing: the
  * entries' before-images are recorded (one marker write), then the entries
  * are written in order as faucet__store_put_prefix does, which says how
