@@ -42,6 +42,8 @@
 
 enum { AFTER_NONE = 0, AFTER_KNOWN = 1, AFTER_UNKNOWN = 2 };
 
+#define READ_CHUNK 10000 /* keys per get_many */
+
 struct faucet_run {
 	faucet_store *s;
 	char *pipeline;
@@ -839,9 +841,9 @@ static int read_before(faucet_run *r, const char *const *keys, size_t n,
 	int rc;
 
 	*todo = 0;
-	want = faucet__calloc(n, sizeof(*want));
-	got = faucet__calloc(n, sizeof(*got));
-	slot = faucet__calloc(n, sizeof(*slot));
+	want = faucet__calloc(n ? n : 1, sizeof(*want));
+	got = faucet__calloc(n ? n : 1, sizeof(*got));
+	slot = faucet__calloc(n ? n : 1, sizeof(*slot));
 	if (want == NULL || got == NULL || slot == NULL) {
 		rc = FAUCET_ENOMEM;
 		goto done;
@@ -852,9 +854,18 @@ static int read_before(faucet_run *r, const char *const *keys, size_t n,
 		slot[m] = i;
 		want[m++] = keys[i];
 	}
-	rc = m ? faucet_store_get_many(r->s, want, m, got) : 0;
+	/* A chunk at a time: a window ahead can be half a million keys, more
+	 * than a server store should get in one request. */
+	rc = 0;
+	for (size_t from = 0; rc == 0 && from < m; from += READ_CHUNK) {
+		size_t k = m - from < READ_CHUNK ? m - from : READ_CHUNK;
+
+		rc = faucet_store_get_many(r->s, want + from, k, got + from);
+	}
 	for (size_t j = 0; rc == 0 && j < m; j++)
 		cur_vals[slot[j]] = got[j];
+	for (size_t j = 0; rc != 0 && j < m; j++)
+		faucet_value_free(got[j]);
 	if (rc == 0)
 		*todo = m;
 done:
@@ -1103,7 +1114,6 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
  * current values, read with get_many a chunk at a time. */
 static int fill_after(faucet_run *r, run_marker *m)
 {
-	enum { READ_CHUNK = 10000 };
 	const char **want = NULL;
 	faucet_value **got = NULL;
 	size_t *slot = NULL, n = 0, at;
