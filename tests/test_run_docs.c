@@ -266,6 +266,44 @@ static void the_import_hook_is_given_the_row_of_its_keys(void **state)
 	faucet_store_free(h.s);
 }
 
+/* Many keys at once, out of order, some twice, some already there: the
+ * items stay sorted, an existing before-image is kept. */
+static void marker_add_many_merges_unsorted_keys(void **state)
+{
+	const char *keys[] = {"p::d", "p::b", "p::e", "p::b", "p::a"};
+	faucet_value *one = NULL, *two = NULL;
+	faucet_value *befores[5];
+	run_marker m;
+	int added = 0;
+
+	(void)state;
+	assert_int_equal(faucet_value_parse(&one, "1", 1), 0);
+	assert_int_equal(faucet_value_parse(&two, "2", 1), 0);
+	befores[0] = two;
+	befores[1] = two;
+	befores[2] = NULL;
+	befores[3] = two;
+	befores[4] = two;
+	assert_int_equal(run__marker_parse(NULL, "p::__rollback__::x", "x", &m), 0);
+	assert_int_equal(run__marker_add(&m, "p::c", one, &added), 0);
+	assert_int_equal(run__marker_add(&m, "p::d", one, &added), 0);
+	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_true(added);
+	assert_int_equal(m.count, 5);
+	for (size_t i = 0; i < m.count; i++) {
+		const char *want[] = {"p::a", "p::b", "p::c", "p::d", "p::e"};
+		assert_string_equal(m.items[i].key, want[i]);
+	}
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::d")->before), "1");
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::b")->before), "2");
+	assert_null(run__marker_find(&m, "p::e")->before);
+	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_false(added);
+	run__marker_dispose(&m);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +312,7 @@ int main(void)
 		cmocka_unit_test(foreign_documents_are_refused),
 		cmocka_unit_test(a_backfill_lease_reads_as_a_lease_without_a_run),
 		cmocka_unit_test(keys_of_one_invocation_name_its_row),
+		cmocka_unit_test(marker_add_many_merges_unsorted_keys),
 		cmocka_unit_test(the_import_hook_is_given_the_row_of_its_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -783,37 +783,93 @@ static int is_recorded(const faucet_run *r, const char *key, size_t *at)
 	return found;
 }
 
-static int remember(faucet_run *r, const char *key)
+/* Room for `need` keys in `recorded` and its two parallel arrays (one
+ * capacity for the three, kept in after_cap). */
+static int reserve_recorded(faucet_run *r, size_t need)
 {
-	size_t at, n = r->recorded.count, cap = r->after_cap;
-	faucet_value **after;
-	unsigned char *known;
-	char *copy;
+	size_t cap = r->after_cap, c;
+	void *p;
 
-	if (is_recorded(r, key, &at))
+	if (need <= cap)
 		return 0;
-	/* Room in the parallel arrays first, so that a failure leaves the
-	 * three consistent. */
-	if ((after = faucet__reserve(r->after, &cap, n + 1, sizeof(*after), 64)) == NULL)
+	c = cap;
+	if ((p = faucet__reserve(r->recorded.strings, &c, need, sizeof(char *), 64)) == NULL)
 		return FAUCET_ENOMEM;
-	r->after = after;
-	cap = r->after_cap;
-	if ((known = faucet__reserve(r->after_known, &cap, n + 1, sizeof(*known), 64)) == NULL)
+	r->recorded.strings = p;
+	c = cap;
+	if ((p = faucet__reserve(r->after, &c, need, sizeof(*r->after), 64)) == NULL)
 		return FAUCET_ENOMEM;
-	r->after_known = known;
-	r->after_cap = cap;
-	if ((copy = faucet__strdup(key)) == NULL)
+	r->after = p;
+	c = cap;
+	if ((p = faucet__reserve(r->after_known, &c, need, sizeof(*r->after_known), 64)) == NULL)
 		return FAUCET_ENOMEM;
-	if (faucet_strarray_push_owned(&r->recorded, copy) != 0)
-		return FAUCET_ENOMEM;
-	memmove(&r->recorded.strings[at + 1], &r->recorded.strings[at],
-		(n - at) * sizeof(char *));
-	memmove(&after[at + 1], &after[at], (n - at) * sizeof(*after));
-	memmove(&known[at + 1], &known[at], (n - at) * sizeof(*known));
-	r->recorded.strings[at] = copy;
-	after[at] = NULL;
-	known[at] = AFTER_NONE;
+	r->after_known = p;
+	r->after_cap = c;
 	return 0;
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Add the keys not yet recorded.  The new ones are sorted and merged in
+ * one pass: inserting them one at a time into the sorted array would move
+ * it once per key, quadratic for a document not in key order. */
+static int remember(faucet_run *r, const char *const *keys, size_t n)
+{
+	size_t k = 0, at, count = r->recorded.count;
+	char **fresh;
+	int rc = 0;
+
+	if ((fresh = faucet__calloc(n ? n : 1, sizeof(*fresh))) == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_recorded(r, keys[i], &at))
+			fresh[k++] = (char *)keys[i];
+	}
+	qsort(fresh, k, sizeof(*fresh), compare_keys);
+	{
+		size_t u = 0; /* drop duplicates */
+		for (size_t i = 0; i < k; i++) {
+			if (u == 0 || strcmp(fresh[u - 1], fresh[i]) != 0)
+				fresh[u++] = fresh[i];
+		}
+		k = u;
+	}
+	if (k > 0)
+		rc = reserve_recorded(r, count + k);
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		if ((fresh[i] = faucet__strdup(fresh[i])) == NULL) {
+			for (size_t j = 0; j < i; j++)
+				free(fresh[j]);
+			rc = FAUCET_ENOMEM;
+		}
+	}
+	if (rc == 0 && k > 0) {
+		/* Merge from the back, so nothing is overwritten before it moved. */
+		char **strings = r->recorded.strings;
+		size_t i = count, j = k, w = count + k;
+
+		while (j > 0) {
+			if (i > 0 && strcmp(strings[i - 1], fresh[j - 1]) > 0) {
+				i--;
+				w--;
+				strings[w] = strings[i];
+				r->after[w] = r->after[i];
+				r->after_known[w] = r->after_known[i];
+			} else {
+				j--;
+				w--;
+				strings[w] = fresh[j];
+				r->after[w] = NULL;
+				r->after_known[w] = AFTER_NONE;
+			}
+		}
+		r->recorded.count = count + k;
+	}
+	free(fresh);
+	return rc;
 }
 
 /* What a write of `key` by this handle left: `v` (NULL = absent) when
@@ -829,49 +885,36 @@ static void note_after(faucet_run *r, const char *key, const faucet_value *v, in
 	r->after_known[at] = known ? AFTER_KNOWN : AFTER_UNKNOWN;
 }
 
-/* The current values of the keys not yet recorded, read with one
- * get_many (a snapshot where the store has one, and far fewer round trips
- * or system calls than a get each); cur_vals[i] stays NULL for the others. */
+/* The keys not yet recorded (*todo_keys, borrowed from keys) and their
+ * current values (*todo_vals, NULL = absent), read with get_many: a
+ * snapshot where the store has one, and far fewer round trips or system
+ * calls than a get each.  The caller frees both arrays and the values. */
 static int read_before(faucet_run *r, const char *const *keys, size_t n,
-		       faucet_value **cur_vals, size_t *todo)
+		       const char ***todo_keys, faucet_value ***todo_vals, size_t *todo)
 {
 	const char **want;
 	faucet_value **got;
-	size_t *slot, m = 0, at;
-	int rc;
+	size_t m = 0, at;
+	int rc = 0;
 
 	*todo = 0;
-	want = faucet__calloc(n ? n : 1, sizeof(*want));
-	got = faucet__calloc(n ? n : 1, sizeof(*got));
-	slot = faucet__calloc(n ? n : 1, sizeof(*slot));
-	if (want == NULL || got == NULL || slot == NULL) {
-		rc = FAUCET_ENOMEM;
-		goto done;
-	}
+	*todo_keys = want = faucet__calloc(n ? n : 1, sizeof(*want));
+	*todo_vals = got = faucet__calloc(n ? n : 1, sizeof(*got));
+	if (want == NULL || got == NULL)
+		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (!r->joined && is_recorded(r, keys[i], &at))
 			continue;
-		slot[m] = i;
 		want[m++] = keys[i];
 	}
 	/* A chunk at a time: a window ahead can be half a million keys, more
 	 * than a server store should get in one request. */
-	rc = 0;
 	for (size_t from = 0; rc == 0 && from < m; from += READ_CHUNK) {
 		size_t k = m - from < READ_CHUNK ? m - from : READ_CHUNK;
 
 		rc = faucet_store_get_many(r->s, want + from, k, got + from);
 	}
-	for (size_t j = 0; rc == 0 && j < m; j++)
-		cur_vals[slot[j]] = got[j];
-	for (size_t j = 0; rc != 0 && j < m; j++)
-		faucet_value_free(got[j]);
-	if (rc == 0)
-		*todo = m;
-done:
-	free(want);
-	free(got);
-	free(slot);
+	*todo = m; /* on error the values read so far are freed by the caller */
 	return rc;
 }
 
@@ -880,8 +923,9 @@ done:
  * value; a joined child may have changed it, and then we read and merge. */
 static int record_before(faucet_run *r, const char *const *keys, size_t n)
 {
-	faucet_value **cur_vals;
-	size_t todo = 0, at;
+	const char **todo_keys = NULL;
+	faucet_value **todo_vals = NULL;
+	size_t todo = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -891,10 +935,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 		if ((rc = faucet_validate_key(keys[i])) != 0)
 			return rc;
 	}
-	cur_vals = faucet__calloc(n ? n : 1, sizeof(*cur_vals));
-	if (cur_vals == NULL)
-		return FAUCET_ENOMEM;
-	rc = read_before(r, keys, n, cur_vals, &todo);
+	rc = read_before(r, keys, n, &todo_keys, &todo_vals, &todo);
 	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
 		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
 		int written = 0, changed = 0;
@@ -914,13 +955,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 		}
 		/* From here the cache is ahead of the store until the write lands. */
 		r->mcache_ok = 0;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			int added = 0;
-			if (!r->joined && is_recorded(r, keys[i], &at))
-				continue;
-			rc = run__marker_add(&r->mcache, keys[i], cur_vals[i], &added);
-			changed |= added;
-		}
+		rc = run__marker_add_many(&r->mcache, todo_keys, todo_vals, todo, &changed);
 		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
 		if (rc == 0 && (written || !changed)) {
@@ -928,8 +963,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 			r->marker = written ? next : faucet_value_ref(cur);
 			r->mcache_ok = 1;
 			next = NULL;
-			for (size_t i = 0; rc == 0 && i < n; i++)
-				rc = remember(r, keys[i]);
+			rc = remember(r, keys, n);
 			faucet_value_free(fresh);
 			break;
 		}
@@ -939,9 +973,10 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 			rc = faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
 					      r->marker_key, CAS_ATTEMPTS);
 	}
-	for (size_t i = 0; i < n; i++)
-		faucet_value_free(cur_vals[i]);
-	free(cur_vals);
+	for (size_t i = 0; todo_vals != NULL && i < todo; i++)
+		faucet_value_free(todo_vals[i]);
+	free(todo_vals);
+	free(todo_keys);
 	return rc;
 }
 

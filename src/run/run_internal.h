@@ -65,6 +65,11 @@ int run__marker_value(const run_marker *m, faucet_value **out);
 run_image *run__marker_find(const run_marker *m, const char *key);
 /* Add key's before-image unless it has one; *added says whether. */
 int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
+/* The same for n keys (befores[i] NULL = absent), sorted and merged in one
+ * pass: adding them one at a time moves the sorted items once per key,
+ * quadratic for keys not in order.  *added: whether any was new. */
+int run__marker_add_many(run_marker *m, const char *const *keys,
+			 faucet_value *const *befores, size_t n, int *added);
 void run__marker_dispose(run_marker *m);
 
 /* ---- status ------------------------------------------------------------------ */

@@ -602,6 +602,30 @@ static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **
 	free(id);
 }
 
+/* A batch out of key order: the run's keys come back sorted, each once. */
+static void a_batch_out_of_order_is_recorded_sorted(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *v = tu_v("7");
+	faucet_entry e[] = {{"p::default::c", NULL}, {"p::default::a", NULL},
+			    {"p::default::b", NULL}, {"p::default::a", NULL}};
+	const faucet_strarray *keys;
+	faucet_run *r = begin(s, NULL);
+
+	for (size_t i = 0; i < 4; i++)
+		e[i].value = v;
+	assert_int_equal(faucet_run_put_batch(r, e, 4), 0);
+	run_put(r, "p::default", "1");
+	keys = faucet_run_keys(r);
+	assert_int_equal(keys->count, 4);
+	assert_string_equal(keys->strings[0], "p::default");
+	assert_string_equal(keys->strings[1], "p::default::a");
+	assert_string_equal(keys->strings[2], "p::default::b");
+	assert_string_equal(keys->strings[3], "p::default::c");
+	end_ok(r);
+	faucet_value_free(v);
+}
+
 static void a_crashed_undo_run_again_finishes_the_job(void **state)
 {
 	faucet_store *s = S(state);
@@ -908,6 +932,8 @@ int contract_runs_run(const contract_backend *b)
 			a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_key_recorded_ahead_but_never_written_is_left_alone_by_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
+						teardown),
 	};
 	char group[64];
 
