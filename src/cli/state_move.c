@@ -54,6 +54,9 @@ static const char import_help[] =
 	"value changed), those of them whose durability is unknown, stale keys\n"
 	"deleted, whether the import was one all-or-nothing batch, and the first\n"
 	"error.  After a failure the report lists exactly what landed.\n"
+	"The import is one run: of the invocation PIPELINE::ROW when every key it\n"
+	"writes or deletes belongs to it (undo: faucet state undo PIPELINE --row ROW),\n"
+	"else a pipeline-level run (faucet state undo PIPELINE).\n"
 	"Exit 2 when the document cannot be read or is invalid (nothing written),\n"
 	"1 when the store failed.\n";
 
@@ -66,7 +69,8 @@ static const char copy_help[] =
 	"redis://).  --replace also deletes keys of the namespace the source lacks; a\n"
 	"source without keys of the pipeline (a mistyped store or pipeline?) is\n"
 	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
-	"written and deleted and writes nothing.  The report is import's.\n"
+	"written and deleted and writes nothing.  The report is import's, and so is\n"
+	"the run it is recorded as, in the destination store.\n"
 	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
 	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
 	"PIPELINE defaults to the YAML's name with -c.\n";

@@ -82,4 +82,7 @@ expect_rc 0 "undo the copy with --row default"
 run state list q --state file:$PWD/dst
 expect_out "" "the copied keys are gone again"
 
+run state import --help
+expect_out_contains "faucet state undo PIPELINE --row ROW" "import --help says which run it is"
+
 finish
