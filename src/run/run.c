@@ -1144,6 +1144,27 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 
 /* ---- end ----------------------------------------------------------------------------------- */
 
+/* Take out of an unleased run's marker the keys it recorded ahead but never
+ * wrote (an import that stopped early): they are not its changes, and undo
+ * must not restore them over what others wrote since. */
+static void drop_unwritten(faucet_run *r, run_marker *m)
+{
+	size_t kept = 0, at;
+
+	for (size_t i = 0; i < m->count; i++) {
+		run_image *img = &m->items[i];
+
+		if (is_recorded(r, img->key, &at) && r->after_known[at] == AFTER_NONE) {
+			free(img->key);
+			faucet_value_free(img->before);
+			faucet_value_free(img->after);
+			continue;
+		}
+		m->items[kept++] = *img;
+	}
+	m->count = kept;
+}
+
 /* The after-images of a marker's keys: what this handle's own writes left,
  * where it knows that (see `after` in struct faucet_run), else the keys'
  * current values, read with get_many a chunk at a time. */
@@ -1163,13 +1184,16 @@ static int fill_after(faucet_run *r, run_marker *m)
 			const char *key = m->items[i].key;
 
 			if (!r->leased && is_recorded(r, key, &at) &&
-			    r->after_known[at] != AFTER_UNKNOWN) {
-				/* Never written: the key is as the run found it, so
-				 * undo leaves it alone, whoever changed it since. */
-				faucet_value *a = r->after_known[at] == AFTER_KNOWN
-							  ? r->after[at]
-							  : m->items[i].before;
-				m->items[i].after = a ? faucet_value_ref(a) : NULL;
+			    r->after_known[at] == AFTER_KNOWN) {
+				m->items[i].after =
+					r->after[at] ? faucet_value_ref(r->after[at]) : NULL;
+				continue;
+			}
+			if (!r->leased && is_recorded(r, key, &at) &&
+			    r->after_known[at] == AFTER_NONE) {
+				/* Recorded ahead, never written: not the run's
+				 * change, dropped from the marker below. */
+				m->items[i].after = NULL;
 				continue;
 			}
 			if (want == NULL) {
@@ -1195,6 +1219,8 @@ static int fill_after(faucet_run *r, run_marker *m)
 	free(want);
 	free(got);
 	free(slot);
+	if (rc == 0 && !r->leased)
+		drop_unwritten(r, m);
 	return rc;
 }
 

@@ -9,10 +9,6 @@
  *   done      it already holds its before-image (an undo that crashed
  *             half-way restored it; running the undo again finishes the job)
  *   conflict  it changed since - refused, naming the key, unless forced
- *   untouched the run left it as it found it (after-image = before-image:
- *             written back unchanged, a compare-and-put that did not hold,
- *             or recorded ahead and never written) - nothing to undo, even
- *             forced, whoever changed it since
  *
  * Then the undo runs as a run of its own (so it can be undone), restoring
  * each key with compare-and-put against the value the plan saw; a writer
@@ -194,7 +190,7 @@ static int locate(faucet_store *s, const char *pipeline, const faucet_undo_optio
 
 /* ---- planning ------------------------------------------------------------------------------- */
 
-typedef enum { STEP_RESTORE, STEP_DONE, STEP_CONFLICT, STEP_UNTOUCHED } step_kind;
+typedef enum { STEP_RESTORE, STEP_DONE, STEP_CONFLICT } step_kind;
 
 typedef struct {
 	const run_image *img;
@@ -231,9 +227,7 @@ static int plan(faucet_store *s, const char *scope, const run_status *st, const 
 		steps[i].img = img;
 		if (rc != 0)
 			return rc;
-		if (m->has_after && faucet_value_equal(img->before, img->after))
-			steps[i].kind = STEP_UNTOUCHED;
-		else if (faucet_value_equal(steps[i].current, img->before))
+		if (faucet_value_equal(steps[i].current, img->before))
 			steps[i].kind = STEP_DONE;
 		else if (m->has_after)
 			steps[i].kind = faucet_value_equal(steps[i].current, img->after)
@@ -365,8 +359,6 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 			rc = note_conflict(res, &steps[i], m.has_after);
 			goto done;
 		}
-		if (steps[i].kind == STEP_UNTOUCHED)
-			continue;
 		if (steps[i].kind != STEP_DONE || opts->force)
 			if ((rc = faucet_strarray_push(&res->restored, steps[i].img->key)) != 0)
 				goto done;
@@ -386,7 +378,7 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	for (size_t i = 0; rc == 0 && i < m.count; i++) {
 		int ok = 1;
 
-		if ((steps[i].kind == STEP_DONE && !opts->force) || steps[i].kind == STEP_UNTOUCHED)
+		if (steps[i].kind == STEP_DONE && !opts->force)
 			continue;
 		rc = restore(u, &steps[i], opts->force, &ok);
 		if (rc == 0 && !ok) {

@@ -567,9 +567,9 @@ static void a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict(void **st
 }
 
 /* An import records its keys' before-images ahead of writing them.  A key
- * recorded but never written (the import stopped first) that someone else
- * changes meanwhile is not the run's change: undo leaves it alone, neither
- * a conflict nor restored over. */
+ * recorded but never written (the import stopped first) is not the run's
+ * change: the end drops it from the marker, so undo leaves it alone -
+ * neither a conflict nor restored over what someone else wrote since. */
 static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **state)
 {
 	faucet_store *s = S(state);
@@ -594,6 +594,19 @@ static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **
 	assert_int_equal(st.items[0].keys.count, 1);
 	assert_string_equal(st.items[0].keys.strings[0], "p::default");
 	run__status_dispose(&st);
+	{
+		char *mk = run__marker_key("p::default", id);
+		faucet_value *mv = NULL;
+		run_marker m;
+
+		assert_int_equal(faucet_store_get(s, mk, &mv), 0);
+		assert_int_equal(run__marker_parse(mv, mk, id, &m), 0);
+		assert_int_equal(m.count, 1);
+		assert_string_equal(m.items[0].key, "p::default");
+		run__marker_dispose(&m);
+		faucet_value_free(mv);
+		free(mk);
+	}
 	res = undo(s, id, 0);
 	assert_false(res.conflict);
 	faucet_undo_result_dispose(&res);
