@@ -1,8 +1,10 @@
 /*
  * test_run_docs.c - the run bookkeeping documents (src/run/docs.c): run ids,
  * marker round trips (values kept digit for digit, images too deep to embed
- * kept as text), and documents of another shape refused as foreign.
+ * kept as text), documents of another shape refused as foreign; which
+ * invocation keys belong to, and the import run hook that is given it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +171,168 @@ static void leases_read_through_the_public_api(void **state)
 	faucet_value_free(v);
 }
 
+
+static void keys_of_one_invocation_name_its_row(void **state)
+{
+	const char *one[] = {"p::orders", "p::orders::shard1", "p::orders::__status__"};
+	const char *two[] = {"p::orders", "p::users"};
+	const char *none[] = {"p::orders", "p::__backfill__::0123456789abcdef"};
+	const char *pipes[] = {"p::orders", "q::orders"};
+	const char *bk[] = {"p::orders::__lease__"};
+	char *pipeline = NULL, *row = NULL;
+
+	(void)state;
+	assert_int_equal(faucet_run_keys_invocation(one, 3, &pipeline, &row), 0);
+	assert_string_equal(pipeline, "p");
+	assert_string_equal(row, "orders");
+	free(pipeline);
+	free(row);
+	assert_int_equal(faucet_run_keys_invocation(two, 2, &pipeline, &row), 0);
+	assert_string_equal(pipeline, "p");
+	assert_null(row);
+	free(pipeline);
+	assert_int_equal(faucet_run_keys_invocation(none, 2, &pipeline, &row), 0);
+	assert_null(row);
+	free(pipeline);
+	assert_int_equal(faucet_run_keys_invocation(pipes, 2, &pipeline, &row), 0);
+	assert_string_equal(pipeline, "p");
+	assert_null(row);
+	free(pipeline);
+	assert_int_equal(faucet_run_keys_invocation(bk, 1, &pipeline, &row), 0);
+	assert_null(pipeline);
+	assert_null(row);
+}
+
+typedef struct {
+	faucet_store *s;
+	char *row;     /* what begin_run was given */
+	int called;
+	faucet_run *run;
+} hook_seen;
+
+static int begin_v2(void *ctx, const char *pipeline, const char *row, faucet_run **run)
+{
+	hook_seen *h = ctx;
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+
+	h->called++;
+	h->row = row ? strdup(row) : NULL;
+	o.no_lease = 1;
+	o.row = row;
+	o.pipeline_level = row == NULL;
+	assert_int_equal(faucet_run_begin(&h->run, h->s, pipeline, &o), 0);
+	*run = h->run;
+	return 0;
+}
+
+/* The hook's first version took no row: still called as it was built. */
+static int begin_v1(void *ctx, const char *pipeline, faucet_run **run)
+{
+	hook_seen *h = ctx;
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+
+	h->called++;
+	o.no_lease = 1;
+	o.pipeline_level = 1;
+	assert_int_equal(faucet_run_begin(&h->run, h->s, pipeline, &o), 0);
+	*run = h->run;
+	return 0;
+}
+
+static void import_doc(hook_seen *h, const faucet_import_run_hook *hook, const char *doc)
+{
+	faucet_import_report rep;
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	assert_true(fputs(doc, f) >= 0);
+	rewind(f);
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(faucet_import_file_recorded(h->s, f, NULL, hook, &rep), 0);
+	assert_null(rep.error);
+	faucet_import_report_dispose(&rep);
+	fclose(f);
+	assert_int_equal(faucet_run_end(h->run, FAUCET_RUN_OK, 0, NULL), 0);
+	faucet_run_free(h->run);
+	h->run = NULL;
+}
+
+static void the_import_hook_is_given_the_row_of_its_keys(void **state)
+{
+	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
+	hook_seen h;
+	faucet_value *v = NULL;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(faucet_store_open_url(&h.s, "memory:"), 0);
+	hook.begin_run = begin_v2;
+	hook.ctx = &h;
+	import_doc(&h, &hook,
+		   "{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":1,\"p::orders::a\":2}}");
+	assert_int_equal(h.called, 1);
+	assert_non_null(h.row);
+	assert_string_equal(h.row, "orders");
+	free(h.row);
+	assert_int_equal(faucet_store_get(h.s, "p::orders::__status__", &v), 0);
+	assert_non_null(v);
+	faucet_value_free(v);
+	import_doc(&h, &hook,
+		   "{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":3,\"p::users\":4}}");
+	assert_int_equal(h.called, 2);
+	assert_null(h.row);
+
+	/* A version-1 hook: same struct, begin_run without the row. */
+	hook.version = 1;
+	hook.begin_run = (int (*)(void *, const char *, const char *, faucet_run **))(
+		void (*)(void))begin_v1;
+	import_doc(&h, &hook,
+		   "{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":5}}");
+	assert_int_equal(h.called, 3);
+	assert_int_equal(faucet_store_get(h.s, "p::orders", &v), 0);
+	assert_string_equal(faucet_value_json(v), "5");
+	faucet_value_free(v);
+	faucet_store_free(h.s);
+}
+
+/* Many keys at once, out of order, some twice, some already there: the
+ * items stay sorted, an existing before-image is kept. */
+static void marker_add_many_merges_unsorted_keys(void **state)
+{
+	const char *keys[] = {"p::d", "p::b", "p::e", "p::b", "p::a"};
+	faucet_value *one = NULL, *two = NULL;
+	faucet_value *befores[5];
+	run_marker m;
+	int added = 0;
+
+	(void)state;
+	assert_int_equal(faucet_value_parse(&one, "1", 1), 0);
+	assert_int_equal(faucet_value_parse(&two, "2", 1), 0);
+	befores[0] = two;
+	befores[1] = two;
+	befores[2] = NULL;
+	befores[3] = two;
+	befores[4] = two;
+	assert_int_equal(run__marker_parse(NULL, "p::__rollback__::x", "x", &m), 0);
+	assert_int_equal(run__marker_add(&m, "p::c", one, &added), 0);
+	assert_int_equal(run__marker_add(&m, "p::d", one, &added), 0);
+	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_true(added);
+	assert_int_equal(m.count, 5);
+	for (size_t i = 0; i < m.count; i++) {
+		const char *want[] = {"p::a", "p::b", "p::c", "p::d", "p::e"};
+		assert_string_equal(m.items[i].key, want[i]);
+	}
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::d")->before), "1");
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::b")->before), "2");
+	assert_null(run__marker_find(&m, "p::e")->before);
+	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_false(added);
+	run__marker_dispose(&m);
+	faucet_value_free(one);
+	faucet_value_free(two);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +341,9 @@ int main(void)
 		cmocka_unit_test(foreign_documents_are_refused),
 		cmocka_unit_test(a_backfill_lease_reads_as_a_lease_without_a_run),
 		cmocka_unit_test(leases_read_through_the_public_api),
+		cmocka_unit_test(keys_of_one_invocation_name_its_row),
+		cmocka_unit_test(marker_add_many_merges_unsorted_keys),
+		cmocka_unit_test(the_import_hook_is_given_the_row_of_its_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,16 +188,27 @@ FAUCET_EXTERN void faucet_undo_result_dispose(faucet_undo_result *r);
 
 /* ---- imports recorded as runs ------------------------------------------------- */
 
-#define FAUCET_IMPORT_RUN_HOOK_VERSION 1
+/* The invocation `count` keys belong to (SPEC section 8): *pipeline gets
+ * the first key's pipeline (its first segment), *row the row that every
+ * key shares, or NULL when they span several invocations or one belongs to
+ * none (p::__backfill__::h).  Bookkeeping keys are skipped; with none left
+ * both are NULL.  The caller frees both. */
+FAUCET_EXTERN int faucet_run_keys_invocation(const char *const *keys, size_t count,
+					     char **pipeline, char **row);
+
+#define FAUCET_IMPORT_RUN_HOOK_VERSION 2
 
 /* How faucet_import_file_recorded() gets its run.  begin_run is called once
  * the document is validated and something will be written, with the
- * document's pipeline; *run receives the run to write through (recorded,
- * fenced; the caller ends and frees it) or NULL for plain writes.  An error
- * from it stops the import before anything is written. */
+ * document's pipeline and the row every key the import changes (written,
+ * or deleted by a replace) belongs to, or NULL when they span several
+ * invocations (faucet_run_keys_invocation); *run receives the run to write
+ * through (recorded, fenced; the caller ends and frees it) or NULL for
+ * plain writes.  An error from it stops the import before anything is
+ * written.  (A version-1 hook's begin_run takes no row.) */
 typedef struct {
 	unsigned version; /* FAUCET_IMPORT_RUN_HOOK_VERSION */
-	int (*begin_run)(void *ctx, const char *pipeline, faucet_run **run);
+	int (*begin_run)(void *ctx, const char *pipeline, const char *row, faucet_run **run);
 	void *ctx;
 } faucet_import_run_hook;
 

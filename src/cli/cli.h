@@ -207,13 +207,16 @@ typedef struct {
 	char *undo;      /* the undo command, once ended */
 } cli_write_run;
 
-/* Begin the run the write of `keys` is recorded in (pipeline_hint names the
- * pipeline when there are no keys, e.g. an import; may_join: join the run
- * of FAUCET_RUN_ID when it is set).  On failure the
- * error has been printed and the exit code is returned. */
+/* Begin the run the write of `keys` is recorded in (may_join: join the run
+ * of FAUCET_RUN_ID when it is set).  On failure the error has been printed
+ * and the exit code is returned. */
 int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
-			cli_write_run *w);
+			const char *const *keys, size_t n, int may_join, cli_write_run *w);
+
+/* The same with the decision made: a run of {pipeline}::{row}, or a
+ * pipeline-level run when row is NULL (pipeline NULL: nothing to record). */
+int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *command,
+			   const char *pipeline, const char *row, int may_join, cli_write_run *w);
 
 /* End it (ok or failed with message) and print the run id and the undo
  * command on stderr.  Returns 0 or the exit code of a failure (printed). */

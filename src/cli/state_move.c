@@ -53,6 +53,9 @@ static const char import_help[] =
 	"value changed), those of them whose durability is unknown, stale keys\n"
 	"deleted, whether the import was one all-or-nothing batch, and the first\n"
 	"error.  After a failure the report lists exactly what landed.\n"
+	"The import is one run: of the invocation PIPELINE::ROW when every key it\n"
+	"writes or deletes belongs to it (undo: faucet state undo PIPELINE --row ROW),\n"
+	"else a pipeline-level run (faucet state undo PIPELINE).\n"
 	"Exit 2 when the document cannot be read or is invalid (nothing written),\n"
 	"1 when the store failed.\n";
 
@@ -65,7 +68,8 @@ static const char copy_help[] =
 	"redis://).  --replace also deletes keys of the namespace the source lacks; a\n"
 	"source without keys of the pipeline (a mistyped store or pipeline?) is\n"
 	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
-	"written and deleted and writes nothing.  The report is import's.\n"
+	"written and deleted and writes nothing.  The report is import's, and so is\n"
+	"the run it is recorded as, in the destination store.\n"
 	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
 	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
 	"PIPELINE defaults to the YAML's name with -c.\n";
@@ -339,8 +343,10 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
  * source for --replace) is exit 2 - the report's pipeline is set only once
  * the document has been read whole and validated, so an error without it
  * was the document's. */
-/* Every import and copy is one run of the document's pipeline (SPEC
- * section 8), begun by the library once the document is known valid. */
+/* Every import and copy is one run (SPEC section 8), begun by the library
+ * once the document is known valid: the run of the invocation every
+ * changed key belongs to, else a pipeline-level run of the document's
+ * pipeline. */
 typedef struct {
 	cli_context *ctx;
 	faucet_store *s;
@@ -350,12 +356,12 @@ typedef struct {
 	int begin_rc; /* the exit code of a failed begin (already printed) */
 } import_run;
 
-static int begin_import_run(void *arg, const char *pipeline, faucet_run **run)
+static int begin_import_run(void *arg, const char *pipeline, const char *row, faucet_run **run)
 {
 	import_run *ir = arg;
 
-	ir->begin_rc = cli_write_run_begin(ir->ctx, ir->s, ir->command, NULL, 0, pipeline,
-					   ir->may_join, &ir->w);
+	ir->begin_rc = cli_write_run_begin_in(ir->ctx, ir->s, ir->command, pipeline, row,
+					      ir->may_join, &ir->w);
 	if (ir->begin_rc != 0)
 		return faucet_error_set(FAUCET_ERROR, "the import could not be recorded as a run");
 	*run = ir->w.run;

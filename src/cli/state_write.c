@@ -207,7 +207,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 		goto done;
 	{
 		const char *keys[] = {pa.key};
-		rc = cli_write_run_begin(ctx, s, "faucet state put", keys, 1, NULL, 1, &w);
+		rc = cli_write_run_begin(ctx, s, "faucet state put", keys, 1, 1, &w);
 		if (rc != 0)
 			goto done;
 	}
@@ -276,7 +276,7 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		return rc;
-	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, NULL, 1, &w);
+	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, 1, &w);
 	faucet_warning_clear();
 	if (rc == 0 && (w.run ? faucet_run_delete(w.run, key) : faucet_store_delete(s, key)) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);

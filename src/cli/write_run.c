@@ -12,12 +12,12 @@
  *     flight; it is fenced only when it joins one);
  *   - otherwise a pipeline-level run of the first key's pipeline.
  *
- * A key's pipeline is its first segment and its row what the key parser
- * says (so p::backfill::h::u belongs to the backfill unit's invocation).
- * Writes of the bookkeeping keys themselves are not recorded: they are the
- * records.  An import or a copy is a pipeline-level run of the document's
- * pipeline (its keys are known only as it streams in); a copy never joins
- * FAUCET_RUN_ID's run, which lives in another store.
+ * Which invocation keys belong to is the library's decision
+ * (faucet_run_keys_invocation), so that an import - whose run the library
+ * begins once it knows every key the import changes - decides exactly as
+ * put and delete do.  Writes of the bookkeeping keys themselves are not
+ * recorded: they are the records.  A copy never joins FAUCET_RUN_ID's run,
+ * which lives in another store.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,32 +25,6 @@
 #include "util.h"
 #include "cli.h"
 #include "jsonw.h"
-
-/* The pipeline and row (NULL for none) a key belongs to. */
-static int key_scope(const char *key, char **pipeline, char **row)
-{
-	const char *sep = strstr(key, "::");
-	faucet_key *k = NULL;
-
-	*row = NULL;
-	*pipeline = sep ? cli_strndup(key, (size_t)(sep - key)) : cli_strdup(key);
-	if (*pipeline == NULL)
-		return FAUCET_ENOMEM;
-	if (sep != NULL && faucet_key_parse(&k, NULL, *pipeline, key) == 0) {
-		const char *r = faucet_key_row(k);
-		if (r != NULL && (*row = cli_strdup(r)) == NULL) {
-			faucet_key_free(k);
-			return FAUCET_ENOMEM;
-		}
-	}
-	faucet_key_free(k);
-	return 0;
-}
-
-static int same(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
 
 static int write_run_fail(const char *command)
 {
@@ -60,44 +34,22 @@ static int write_run_fail(const char *command)
 			"%s: cannot record the write as a run", command);
 }
 
-int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, const char *pipeline_hint, int may_join,
-			cli_write_run *w)
+int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *command,
+			   const char *pipeline, const char *row, int may_join, cli_write_run *w)
 {
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	const char *joined = getenv("FAUCET_RUN_ID");
-	char *pipeline = NULL, *row = NULL;
-	int rc = 0, one_row = 1, recorded = 0;
+	int rc = 0;
 
 	(void)ctx;
 	memset(w, 0, sizeof(*w));
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		char *p = NULL, *r = NULL;
-
-		if (faucet_run_is_bookkeeping_key(keys[i]))
-			continue;
-		if ((rc = key_scope(keys[i], &p, &r)) != 0)
-			break;
-		if (!recorded) {
-			pipeline = p;
-			row = r;
-			recorded = 1;
-			continue;
-		}
-		if (strcmp(p, pipeline) != 0 || !same(r, row))
-			one_row = 0;
-		free(p);
-		free(r);
-	}
-	if (rc != 0)
-		goto done;
-	if (!recorded && n > 0)
+	if (pipeline == NULL)
 		goto done; /* bookkeeping only */
 	if (may_join && joined != NULL && *joined != '\0') {
 		const char *jp = getenv("FAUCET_RUN_PIPELINE"), *jr = getenv("FAUCET_RUN_ROW");
 
 		if (jp == NULL || *jp == '\0')
-			jp = pipeline ? pipeline : pipeline_hint;
+			jp = pipeline;
 		if (faucet_run_join(&w->run, s, jp, jr && *jr ? jr : NULL, joined) != 0) {
 			rc = cli_fail(faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
 										  : CLI_EXIT_FAILED,
@@ -107,24 +59,36 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 		w->joined = 1;
 		goto done;
 	}
-	if (pipeline == NULL && pipeline_hint == NULL)
-		goto done;
 	o.no_lease = 1;
 	o.command = command;
-	if (pipeline != NULL && one_row && row != NULL)
+	if (row != NULL)
 		o.row = row;
 	else
 		o.pipeline_level = 1;
-	if (faucet_run_begin(&w->run, s, pipeline ? pipeline : pipeline_hint, &o) != 0)
+	if (faucet_run_begin(&w->run, s, pipeline, &o) != 0)
 		rc = write_run_fail(command);
 done:
-	w->pipeline = cli_strdup(pipeline ? pipeline : pipeline_hint ? pipeline_hint : "");
-	free(pipeline);
-	free(row);
+	w->pipeline = cli_strdup(pipeline ? pipeline : "");
 	if (rc == 0 && w->pipeline == NULL)
 		rc = cli_fail(CLI_EXIT_FAILED, "%s", command);
 	if (rc != 0)
 		cli_write_run_dispose(w);
+	return rc;
+}
+
+int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
+			const char *const *keys, size_t n, int may_join, cli_write_run *w)
+{
+	char *pipeline = NULL, *row = NULL;
+	int rc;
+
+	if (faucet_run_keys_invocation(keys, n, &pipeline, &row) != 0) {
+		memset(w, 0, sizeof(*w));
+		return cli_fail(CLI_EXIT_FAILED, "%s", command);
+	}
+	rc = cli_write_run_begin_in(ctx, s, command, pipeline, row, may_join, w);
+	free(pipeline);
+	free(row);
 	return rc;
 }
 
@@ -146,7 +110,7 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 		return 0; /* nothing changed: nothing to undo, and the error says why */
 	row = faucet_run_row(w->run);
 	w->undo = row ? cli_sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
-				    faucet_run_id(w->run))
+					faucet_run_id(w->run))
 		      : cli_sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
 	if (w->undo == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));

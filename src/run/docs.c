@@ -284,6 +284,66 @@ run_image *run__marker_find(const run_marker *m, const char *key)
 	return found ? &m->items[i] : NULL;
 }
 
+static int compare_images(const void *a, const void *b)
+{
+	return strcmp(((const run_image *)a)->key, ((const run_image *)b)->key);
+}
+
+int run__marker_add_many(run_marker *m, const char *const *keys,
+			 faucet_value *const *befores, size_t n, int *added)
+{
+	run_image *fresh, *items;
+	size_t k = 0, u = 0;
+
+	*added = 0;
+	if ((fresh = faucet__calloc(n ? n : 1, sizeof(*fresh))) == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (run__marker_find(m, keys[i]) == NULL) {
+			fresh[k].key = (char *)keys[i];
+			fresh[k++].before = befores[i];
+		}
+	}
+	/* Sorted and merged in one pass (see the header). */
+	qsort(fresh, k, sizeof(*fresh), compare_images);
+	for (size_t i = 0; i < k; i++) {
+		if (u == 0 || strcmp(fresh[u - 1].key, fresh[i].key) != 0)
+			fresh[u++] = fresh[i];
+	}
+	k = u;
+	items = k ? faucet__reserve(m->items, &m->cap, m->count + k, sizeof(run_image), 8)
+		  : m->items;
+	if (k && items == NULL) {
+		free(fresh);
+		return FAUCET_ENOMEM;
+	}
+	m->items = items;
+	for (size_t i = 0; i < k; i++) {
+		if ((fresh[i].key = faucet__strdup(fresh[i].key)) == NULL) {
+			for (size_t j = 0; j < i; j++)
+				free(fresh[j].key);
+			free(fresh);
+			return FAUCET_ENOMEM;
+		}
+		fresh[i].before = faucet_value_ref(fresh[i].before);
+		fresh[i].after = NULL;
+	}
+	{
+		size_t i = m->count, j = k, w = m->count + k;
+
+		while (j > 0) {
+			if (i > 0 && strcmp(items[i - 1].key, fresh[j - 1].key) > 0)
+				items[--w] = items[--i];
+			else
+				items[--w] = fresh[--j];
+		}
+	}
+	m->count += k;
+	*added = k > 0;
+	free(fresh);
+	return 0;
+}
+
 int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added)
 {
 	int found = 0;

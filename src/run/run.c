@@ -35,9 +35,14 @@
 
 #include "run/run_internal.h"
 #include "store/open_internal.h"
+#include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
+
+enum { AFTER_NONE = 0, AFTER_KNOWN = 1, AFTER_UNKNOWN = 2 };
+
+#define READ_CHUNK 10000 /* keys per get_many */
 
 struct faucet_run {
 	faucet_store *s;
@@ -59,6 +64,17 @@ struct faucet_run {
 	run_status scache;        /* parsed, when scache_ok: the end then neither reads */
 	int scache_ok;            /* nor parses a document of up to 50 entries */
 	faucet_strarray recorded; /* keys with a before-image, sorted */
+	/* Parallel to `recorded`: what this handle's writes of the key did -
+	 * AFTER_NONE (none: the key was recorded ahead and never written),
+	 * AFTER_KNOWN (the last one left after[i], NULL = absent) or
+	 * AFTER_UNKNOWN (it failed or its outcome is unknown) - so that the
+	 * end need not read every key back.  Trusted only by a run that took
+	 * no lease: no other handle can join it (faucet_run_join needs the
+	 * lease), so only its own writes and outside writers touch its keys. */
+	faucet_value **after;
+	unsigned char *after_known;
+	size_t after_cap;
+	int leased;               /* took a lease: children may join and write */
 	char *undoes;
 	int ended;
 };
@@ -72,21 +88,81 @@ static int64_t wall_now(void)
 
 int faucet_run_is_bookkeeping_key(const char *key)
 {
-	const char *p = key ? strstr(key, "::") : NULL;
+	return faucet__is_bookkeeping_key(key);
+}
 
-	/* The first segment is the pipeline (or tenant); a marker segment can
-	 * only come after it. */
-	while (p != NULL) {
-		const char *seg = p + 2, *end = strstr(seg, "::");
-		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+/* ---- which invocation keys belong to ------------------------------------------ */
 
-		if (len == 12 && strncmp(seg, "__rollback__", 12) == 0)
-			return 1;
-		if (end == NULL && ((len == 9 && strncmp(seg, "__lease__", 9) == 0) ||
-				    (len == 10 && strncmp(seg, "__status__", 10) == 0)))
-			return 1;
-		p = end;
+void run__scope_init(run_scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+}
+
+void run__scope_dispose(run_scope *sc)
+{
+	free(sc->pipeline);
+	free(sc->row);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* A key's pipeline is its first segment and its row what the key parser
+ * says (p::backfill::h::u belongs to the backfill unit's invocation;
+ * p::__backfill__::h to none). */
+int run__scope_add(run_scope *sc, const char *key)
+{
+	const char *sep, *row = NULL;
+	faucet_key *k = NULL;
+	size_t plen;
+
+	if (sc->spans || faucet__is_bookkeeping_key(key))
+		return 0; /* decided already, or not a change to record */
+	sep = strstr(key, "::");
+	plen = sep ? (size_t)(sep - key) : strlen(key);
+	if (sc->pipeline != NULL &&
+	    (strncmp(sc->pipeline, key, plen) != 0 || sc->pipeline[plen] != '\0')) {
+		sc->spans = 1; /* another pipeline: the first key's pipeline stays */
+		return 0;
 	}
+	if (sc->pipeline == NULL && (sc->pipeline = faucet__strndup(key, plen)) == NULL)
+		return FAUCET_ENOMEM;
+	if (sep != NULL && faucet_key_parse(&k, NULL, sc->pipeline, key) == 0)
+		row = faucet_key_row(k);
+	if (!sc->any) {
+		sc->any = 1;
+		if (row != NULL && (sc->row = faucet__strdup(row)) == NULL) {
+			faucet_key_free(k);
+			return FAUCET_ENOMEM;
+		}
+		sc->spans = row == NULL;
+	} else if (row == NULL || strcmp(row, sc->row) != 0) {
+		sc->spans = 1;
+	}
+	faucet_key_free(k);
+	return 0;
+}
+
+int faucet_run_keys_invocation(const char *const *keys, size_t count, char **pipeline,
+			       char **row)
+{
+	run_scope sc;
+	int rc = 0;
+
+	if (pipeline == NULL || row == NULL || (keys == NULL && count > 0))
+		return faucet_error_set(FAUCET_EINVALID, "faucet_run_keys_invocation: NULL argument");
+	*pipeline = NULL;
+	*row = NULL;
+	run__scope_init(&sc);
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = run__scope_add(&sc, keys[i]);
+	if (rc != 0) {
+		run__scope_dispose(&sc);
+		return rc;
+	}
+	*pipeline = sc.pipeline;
+	if (!sc.spans)
+		*row = sc.row;
+	else
+		free(sc.row);
 	return 0;
 }
 
@@ -179,6 +255,10 @@ void faucet_run_free(faucet_run *r)
 	faucet_value_free(r->status);
 	if (r->scache_ok)
 		run__status_dispose(&r->scache);
+	for (size_t i = 0; r->after != NULL && i < r->recorded.count; i++)
+		faucet_value_free(r->after[i]);
+	free(r->after);
+	free(r->after_known);
 	faucet_strarray_dispose(&r->recorded);
 	free(r);
 }
@@ -572,6 +652,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 		}
 		if ((rc = claim_lease(r, opts->wait_ms, &dead)) != 0)
 			goto fail;
+		r->leased = 1;
 		if (dead != NULL && (rc = dead_run_keys(r, dead, &dead_keys, &dead_marker)) != 0)
 			goto fail;
 	}
@@ -732,21 +813,139 @@ static int is_recorded(const faucet_run *r, const char *key, size_t *at)
 	return found;
 }
 
-static int remember(faucet_run *r, const char *key)
+/* Room for `need` keys in `recorded` and its two parallel arrays (one
+ * capacity for the three, kept in after_cap). */
+static int reserve_recorded(faucet_run *r, size_t need)
+{
+	size_t cap = r->after_cap, c;
+	void *p;
+
+	if (need <= cap)
+		return 0;
+	c = cap;
+	if ((p = faucet__reserve(r->recorded.strings, &c, need, sizeof(char *), 64)) == NULL)
+		return FAUCET_ENOMEM;
+	r->recorded.strings = p;
+	c = cap;
+	if ((p = faucet__reserve(r->after, &c, need, sizeof(*r->after), 64)) == NULL)
+		return FAUCET_ENOMEM;
+	r->after = p;
+	c = cap;
+	if ((p = faucet__reserve(r->after_known, &c, need, sizeof(*r->after_known), 64)) == NULL)
+		return FAUCET_ENOMEM;
+	r->after_known = p;
+	r->after_cap = c;
+	return 0;
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Add the keys not yet recorded.  The new ones are sorted and merged in
+ * one pass: inserting them one at a time into the sorted array would move
+ * it once per key, quadratic for a document not in key order. */
+static int remember(faucet_run *r, const char *const *keys, size_t n)
+{
+	size_t k = 0, at, count = r->recorded.count;
+	char **fresh;
+	int rc = 0;
+
+	if ((fresh = faucet__calloc(n ? n : 1, sizeof(*fresh))) == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_recorded(r, keys[i], &at))
+			fresh[k++] = (char *)keys[i];
+	}
+	qsort(fresh, k, sizeof(*fresh), compare_keys);
+	{
+		size_t u = 0; /* drop duplicates */
+		for (size_t i = 0; i < k; i++) {
+			if (u == 0 || strcmp(fresh[u - 1], fresh[i]) != 0)
+				fresh[u++] = fresh[i];
+		}
+		k = u;
+	}
+	if (k > 0)
+		rc = reserve_recorded(r, count + k);
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		if ((fresh[i] = faucet__strdup(fresh[i])) == NULL) {
+			for (size_t j = 0; j < i; j++)
+				free(fresh[j]);
+			rc = FAUCET_ENOMEM;
+		}
+	}
+	if (rc == 0 && k > 0) {
+		/* Merge from the back, so nothing is overwritten before it moved. */
+		char **strings = r->recorded.strings;
+		size_t i = count, j = k, w = count + k;
+
+		while (j > 0) {
+			if (i > 0 && strcmp(strings[i - 1], fresh[j - 1]) > 0) {
+				i--;
+				w--;
+				strings[w] = strings[i];
+				r->after[w] = r->after[i];
+				r->after_known[w] = r->after_known[i];
+			} else {
+				j--;
+				w--;
+				strings[w] = fresh[j];
+				r->after[w] = NULL;
+				r->after_known[w] = AFTER_NONE;
+			}
+		}
+		r->recorded.count = count + k;
+	}
+	free(fresh);
+	return rc;
+}
+
+/* What a write of `key` by this handle left: `v` (NULL = absent) when
+ * known, else unknown (the end reads the key back). */
+static void note_after(faucet_run *r, const char *key, const faucet_value *v, int known)
 {
 	size_t at;
-	char *copy;
 
-	if (is_recorded(r, key, &at))
-		return 0;
-	if ((copy = faucet__strdup(key)) == NULL)
+	if (!is_recorded(r, key, &at))
+		return;
+	faucet_value_free(r->after[at]);
+	r->after[at] = known && v != NULL ? faucet_value_ref((faucet_value *)v) : NULL;
+	r->after_known[at] = known ? AFTER_KNOWN : AFTER_UNKNOWN;
+}
+
+/* The keys not yet recorded (*todo_keys, borrowed from keys) and their
+ * current values (*todo_vals, NULL = absent), read with get_many: a
+ * snapshot where the store has one, and far fewer round trips or system
+ * calls than a get each.  The caller frees both arrays and the values. */
+static int read_before(faucet_run *r, const char *const *keys, size_t n,
+		       const char ***todo_keys, faucet_value ***todo_vals, size_t *todo)
+{
+	const char **want;
+	faucet_value **got;
+	size_t m = 0, at;
+	int rc = 0;
+
+	*todo = 0;
+	*todo_keys = want = faucet__calloc(n ? n : 1, sizeof(*want));
+	*todo_vals = got = faucet__calloc(n ? n : 1, sizeof(*got));
+	if (want == NULL || got == NULL)
 		return FAUCET_ENOMEM;
-	if (faucet_strarray_push_owned(&r->recorded, copy) != 0)
-		return FAUCET_ENOMEM;
-	memmove(&r->recorded.strings[at + 1], &r->recorded.strings[at],
-		(r->recorded.count - 1 - at) * sizeof(char *));
-	r->recorded.strings[at] = copy;
-	return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!r->joined && is_recorded(r, keys[i], &at))
+			continue;
+		want[m++] = keys[i];
+	}
+	/* A chunk at a time: a window ahead can be half a million keys, more
+	 * than a server store should get in one request. */
+	for (size_t from = 0; rc == 0 && from < m; from += READ_CHUNK) {
+		size_t k = m - from < READ_CHUNK ? m - from : READ_CHUNK;
+
+		rc = faucet_store_get_many(r->s, want + from, k, got + from);
+	}
+	*todo = m; /* on error the values read so far are freed by the caller */
+	return rc;
 }
 
 /* Record the before-image of every key not yet recorded, in one marker
@@ -754,8 +953,9 @@ static int remember(faucet_run *r, const char *key)
  * value; a joined child may have changed it, and then we read and merge. */
 static int record_before(faucet_run *r, const char *const *keys, size_t n)
 {
-	faucet_value **cur_vals;
-	size_t todo = 0, at;
+	const char **todo_keys = NULL;
+	faucet_value **todo_vals = NULL;
+	size_t todo = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -765,15 +965,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 		if ((rc = faucet_validate_key(keys[i])) != 0)
 			return rc;
 	}
-	cur_vals = faucet__calloc(n ? n : 1, sizeof(*cur_vals));
-	if (cur_vals == NULL)
-		return FAUCET_ENOMEM;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (!r->joined && is_recorded(r, keys[i], &at))
-			continue;
-		todo++;
-		rc = faucet_store_get(r->s, keys[i], &cur_vals[i]);
-	}
+	rc = read_before(r, keys, n, &todo_keys, &todo_vals, &todo);
 	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
 		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
 		int written = 0, changed = 0;
@@ -793,13 +985,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 		}
 		/* From here the cache is ahead of the store until the write lands. */
 		r->mcache_ok = 0;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			int added = 0;
-			if (!r->joined && is_recorded(r, keys[i], &at))
-				continue;
-			rc = run__marker_add(&r->mcache, keys[i], cur_vals[i], &added);
-			changed |= added;
-		}
+		rc = run__marker_add_many(&r->mcache, todo_keys, todo_vals, todo, &changed);
 		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
 		if (rc == 0 && (written || !changed)) {
@@ -807,8 +993,7 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 			r->marker = written ? next : faucet_value_ref(cur);
 			r->mcache_ok = 1;
 			next = NULL;
-			for (size_t i = 0; rc == 0 && i < n; i++)
-				rc = remember(r, keys[i]);
+			rc = remember(r, keys, n);
 			faucet_value_free(fresh);
 			break;
 		}
@@ -818,9 +1003,10 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 			rc = faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
 					      r->marker_key, CAS_ATTEMPTS);
 	}
-	for (size_t i = 0; i < n; i++)
-		faucet_value_free(cur_vals[i]);
-	free(cur_vals);
+	for (size_t i = 0; todo_vals != NULL && i < todo; i++)
+		faucet_value_free(todo_vals[i]);
+	free(todo_vals);
+	free(todo_keys);
 	return rc;
 }
 
@@ -835,18 +1021,33 @@ static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
 	return record_before(r, keys, n);
 }
 
+int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
+{
+	if (r == NULL || r->joined)
+		return 0; /* a joined handle records as it writes (see record_before) */
+	return n ? prepare_write(r, keys, n) : 0;
+}
+
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
 	int rc = prepare_write(r, &key, 1);
 
-	return rc ? rc : faucet_store_put(r->s, key, value);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_put(r->s, key, value);
+	note_after(r, key, value, rc == 0);
+	return rc;
 }
 
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	int rc = prepare_write(r, &key, 1);
 
-	return rc ? rc : faucet_store_delete(r->s, key);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_delete(r->s, key);
+	note_after(r, key, NULL, rc == 0);
+	return rc;
 }
 
 int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_value *expected,
@@ -859,7 +1060,11 @@ int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_valu
 			*written = 0;
 		return rc;
 	}
-	return faucet_store_compare_and_put(r->s, key, expected, value, written);
+	rc = faucet_store_compare_and_put(r->s, key, expected, value, written);
+	/* A condition that did not hold wrote nothing: the key holds what
+	 * someone else left, read back at the end. */
+	note_after(r, key, value, rc == 0 && written != NULL && *written);
+	return rc;
 }
 
 int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_value *expected,
@@ -872,7 +1077,9 @@ int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_v
 			*deleted = 0;
 		return rc;
 	}
-	return faucet_store_compare_and_delete(r->s, key, expected, deleted);
+	rc = faucet_store_compare_and_delete(r->s, key, expected, deleted);
+	note_after(r, key, NULL, rc == 0 && deleted != NULL && *deleted);
+	return rc;
 }
 
 /* The keys of a batch (borrowed), for prepare_write().  Caller frees. */
@@ -883,6 +1090,29 @@ static const char **entry_keys(const faucet_entry *entries, size_t count)
 	for (size_t i = 0; keys != NULL && i < count; i++)
 		keys[i] = entries[i].key;
 	return keys;
+}
+
+/* After a batch: the first `known` entries hold what we wrote; the rest
+ * may or may not (read back at the end).  In order, so that a key written
+ * twice keeps its last value. */
+static void note_after_entries(faucet_run *r, const faucet_entry *entries, size_t count,
+			       size_t known)
+{
+	for (size_t i = 0; i < count; i++)
+		note_after(r, entries[i].key, entries[i].value, i < known);
+}
+
+/* faucet__store_put_prefix, noting what landed: on an error the entries
+ * before both *written and *unknown_from are in place as written; those
+ * from there on failed or have an outcome we do not trust. */
+static int put_prefix_noted(faucet_run *r, const faucet_entry *entries, size_t count,
+			    size_t *written, size_t *unknown_from)
+{
+	int rc = faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	size_t known = rc == 0 ? count : *written < *unknown_from ? *written : *unknown_from;
+
+	note_after_entries(r, entries, count, known);
+	return rc;
 }
 
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
@@ -896,7 +1126,11 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 		return FAUCET_ENOMEM;
 	rc = prepare_write(r, keys, count);
 	free(keys);
-	return rc ? rc : faucet_store_put_batch(r->s, entries, count);
+	if (rc != 0)
+		return rc;
+	rc = faucet_store_put_batch(r->s, entries, count);
+	note_after_entries(r, entries, count, rc == 0 ? count : 0);
+	return rc;
 }
 
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
@@ -915,7 +1149,7 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	rc = prepare_write(r, keys, count);
 	if (rc == 0) {
 		free(keys);
-		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+		return put_prefix_noted(r, entries, count, written, unknown_from);
 	}
 	/* Some before-image cannot be recorded (a value that cannot be read,
 	 * a lost lease).  Find the first such key - the rare failure path may
@@ -925,11 +1159,11 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 		ok++;
 	free(keys);
 	if (ok == count) /* it went away meanwhile: everything is recorded */
-		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+		return put_prefix_noted(r, entries, count, written, unknown_from);
 	if (ok > 0) {
 		char *msg = faucet__strdup(faucet_error_last()->message);
 
-		rc = faucet__store_put_prefix(r->s, entries, ok, written, unknown_from);
+		rc = put_prefix_noted(r, entries, ok, written, unknown_from);
 		if (rc == 0)
 			rc = faucet_error_set(err, "%s", msg != NULL ? msg : "out of memory");
 		free(msg);
@@ -940,7 +1174,96 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 
 /* ---- end ----------------------------------------------------------------------------------- */
 
-/* Fill the marker's after-images from the keys' current values. */
+/* Take out of an unleased run's marker the keys it recorded ahead but never
+ * wrote (an import that stopped early): they are not its changes, and undo
+ * must not restore them over what others wrote since. */
+static void drop_unwritten(faucet_run *r, run_marker *m)
+{
+	size_t kept = 0, at;
+
+	for (size_t i = 0; i < m->count; i++) {
+		run_image *img = &m->items[i];
+
+		if (is_recorded(r, img->key, &at) && r->after_known[at] == AFTER_NONE) {
+			free(img->key);
+			faucet_value_free(img->before);
+			faucet_value_free(img->after);
+			continue;
+		}
+		m->items[kept++] = *img;
+	}
+	m->count = kept;
+}
+
+/* The after-images of a marker's keys: what this handle's own writes left,
+ * where it knows that (see `after` in struct faucet_run), else the keys'
+ * current values, read with get_many a chunk at a time. */
+static int fill_after(faucet_run *r, run_marker *m)
+{
+	const char **want = NULL;
+	faucet_value **got = NULL;
+	size_t *slot = NULL, n = 0, at;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->count; i++) {
+		faucet_value_free(m->items[i].after);
+		m->items[i].after = NULL;
+	}
+	for (size_t i = 0; i <= m->count && rc == 0; i++) {
+		if (i < m->count) {
+			const char *key = m->items[i].key;
+
+			if (!r->leased && is_recorded(r, key, &at) &&
+			    r->after_known[at] == AFTER_KNOWN) {
+				m->items[i].after =
+					r->after[at] ? faucet_value_ref(r->after[at]) : NULL;
+				continue;
+			}
+			if (!r->leased && is_recorded(r, key, &at) &&
+			    r->after_known[at] == AFTER_NONE) {
+				/* Recorded ahead, never written: not the run's
+				 * change, dropped from the marker below. */
+				m->items[i].after = NULL;
+				continue;
+			}
+			if (want == NULL) {
+				want = faucet__calloc(READ_CHUNK, sizeof(*want));
+				got = faucet__calloc(READ_CHUNK, sizeof(*got));
+				slot = faucet__calloc(READ_CHUNK, sizeof(*slot));
+				if (want == NULL || got == NULL || slot == NULL) {
+					rc = FAUCET_ENOMEM;
+					break;
+				}
+			}
+			slot[n] = i;
+			want[n++] = key;
+			if (n < READ_CHUNK)
+				continue;
+		}
+		if (n > 0 && (rc = faucet_store_get_many(r->s, want, n, got)) == 0) {
+			for (size_t j = 0; j < n; j++)
+				m->items[slot[j]].after = got[j];
+		}
+		n = 0;
+	}
+	free(want);
+	free(got);
+	free(slot);
+	if (rc == 0 && !r->leased)
+		drop_unwritten(r, m);
+	return rc;
+}
+
+/* Whether two stored documents have the same text (a store that
+ * re-renders JSON, like PostgreSQL's JSONB, may say no to equal values:
+ * callers only take a shortcut on yes). */
+static int same_text(const faucet_value *a, const faucet_value *b)
+{
+	return a != NULL && b != NULL && faucet_value_len(a) == faucet_value_len(b) &&
+	       memcmp(faucet_value_json(a), faucet_value_json(b), faucet_value_len(a)) == 0;
+}
+
+/* Fill the marker's after-images. */
 static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 {
 	*has_marker = 0;
@@ -953,15 +1276,18 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 			return rc;
 		if (cur == NULL)
 			return 0;
-		if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
+		if (r->mcache_ok && same_text(cur, r->marker)) {
+			/* The marker is as we last wrote it (no joined child added
+			 * to it): our parsed copy is current - a big import's
+			 * marker is then not parsed again. */
+			m = r->mcache;
+			memset(&r->mcache, 0, sizeof(r->mcache));
+			r->mcache_ok = 0;
+		} else if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
 			faucet_value_free(cur);
 			return rc;
 		}
-		for (size_t i = 0; rc == 0 && i < m.count; i++) {
-			faucet_value_free(m.items[i].after);
-			m.items[i].after = NULL;
-			rc = faucet_store_get(r->s, m.items[i].key, &m.items[i].after);
-		}
+		rc = fill_after(r, &m);
 		m.has_after = 1;
 		if (rc == 0 && (rc = run__marker_value(&m, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);

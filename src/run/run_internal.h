@@ -57,6 +57,11 @@ int run__marker_value(const run_marker *m, faucet_value **out);
 run_image *run__marker_find(const run_marker *m, const char *key);
 /* Add key's before-image unless it has one; *added says whether. */
 int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
+/* The same for n keys (befores[i] NULL = absent), sorted and merged in one
+ * pass: adding them one at a time moves the sorted items once per key,
+ * quadratic for keys not in order.  *added: whether any was new. */
+int run__marker_add_many(run_marker *m, const char *const *keys,
+			 faucet_value *const *befores, size_t n, int *added);
 void run__marker_dispose(run_marker *m);
 
 /* ---- status ------------------------------------------------------------------ */
@@ -98,6 +103,28 @@ int run__index_value(const faucet_strarray *runs, faucet_value **out);
 /* "{scope}::__lease__" etc.  Caller frees. */
 char *run__key(const char *scope, const char *suffix);
 char *run__marker_key(const char *scope, const char *run);
+
+/* ---- which invocation keys belong to (faucet_run_keys_invocation) --------------- */
+
+typedef struct {
+	char *pipeline; /* the first key's, NULL before any */
+	char *row;      /* the first key's row (NULL: it has none) */
+	int any;        /* a key was added */
+	int spans;      /* the keys span several invocations, or one has none */
+} run_scope;
+
+void run__scope_init(run_scope *sc);
+/* Add a key (bookkeeping keys are skipped). */
+int run__scope_add(run_scope *sc, const char *key);
+void run__scope_dispose(run_scope *sc);
+
+/* Record the before-images of keys the run is about to write, in one
+ * marker write, ahead of the writes themselves (an import knows all its
+ * keys up front; recording them a growing window at a time keeps the
+ * marker's rewrites linear in its size).  A key recorded but never written
+ * by an unleased run gets its before-image as its after-image, so undo
+ * leaves it alone.  No-op for a joined handle. */
+int faucet_run__record(faucet_run *r, const char *const *keys, size_t n);
 
 /* faucet_run_put_batch for a batch that is not all-or-nothing: the
  * entries' before-images are recorded (one marker write), then the entries

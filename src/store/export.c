@@ -34,9 +34,8 @@
 #include "values/value_internal.h"
 #include "export_internal.h"
 #include "values/json_check.h"
-#include <faucet/run.h>
 #include "open_internal.h"
-#include "run/run_internal.h"
+#include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -504,7 +503,7 @@ static void drop_bookkeeping(faucet_strarray *keys)
 	size_t kept = 0;
 
 	for (size_t i = 0; i < keys->count; i++) {
-		if (faucet_run_is_bookkeeping_key(keys->strings[i]))
+		if (faucet__is_bookkeeping_key(keys->strings[i]))
 			free(keys->strings[i]);
 		else
 			keys->strings[kept++] = keys->strings[i];
@@ -717,7 +716,7 @@ typedef struct {
 	faucet_entry *chunk;
 	size_t n;              /* entries in the chunk */
 	size_t next;           /* index of the next document entry */
-	faucet_run *run;       /* the run the writes are recorded in, or NULL */
+	const faucet__import_writer *w; /* the writes go through it, or NULL */
 } importer;
 
 #define IMPORT_STOPPED 1 /* a write failed: the report says so */
@@ -765,8 +764,8 @@ static int write_chunk_entries(importer *imp)
 	int rc = 0, stop;
 
 	if (imp->batch) {
-		rc = imp->run ? faucet_run_put_batch(imp->run, imp->chunk, imp->n)
-			      : faucet_store_put_batch(imp->s, imp->chunk, imp->n);
+		rc = imp->w ? imp->w->put_batch(imp->w->ctx, imp->chunk, imp->n)
+			    : faucet_store_put_batch(imp->s, imp->chunk, imp->n);
 		if (rc == 0) {
 			imp->r->written.count += imp->n;
 			return 0;
@@ -778,15 +777,15 @@ static int write_chunk_entries(importer *imp)
 	}
 	/* In order, so that a failure tells exactly which keys landed: a
 	 * prefix of the chunk (the file store writes it with one durability
-	 * barrier, others a put at a time).  Inside a run the chunk's
-	 * before-images are recorded first, in one marker write. */
+	 * barrier, others a put at a time).  A writer (a run) records the
+	 * chunk's before-images first. */
 	{
 		size_t landed = 0, unknown_from = 0;
 
-		rc = imp->run ? faucet_run__put_prefix(imp->run, imp->chunk, imp->n, &landed,
-						       &unknown_from)
-			      : faucet__store_put_prefix(imp->s, imp->chunk, imp->n, &landed,
-							 &unknown_from);
+		rc = imp->w ? imp->w->put_prefix(imp->w->ctx, imp->chunk, imp->n, &landed,
+						 &unknown_from)
+			    : faucet__store_put_prefix(imp->s, imp->chunk, imp->n, &landed,
+						       &unknown_from);
 		if (rc == 0) {
 			imp->r->written.count += imp->n;
 			return 0;
@@ -882,15 +881,15 @@ static int list_stale(faucet_store *s, const char *pipeline, char *const *sorted
 	return 0;
 }
 
-static int delete_stale(faucet_store *s, faucet_run *run, faucet_strarray *stale,
+static int delete_stale(faucet_store *s, const faucet__import_writer *w, faucet_strarray *stale,
 			faucet_import_report *r)
 {
 	/* The report takes the stale names over one by one as they go. */
 	r->deleted.strings = stale->strings;
 	r->deleted.count = 0;
 	for (size_t i = 0; i < stale->count; i++) {
-		int rc = run ? faucet_run_delete(run, stale->strings[i])
-			     : faucet_store_delete(s, stale->strings[i]);
+		int rc = w ? w->del(w->ctx, stale->strings[i])
+			   : faucet_store_delete(s, stale->strings[i]);
 		if (rc != 0) {
 			int stop = report_failure(r, "deleting stale", stale->strings[i]);
 			/* A delete whose outcome is unknown may have happened: listed,
@@ -923,7 +922,7 @@ typedef int (*import_source)(importer *imp, void *src);
 /* The common part of every import.  Takes `names` (document order, every
  * one already validated, `count` of them) over whatever happens. */
 static int run_import(faucet_store *s, const char *pipeline, char **names, size_t count,
-		      const faucet_import_options *o, const faucet_import_run_hook *hook,
+		      const faucet_import_options *o, const faucet__import_writer *w,
 		      import_source source, void *src, faucet_import_report *r)
 {
 	faucet_strarray stale = {NULL, 0};
@@ -962,15 +961,21 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	imp.names = names;
 	imp.count = count;
 	imp.batch = faucet_store_supports_atomic_batch(s);
-	/* The caller's run is begun only now, once the document is known to be
-	 * valid and something will be written (an import that writes nothing
-	 * is no run). */
-	if (hook != NULL && hook->begin_run != NULL && (count > 0 || stale.count > 0) &&
-	    (rc = hook->begin_run(hook->ctx, pipeline, &imp.run)) != 0) {
-		free_names(names, 0, count);
-		r->written.count = 0;
-		faucet_strarray_dispose(&stale);
-		return rc;
+	/* The writer (the caller's run) begins only now, once the document is
+	 * known to be valid and something will be written (an import that
+	 * writes nothing is no run), with every key that will change. */
+	if (w != NULL && (count > 0 || stale.count > 0)) {
+		int active = 0;
+
+		rc = w->begin(w->ctx, pipeline, (const char *const *)names, count,
+			      (const char *const *)stale.strings, stale.count, &active);
+		if (rc != 0) {
+			free_names(names, 0, count);
+			r->written.count = 0;
+			faucet_strarray_dispose(&stale);
+			return rc;
+		}
+		imp.w = active ? w : NULL;
 	}
 	imp.chunk = faucet__calloc(count < FAUCET_IMPORT_CHUNK ? (count ? count : 1)
 							       : FAUCET_IMPORT_CHUNK,
@@ -986,7 +991,7 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	if (rc == IMPORT_STOPPED || r->error != NULL)
 		rc = 0;
 	if (rc == 0 && r->error == NULL)
-		rc = delete_stale(s, imp.run, &stale, r);
+		rc = delete_stale(s, imp.w, &stale, r);
 	faucet_strarray_dispose(&stale);
 	return rc;
 }
@@ -1000,7 +1005,7 @@ static int source_export(importer *imp, void *src)
 	for (size_t i = 0; i < e->count; i++) {
 		int rc;
 
-		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+		if (faucet__is_bookkeeping_key(e->entries[i].key))
 			continue;
 		if ((rc = queue_entry(imp, e->entries[i].value)) != 0)
 			return rc;
@@ -1018,7 +1023,7 @@ static int copy_names(const faucet_export *e, char ***names, size_t *count)
 	if (*names == NULL)
 		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < e->count; i++) {
-		if (faucet_run_is_bookkeeping_key(e->entries[i].key))
+		if (faucet__is_bookkeeping_key(e->entries[i].key))
 			continue;
 		(*names)[*count] = faucet__strdup(e->entries[i].key);
 		if ((*names)[*count] == NULL) {
@@ -1099,7 +1104,7 @@ static int check_entry(void *ctx, const char *key, const char *text, size_t len,
 	if (faucet__json_check(text, len, "state export value", &res) != 0)
 		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
 					  (unsigned long long)offset);
-	if (faucet_run_is_bookkeeping_key(key))
+	if (faucet__is_bookkeeping_key(key))
 		return 0; /* never imported (see drop_bookkeeping) */
 	if (l->count == l->cap) {
 		grown = faucet__reserve(l->names, &l->cap, l->count + 1, sizeof(*l->names), 1024);
@@ -1121,7 +1126,7 @@ static int write_entry(void *ctx, const char *key, const char *text, size_t len,
 	faucet_value *v;
 	int rc;
 
-	if (faucet_run_is_bookkeeping_key(key))
+	if (faucet__is_bookkeeping_key(key))
 		return 0;
 	if (imp->next >= imp->count || strcmp(imp->names[imp->next], key) != 0)
 		return faucet_error_set(FAUCET_ERROR,
@@ -1157,11 +1162,11 @@ static int source_file(importer *imp, void *src)
 int faucet_import_file(faucet_store *s, FILE *in, const faucet_import_options *opts,
 		       faucet_import_report *report)
 {
-	return faucet_import_file_recorded(s, in, opts, NULL, report);
+	return faucet__import_file_via(s, in, opts, NULL, report);
 }
 
-int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
-				const faucet_import_run_hook *hook, faucet_import_report *report)
+int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_options *opts,
+			    const faucet__import_writer *w, faucet_import_report *report)
 {
 	faucet_import_options o;
 	faucet__doc_header h;
@@ -1172,9 +1177,6 @@ int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_o
 
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
-	if (hook != NULL && hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "import run hook version %u is not supported",
-					hook->version);
 	memset(report, 0, sizeof(*report));
 	rc = load_import_options(&o, opts);
 	if (rc != 0)
@@ -1200,6 +1202,5 @@ int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_o
 	}
 	report->pipeline = h.pipeline;
 	free(h.exported_at);
-	return run_import(s, report->pipeline, l.names, l.count, &o, hook, source_file, &fs,
-			  report);
+	return run_import(s, report->pipeline, l.names, l.count, &o, w, source_file, &fs, report);
 }

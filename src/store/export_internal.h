@@ -1,7 +1,8 @@
 /*
  * export_internal.h - the export-document reader shared by
  * faucet_export_parse() (a document in memory) and the streaming import
- * (a document in a file, read in blocks) (not installed).
+ * (a document in a file, read in blocks), and the seam through which a run
+ * makes an import's writes (not installed).
  */
 #ifndef FAUCET_EXPORT_INTERNAL_H
 #define FAUCET_EXPORT_INTERNAL_H
@@ -10,6 +11,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include <faucet/store.h>
 
 /* What the reader found outside `keys`; owned by the caller of the walk
  * (free with faucet__doc_header_dispose), valid after a successful walk. */
@@ -38,5 +40,27 @@ int faucet__doc_walk_memory(const char *text, size_t len, faucet__doc_entry_fn f
 			    faucet__doc_header *header);
 int faucet__doc_walk_file(FILE *f, faucet__doc_entry_fn fn, void *ctx,
 			  faucet__doc_header *header);
+
+/* Where an import's writes go when they are not plain store writes: the
+ * run module's recorded import (faucet_import_file_recorded, src/run/)
+ * plugs a run in here, which keeps this module free of calls into the
+ * module above it.  begin is called once, before the first write, with
+ * every key that will change (the document's keys in document order, then
+ * the stale keys a replace deletes); *active = 0 means plain writes after
+ * all.  The other slots have the contracts of faucet_store_put_batch,
+ * faucet__store_put_prefix and faucet_store_delete. */
+typedef struct {
+	int (*begin)(void *ctx, const char *pipeline, const char *const *names, size_t count,
+		     const char *const *stale, size_t nstale, int *active);
+	int (*put_batch)(void *ctx, const faucet_entry *entries, size_t count);
+	int (*put_prefix)(void *ctx, const faucet_entry *entries, size_t count, size_t *written,
+			  size_t *unknown_from);
+	int (*del)(void *ctx, const char *key);
+	void *ctx;
+} faucet__import_writer;
+
+/* faucet_import_file() with its writes made through `w` (NULL = the store). */
+int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_options *opts,
+			    const faucet__import_writer *w, faucet_import_report *report);
 
 #endif

@@ -292,7 +292,7 @@ run state copy s --to file:$PWD/copy --json
 expect_json "d['written'] == ['s::default']" "copy writes the bookmark only"
 run state list --all --state file:$PWD/copy
 expect_out_lacks "__lease__" "no lease is copied"
-expect_out_contains "s::__status__" "the copy is a pipeline-level run of the destination"
+expect_out_contains "s::default::__status__" "the copy (of one invocation's key) is that invocation's run in the destination"
 run state import s.json --replace --json
 expect_json "d['deleted'] == [] and d['written'] == ['s::default']" "import --replace deletes no bookkeeping"
 run state get s::default::__status__
@@ -305,7 +305,7 @@ expect_json "len(d['runs']) >= 4" "the history was not overwritten"
 run state get s::default
 expect_out '{"pos":8}' "the import wrote the bookmark"
 run state undo s
-expect_rc 0 "undo the import (a pipeline-level run)"
+expect_rc 0 "undo the import (a run of s::default)"
 expect_out "restored s::default" "the import's key is restored"
 run state get s::default
 expect_out '{"pos":3}' "the bookmark is back"

@@ -519,6 +519,126 @@ static void undo_refuses_a_key_changed_since_unless_forced(void **state)
 	tu_assert_value(s, "p::default::b", "10");
 }
 
+/* A run that took no lease (every CLI write) knows what its own writes
+ * left and records that as the after-image, rather than reading the keys
+ * back at the end: a key another writer changed after the run wrote it is
+ * then a conflict for undo, not silently restored over.  A compare-and-put
+ * whose condition failed wrote nothing: its key is read back (and, left
+ * unchanged, is not in the status's keys). */
+static void a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_value *one = tu_v("1"), *nine = tu_v("9");
+	faucet_undo_result res;
+	faucet_run *r = NULL;
+	run_status st;
+	int written = 1;
+	char *id;
+
+	tu_put(s, "p::default", "1");
+	tu_put(s, "p::default::c", "5");
+	o.no_lease = 1;
+	o.command = "contract";
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	id = strdup(faucet_run_id(r));
+	run_put(r, "p::default", "2");
+	assert_int_equal(faucet_run_compare_and_put(r, "p::default::c", one, nine, &written), 0);
+	assert_false(written);
+	tu_put(s, "p::default", "3"); /* another writer, before the run ends */
+	end_ok(r);
+
+	st = status_of(s, "p::default");
+	assert_int_equal(st.items[0].keys.count, 1);
+	assert_string_equal(st.items[0].keys.strings[0], "p::default");
+	run__status_dispose(&st);
+	res = undo(s, id, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default");
+	assert_string_equal(faucet_value_json(res.conflict_current), "3");
+	assert_true(res.conflict_wrote_known);
+	assert_string_equal(faucet_value_json(res.conflict_wrote), "2");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "3");
+	tu_assert_value(s, "p::default::c", "5");
+	faucet_value_free(one);
+	faucet_value_free(nine);
+	free(id);
+}
+
+/* An import records its keys' before-images ahead of writing them.  A key
+ * recorded but never written (the import stopped first) is not the run's
+ * change: the end drops it from the marker, so undo leaves it alone -
+ * neither a conflict nor restored over what someone else wrote since. */
+static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	const char *keys[] = {"p::default", "p::default::b"};
+	faucet_undo_result res;
+	faucet_run *r = NULL;
+	run_status st;
+	char *id;
+
+	tu_put(s, "p::default", "1");
+	tu_put(s, "p::default::b", "10");
+	o.no_lease = 1;
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	id = strdup(faucet_run_id(r));
+	assert_int_equal(faucet_run__record(r, keys, 2), 0);
+	run_put(r, "p::default", "2");
+	tu_put(s, "p::default::b", "11"); /* not the run's change */
+	end_ok(r);
+
+	st = status_of(s, "p::default");
+	assert_int_equal(st.items[0].keys.count, 1);
+	assert_string_equal(st.items[0].keys.strings[0], "p::default");
+	run__status_dispose(&st);
+	{
+		char *mk = run__marker_key("p::default", id);
+		faucet_value *mv = NULL;
+		run_marker m;
+
+		assert_int_equal(faucet_store_get(s, mk, &mv), 0);
+		assert_int_equal(run__marker_parse(mv, mk, id, &m), 0);
+		assert_int_equal(m.count, 1);
+		assert_string_equal(m.items[0].key, "p::default");
+		run__marker_dispose(&m);
+		faucet_value_free(mv);
+		free(mk);
+	}
+	res = undo(s, id, 0);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::default::b", "11");
+	free(id);
+}
+
+/* A batch out of key order: the run's keys come back sorted, each once. */
+static void a_batch_out_of_order_is_recorded_sorted(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *v = tu_v("7");
+	faucet_entry e[] = {{"p::default::c", NULL}, {"p::default::a", NULL},
+			    {"p::default::b", NULL}, {"p::default::a", NULL}};
+	const faucet_strarray *keys;
+	faucet_run *r = begin(s, NULL);
+
+	for (size_t i = 0; i < 4; i++)
+		e[i].value = v;
+	assert_int_equal(faucet_run_put_batch(r, e, 4), 0);
+	run_put(r, "p::default", "1");
+	keys = faucet_run_keys(r);
+	assert_int_equal(keys->count, 4);
+	assert_string_equal(keys->strings[0], "p::default");
+	assert_string_equal(keys->strings[1], "p::default::a");
+	assert_string_equal(keys->strings[2], "p::default::b");
+	assert_string_equal(keys->strings[3], "p::default::c");
+	end_ok(r);
+	faucet_value_free(v);
+}
+
 static void a_crashed_undo_run_again_finishes_the_job(void **state)
 {
 	faucet_store *s = S(state);
@@ -821,6 +941,12 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(
 			foreign_json_in_bookkeeping_keys_is_refused_and_nothing_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_pipeline_level_run_takes_no_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_key_recorded_ahead_but_never_written_is_left_alone_by_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
+						teardown),
 	};
 	char group[64];
 
