@@ -607,6 +607,8 @@ static int stream_entry(const char *key, const faucet_value *value, void *ctx)
 {
 	stream_out *so = ctx;
 
+	if (faucet__is_bookkeeping_key(key))
+		return 0; /* never exported (see drop_bookkeeping) */
 	put_entry(&so->b, so->written == 0, key, value, so->pretty);
 	so->written++;
 	return so->b.len >= STREAM_FLUSH ? flush_out(&so->b, so->out) : 0;
