@@ -6,10 +6,9 @@
  * GnuTLS, SASL, ...).  Linked normally, every program using libfaucet -
  * every `faucet` command, even `faucet run` on a file store - pays for
  * mapping and relocating all of them at exec, a few milliseconds, for a
- * backend it does not use; libcrypto's relocations alone cost more than the
- * rest of a start.  So libpq, hiredis, SQLite and libcrypto are opened
- * with dlopen() on first use instead (src/stores/libpq_load.c,
- * hiredis_load.c, sqlite_load.c, src/crypto/libcrypto_load.c).
+ * backend it does not use.  So libpq, hiredis and SQLite are opened with
+ * dlopen() on first use instead (src/stores/libpq_load.c, hiredis_load.c,
+ * sqlite_load.c).
  *
  * How: each of those files defines functions with the client library's own
  * names and prototypes (PQexec, redisGetReply, ...), checked by the
@@ -19,9 +18,9 @@
  * internal symbol, so libfaucet.so exports none of them.  The library is
  * never unloaded: these libraries keep process-wide state.
  *
- * A program linking libfaucet.a that calls libpq or OpenSSL itself gets
+ * A program linking libfaucet.a that calls libpq or SQLite itself gets
  * those calls through the same stubs, hence the same library - unless it
- * links a static libpq.a or libcrypto.a, whose definitions would clash with
+ * links a static libpq.a or libsqlite3.a, whose definitions would clash with
  * the stubs (and dlopen() does not work in a fully static program anyway).
  */
 #ifndef FAUCET_COMMON_DYNLOAD_H

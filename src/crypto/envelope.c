@@ -105,8 +105,6 @@ int faucet__keyring_new(faucet_keyring **out, const char *key,
 	*out = NULL;
 	if ((rc = check_key_strings(key, previous, nprev)) != 0)
 		return rc;
-	if ((rc = faucet__libcrypto_load()) != 0)
-		return rc;
 	if (nprev > (SIZE_MAX - sizeof(*kr)) / KEY_LEN - 1)
 		return faucet_error_set(FAUCET_EINVALID, "too many previous keys (%zu)", nprev);
 	count = nprev + 1;

@@ -45,10 +45,6 @@ typedef struct faucet_keyring faucet_keyring;
 int faucet__keyring_new(faucet_keyring **out, const char *key,
 			const char *const *previous, size_t nprev);
 
-/* Load libcrypto (src/crypto/libcrypto_load.c): 0, or FAUCET_EUNSUPPORTED
- * naming the package to install.  faucet__keyring_new calls it first. */
-int faucet__libcrypto_load(void);
-
 /* Wipe the derived keys and release the keyring.  NULL is ignored. */
 void faucet__keyring_free(faucet_keyring *kr);
 

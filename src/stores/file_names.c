@@ -12,7 +12,7 @@
 
 #include "file_names.h"
 #include "internal.h"
-#include "sha256.h"
+#include <openssl/sha.h>
 #include <faucet/keys.h>
 
 static const char upper_hex[] = "0123456789ABCDEF";
@@ -70,9 +70,9 @@ static size_t escape_key(const char *key, char *out)
 size_t faucet_file__stem(const char *key, char *out)
 {
 	char escaped[3 * FAUCET_KEY_MAX + 1];
-	unsigned char digest[FAUCET_SHA256_LEN];
+	unsigned char digest[SHA256_DIGEST_LENGTH];
 	size_t len = escape_key(key, escaped);
-	size_t cut = FILE_STEM_MAX - 2 * FAUCET_SHA256_LEN - 1;
+	size_t cut = FILE_STEM_MAX - 2 * SHA256_DIGEST_LENGTH - 1;
 
 	if (len <= FILE_STEM_MAX) {
 		memcpy(out, escaped, len + 1);
@@ -84,12 +84,12 @@ size_t faucet_file__stem(const char *key, char *out)
 		cut--;
 	memcpy(out, escaped, cut);
 	out[cut] = '~';
-	faucet__sha256(key, strlen(key), digest);
-	for (size_t i = 0; i < FAUCET_SHA256_LEN; i++) {
+	(void)SHA256((const unsigned char *)key, strlen(key), digest);
+	for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++) {
 		out[cut + 1 + 2 * i] = lower_hex[digest[i] >> 4];
 		out[cut + 2 + 2 * i] = lower_hex[digest[i] & 15];
 	}
-	len = cut + 1 + 2 * FAUCET_SHA256_LEN;
+	len = cut + 1 + 2 * SHA256_DIGEST_LENGTH;
 	out[len] = '\0';
 	return len;
 }
