@@ -431,6 +431,47 @@ static void references_are_counted(void **state)
 	assert_null(faucet_value_ref(NULL));
 }
 
+/* A value built in a buffer's own memory: the same value a parse gives,
+ * the buffer left empty; text that is not compact is parsed (copied);
+ * bad text is refused with the buffer untouched. */
+static void a_value_takes_over_a_buffer(void **state)
+{
+	static const char compact[] = "{\"a\":[1,2.50,\"x\"],\"b\":null}";
+	faucet_buf b = FAUCET_BUF_INIT;
+	faucet_value *v = NULL;
+
+	(void)state;
+	assert_int_equal(faucet_buf_puts(&b, compact), 0);
+	assert_int_equal(faucet_value__from_buf(&v, &b, "the marker"), 0);
+	assert_null(b.ptr);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(faucet_value_json(v), compact);
+	assert_int_equal(faucet_value_len(v), strlen(compact));
+	{
+		faucet_value *m = NULL, *x = NULL;
+
+		assert_int_equal(faucet_value_member(v, "a", &m), 0); /* its tree builds */
+		assert_int_equal(faucet_value_parse(&x, "[1,2.50,\"x\"]", 12), 0);
+		assert_true(faucet_value_equal(m, x));
+		faucet_value_free(m);
+		faucet_value_free(x);
+	}
+	faucet_value_free(v);
+
+	assert_int_equal(faucet_buf_puts(&b, "{ \"a\" : 1 }"), 0);
+	assert_int_equal(faucet_value__from_buf(&v, &b, "the marker"), 0);
+	assert_string_equal(faucet_value_json(v), "{\"a\":1}");
+	faucet_value_free(v);
+	faucet_buf_dispose(&b);
+
+	assert_int_equal(faucet_buf_puts(&b, "{\"a\":1,\"a\":2}"), 0);
+	assert_int_equal(faucet_value__from_buf(&v, &b, "the marker"), FAUCET_EINVALID);
+	tu_assert_error_contains("the marker");
+	assert_null(v);
+	assert_string_equal(b.ptr, "{\"a\":1,\"a\":2}");
+	faucet_buf_dispose(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +479,7 @@ int main(void)
 		cmocka_unit_test(structure_and_text_survive),
 		cmocka_unit_test(parse_at_names_the_input_and_the_offset),
 		cmocka_unit_test(members_read_as_values),
+		cmocka_unit_test(a_value_takes_over_a_buffer),
 		cmocka_unit_test(values_json_c_cannot_hold_are_refused),
 		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
 		cmocka_unit_test(deep_nesting_is_bounded),

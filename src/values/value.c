@@ -26,6 +26,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,39 @@ static int parse_tree(const char *text, size_t len, const char *where, json_obje
 					where, json_tokener_error_desc(err));
 	}
 	*out = tree;
+	return 0;
+}
+
+int faucet_value__from_buf(faucet_value **out, faucet_buf *b, const char *where)
+{
+	faucet_json_check_result check;
+	size_t len = b->len, head = offsetof(faucet_value, text);
+	faucet_value *v;
+	int rc;
+
+	*out = NULL;
+	if (b->failed || b->ptr == NULL)
+		return b->failed ? FAUCET_ENOMEM : faucet_value_parse_at(out, "", 0, where);
+	if (len > (size_t)INT32_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "%s: JSON text too large", where);
+	rc = faucet__json_check(b->ptr, len, where, &check);
+	if (rc != 0 || !check.compact || blank(b->ptr, len))
+		return rc != 0 ? rc : faucet_value_parse_at(out, b->ptr, len, where);
+	/* Grow the buffer's block by the value's header and slide the text
+	 * behind it: a large block grows in place (mremap), so the text is
+	 * never held twice. */
+	v = faucet__realloc(b->ptr, head + len + 1);
+	if (v == NULL)
+		return FAUCET_ENOMEM;
+	memmove((char *)v + head, v, len);
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+	atomic_init(&v->refs, 1);
+	atomic_init(&v->built, 0);
+	v->tree = NULL;
+	v->len = len;
+	v->text[len] = '\0';
+	*out = v;
 	return 0;
 }
 

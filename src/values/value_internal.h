@@ -10,8 +10,16 @@
 #include <json-c/json.h>
 #include <faucet/value.h>
 
+#include "common/internal.h"
+
 /* Wrap a tree the library built (takes ownership of `tree`, even on error). */
 int faucet_value__from_tree(faucet_value **out, json_object *tree);
+
+/* A value of the JSON text in *b, built in b's own memory when the text is
+ * compact (no copy: a run's rollback marker can be a hundred megabytes).
+ * On success *b is left empty; on error it is as it was.  Checked like
+ * faucet_value_parse_at; `where` names the text in errors. */
+int faucet_value__from_buf(faucet_value **out, faucet_buf *b, const char *where);
 
 /* The value's parsed tree in *out (NULL is JSON null), built on first use;
  * read-only and shared: never modify it.  Fails only when out of memory. */
