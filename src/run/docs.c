@@ -547,7 +547,7 @@ int run__marker_value(const run_marker *m, faucet_value **out)
 		faucet_buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
-	rc = faucet_value_parse(out, b.ptr, b.len);
+	rc = faucet_value__from_buf(out, &b, "rollback marker");
 	faucet_buf_dispose(&b);
 	return rc;
 }

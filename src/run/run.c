@@ -28,6 +28,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1264,12 +1267,26 @@ static int same_text(const faucet_value *a, const faucet_value *b)
 }
 
 /* Fill the marker's after-images. */
+/* Forget the after-images the run's own writes left: fill_after then reads
+ * those keys from the store, as for a leased run. */
+static void release_known_after(faucet_run *r)
+{
+	for (size_t i = 0; r->after != NULL && i < r->recorded.count; i++) {
+		if (r->after_known[i] != AFTER_KNOWN)
+			continue;
+		faucet_value_free(r->after[i]);
+		r->after[i] = NULL;
+		r->after_known[i] = AFTER_UNKNOWN;
+	}
+}
+
 static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 {
 	*has_marker = 0;
 	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
 		faucet_value *cur = NULL, *next = NULL;
 		run_marker m;
+		size_t m_count;
 		int rc, written = 0;
 
 		if ((rc = faucet_store_get(r->s, r->marker_key, &cur)) != 0)
@@ -1289,17 +1306,31 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 		}
 		rc = fill_after(r, &m);
 		m.has_after = 1;
-		if (rc == 0 && (rc = run__marker_value(&m, &next)) == 0)
-			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		if (rc == 0)
+			rc = run__marker_value(&m, &next);
 		/* The status lists the keys the run changed: a key it wrote back
 		 * unchanged, or a compare-and-put that did not hold, is left out
-		 * (the marker keeps its images; undo skips it). */
+		 * (the marker keeps its images; undo skips it).  Listed before
+		 * the marker is written, so that the images - a big import's
+		 * whole document - are gone while the store copies the marker. */
 		faucet_strarray_dispose(keys);
-		for (size_t i = 0; rc == 0 && written && i < m.count; i++) {
+		for (size_t i = 0; rc == 0 && i < m.count; i++) {
 			if (!faucet_value_equal(m.items[i].before, m.items[i].after))
 				rc = faucet_strarray_push(keys, m.items[i].key);
 		}
+		m_count = m.count;
 		run__marker_dispose(&m);
+		if (rc == 0) {
+			release_known_after(r); /* a lost race reads them back */
+#ifdef __GLIBC__
+			/* Hand the images' pages back before the store copies a
+			 * marker of a hundred megabytes: freed small blocks would
+			 * otherwise stay in this process's heap. */
+			if (m_count > 100000)
+				(void)malloc_trim(0);
+#endif
+			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		}
 		faucet_value_free(cur);
 		faucet_value_free(next);
 		if (rc != 0)
