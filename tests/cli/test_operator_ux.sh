@@ -181,8 +181,8 @@ fi
 if [ -n "$src" ] && command -v groff >/dev/null; then
 	if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | grep -q "backfill status"; then pass; else fail "the man page renders"; fi
 	# Every command has its entry: runs, their history and undo, leases.
-	for entry in "state undo" "state runs" "lock list" "faucet run"; do
-		if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | grep -q "$entry"; then
+	for entry in "state undo" "state runs" "lock list" "run (--pipeline"; do
+		if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | sed "s/.\x08//g" | grep -q "$entry"; then
 			pass
 		else
 			fail "the man page documents '$entry'"
