@@ -181,7 +181,7 @@ fi
 if [ -n "$src" ] && command -v groff >/dev/null; then
 	if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | grep -q "backfill status"; then pass; else fail "the man page renders"; fi
 	# Every command has its entry: runs, their history and undo, leases.
-	for entry in "state undo" "state runs" "lock list" "run (--pipeline"; do
+	for entry in "state undo" "state runs" "lock list" "FAUCET_RUN_ID"; do
 		if groff -man -Tutf8 "$src/doc/faucet.1" 2>/dev/null | sed "s/.\x08//g" | grep -q "$entry"; then
 			pass
 		else
