@@ -333,6 +333,25 @@ static void marker_add_many_merges_unsorted_keys(void **state)
 	faucet_value_free(two);
 }
 
+/* Times as the run documents hold them: one formatter for every writer. */
+static void times_are_rfc3339_utc(void **state)
+{
+	char out[FAUCET_UTC_TEXT_SIZE], small[10];
+
+	(void)state;
+	assert_int_equal(faucet_utc_text(0, out, sizeof(out)), 0);
+	assert_string_equal(out, "1970-01-01T00:00:00+00:00");
+	assert_int_equal(faucet_utc_text(1780000000, out, sizeof(out)), 0);
+	assert_string_equal(out, "2026-05-28T20:26:40+00:00");
+	assert_int_equal(faucet_utc_text(-1, out, sizeof(out)), 0);
+	assert_string_equal(out, "1969-12-31T23:59:59+00:00");
+	assert_int_equal(faucet_utc_text(0, small, sizeof(small)), FAUCET_EINVALID);
+	assert_string_equal(small, "");
+	assert_int_equal(faucet_utc_text(INT64_MAX, out, sizeof(out)), FAUCET_EINVALID);
+	assert_string_equal(out, "");
+	assert_int_equal(faucet_utc_text(0, NULL, 4), FAUCET_EINVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +363,7 @@ int main(void)
 		cmocka_unit_test(keys_of_one_invocation_name_its_row),
 		cmocka_unit_test(marker_add_many_merges_unsorted_keys),
 		cmocka_unit_test(the_import_hook_is_given_the_row_of_its_keys),
+		cmocka_unit_test(times_are_rfc3339_utc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

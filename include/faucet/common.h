@@ -11,6 +11,7 @@
 #define FAUCET_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "export.h"
 #include <faucet/version.h> /* generated: in the build tree until installed */
 
@@ -98,6 +99,13 @@ FAUCET_EXTERN void faucet_strarray_dispose(faucet_strarray *arr);
  * `what` names the file in error messages ("export file"; NULL: "file"). */
 FAUCET_EXTERN int faucet_write_file(const char *path, const char *what, const void *bytes,
 				    size_t len);
+
+/* Unix seconds `t` as RFC 3339 UTC, "2026-01-02T03:04:05+00:00": the form
+ * run and backfill documents hold times in (SPEC 8).  Returns 0, or
+ * FAUCET_EINVALID when t has no such form or does not fit in out[size]
+ * (FAUCET_UTC_TEXT_SIZE always fits a year of four digits); out is then "". */
+#define FAUCET_UTC_TEXT_SIZE 32
+FAUCET_EXTERN int faucet_utc_text(int64_t t, char *out, size_t size);
 
 /* Release memory returned by libfaucet as a plain char * (rendered keys,
  * JSON documents).  Same as free(); provided so callers need not know. */

@@ -161,18 +161,6 @@ static int64_t wall_now(void)
 	return (int64_t)time(NULL);
 }
 
-/* Unix seconds as RFC 3339 UTC ("2026-06-06T00:00:00+00:00"), the form
- * section 8's documents use for times. */
-static void utc_text(int64_t t, char *buf, size_t size)
-{
-	struct tm tm;
-	time_t tt = (time_t)t;
-
-	buf[0] = '\0';
-	if (gmtime_r(&tt, &tm) != NULL)
-		(void)strftime(buf, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-}
-
 /* Remember the first store failure; it ends the run once units drain. */
 static void set_fatal(runner *r, int rc)
 {
@@ -189,19 +177,16 @@ static void set_fatal(runner *r, int rc)
  * expires: it is remembered, said at once, and fails the run at its end. */
 static void release_lease(runner *r, faucet_bf_lease *l, const char *unit)
 {
-	char when[40] = "";
-	struct tm tm;
-	time_t t = (time_t)l->expires_at;
+	char when[FAUCET_UTC_TEXT_SIZE];
 
 	if (faucet_bf__lease_release(r->store, l) != 0) {
-		if (gmtime_r(&t, &tm) != NULL)
-			(void)strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
 		say(r, "unit %s: could not release its lease %s: %s", unit, l->key,
 		    faucet_error_last()->message);
 		if (r->lease_msg == NULL) {
 			r->lease_code = faucet_error_last()->code;
 			r->lease_msg = faucet__strdup(faucet_error_last()->message);
 		}
+		(void)faucet_utc_text(l->expires_at, when, sizeof(when));
 		(void)faucet_buf_printf(&r->leases_left, "%s%s (expires %s)",
 					r->res->leases_left ? ", " : "", l->key, when);
 		r->res->leases_left++;
@@ -827,7 +812,7 @@ static void defer(runner *r, size_t i, int64_t held_until)
 	if (!r->seen_leased[i]) {
 		char until[40];
 
-		utc_text(held_until, until, sizeof(until));
+		(void)faucet_utc_text(held_until, until, sizeof(until));
 		say(r, "window %s/%s (unit %s) is leased by another runner until %s; coming back to "
 		    "it later", unit_at(r, i)->start, unit_at(r, i)->end, unit_at(r, i)->id, until);
 	}
@@ -990,8 +975,8 @@ static int record_outcome(runner *r, const running_unit *ru, const char *error)
 	faucet_backfill_outcome o;
 	char started[40], ended[40];
 
-	utc_text(ru->started_at, started, sizeof(started));
-	utc_text(wall_now(), ended, sizeof(ended));
+	(void)faucet_utc_text(ru->started_at, started, sizeof(started));
+	(void)faucet_utc_text(wall_now(), ended, sizeof(ended));
 	memset(&o, 0, sizeof(o));
 	o.descriptor = faucet_backfill_plan_descriptor(r->plan);
 	o.timezone = faucet_backfill_plan_timezone(r->plan);

@@ -280,16 +280,6 @@ static void put_counts_json(cli_buf *b, const counts *c)
 			     c->total, c->done, c->failed, c->running, c->pending);
 }
 
-static void utc_text(int64_t t, char *buf, size_t size)
-{
-	struct tm tm;
-	time_t tt = (time_t)t;
-
-	buf[0] = '\0';
-	if (gmtime_r(&tt, &tm) != NULL)
-		(void)strftime(buf, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-}
-
 /* ---- every backfill of a pipeline ------------------------------------------------ */
 
 static int is_hash(const char *h)
@@ -439,7 +429,7 @@ static void unit_line(cli_buf *b, const faucet_backfill_unit *u, const char *st,
 			     u->end, st, info->attempts, info->started_at ? info->started_at : "-",
 			     info->ended_at ? info->ended_at : "-");
 	if (l != NULL && strcmp(st, "running") == 0) {
-		utc_text(l->expires_at, until, sizeof(until));
+		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
 		(void)cli_buf_puts(b, "  held by ");
 		cli_escape(b, l->holder);
 		(void)cli_buf_printf(b, " until %s", until);
@@ -477,7 +467,7 @@ static void unit_json(cli_buf *b, const faucet_backfill_unit *u, const char *st,
 	jw_string_or_null(b, l ? l->holder : NULL);
 	jw_member(b, "lease_expires_at", 0);
 	if (l != NULL) {
-		utc_text(l->expires_at, until, sizeof(until));
+		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
 		jw_string(b, until);
 	} else {
 		(void)cli_buf_puts(b, "null");

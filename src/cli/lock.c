@@ -34,19 +34,6 @@ static int is_lease_key(const char *key)
 	return n > t && strcmp(key + n - t, lease_tail) == 0;
 }
 
-/* `t` (unix seconds) as RFC 3339 UTC, "2026-01-02T03:04:05+00:00", as the
- * run history shows times (out: 64 bytes leaves any year room). */
-static void format_utc(int64_t t, char *out, size_t size)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (gmtime_r(&tt, &tm) == NULL)
-		memset(&tm, 0, sizeof(tm));
-	(void)snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
-		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 static int lock_list(cli_context *ctx, int argc, char **argv)
 {
 	const char *pipeline = NULL, *arg;
@@ -102,7 +89,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			continue;
 		}
 		faucet_value_free(v);
-		format_utc(l.expires_at, until, sizeof(until));
+		(void)faucet_utc_text(l.expires_at, until, sizeof(until));
 		state = l.expires_at > now ? "live" : "expired";
 		if (ctx->json) {
 			if (n > 0)

@@ -101,11 +101,7 @@ static FILE *anonymous_temp(void)
 
 static int format_now(char *when, size_t size)
 {
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (gmtime_r(&now, &tm) == NULL ||
-	    strftime(when, size, "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
+	if (faucet_utc_text((int64_t)time(NULL), when, size) != 0)
 		return faucet_error_set(FAUCET_ERROR, "cannot read the clock");
 	return 0;
 }

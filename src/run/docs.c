@@ -51,17 +51,6 @@ void run__json_string(faucet_buf *b, const char *s)
 	(void)faucet_buf_putc(b, '"');
 }
 
-void run__rfc3339(int64_t t, char *out, size_t size)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (gmtime_r(&tt, &tm) == NULL)
-		memset(&tm, 0, sizeof(tm));
-	(void)snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
-		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 /* Ids are made from the wall clock in milliseconds, never going backwards
  * within a process: two runs begun in the same millisecond (or across a
  * clock step) still sort in the order they began. */

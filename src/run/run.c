@@ -399,7 +399,7 @@ static int edit_start(run_status *st, void *arg)
 		}
 	}
 	memset(&e, 0, sizeof(e));
-	run__rfc3339(wall_now(), when, sizeof(when));
+	(void)faucet_utc_text(wall_now(), when, sizeof(when));
 	e.run = faucet__strdup(c->r->id);
 	e.started_at = faucet__strdup(when);
 	e.outcome = faucet__strdup("running");
@@ -517,7 +517,7 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 			uint64_t t = faucet__now_ms();
 			if (t >= deadline) {
 				char until[32];
-				run__rfc3339(held.expires_at, until, sizeof(until));
+				(void)faucet_utc_text(held.expires_at, until, sizeof(until));
 				rc = faucet_error_set(FAUCET_EBUSY,
 						      "%s is held by run %s (holder %s) until %s",
 						      r->scope, held.run ? held.run : "(a backfill unit)",
@@ -1358,7 +1358,7 @@ static int edit_end(run_status *st, void *arg)
 	run_entry *e = run__status_find(st, c->r->id), fresh;
 	char when[32];
 
-	run__rfc3339(wall_now(), when, sizeof(when));
+	(void)faucet_utc_text(wall_now(), when, sizeof(when));
 	if (e == NULL) {
 		/* Pushed out of the 50 by other runs while we ran: add it again. */
 		memset(&fresh, 0, sizeof(fresh));

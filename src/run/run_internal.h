@@ -21,8 +21,6 @@
 /* Append `s` as a quoted, escaped JSON string (NULL = null). */
 void run__json_string(faucet_buf *b, const char *s);
 
-/* `t` (unix seconds) as RFC 3339 UTC with "+00:00"; out >= 32 bytes. */
-void run__rfc3339(int64_t t, char *out, size_t size);
 
 /* A new run id YYYYMMDDTHHMMSS.mmmZ-xxxxxx; out >= FAUCET_RUN_ID_LEN + 1. */
 int run__new_id(char *out, size_t size);

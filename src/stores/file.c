@@ -1904,15 +1904,12 @@ static int add_symlink_probe(faucet_check_report *r, const file_store *fs, const
 
 static int add_temp_probe(faucet_check_report *r, const doctor_walk *w)
 {
-	char when[32], *text;
-	time_t oldest = (time_t)w->oldest;
-	struct tm tm;
+	char when[FAUCET_UTC_TEXT_SIZE], *text;
 	int rc;
 
 	if (w->orphans == 0)
 		return faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, NULL);
-	if (gmtime_r(&oldest, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm) == 0)
+	if (faucet_utc_text(w->oldest, when, sizeof(when)) != 0)
 		(void)snprintf(when, sizeof(when), "%lld", w->oldest);
 	text = faucet__sprintf("%s %zu orphaned temp file%s (%lld bytes, oldest %s) of writers "
 			       "that died",

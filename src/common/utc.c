@@ -1,0 +1,30 @@
+/*
+ * utc.c - faucet_utc_text(): the one place that writes a time as SPEC
+ * section 8's documents and the command's messages show it.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "internal.h"
+
+int faucet_utc_text(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	int n;
+
+	if (out == NULL || size == 0)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_utc_text: no room for the text");
+	out[0] = '\0';
+	if (gmtime_r(&tt, &tm) == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "time %lld has no calendar date",
+					(long long)t);
+	n = snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d+00:00", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (n < 0 || (size_t)n >= size) {
+		out[0] = '\0';
+		return faucet_error_set(FAUCET_EINVALID, "time %lld does not fit in %zu bytes",
+					(long long)t, size);
+	}
+	return 0;
+}
