@@ -47,6 +47,20 @@ typedef struct {
 	atomic_int loaded;    /* set once every slot is filled */
 } faucet_dynlib;
 
+/* The pieces a *_load.c file builds from its one list of functions, whose
+ * entries are FN(ret, name, params, args, fail) or VOID_FN(name, params,
+ * args): the table's pointers, the names to resolve, and the stubs - which
+ * call through the table once DYN_LIB is loaded, else return `fail`.  The
+ * file defines DYN_TABLE (its table) and DYN_LIB (its faucet_dynlib) first. */
+#define FAUCET_DYN_SLOT(ret, name, params, args, fail) ret(*name) params;
+#define FAUCET_DYN_VOID_SLOT(name, params, args) void(*name) params;
+#define FAUCET_DYN_SYM(ret, name, params, args, fail) {#name, &DYN_TABLE.name},
+#define FAUCET_DYN_VOID_SYM(name, params, args) {#name, &DYN_TABLE.name},
+#define FAUCET_DYN_STUB(ret, name, params, args, fail) \
+	ret name params { return faucet__dynlib_ensure(&DYN_LIB) == 0 ? DYN_TABLE.name args : (fail); }
+#define FAUCET_DYN_VOID_STUB(name, params, args) \
+	void name params { if (faucet__dynlib_ensure(&DYN_LIB) == 0) DYN_TABLE.name args; }
+
 #define FAUCET_DYNLIB_INIT(what, soname, package, syms) \
 	{(what), (soname), (package), (syms), sizeof(syms) / sizeof((syms)[0]), \
 	 PTHREAD_MUTEX_INITIALIZER, 0}

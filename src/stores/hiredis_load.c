@@ -40,15 +40,13 @@
 	   (c, argc, argv, argvlen), NULL)                                                   \
 	VOID_FN(freeReplyObject, (void *reply), (reply))
 
-#define SLOT(ret, name, params, args, fail) ret(*name) params;
-#define VOID_SLOT(name, params, args) void(*name) params;
+#define DYN_TABLE hr
+#define DYN_LIB hiredis
 static struct {
-	HIREDIS_FUNCTIONS(SLOT, VOID_SLOT)
+	HIREDIS_FUNCTIONS(FAUCET_DYN_SLOT, FAUCET_DYN_VOID_SLOT)
 } hr;
 
-#define SYM(ret, name, params, args, fail) {#name, &hr.name},
-#define VOID_SYM(name, params, args) {#name, &hr.name},
-static const faucet_dynsym hr_syms[] = {HIREDIS_FUNCTIONS(SYM, VOID_SYM)};
+static const faucet_dynsym hr_syms[] = {HIREDIS_FUNCTIONS(FAUCET_DYN_SYM, FAUCET_DYN_VOID_SYM)};
 
 static faucet_dynlib hiredis =
 	FAUCET_DYNLIB_INIT("the Redis store", "libhiredis.so." HIREDIS_STR(HIREDIS_SONAME),
@@ -59,11 +57,7 @@ int faucet__hiredis_load(void)
 	return faucet__dynlib_ensure(&hiredis);
 }
 
-#define STUB(ret, name, params, args, fail) \
-	ret name params { return faucet__dynlib_ensure(&hiredis) == 0 ? hr.name args : (fail); }
-#define VOID_STUB(name, params, args) \
-	void name params { if (faucet__dynlib_ensure(&hiredis) == 0) hr.name args; }
-HIREDIS_FUNCTIONS(STUB, VOID_STUB)
+HIREDIS_FUNCTIONS(FAUCET_DYN_STUB, FAUCET_DYN_VOID_STUB)
 
 int redisAppendCommand(redisContext *c, const char *format, ...)
 {

@@ -86,15 +86,13 @@ static char not_loaded[] = "libpq could not be loaded";
 	VOID_FN(PQfreemem, (void *ptr), (ptr))
 
 /* The table the stubs call through. */
-#define SLOT(ret, name, params, args, fail) ret(*name) params;
-#define VOID_SLOT(name, params, args) void(*name) params;
+#define DYN_TABLE pq
+#define DYN_LIB libpq
 static struct {
-	LIBPQ_FUNCTIONS(SLOT, VOID_SLOT)
+	LIBPQ_FUNCTIONS(FAUCET_DYN_SLOT, FAUCET_DYN_VOID_SLOT)
 } pq;
 
-#define SYM(ret, name, params, args, fail) {#name, &pq.name},
-#define VOID_SYM(name, params, args) {#name, &pq.name},
-static const faucet_dynsym pq_syms[] = {LIBPQ_FUNCTIONS(SYM, VOID_SYM)};
+static const faucet_dynsym pq_syms[] = {LIBPQ_FUNCTIONS(FAUCET_DYN_SYM, FAUCET_DYN_VOID_SYM)};
 
 static faucet_dynlib libpq =
 	FAUCET_DYNLIB_INIT("the PostgreSQL store", "libpq.so.5", "libpq5", pq_syms);
@@ -105,8 +103,4 @@ int faucet__libpq_load(void)
 }
 
 /* The stubs. */
-#define STUB(ret, name, params, args, fail) \
-	ret name params { return faucet__dynlib_ensure(&libpq) == 0 ? pq.name args : (fail); }
-#define VOID_STUB(name, params, args) \
-	void name params { if (faucet__dynlib_ensure(&libpq) == 0) pq.name args; }
-LIBPQ_FUNCTIONS(STUB, VOID_STUB)
+LIBPQ_FUNCTIONS(FAUCET_DYN_STUB, FAUCET_DYN_VOID_STUB)

@@ -60,13 +60,13 @@ static const char not_loaded[] = "SQLite could not be loaded";
 	FN(int, sqlite3_vfs_register, (sqlite3_vfs * vfs, int makeDflt), (vfs, makeDflt),      \
 	   SQLITE_ERROR)
 
-#define SLOT(ret, name, params, args, fail) ret(*name) params;
+#define DYN_TABLE sq
+#define DYN_LIB libsqlite
 static struct {
-	SQLITE_FUNCTIONS(SLOT)
+	SQLITE_FUNCTIONS(FAUCET_DYN_SLOT)
 } sq;
 
-#define SYM(ret, name, params, args, fail) {#name, &sq.name},
-static const faucet_dynsym sq_syms[] = {SQLITE_FUNCTIONS(SYM)};
+static const faucet_dynsym sq_syms[] = {SQLITE_FUNCTIONS(FAUCET_DYN_SYM)};
 
 static faucet_dynlib libsqlite =
 	FAUCET_DYNLIB_INIT("the SQLite store", "libsqlite3.so.0", "libsqlite3-0", sq_syms);
@@ -76,6 +76,4 @@ int faucet__sqlite_load(void)
 	return faucet__dynlib_ensure(&libsqlite);
 }
 
-#define STUB(ret, name, params, args, fail) \
-	ret name params { return faucet__dynlib_ensure(&libsqlite) == 0 ? sq.name args : (fail); }
-SQLITE_FUNCTIONS(STUB)
+SQLITE_FUNCTIONS(FAUCET_DYN_STUB)
