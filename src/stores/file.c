@@ -1277,22 +1277,6 @@ static int settle_legacy(file_store *fs, int *dfd, const char *key)
 
 /* ---- the backend slots ------------------------------------------------------ */
 
-static int file_get(faucet_store_backend *b, const char *key, faucet_value **out)
-{
-	file_store *fs = (file_store *)b;
-	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	int dfd, rc = root_get(fs, 0, &dfd);
-
-	*out = NULL;
-	if (rc == 0)
-		rc = settle_legacy(fs, &dfd, key);
-	if (rc != 0)
-		return rc;
-	(void)faucet_file__stem(key, stem);
-	name_from_stem(name, stem, ".json");
-	return read_entry(fs, key, name, NULL, out);
-}
-
 /* Many gets in one call: the same reads, but a miss asks whether the root
  * was replaced only once per call (a before-image read of a big import
  * misses on every key). */
@@ -1319,6 +1303,11 @@ static int file_get_many(faucet_store_backend *b, const char *const *keys, size_
 		}
 	}
 	return rc;
+}
+
+static int file_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	return file_get_many(b, &key, 1, out);
 }
 
 static int ensure_marker(file_store *fs, int *dfd);
