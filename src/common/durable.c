@@ -278,6 +278,28 @@ static int open_unnamed(const faucet_sys *sys, int dirfd, int exact_mode, int *f
 	return 1;
 }
 
+/* Create the file of one item: unnamed where the filesystem can (*unnamed
+ * is cleared for the rest of the batch when it cannot), else under a
+ * locked temp name.  *err receives errno of a failure. */
+static int create_pending(faucet_durable_target *t, const faucet_sys *sys, int *unnamed,
+			  int exact_mode, pending_file *p, int *err)
+{
+	int got = *unnamed ? open_unnamed(sys, t->dirfd, exact_mode, &p->fd) : 0, rc;
+
+	if (got < 0) {
+		*err = errno;
+		return faucet__error_os(FAUCET_EIO, *err, "failed to create a %s for %s", t->what,
+					t->display);
+	}
+	if (got > 0)
+		return 0;
+	*unnamed = 0;
+	rc = create_temp(t, sys, p->tmp, &p->fd);
+	*err = errno;
+	p->named = rc == 0;
+	return rc;
+}
+
 /* Give the unnamed file p its final name: linked when the name is free,
  * else linked under a locked temp name and renamed over it. */
 static int name_unnamed(const faucet_sys *sys, int dirfd, pending_file *p,
@@ -344,9 +366,8 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 	char shown[PATH_MAX + TEMP_NAME_CAP];
 	pending_file *p;
 	size_t made = 0, i;
-	int rc = 0, err, unnamed = 1, exact_mode;
-
 	size_t n = count;
+	int rc = 0, err, unnamed = 1, exact_mode;
 
 	*committed = 0;
 	if (count == 0)
@@ -363,30 +384,16 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
 	for (; made < n; made++) {
 		faucet_durable_target t = {dirfd, items[made].name, items[made].display, what,
 					   items[made].namer, items[made].namer_arg, NULL, NULL};
-		int got = unnamed ? open_unnamed(sys, dirfd, exact_mode, &p[made].fd) : 0;
 
+		rc = create_pending(&t, sys, &unnamed, exact_mode, &p[made], &err);
 		/* Out of descriptors with some files made: commit those; the
 		 * caller comes back for the rest. */
-		if (got < 0 && made > 0 && (errno == EMFILE || errno == ENFILE)) {
+		if (rc != 0 && made > 0 && (err == EMFILE || err == ENFILE)) {
+			rc = 0;
 			n = made;
+		}
+		if (rc != 0 || n == made)
 			break;
-		}
-		if (got < 0) {
-			rc = faucet__error_os(FAUCET_EIO, errno, "failed to create a %s for %s",
-					      what, items[made].display);
-			break;
-		}
-		if (got == 0) {
-			unnamed = 0;
-			rc = create_temp(&t, sys, p[made].tmp, &p[made].fd);
-			if (rc != 0 && made > 0 && (errno == EMFILE || errno == ENFILE)) {
-				rc = 0;
-				n = made;
-			}
-			if (rc != 0 || n == made)
-				break;
-			p[made].named = 1;
-		}
 		if (write_all(sys, p[made].fd, items[made].bytes, items[made].len) != 0) {
 			err = errno;
 			made++;
