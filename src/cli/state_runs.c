@@ -139,10 +139,15 @@ static int print_history(const char *json)
 	}
 	qsort(rows, n, sizeof(*rows), newest_first);
 	for (size_t i = 0; i < n; i++) {
-		json_object *e = rows[i].entry, *keys;
+		json_object *e = rows[i].entry, *keys, *total;
 		const char *msg = member(e, "message"), *undoes = member(e, "undoes");
 		size_t nkeys = json_object_object_get_ex(e, "keys", &keys) && keys
 				       ? json_object_array_length(keys) : 0;
+
+		/* A big run lists its first keys only, and how many in all. */
+		if (json_object_object_get_ex(e, "keys_total", &total) &&
+		    json_object_is_type(total, json_type_int) && json_object_get_int64(total) > 0)
+			nkeys = (size_t)json_object_get_int64(total);
 
 		printf("%s\t%s\t%s\t%s\t%zu key%s\t%s", rows[i].run,
 		       member(e, "started_at") ? member(e, "started_at") : "-",

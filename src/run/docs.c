@@ -608,6 +608,14 @@ static int read_entry(json_object *o, run_entry *e)
 				return FAUCET_ENOMEM;
 		}
 	}
+	e->keys_total = e->keys.count;
+	if (json_object_object_get_ex(o, "keys_total", &m) && m != NULL) {
+		int64_t total = json_object_get_int64(m);
+
+		if (!json_object_is_type(m, json_type_int) || total < (int64_t)e->keys.count)
+			return -1;
+		e->keys_total = (size_t)total;
+	}
 	if (json_object_object_get_ex(o, "by", &m) && m != NULL) {
 		const char *t = json_object_to_json_string_ext(
 			m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -649,6 +657,19 @@ done:
 	return 0;
 }
 
+int run__entry_set_keys(run_entry *e, const faucet_strarray *keys)
+{
+	size_t n = keys ? keys->count : 0;
+
+	faucet_strarray_dispose(&e->keys);
+	for (size_t i = 0; i < n && i < RUN_STATUS_KEYS; i++) {
+		if (faucet_strarray_push(&e->keys, keys->strings[i]) != 0)
+			return FAUCET_ENOMEM;
+	}
+	e->keys_total = n;
+	return 0;
+}
+
 void run__entry_json(faucet_buf *b, const run_entry *e)
 {
 	(void)faucet_buf_puts(b, "{\"run\":");
@@ -671,7 +692,10 @@ void run__entry_json(faucet_buf *b, const run_entry *e)
 			(void)faucet_buf_putc(b, ',');
 		run__json_string(b, e->keys.strings[i]);
 	}
-	(void)faucet_buf_puts(b, "],\"undoes\":");
+	(void)faucet_buf_putc(b, ']');
+	if (e->keys_total > e->keys.count)
+		(void)faucet_buf_printf(b, ",\"keys_total\":%zu", e->keys_total);
+	(void)faucet_buf_puts(b, ",\"undoes\":");
 	run__json_string(b, e->undoes);
 	(void)faucet_buf_puts(b, ",\"by\":");
 	(void)faucet_buf_puts(b, e->by ? e->by : "null");

@@ -392,10 +392,9 @@ static int edit_start(run_status *st, void *arg)
 				return FAUCET_ENOMEM;
 			free(dead->outcome);
 			dead->outcome = o;
-			for (size_t i = 0; c->abandoned_keys && i < c->abandoned_keys->count; i++) {
-				if (faucet_strarray_push(&dead->keys, c->abandoned_keys->strings[i]) != 0)
-					return FAUCET_ENOMEM;
-			}
+			if (c->abandoned_keys != NULL &&
+			    run__entry_set_keys(dead, c->abandoned_keys) != 0)
+				return FAUCET_ENOMEM;
 		}
 	}
 	memset(&e, 0, sizeof(e));
@@ -1380,11 +1379,8 @@ static int edit_end(run_status *st, void *arg)
 	e->message = c->message ? faucet__strdup(c->message) : NULL;
 	e->has_exit = c->exit_status >= 0;
 	e->exit_status = c->exit_status;
-	faucet_strarray_dispose(&e->keys);
-	for (size_t i = 0; i < c->keys->count; i++) {
-		if (faucet_strarray_push(&e->keys, c->keys->strings[i]) != 0)
-			return FAUCET_ENOMEM;
-	}
+	if (run__entry_set_keys(e, c->keys) != 0)
+		return FAUCET_ENOMEM;
 	if (e->ended_at == NULL || e->outcome == NULL || (c->message && e->message == NULL))
 		return FAUCET_ENOMEM;
 	if (c->r->undoes != NULL && strcmp(c->outcome, "ok") == 0) {

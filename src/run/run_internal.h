@@ -64,6 +64,12 @@ void run__marker_dispose(run_marker *m);
 
 /* ---- status ------------------------------------------------------------------ */
 
+/* A status entry lists at most this many changed keys (the marker has them
+ * all), and then says how many there were in "keys_total": the status
+ * document is rewritten by every run of its scope, and 50 entries of a
+ * million-key import each would make that a gigabyte. */
+#define RUN_STATUS_KEYS 1000
+
 typedef struct {
 	char *run;
 	char *started_at, *ended_at; /* ended_at NULL while running */
@@ -71,7 +77,8 @@ typedef struct {
 	int has_exit;
 	long long exit_status;
 	char *message;
-	faucet_strarray keys;
+	faucet_strarray keys;        /* the first RUN_STATUS_KEYS of them */
+	size_t keys_total;           /* how many it changed: > keys.count when cut */
 	char *undoes;
 	char *by;                    /* the "by" object's JSON text, or NULL */
 } run_entry;
@@ -87,6 +94,8 @@ run_entry *run__status_find(const run_status *st, const char *run);
 /* Put `e` first (taking its contents), dropping entries beyond 50. */
 int run__status_push(run_status *st, run_entry *e);
 void run__entry_dispose(run_entry *e);
+/* Set the entry's changed keys: the first RUN_STATUS_KEYS and the count. */
+int run__entry_set_keys(run_entry *e, const faucet_strarray *keys);
 void run__status_dispose(run_status *st);
 /* One entry as JSON text appended to b. */
 void run__entry_json(faucet_buf *b, const run_entry *e);

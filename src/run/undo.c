@@ -120,7 +120,7 @@ static int undoable(const run_entry *e)
 	 * job the dead undo began. */
 	if (e->undoes != NULL && e->ended_at == NULL)
 		return 0;
-	if (e->keys.count > 0)
+	if (e->keys_total > 0)
 		return 1;
 	return strcmp(e->outcome, "running") == 0 || strcmp(e->outcome, "abandoned") == 0;
 }

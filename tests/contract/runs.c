@@ -639,6 +639,51 @@ static void a_batch_out_of_order_is_recorded_sorted(void **state)
 	faucet_value_free(v);
 }
 
+/* A big run's status entry lists its first RUN_STATUS_KEYS keys and the
+ * count; the marker still has them all, so undo restores every one. */
+static void a_big_runs_status_lists_some_keys_and_the_count(void **state)
+{
+	enum { N = RUN_STATUS_KEYS + 500 };
+	faucet_store *s = S(state);
+	faucet_entry *e = calloc(N, sizeof(*e));
+	char (*names)[32] = calloc(N, sizeof(*names));
+	faucet_value *v = tu_v("1");
+	faucet_undo_result res;
+	char id[FAUCET_RUN_ID_LEN + 1];
+	run_status st;
+	run_entry *entry;
+	faucet_run *r;
+
+	assert_non_null(e);
+	assert_non_null(names);
+	for (size_t i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "p::default::k%05zu", i);
+		e[i].key = names[i];
+		e[i].value = v;
+	}
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	assert_int_equal(faucet_run_put_batch(r, e, N), 0);
+	end_ok(r);
+	st = status_of(s, "p::default");
+	entry = run__status_find(&st, id);
+	assert_non_null(entry);
+	assert_int_equal(entry->keys.count, RUN_STATUS_KEYS);
+	assert_int_equal(entry->keys_total, N);
+	assert_string_equal(entry->keys.strings[0], "p::default::k00000");
+	run__status_dispose(&st);
+
+	res = undo(s, id, 0);
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, N);
+	tu_assert_value(s, "p::default::k00000", NULL);
+	tu_assert_value(s, "p::default::k01499", NULL);
+	faucet_undo_result_dispose(&res);
+	faucet_value_free(v);
+	free(names);
+	free(e);
+}
+
 static void a_crashed_undo_run_again_finishes_the_job(void **state)
 {
 	faucet_store *s = S(state);
@@ -945,6 +990,8 @@ int contract_runs_run(const contract_backend *b)
 			a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_key_recorded_ahead_but_never_written_is_left_alone_by_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_big_runs_status_lists_some_keys_and_the_count,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
 						teardown),
 	};
