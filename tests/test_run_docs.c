@@ -63,6 +63,15 @@ static void a_marker_round_trips_exact_and_deep_images(void **state)
 	assert_int_equal(run__marker_value(&m, &doc), 0);
 	assert_non_null(strstr(faucet_value_json(doc), "\"before_text\""));
 	assert_non_null(strstr(faucet_value_json(doc), "\"after_text\""));
+	{
+		/* Built without a second check: what it built must pass one. */
+		faucet_value *checked = NULL;
+
+		assert_int_equal(faucet_value_parse(&checked, faucet_value_json(doc),
+						    faucet_value_len(doc)), 0);
+		assert_string_equal(faucet_value_json(checked), faucet_value_json(doc));
+		faucet_value_free(checked);
+	}
 	assert_int_equal(run__marker_parse(doc, "k", NULL, &back), 0);
 	assert_int_equal(back.count, 3);
 	assert_true(back.has_after);

@@ -186,19 +186,14 @@ static int parse_tree(const char *text, size_t len, const char *where, json_obje
 
 int faucet_value__from_buf(faucet_value **out, faucet_buf *b, const char *where)
 {
-	faucet_json_check_result check;
 	size_t len = b->len, head = offsetof(faucet_value, text);
 	faucet_value *v;
-	int rc;
 
 	*out = NULL;
-	if (b->failed || b->ptr == NULL)
+	if (b->failed || b->ptr == NULL || blank(b->ptr, len))
 		return b->failed ? FAUCET_ENOMEM : faucet_value_parse_at(out, "", 0, where);
 	if (len > (size_t)INT32_MAX)
 		return faucet_error_set(FAUCET_EINVALID, "%s: JSON text too large", where);
-	rc = faucet__json_check(b->ptr, len, where, &check);
-	if (rc != 0 || !check.compact || blank(b->ptr, len))
-		return rc != 0 ? rc : faucet_value_parse_at(out, b->ptr, len, where);
 	/* Grow the buffer's block by the value's header and slide the text
 	 * behind it: a large block grows in place (mremap), so the text is
 	 * never held twice. */

@@ -15,10 +15,11 @@
 /* Wrap a tree the library built (takes ownership of `tree`, even on error). */
 int faucet_value__from_tree(faucet_value **out, json_object *tree);
 
-/* A value of the JSON text in *b, built in b's own memory when the text is
- * compact (no copy: a run's rollback marker can be a hundred megabytes).
- * On success *b is left empty; on error it is as it was.  Checked like
- * faucet_value_parse_at; `where` names the text in errors. */
+/* A value of the JSON text in *b, built in b's own memory (no copy: a run's
+ * rollback marker can be a hundred megabytes).  The text must be compact
+ * JSON that this library built from values and validated keys: it is not
+ * checked again (a million-member object's duplicate-name check alone took
+ * a second).  On success *b is left empty; on error it is as it was. */
 int faucet_value__from_buf(faucet_value **out, faucet_buf *b, const char *where);
 
 /* The value's parsed tree in *out (NULL is JSON null), built on first use;
