@@ -161,6 +161,13 @@ typedef int (*faucet_entry_fn)(const char *key, const faucet_value *value, void 
 FAUCET_EXTERN int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
 					    void *ctx);
 
+/* faucet_store_scan_entries without the run bookkeeping keys (SPEC section
+ * 8: __lease__, __status__, __rollback__ and its markers, see
+ * faucet_run_is_bookkeeping_key): what an export reads.  A rollback marker
+ * of a big import (a hundred megabytes) is never read. */
+FAUCET_EXTERN int faucet_store_scan_data(faucet_store *s, const char *prefix, faucet_entry_fn fn,
+					 void *ctx);
+
 /* Store `value` only when the entry equals `expected` as a JSON value
  * (NULL = no entry).  *written says whether it was stored. */
 FAUCET_EXTERN int faucet_store_compare_and_put(faucet_store *s, const char *key,

@@ -606,6 +606,10 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	 * bounded like an export's and an import's. */
 	if (rc == 0)
 		rc = export_to_temp(ctx, src, pipeline, &tmp, &count);
+	/* The source is read: close it before writing, so that its connections
+	 * and their buffers are not held through a long import. */
+	faucet_store_free(src);
+	src = NULL;
 	if (rc == 0 && (what = cli_sprintf("state copy: the source %s of pipeline '%s'",
 					   ctx->store_label, pipeline)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");

@@ -593,7 +593,8 @@ static int write_chunk(faucet_store *s, char **keys, size_t n, faucet_value **va
 	return rc;
 }
 
-/* The document being streamed from faucet_store_scan_entries. */
+/* The document being streamed from faucet_store_scan_data (which leaves
+ * the bookkeeping out, like drop_bookkeeping). */
 typedef struct {
 	faucet_buf b;
 	FILE *out;
@@ -607,8 +608,6 @@ static int stream_entry(const char *key, const faucet_value *value, void *ctx)
 {
 	stream_out *so = ctx;
 
-	if (faucet__is_bookkeeping_key(key))
-		return 0; /* never exported (see drop_bookkeeping) */
 	put_entry(&so->b, so->written == 0, key, value, so->pretty);
 	so->written++;
 	return so->b.len >= STREAM_FLUSH ? flush_out(&so->b, so->out) : 0;
@@ -625,7 +624,7 @@ static int export_streamed(faucet_store *s, const char *prefix, const char *pipe
 	put_header(&so.b, FAUCET_STATE_EXPORT_VERSION, pipeline, exported_at, pretty);
 	rc = flush_out(&so.b, out);
 	if (rc == 0)
-		rc = faucet_store_scan_entries(s, prefix, stream_entry, &so);
+		rc = faucet_store_scan_data(s, prefix, stream_entry, &so);
 	if (rc == 0) {
 		put_trailer(&so.b, so.written, pretty);
 		rc = flush_out(&so.b, out);

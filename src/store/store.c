@@ -12,6 +12,7 @@
 #include "internal.h"
 #include <faucet/sys/store_backend.h>
 #include "store/open_internal.h"
+#include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 
 struct faucet_store {
@@ -190,12 +191,24 @@ int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, voi
 #define SCAN_ENTRIES_CHUNK 256
 
 /* The default: the listing, read a chunk at a time. */
-static int scan_entries_by_list(faucet_store *s, const char *prefix, faucet_entry_fn fn,
-				void *ctx)
+static int scan_entries_by_list(faucet_store *s, const char *prefix, int data_only,
+				faucet_entry_fn fn, void *ctx)
 {
 	faucet_strarray keys = {NULL, 0};
 	faucet_value *values[SCAN_ENTRIES_CHUNK];
 	int rc = faucet_store_list(s, prefix, &keys);
+
+	if (rc == 0 && data_only) { /* bookkeeping keys are not even read */
+		size_t kept = 0;
+
+		for (size_t i = 0; i < keys.count; i++) {
+			if (faucet__is_bookkeeping_key(keys.strings[i]))
+				free(keys.strings[i]);
+			else
+				keys.strings[kept++] = keys.strings[i];
+		}
+		keys.count = kept;
+	}
 
 	for (size_t from = 0; rc == 0 && from < keys.count; from += SCAN_ENTRIES_CHUNK) {
 		size_t n = keys.count - from < SCAN_ENTRIES_CHUNK ? keys.count - from
@@ -226,7 +239,35 @@ int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_
 	prefix = prefix ? prefix : "";
 	if (faucet__store_has_scan_entries(s))
 		return s->backend->scan_entries(s->backend, prefix, fn, ctx);
-	return scan_entries_by_list(s, prefix, fn, ctx);
+	return scan_entries_by_list(s, prefix, 0, fn, ctx);
+}
+
+typedef struct {
+	faucet_entry_fn fn;
+	void *ctx;
+} data_only;
+
+static int data_entry(const char *key, const faucet_value *value, void *ctx)
+{
+	data_only *d = ctx;
+
+	return faucet__is_bookkeeping_key(key) ? 0 : d->fn(key, value, d->ctx);
+}
+
+int faucet_store_scan_data(faucet_store *s, const char *prefix, faucet_entry_fn fn, void *ctx)
+{
+	data_only d = {fn, ctx};
+
+	if (s == NULL || fn == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_scan_data: NULL argument");
+	prefix = prefix ? prefix : "";
+	/* The backend's own filter is a first cut; the rule is applied here
+	 * again, so what counts as bookkeeping is decided in one place. */
+	if (s->backend->version >= 6 && s->backend->scan_data != NULL)
+		return s->backend->scan_data(s->backend, prefix, data_entry, &d);
+	if (faucet__store_has_scan_entries(s))
+		return s->backend->scan_entries(s->backend, prefix, data_entry, &d);
+	return scan_entries_by_list(s, prefix, 1, data_entry, &d);
 }
 
 int faucet_store_compare_and_put(faucet_store *s, const char *key,

@@ -819,8 +819,20 @@ static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, v
  * early, or anything fails, the connection is still inside the COPY and
  * is dropped rather than drained (pg_broken).
  */
-static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, faucet_entry_fn fn,
-			      void *ctx)
+/* What scan_data leaves out, in SQL: the run bookkeeping keys of
+ * faucet__is_bookkeeping_key (a segment "__rollback__" after the first, or
+ * a last segment "__lease__" or "__status__").  '_' is a LIKE wildcard and
+ * is escaped with '!' (a backslash would depend on
+ * standard_conforming_strings).  The front-end applies the exact rule
+ * again. */
+#define PG_NOT_BOOKKEEPING                                                          \
+	" AND key NOT LIKE '%::!_!_rollback!_!_' ESCAPE '!'"                        \
+	" AND key NOT LIKE '%::!_!_rollback!_!_::%' ESCAPE '!'"                     \
+	" AND key NOT LIKE '%::!_!_lease!_!_' ESCAPE '!'"                           \
+	" AND key NOT LIKE '%::!_!_status!_!_' ESCAPE '!'"
+
+static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, int data_only,
+			      faucet_entry_fn fn, void *ctx)
 {
 	char *literal = PQescapeLiteral(c, prefix, strlen(prefix));
 	char *sql = NULL, *quoted;
@@ -830,8 +842,8 @@ static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, faucet
 	if (literal == NULL)
 		return pg_fail(s, FAUCET_ENOMEM, "cannot read the entries", PQerrorMessage(c));
 	quoted = faucet__sprintf("COPY (SELECT key, value::text FROM {table} WHERE starts_with(key, "
-				 "%s) ORDER BY key COLLATE \"C\") TO STDOUT",
-				 literal);
+				 "%s)%s ORDER BY key COLLATE \"C\") TO STDOUT",
+				 literal, data_only ? PG_NOT_BOOKKEEPING : "");
 	PQfreemem(literal);
 	if (quoted != NULL)
 		sql = statement_sql(quoted, s->quoted);
@@ -879,8 +891,9 @@ typedef struct {
 	const char *const *keys; /* get_many */
 	size_t count;
 	faucet_value **values;
-	faucet_entry_fn fn; /* scan_entries */
+	faucet_entry_fn fn; /* scan_entries, scan_data */
 	void *ctx;
+	int data_only; /* scan_data */
 } pg_args;
 
 typedef int (*pg_op)(pg_store *s, PGconn *c, pg_args *a);
@@ -897,7 +910,7 @@ static int op_get_many(pg_store *s, PGconn *c, pg_args *a)
 
 static int op_scan_entries(pg_store *s, PGconn *c, pg_args *a)
 {
-	return pg_scan_entries_on(s, c, a->prefix, a->fn, a->ctx);
+	return pg_scan_entries_on(s, c, a->prefix, a->data_only, a->fn, a->ctx);
 }
 
 static int op_put(pg_store *s, PGconn *c, pg_args *a)
@@ -1237,6 +1250,14 @@ static int pg_scan_entries(faucet_store_backend *b, const char *prefix, faucet_e
 	return pg_run((pg_store *)b, op_scan_entries, &a, 0);
 }
 
+static int pg_scan_data(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			void *ctx)
+{
+	pg_args a = {.prefix = prefix, .fn = fn, .ctx = ctx, .data_only = 1};
+
+	return pg_run((pg_store *)b, op_scan_entries, &a, 0);
+}
+
 static int pg_put(faucet_store_backend *b, const char *key, const faucet_value *value)
 {
 	pg_store *s = (pg_store *)b;
@@ -1570,6 +1591,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.get = pg_get;
 	s->base.get_many = pg_get_many;
 	s->base.scan_entries = pg_scan_entries;
+	s->base.scan_data = pg_scan_data;
 	s->base.put = pg_put;
 	s->base.del = pg_del;
 	s->base.scan = pg_scan;

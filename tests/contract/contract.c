@@ -1021,6 +1021,39 @@ static void exports_leave_run_bookkeeping_out(void **state)
 	free(text);
 }
 
+static int collect_entry_key(const char *key, const faucet_value *value, void *ctx)
+{
+	(void)value;
+	return collect_key(key, ctx);
+}
+
+/* scan_data leaves out exactly the bookkeeping keys: look-alikes stay (on
+ * PostgreSQL the filter is SQL with '_' as a LIKE wildcard). */
+static void scan_data_leaves_out_exactly_the_bookkeeping(void **state)
+{
+	static const char *const data[] = {
+		"o::__rollback__x", "o::__status__::x", "o::a", "o::a::xx__lease__",
+		"o::a::zz_status__", "o::x__rollback__::y", "o::z"};
+	static const char *const bookkeeping[] = {
+		"o::__rollback__", "o::__status__", "o::r::__lease__",
+		"o::r::__rollback__::20260101T000000.000Z-abcdef", "o::r::__status__"};
+	faucet_store *s = S(state);
+	faucet_strarray seen = {NULL, 0}, all = {NULL, 0};
+
+	for (size_t i = 0; i < sizeof(data) / sizeof(data[0]); i++)
+		tu_put(s, data[i], "1");
+	for (size_t i = 0; i < sizeof(bookkeeping) / sizeof(bookkeeping[0]); i++)
+		tu_put(s, bookkeeping[i], "{\"version\":1,\"runs\":[]}");
+	assert_int_equal(faucet_store_scan_data(s, "o::", collect_entry_key, &seen), 0);
+	assert_int_equal(seen.count, sizeof(data) / sizeof(data[0]));
+	for (size_t i = 0; i < seen.count; i++)
+		assert_string_equal(seen.strings[i], data[i]);
+	assert_int_equal(faucet_store_scan_entries(s, "o::", collect_entry_key, &all), 0);
+	assert_int_equal(all.count, seen.count + sizeof(bookkeeping) / sizeof(bookkeeping[0]));
+	faucet_strarray_dispose(&seen);
+	faucet_strarray_dispose(&all);
+}
+
 static void export_then_import_round_trips(void **state)
 {
 	faucet_store *from = S(state), *to;
@@ -1323,6 +1356,8 @@ int contract_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_large_batch_lands_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(exports_leave_run_bookkeeping_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_data_leaves_out_exactly_the_bookkeeping, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(export_then_import_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(doctor_probe_passes_and_leaves_no_residue, setup,
 						teardown),

@@ -22,12 +22,13 @@ extern "C" {
 #endif
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
- * reindex; a version-2, -3 or -4 struct (without them) is still accepted.
+ * reindex, version 6 scan_data; a version-2 to -5 struct (without them) is
+ * still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 5
+#define FAUCET_STORE_BACKEND_VERSION 6
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -100,6 +101,13 @@ struct faucet_store_backend {
 	 * backend keeps no index (faucet_store_reindex is then
 	 * FAUCET_EUNSUPPORTED).  (Version 5.) */
 	int (*reindex)(faucet_store_backend *b, size_t *added, size_t *removed);
+
+	/* Optional: scan_entries without the run bookkeeping keys (see
+	 * faucet_store_scan_data), left out where the entries live so that a
+	 * big rollback marker is never read.  NULL: the front-end filters
+	 * scan_entries or the listing.  (Version 6.) */
+	int (*scan_data)(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			 void *ctx);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
