@@ -328,12 +328,62 @@ static void redis_lost_reply(void **state)
 	lost_batch_reply_is_outcome_unknown("FAUCET_TEST_REDIS_URL", query, "\r\n", 2, NULL, 0, 0);
 }
 
+/* A compare-and-put of megabytes goes out by writev, not through hiredis's
+ * buffer: a lost EXEC reply is still an unknown outcome, and the value
+ * did land. */
+static void redis_lost_reply_of_a_big_write(void **state)
+{
+	static const char exec_reply[] = "*1\r\n+OK\r\n";
+	size_t n = 2u << 20;
+	char query[64], *url, *direct_url = NULL, *text = malloc(n + 3);
+	faucet_value *big = NULL, *small = tu_v("1");
+	faucet_store *through, *direct;
+	int target, written = 0;
+	proxy p;
+
+	(void)state;
+	assert_non_null(text);
+	text[0] = '"';
+	memset(text + 1, 'x', n);
+	memcpy(text + n + 1, "\"", 2);
+	assert_int_equal(faucet_value_parse(&big, text, n + 2), 0);
+	snprintf(query, sizeof(query), "namespace=lost_big_%d", (int)getpid());
+	proxy_start(&p, 0, exec_reply, strlen(exec_reply), "EXEC\r\n", 6);
+	url = url_through("FAUCET_TEST_REDIS_URL", p.port, &target, query);
+	atomic_store(&p.target_port, target);
+	through = open_url(url);
+	assert_true(asprintf(&direct_url, "%s?%s", ts_env("FAUCET_TEST_REDIS_URL"), query) > 0);
+	direct = open_url(direct_url);
+	assert_int_equal(faucet_store_delete(direct, "o::big"), 0);
+	assert_int_equal(faucet_store_compare_and_put(through, "o::warm", NULL, small, &written), 0);
+
+	atomic_store(&p.armed, 1);
+	written = 0;
+	assert_int_equal(faucet_store_compare_and_put(through, "o::big", NULL, big, &written),
+			 FAUCET_EUNKNOWN);
+	tu_assert_error_contains("outcome unknown");
+	assert_true(atomic_load(&p.dropped));
+	tu_assert_value(direct, "o::big", text);
+
+	proxy_join(&p);
+	assert_int_equal(faucet_store_delete(direct, "o::big"), 0);
+	assert_int_equal(faucet_store_delete(direct, "o::warm"), 0);
+	faucet_store_free(through);
+	faucet_store_free(direct);
+	faucet_value_free(big);
+	faucet_value_free(small);
+	free(text);
+	free(url);
+	free(direct_url);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(postgres_lost_reply),
 		cmocka_unit_test(postgres_lost_reply_of_an_update),
 		cmocka_unit_test(redis_lost_reply),
+		cmocka_unit_test(redis_lost_reply_of_a_big_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

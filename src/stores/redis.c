@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/uio.h>
+#include <hiredis/sds.h>
 
 #include "internal.h"
 #include "store/open_internal.h"
@@ -633,6 +635,80 @@ static int append_index_change(redis_store *s, redisContext *c, const redis_args
 			: redisAppendCommandArgv(c, 3, zrem, NULL);
 }
 
+/* A value this big is sent by send_big_multi instead of being formatted:
+ * hiredis would hold it twice more (the formatted command, then a copy in
+ * its output buffer) - 280 MB for a million-key import's rollback marker. */
+#define REDIS_BIG_VALUE (1u << 20)
+
+/* One RESP command (array of bulk strings) appended to b. */
+static void resp_command(faucet_buf *b, int argc, const char *const *argv, const size_t *lens)
+{
+	(void)faucet_buf_printf(b, "*%d\r\n", argc);
+	for (int i = 0; i < argc; i++) {
+		size_t len = lens ? lens[i] : strlen(argv[i]);
+
+		(void)faucet_buf_printf(b, "$%zu\r\n", len);
+		(void)faucet_buf_put(b, argv[i], len);
+		(void)faucet_buf_puts(b, "\r\n");
+	}
+}
+
+/* MULTI, SET key value, (the index's ZADD,) EXEC written straight to the
+ * socket with the value in place; the replies are then read with
+ * redisGetReply as for appended commands.  A failed write leaves the
+ * context in error (the pool drops it); the server runs nothing of a
+ * MULTI it did not receive up to its EXEC. */
+static int send_big_multi(redis_store *s, redisContext *c, const redis_args *a, const char *what)
+{
+	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
+	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
+	faucet_buf head = FAUCET_BUF_INIT, tail = FAUCET_BUF_INIT;
+	size_t vlen = faucet_value_len(a->value), klen = strlen(a->rkey);
+	struct iovec iov[3];
+	int rc = 0, at = 0;
+
+	resp_command(&head, 1, multi, NULL);
+	(void)faucet_buf_printf(&head, "*3\r\n$3\r\nSET\r\n$%zu\r\n", klen);
+	(void)faucet_buf_put(&head, a->rkey, klen);
+	(void)faucet_buf_printf(&head, "\r\n$%zu\r\n", vlen);
+	(void)faucet_buf_puts(&tail, "\r\n");
+	if (s->index != NULL)
+		resp_command(&tail, 4, zadd, NULL);
+	resp_command(&tail, 1, exec, NULL);
+	if (head.failed || tail.failed) {
+		faucet_buf_dispose(&head);
+		faucet_buf_dispose(&tail);
+		return FAUCET_ENOMEM;
+	}
+	iov[0] = (struct iovec){head.ptr, head.len};
+	iov[1] = (struct iovec){(void *)faucet_value_json(a->value), vlen};
+	iov[2] = (struct iovec){tail.ptr, tail.len};
+	while (at < 3) {
+		ssize_t n = writev(c->fd, iov + at, 3 - at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->err = REDIS_ERR_IO;
+			(void)snprintf(c->errstr, sizeof(c->errstr), "%s",
+				       n < 0 ? strerror(errno) : "connection closed");
+			rc = redis_fail_code(s, connection_code(c), what, c->errstr);
+			break;
+		}
+		size_t done = (size_t)n;
+
+		while (at < 3 && done >= iov[at].iov_len)
+			done -= iov[at++].iov_len;
+		if (at < 3) {
+			iov[at].iov_base = (char *)iov[at].iov_base + done;
+			iov[at].iov_len -= done;
+		}
+	}
+	faucet_buf_dispose(&head);
+	faucet_buf_dispose(&tail);
+	return rc;
+}
+
 /* One optimistic attempt at compare-and-put (a->value given) or
  * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
  * changed. */
@@ -665,12 +741,17 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	faucet_value_free(current);
 	/* MULTI, SET or DEL, (the index's ZADD or ZREM,) EXEC in one round
 	 * trip. */
-	if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
-	    (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
-		      : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
-	    (s->index != NULL && append_index_change(s, c, a) != REDIS_OK) ||
-	    redisAppendCommand(c, "EXEC") != REDIS_OK)
+	if (a->value != NULL && setlens[2] >= REDIS_BIG_VALUE && c->obuf != NULL &&
+	    sdslen(c->obuf) == 0) {
+		if ((rc = send_big_multi(s, c, a, what)) != 0)
+			return rc;
+	} else if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
+		   (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
+			     : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
+		   (s->index != NULL && append_index_change(s, c, a) != REDIS_OK) ||
+		   redisAppendCommand(c, "EXEC") != REDIS_OK) {
 		return redis_fail(s, what, c->errstr);
+	}
 	/* Read every reply, even after a bad one, so the connection stays in
 	 * step.  MULTI answers OK, each queued command QUEUED, EXEC the array
 	 * of results - or nil when the watched key changed. */

@@ -514,6 +514,41 @@ static void compare_and_put_writes_only_over_the_expected_value(void **state)
 	tu_assert_value(s, "k", "3");
 }
 
+/* A value of megabytes (a big import's rollback marker): Redis sends it
+ * straight from the value, without hiredis's copies. */
+static char *big_json(size_t n, char fill)
+{
+	char *t = malloc(n + 3);
+
+	assert_non_null(t);
+	t[0] = '"';
+	memset(t + 1, fill, n);
+	t[n + 1] = '"';
+	t[n + 2] = '\0';
+	return t;
+}
+
+static void compare_and_put_of_a_big_value(void **state)
+{
+	faucet_store *s = S(state);
+	char *a = big_json(3u << 20, 'a'), *b = big_json((3u << 20) + 7, 'b');
+	faucet_strarray keys = {NULL, 0};
+
+	assert_true(tu_cas(s, "o::big", NULL, a));
+	tu_assert_value(s, "o::big", a);
+	assert_false(tu_cas(s, "o::big", b, b));
+	assert_true(tu_cas(s, "o::big", a, b));
+	tu_assert_value(s, "o::big", b);
+	/* The connection is still in step: small operations go on. */
+	assert_true(tu_cas(s, "o::small", NULL, "1"));
+	tu_assert_value(s, "o::small", "1");
+	assert_int_equal(faucet_store_list(s, "o::", &keys), 0);
+	assert_int_equal(keys.count, 2);
+	faucet_strarray_dispose(&keys);
+	free(a);
+	free(b);
+}
+
 static void compare_and_put_compares_json_values(void **state)
 {
 	faucet_store *s = S(state);
@@ -1356,6 +1391,7 @@ int contract_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_large_batch_lands_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(exports_leave_run_bookkeeping_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_of_a_big_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(scan_data_leaves_out_exactly_the_bookkeeping, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(export_then_import_round_trips, setup, teardown),
