@@ -8,6 +8,8 @@
  *                                                and vs what it must do at least: a put of
  *                                                a new key + a compare-and-put over an
  *                                                existing document (the run's marker)
+ *   put inside a run, first write of a key that exists  vs  a plain put over an existing key
+ *                                                (the usual bookmark update)
  *   put inside a run, same key again         vs  a plain put of that key   (<= 1.05x)
  *   durable writes of begin + end            counted through a wrapper backend (<= 5)
  *   `faucet run --pipeline p -- true`        wall time minus its durable writes (<= 6 ms)
@@ -148,9 +150,9 @@ static void bench_writes(const char *dir)
 	faucet_store *s = NULL;
 	faucet_value *v = bench_json("{\"cursor\":\"2026-11-29T12:00:00Z\",\"offset\":123456789}");
 	double plain_new[WRITE_OPS], run_new[WRITE_OPS], plain_same[WRITE_OPS], run_same[WRITE_OPS];
-	double floor_new[WRITE_OPS];
+	double floor_new[WRITE_OPS], plain_over[WRITE_OPS], run_over[WRITE_OPS];
 	faucet_value *doc[2];
-	faucet_run *r, *fresh = NULL;
+	faucet_run *r, *fresh = NULL, *over = NULL;
 
 	/* Two documents of a marker's size (a run of a few keys), to overwrite
 	 * one with the other by compare-and-put as a first write's marker
@@ -181,7 +183,10 @@ static void bench_writes(const char *dir)
 		if (i % RUN_KEYS == 0) {
 			if (fresh != NULL)
 				end(fresh);
+			if (over != NULL)
+				end(over);
 			fresh = begin(s, "fresh");
+			over = begin(s, "over");
 		}
 		snprintf(pk, sizeof(pk), "bench::plain::k%d", i);
 		snprintf(rk, sizeof(rk), "bench::run::k%d", i);
@@ -204,6 +209,24 @@ static void bench_writes(const char *dir)
 						 &written) != 0 || !written)
 			bench_die("floor of a first write");
 		t5 = bench_now_s();
+		/* Keys that exist already, written over: a plain put, and the
+		 * first write of such a key in a run. */
+		snprintf(pk, sizeof(pk), "bench::plain::e%d", i);
+		snprintf(rk, sizeof(rk), "bench::run::e%d", i);
+		if (faucet_store_put(s, pk, v) != 0 || faucet_store_put(s, rk, v) != 0)
+			bench_die("existing keys");
+		{
+			double t6 = bench_now_s(), t7, t8;
+
+			if (faucet_store_put(s, pk, v) != 0)
+				bench_die("plain put over a key");
+			t7 = bench_now_s();
+			if (faucet_run_put(over, rk, v) != 0)
+				bench_die("run put over a key");
+			t8 = bench_now_s();
+			plain_over[i] = t7 - t6;
+			run_over[i] = t8 - t7;
+		}
 		floor_new[i] = t5 - t4;
 		plain_new[i] = t1 - t0;
 		run_new[i] = t2 - t1;
@@ -212,6 +235,7 @@ static void bench_writes(const char *dir)
 	}
 	end(r);
 	end(fresh);
+	end(over);
 	{
 		double pn = bench_median(plain_new, WRITE_OPS), rn = bench_median(run_new, WRITE_OPS);
 		double ps = bench_median(plain_same, WRITE_OPS), rs = bench_median(run_same, WRITE_OPS);
@@ -220,6 +244,9 @@ static void bench_writes(const char *dir)
 		       "runs of %d keys; limit 2.1x)\n", rn / pn, rn * 1e3, pn * 1e3, RUN_KEYS);
 		printf("run:   vs its floor                   %.2fx a put of a new key + a compare-and-put over "
 		       "a 0.5 KB document (%.3f ms = %.2fx a plain put)\n", rn / fn, fn * 1e3, fn / pn);
+		printf("run: first write of an existing key   %.2fx a plain put over an existing key (%.3f vs "
+		       "%.3f ms)\n", bench_median(run_over, WRITE_OPS) / bench_median(plain_over, WRITE_OPS),
+		       bench_median(run_over, WRITE_OPS) * 1e3, bench_median(plain_over, WRITE_OPS) * 1e3);
 		printf("run: later write of that key          %.3fx a plain put of that key (%.3f vs %.3f ms; limit 1.05x)\n",
 		       rs / ps, rs * 1e3, ps * 1e3);
 	}
