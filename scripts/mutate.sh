@@ -78,16 +78,19 @@ elif kind == 'sqlite-sync-off':
 elif kind == 'sqlite-sync-normal':
     sub_line(r'synchronous *= *FULL', 'synchronous=NORMAL')
 elif kind == 'sync-after-rename':
-    # Move the first statement that fsyncs the temp file's descriptor to just
-    # after the first statement that renames it into place.
+    # Take out the first statement that fsyncs the temp file's descriptor
+    # (fd), and sync fd instead just after the first rename that follows it
+    # (a failure of that sync reported as before, as a failed write).
     text = '\n'.join(src)
-    m_sync = re.search(r'\n([^\n]*->fsync\([^\n]*\n(?:[^\n]*\n)*?[^\n]*\}\n)', text)
-    m_ren = re.search(r'\n([^\n]*->renameat\([^\n]*\n(?:[^\n]*\n)*?[^\n]*\}\n)', text)
-    if not m_sync or not m_ren or m_sync.start() > m_ren.start():
+    m_sync = re.search(r'\n([^\n]*->fsync\(fd\)[^\n]*\n(?:[^\n]*\n)*?[^\n]*\}\n)', text)
+    m_ren = m_sync and re.compile(r'\n([^\n]*->renameat\([^\n]*\n(?:[^\n]*\n)*?[^\n]*\}\n)').search(text, m_sync.end())
+    if not m_sync or not m_ren:
         sys.exit("mutate: cannot find fsync-then-rename in %s" % path)
     sync_block, ren_block = m_sync.group(1), m_ren.group(1)
+    late_sync = ('\tif (sys->fsync(fd) != 0) {\n\t\t(void)sys->close(fd);\n'
+                 '\t\treturn faucet__error_os(FAUCET_EIO, errno, "failed to fsync temp");\n\t}\n')
+    text = text.replace(ren_block, ren_block + late_sync, 1)
     text = text.replace(sync_block, '', 1)
-    text = text.replace(ren_block, ren_block + sync_block, 1)
     src = text.split('\n')
 open(path, 'w').write('\n'.join(src))
 PY

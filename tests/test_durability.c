@@ -794,6 +794,56 @@ static void test_power_loss(void **state)
 	assert_true(total_images > total_crash_points);
 }
 
+/* A run's first write of a key renames the marker (with the key's
+ * before-image) into place, then the key's file.  The simulator persists
+ * unsynced metadata in order, as a journalling file system does, so it
+ * cannot show the key's rename surviving without the marker's; on a file
+ * system without a journal it can.  The promise is therefore checked on
+ * the calls themselves: between the two renames, the directory is synced.
+ * Fails when faucet__durable_replace_pair drops that sync. */
+static void test_first_write_syncs_the_marker_before_the_key(void **state)
+{
+	char *sandbox = tu_tempdir(), *root = tu_join(sandbox, "store");
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_value *v = tu_v("{\"cursor\":1}");
+	faucet_run *r = NULL;
+	faucet_store *s;
+	size_t renames = 0, last_rename = 0;
+
+	(void)state;
+	s = open_store_with(root, NULL, NULL);
+	tu_put(s, "p::r::other", "1");
+	o.row = "r";
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	/* The marker exists once the run has recorded a first key. */
+	assert_int_equal(faucet_run_put(r, "p::r::other", v), 0);
+	assert_int_equal(pl_start(sandbox), 0);
+	assert_int_equal(faucet_run_put(r, "p::r", v), 0);
+	for (size_t i = 0; i < pl_calls(); i++) {
+		const char *call = pl_call_name(i);
+		int synced = 0;
+
+		if (strcmp(call, "renameat") != 0 && strcmp(call, "linkat") != 0)
+			continue;
+		for (size_t j = last_rename + 1; renames > 0 && j < i; j++)
+			synced |= strcmp(pl_call_name(j), "fsync") == 0;
+		if (renames > 0 && !synced)
+			fail_msg("call %zu (%s) renames a file before the rename at call %zu is "
+				 "synced", i, call, last_rename);
+		renames++;
+		last_rename = i;
+	}
+	pl_stop();
+	assert_int_equal(renames, 2); /* the marker, then the key */
+	assert_int_equal(faucet_run_end(r, FAUCET_RUN_OK, 0, NULL), 0);
+	faucet_run_free(r);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	tu_rmrf(sandbox);
+	free(root);
+	free(sandbox);
+}
+
 /* ---- files written outside a store (export -o, --metrics-file) -------- */
 
 /* The file at `path` holds exactly `want` (NULL = absent). */
@@ -1092,6 +1142,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_loss),
 		cmocka_unit_test(test_power_loss_output_file),
+		cmocka_unit_test(test_first_write_syncs_the_marker_before_the_key),
 		cmocka_unit_test(test_write_file_contract),
 		cmocka_unit_test(test_faults),
 	};

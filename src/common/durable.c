@@ -159,6 +159,8 @@ static int create_temp(faucet_durable_target *t, const faucet_sys *sys, char *tm
 	}
 }
 
+static int commit_temp(const faucet_sys *sys, faucet_durable_target *t, const char *tmp, int fd);
+
 int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len)
 {
 	const faucet_sys *sys = faucet__sys();
@@ -176,8 +178,27 @@ int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t 
 		step = "fsync";
 		goto temp_error;
 	}
-	/* Renamed while still open, so the lock covers the temp file for as
-	 * long as it has its temp name: a repair never sees it unlocked. */
+	return commit_temp(sys, t, tmp, fd);
+
+temp_error:
+	err = errno;
+	/* Unlinked before close: the lock is held until the name is gone. */
+	(void)sys->unlinkat(t->dirfd, tmp, 0);
+	(void)sys->close(fd);
+	temp_display(t, tmp, shown, sizeof(shown));
+	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, t->what, shown);
+}
+
+/* ---- two files, the first durable before the second changes ------------- */
+
+/* Commit a written, synced temp file: renamed while still open, so the lock
+ * covers it for as long as it has its temp name (a repair never sees it
+ * unlocked); closed (no write is pending after the sync, so a failing close
+ * makes the outcome unsure); the directory synced. */
+static int commit_temp(const faucet_sys *sys, faucet_durable_target *t, const char *tmp, int fd)
+{
+	int err;
+
 	if (sys->renameat(t->dirfd, tmp, t->dirfd, t->name) != 0) {
 		err = errno;
 		(void)sys->unlinkat(t->dirfd, tmp, 0);
@@ -185,8 +206,6 @@ int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t 
 		return faucet__error_os(FAUCET_EIO, err, "failed to commit %s %s", t->what,
 					t->display);
 	}
-	/* After a successful fsync no write is pending, so close has nothing
-	 * left to report; should it fail all the same, the outcome is unsure. */
 	if (sys->close(fd) != 0)
 		return faucet__error_os(FAUCET_EUNKNOWN, errno,
 					"%s %s was replaced, but closing it failed", t->what,
@@ -196,14 +215,65 @@ int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t 
 					"%s %s was replaced, but its directory could not be synced "
 					"(it may not survive a crash)", t->what, t->display);
 	return 0;
+}
+
+int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes1, size_t len1,
+				 faucet_durable_target *second, const void *bytes2, size_t len2,
+				 int *first_done)
+{
+	const faucet_sys *sys = faucet__sys();
+	char tmp1[TEMP_NAME_CAP], tmp2[TEMP_NAME_CAP], shown[PATH_MAX + TEMP_NAME_CAP];
+	faucet_durable_target *failed = first;
+	const char *step = "write", *failed_tmp = tmp1;
+	int fd1 = -1, fd2 = -1, err, rc;
+
+	*first_done = 0;
+	if ((rc = create_temp(first, sys, tmp1, &fd1)) != 0)
+		return rc;
+	second->dirfd = first->dirfd; /* create_temp may have reopened it */
+	if (write_all(sys, fd1, bytes1, len1) != 0)
+		goto temp_error;
+	if ((rc = create_temp(second, sys, tmp2, &fd2)) != 0) {
+		(void)sys->unlinkat(first->dirfd, tmp1, 0);
+		(void)sys->close(fd1);
+		return rc;
+	}
+	failed = second;
+	failed_tmp = tmp2;
+	if (write_all(sys, fd2, bytes2, len2) != 0)
+		goto temp_error;
+	/* One barrier for both files' data. */
+	if (sys->syncfs(first->dirfd) != 0) {
+		step = "sync";
+		goto temp_error;
+	}
+	rc = commit_temp(sys, first, tmp1, fd1);
+	fd1 = -1;
+	if (rc != 0 && rc != FAUCET_EUNKNOWN) {
+		(void)sys->unlinkat(second->dirfd, tmp2, 0);
+		(void)sys->close(fd2);
+		return rc;
+	}
+	*first_done = 1;
+	if (rc != 0) { /* the first may not be durable: the second must wait */
+		(void)sys->unlinkat(second->dirfd, tmp2, 0);
+		(void)sys->close(fd2);
+		return rc;
+	}
+	return commit_temp(sys, second, tmp2, fd2);
 
 temp_error:
 	err = errno;
-	/* Unlinked before close: the lock is held until the name is gone. */
-	(void)sys->unlinkat(t->dirfd, tmp, 0);
-	(void)sys->close(fd);
-	temp_display(t, tmp, shown, sizeof(shown));
-	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, t->what, shown);
+	/* Unlinked before close: each lock is held until its name is gone. */
+	if (fd2 >= 0) {
+		(void)sys->unlinkat(second->dirfd, tmp2, 0);
+		(void)sys->close(fd2);
+	}
+	(void)sys->unlinkat(first->dirfd, tmp1, 0);
+	(void)sys->close(fd1);
+	temp_display(failed, failed_tmp, shown, sizeof(shown));
+	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, failed->what,
+				shown);
 }
 
 /* ---- a batch of files with one barrier ------------------------------------ */

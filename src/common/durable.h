@@ -39,6 +39,16 @@ typedef struct {
  * and then the old file is untouched and no temp file is left. */
 int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len);
 
+/* Replace two files of one directory, the first durable before the second
+ * changes: both temp files written, one syncfs for their data, then the
+ * first renamed and the directory synced, then the second (three barriers
+ * instead of the four of two faucet__durable_replace calls).  *first_done
+ * says whether the first is in place; errors as faucet__durable_replace's,
+ * and the second is untouched unless the first is durably in place. */
+int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes1, size_t len1,
+				 faucet_durable_target *second, const void *bytes2, size_t len2,
+				 int *first_done);
+
 /* One file of a faucet__durable_replace_many batch. */
 typedef struct {
 	const char *name;        /* the final name under the batch's directory */

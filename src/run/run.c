@@ -952,8 +952,12 @@ static int read_before(faucet_run *r, const char *const *keys, size_t n,
 
 /* Record the before-image of every key not yet recorded, in one marker
  * write.  Our own last write of the marker is tried first as the expected
- * value; a joined child may have changed it, and then we read and merge. */
-static int record_before(faucet_run *r, const char *const *keys, size_t n)
+ * value; a joined child may have changed it, and then we read and merge.
+ * With `put` (one key), the key's put goes with the marker's write
+ * (faucet__store_put_guarded: one data barrier for both on the file store);
+ * *put_rc then gets the put's result and *put_done is set. */
+static int record_before_put(faucet_run *r, const char *const *keys, size_t n,
+			     const faucet_value *put, int *put_done, int *put_rc)
 {
 	const char **todo_keys = NULL;
 	faucet_value **todo_vals = NULL;
@@ -988,8 +992,20 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 		/* From here the cache is ahead of the store until the write lands. */
 		r->mcache_ok = 0;
 		rc = run__marker_add_many(&r->mcache, todo_keys, todo_vals, todo, &changed);
-		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0)
-			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
+		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0) {
+			if (put != NULL && n == 1) {
+				*put_rc = faucet__store_put_guarded(r->s, r->marker_key, cur, next,
+								    keys[0], put, &written);
+				/* The marker was written and the put failed after it:
+				 * the marker is ours, the put's error the caller's. */
+				*put_done = written;
+				if (!written)
+					rc = *put_rc;
+			} else {
+				rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next,
+								  &written);
+			}
+		}
 		if (rc == 0 && (written || !changed)) {
 			faucet_value_free(r->marker);
 			r->marker = written ? next : faucet_value_ref(cur);
@@ -1012,6 +1028,11 @@ static int record_before(faucet_run *r, const char *const *keys, size_t n)
 	return rc;
 }
 
+static int record_before(faucet_run *r, const char *const *keys, size_t n)
+{
+	return record_before_put(r, keys, n, NULL, NULL, NULL);
+}
+
 static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
 {
 	int rc;
@@ -1032,11 +1053,17 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
-	int rc = prepare_write(r, &key, 1);
+	int rc, put_done = 0, put_rc = 0;
 
-	if (rc != 0)
+	if (r == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "run: NULL run");
+	if (value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s': no value (use delete)", key);
+	/* A first write goes with its marker write (record_before_put). */
+	if ((rc = fence(r)) != 0 ||
+	    (rc = record_before_put(r, &key, 1, value, &put_done, &put_rc)) != 0)
 		return rc;
-	rc = faucet_store_put(r->s, key, value);
+	rc = put_done ? put_rc : faucet_store_put(r->s, key, value);
 	note_after(r, key, value, rc == 0);
 	return rc;
 }

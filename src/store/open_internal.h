@@ -32,6 +32,13 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
 int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_t count,
 			     size_t *written, size_t *unknown_from);
 
+/* Compare-and-put `guard` and, only when it was written, put `key`: the
+ * guard's new value durable before the key changes (see put_guarded in
+ * faucet/sys/store_backend.h, which this falls back from). */
+int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_value *expected,
+			      const faucet_value *guard_value, const char *key,
+			      const faucet_value *value, int *written);
+
 /* Whether the store's backend streams faucet_store_scan_entries itself. */
 int faucet__store_has_scan_entries(const faucet_store *s);
 

@@ -270,6 +270,27 @@ int faucet_store_scan_data(faucet_store *s, const char *prefix, faucet_entry_fn 
 	return scan_entries_by_list(s, prefix, 1, data_entry, &d);
 }
 
+int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_value *expected,
+			      const faucet_value *guard_value, const char *key,
+			      const faucet_value *value, int *written)
+{
+	int rc;
+
+	*written = 0;
+	if ((rc = faucet_validate_key(guard)) != 0 || (rc = faucet_validate_key(key)) != 0)
+		return rc;
+	if (guard_value == NULL || value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s' guarded by '%s': no value", key,
+					guard);
+	if (s->backend->version >= 6 && s->backend->put_guarded != NULL)
+		return s->backend->put_guarded(s->backend, guard, expected, guard_value, key, value,
+					       written);
+	rc = faucet_store_compare_and_put(s, guard, expected, guard_value, written);
+	if (rc != 0 || !*written)
+		return rc;
+	return faucet_store_put(s, key, value);
+}
+
 int faucet_store_compare_and_put(faucet_store *s, const char *key,
 				 const faucet_value *expected,
 				 const faucet_value *value, int *written)

@@ -1314,16 +1314,16 @@ static int ensure_marker(file_store *fs, int *dfd);
 static int refuse_keyless_write(const file_store *fs, int dfd, const char *name);
 
 /* put's body, shared with compare-and-put (which holds the key's lock). */
-static int store_value(file_store *fs, const char *key, const faucet_value *value)
+/* What a put checks and encodes before its write: the key's legacy file
+ * settled, its file name, the encrypted-store rules, its bytes (*owned when
+ * sealed: the caller frees it) and, for a hashed name, its sidecar. */
+static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_value *value,
+		       char *stem, char *name, const char **bytes, size_t *len, char **owned)
 {
-	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	const char *bytes;
-	char *owned = NULL;
-	size_t len, stem_len;
-	int dfd, rc = root_get(fs, 1, &dfd);
+	size_t stem_len;
+	int rc = settle_legacy(fs, dfd, key);
 
-	if (rc == 0)
-		rc = settle_legacy(fs, &dfd, key);
+	*owned = NULL;
 	if (rc != 0)
 		return rc;
 	stem_len = faucet_file__stem(key, stem);
@@ -1331,14 +1331,27 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	/* doctor's sentinel is removed at once: it must not mark a plaintext
 	 * store encrypted. */
 	if (fs->keyring == NULL)
-		rc = refuse_keyless_write(fs, dfd, name);
+		rc = refuse_keyless_write(fs, *dfd, name);
 	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX,
 			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
-		rc = ensure_marker(fs, &dfd);
+		rc = ensure_marker(fs, dfd);
 	if (rc == 0)
-		rc = encode_value(fs, key, value, &bytes, &len, &owned);
+		rc = encode_value(fs, key, value, bytes, len, owned);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
-		rc = ensure_sidecar(fs, &dfd, stem, key);
+		rc = ensure_sidecar(fs, dfd, stem, key);
+	return rc;
+}
+
+static int store_value(file_store *fs, const char *key, const faucet_value *value)
+{
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	const char *bytes = NULL;
+	char *owned = NULL;
+	size_t len = 0;
+	int dfd, rc = root_get(fs, 1, &dfd);
+
+	if (rc == 0)
+		rc = prepare_put(fs, &dfd, key, value, stem, name, &bytes, &len, &owned);
 	if (rc == 0)
 		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
 	free(owned);
@@ -1596,6 +1609,56 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 		/* FAUCET_EUNKNOWN: the new value is in place, durable or not. */
 		*written = rc == 0 || rc == FAUCET_EUNKNOWN;
 	}
+	faucet_value_free(current);
+	(void)close(lock_fd); /* releases the lock */
+	return rc;
+}
+
+/* compare_and_put of the guard, then the key's put, with one data barrier
+ * for both files (faucet__durable_replace_pair): the guard's new file is
+ * in place and durable before the key's is renamed. */
+static int file_put_guarded(faucet_store_backend *b, const char *guard,
+			    const faucet_value *expected, const faucet_value *guard_value,
+			    const char *key, const faucet_value *value, int *written)
+{
+	file_store *fs = (file_store *)b;
+	char gstem[FILE_STEM_MAX + 1], gname[FILE_NAME_CAP], gpath[PATH_CAP];
+	char kstem[FILE_STEM_MAX + 1], kname[FILE_NAME_CAP], kpath[PATH_CAP];
+	const char *gbytes = NULL, *kbytes = NULL;
+	char *gowned = NULL, *kowned = NULL;
+	size_t glen = 0, klen = 0;
+	faucet_value *current = NULL;
+	int dfd, lock_fd, rc = root_get(fs, 1, &dfd);
+
+	*written = 0;
+	if (rc == 0)
+		rc = settle_legacy(fs, &dfd, guard);
+	if (rc != 0)
+		return rc;
+	(void)faucet_file__stem(guard, gstem);
+	if ((rc = take_key_lock(fs, &dfd, 1, gstem, &lock_fd)) != 0)
+		return rc;
+	name_from_stem(gname, gstem, ".json");
+	rc = read_entry(fs, guard, gname, NULL, &current);
+	if (rc == 0 && faucet_value_equal(current, expected)) {
+		rc = prepare_put(fs, &dfd, guard, guard_value, gstem, gname, &gbytes, &glen,
+				 &gowned);
+		if (rc == 0)
+			rc = prepare_put(fs, &dfd, key, value, kstem, kname, &kbytes, &klen, &kowned);
+		if (rc == 0) {
+			temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
+			faucet_durable_target g = {dfd, gname, gpath, "state file", file_temp_namer,
+						   &gspec, file_reopen_root, fs};
+			faucet_durable_target k = {dfd, kname, kpath, "state file", file_temp_namer,
+						   &kspec, file_reopen_root, fs};
+
+			path_of(fs, gname, gpath);
+			path_of(fs, kname, kpath);
+			rc = faucet__durable_replace_pair(&g, gbytes, glen, &k, kbytes, klen, written);
+		}
+	}
+	free(gowned);
+	free(kowned);
 	faucet_value_free(current);
 	(void)close(lock_fd); /* releases the lock */
 	return rc;
@@ -2063,6 +2126,7 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.del = file_del;
 	fs->base.list = file_list;
 	fs->base.compare_and_put = file_compare_and_put;
+	fs->base.put_guarded = file_put_guarded;
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = file_put_many;

@@ -22,8 +22,8 @@ extern "C" {
 #endif
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
- * reindex, version 6 scan_data; a version-2 to -5 struct (without them) is
- * still accepted.
+ * reindex, version 6 scan_data and put_guarded; a version-2 to -5 struct
+ * (without them) is still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
@@ -108,6 +108,16 @@ struct faucet_store_backend {
 	 * scan_entries or the listing.  (Version 6.) */
 	int (*scan_data)(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
 			 void *ctx);
+
+	/* Optional: compare-and-put `guard` (expected -> guard_value) and,
+	 * only when that was written, put `key`; the guard's new value is
+	 * durable before the key changes (a run's rollback marker before the
+	 * key's first write).  *written says whether the guard held; an error
+	 * with *written set means the key's put failed after it.  NULL: the
+	 * front-end calls compare_and_put, then put.  (Version 6.) */
+	int (*put_guarded)(faucet_store_backend *b, const char *guard,
+			   const faucet_value *expected, const faucet_value *guard_value,
+			   const char *key, const faucet_value *value, int *written);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
