@@ -1579,6 +1579,33 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	return rc;
 }
 
+/* Take the key's lock and compare its entry with `expected`: *holds says
+ * whether they are equal.  On success the caller writes (or not), then
+ * closes *lock_fd, which releases the lock; on error no lock is held. */
+static int lock_and_compare(file_store *fs, int *dfd, const char *key,
+			    const faucet_value *expected, char *stem, int *lock_fd, int *holds)
+{
+	char name[FILE_NAME_CAP];
+	faucet_value *current = NULL;
+	int rc = root_get(fs, 1, dfd);
+
+	*holds = 0;
+	if (rc == 0)
+		rc = settle_legacy(fs, dfd, key);
+	if (rc != 0)
+		return rc;
+	(void)faucet_file__stem(key, stem);
+	if ((rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
+		return rc;
+	name_from_stem(name, stem, ".json");
+	rc = read_entry(fs, key, name, NULL, &current);
+	*holds = rc == 0 && faucet_value_equal(current, expected);
+	faucet_value_free(current);
+	if (rc != 0)
+		(void)close(*lock_fd);
+	return rc;
+}
+
 /* Atomic across threads and processes sharing the directory: the read, the
  * comparison and the write all happen under the key's lock.  delete takes
  * the same lock; a plain put does not (it is atomic on its own, but can
@@ -1589,27 +1616,18 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 				int *written)
 {
 	file_store *fs = (file_store *)b;
-	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	faucet_value *current = NULL;
-	int dfd, lock_fd, rc = root_get(fs, 1, &dfd);
+	char stem[FILE_STEM_MAX + 1];
+	int dfd, lock_fd, holds, rc = lock_and_compare(fs, &dfd, key, expected, stem, &lock_fd,
+						       &holds);
 
 	*written = 0;
-	if (rc == 0)
-		rc = settle_legacy(fs, &dfd, key);
 	if (rc != 0)
 		return rc;
-	(void)faucet_file__stem(key, stem);
-	rc = take_key_lock(fs, &dfd, 1, stem, &lock_fd);
-	if (rc != 0)
-		return rc;
-	name_from_stem(name, stem, ".json");
-	rc = read_entry(fs, key, name, NULL, &current);
-	if (rc == 0 && faucet_value_equal(current, expected)) {
+	if (holds) {
 		rc = store_value(fs, key, value);
 		/* FAUCET_EUNKNOWN: the new value is in place, durable or not. */
 		*written = rc == 0 || rc == FAUCET_EUNKNOWN;
 	}
-	faucet_value_free(current);
 	(void)close(lock_fd); /* releases the lock */
 	return rc;
 }
@@ -1627,39 +1645,31 @@ static int file_put_guarded(faucet_store_backend *b, const char *guard,
 	const char *gbytes = NULL, *kbytes = NULL;
 	char *gowned = NULL, *kowned = NULL;
 	size_t glen = 0, klen = 0;
-	faucet_value *current = NULL;
-	int dfd, lock_fd, rc = root_get(fs, 1, &dfd);
+	int dfd, lock_fd, holds, rc = lock_and_compare(fs, &dfd, guard, expected, gstem, &lock_fd,
+						       &holds);
 
 	*written = 0;
-	if (rc == 0)
-		rc = settle_legacy(fs, &dfd, guard);
-	if (rc != 0)
-		return rc;
-	(void)faucet_file__stem(guard, gstem);
-	if ((rc = take_key_lock(fs, &dfd, 1, gstem, &lock_fd)) != 0)
-		return rc;
-	name_from_stem(gname, gstem, ".json");
-	rc = read_entry(fs, guard, gname, NULL, &current);
-	if (rc == 0 && faucet_value_equal(current, expected)) {
-		rc = prepare_put(fs, &dfd, guard, guard_value, gstem, gname, &gbytes, &glen,
-				 &gowned);
+	if (rc != 0 || !holds) {
 		if (rc == 0)
-			rc = prepare_put(fs, &dfd, key, value, kstem, kname, &kbytes, &klen, &kowned);
-		if (rc == 0) {
-			temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
-			faucet_durable_target g = {dfd, gname, gpath, "state file", file_temp_namer,
-						   &gspec, file_reopen_root, fs};
-			faucet_durable_target k = {dfd, kname, kpath, "state file", file_temp_namer,
-						   &kspec, file_reopen_root, fs};
+			(void)close(lock_fd);
+		return rc;
+	}
+	rc = prepare_put(fs, &dfd, guard, guard_value, gstem, gname, &gbytes, &glen, &gowned);
+	if (rc == 0)
+		rc = prepare_put(fs, &dfd, key, value, kstem, kname, &kbytes, &klen, &kowned);
+	if (rc == 0) {
+		temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
+		faucet_durable_target g = {dfd, gname, gpath, "state file", file_temp_namer, &gspec,
+					   file_reopen_root, fs};
+		faucet_durable_target k = {dfd, kname, kpath, "state file", file_temp_namer, &kspec,
+					   file_reopen_root, fs};
 
-			path_of(fs, gname, gpath);
-			path_of(fs, kname, kpath);
-			rc = faucet__durable_replace_pair(&g, gbytes, glen, &k, kbytes, klen, written);
-		}
+		path_of(fs, gname, gpath);
+		path_of(fs, kname, kpath);
+		rc = faucet__durable_replace_pair(&g, gbytes, glen, &k, kbytes, klen, written);
 	}
 	free(gowned);
 	free(kowned);
-	faucet_value_free(current);
 	(void)close(lock_fd); /* releases the lock */
 	return rc;
 }
