@@ -500,9 +500,11 @@ static void rollback_quietly(sq_conn *c)
 }
 
 /* Compare-and-put (value given) or compare-and-delete (value NULL): read,
- * compare and act inside one BEGIN IMMEDIATE transaction. */
+ * compare and act inside one BEGIN IMMEDIATE transaction - with then_key,
+ * also put then_value there in the same transaction (put_guarded). */
 static int compare_and_act(sqlite_store *s, const char *key, const faucet_value *expected,
-			   const faucet_value *value, int *done)
+			   const faucet_value *value, const char *then_key,
+			   const faucet_value *then_value, int *done)
 {
 	faucet_value *current = NULL;
 	sq_stamp when;
@@ -519,6 +521,8 @@ static int compare_and_act(sqlite_store *s, const char *key, const faucet_value 
 		if (value != NULL) {
 			stamp_now(&when);
 			rc = write_value(s, c, key, value, &when);
+			if (rc == 0 && then_key != NULL)
+				rc = write_value(s, c, then_key, then_value, &when);
 		} else {
 			rc = delete_on(s, c, key);
 		}
@@ -541,13 +545,22 @@ static int sq_compare_and_put(faucet_store_backend *b, const char *key,
 			      const faucet_value *expected, const faucet_value *value,
 			      int *written)
 {
-	return compare_and_act((sqlite_store *)b, key, expected, value, written);
+	return compare_and_act((sqlite_store *)b, key, expected, value, NULL, NULL, written);
+}
+
+/* The guard and the key in one transaction: both written or neither. */
+static int sq_put_guarded(faucet_store_backend *b, const char *guard,
+			  const faucet_value *expected, const faucet_value *guard_value,
+			  const char *key, const faucet_value *value, int *written)
+{
+	return compare_and_act((sqlite_store *)b, guard, expected, guard_value, key, value,
+			       written);
 }
 
 static int sq_compare_and_delete(faucet_store_backend *b, const char *key,
 				 const faucet_value *expected, int *deleted)
 {
-	return compare_and_act((sqlite_store *)b, key, expected, NULL, deleted);
+	return compare_and_act((sqlite_store *)b, key, expected, NULL, NULL, NULL, deleted);
 }
 
 static int sq_put_batch(faucet_store_backend *b, const faucet_entry *entries, size_t count)
@@ -651,6 +664,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->base.del = sq_del;
 	s->base.scan = sq_scan;
 	s->base.compare_and_put = sq_compare_and_put;
+	s->base.put_guarded = sq_put_guarded;
 	s->base.compare_and_delete = sq_compare_and_delete;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;

@@ -19,6 +19,7 @@
 #include "testutil.h"
 #include "contract.h"
 #include "run/run_internal.h"
+#include "store/open_internal.h"
 
 typedef struct {
 	char *url;
@@ -684,6 +685,39 @@ static void a_big_runs_status_lists_some_keys_and_the_count(void **state)
 	free(e);
 }
 
+/* The guarded put a run's first write goes through: the key is written
+ * only when the guard held, and then both are. */
+static void a_guarded_put_writes_the_key_only_when_the_guard_holds(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *g1 = tu_v("{\"g\":1}"), *g2 = tu_v("{\"g\":2}"), *v = tu_v("7");
+	int written = 1;
+
+	assert_int_equal(faucet__store_put_guarded(s, "p::guard", NULL, g1, "p::k", v, &written),
+			 0);
+	assert_true(written);
+	tu_assert_value(s, "p::guard", "{\"g\":1}");
+	tu_assert_value(s, "p::k", "7");
+	/* A guard that does not hold: nothing written. */
+	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g2, "p::k2", v, &written), 0);
+	assert_false(written);
+	tu_assert_value(s, "p::guard", "{\"g\":1}");
+	tu_assert_value(s, "p::k2", NULL);
+	/* Holds again, over an existing key. */
+	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g1, g2, "p::k", g1, &written), 0);
+	assert_true(written);
+	tu_assert_value(s, "p::guard", "{\"g\":2}");
+	tu_assert_value(s, "p::k", "{\"g\":1}");
+	/* Bad input: refused before anything is written. */
+	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g1, "bad key", v, &written),
+			 FAUCET_EINVALID);
+	assert_false(written);
+	tu_assert_value(s, "p::guard", "{\"g\":2}");
+	faucet_value_free(g1);
+	faucet_value_free(g2);
+	faucet_value_free(v);
+}
+
 static void a_crashed_undo_run_again_finishes_the_job(void **state)
 {
 	faucet_store *s = S(state);
@@ -992,6 +1026,8 @@ int contract_runs_run(const contract_backend *b)
 			a_key_recorded_ahead_but_never_written_is_left_alone_by_undo, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_big_runs_status_lists_some_keys_and_the_count,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_guarded_put_writes_the_key_only_when_the_guard_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
 						teardown),
 	};
