@@ -282,6 +282,8 @@ int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_v
 	if (guard_value == NULL || value == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "put '%s' guarded by '%s': no value", key,
 					guard);
+	if (strcmp(guard, key) == 0)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s' guarded by itself", key);
 	if (s->backend->version >= 6 && s->backend->put_guarded != NULL)
 		return s->backend->put_guarded(s->backend, guard, expected, guard_value, key, value,
 					       written);

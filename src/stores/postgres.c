@@ -233,6 +233,21 @@ static const pg_statement statements[] = {
 	 "WHERE key = $1 AND value = $2::jsonb",
 	 3},
 	{"faucet_cad", "DELETE FROM {table} WHERE key = $1 AND value = $2::jsonb", 2},
+	/* put_guarded: the guard's compare-and-put (as the two above) and the
+	 * key's put in one statement, so one commit: the key's row is written
+	 * only for the guard's row that was; one row affected when it held. */
+	{"faucet_guarded_absent",
+	 "WITH g AS (INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
+	 "ON CONFLICT (key) DO NOTHING RETURNING 1) "
+	 "INSERT INTO {table} (key, value, updated_at) SELECT $3, $4::jsonb, NOW() FROM g "
+	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
+	 4},
+	{"faucet_guarded_update",
+	 "WITH g AS (UPDATE {table} SET value = $3::jsonb, updated_at = NOW() "
+	 "WHERE key = $1 AND value = $2::jsonb RETURNING 1) "
+	 "INSERT INTO {table} (key, value, updated_at) SELECT $4, $5::jsonb, NOW() FROM g "
+	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
+	 5},
 	/* A batch that is no plain insert (see op_batch) is one statement over
 	 * a JSON object {key: value, ...}: one round trip, and atomic like any
 	 * single statement.  JSONB keeps the last of duplicate members, so
@@ -891,6 +906,8 @@ typedef struct {
 	const char *const *keys; /* get_many */
 	size_t count;
 	faucet_value **values;
+	const char *then_key; /* put_guarded: the key put after the guard (key) */
+	const faucet_value *then_value;
 	faucet_entry_fn fn; /* scan_entries, scan_data */
 	void *ctx;
 	int data_only; /* scan_data */
@@ -926,6 +943,27 @@ static int op_del(pg_store *s, PGconn *c, pg_args *a)
 static int op_cas(pg_store *s, PGconn *c, pg_args *a)
 {
 	return pg_cas_on(s, c, a->key, a->expected, a->value, a->written);
+}
+
+/* The guard is a->key (a->expected -> a->value), the key a->then_key. */
+static int op_guarded(pg_store *s, PGconn *c, pg_args *a)
+{
+	int affected = 0, rc;
+
+	if (a->expected == NULL) {
+		const char *params[4] = {a->key, faucet_value_json(a->value), a->then_key,
+					 faucet_value_json(a->then_value)};
+		rc = pg_command_on(s, c, "faucet_guarded_absent", 4, params,
+				   "cannot compare-and-put a key", &affected);
+	} else {
+		const char *params[5] = {a->key, faucet_value_json(a->expected),
+					 faucet_value_json(a->value), a->then_key,
+					 faucet_value_json(a->then_value)};
+		rc = pg_command_on(s, c, "faucet_guarded_update", 5, params,
+				   "cannot compare-and-put a key", &affected);
+	}
+	*a->written = rc == 0 && affected == 1;
+	return rc;
 }
 
 /* One DELETE whose condition compares with JSONB equality, atomic like
@@ -1288,17 +1326,19 @@ static int pg_scan(faucet_store_backend *b, const char *prefix, faucet_key_fn fn
 	return rc;
 }
 
-static int pg_compare_and_put(faucet_store_backend *b, const char *key,
-			      const faucet_value *expected, const faucet_value *value,
-			      int *written)
+/* compare_and_put, or with then_key the guarded put (op_guarded). */
+static int pg_cas_then(pg_store *s, const char *key, const faucet_value *expected,
+		       const faucet_value *value, const char *then_key,
+		       const faucet_value *then_value, int *written)
 {
-	pg_store *s = (pg_store *)b;
-	pg_args a = {.key = key, .expected = expected, .value = value, .written = written};
+	pg_args a = {.key = key, .expected = expected, .value = value, .written = written,
+		     .then_key = then_key, .then_value = then_value};
 	faucet_value *canonical = NULL;
 	int holdable = 1, rc;
 
 	*written = 0;
-	if (check_jsonb_safe(s, key, value) != 0)
+	if (check_jsonb_safe(s, key, value) != 0 ||
+	    (then_key != NULL && check_jsonb_safe(s, then_key, then_value) != 0))
 		return FAUCET_EINVALID;
 	if (expected != NULL) {
 		rc = expected_for_jsonb(expected, &canonical, &holdable);
@@ -1310,9 +1350,23 @@ static int pg_compare_and_put(faucet_store_backend *b, const char *key,
 	}
 	/* Never retried: after a broken connection we cannot know whether the
 	 * write landed, and a second try could report it as not written. */
-	rc = pg_run(s, op_cas, &a, 0);
+	rc = pg_run(s, then_key != NULL ? op_guarded : op_cas, &a, 0);
 	faucet_value_free(canonical);
 	return rc;
+}
+
+static int pg_compare_and_put(faucet_store_backend *b, const char *key,
+			      const faucet_value *expected, const faucet_value *value,
+			      int *written)
+{
+	return pg_cas_then((pg_store *)b, key, expected, value, NULL, NULL, written);
+}
+
+static int pg_put_guarded(faucet_store_backend *b, const char *guard,
+			  const faucet_value *expected, const faucet_value *guard_value,
+			  const char *key, const faucet_value *value, int *written)
+{
+	return pg_cas_then((pg_store *)b, guard, expected, guard_value, key, value, written);
 }
 
 static int pg_compare_and_delete(faucet_store_backend *b, const char *key,
@@ -1596,6 +1650,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.del = pg_del;
 	s->base.scan = pg_scan;
 	s->base.compare_and_put = pg_compare_and_put;
+	s->base.put_guarded = pg_put_guarded;
 	s->base.compare_and_delete = pg_compare_and_delete;
 	s->base.put_batch = pg_put_batch;
 	s->base.check = pg_check;

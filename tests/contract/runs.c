@@ -712,6 +712,8 @@ static void a_guarded_put_writes_the_key_only_when_the_guard_holds(void **state)
 	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g1, "bad key", v, &written),
 			 FAUCET_EINVALID);
 	assert_false(written);
+	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g1, "p::guard", v, &written),
+			 FAUCET_EINVALID);
 	tu_assert_value(s, "p::guard", "{\"g\":2}");
 	faucet_value_free(g1);
 	faucet_value_free(g2);
