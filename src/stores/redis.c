@@ -433,6 +433,9 @@ typedef struct {
 	int *written;
 	const char *const *keys; /* get_many */
 	faucet_value **values;
+	/* put_guarded: the key set in the guard's (key's) MULTI when it holds */
+	const char *then_key, *then_rkey;
+	const faucet_value *then_value;
 } redis_args;
 
 typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
@@ -672,8 +675,20 @@ static int send_big_multi(redis_store *s, redisContext *c, const redis_args *a, 
 	(void)faucet_buf_put(&head, a->rkey, klen);
 	(void)faucet_buf_printf(&head, "\r\n$%zu\r\n", vlen);
 	(void)faucet_buf_puts(&tail, "\r\n");
-	if (s->index != NULL)
+	if (a->then_rkey != NULL) {
+		const char *then_set[3] = {"SET", a->then_rkey, faucet_value_json(a->then_value)};
+		size_t then_lens[3] = {3, strlen(a->then_rkey), faucet_value_len(a->then_value)};
+
+		resp_command(&tail, 3, then_set, then_lens);
+	}
+	if (s->index != NULL) {
 		resp_command(&tail, 4, zadd, NULL);
+		if (a->then_key != NULL) {
+			const char *then_zadd[4] = {"ZADD", s->index, "0", a->then_key};
+
+			resp_command(&tail, 4, then_zadd, NULL);
+		}
+	}
 	resp_command(&tail, 1, exec, NULL);
 	if (head.failed || tail.failed) {
 		faucet_buf_dispose(&head);
@@ -721,6 +736,15 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	const char *del[2] = {"DEL", a->rkey};
 	size_t dellens[2] = {3, strlen(a->rkey)};
 	const char *what = a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key";
+	const char *then_set[3] = {"SET", a->then_rkey,
+				   a->then_value ? faucet_value_json(a->then_value) : NULL};
+	size_t then_lens[3] = {3, a->then_rkey ? strlen(a->then_rkey) : 0,
+			       a->then_value ? faucet_value_len(a->then_value) : 0};
+	const char *then_zadd[4] = {"ZADD", s->index, "0", a->then_key};
+	/* Queued between MULTI and EXEC: the write, the key's SET, and the
+	 * index's change of each. */
+	int then = a->then_rkey != NULL;
+	int last = 2 + then + (s->index != NULL ? 1 + then : 0);
 	faucet_value *current = NULL;
 	redisReply *r;
 	int rc;
@@ -748,17 +772,21 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	} else if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
 		   (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
 			     : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
+		   (a->then_rkey != NULL &&
+		    redisAppendCommandArgv(c, 3, then_set, then_lens) != REDIS_OK) ||
 		   (s->index != NULL && append_index_change(s, c, a) != REDIS_OK) ||
+		   (s->index != NULL && a->then_key != NULL &&
+		    redisAppendCommandArgv(c, 4, then_zadd, NULL) != REDIS_OK) ||
 		   redisAppendCommand(c, "EXEC") != REDIS_OK) {
 		return redis_fail(s, what, c->errstr);
 	}
 	/* Read every reply, even after a bad one, so the connection stays in
 	 * step.  MULTI answers OK, each queued command QUEUED, EXEC the array
 	 * of results - or nil when the watched key changed. */
-	for (int i = 0, last = s->index != NULL ? 3 : 2; i <= last; i++) {
+	for (int i = 0; i <= last; i++) {
 		void *reply = NULL;
 
-		/* The first redisGetReply sends all three commands. */
+		/* The first redisGetReply sends every queued command. */
 		if (redisGetReply(c, &reply) != REDIS_OK)
 			return lost_write(s, c, what);
 		r = reply;
@@ -940,6 +968,25 @@ static int redis_compare_and_put(faucet_store_backend *b, const char *key,
 	*written = 0;
 	/* Never retried after a broken connection: EXEC may have run. */
 	return run_on_key((redis_store *)b, op_cas, &a, 0);
+}
+
+/* The guard's compare-and-put with the key's SET (and index changes) in
+ * its MULTI/EXEC: both written, or neither. */
+static int redis_put_guarded(faucet_store_backend *b, const char *guard,
+			     const faucet_value *expected, const faucet_value *guard_value,
+			     const char *key, const faucet_value *value, int *written)
+{
+	redis_store *s = (redis_store *)b;
+	redis_args a = {.key = guard, .expected = expected, .value = guard_value,
+			.written = written, .then_key = key, .then_value = value};
+	int rc;
+
+	*written = 0;
+	if ((a.then_rkey = full_key(s, key)) == NULL)
+		return FAUCET_ENOMEM;
+	rc = run_on_key(s, op_cas, &a, 0);
+	free((char *)a.then_rkey);
+	return rc;
 }
 
 static int redis_compare_and_delete(faucet_store_backend *b, const char *key,
@@ -1472,6 +1519,7 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.del = redis_del;
 	s->base.list = redis_list;
 	s->base.compare_and_put = redis_compare_and_put;
+	s->base.put_guarded = redis_put_guarded;
 	s->base.compare_and_delete = redis_compare_and_delete;
 	s->base.put_batch = redis_put_batch;
 	s->base.check = redis_check;

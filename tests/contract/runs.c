@@ -708,6 +708,14 @@ static void a_guarded_put_writes_the_key_only_when_the_guard_holds(void **state)
 	assert_true(written);
 	tu_assert_value(s, "p::guard", "{\"g\":2}");
 	tu_assert_value(s, "p::k", "{\"g\":1}");
+	/* Both are listed (Redis with index=true lists its index). */
+	{
+		faucet_strarray keys = {NULL, 0};
+
+		assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+		tu_assert_strings(&keys, "p::guard", "p::k", NULL);
+		faucet_strarray_dispose(&keys);
+	}
 	/* Bad input: refused before anything is written. */
 	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g1, "bad key", v, &written),
 			 FAUCET_EINVALID);
