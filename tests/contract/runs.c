@@ -716,6 +716,30 @@ static void a_guarded_put_writes_the_key_only_when_the_guard_holds(void **state)
 		tu_assert_strings(&keys, "p::guard", "p::k", NULL);
 		faucet_strarray_dispose(&keys);
 	}
+	/* A guard of megabytes (a big run's marker; Redis writes it with
+	 * writev, the key's SET queued behind it). */
+	{
+		size_t n = 2u << 20;
+		char *text = malloc(n + 3);
+		faucet_value *big = NULL;
+
+		assert_non_null(text);
+		text[0] = '"';
+		memset(text + 1, 'm', n);
+		memcpy(text + n + 1, "\"", 2);
+		assert_int_equal(faucet_value_parse(&big, text, n + 2), 0);
+		assert_int_equal(
+			faucet__store_put_guarded(s, "p::guard", g2, big, "p::k3", v, &written), 0);
+		assert_true(written);
+		tu_assert_value(s, "p::guard", text);
+		tu_assert_value(s, "p::k3", "7");
+		assert_int_equal(
+			faucet__store_put_guarded(s, "p::guard", big, g2, "p::k3", g1, &written), 0);
+		assert_true(written);
+		tu_assert_value(s, "p::k3", "{\"g\":1}");
+		faucet_value_free(big);
+		free(text);
+	}
 	/* Bad input: refused before anything is written. */
 	assert_int_equal(faucet__store_put_guarded(s, "p::guard", g2, g1, "bad key", v, &written),
 			 FAUCET_EINVALID);
