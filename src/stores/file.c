@@ -1311,14 +1311,17 @@ static int file_get(faucet_store_backend *b, const char *key, faucet_value **out
 }
 
 static int ensure_marker(file_store *fs, int *dfd);
-static int refuse_keyless_write(const file_store *fs, int dfd, const char *name);
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name,
+				int marker_seen);
 
-/* put's body, shared with compare-and-put (which holds the key's lock). */
 /* What a put checks and encodes before its write: the key's legacy file
  * settled, its file name, the encrypted-store rules, its bytes (*owned when
- * sealed: the caller frees it) and, for a hashed name, its sidecar. */
+ * sealed: the caller frees it) and, for a hashed name, its sidecar.
+ * marker_seen: a batch has looked for the store marker once for its group
+ * (keyless writes then look only at the file about to be replaced). */
 static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_value *value,
-		       char *stem, char *name, const char **bytes, size_t *len, char **owned)
+		       int marker_seen, char *stem, char *name, const char **bytes, size_t *len,
+		       char **owned)
 {
 	size_t stem_len;
 	int rc = settle_legacy(fs, dfd, key);
@@ -1331,7 +1334,7 @@ static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_v
 	/* doctor's sentinel is removed at once: it must not mark a plaintext
 	 * store encrypted. */
 	if (fs->keyring == NULL)
-		rc = refuse_keyless_write(fs, *dfd, name);
+		rc = refuse_keyless_write(fs, *dfd, name, marker_seen);
 	else if (strncmp(key, FAUCET_DOCTOR_SENTINEL_PREFIX,
 			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
 		rc = ensure_marker(fs, dfd);
@@ -1342,6 +1345,7 @@ static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_v
 	return rc;
 }
 
+/* put's body, shared with compare-and-put (which holds the key's lock). */
 static int store_value(file_store *fs, const char *key, const faucet_value *value)
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
@@ -1351,7 +1355,7 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	int dfd, rc = root_get(fs, 1, &dfd);
 
 	if (rc == 0)
-		rc = prepare_put(fs, &dfd, key, value, stem, name, &bytes, &len, &owned);
+		rc = prepare_put(fs, &dfd, key, value, 0, stem, name, &bytes, &len, &owned);
 	if (rc == 0)
 		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
 	free(owned);
@@ -1405,9 +1409,13 @@ static int store_is_marked(int dfd)
 	return fstatat(dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
-static int refuse_keyless_write(const file_store *fs, int dfd, const char *name)
+/* A write without the key is refused when the store is marked encrypted
+ * (not looked at again when the caller has: marker_seen) or when the file
+ * it would replace is sealed. */
+static int refuse_keyless_write(const file_store *fs, int dfd, const char *name,
+				int marker_seen)
 {
-	if (!store_is_marked(dfd) && !holds_sealed_file(dfd, name))
+	if ((marker_seen || !store_is_marked(dfd)) && !holds_sealed_file(dfd, name))
 		return 0;
 	return keyless_write_refused(fs);
 }
@@ -1470,32 +1478,19 @@ static int prepare_slot(file_store *fs, int *dfd, const faucet_entry *e, batch_s
 			faucet_durable_item *item)
 {
 	const char *bytes = NULL;
-	size_t len = 0, stem_len;
-	int rc = settle_legacy(fs, dfd, e->key);
+	size_t len = 0;
+	/* put_group has looked for the store marker once for the group. */
+	int rc = prepare_put(fs, dfd, e->key, e->value, 1, slot->stem, slot->name, &bytes, &len,
+			     &slot->owned);
 
-	slot->owned = NULL;
 	if (rc != 0)
 		return rc;
-	stem_len = faucet_file__stem(e->key, slot->stem);
-	name_from_stem(slot->name, slot->stem, ".json");
-	/* Without a key, put_group has looked for the marker once for the
-	 * group; each file about to be replaced is still looked at. */
-	if (fs->keyring == NULL) {
-		if (holds_sealed_file(*dfd, slot->name))
-			rc = keyless_write_refused(fs);
-	} else if (strncmp(e->key, FAUCET_DOCTOR_SENTINEL_PREFIX,
-			 strlen(FAUCET_DOCTOR_SENTINEL_PREFIX)) != 0)
-		rc = ensure_marker(fs, dfd);
-	if (rc == 0)
-		rc = encode_value(fs, e->key, e->value, &bytes, &len, &slot->owned);
-	if (rc == 0 && faucet_file__stem_is_hashed(slot->stem, stem_len))
-		rc = ensure_sidecar(fs, dfd, slot->stem, e->key);
 	path_of(fs, slot->name, slot->path);
 	slot->spec.stem = slot->stem;
 	slot->spec.kind = "json";
 	*item = (faucet_durable_item){slot->name, slot->path, file_temp_namer, &slot->spec,
 				      bytes, len};
-	return rc;
+	return 0;
 }
 
 /* One group of at most FAUCET_DURABLE_BATCH_MAX entries; *done = how many
@@ -1654,9 +1649,10 @@ static int file_put_guarded(faucet_store_backend *b, const char *guard,
 			(void)close(lock_fd);
 		return rc;
 	}
-	rc = prepare_put(fs, &dfd, guard, guard_value, gstem, gname, &gbytes, &glen, &gowned);
+	rc = prepare_put(fs, &dfd, guard, guard_value, 0, gstem, gname, &gbytes, &glen,
+			 &gowned);
 	if (rc == 0)
-		rc = prepare_put(fs, &dfd, key, value, kstem, kname, &kbytes, &klen, &kowned);
+		rc = prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen, &kowned);
 	if (rc == 0) {
 		temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
 		faucet_durable_target g = {dfd, gname, gpath, "state file", file_temp_namer, &gspec,
