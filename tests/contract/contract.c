@@ -516,22 +516,11 @@ static void compare_and_put_writes_only_over_the_expected_value(void **state)
 
 /* A value of megabytes (a big import's rollback marker): Redis sends it
  * straight from the value, without hiredis's copies. */
-static char *big_json(size_t n, char fill)
-{
-	char *t = malloc(n + 3);
-
-	assert_non_null(t);
-	t[0] = '"';
-	memset(t + 1, fill, n);
-	t[n + 1] = '"';
-	t[n + 2] = '\0';
-	return t;
-}
-
 static void compare_and_put_of_a_big_value(void **state)
 {
 	faucet_store *s = S(state);
-	char *a = big_json(3u << 20, 'a'), *b = big_json((3u << 20) + 7, 'b');
+	char *a = tu_big_string_json(3u << 20, 'a');
+	char *b = tu_big_string_json((3u << 20) + 7, 'b');
 	faucet_strarray keys = {NULL, 0};
 
 	assert_true(tu_cas(s, "o::big", NULL, a));

@@ -719,15 +719,9 @@ static void a_guarded_put_writes_the_key_only_when_the_guard_holds(void **state)
 	/* A guard of megabytes (a big run's marker; Redis writes it with
 	 * writev, the key's SET queued behind it). */
 	{
-		size_t n = 2u << 20;
-		char *text = malloc(n + 3);
-		faucet_value *big = NULL;
+		char *text = tu_big_string_json(2u << 20, 'm');
+		faucet_value *big = tu_v(text);
 
-		assert_non_null(text);
-		text[0] = '"';
-		memset(text + 1, 'm', n);
-		memcpy(text + n + 1, "\"", 2);
-		assert_int_equal(faucet_value_parse(&big, text, n + 2), 0);
 		assert_int_equal(
 			faucet__store_put_guarded(s, "p::guard", g2, big, "p::k3", v, &written), 0);
 		assert_true(written);

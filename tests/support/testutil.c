@@ -156,6 +156,18 @@ faucet_value *tu_v(const char *json)
 	return v;
 }
 
+char *tu_big_string_json(size_t n, char fill)
+{
+	char *t = malloc(n + 3);
+
+	assert_non_null(t);
+	t[0] = '"';
+	memset(t + 1, fill, n);
+	t[n + 1] = '"';
+	t[n + 2] = '\0';
+	return t;
+}
+
 void tu_put(faucet_store *s, const char *key, const char *json)
 {
 	faucet_value *v = tu_v(json);

@@ -40,6 +40,9 @@ int tu_dir_teardown(void **state);
 
 /* Parse a JSON literal, failing the test when it is invalid. */
 faucet_value *tu_v(const char *json);
+/* The JSON text of a string of n `fill` characters (malloc'd): a value of
+ * megabytes, as a big run's rollback marker is. */
+char *tu_big_string_json(size_t n, char fill);
 /* Put a JSON literal under key, failing the test (with the reason) when
  * the put fails. */
 void tu_put(faucet_store *s, const char *key, const char *json);
