@@ -263,16 +263,99 @@ typedef struct {
 	const size_t *lens; /* NULL: strlen of each */
 } tx_cmd;
 
-/* Queue MULTI, the commands and EXEC and send them in one round trip; read
- * every reply, even after a bad one, so the connection stays in step.
- * *aborted = 1 when EXEC answered nil (a WATCHed key changed: nothing was
- * applied).  A reply that never came is lost_write's unknown outcome. */
-static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
-		  const char *what, int *aborted)
-{
-	int rc = 0;
+/* An argument this big is written from where it lies (send_by_writev)
+ * instead of being formatted: hiredis would hold it twice more (the
+ * formatted command, then a copy in its output buffer) - 280 MB for a
+ * million-key import's rollback marker. */
+#define REDIS_BIG_VALUE (1u << 20)
+#define SEND_SEGMENTS 16
 
-	*aborted = 0;
+/* A piece of what send_by_writev writes: bytes of its buffer (ext NULL)
+ * or an argument in place. */
+typedef struct {
+	size_t off, len;
+	const char *ext;
+} send_segment;
+
+/* MULTI, the commands and EXEC written straight to the socket, big
+ * arguments from where they lie; the replies are then read with
+ * redisGetReply as for appended commands.  A failed write leaves the
+ * context in error (the pool drops it); the server runs nothing of a MULTI
+ * it did not receive up to its EXEC. */
+static int send_by_writev(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
+			  const char *what)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	send_segment seg[SEND_SEGMENTS];
+	struct iovec iov[SEND_SEGMENTS];
+	size_t nseg = 0, start = 0;
+	int rc = 0, at = 0, count;
+
+	(void)faucet_buf_puts(&b, "*1\r\n$5\r\nMULTI\r\n");
+	for (size_t i = 0; i < n; i++) {
+		(void)faucet_buf_printf(&b, "*%d\r\n", cmds[i].argc);
+		for (int k = 0; k < cmds[i].argc; k++) {
+			const char *arg = cmds[i].argv[k];
+			size_t len = cmds[i].lens ? cmds[i].lens[k] : strlen(arg);
+
+			(void)faucet_buf_printf(&b, "$%zu\r\n", len);
+			if (len >= REDIS_BIG_VALUE && nseg + 3 <= SEND_SEGMENTS) {
+				seg[nseg++] = (send_segment){start, b.len - start, NULL};
+				seg[nseg++] = (send_segment){0, len, arg};
+				start = b.len;
+			} else {
+				(void)faucet_buf_put(&b, arg, len);
+			}
+			(void)faucet_buf_puts(&b, "\r\n");
+		}
+	}
+	(void)faucet_buf_puts(&b, "*1\r\n$4\r\nEXEC\r\n");
+	seg[nseg++] = (send_segment){start, b.len - start, NULL};
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return FAUCET_ENOMEM;
+	}
+	for (size_t i = 0; i < nseg; i++)
+		iov[i] = (struct iovec){(void *)(seg[i].ext ? seg[i].ext : b.ptr + seg[i].off),
+					seg[i].len};
+	count = (int)nseg;
+	while (at < count) {
+		ssize_t w = writev(c->fd, iov + at, count - at);
+		size_t done;
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			c->err = REDIS_ERR_IO;
+			(void)snprintf(c->errstr, sizeof(c->errstr), "%s",
+				       w < 0 ? strerror(errno) : "connection closed");
+			rc = redis_fail_code(s, connection_code(c), what, c->errstr);
+			break;
+		}
+		for (done = (size_t)w; at < count && done >= iov[at].iov_len;)
+			done -= iov[at++].iov_len;
+		if (at < count) {
+			iov[at].iov_base = (char *)iov[at].iov_base + done;
+			iov[at].iov_len -= done;
+		}
+	}
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+/* Send MULTI, the commands and EXEC: appended to hiredis's buffer, or by
+ * send_by_writev when an argument is big (and the buffer is empty). */
+static int send_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
+		   const char *what)
+{
+	int big = 0;
+
+	for (size_t i = 0; i < n && !big; i++) {
+		for (int k = 0; k < cmds[i].argc && !big; k++)
+			big = cmds[i].lens != NULL && cmds[i].lens[k] >= REDIS_BIG_VALUE;
+	}
+	if (big && c->obuf != NULL && sdslen(c->obuf) == 0)
+		return send_by_writev(s, c, cmds, n, what);
 	if (redisAppendCommand(c, "MULTI") != REDIS_OK)
 		return redis_fail(s, what, c->errstr);
 	for (size_t i = 0; i < n; i++) {
@@ -281,6 +364,23 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 	}
 	if (redisAppendCommand(c, "EXEC") != REDIS_OK)
 		return redis_fail(s, what, c->errstr);
+	return 0;
+}
+
+/* Queue MULTI, the commands and EXEC and send them in one round trip; read
+ * every reply, even after a bad one, so the connection stays in step.
+ * *aborted = 1 when EXEC answered nil (a WATCHed key changed: nothing was
+ * applied); *executed (when given) = 1 when it answered the commands'
+ * results (they ran, even if one of them failed).  A reply that never came
+ * is lost_write's unknown outcome. */
+static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
+		  const char *what, int *aborted, int *executed)
+{
+	int rc = 0;
+
+	*aborted = 0;
+	if ((rc = send_tx(s, c, cmds, n, what)) != 0)
+		return rc;
 	for (size_t i = 0; i < n + 2; i++) {
 		void *reply = NULL;
 		redisReply *r;
@@ -300,6 +400,8 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		} else if (i == n + 1) {
+			if (executed != NULL)
+				*executed = 1;
 			/* A command can fail inside EXEC (WRONGTYPE) while the
 			 * others are applied: say which. */
 			for (size_t k = 0; k < r->elements && rc == 0; k++) {
@@ -457,7 +559,7 @@ static int op_put(redis_store *s, redisContext *c, redis_args *a)
 
 	if (s->index == NULL)
 		return write_ok(s, c, 3, argv, lens, REDIS_REPLY_STATUS, "cannot write a key");
-	return run_tx(s, c, tx, 2, "cannot write a key", &aborted);
+	return run_tx(s, c, tx, 2, "cannot write a key", &aborted, NULL);
 }
 
 static int op_del(redis_store *s, redisContext *c, redis_args *a)
@@ -469,7 +571,7 @@ static int op_del(redis_store *s, redisContext *c, redis_args *a)
 
 	if (s->index == NULL)
 		return write_ok(s, c, 2, argv, NULL, REDIS_REPLY_INTEGER, "cannot delete a key");
-	return run_tx(s, c, tx, 2, "cannot delete a key", &aborted);
+	return run_tx(s, c, tx, 2, "cannot delete a key", &aborted, NULL);
 }
 
 /* MGET answers nil for an absent key and for one that is not a string; a
@@ -628,102 +730,6 @@ static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
 	return 0;
 }
 
-/* Queue the index's side of a compare-and-put (ZADD) or -delete (ZREM). */
-static int append_index_change(redis_store *s, redisContext *c, const redis_args *a)
-{
-	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
-	const char *zrem[3] = {"ZREM", s->index, a->key};
-
-	return a->value ? redisAppendCommandArgv(c, 4, zadd, NULL)
-			: redisAppendCommandArgv(c, 3, zrem, NULL);
-}
-
-/* A value this big is sent by send_big_multi instead of being formatted:
- * hiredis would hold it twice more (the formatted command, then a copy in
- * its output buffer) - 280 MB for a million-key import's rollback marker. */
-#define REDIS_BIG_VALUE (1u << 20)
-
-/* One RESP command (array of bulk strings) appended to b. */
-static void resp_command(faucet_buf *b, int argc, const char *const *argv, const size_t *lens)
-{
-	(void)faucet_buf_printf(b, "*%d\r\n", argc);
-	for (int i = 0; i < argc; i++) {
-		size_t len = lens ? lens[i] : strlen(argv[i]);
-
-		(void)faucet_buf_printf(b, "$%zu\r\n", len);
-		(void)faucet_buf_put(b, argv[i], len);
-		(void)faucet_buf_puts(b, "\r\n");
-	}
-}
-
-/* MULTI, SET key value, (the index's ZADD,) EXEC written straight to the
- * socket with the value in place; the replies are then read with
- * redisGetReply as for appended commands.  A failed write leaves the
- * context in error (the pool drops it); the server runs nothing of a
- * MULTI it did not receive up to its EXEC. */
-static int send_big_multi(redis_store *s, redisContext *c, const redis_args *a, const char *what)
-{
-	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
-	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
-	faucet_buf head = FAUCET_BUF_INIT, tail = FAUCET_BUF_INIT;
-	size_t vlen = faucet_value_len(a->value), klen = strlen(a->rkey);
-	struct iovec iov[3];
-	int rc = 0, at = 0;
-
-	resp_command(&head, 1, multi, NULL);
-	(void)faucet_buf_printf(&head, "*3\r\n$3\r\nSET\r\n$%zu\r\n", klen);
-	(void)faucet_buf_put(&head, a->rkey, klen);
-	(void)faucet_buf_printf(&head, "\r\n$%zu\r\n", vlen);
-	(void)faucet_buf_puts(&tail, "\r\n");
-	if (a->then_rkey != NULL) {
-		const char *then_set[3] = {"SET", a->then_rkey, faucet_value_json(a->then_value)};
-		size_t then_lens[3] = {3, strlen(a->then_rkey), faucet_value_len(a->then_value)};
-
-		resp_command(&tail, 3, then_set, then_lens);
-	}
-	if (s->index != NULL) {
-		resp_command(&tail, 4, zadd, NULL);
-		if (a->then_key != NULL) {
-			const char *then_zadd[4] = {"ZADD", s->index, "0", a->then_key};
-
-			resp_command(&tail, 4, then_zadd, NULL);
-		}
-	}
-	resp_command(&tail, 1, exec, NULL);
-	if (head.failed || tail.failed) {
-		faucet_buf_dispose(&head);
-		faucet_buf_dispose(&tail);
-		return FAUCET_ENOMEM;
-	}
-	iov[0] = (struct iovec){head.ptr, head.len};
-	iov[1] = (struct iovec){(void *)faucet_value_json(a->value), vlen};
-	iov[2] = (struct iovec){tail.ptr, tail.len};
-	while (at < 3) {
-		ssize_t n = writev(c->fd, iov + at, 3 - at);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			c->err = REDIS_ERR_IO;
-			(void)snprintf(c->errstr, sizeof(c->errstr), "%s",
-				       n < 0 ? strerror(errno) : "connection closed");
-			rc = redis_fail_code(s, connection_code(c), what, c->errstr);
-			break;
-		}
-		size_t done = (size_t)n;
-
-		while (at < 3 && done >= iov[at].iov_len)
-			done -= iov[at++].iov_len;
-		if (at < 3) {
-			iov[at].iov_base = (char *)iov[at].iov_base + done;
-			iov[at].iov_len -= done;
-		}
-	}
-	faucet_buf_dispose(&head);
-	faucet_buf_dispose(&tail);
-	return rc;
-}
-
 /* One optimistic attempt at compare-and-put (a->value given) or
  * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
  * changed. */
@@ -734,20 +740,18 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	const char *set[3] = {"SET", a->rkey, a->value ? faucet_value_json(a->value) : NULL};
 	size_t setlens[3] = {3, strlen(a->rkey), a->value ? faucet_value_len(a->value) : 0};
 	const char *del[2] = {"DEL", a->rkey};
-	size_t dellens[2] = {3, strlen(a->rkey)};
-	const char *what = a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key";
+	const char *zadd[4] = {"ZADD", s->index, "0", a->key};
+	const char *zrem[3] = {"ZREM", s->index, a->key};
 	const char *then_set[3] = {"SET", a->then_rkey,
 				   a->then_value ? faucet_value_json(a->then_value) : NULL};
 	size_t then_lens[3] = {3, a->then_rkey ? strlen(a->then_rkey) : 0,
 			       a->then_value ? faucet_value_len(a->then_value) : 0};
 	const char *then_zadd[4] = {"ZADD", s->index, "0", a->then_key};
-	/* Queued between MULTI and EXEC: the write, the key's SET, and the
-	 * index's change of each. */
-	int then = a->then_rkey != NULL;
-	int last = 2 + then + (s->index != NULL ? 1 + then : 0);
+	const char *what = a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key";
 	faucet_value *current = NULL;
-	redisReply *r;
-	int rc;
+	tx_cmd tx[4];
+	size_t n = 0;
+	int aborted, executed = 0, rc;
 
 	*done = 1;
 	rc = command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key");
@@ -756,6 +760,8 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	rc = value_from_reply(s, c, command(c, 2, get, NULL), a->key, &current);
 	if (rc != 0 || !faucet_value_equal(current, a->expected)) {
 		const char *unwatch[1] = {"UNWATCH"};
+		redisReply *r;
+
 		faucet_value_free(current);
 		r = command(c, 1, unwatch, NULL);
 		if (r != NULL)
@@ -763,48 +769,19 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 		return rc;
 	}
 	faucet_value_free(current);
-	/* MULTI, SET or DEL, (the index's ZADD or ZREM,) EXEC in one round
-	 * trip. */
-	if (a->value != NULL && setlens[2] >= REDIS_BIG_VALUE && c->obuf != NULL &&
-	    sdslen(c->obuf) == 0) {
-		if ((rc = send_big_multi(s, c, a, what)) != 0)
-			return rc;
-	} else if (redisAppendCommand(c, "MULTI") != REDIS_OK ||
-		   (a->value ? redisAppendCommandArgv(c, 3, set, setlens)
-			     : redisAppendCommandArgv(c, 2, del, dellens)) != REDIS_OK ||
-		   (a->then_rkey != NULL &&
-		    redisAppendCommandArgv(c, 3, then_set, then_lens) != REDIS_OK) ||
-		   (s->index != NULL && append_index_change(s, c, a) != REDIS_OK) ||
-		   (s->index != NULL && a->then_key != NULL &&
-		    redisAppendCommandArgv(c, 4, then_zadd, NULL) != REDIS_OK) ||
-		   redisAppendCommand(c, "EXEC") != REDIS_OK) {
-		return redis_fail(s, what, c->errstr);
-	}
-	/* Read every reply, even after a bad one, so the connection stays in
-	 * step.  MULTI answers OK, each queued command QUEUED, EXEC the array
-	 * of results - or nil when the watched key changed. */
-	for (int i = 0; i <= last; i++) {
-		void *reply = NULL;
-
-		/* The first redisGetReply sends every queued command. */
-		if (redisGetReply(c, &reply) != REDIS_OK)
-			return lost_write(s, c, what);
-		r = reply;
-		if (rc != 0) {
-			/* an earlier reply already failed */
-		} else if (i < last && r->type != REDIS_REPLY_STATUS) {
-			rc = redis_fail(s, what,
-					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-		} else if (i == last && r->type == REDIS_REPLY_NIL) {
-			*done = 0;
-		} else if (i == last && r->type == REDIS_REPLY_ARRAY) {
-			*a->written = 1;
-		} else if (i == last) {
-			rc = redis_fail(s, what,
-					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-		}
-		freeReplyObject(r);
-	}
+	/* In one MULTI/EXEC: SET or DEL, the guarded key's SET (put_guarded),
+	 * and the index's change of each. */
+	tx[n++] = a->value ? (tx_cmd){3, set, setlens} : (tx_cmd){2, del, NULL};
+	if (a->then_rkey != NULL)
+		tx[n++] = (tx_cmd){3, then_set, then_lens};
+	if (s->index != NULL)
+		tx[n++] = a->value ? (tx_cmd){4, zadd, NULL} : (tx_cmd){3, zrem, NULL};
+	if (s->index != NULL && a->then_rkey != NULL)
+		tx[n++] = (tx_cmd){4, then_zadd, NULL};
+	rc = run_tx(s, c, tx, n, what, &aborted, &executed);
+	*done = !aborted;
+	/* EXEC ran the block: the SET or DEL, first in it, took effect. */
+	*a->written = executed;
 	return rc;
 }
 
@@ -839,7 +816,7 @@ static int batch_with_index(redis_store *s, redisContext *c, const redis_args *a
 	}
 	tx[0] = (tx_cmd){(int)(1 + 2 * a->count), mset, mset_lens};
 	tx[1] = (tx_cmd){(int)argc, zadd, NULL};
-	rc = run_tx(s, c, tx, 2, "cannot write a batch", &aborted);
+	rc = run_tx(s, c, tx, 2, "cannot write a batch", &aborted, NULL);
 	free(zadd);
 	return rc;
 }
