@@ -237,6 +237,46 @@ static int act_batch_named(faucet_store *s)
 	return rc;
 }
 
+/* A batch of several groups, written as a stream (each group written while
+ * the one before it commits on another thread): groups of 3 make these 8
+ * keys three groups. */
+#define STREAMED_KEYS 8
+static int act_batch_streamed(faucet_store *s)
+{
+	faucet_entry e[STREAMED_KEYS];
+	faucet_value *v[STREAMED_KEYS];
+	char keys[STREAMED_KEYS][16], json[32];
+	int rc;
+
+	for (int i = 0; i < STREAMED_KEYS; i++) {
+		(void)snprintf(keys[i], sizeof(keys[i]), "p::s%d", i);
+		(void)snprintf(json, sizeof(json), "{\"n\":%d}", i);
+		v[i] = tu_v(json);
+		e[i].key = keys[i];
+		e[i].value = v[i];
+	}
+	faucet__durable_test_batch_size(3);
+	assert_int_equal(faucet__durable_batch_size(), 3);
+	rc = faucet_store_put_batch(s, e, STREAMED_KEYS);
+	faucet__durable_test_batch_size(0);
+	for (int i = 0; i < STREAMED_KEYS; i++)
+		faucet_value_free(v[i]);
+	return rc;
+}
+
+/* The same on a filesystem without unnamed files. */
+static int act_batch_streamed_named(faucet_store *s)
+{
+	int rc;
+
+	pl_refuse_tmpfile(1);
+	fault_refuse_tmpfile(1);
+	rc = act_batch_streamed(s);
+	pl_refuse_tmpfile(0);
+	fault_refuse_tmpfile(0);
+	return rc;
+}
+
 static int act_import(faucet_store *s)
 {
 	static const char doc[] =
@@ -479,6 +519,12 @@ static void import_run_image_check(faucet_store *s, int acknowledged, const char
 	 {"p::d", NULL, "40"},                                                                \
 	 {"p::keep", "[1,2,3]", "[1,2,3]"}}
 
+/* What act_batch_streamed leaves: 8 new keys in batch order (a failure
+ * may leave only a prefix of them), one untouched. */
+#define S(i) {"p::s" #i, NULL, "{\"n\":" #i "}"}
+#define STREAMED_EXPECTED \
+	{S(0), S(1), S(2), S(3), S(4), S(5), S(6), S(7), {"p::keep", "[1,2,3]", "[1,2,3]"}}
+
 static const scenario scenarios[] = {
 	{"store creation + first put", NULL, NULL, NULL, 0, 0, NULL, act_first_put,
 	 {{"p::a", NULL, "{\"cursor\":1}"}},
@@ -525,6 +571,10 @@ static const scenario scenarios[] = {
 	{"put_batch, named temp files", NULL, NULL, NULL, 1, 1, setup_two, act_batch_named,
 	 BATCH_EXPECTED,
 	 NULL},
+	{"put_batch of three groups, streamed", NULL, NULL, NULL, 1, 1, setup_two,
+	 act_batch_streamed, STREAMED_EXPECTED, NULL},
+	{"put_batch of three groups, streamed, named temp files", NULL, NULL, NULL, 1, 1,
+	 setup_two, act_batch_streamed_named, STREAMED_EXPECTED, NULL},
 	{"import", NULL, NULL, NULL, 1, 1, setup_two, act_import,
 	 {{"p::a", "{\"cursor\":1}", "{\"cursor\":5}"},
 	  {"p::e", NULL, "[\"new\"]"},

@@ -32,6 +32,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,112 +409,356 @@ static int name_unnamed(const faucet_sys *sys, int dirfd, pending_file *p,
 	return 0;
 }
 
+static atomic_size_t test_batch_size;
+
+void faucet__durable_test_batch_size(size_t n)
+{
+	atomic_store(&test_batch_size, n < FAUCET_DURABLE_BATCH_MAX ? n : FAUCET_DURABLE_BATCH_MAX);
+}
+
 size_t faucet__durable_batch_size(void)
 {
 	struct rlimit rl;
-	size_t n = FAUCET_DURABLE_BATCH_MAX;
+	size_t n = atomic_load(&test_batch_size);
 
-	/* A quarter of the descriptors this process may open: the rest stay
-	 * for the program that embeds us. */
+	if (n != 0)
+		return n;
+	n = FAUCET_DURABLE_BATCH_MAX;
+
+	/* An eighth of the descriptors this process may open, so that the two
+	 * groups a stream holds open take at most a quarter: the rest stay for
+	 * the program that embeds us. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 4 < n)
-		n = (size_t)(rl.rlim_cur / 4);
+	    rl.rlim_cur / 8 < n)
+		n = (size_t)(rl.rlim_cur / 8);
 	return n < 16 ? 16 : n;
 }
 
 /*
  * The steps of faucet__durable_replace, reordered so that the slow one
- * happens once: fsync of a small new file costs a journal commit (about
- * half a millisecond) and a batch of a thousand would pay a thousand.
- * syncfs flushes all of them in one go - and, on a busy filesystem, other
- * processes' dirty data too, which is the price of not counting commits.
- * The ordering that makes each file safe is unchanged: its data is durable
- * before it gets its final name, and the names are durable before we
- * return.
+ * happens once per group: fsync of a small new file costs a journal commit
+ * (about half a millisecond) and a group of a thousand would pay a
+ * thousand.  syncfs flushes all of them in one go - and, on a busy
+ * filesystem, other processes' dirty data too, which is the price of not
+ * counting commits.  The ordering that makes each file safe is unchanged:
+ * its data is durable before it gets its final name, and the names are
+ * durable before the group is reported committed.
+ *
+ * A group is created (files made and written) and then committed (data
+ * synced, files named, directory synced).  The commit touches neither the
+ * error slot nor the items' bytes, so a stream can run it on another
+ * thread; it records what failed and group_report() words it.
  */
-int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
-				 size_t count, size_t *committed)
+enum { COMMIT_OK, COMMIT_SYNC_DATA, COMMIT_NAME };
+
+typedef struct {
+	int dirfd;
+	const char *what;
+	const faucet_durable_item *items;
+	pending_file *p; /* FAUCET_DURABLE_BATCH_MAX of them */
+	size_t n;        /* files created and written, all to commit */
+	/* The commit's outcome. */
+	size_t committed; /* leading files named */
+	int failed_step;  /* COMMIT_* */
+	int err;          /* errno of the failed step */
+	int dir_err;      /* errno of a failed directory sync, else 0 */
+} durable_group;
+
+/* Create and write the files of items[0..count): 0 with g->n of them made
+ * (fewer than count when descriptors ran out after the first), or an error
+ * code (message set) with none left behind.  *err receives the errno of a
+ * failed creation. */
+static int group_create(durable_group *g, const faucet_durable_item *items, size_t count,
+			int exact_mode, int *unnamed, int *err)
 {
 	const faucet_sys *sys = faucet__sys();
 	char shown[PATH_MAX + TEMP_NAME_CAP];
-	pending_file *p;
-	size_t made = 0, i;
-	size_t n = count;
-	int rc = 0, err, unnamed = 1, exact_mode;
+	size_t made = 0;
+	int rc = 0;
+
+	g->items = items;
+	g->n = 0;
+	*err = 0;
+	for (; made < count; made++) {
+		faucet_durable_target t = {g->dirfd, items[made].name, items[made].display,
+					   g->what, items[made].namer, items[made].namer_arg,
+					   NULL, NULL};
+
+		rc = create_pending(&t, sys, unnamed, exact_mode, &g->p[made], err);
+		/* Out of descriptors with some files made: commit those; the
+		 * caller comes back for the rest. */
+		if (rc != 0 && made > 0 && (*err == EMFILE || *err == ENFILE)) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0)
+			break;
+		if (write_all(sys, g->p[made].fd, items[made].bytes, items[made].len) != 0) {
+			int werr = errno;
+
+			made++;
+			if (g->p[made - 1].named)
+				temp_display(&t, g->p[made - 1].tmp, shown, sizeof(shown));
+			else
+				(void)snprintf(shown, sizeof(shown), "for %s",
+					       items[made - 1].display);
+			rc = faucet__error_os(FAUCET_EIO, werr, "failed to write temp %s %s",
+					      g->what, shown);
+			break;
+		}
+	}
+	if (rc != 0) {
+		drop_pending(sys, g->dirfd, g->p, 0, made);
+		return rc;
+	}
+	g->n = made;
+	return 0;
+}
+
+/* Make the group's data durable, name its files in order, sync the
+ * directory once.  Records the outcome in g; sets no error message. */
+static void group_commit(durable_group *g)
+{
+	const faucet_sys *sys = faucet__sys();
+	size_t i;
+
+	g->committed = 0;
+	g->failed_step = COMMIT_OK;
+	g->dir_err = 0;
+	if (sys->syncfs(g->dirfd) != 0) {
+		g->failed_step = COMMIT_SYNC_DATA;
+		g->err = errno;
+		drop_pending(sys, g->dirfd, g->p, 0, g->n);
+		return;
+	}
+	for (i = 0; i < g->n; i++) {
+		pending_file *f = &g->p[i];
+		int failed = f->named ? sys->renameat(g->dirfd, f->tmp, g->dirfd,
+						      g->items[i].name) != 0
+				      : name_unnamed(sys, g->dirfd, f, &g->items[i]) != 0;
+
+		if (failed) {
+			g->failed_step = COMMIT_NAME;
+			g->err = errno;
+			break;
+		}
+		f->named = 0;
+		/* Closed once named: the lock has nothing left to cover.  Its
+		 * data was synced, so close has nothing to report. */
+		(void)sys->close(f->fd);
+	}
+	drop_pending(sys, g->dirfd, g->p, i, g->n);
+	g->committed = i;
+	if (i > 0 && sys->fsync(g->dirfd) != 0)
+		g->dir_err = errno != 0 ? errno : EIO;
+}
+
+/* The committed group's outcome as a return code, with its message. */
+static int group_report(const durable_group *g)
+{
+	const char *first = g->items[0].display;
+	int rc = 0;
+
+	if (g->failed_step == COMMIT_SYNC_DATA)
+		return faucet__error_os(FAUCET_EIO, g->err, "failed to sync the temp %ss of %s",
+					g->what, first);
+	if (g->failed_step == COMMIT_NAME)
+		rc = faucet__error_os(FAUCET_EIO, g->err, "failed to commit %s %s", g->what,
+				      g->items[g->committed].display);
+	if (g->dir_err == 0)
+		return rc;
+	if (rc != 0) {
+		(void)faucet__error_wrap("and the files renamed before it may not survive a "
+					 "crash (the directory could not be synced)");
+		return FAUCET_EUNKNOWN;
+	}
+	return faucet__error_os(FAUCET_EUNKNOWN, g->dir_err,
+				"%zu %ss (the first %s) were replaced, but their directory could "
+				"not be synced (they may not survive a crash)",
+				g->committed, g->what, first);
+}
+
+static int batch_too_big(size_t count)
+{
+	return faucet_error_set(FAUCET_EINVALID, "durable batch of %zu files (at most %d)", count,
+				FAUCET_DURABLE_BATCH_MAX);
+}
+
+/* Whether files can be made unnamed here (O_TMPFILE named through /proc). */
+static int proc_fd_usable(void)
+{
+	return access("/proc/self/fd", X_OK) == 0;
+}
+
+int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
+				 size_t count, size_t *committed)
+{
+	durable_group g = {dirfd, what, NULL, NULL, 0, 0, COMMIT_OK, 0, 0};
+	int rc, err, unnamed = proc_fd_usable();
 
 	*committed = 0;
 	if (count == 0)
 		return 0;
 	if (count > FAUCET_DURABLE_BATCH_MAX)
-		return faucet_error_set(FAUCET_EINVALID, "durable batch of %zu files (at most %d)",
-					count, FAUCET_DURABLE_BATCH_MAX);
-	p = faucet__calloc(count, sizeof(*p));
-	if (p == NULL)
+		return batch_too_big(count);
+	g.p = faucet__calloc(count, sizeof(*g.p));
+	if (g.p == NULL)
 		return FAUCET_ENOMEM;
-	exact_mode = umask_keeps_0600();
-	if (access("/proc/self/fd", X_OK) != 0)
-		unnamed = 0;
-	for (; made < n; made++) {
-		faucet_durable_target t = {dirfd, items[made].name, items[made].display, what,
-					   items[made].namer, items[made].namer_arg, NULL, NULL};
+	rc = group_create(&g, items, count, umask_keeps_0600(), &unnamed, &err);
+	if (rc == 0) {
+		group_commit(&g);
+		rc = group_report(&g);
+		*committed = g.committed;
+	}
+	free(g.p);
+	return rc;
+}
 
-		rc = create_pending(&t, sys, &unnamed, exact_mode, &p[made], &err);
-		/* Out of descriptors with some files made: commit those; the
-		 * caller comes back for the rest. */
-		if (rc != 0 && made > 0 && (err == EMFILE || err == ENFILE)) {
-			rc = 0;
-			n = made;
-		}
-		if (rc != 0 || n == made)
-			break;
-		if (write_all(sys, p[made].fd, items[made].bytes, items[made].len) != 0) {
-			err = errno;
-			made++;
-			if (p[made - 1].named)
-				temp_display(&t, p[made - 1].tmp, shown, sizeof(shown));
-			else
-				(void)snprintf(shown, sizeof(shown), "for %s", items[made - 1].display);
-			rc = faucet__error_os(FAUCET_EIO, err, "failed to write temp %s %s", what, shown);
-			break;
-		}
-	}
-	if (rc == 0 && sys->syncfs(dirfd) != 0)
-		rc = faucet__error_os(FAUCET_EIO, errno, "failed to sync the temp %ss of %s", what,
-				      items[0].display);
-	if (rc != 0) {
-		drop_pending(sys, dirfd, p, 0, made);
-		free(p);
-		return rc;
-	}
-	for (i = 0; i < n; i++) {
-		int failed = p[i].named ? sys->renameat(dirfd, p[i].tmp, dirfd, items[i].name) != 0
-					: name_unnamed(sys, dirfd, &p[i], &items[i]) != 0;
+/* ---- a stream of groups: the next written while the last commits --------- */
 
-		if (failed) {
-			rc = faucet__error_os(FAUCET_EIO, errno, "failed to commit %s %s", what,
-					      items[i].display);
-			break;
+/*
+ * syncfs waits for the disk: for a million small files, about a quarter of
+ * an import's time was spent there with the CPU idle.  A stream overlaps
+ * it with useful work: while a committer thread syncs and names group k,
+ * the caller's thread creates and writes group k+1 (unnamed files, or
+ * locked temp names, that no reader sees).  Group k+1 is named only after
+ * group k is committed, so what lands is still a prefix of the items, in
+ * order, and each file keeps faucet__durable_replace's guarantee.
+ */
+struct faucet_durable_stream {
+	int dirfd;
+	const char *what;
+	int exact_mode, unnamed;
+	durable_group groups[2];
+	int next;        /* the group the next add fills */
+	int busy;        /* groups[!next] is committing (or committed, unreported) */
+	int threaded;    /* ... on `thread`, to be joined */
+	pthread_t thread;
+	size_t done;     /* items committed in the groups reported so far */
+	size_t unknown_from;
+	int rc;          /* the first failure reported, or 0 */
+};
+
+int faucet__durable_stream_open(int dirfd, const char *what, faucet_durable_stream **out)
+{
+	faucet_durable_stream *s = faucet__calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL)
+		return FAUCET_ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		s->groups[i].dirfd = dirfd;
+		s->groups[i].what = what;
+		s->groups[i].p = faucet__calloc(FAUCET_DURABLE_BATCH_MAX, sizeof(pending_file));
+		if (s->groups[i].p == NULL) {
+			free(s->groups[0].p);
+			free(s);
+			return FAUCET_ENOMEM;
 		}
-		p[i].named = 0;
-		/* Closed once named: the lock has nothing left to cover.  Its
-		 * data was synced, so close has nothing to report. */
-		(void)sys->close(p[i].fd);
 	}
-	drop_pending(sys, dirfd, p, i, n);
-	free(p);
-	*committed = i;
-	if (i > 0 && sys->fsync(dirfd) != 0) {
-		err = errno;
-		if (rc != 0) {
-			(void)faucet__error_wrap("and the files renamed before it may not survive a "
-						 "crash (the directory could not be synced)");
-			return FAUCET_EUNKNOWN;
-		}
-		return faucet__error_os(FAUCET_EUNKNOWN, err,
-					"%zu %ss (the first %s) were replaced, but their directory "
-					"could not be synced (they may not survive a crash)",
-					i, what, items[0].display);
+	s->dirfd = dirfd;
+	s->what = what;
+	s->exact_mode = umask_keeps_0600();
+	s->unnamed = proc_fd_usable();
+	*out = s;
+	return 0;
+}
+
+static void *commit_thread(void *arg)
+{
+	group_commit(arg);
+	return NULL;
+}
+
+/* Commit g on the committer thread, or here when no thread can start.  The
+ * thread blocks every signal: they stay with the embedding program's
+ * threads. */
+static void commit_start(faucet_durable_stream *s, durable_group *g)
+{
+	sigset_t all, old;
+
+	s->busy = 1;
+	s->threaded = 0;
+	(void)sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) == 0) {
+		s->threaded = pthread_create(&s->thread, NULL, commit_thread, g) == 0;
+		(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	if (!s->threaded)
+		group_commit(g);
+}
+
+/* Wait for the committing group and account for it: its return code (its
+ * message set). */
+static int commit_settle(faucet_durable_stream *s)
+{
+	durable_group *g = &s->groups[!s->next];
+	int rc;
+
+	if (!s->busy)
+		return 0;
+	if (s->threaded)
+		(void)pthread_join(s->thread, NULL);
+	s->busy = s->threaded = 0;
+	rc = group_report(g);
+	s->unknown_from = rc == FAUCET_EUNKNOWN ? s->done : s->done + g->committed;
+	s->done += g->committed;
+	if (rc != 0)
+		s->rc = rc;
+	return rc;
+}
+
+int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_item *items,
+			       size_t count, size_t *accepted)
+{
+	durable_group *g = &s->groups[s->next];
+	int rc, prev_rc, err;
+
+	*accepted = 0;
+	if (s->rc != 0)
+		return s->rc;
+	if (count == 0)
+		return 0;
+	if (count > FAUCET_DURABLE_BATCH_MAX)
+		return batch_too_big(count);
+	rc = group_create(g, items, count, s->exact_mode, &s->unnamed, &err);
+	/* Out of descriptors before the first file: the committing group
+	 * holds them; wait for it and try again. */
+	if (rc != 0 && (err == EMFILE || err == ENFILE) && s->busy) {
+		if ((prev_rc = commit_settle(s)) != 0)
+			return prev_rc;
+		rc = group_create(g, items, count, s->exact_mode, &s->unnamed, &err);
+	}
+	prev_rc = commit_settle(s);
+	if (prev_rc != 0) {
+		/* Nothing after a failed group lands. */
+		if (rc == 0)
+			drop_pending(faucet__sys(), s->dirfd, g->p, 0, g->n);
+		return prev_rc;
+	}
+	if (rc != 0)
+		return s->rc = rc;
+	commit_start(s, g);
+	s->next = !s->next;
+	*accepted = g->n;
+	return 0;
+}
+
+int faucet__durable_stream_close(faucet_durable_stream *s, size_t *committed,
+				 size_t *unknown_from)
+{
+	int rc;
+
+	if (s == NULL) {
+		*committed = *unknown_from = 0;
+		return 0;
+	}
+	rc = s->rc != 0 ? s->rc : commit_settle(s);
+	*committed = s->done;
+	*unknown_from = rc == FAUCET_EUNKNOWN ? s->unknown_from : s->done;
+	free(s->groups[0].p);
+	free(s->groups[1].p);
+	free(s);
 	return rc;
 }
 

@@ -76,12 +76,48 @@ typedef struct {
  * error: items before *committed are in place and durable, the others
  * untouched, and no temp file is left. */
 #define FAUCET_DURABLE_BATCH_MAX 1024
-/* How many items a batch should hold here: FAUCET_DURABLE_BATCH_MAX, or a
- * quarter of the process's descriptor limit when that is less (at least
- * 16).  Fewer, larger batches pay fewer syncfs barriers. */
+/* How many items a batch (or a stream's group) should hold here:
+ * FAUCET_DURABLE_BATCH_MAX, or an eighth of the process's descriptor limit
+ * when that is less (at least 16).  Fewer, larger groups pay fewer syncfs
+ * barriers. */
 size_t faucet__durable_batch_size(void);
+/* Tests only: make faucet__durable_batch_size() return n (0 restores the
+ * computed size), so a test can drive a stream of many small groups. */
+void faucet__durable_test_batch_size(size_t n);
 int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
 				 size_t count, size_t *committed);
+
+/* A long batch as a stream of groups: each group is committed as
+ * faucet__durable_replace_many commits it, but on a committer thread,
+ * while the caller prepares and adds the next one - the disk's wait for
+ * one group overlaps the writing of the next.  What lands is a prefix of
+ * the items, in order: a group is named only after the one before it is
+ * committed, and nothing after a failed group is named. */
+typedef struct faucet_durable_stream faucet_durable_stream;
+
+/* Start a stream into dirfd ("what" names the files in messages; both must
+ * outlive the stream).  0 or FAUCET_ENOMEM. */
+int faucet__durable_stream_open(int dirfd, const char *what, faucet_durable_stream **out);
+
+/* Create and write the files of items[0..count) (at most
+ * FAUCET_DURABLE_BATCH_MAX) now, and commit them in the background.
+ * *accepted says how many leading items were taken (fewer when descriptors
+ * ran out: add the rest again).  The items' names, displays and namers
+ * must stay valid until the next add or the close returns; their bytes
+ * only until this call returns.  Returns 0, or the first failure - this
+ * group's, or the previous group's commit (then this group is dropped);
+ * after a failure, only close. */
+int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_item *items,
+			       size_t count, size_t *accepted);
+
+/* Wait for the last group and free the stream (NULL is a no-op).
+ * *committed: how many leading items of the whole stream are in place;
+ * *unknown_from: from which of them durability is unknown (== *committed
+ * when all are durable).  Returns 0, or the stream's first failure: its
+ * code (FAUCET_EUNKNOWN when a directory sync failed) with its message
+ * kept. */
+int faucet__durable_stream_close(faucet_durable_stream *s, size_t *committed,
+				 size_t *unknown_from);
 
 /* faucet_write_file (faucet/common.h) writes the files the command
  * produces outside a store (`export -o`, metrics): a new or regular target

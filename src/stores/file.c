@@ -1460,8 +1460,10 @@ static int file_put(faucet_store_backend *b, const char *key, const faucet_value
  * group of values as temp files, makes all their data durable with one
  * syncfs, renames each into place and syncs the directory once
  * (faucet__durable_replace_many): the same guarantee per file, one barrier
- * per group.  Not all-or-nothing: a crash or a failure leaves a prefix of
- * the entries written, and says how long.
+ * per group.  A batch of more than one group is a stream
+ * (faucet__durable_stream): each group is prepared and written while the
+ * one before it commits on a second thread.  Not all-or-nothing: a crash
+ * or a failure leaves a prefix of the entries written, and says how long.
  */
 
 /* What one group of a batch needs to live until its files are written. */
@@ -1493,34 +1495,94 @@ static int prepare_slot(file_store *fs, int *dfd, const faucet_entry *e, batch_s
 	return 0;
 }
 
-/* One group of at most FAUCET_DURABLE_BATCH_MAX entries; *done = how many
- * leading ones are in place. */
-static int put_group(file_store *fs, int *dfd, const faucet_entry *entries, size_t n,
-		     batch_slot *slots, faucet_durable_item *items, size_t *done)
+/* Free the sealed values of slots[0..n). */
+static void free_owned(batch_slot *slots, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(slots[i].owned);
+		slots[i].owned = NULL;
+	}
+}
+
+/* Prepare entries[0..n) into slots and items (the store marker checked
+ * once for them all); on failure nothing is left owned. */
+static int prepare_group(file_store *fs, int *dfd, const faucet_entry *entries, size_t n,
+			 batch_slot *slots, faucet_durable_item *items)
 {
 	size_t ready = 0;
 	int rc = 0;
 
-	*done = 0;
 	if (fs->keyring == NULL && store_is_marked(*dfd))
 		return keyless_write_refused(fs);
 	for (; ready < n && rc == 0; ready++)
 		rc = prepare_slot(fs, dfd, &entries[ready], &slots[ready], &items[ready]);
-	if (rc == 0)
-		rc = faucet__durable_replace_many(*dfd, "state file", items, n, done);
-	for (size_t i = 0; i < ready; i++)
-		free(slots[i].owned);
+	if (rc != 0)
+		free_owned(slots, ready);
 	return rc;
+}
+
+/* A batch of one group: written and committed here. */
+static int put_one_group(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
+			 batch_slot *slots, faucet_durable_item *items, size_t *written,
+			 size_t *unknown_from)
+{
+	size_t from = 0;
+	int rc = 0;
+
+	/* A group may land short (descriptors ran out): the next starts
+	 * after what landed. */
+	while (from < count && rc == 0) {
+		size_t n = count - from, done = 0;
+
+		rc = prepare_group(fs, &dfd, entries + from, n, slots, items);
+		if (rc != 0)
+			break;
+		rc = faucet__durable_replace_many(dfd, "state file", items, n, &done);
+		free_owned(slots, n);
+		if (rc == 0 && done == 0) /* cannot happen: a short group lands one */
+			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
+		*written = from + done;
+		*unknown_from = rc == FAUCET_EUNKNOWN ? from : *written;
+		from += done;
+	}
+	return rc;
+}
+
+/* A longer batch: a stream of groups, each prepared and written while the
+ * one before it commits (faucet__durable_stream).  Two sets of slots take
+ * turns, as a group's names must live until the next group is added. */
+static int put_streamed(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
+			size_t group, batch_slot *slots[2], faucet_durable_item *items[2],
+			size_t *written, size_t *unknown_from)
+{
+	faucet_durable_stream *stream;
+	size_t from = 0;
+	int turn = 0, rc = faucet__durable_stream_open(dfd, "state file", &stream), end_rc;
+
+	while (rc == 0 && from < count) {
+		size_t n = count - from < group ? count - from : group, accepted = 0;
+
+		rc = prepare_group(fs, &dfd, entries + from, n, slots[turn], items[turn]);
+		if (rc != 0)
+			break;
+		rc = faucet__durable_stream_add(stream, items[turn], n, &accepted);
+		free_owned(slots[turn], n);
+		from += accepted;
+		turn = !turn;
+	}
+	end_rc = faucet__durable_stream_close(stream, written, unknown_from);
+	/* A failure to prepare comes after what the stream committed. */
+	return rc != 0 && end_rc == 0 ? rc : end_rc;
 }
 
 static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
 			 size_t *written, size_t *unknown_from)
 {
 	file_store *fs = (file_store *)b;
-	size_t group = faucet__durable_batch_size(), from = 0;
-	batch_slot *slots;
-	faucet_durable_item *items;
-	int dfd, rc;
+	size_t group = faucet__durable_batch_size();
+	batch_slot *slots[2] = {NULL, NULL};
+	faucet_durable_item *items[2] = {NULL, NULL};
+	int dfd, sets = count > group ? 2 : 1, rc;
 
 	*written = *unknown_from = 0;
 	if (count == 0)
@@ -1530,27 +1592,22 @@ static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 	rc = root_get(fs, 1, &dfd);
 	if (rc != 0)
 		return rc;
-	slots = faucet__calloc(group, sizeof(*slots));
-	items = faucet__calloc(group, sizeof(*items));
-	if (slots == NULL || items == NULL) {
-		free(slots);
-		free(items);
-		return FAUCET_ENOMEM;
+	for (int i = 0; i < sets && rc == 0; i++) {
+		slots[i] = faucet__calloc(group, sizeof(*slots[i]));
+		items[i] = faucet__calloc(group, sizeof(*items[i]));
+		if (slots[i] == NULL || items[i] == NULL)
+			rc = FAUCET_ENOMEM;
 	}
-	/* A group may land short (descriptors ran out): the next starts
-	 * after what landed. */
-	while (from < count && rc == 0) {
-		size_t n = count - from < group ? count - from : group, done = 0;
-
-		rc = put_group(fs, &dfd, entries + from, n, slots, items, &done);
-		if (rc == 0 && done == 0) /* cannot happen: a short group lands one */
-			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
-		*written = from + done;
-		*unknown_from = rc == FAUCET_EUNKNOWN ? from : *written;
-		from += done;
+	if (rc == 0 && sets == 1)
+		rc = put_one_group(fs, dfd, entries, count, slots[0], items[0], written,
+				   unknown_from);
+	else if (rc == 0)
+		rc = put_streamed(fs, dfd, entries, count, group, slots, items, written,
+				  unknown_from);
+	for (int i = 0; i < 2; i++) {
+		free(slots[i]);
+		free(items[i]);
 	}
-	free(slots);
-	free(items);
 	return rc;
 }
 
