@@ -304,6 +304,44 @@ size_t faucet__find_sorted(const void *base, size_t count, size_t stride, const 
 	return lo;
 }
 
+int faucet__names_sorted(const void *base, size_t count, size_t stride)
+{
+	for (size_t i = 1; i < count; i++) {
+		if (strcmp(name_at(base, i - 1, stride), name_at(base, i, stride)) > 0)
+			return 0;
+	}
+	return 1;
+}
+
+size_t faucet__find_sorted_near(const void *base, size_t count, size_t stride, const char *name,
+				size_t *near, int *found)
+{
+	size_t i = *near;
+
+	*found = 0;
+	for (size_t k = 0; k < 2 && i < count; k++, i++) {
+		int c = strcmp(name_at(base, i, stride), name);
+
+		if (c == 0) {
+			*found = 1;
+			*near = i;
+			return i;
+		}
+		if (c > 0) {
+			/* name belongs at or before i: at i when i == 0 or the
+			 * element before i is smaller. */
+			if (i == 0 || strcmp(name_at(base, i - 1, stride), name) < 0) {
+				*near = i;
+				return i;
+			}
+			break;
+		}
+	}
+	i = faucet__find_sorted(base, count, stride, name, found);
+	*near = i;
+	return i;
+}
+
 static int compare_strings(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

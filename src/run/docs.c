@@ -262,14 +262,12 @@ void faucet_lease_dispose(faucet_lease *l)
 
 /* ---- rollback marker ---------------------------------------------------------- */
 
-run_image *run__marker_find(const run_marker *m, const char *key)
+run_image *run__marker_find(run_marker *m, const char *key)
 {
 	int found = 0;
-	size_t i;
+	size_t i = faucet__find_sorted_near(m->items, m->count, sizeof(run_image), key, &m->near,
+					    &found);
 
-	if (m->count == 0)
-		return NULL;
-	i = faucet__find_sorted(m->items, m->count, sizeof(run_image), key, &found);
 	return found ? &m->items[i] : NULL;
 }
 
@@ -294,7 +292,8 @@ int run__marker_add_many(run_marker *m, const char *const *keys,
 		}
 	}
 	/* Sorted and merged in one pass (see the header). */
-	qsort(fresh, k, sizeof(*fresh), compare_images);
+	if (!faucet__names_sorted(fresh, k, sizeof(*fresh)))
+		qsort(fresh, k, sizeof(*fresh), compare_images);
 	for (size_t i = 0; i < k; i++) {
 		if (u == 0 || strcmp(fresh[u - 1].key, fresh[i].key) != 0)
 			fresh[u++] = fresh[i];

@@ -67,6 +67,7 @@ struct faucet_run {
 	run_status scache;        /* parsed, when scache_ok: the end then neither reads */
 	int scache_ok;            /* nor parses a document of up to 50 entries */
 	faucet_strarray recorded; /* keys with a before-image, sorted */
+	size_t recorded_near;     /* where the last lookup in it ended */
 	/* Parallel to `recorded`: what this handle's writes of the key did -
 	 * AFTER_NONE (none: the key was recorded ahead and never written),
 	 * AFTER_KNOWN (the last one left after[i], NULL = absent) or
@@ -805,13 +806,12 @@ int faucet_run_renew(faucet_run *r)
 
 /* ---- before-images ---------------------------------------------------------------------- */
 
-static int is_recorded(const faucet_run *r, const char *key, size_t *at)
+static int is_recorded(faucet_run *r, const char *key, size_t *at)
 {
 	int found = 0;
 
-	*at = r->recorded.count ? faucet__find_sorted(r->recorded.strings, r->recorded.count,
-						      sizeof(char *), key, &found)
-				: 0;
+	*at = faucet__find_sorted_near(r->recorded.strings, r->recorded.count, sizeof(char *), key,
+				       &r->recorded_near, &found);
 	return found;
 }
 
@@ -860,7 +860,8 @@ static int remember(faucet_run *r, const char *const *keys, size_t n)
 		if (!is_recorded(r, keys[i], &at))
 			fresh[k++] = (char *)keys[i];
 	}
-	qsort(fresh, k, sizeof(*fresh), compare_keys);
+	if (!faucet__names_sorted(fresh, k, sizeof(*fresh)))
+		qsort(fresh, k, sizeof(*fresh), compare_keys);
 	{
 		size_t u = 0; /* drop duplicates */
 		for (size_t i = 0; i < k; i++) {

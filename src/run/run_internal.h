@@ -45,6 +45,7 @@ typedef struct {
 	char *run;
 	run_image *items; /* sorted by key */
 	size_t count, cap;
+	size_t near;      /* where the last lookup ended (run__marker_find) */
 	int has_after;    /* the run ended: after-images recorded */
 } run_marker;
 
@@ -52,7 +53,7 @@ typedef struct {
  * the document is not a marker. */
 int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m);
 int run__marker_value(const run_marker *m, faucet_value **out);
-run_image *run__marker_find(const run_marker *m, const char *key);
+run_image *run__marker_find(run_marker *m, const char *key);
 /* Add key's before-image unless it has one; *added says whether. */
 int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
 /* The same for n keys (befores[i] NULL = absent), sorted and merged in one
