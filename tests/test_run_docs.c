@@ -9,8 +9,41 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "internal.h"
 #include "run/run_internal.h"
 #include "values/json_check.h"
+
+/* A marker's images and a run's recorded keys are looked up next to the
+ * last hit first: from any hint, the answer is the plain binary search's. */
+static void lookups_near_the_last_hit_agree_with_a_binary_search(void **state)
+{
+	const char *names[] = {"b", "d", "f", "h"};
+	const char *queries[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+
+	(void)state;
+	for (size_t count = 0; count <= 4; count++) {
+		for (size_t q = 0; q < FAUCET_ARRAY_LEN(queries); q++) {
+			int want_found = 0;
+			size_t want = faucet__find_sorted(names, count, sizeof(char *), queries[q],
+							  &want_found);
+
+			for (size_t hint = 0; hint <= count + 2; hint++) {
+				size_t near = hint;
+				int found = -1;
+				size_t got = faucet__find_sorted_near(names, count, sizeof(char *),
+								      queries[q], &near, &found);
+
+				if (got != want || found != want_found || near != got)
+					fail_msg("%zu names, '%s' from hint %zu: %zu/%d, want %zu/%d",
+						 count, queries[q], hint, got, found, want, want_found);
+			}
+		}
+	}
+	assert_true(faucet__names_sorted(names, 4, sizeof(char *)));
+	assert_true(faucet__names_sorted(queries, 0, sizeof(char *)));
+	assert_false(faucet__names_sorted((const char *[]){"b", "a"}, 2, sizeof(char *)));
+	assert_true(faucet__names_sorted((const char *[]){"a", "a"}, 2, sizeof(char *)));
+}
 
 static void run_ids_sort_by_time_and_have_the_spec_shape(void **state)
 {
@@ -365,6 +398,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(run_ids_sort_by_time_and_have_the_spec_shape),
+		cmocka_unit_test(lookups_near_the_last_hit_agree_with_a_binary_search),
 		cmocka_unit_test(a_marker_round_trips_exact_and_deep_images),
 		cmocka_unit_test(foreign_documents_are_refused),
 		cmocka_unit_test(a_backfill_lease_reads_as_a_lease_without_a_run),

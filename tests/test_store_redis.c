@@ -76,6 +76,43 @@ static void keys_are_shared_with_redis_cli(void **state)
 	faucet_value_free(v);
 }
 
+/* Compare-and-put matches the stored bytes first; a value another tool
+ * wrote in other words (spaces, members in another order) is still equal
+ * when its JSON is, and bytes of the same length that differ are not. */
+static void compare_and_put_compares_values_not_bytes(void **state)
+{
+	char ns[64], args[512];
+	faucet_store *s;
+	faucet_value *expected = tu_v("{\"a\":1,\"b\":[2,3]}");
+	faucet_value *next = tu_v("{\"a\":2}");
+	int written = -1;
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "casbytes%d", getpid());
+	snprintf(args, sizeof(args), "SET %s:p::spaced '{\"b\": [2, 3], \"a\": 1}'", ns);
+	free(cli(0, args));
+	snprintf(args, sizeof(args), "SET %s:p::other '{\"a\":1,\"b\":[2,4]}'", ns);
+	free(cli(0, args));
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	assert_int_equal(faucet_store_compare_and_put(s, "p::spaced", expected, next, &written), 0);
+	assert_int_equal(written, 1);
+	tu_assert_value(s, "p::spaced", "{\"a\":2}");
+	assert_int_equal(faucet_store_compare_and_put(s, "p::other", expected, next, &written), 0);
+	assert_int_equal(written, 0);
+	tu_assert_value(s, "p::other", "{\"a\":1,\"b\":[2,4]}");
+	/* Our own compact text: the byte match. */
+	assert_int_equal(faucet_store_put(s, "p::ours", expected), 0);
+	assert_int_equal(faucet_store_compare_and_put(s, "p::ours", expected, next, &written), 0);
+	assert_int_equal(written, 1);
+	tu_assert_value(s, "p::ours", "{\"a\":2}");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(faucet_store_delete(s, (const char *[]){"p::spaced", "p::other",
+									   "p::ours"}[i]), 0);
+	faucet_store_free(s);
+	faucet_value_free(expected);
+	faucet_value_free(next);
+}
+
 static void the_url_selects_the_database(void **state)
 {
 	char ns[64], args[128], *out;
@@ -395,6 +432,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys_are_shared_with_redis_cli),
+		cmocka_unit_test(compare_and_put_compares_values_not_bytes),
 		cmocka_unit_test(the_url_selects_the_database),
 		cmocka_unit_test(a_namespace_with_glob_characters_lists_only_its_keys),
 		cmocka_unit_test(bad_stored_values_are_clear_errors),
