@@ -224,17 +224,22 @@ static int act_batch(faucet_store *s)
 	return rc;
 }
 
-/* The batch on a filesystem without unnamed files: named temp files. */
-static int act_batch_named(faucet_store *s)
+/* act on a filesystem without unnamed files: named temp files. */
+static int without_tmpfile(faucet_store *s, int (*act)(faucet_store *s))
 {
 	int rc;
 
 	pl_refuse_tmpfile(1);
 	fault_refuse_tmpfile(1);
-	rc = act_batch(s);
+	rc = act(s);
 	pl_refuse_tmpfile(0);
 	fault_refuse_tmpfile(0);
 	return rc;
+}
+
+static int act_batch_named(faucet_store *s)
+{
+	return without_tmpfile(s, act_batch);
 }
 
 /* A batch of several groups, written as a stream (each group written while
@@ -264,17 +269,9 @@ static int act_batch_streamed(faucet_store *s)
 	return rc;
 }
 
-/* The same on a filesystem without unnamed files. */
 static int act_batch_streamed_named(faucet_store *s)
 {
-	int rc;
-
-	pl_refuse_tmpfile(1);
-	fault_refuse_tmpfile(1);
-	rc = act_batch_streamed(s);
-	pl_refuse_tmpfile(0);
-	fault_refuse_tmpfile(0);
-	return rc;
+	return without_tmpfile(s, act_batch_streamed);
 }
 
 static int act_import(faucet_store *s)
