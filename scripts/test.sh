@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build and run every test: once in a normal build, once under
-# AddressSanitizer + UndefinedBehaviorSanitizer.  This is what CI runs.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the file-store batch tests
+# under ThreadSanitizer, and the fuzz targets.  This is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -55,6 +56,16 @@ echo "== mutation check of the durability tests =="
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DFAUCET_SANITIZE=ON
+
+# A long file-store batch commits each group on a second thread while the
+# next is written (faucet__durable_stream): the tests that drive it, under
+# ThreadSanitizer, which fails them on any data race.
+echo "== ThreadSanitizer build (file-store batches) =="
+tsan_tests="test_durability test_file_store test_file_faults"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAUCET_TSAN=ON >/dev/null
+cmake --build build-tsan -j"$jobs" --target $tsan_tests >/dev/null
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:abort_on_error=1 \
+  ctest --output-on-failure -R "^($(echo $tsan_tests | tr ' ' '|'))\$") || status=1
 
 # The binding again, over the sanitized library: a struct declared in
 # bindings/python/faucet/_ffi.py that no longer matches its header makes
