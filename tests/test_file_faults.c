@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "faults.h"
 #include "durable.h"
 #include "sys.h"
 #include "stores/file_internal.h"
@@ -165,6 +166,85 @@ static void a_failed_write_keeps_the_old_value_and_leaves_no_temp(void **state)
 	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
 	faucet_value_free(v);
 	faucet_store_free(s);
+}
+
+/* ---- a streamed import that fails part way ---------------------------------- */
+
+/* An import whose chunk is a stream of groups (groups of 3 here), with
+ * the Nth system call failing (ENOSPC: a disk filling up) for every N: the
+ * report's `written` is exactly the keys that hold their new value, in
+ * order, a prefix of the document; no temp file is left. */
+#define STREAM_DOC_KEYS 10
+static void a_streamed_import_reports_exactly_what_landed(void **state)
+{
+	fixture *f = *state;
+	char doc[2048] = "{\"version\":1,\"pipeline\":\"p\",\"exported_at\":"
+			 "\"2026-12-01T00:00:00+00:00\",\"keys\":{";
+	faucet_export *e = NULL;
+	size_t calls = 0, failures = 0;
+
+	for (int i = 0; i < STREAM_DOC_KEYS; i++)
+		(void)snprintf(doc + strlen(doc), sizeof(doc) - strlen(doc),
+			       "%s\"p::k%d\":{\"n\":%d}", i ? "," : "", i, i);
+	strcat(doc, "}}");
+	assert_int_equal(faucet_export_parse(&e, doc, strlen(doc)), 0);
+	faucet__durable_test_batch_size(3);
+	for (size_t n = 0; n == 0 || n <= calls; n++) {
+		char name[32], *dir;
+		faucet_store *s;
+		faucet_import_report r;
+		size_t landed = 0;
+		int rc;
+
+		(void)snprintf(name, sizeof(name), "run%zu", n);
+		dir = tu_join(f->dir, name);
+		s = open_store(dir);
+		memset(&r, 0, sizeof(r));
+		tu_put(s, "p::k9", "\"old\""); /* the root exists, one key is replaced */
+		fault_start();
+		fault_arm(n, FAULT_ENOSPC);
+		rc = faucet_import_namespace(s, e, 0, &r);
+		if (n == 0)
+			calls = fault_calls();
+		failures += fault_fired() != 0;
+		fault_stop();
+		if (rc != 0 && r.error == NULL)
+			fail_msg("call %zu: failed (%s) without a report error", n,
+				 faucet_error_last()->message);
+		for (int i = 0; i < STREAM_DOC_KEYS; i++) {
+			char key[16], want[32];
+			faucet_value *v = NULL;
+			int is_new;
+
+			(void)snprintf(key, sizeof(key), "p::k%d", i);
+			(void)snprintf(want, sizeof(want), "{\"n\":%d}", i);
+			assert_int_equal(faucet_store_get(s, key, &v), 0);
+			is_new = v != NULL && strcmp(faucet_value_json(v), want) == 0;
+			if (!is_new && v != NULL && strcmp(faucet_value_json(v), "\"old\"") != 0)
+				fail_msg("call %zu: %s holds %s", n, key, faucet_value_json(v));
+			if (!is_new && v == NULL && i == 9)
+				fail_msg("call %zu: %s lost its old value", n, key);
+			faucet_value_free(v);
+			/* Written keys are exactly the leading ones that hold the new value. */
+			if (is_new && (size_t)i == landed)
+				landed++;
+			else if (is_new)
+				fail_msg("call %zu: %s landed after a key that did not", n, key);
+		}
+		if (r.error == NULL && landed != STREAM_DOC_KEYS)
+			fail_msg("call %zu: no error, but only %zu keys landed", n, landed);
+		if (r.written.count != landed)
+			fail_msg("call %zu: the report says %zu written, %zu landed (%s)", n,
+				 r.written.count, landed, r.error ? r.error : "no error");
+		if (tu_has_suffix_entry(dir, ".tmp"))
+			fail_msg("call %zu: a temp file was left", n);
+		faucet_import_report_dispose(&r);
+		faucet_store_free(s);
+		free(dir);
+	}
+	faucet__durable_test_batch_size(0);
+	assert_true(failures > 10);
+	faucet_export_free(e);
 }
 
 /* ---- a lock file that cannot be removed after a delete ------------------------ */
@@ -371,6 +451,7 @@ int main(void)
 		FAULT_TEST(a_failed_directory_sync_after_the_rename_is_outcome_unknown),
 		FAULT_TEST(a_failed_sidecar_sync_is_a_failed_put),
 		FAULT_TEST(a_failed_write_keeps_the_old_value_and_leaves_no_temp),
+		FAULT_TEST(a_streamed_import_reports_exactly_what_landed),
 		FAULT_TEST(a_delete_whose_lock_file_stays_succeeds_with_a_warning),
 		FAULT_TEST(a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept),
 		FAULT_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
