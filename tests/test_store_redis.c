@@ -30,6 +30,15 @@ static char *cli(int db, const char *args)
 		     ts_env("FAUCET_TEST_PASSWORD"), (int)(slash - colon - 1), colon + 1, db, args);
 }
 
+/* redis-cli "CMD {ns}:{key} ARG" against database 0 (ARG is shell text). */
+static void cli_ns(const char *cmd, const char *ns, const char *key, const char *arg)
+{
+	char args[512];
+
+	snprintf(args, sizeof(args), "%s %s:%s %s", cmd, ns, key, arg);
+	free(cli(0, args));
+}
+
 static faucet_store *open_ns(const char *base_env, const char *ns, const char *db)
 {
 	const char *base = ts_env(base_env);
@@ -81,7 +90,7 @@ static void keys_are_shared_with_redis_cli(void **state)
  * when its JSON is, and bytes of the same length that differ are not. */
 static void compare_and_put_compares_values_not_bytes(void **state)
 {
-	char ns[64], args[512];
+	char ns[64];
 	faucet_store *s;
 	faucet_value *expected = tu_v("{\"a\":1,\"b\":[2,3]}");
 	faucet_value *next = tu_v("{\"a\":2}");
@@ -89,10 +98,8 @@ static void compare_and_put_compares_values_not_bytes(void **state)
 
 	(void)state;
 	snprintf(ns, sizeof(ns), "casbytes%d", getpid());
-	snprintf(args, sizeof(args), "SET %s:p::spaced '{\"b\": [2, 3], \"a\": 1}'", ns);
-	free(cli(0, args));
-	snprintf(args, sizeof(args), "SET %s:p::other '{\"a\":1,\"b\":[2,4]}'", ns);
-	free(cli(0, args));
+	cli_ns("SET", ns, "p::spaced", "'{\"b\": [2, 3], \"a\": 1}'");
+	cli_ns("SET", ns, "p::other", "'{\"a\":1,\"b\":[2,4]}'");
 	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
 	assert_int_equal(faucet_store_compare_and_put(s, "p::spaced", expected, next, &written), 0);
 	assert_int_equal(written, 1);
@@ -161,17 +168,15 @@ static void a_namespace_with_glob_characters_lists_only_its_keys(void **state)
 
 static void bad_stored_values_are_clear_errors(void **state)
 {
-	char ns[64], args[256];
+	char ns[64];
 	faucet_store *s;
 	faucet_value *out = NULL;
 	faucet_strarray keys = {0};
 
 	(void)state;
 	snprintf(ns, sizeof(ns), "bad%d", getpid());
-	snprintf(args, sizeof(args), "SET %s:p::text 'not json'", ns);
-	free(cli(0, args));
-	snprintf(args, sizeof(args), "RPUSH %s:p::list x", ns);
-	free(cli(0, args));
+	cli_ns("SET", ns, "p::text", "'not json'");
+	cli_ns("RPUSH", ns, "p::list", "x");
 	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
 	assert_int_equal(faucet_store_get(s, "p::text", &out), FAUCET_ERROR);
 	assert_null(out);
