@@ -11,7 +11,9 @@
 
 int faucet__is_bookkeeping_key(const char *key)
 {
-	const char *p = key ? strstr(key, "::") : NULL;
+	/* Every marker segment starts "::__": most keys are told apart by
+	 * that one search. */
+	const char *p = key && strstr(key, "::__") != NULL ? strstr(key, "::") : NULL;
 
 	/* The first segment is the pipeline (or tenant); a marker segment can
 	 * only come after it. */
