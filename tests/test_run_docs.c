@@ -45,69 +45,6 @@ static void lookups_near_the_last_hit_agree_with_a_binary_search(void **state)
 	assert_true(faucet__names_sorted((const char *[]){"a", "a"}, 2, sizeof(char *)));
 }
 
-static int by_strcmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Listings sort by the 8 bytes after the prefix all keys share, then
- * strcmp: the same order as strcmp alone, for keys of every shape - one a
- * prefix of another, differing past the 8 bytes, high bytes, duplicates. */
-static void a_listing_sorts_as_strcmp_and_drops_duplicates(void **state)
-{
-	static const char *fixed[] = {"p::row10", "p::row1", "p::row", "p::row1", "p::rox",
-				      "p::row100000000000b", "p::row100000000000a", "p::\xc3\xa9",
-				      "p::row100000000", "p::\x7f", "p::"};
-	unsigned seed = 7;
-
-	(void)state;
-	for (int round = 0; round < 200; round++) {
-		faucet_strarray got = {NULL, 0};
-		char *want[64];
-		size_t n = 0, u = 0;
-
-		if (round == 0) {
-			for (; n < FAUCET_ARRAY_LEN(fixed); n++)
-				assert_int_equal(faucet_strarray_push(&got, fixed[n]), 0);
-		} else {
-			n = (size_t)(rand_r(&seed) % 64);
-			for (size_t i = 0; i < n; i++) {
-				char key[40] = "scale::";
-				size_t len = strlen(key), extra = (size_t)(rand_r(&seed) % 20);
-
-				for (size_t k = 0; k < extra; k++)
-					key[len++] = "0129az\xc3"[rand_r(&seed) % 7];
-				key[len] = '\0';
-				assert_int_equal(faucet_strarray_push(&got, key), 0);
-			}
-		}
-		for (size_t i = 0; i < n; i++)
-			want[i] = got.strings[i];
-		qsort(want, n, sizeof(char *), by_strcmp);
-		for (size_t i = 0; i < n; i++) {
-			if (u == 0 || strcmp(want[u - 1], want[i]) != 0)
-				want[u++] = want[i];
-		}
-		/* want points into got: compare texts before the sort frees. */
-		{
-			char **copy = calloc(u ? u : 1, sizeof(char *));
-
-			for (size_t i = 0; i < u; i++)
-				copy[i] = strdup(want[i]);
-			faucet_strarray_sort_unique(&got);
-			assert_int_equal(got.count, u);
-			for (size_t i = 0; i < u; i++) {
-				if (strcmp(got.strings[i], copy[i]) != 0)
-					fail_msg("round %d, %zu: '%s', want '%s'", round, i,
-						 got.strings[i], copy[i]);
-				free(copy[i]);
-			}
-			free(copy);
-		}
-		faucet_strarray_dispose(&got);
-	}
-}
-
 static void run_ids_sort_by_time_and_have_the_spec_shape(void **state)
 {
 	char a[FAUCET_RUN_ID_LEN + 1], b[FAUCET_RUN_ID_LEN + 1];
@@ -462,7 +399,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(run_ids_sort_by_time_and_have_the_spec_shape),
 		cmocka_unit_test(lookups_near_the_last_hit_agree_with_a_binary_search),
-		cmocka_unit_test(a_listing_sorts_as_strcmp_and_drops_duplicates),
 		cmocka_unit_test(a_marker_round_trips_exact_and_deep_images),
 		cmocka_unit_test(foreign_documents_are_refused),
 		cmocka_unit_test(a_backfill_lease_reads_as_a_lease_without_a_run),

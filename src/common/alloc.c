@@ -10,7 +10,6 @@
  * its reach: they take no allocator from us.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,84 +347,13 @@ static int compare_strings(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * Sorting a million keys of one namespace with strcmp is mostly spent
- * walking their common prefix ("pipeline::row...") through a pointer per
- * comparison.  So each string is sorted as the 8 bytes that follow the
- * prefix all of them share, packed big-endian into an integer beside its
- * pointer: most comparisons are one integer comparison in the array
- * itself, and only equal heads fall back to strcmp past the prefix.  Keys
- * hold no NUL, so a shorter string's zero padding orders it first, as
- * strcmp does.
- */
-typedef struct {
-	uint64_t head;
-	char *s;
-} sort_item;
-
-/* arg: the length of the prefix every string shares. */
-static int compare_items(const void *a, const void *b, void *arg)
-{
-	const sort_item *x = a, *y = b;
-	size_t skip = *(const size_t *)arg;
-
-	if (x->head != y->head)
-		return x->head < y->head ? -1 : 1;
-	return strcmp(x->s + skip, y->s + skip);
-}
-
-static size_t shared_prefix(char *const *v, size_t n)
-{
-	size_t lcp = strlen(v[0]);
-
-	for (size_t i = 1; i < n && lcp > 0; i++) {
-		size_t k = 0;
-
-		while (k < lcp && v[i][k] == v[0][k])
-			k++;
-		lcp = k;
-	}
-	return lcp;
-}
-
-/* Sort v[0..n) by strcmp: 0, or -1 (nothing done) when out of memory. */
-static int sort_by_heads(char **v, size_t n)
-{
-	sort_item *items = malloc(n * sizeof(*items));
-	size_t skip;
-
-	if (items == NULL)
-		return -1;
-	skip = shared_prefix(v, n);
-	for (size_t i = 0; i < n; i++) {
-		const unsigned char *p = (const unsigned char *)v[i] + skip;
-		uint64_t h = 0;
-		int ended = 0;
-
-		for (int k = 0; k < 8; k++) {
-			unsigned c = ended ? 0 : p[k];
-
-			ended = c == 0;
-			h = h << 8 | c;
-		}
-		items[i].head = h;
-		items[i].s = v[i];
-	}
-	qsort_r(items, n, sizeof(*items), compare_items, &skip);
-	for (size_t i = 0; i < n; i++)
-		v[i] = items[i].s;
-	free(items);
-	return 0;
-}
-
 void faucet_strarray_sort_unique(faucet_strarray *arr)
 {
 	size_t kept = 0;
 
 	if (arr->count < 2)
 		return;
-	if (sort_by_heads(arr->strings, arr->count) != 0)
-		qsort(arr->strings, arr->count, sizeof(char *), compare_strings);
+	qsort(arr->strings, arr->count, sizeof(char *), compare_strings);
 	for (size_t i = 0; i < arr->count; i++) {
 		if (kept > 0 && strcmp(arr->strings[kept - 1], arr->strings[i]) == 0) {
 			free(arr->strings[i]);
