@@ -455,7 +455,7 @@ typedef struct {
 	int dirfd;
 	const char *what;
 	const faucet_durable_item *items;
-	pending_file *p; /* FAUCET_DURABLE_BATCH_MAX of them */
+	pending_file *p; /* room for the stream's group_max */
 	size_t n;        /* files created and written, all to commit */
 	/* The commit's outcome. */
 	size_t committed; /* leading files named */
@@ -578,40 +578,10 @@ static int group_report(const durable_group *g)
 				g->committed, g->what, first);
 }
 
-static int batch_too_big(size_t count)
-{
-	return faucet_error_set(FAUCET_EINVALID, "durable batch of %zu files (at most %d)", count,
-				FAUCET_DURABLE_BATCH_MAX);
-}
-
 /* Whether files can be made unnamed here (O_TMPFILE named through /proc). */
 static int proc_fd_usable(void)
 {
 	return access("/proc/self/fd", X_OK) == 0;
-}
-
-int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
-				 size_t count, size_t *committed)
-{
-	durable_group g = {dirfd, what, NULL, NULL, 0, 0, COMMIT_OK, 0, 0};
-	int rc, err, unnamed = proc_fd_usable();
-
-	*committed = 0;
-	if (count == 0)
-		return 0;
-	if (count > FAUCET_DURABLE_BATCH_MAX)
-		return batch_too_big(count);
-	g.p = faucet__calloc(count, sizeof(*g.p));
-	if (g.p == NULL)
-		return FAUCET_ENOMEM;
-	rc = group_create(&g, items, count, umask_keeps_0600(), &unnamed, &err);
-	if (rc == 0) {
-		group_commit(&g);
-		rc = group_report(&g);
-		*committed = g.committed;
-	}
-	free(g.p);
-	return rc;
 }
 
 /* ---- a stream of groups: the next written while the last commits --------- */
@@ -626,8 +596,7 @@ int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durab
  * order, and each file keeps faucet__durable_replace's guarantee.
  */
 struct faucet_durable_stream {
-	int dirfd;
-	const char *what;
+	size_t group_max; /* items per group at most */
 	int exact_mode, unnamed;
 	durable_group groups[2];
 	int next;        /* the group the next add fills */
@@ -639,25 +608,28 @@ struct faucet_durable_stream {
 	int rc;          /* the first failure reported, or 0 */
 };
 
-int faucet__durable_stream_open(int dirfd, const char *what, faucet_durable_stream **out)
+int faucet__durable_stream_open(int dirfd, const char *what, size_t group_max,
+				faucet_durable_stream **out)
 {
-	faucet_durable_stream *s = faucet__calloc(1, sizeof(*s));
+	faucet_durable_stream *s;
 
 	*out = NULL;
-	if (s == NULL)
+	if (group_max == 0 || group_max > FAUCET_DURABLE_BATCH_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "durable groups of %zu files (1 to %d)",
+					group_max, FAUCET_DURABLE_BATCH_MAX);
+	if ((s = faucet__calloc(1, sizeof(*s))) == NULL)
 		return FAUCET_ENOMEM;
 	for (int i = 0; i < 2; i++) {
 		s->groups[i].dirfd = dirfd;
 		s->groups[i].what = what;
-		s->groups[i].p = faucet__calloc(FAUCET_DURABLE_BATCH_MAX, sizeof(pending_file));
+		s->groups[i].p = faucet__calloc(group_max, sizeof(pending_file));
 		if (s->groups[i].p == NULL) {
 			free(s->groups[0].p);
 			free(s);
 			return FAUCET_ENOMEM;
 		}
 	}
-	s->dirfd = dirfd;
-	s->what = what;
+	s->group_max = group_max;
 	s->exact_mode = umask_keeps_0600();
 	s->unnamed = proc_fd_usable();
 	*out = s;
@@ -670,17 +642,17 @@ static void *commit_thread(void *arg)
 	return NULL;
 }
 
-/* Commit g on the committer thread, or here when no thread can start.  The
- * thread blocks every signal: they stay with the embedding program's
- * threads. */
-static void commit_start(faucet_durable_stream *s, durable_group *g)
+/* Commit g: on the committer thread when another group follows (and a
+ * thread can start), else here.  The thread blocks every signal: they stay
+ * with the embedding program's threads. */
+static void commit_start(faucet_durable_stream *s, durable_group *g, int more)
 {
 	sigset_t all, old;
 
 	s->busy = 1;
 	s->threaded = 0;
 	(void)sigfillset(&all);
-	if (pthread_sigmask(SIG_SETMASK, &all, &old) == 0) {
+	if (more && pthread_sigmask(SIG_SETMASK, &all, &old) == 0) {
 		s->threaded = pthread_create(&s->thread, NULL, commit_thread, g) == 0;
 		(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
@@ -709,7 +681,7 @@ static int commit_settle(faucet_durable_stream *s)
 }
 
 int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_item *items,
-			       size_t count, size_t *accepted)
+			       size_t count, int more, size_t *accepted)
 {
 	durable_group *g = &s->groups[s->next];
 	int rc, prev_rc, err;
@@ -719,8 +691,9 @@ int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_it
 		return s->rc;
 	if (count == 0)
 		return 0;
-	if (count > FAUCET_DURABLE_BATCH_MAX)
-		return batch_too_big(count);
+	if (count > s->group_max)
+		return faucet_error_set(FAUCET_EINVALID, "durable group of %zu files (at most %zu)",
+					count, s->group_max);
 	rc = group_create(g, items, count, s->exact_mode, &s->unnamed, &err);
 	/* Out of descriptors before the first file: the committing group
 	 * holds them; wait for it and try again. */
@@ -733,15 +706,17 @@ int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_it
 	if (prev_rc != 0) {
 		/* Nothing after a failed group lands. */
 		if (rc == 0)
-			drop_pending(faucet__sys(), s->dirfd, g->p, 0, g->n);
+			drop_pending(faucet__sys(), g->dirfd, g->p, 0, g->n);
 		return prev_rc;
 	}
 	if (rc != 0)
 		return s->rc = rc;
-	commit_start(s, g);
+	commit_start(s, g, more);
 	s->next = !s->next;
 	*accepted = g->n;
-	return 0;
+	/* Committed here: reported at once, so the caller may reuse the
+	 * items' storage. */
+	return s->threaded ? 0 : commit_settle(s);
 }
 
 int faucet__durable_stream_close(faucet_durable_stream *s, size_t *committed,

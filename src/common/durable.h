@@ -49,7 +49,7 @@ int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes
 				 faucet_durable_target *second, const void *bytes2, size_t len2,
 				 int *first_done);
 
-/* One file of a faucet__durable_replace_many batch. */
+/* One file of a durable batch. */
 typedef struct {
 	const char *name;        /* the final name under the batch's directory */
 	const char *display;     /* its path for messages */
@@ -59,63 +59,57 @@ typedef struct {
 	size_t len;
 } faucet_durable_item;
 
-/* Replace many files of one directory with one data barrier instead of an
- * fsync each: every temp file is written, then one syncfs of the
- * directory's filesystem makes all their data durable, then each is
- * renamed over its final name in order and the directory is fsynced once.
- * The crash guarantees of faucet__durable_replace hold for each file (old
- * or new content, never torn; new once this returns 0); the batch as a
- * whole is not atomic.  At most FAUCET_DURABLE_BATCH_MAX items (each holds
- * an open, locked temp file until renamed).
- *
- * *committed receives how many leading items are in place.  Returns 0
- * (*committed in place, durably: all of them, or fewer when the process ran
- * out of descriptors - call again for the rest); FAUCET_EUNKNOWN (all
- * *committed in place, but
- * the directory sync failed: they may not survive a crash); or another
- * error: items before *committed are in place and durable, the others
- * untouched, and no temp file is left. */
+/* Most files of one group (each holds an open, locked or unnamed file
+ * until it is named). */
 #define FAUCET_DURABLE_BATCH_MAX 1024
-/* How many items a batch (or a stream's group) should hold here:
- * FAUCET_DURABLE_BATCH_MAX, or an eighth of the process's descriptor limit
- * when that is less (at least 16).  Fewer, larger groups pay fewer syncfs
- * barriers. */
+/* How many items a group should hold here: FAUCET_DURABLE_BATCH_MAX, or an
+ * eighth of the process's descriptor limit when that is less (at least
+ * 16) - a stream holds two groups open.  Fewer, larger groups pay fewer
+ * syncfs barriers. */
 size_t faucet__durable_batch_size(void);
 /* Tests only: make faucet__durable_batch_size() return n (0 restores the
  * computed size), so a test can drive a stream of many small groups. */
 void faucet__durable_test_batch_size(size_t n);
-int faucet__durable_replace_many(int dirfd, const char *what, const faucet_durable_item *items,
-				 size_t count, size_t *committed);
 
-/* A long batch as a stream of groups: each group is committed as
- * faucet__durable_replace_many commits it, but on a committer thread,
- * while the caller prepares and adds the next one - the disk's wait for
- * one group overlaps the writing of the next.  What lands is a prefix of
- * the items, in order: a group is named only after the one before it is
- * committed, and nothing after a failed group is named. */
+/*
+ * A batch of files of one directory, written as a stream of groups, with
+ * one data barrier per group instead of an fsync per file: each group's
+ * files are written, one syncfs of the directory's filesystem makes their
+ * data durable, then each is named (renamed or linked over its final name)
+ * in order and the directory is fsynced once.  The crash guarantees of
+ * faucet__durable_replace hold for each file (old or new content, never
+ * torn; new once its group is reported committed); the batch as a whole is
+ * not atomic.  While a group that another follows is committed on a
+ * committer thread, the caller prepares and adds the next one - the disk's
+ * wait for one group overlaps the writing of the next.  What lands is a
+ * prefix of the items, in order: a group is named only after the one
+ * before it is committed, and nothing after a failed group is named.
+ */
 typedef struct faucet_durable_stream faucet_durable_stream;
 
-/* Start a stream into dirfd ("what" names the files in messages; both must
- * outlive the stream).  0 or FAUCET_ENOMEM. */
-int faucet__durable_stream_open(int dirfd, const char *what, faucet_durable_stream **out);
+/* Start a stream into dirfd, of groups of at most group_max items (1 ..
+ * FAUCET_DURABLE_BATCH_MAX); "what" names the files in messages, and it
+ * and dirfd must outlive the stream.  0, FAUCET_EINVALID or FAUCET_ENOMEM. */
+int faucet__durable_stream_open(int dirfd, const char *what, size_t group_max,
+				faucet_durable_stream **out);
 
-/* Create and write the files of items[0..count) (at most
- * FAUCET_DURABLE_BATCH_MAX) now, and commit them in the background.
- * *accepted says how many leading items were taken (fewer when descriptors
- * ran out: add the rest again).  The items' names, displays and namers
- * must stay valid until the next add or the close returns; their bytes
- * only until this call returns.  Returns 0, or the first failure - this
- * group's, or the previous group's commit (then this group is dropped);
- * after a failure, only close. */
+/* Create and write the files of items[0..count) now and commit them: in
+ * the background when `more` says another group follows, else before this
+ * returns.  *accepted says how many leading items were taken (fewer when
+ * descriptors ran out: add the rest again).  The items' names, displays
+ * and namers must stay valid until the next add or the close returns;
+ * their bytes only until this call returns.  Returns 0, or the first
+ * failure - this group's, or the previous group's commit (then this group
+ * is dropped); after a failure, only close. */
 int faucet__durable_stream_add(faucet_durable_stream *s, const faucet_durable_item *items,
-			       size_t count, size_t *accepted);
+			       size_t count, int more, size_t *accepted);
 
 /* Wait for the last group and free the stream (NULL is a no-op).
- * *committed: how many leading items of the whole stream are in place;
- * *unknown_from: from which of them durability is unknown (== *committed
- * when all are durable).  Returns 0, or the stream's first failure: its
- * code (FAUCET_EUNKNOWN when a directory sync failed) with its message
- * kept. */
+ * *committed: how many leading items of the whole stream are in place
+ * (durably, but for those from *unknown_from on, whose directory sync
+ * failed); items after them are untouched and no temp file is left.
+ * Returns 0, or the stream's first failure: its code (FAUCET_EUNKNOWN when
+ * a directory sync failed) with its message kept. */
 int faucet__durable_stream_close(faucet_durable_stream *s, size_t *committed,
 				 size_t *unknown_from);
 

@@ -1459,10 +1459,9 @@ static int file_put(faucet_store_backend *b, const char *key, const faucet_value
  * import of a million keys paid two million (377 s).  put_many writes a
  * group of values as temp files, makes all their data durable with one
  * syncfs, renames each into place and syncs the directory once
- * (faucet__durable_replace_many): the same guarantee per file, one barrier
- * per group.  A batch of more than one group is a stream
- * (faucet__durable_stream): each group is prepared and written while the
- * one before it commits on a second thread.  Not all-or-nothing: a crash
+ * (faucet__durable_stream): the same guarantee per file, one barrier per
+ * group, and each group is prepared and written while the one before it
+ * commits on a second thread.  Not all-or-nothing: a crash
  * or a failure leaves a prefix of the entries written, and says how long.
  */
 
@@ -1521,43 +1520,18 @@ static int prepare_group(file_store *fs, int *dfd, const faucet_entry *entries, 
 	return rc;
 }
 
-/* A batch of one group: written and committed here. */
-static int put_one_group(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
-			 batch_slot *slots, faucet_durable_item *items, size_t *written,
-			 size_t *unknown_from)
-{
-	size_t from = 0;
-	int rc = 0;
-
-	/* A group may land short (descriptors ran out): the next starts
-	 * after what landed. */
-	while (from < count && rc == 0) {
-		size_t n = count - from, done = 0;
-
-		rc = prepare_group(fs, &dfd, entries + from, n, slots, items);
-		if (rc != 0)
-			break;
-		rc = faucet__durable_replace_many(dfd, "state file", items, n, &done);
-		free_owned(slots, n);
-		if (rc == 0 && done == 0) /* cannot happen: a short group lands one */
-			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
-		*written = from + done;
-		*unknown_from = rc == FAUCET_EUNKNOWN ? from : *written;
-		from += done;
-	}
-	return rc;
-}
-
-/* A longer batch: a stream of groups, each prepared and written while the
- * one before it commits (faucet__durable_stream).  Two sets of slots take
- * turns, as a group's names must live until the next group is added. */
-static int put_streamed(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
-			size_t group, batch_slot *slots[2], faucet_durable_item *items[2],
-			size_t *written, size_t *unknown_from)
+/* The batch as a stream of groups (faucet__durable_stream): each group is
+ * prepared and written while the one before it commits.  With more than
+ * one group, two sets of slots take turns, as a group's names must live
+ * until the next group is added; a single set serves a batch of one group
+ * (its commit is over when the add returns). */
+static int put_groups(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
+		      size_t group, int sets, batch_slot *slots[2],
+		      faucet_durable_item *items[2], size_t *written, size_t *unknown_from)
 {
 	faucet_durable_stream *stream;
 	size_t from = 0;
-	int turn = 0, rc = faucet__durable_stream_open(dfd, "state file", &stream), end_rc;
+	int turn = 0, end_rc, rc = faucet__durable_stream_open(dfd, "state file", group, &stream);
 
 	while (rc == 0 && from < count) {
 		size_t n = count - from < group ? count - from : group, accepted = 0;
@@ -1565,10 +1539,13 @@ static int put_streamed(file_store *fs, int dfd, const faucet_entry *entries, si
 		rc = prepare_group(fs, &dfd, entries + from, n, slots[turn], items[turn]);
 		if (rc != 0)
 			break;
-		rc = faucet__durable_stream_add(stream, items[turn], n, &accepted);
+		rc = faucet__durable_stream_add(stream, items[turn], n, from + n < count,
+						&accepted);
 		free_owned(slots[turn], n);
+		if (rc == 0 && accepted == 0) /* cannot happen: a short group lands one */
+			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
 		from += accepted;
-		turn = !turn;
+		turn = (turn + 1) % sets;
 	}
 	end_rc = faucet__durable_stream_close(stream, written, unknown_from);
 	/* A failure to prepare comes after what the stream committed. */
@@ -1598,12 +1575,9 @@ static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 		if (slots[i] == NULL || items[i] == NULL)
 			rc = FAUCET_ENOMEM;
 	}
-	if (rc == 0 && sets == 1)
-		rc = put_one_group(fs, dfd, entries, count, slots[0], items[0], written,
-				   unknown_from);
-	else if (rc == 0)
-		rc = put_streamed(fs, dfd, entries, count, group, slots, items, written,
-				  unknown_from);
+	if (rc == 0)
+		rc = put_groups(fs, dfd, entries, count, group, sets, slots, items, written,
+				unknown_from);
 	for (int i = 0; i < 2; i++) {
 		free(slots[i]);
 		free(items[i]);
