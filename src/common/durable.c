@@ -112,6 +112,14 @@ static int lock_new_temp(const faucet_sys *sys, int fd, int *gone)
 	return 0;
 }
 
+/* Give up a temp file: unlinked before it is closed, so its lock is held
+ * until the name is gone (a repair never removes a live writer's file). */
+static void discard_temp(const faucet_sys *sys, int dirfd, const char *tmp, int fd)
+{
+	(void)sys->unlinkat(dirfd, tmp, 0);
+	(void)sys->close(fd);
+}
+
 /* Create, lock and name the temp file: *fd_out, with its name in tmp. */
 static int create_temp(faucet_durable_target *t, const faucet_sys *sys, char *tmp, int *fd_out)
 {
@@ -129,8 +137,7 @@ static int create_temp(faucet_durable_target *t, const faucet_sys *sys, char *tm
 		if (fd >= 0) {
 			if (lock_new_temp(sys, fd, &gone) != 0) {
 				err = errno;
-				(void)sys->unlinkat(t->dirfd, tmp, 0);
-				(void)sys->close(fd);
+				discard_temp(sys, t->dirfd, tmp, fd);
 				errno = err;
 			} else if (gone && attempt < 3) {
 				(void)sys->close(fd);
@@ -185,9 +192,7 @@ int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t 
 
 temp_error:
 	err = errno;
-	/* Unlinked before close: the lock is held until the name is gone. */
-	(void)sys->unlinkat(t->dirfd, tmp, 0);
-	(void)sys->close(fd);
+	discard_temp(sys, t->dirfd, tmp, fd);
 	temp_display(t, tmp, shown, sizeof(shown));
 	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, t->what, shown);
 }
@@ -204,8 +209,7 @@ static int commit_temp(const faucet_sys *sys, faucet_durable_target *t, const ch
 
 	if (sys->renameat(t->dirfd, tmp, t->dirfd, t->name) != 0) {
 		err = errno;
-		(void)sys->unlinkat(t->dirfd, tmp, 0);
-		(void)sys->close(fd);
+		discard_temp(sys, t->dirfd, tmp, fd);
 		return faucet__error_os(FAUCET_EIO, err, "failed to commit %s %s", t->what,
 					t->display);
 	}
@@ -237,8 +241,7 @@ int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes
 	if (write_all(sys, fd1, bytes1, len1) != 0)
 		goto temp_error;
 	if ((rc = create_temp(second, sys, tmp2, &fd2)) != 0) {
-		(void)sys->unlinkat(first->dirfd, tmp1, 0);
-		(void)sys->close(fd1);
+		discard_temp(sys, first->dirfd, tmp1, fd1);
 		return rc;
 	}
 	failed = second;
@@ -251,29 +254,19 @@ int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes
 		goto temp_error;
 	}
 	rc = commit_temp(sys, first, tmp1, fd1);
-	fd1 = -1;
-	if (rc != 0 && rc != FAUCET_EUNKNOWN) {
-		(void)sys->unlinkat(second->dirfd, tmp2, 0);
-		(void)sys->close(fd2);
-		return rc;
-	}
-	*first_done = 1;
-	if (rc != 0) { /* the first may not be durable: the second must wait */
-		(void)sys->unlinkat(second->dirfd, tmp2, 0);
-		(void)sys->close(fd2);
+	*first_done = rc == 0 || rc == FAUCET_EUNKNOWN;
+	/* Failed, or in place but maybe not durable: the second must wait. */
+	if (rc != 0) {
+		discard_temp(sys, second->dirfd, tmp2, fd2);
 		return rc;
 	}
 	return commit_temp(sys, second, tmp2, fd2);
 
 temp_error:
 	err = errno;
-	/* Unlinked before close: each lock is held until its name is gone. */
-	if (fd2 >= 0) {
-		(void)sys->unlinkat(second->dirfd, tmp2, 0);
-		(void)sys->close(fd2);
-	}
-	(void)sys->unlinkat(first->dirfd, tmp1, 0);
-	(void)sys->close(fd1);
+	if (fd2 >= 0)
+		discard_temp(sys, second->dirfd, tmp2, fd2);
+	discard_temp(sys, first->dirfd, tmp1, fd1);
 	temp_display(failed, failed_tmp, shown, sizeof(shown));
 	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, failed->what,
 				shown);
