@@ -739,9 +739,6 @@ static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
 	return 0;
 }
 
-/* One optimistic attempt at compare-and-put (a->value given) or
- * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
- * changed. */
 /* Whether the GET reply r (consumed) holds a->expected.  The bytes we
  * stored are the value's compact JSON, so when they are exactly the
  * expected value's the answer needs no parse: a run's marker, compared at
@@ -766,6 +763,9 @@ static int current_matches(redis_store *s, redisContext *c, const redis_args *a,
 	return rc;
 }
 
+/* One optimistic attempt at compare-and-put (a->value given) or
+ * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
+ * changed. */
 static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done)
 {
 	const char *watch[2] = {"WATCH", a->rkey};
