@@ -1029,12 +1029,11 @@ static int record_before_put(faucet_run *r, const char *const *keys, size_t n,
 	return rc;
 }
 
-static int record_before(faucet_run *r, const char *const *keys, size_t n)
-{
-	return record_before_put(r, keys, n, NULL, NULL, NULL);
-}
-
-static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
+/* Before a write of keys: the run is checked and fenced, their
+ * before-images recorded.  With `put` (one key), the key's put goes with
+ * the marker's write (see record_before_put). */
+static int prepare_write_put(faucet_run *r, const char *const *keys, size_t n,
+			     const faucet_value *put, int *put_done, int *put_rc)
 {
 	int rc;
 
@@ -1042,13 +1041,18 @@ static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
 		return faucet_error_set(FAUCET_EINVALID, "run: NULL run");
 	if ((rc = fence(r)) != 0)
 		return rc;
-	return record_before(r, keys, n);
+	return record_before_put(r, keys, n, put, put_done, put_rc);
+}
+
+static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
+{
+	return prepare_write_put(r, keys, n, NULL, NULL, NULL);
 }
 
 int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 {
 	if (r == NULL || r->joined)
-		return 0; /* a joined handle records as it writes (see record_before) */
+		return 0; /* a joined handle records as it writes (see record_before_put) */
 	return n ? prepare_write(r, keys, n) : 0;
 }
 
@@ -1056,13 +1060,10 @@ int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
 	int rc, put_done = 0, put_rc = 0;
 
-	if (r == NULL)
-		return faucet_error_set(FAUCET_EINVALID, "run: NULL run");
-	if (value == NULL)
+	if (r != NULL && value == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "put '%s': no value (use delete)", key);
-	/* A first write goes with its marker write (record_before_put). */
-	if ((rc = fence(r)) != 0 ||
-	    (rc = record_before_put(r, &key, 1, value, &put_done, &put_rc)) != 0)
+	/* A first write goes with its marker write. */
+	if ((rc = prepare_write_put(r, &key, 1, value, &put_done, &put_rc)) != 0)
 		return rc;
 	rc = put_done ? put_rc : faucet_store_put(r->s, key, value);
 	note_after(r, key, value, rc == 0);
@@ -1317,7 +1318,7 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 		int rc, written = 0;
 
 		/* First try our own last write of the marker as the expected
-		 * value, as record_before does: a big import's marker (a hundred
+		 * value, as record_before_put does: a big import's marker (a hundred
 		 * megabytes at a million keys) is then not read back.  A joined
 		 * child that added to it makes the compare-and-put fail, and the
 		 * next attempt reads it. */
