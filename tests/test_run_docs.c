@@ -91,8 +91,9 @@ static void a_marker_round_trips_exact_and_deep_images(void **state)
 	assert_int_equal(run__marker_add(&m, "p::d", deep, &added), 0);
 	assert_int_equal(run__marker_add(&m, "p::b", NULL, &added), 0);
 	assert_false(added); /* the first before-image stays */
-	m.has_after = 1;
 	run__marker_find(&m, "p::a")->after = faucet_value_ref(deep);
+	run__marker_find(&m, "p::a")->after_known = 1;
+	run__marker_find(&m, "p::b")->after_known = 1; /* absent */
 	assert_int_equal(run__marker_value(&m, &doc), 0);
 	assert_non_null(strstr(faucet_value_json(doc), "\"before_text\""));
 	assert_non_null(strstr(faucet_value_json(doc), "\"after_text\""));
@@ -113,6 +114,11 @@ static void a_marker_round_trips_exact_and_deep_images(void **state)
 	assert_string_equal(faucet_value_json(run__marker_find(&back, "p::b")->before),
 			    "{\"n\":18446744073709551615,\"x\":0.1}");
 	assert_string_equal(faucet_value_json(run__marker_find(&back, "p::d")->before), deep_text);
+	/* An after-image is per key: known and absent, known, or unknown. */
+	assert_true(run__marker_find(&back, "p::a")->after_known);
+	assert_true(run__marker_find(&back, "p::b")->after_known);
+	assert_null(run__marker_find(&back, "p::b")->after);
+	assert_false(run__marker_find(&back, "p::d")->after_known);
 	run__marker_dispose(&back);
 	run__marker_dispose(&m);
 	faucet_value_free(doc);

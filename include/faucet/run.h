@@ -50,20 +50,28 @@ extern "C" {
 
 typedef struct faucet_run faucet_run;
 
-#define FAUCET_RUN_OPTIONS_VERSION 1
+#define FAUCET_RUN_OPTIONS_VERSION 2
+#define FAUCET_RUN_MAX_TTL_MS (30ULL * 24 * 3600 * 1000) /* longest lease TTL and wait */
+#define FAUCET_RUN_WAIT_FOREVER UINT64_MAX                 /* wait_ms: no time limit */
 
 typedef struct {
 	unsigned version;        /* FAUCET_RUN_OPTIONS_VERSION */
 	const char *row;         /* NULL = "default" */
-	int pipeline_level;      /* a pipeline-level run: no row, no lease */
-	int no_lease;            /* record the run but take no lease (CLI writes) */
-	uint64_t lease_ttl_ms;   /* 0 = 60 s; at least 1000 */
-	uint64_t wait_ms;        /* wait this long for a live lease to go; 0 = fail at once */
-	const char *command;     /* "by.command" in the status entry; NULL = "" */
+	int pipeline_level;      /* a pipeline-level run: no row, no invocation lease */
+	int no_lease;            /* record the run but take no invocation lease (CLI writes) */
+	uint64_t lease_ttl_ms;   /* 0 = 60 s; 1000 to FAUCET_RUN_MAX_TTL_MS */
+	uint64_t wait_ms;        /* wait this long for a live lease to go; 0 = fail at once;
+				  * at most FAUCET_RUN_MAX_TTL_MS, or FAUCET_RUN_WAIT_FOREVER */
+	const char *command;     /* "by.command" in the status entry (secrets redacted); NULL = "" */
 	const char *undoes;      /* internal to undo: the run this one undoes */
+	/* Version 2: hold the pipeline lease {p}::__lease__ for the whole run,
+	 * excluding every leased run of the pipeline, every other exclusive
+	 * run and every undo (bulk writes: import, copy).  FAUCET_EBUSY naming
+	 * the holder when one is live (after waiting up to wait_ms). */
+	int exclusive;
 } faucet_run_options;
 
-#define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL}
+#define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL, 0}
 
 /* Begin a run of `pipeline` (its invocation `opts->row`).  A live lease
  * held by another run is FAUCET_EBUSY, its message naming the holder, the
@@ -106,8 +114,15 @@ FAUCET_EXTERN int faucet_run_renew(faucet_run *r);
 FAUCET_EXTERN uint64_t faucet_run_renew_interval_ms(const faucet_run *r);
 
 /* The keys this handle has written so far (sorted); faucet_run_end() records
- * in the status those whose value actually changed. */
+ * in the status those whose value actually changed.  A write that changed
+ * nothing (a delete of an absent key, a put of the identical text) is not
+ * recorded, nor written. */
 FAUCET_EXTERN const faucet_strarray *faucet_run_keys(const faucet_run *r);
+
+/* After faucet_run_end(): how many keys the run changed.  A run that took
+ * no lease and changed nothing left no trace at all (no status entry, no
+ * marker: there is nothing to undo). */
+FAUCET_EXTERN size_t faucet_run_changed(const faucet_run *r);
 
 typedef enum {
 	FAUCET_RUN_OK = 0,
@@ -151,7 +166,7 @@ FAUCET_EXTERN void faucet_lease_dispose(faucet_lease *l);
 
 /* ---- undo ----------------------------------------------------------------- */
 
-#define FAUCET_UNDO_OPTIONS_VERSION 1
+#define FAUCET_UNDO_OPTIONS_VERSION 2
 
 typedef struct {
 	unsigned version;    /* FAUCET_UNDO_OPTIONS_VERSION */
@@ -161,26 +176,43 @@ typedef struct {
 	int force;           /* restore even keys changed since the run */
 	int dry_run;         /* plan and report, write nothing */
 	const char *command; /* "by.command" of the undo run */
+	/* Version 2: wait this long for the pipeline lease (a run, a bulk
+	 * write or another undo of the pipeline in flight); 0 = FAUCET_EBUSY
+	 * at once.  At most FAUCET_RUN_MAX_TTL_MS, or FAUCET_RUN_WAIT_FOREVER. */
+	uint64_t wait_ms;
 } faucet_undo_options;
 
-#define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL}
+#define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0}
 
 typedef struct {
 	char *run;                 /* the run undone (or to be) */
 	char *scope;               /* its "{p}::{r}" or "{p}" */
-	char *undo_run;            /* the undo's own run id (NULL on a dry run or a conflict) */
+	char *undo_run;            /* the undo's own run id (NULL on a dry run, a conflict, or
+				    * when nothing was left to restore) */
 	faucet_strarray restored;  /* keys restored (or, dry run, to restore) */
-	int conflict;              /* a key changed since: nothing (more) was written */
+	int conflict;              /* a key changed since: nothing was written (or what was,
+				    * was put back) */
 	char *conflict_key;
 	faucet_value *conflict_current; /* NULL = absent */
 	faucet_value *conflict_wrote;   /* what the run left there; NULL = absent or unknown */
-	int conflict_wrote_known;       /* 0 for an abandoned run */
+	int conflict_wrote_known;       /* 0 when the run's last write of it has no after-image */
+	char *conflict_run;             /* the later run that changed the key, or NULL */
+	/* Parallel to `restored`: the value each key held when the undo
+	 * replaced it, and the value put back (NULL = absent). */
+	faucet_value **replaced;
+	faucet_value **restored_to;
 } faucet_undo_result;
 
-/* Undo a run: restore each before-image with compare-and-put against the
- * value the run left.  A key changed since is a conflict (result->conflict,
- * return 0) unless forced.  An unknown run is FAUCET_ENOTFOUND, a run
- * already undone FAUCET_EINVALID.  The undo is itself a run. */
+/* Undo a run.  Under the pipeline lease, each
+ * key of the run's marker is put back to its before-image with
+ * compare-and-put, but only when it still holds what the run last wrote
+ * (its after-image) and no later run of any scope of the pipeline changed
+ * it; otherwise that key is a conflict (result->conflict, return 0, nothing
+ * written) unless forced.  A failed or interrupted undo is finished by the
+ * same call again; an undo run is never picked as "the newest run".  An
+ * unknown run is FAUCET_ENOTFOUND, a run already undone FAUCET_EINVALID, a
+ * pipeline held by a run, bulk write or undo FAUCET_EBUSY.  The undo is
+ * itself a run. */
 FAUCET_EXTERN int faucet_run_undo(faucet_store *s, const char *pipeline,
 				  const faucet_undo_options *opts, faucet_undo_result *result);
 

@@ -43,6 +43,7 @@
 #define CLI_EXIT_FAILED 1    /* the operation failed: a store error, a failed probe */
 #define CLI_EXIT_USAGE 2     /* bad usage, config, key, JSON or input file; nothing written */
 #define CLI_EXIT_CONDITION 3 /* a compare-and-put condition did not hold */
+#define CLI_EXIT_BUSY 75     /* a lease is held: another run, bulk write or undo is in flight */
 
 typedef struct cli_context {
 	/* Global options, set wherever they appear on the command line. */
@@ -203,20 +204,23 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 typedef struct {
 	faucet_run *run; /* NULL when nothing is recorded (bookkeeping keys only) */
 	int joined;      /* joined FAUCET_RUN_ID's run: not ended here */
+	int ended;       /* cli_write_run_end ended it */
 	char *pipeline;
-	char *undo;      /* the undo command, once ended */
+	char *undo;      /* the undo command, once ended (NULL: nothing to undo) */
 } cli_write_run;
 
-/* Begin the run the write of `keys` is recorded in (may_join: join the run
- * of FAUCET_RUN_ID when it is set).  On failure the error has been printed
- * and the exit code is returned. */
+#define CLI_RUN_MAY_JOIN 1  /* join the run of FAUCET_RUN_ID when it is set */
+#define CLI_RUN_EXCLUSIVE 2 /* a bulk write: hold the pipeline lease (exit 75 when held) */
+
+/* Begin the run the write of `keys` is recorded in (flags: CLI_RUN_*).  On
+ * failure the error has been printed and the exit code is returned. */
 int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, int may_join, cli_write_run *w);
+			const char *const *keys, size_t n, int flags, cli_write_run *w);
 
 /* The same with the decision made: a run of {pipeline}::{row}, or a
  * pipeline-level run when row is NULL (pipeline NULL: nothing to record). */
 int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *command,
-			   const char *pipeline, const char *row, int may_join, cli_write_run *w);
+			   const char *pipeline, const char *row, int flags, cli_write_run *w);
 
 /* End it (ok or failed with message) and print the run id and the undo
  * command on stderr.  Returns 0 or the exit code of a failure (printed). */

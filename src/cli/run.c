@@ -38,7 +38,6 @@
 
 extern char **environ;
 
-#define CLI_EXIT_BUSY 75
 #define STATE_WRITE_INTERVAL_MS 1000
 
 static const char run_help[] =
@@ -653,9 +652,13 @@ static int finish_run(run_state *st)
 			   msg[0] ? msg : NULL) != 0)
 		return cli_fail(code ? code : CLI_EXIT_FAILED, "run %s: recording the outcome",
 				faucet_run_id(st->run));
-	(void)snprintf(undo_hint, sizeof(undo_hint), "faucet state undo %s --row %s %s",
-		       st->pipeline, st->row, faucet_run_id(st->run));
-	fprintf(stderr, "faucet: run %s %s%s%s; undo: %s\n", faucet_run_id(st->run),
+	/* A run that changed nothing has nothing to undo: no hint. */
+	if (faucet_run_changed(st->run) > 0)
+		(void)snprintf(undo_hint, sizeof(undo_hint), "; undo: faucet state undo %s --row "
+			       "%s %s", st->pipeline, st->row, faucet_run_id(st->run));
+	else
+		(void)snprintf(undo_hint, sizeof(undo_hint), "; it changed nothing");
+	fprintf(stderr, "faucet: run %s %s%s%s%s\n", faucet_run_id(st->run),
 		failed ? "failed" : "ok", msg[0] ? ": " : "", msg, undo_hint);
 	/* The command succeeded but a state it printed could not be stored. */
 	if (code == 0 && failed)
@@ -718,7 +721,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	}
 	if (rc == 0 && a.wait_given) {
 		if (a.wait == NULL)
-			o.wait_ms = UINT64_MAX / 2;
+			o.wait_ms = FAUCET_RUN_WAIT_FOREVER;
 		else if (cli_parse_duration_ms(a.wait, &ms) != 0)
 			rc = cli_usage_error("run", "--wait takes a duration such as 30s, not '%s'",
 					     a.wait);

@@ -357,7 +357,8 @@ static int begin_import_run(void *arg, const char *pipeline, const char *row, fa
 	import_run *ir = arg;
 
 	ir->begin_rc = cli_write_run_begin_in(ir->ctx, ir->s, ir->command, pipeline, row,
-					      ir->may_join, &ir->w);
+					      (ir->may_join ? CLI_RUN_MAY_JOIN : 0) |
+						      CLI_RUN_EXCLUSIVE, &ir->w);
 	if (ir->begin_rc != 0)
 		return faucet_error_set(FAUCET_ERROR, "the import could not be recorded as a run");
 	*run = ir->w.run;
@@ -391,10 +392,17 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 	if (ir.w.run != NULL) {
 		int end_rc = cli_write_run_end(&ir.w, rc == 0 && report.error == NULL,
 					       rc != 0 ? faucet_error_last()->message : report.error);
-		if (end_rc != 0 && rc == 0) {
-			faucet_import_report_dispose(&report);
-			cli_write_run_dispose(&ir.w);
-			return end_rc;
+		if (end_rc != 0 && rc == 0 && report.error == NULL) {
+			/* The data landed but its run could not be recorded: the
+			 * report still says exactly what was written, with that
+			 * error (the run reads "abandoned" once we are gone). */
+			report.error = cli_strdup(faucet_error_last()->message);
+			report.error_code = faucet_error_last()->code;
+			if (report.error == NULL) {
+				faucet_import_report_dispose(&report);
+				cli_write_run_dispose(&ir.w);
+				return end_rc;
+			}
 		}
 	}
 	if (rc != 0) {

@@ -26,19 +26,48 @@ static const char runs_help[] =
 	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n";
 
 static const char undo_help[] =
-	"usage: faucet state undo PIPELINE [--row R] [RUN] [--force] [--dry-run] [OPTIONS]\n"
+	"usage: faucet state undo PIPELINE [--row R] [RUN] [--force] [--dry-run] [--wait[=D]]\n"
+	"                         [OPTIONS]\n"
 	"\n"
 	"Undo RUN, or the newest run not yet undone (among the pipeline-level runs and\n"
-	"every row's, or one row's with --row): each key the run changed gets back the\n"
-	"value it had before, if it still holds what the run left.  A key changed since\n"
-	"is a conflict: nothing is written and the exit code is 3, unless --force.\n"
-	"--dry-run shows what would be restored.  The undo is itself a run, so it can\n"
-	"be undone in turn.\n";
+	"every row's, or one row's with --row; undo runs themselves are skipped): each\n"
+	"key the run changed gets back the value it had before, if it still holds what\n"
+	"the run wrote and no later run changed it.  Otherwise it is a conflict: nothing\n"
+	"is written and the exit code is 3, unless --force.  --dry-run shows what would\n"
+	"be restored.  An undo holds the pipeline's lease: while a `faucet run`, import,\n"
+	"copy or another undo of the pipeline is in flight it exits 75 naming the\n"
+	"holder, or waits with --wait (for up to D).  An undo that failed or was\n"
+	"interrupted is finished by running the same command again.  The undo is\n"
+	"itself a run, so it can be undone in turn by naming it.\n";
 
 typedef struct {
 	const char *pipeline, *row, *run;
 	int force, dry_run;
+	int wait_given;
+	const char *wait; /* --wait=D's D; NULL with a bare --wait */
 } runs_args;
+
+/* --wait takes an optional value, which the scanner does not know: take
+ * it out of argv first (as `faucet run` does). */
+static void take_wait(int *argc, char **argv, runs_args *a)
+{
+	int out = 0;
+
+	for (int i = 0; i < *argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--wait") == 0 || strncmp(argv[i], "--wait=", 7) == 0) {
+			a->wait_given = 1;
+			a->wait = argv[i][6] == '=' ? argv[i] + 7 : NULL;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+}
 
 static int parse(cli_context *ctx, const char *command, const char *help, int allow_run,
 		 int argc, char **argv, runs_args *a)
@@ -54,6 +83,8 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 	int id;
 
 	memset(a, 0, sizeof(*a));
+	if (allow_run)
+		take_wait(&argc, argv, a);
 	cli_args_init(&it, ctx, command, argc, argv);
 	while ((id = cli_args_next(&it, allow_run ? opts : runs_opts, &v)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -213,7 +244,8 @@ static char *undo_command(const char *pipeline, const char *scope, const char *r
 static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 {
 	const char *cur = r->conflict_current ? faucet_value_json(r->conflict_current) : "(absent)";
-	const char *wrote = !r->conflict_wrote_known ? "(unknown: the run was abandoned)"
+	const char *wrote = !r->conflict_wrote_known ? "(unknown: its last write's outcome was "
+						       "not recorded)"
 			    : r->conflict_wrote      ? faucet_value_json(r->conflict_wrote)
 						     : "(absent)";
 
@@ -237,13 +269,41 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 		jw_member(&b, "wrote", 0);
 		(void)cli_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
 							 : "null");
+		jw_member(&b, "later_run", 0);
+		jw_string_or_null(&b, r->conflict_run);
 		(void)cli_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
+	if (r->conflict_run != NULL)
+		return cli_error(CLI_EXIT_CONDITION,
+				 "cannot undo run %s: the later run %s changed %s (now %.200s); "
+				 "nothing written - undo that run first, or use --force to restore "
+				 "anyway", r->run, r->conflict_run, r->conflict_key, cur);
 	return cli_error(CLI_EXIT_CONDITION,
 			 "cannot undo run %s: %s changed since (now %.200s; the run wrote %.200s); "
 			 "nothing written - use --force to restore anyway",
 			 r->run, r->conflict_key, cur, wrote);
+}
+
+/* "steps": what each restored key held and gets back. */
+static void steps_json(cli_buf *b, const faucet_undo_result *r)
+{
+	jw_member(b, "steps", 0);
+	(void)cli_buf_putc(b, '[');
+	for (size_t i = 0; i < r->restored.count; i++) {
+		if (i > 0)
+			(void)cli_buf_putc(b, ',');
+		(void)cli_buf_putc(b, '{');
+		jw_member(b, "key", 1);
+		jw_string(b, r->restored.strings[i]);
+		jw_member(b, "replaced", 0);
+		(void)cli_buf_puts(b, r->replaced[i] ? faucet_value_json(r->replaced[i]) : "null");
+		jw_member(b, "restored_to", 0);
+		(void)cli_buf_puts(b, r->restored_to[i] ? faucet_value_json(r->restored_to[i])
+							 : "null");
+		(void)cli_buf_putc(b, '}');
+	}
+	(void)cli_buf_putc(b, ']');
 }
 
 int cli_state_undo(cli_context *ctx, int argc, char **argv)
@@ -264,10 +324,24 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 	o.force = a.force;
 	o.dry_run = a.dry_run;
 	o.command = "faucet state undo";
+	if (a.wait_given) {
+		unsigned long long ms = 0;
+
+		if (a.wait == NULL) {
+			o.wait_ms = FAUCET_RUN_WAIT_FOREVER;
+		} else if (cli_parse_duration_ms(a.wait, &ms) != 0 || ms > FAUCET_RUN_MAX_TTL_MS) {
+			faucet_store_free(s);
+			return cli_usage_error("state undo", "--wait takes a duration of at most 30 "
+					       "days such as 30s, not '%s'", a.wait);
+		} else {
+			o.wait_ms = ms;
+		}
+	}
 	if (faucet_run_undo(s, a.pipeline, &o, &r) != 0) {
 		int code = faucet_error_last()->code;
 		rc = cli_fail(code == FAUCET_ENOTFOUND || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
-										  : CLI_EXIT_FAILED,
+			      : code == FAUCET_EBUSY ? CLI_EXIT_BUSY
+						      : CLI_EXIT_FAILED,
 			      "state undo");
 		faucet_store_free(s);
 		faucet_undo_result_dispose(&r);
@@ -303,6 +377,7 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 		(void)cli_buf_puts(&b, a.dry_run ? "true" : "false");
 		jw_member(&b, "restored", 0);
 		jw_string_array(&b, &r.restored);
+		steps_json(&b, &r);
 		jw_member(&b, "run", 0);
 		jw_string_or_null(&b, r.undo_run);
 		jw_member(&b, "undo", 0);

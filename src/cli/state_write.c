@@ -207,7 +207,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 		goto done;
 	{
 		const char *keys[] = {pa.key};
-		rc = cli_write_run_begin(ctx, s, "faucet state put", keys, 1, 1, &w);
+		rc = cli_write_run_begin(ctx, s, "faucet state put", keys, 1, CLI_RUN_MAY_JOIN, &w);
 		if (rc != 0)
 			goto done;
 	}
@@ -237,7 +237,7 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 				faucet_store_supports_compare_and_put(s), &w) != 0)
 		rc = CLI_EXIT_FAILED;
 done:
-	if (rc != 0 && w.run != NULL && !w.joined) {
+	if (rc != 0 && w.run != NULL && !w.joined && !w.ended) {
 		/* The write failed: the run ends failed, so it does not stay
 		 * "running" in the history. */
 		char *msg = cli_strdup(faucet_error_last()->message);
@@ -276,7 +276,7 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		return rc;
-	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, 1, &w);
+	rc = cli_write_run_begin(ctx, s, "faucet state delete", &key, 1, CLI_RUN_MAY_JOIN, &w);
 	faucet_warning_clear();
 	if (rc == 0 && (w.run ? faucet_run_delete(w.run, key) : faucet_store_delete(s, key)) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot delete '%s' from %s", key, ctx->store_label);
@@ -296,7 +296,10 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
 		jw_member(&b, "deleted", 0);
-		(void)cli_buf_puts(&b, "true");
+		/* A delete of an absent key deleted nothing (and recorded no run). */
+		(void)cli_buf_puts(&b, w.run == NULL ? "true"
+				       : (w.joined ? faucet_run_keys(w.run)->count
+						   : faucet_run_changed(w.run)) > 0 ? "true" : "false");
 		cli_write_run_json(&w, &b);
 		(void)cli_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)

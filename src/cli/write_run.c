@@ -30,13 +30,16 @@ static int write_run_fail(const char *command)
 {
 	int code = faucet_error_last()->code;
 
+	if (code == FAUCET_EBUSY)
+		return cli_fail(CLI_EXIT_BUSY, "%s", command);
 	return cli_fail(code == FAUCET_EINVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
 			"%s: cannot record the write as a run", command);
 }
 
 int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *command,
-			   const char *pipeline, const char *row, int may_join, cli_write_run *w)
+			   const char *pipeline, const char *row, int flags, cli_write_run *w)
 {
+	int may_join = (flags & CLI_RUN_MAY_JOIN) != 0;
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	const char *joined = getenv("FAUCET_RUN_ID");
 	int rc = 0;
@@ -60,6 +63,9 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
 		goto done;
 	}
 	o.no_lease = 1;
+	/* A bulk write holds the pipeline lease: no `faucet run` or undo of
+	 * the pipeline runs while it writes (a joined one is under its run's). */
+	o.exclusive = (flags & CLI_RUN_EXCLUSIVE) != 0;
 	o.command = command;
 	if (row != NULL)
 		o.row = row;
@@ -77,7 +83,7 @@ done:
 }
 
 int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
-			const char *const *keys, size_t n, int may_join, cli_write_run *w)
+			const char *const *keys, size_t n, int flags, cli_write_run *w)
 {
 	char *pipeline = NULL, *row = NULL;
 	int rc;
@@ -86,7 +92,7 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 		memset(w, 0, sizeof(*w));
 		return cli_fail(CLI_EXIT_FAILED, "%s", command);
 	}
-	rc = cli_write_run_begin_in(ctx, s, command, pipeline, row, may_join, w);
+	rc = cli_write_run_begin_in(ctx, s, command, pipeline, row, flags, w);
 	free(pipeline);
 	free(row);
 	return rc;
@@ -100,14 +106,16 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 	if (w->run == NULL)
 		return 0;
 	if (w->joined) {
-		fprintf(stderr, "faucet: recorded in run %s\n", faucet_run_id(w->run));
+		if (faucet_run_keys(w->run)->count > 0)
+			fprintf(stderr, "faucet: recorded in run %s\n", faucet_run_id(w->run));
 		return 0;
 	}
 	rc = faucet_run_end(w->run, ok ? FAUCET_RUN_OK : FAUCET_RUN_FAILED, ok ? 0 : -1, message);
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
-	if (!ok)
-		return 0; /* nothing changed: nothing to undo, and the error says why */
+	w->ended = 1;
+	if (!ok || faucet_run_changed(w->run) == 0)
+		return 0; /* nothing changed: nothing to undo (a failure's error says why) */
 	row = faucet_run_row(w->run);
 	w->undo = row ? cli_sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
 					faucet_run_id(w->run))
@@ -118,10 +126,20 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 	return 0;
 }
 
+/* The run a write was recorded in: none when it changed nothing. */
+static const char *recorded_run(const cli_write_run *w)
+{
+	if (w->run == NULL)
+		return NULL;
+	if (w->joined)
+		return faucet_run_keys(w->run)->count > 0 ? faucet_run_id(w->run) : NULL;
+	return !w->ended || faucet_run_changed(w->run) > 0 ? faucet_run_id(w->run) : NULL;
+}
+
 void cli_write_run_json(const cli_write_run *w, cli_buf *b)
 {
 	jw_member(b, "run", 0);
-	jw_string_or_null(b, w->run ? faucet_run_id(w->run) : NULL);
+	jw_string_or_null(b, recorded_run(w));
 	jw_member(b, "undo", 0);
 	jw_string_or_null(b, w->undo);
 }

@@ -108,5 +108,9 @@ int faucet__random_hex(char *out, size_t n);
 /* "{host}:{pid}:{16 random hex}": who holds a lease (backfill units and
  * invocation runs alike).  Caller frees; NULL when out of memory. */
 char *faucet__holder_id(void);
+/* Whether the process behind a holder id is known to be gone: the id names
+ * this host and no process has its pid.  0 when alive, on another host
+ * (only a lease's expiry tells then) or not a holder id. */
+int faucet__holder_dead(const char *holder);
 
 #endif

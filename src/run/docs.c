@@ -315,6 +315,7 @@ int run__marker_add_many(run_marker *m, const char *const *keys,
 		}
 		fresh[i].before = faucet_value_ref(fresh[i].before);
 		fresh[i].after = NULL;
+		fresh[i].after_known = 0;
 	}
 	{
 		size_t i = m->count, j = k, w = m->count + k;
@@ -354,6 +355,7 @@ int run__marker_add(run_marker *m, const char *key, const faucet_value *before, 
 	items[i].key = k;
 	items[i].before = faucet_value_ref((faucet_value *)before);
 	items[i].after = NULL;
+	items[i].after_known = 0;
 	m->count++;
 	*added = 1;
 	return 0;
@@ -393,6 +395,7 @@ static int read_images(run_marker *m, json_object *images, int after, int as_tex
 		}
 		faucet_value_free(img->after);
 		img->after = v;
+		img->after_known = 1;
 	}
 	return 0;
 }
@@ -486,6 +489,8 @@ static void images_json(faucet_buf *b, const run_marker *m, int after, int as_te
 	for (size_t i = 0; i < m->count; i++) {
 		const faucet_value *v = after ? m->items[i].after : m->items[i].before;
 
+		if (after && !m->items[i].after_known)
+			continue; /* unknown: no member (a null member is "absent") */
 		if (too_deep(v) != as_text)
 			continue;
 		if (n++ > 0)
@@ -503,10 +508,21 @@ static void images_json(faucet_buf *b, const run_marker *m, int after, int as_te
 static int any_too_deep(const run_marker *m, int after)
 {
 	for (size_t i = 0; i < m->count; i++) {
+		if (after && !m->items[i].after_known)
+			continue;
 		if (too_deep(after ? m->items[i].after : m->items[i].before))
 			return 1;
 	}
 	return 0;
+}
+
+int run__marker_any_after(const run_marker *m)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		if (m->items[i].after_known)
+			return 1;
+	}
+	return m->has_after;
 }
 
 int run__marker_value(const run_marker *m, faucet_value **out)
@@ -522,7 +538,7 @@ int run__marker_value(const run_marker *m, faucet_value **out)
 		(void)faucet_buf_puts(&b, ",\"before_text\":");
 		images_json(&b, m, 0, 1);
 	}
-	if (m->has_after) {
+	if (run__marker_any_after(m)) {
 		(void)faucet_buf_puts(&b, ",\"after\":");
 		images_json(&b, m, 1, 0);
 		if (any_too_deep(m, 1)) {
@@ -563,6 +579,7 @@ void run__entry_dispose(run_entry *e)
 	free(e->message);
 	free(e->undoes);
 	free(e->by);
+	free(e->lease);
 	faucet_strarray_dispose(&e->keys);
 	memset(e, 0, sizeof(*e));
 }
@@ -588,7 +605,8 @@ static int read_entry(json_object *o, run_entry *e)
 	    (rc = get_string(o, "ended_at", 1, &e->ended_at)) != 0 ||
 	    (rc = get_string(o, "outcome", 0, &e->outcome)) != 0 ||
 	    (rc = get_string(o, "message", 1, &e->message)) != 0 ||
-	    (rc = get_string(o, "undoes", 1, &e->undoes)) != 0)
+	    (rc = get_string(o, "undoes", 1, &e->undoes)) != 0 ||
+	    (rc = get_string(o, "lease", 1, &e->lease)) != 0)
 		return rc;
 	if (json_object_object_get_ex(o, "exit_status", &m) && m != NULL) {
 		if (!json_object_is_type(m, json_type_int))
@@ -624,6 +642,59 @@ static int read_entry(json_object *o, run_entry *e)
 		if (e->by == NULL)
 			return FAUCET_ENOMEM;
 	}
+	return 0;
+}
+
+/* The "{host}:{pid}:" holder id of the process in an entry's "by", or
+ * NULL (no "by", or one without both). */
+static char *by_holder(const char *by)
+{
+	json_object *root, *host, *pid;
+	char *out = NULL;
+
+	if (by == NULL || (root = json_tokener_parse(by)) == NULL)
+		return NULL;
+	if (json_object_object_get_ex(root, "host", &host) &&
+	    json_object_is_type(host, json_type_string) &&
+	    json_object_object_get_ex(root, "pid", &pid) && json_object_is_type(pid, json_type_int))
+		out = faucet__sprintf("%s:%lld:", json_object_get_string(host),
+				      (long long)json_object_get_int64(pid));
+	json_object_put(root);
+	return out;
+}
+
+int run__entry_gone(faucet_store *s, const run_entry *e, int *gone)
+{
+	faucet_value *v = NULL;
+	faucet_lease l;
+	char *holder;
+	int rc;
+
+	*gone = 0;
+	if (strcmp(e->outcome, "running") != 0)
+		return 0;
+	if (e->lease == NULL) {
+		/* A run that took no lease (a CLI write): only its process tells. */
+		holder = by_holder(e->by);
+		*gone = holder != NULL && faucet__holder_dead(holder);
+		free(holder);
+		return 0;
+	}
+	if ((rc = faucet_store_get(s, e->lease, &v)) != 0)
+		return rc;
+	if (v == NULL) {
+		*gone = 1; /* released or broken without the run's end */
+		return 0;
+	}
+	if (faucet_lease_parse(v, e->lease, &l) != 0) {
+		faucet_value_free(v);
+		faucet_error_clear();
+		return 0; /* not a lease: doctor says so; nothing to tell here */
+	}
+	*gone = l.run == NULL || strcmp(l.run, e->run) != 0 || l.expires_at <= (int64_t)time(NULL) ||
+		faucet__holder_dead(l.holder);
+	faucet_lease_dispose(&l);
+	faucet_value_free(v);
 	return 0;
 }
 
@@ -696,6 +767,10 @@ void run__entry_json(faucet_buf *b, const run_entry *e)
 		(void)faucet_buf_printf(b, ",\"keys_total\":%zu", e->keys_total);
 	(void)faucet_buf_puts(b, ",\"undoes\":");
 	run__json_string(b, e->undoes);
+	if (e->lease != NULL) {
+		(void)faucet_buf_puts(b, ",\"lease\":");
+		run__json_string(b, e->lease);
+	}
 	(void)faucet_buf_puts(b, ",\"by\":");
 	(void)faucet_buf_puts(b, e->by ? e->by : "null");
 	(void)faucet_buf_putc(b, '}');

@@ -26,6 +26,7 @@
  * break`), which trusting our own clock would not.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef __GLIBC__
@@ -81,6 +82,19 @@ struct faucet_run {
 	int leased;               /* took a lease: children may join and write */
 	char *undoes;
 	int ended;
+	/* A run that took no lease writes its status entry only with its
+	 * first change (lazy): a CLI write that changes nothing records no
+	 * run at all. */
+	int lazy, started;
+	const char *command;      /* for the lazy start: borrowed from the options */
+	char *command_own;
+	size_t changed;           /* keys the run changed (known at its end) */
+	/* The pipeline lease {p}::__lease__ of an exclusive run (bulk writes,
+	 * undo): what we wrote there, NULL when not held. */
+	char *plock_key;
+	faucet_value *plock;
+	int64_t plock_expires;
+	int64_t lease_renewed_at, plock_renewed_at; /* when each was last written */
 };
 
 static int64_t wall_now(void)
@@ -253,6 +267,9 @@ void faucet_run_free(faucet_run *r)
 	free(r->marker_key);
 	free(r->holder);
 	free(r->undoes);
+	free(r->command_own);
+	free(r->plock_key);
+	faucet_value_free(r->plock);
 	faucet_value_free(r->lease);
 	faucet_value_free(r->marker);
 	run__marker_dispose(&r->mcache);
@@ -346,6 +363,7 @@ static int status_update(faucet_run *r, status_edit_fn edit, void *ctx)
 static char *by_json(const char *command)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
+	char *safe = faucet__redact_command(command);
 	char host[256] = "localhost";
 	struct passwd pw, *res = NULL;
 	char pwbuf[1024];
@@ -363,8 +381,11 @@ static char *by_json(const char *command)
 	(void)faucet_buf_printf(&b, ",\"pid\":%ld,\"user\":", (long)getpid());
 	run__json_string(&b, user ? user : "");
 	(void)faucet_buf_puts(&b, ",\"command\":");
-	run__json_string(&b, command ? command : "");
+	run__json_string(&b, safe ? safe : "");
 	(void)faucet_buf_putc(&b, '}');
+	if (safe == NULL)
+		b.failed = 1;
+	free(safe);
 	if (b.failed) {
 		faucet_buf_dispose(&b);
 		return NULL;
@@ -382,6 +403,7 @@ typedef struct {
 static int edit_start(run_status *st, void *arg)
 {
 	start_ctx *c = arg;
+	const char *held;
 	run_entry e;
 	char when[32];
 
@@ -405,8 +427,12 @@ static int edit_start(run_status *st, void *arg)
 	e.outcome = faucet__strdup("running");
 	e.by = by_json(c->command);
 	e.undoes = c->r->undoes ? faucet__strdup(c->r->undoes) : NULL;
+	/* The lease the run holds, by which every reader tells a run whose
+	 * holder is gone (run__entry_gone). */
+	held = c->r->lease != NULL ? c->r->lease_key : c->r->plock != NULL ? c->r->plock_key : NULL;
+	e.lease = held ? faucet__strdup(held) : NULL;
 	if (e.run == NULL || e.started_at == NULL || e.outcome == NULL || e.by == NULL ||
-	    (c->r->undoes && e.undoes == NULL)) {
+	    (c->r->undoes && e.undoes == NULL) || (held && e.lease == NULL)) {
 		run__entry_dispose(&e);
 		return FAUCET_ENOMEM;
 	}
@@ -458,7 +484,7 @@ static int index_add(faucet_store *s, const char *scope, const char *index_key, 
 				CAS_ATTEMPTS);
 }
 
-/* ---- begin ------------------------------------------------------------------------------ */
+/* ---- leases ------------------------------------------------------------------------------ */
 
 static void sleep_ms(uint64_t ms)
 {
@@ -468,6 +494,15 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
+/* Whether a lease document is in force: not expired, and its holder not
+ * known dead (a process of this host that is gone holds nothing, whatever
+ * its expiry says - a killed `faucet run` must not block the invocation
+ * for a whole TTL, nor let its orphans write). */
+static int lease_live(const faucet_lease *l, int64_t now)
+{
+	return l->expires_at > now && !faucet__holder_dead(l->holder);
+}
+
 /* A lease write that failed may still have landed (its reply or its
  * directory sync was lost: FAUCET_EUNKNOWN, or an error after the write).
  * Read the lease back: holding exactly what we wrote means it is ours -
@@ -475,12 +510,13 @@ static void sleep_ms(uint64_t ms)
  * fails the begin but with the lease known, so the failure path releases
  * it instead of leaving the invocation blocked for a whole TTL.  The
  * original error is kept when the lease is not ours (or cannot be read). */
-static int settle_claim(faucet_run *r, const faucet_value *mine, int rc, int *written)
+static int settle_claim(faucet_run *r, const char *key, const faucet_value *mine, int rc,
+			int *written)
 {
 	char *msg = faucet__strdup(faucet_error_last()->message);
 	faucet_value *back = NULL;
 
-	if (faucet_store_get(r->s, r->lease_key, &back) == 0 && back != NULL &&
+	if (faucet_store_get(r->s, key, &back) == 0 && back != NULL &&
 	    faucet_value_equal(back, mine)) {
 		*written = 1;
 		if (rc == FAUCET_EUNKNOWN)
@@ -493,41 +529,49 @@ static int settle_claim(faucet_run *r, const faucet_value *mine, int rc, int *wr
 	return rc;
 }
 
-/* Take the invocation's lease.  *dead receives the run of an expired lease
- * we took over (its holder died), or NULL. */
-static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
+static int busy(const char *what, const char *key, const faucet_lease *held)
 {
-	uint64_t deadline = faucet__now_ms() + wait_ms;
+	char until[32];
 
-	*dead = NULL;
+	(void)faucet_utc_text(held->expires_at, until, sizeof(until));
+	return faucet_error_set(FAUCET_EBUSY, "%s is held by %s%s (holder %s, lease %s) until %s",
+				what, held->run ? "run " : "a backfill unit",
+				held->run ? held->run : "", held->holder, key, until);
+}
+
+/* Claim the lease at `key` with compare-and-put (absent, expired or its
+ * holder dead), waiting until `deadline` (ms) for a live one to go.
+ * *mine gets what we wrote; *dead the run of a lease we took over. */
+static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_t deadline,
+		       faucet_value **mine_out, int64_t *expires, char **dead)
+{
+	*mine_out = NULL;
+	if (dead != NULL)
+		*dead = NULL;
 	for (int attempt = 0;; attempt++) {
 		faucet_value *cur = NULL, *mine = NULL;
 		faucet_lease held;
 		int64_t now = wall_now();
 		int rc, written = 0;
 
-		if ((rc = faucet_store_get(r->s, r->lease_key, &cur)) != 0)
+		if ((rc = faucet_store_get(r->s, key, &cur)) != 0)
 			return rc;
 		memset(&held, 0, sizeof(held));
-		if (cur != NULL && (rc = faucet_lease_parse(cur, r->lease_key, &held)) != 0) {
+		if (cur != NULL && (rc = faucet_lease_parse(cur, key, &held)) != 0) {
 			faucet_value_free(cur);
 			return rc;
 		}
-		if (cur != NULL && held.expires_at > now) {
-			uint64_t t = faucet__now_ms();
+		if (cur != NULL && lease_live(&held, now)) {
+			uint64_t t = faucet__now_ms(), nap;
+
 			if (t >= deadline) {
-				char until[32];
-				(void)faucet_utc_text(held.expires_at, until, sizeof(until));
-				rc = faucet_error_set(FAUCET_EBUSY,
-						      "%s is held by run %s (holder %s) until %s",
-						      r->scope, held.run ? held.run : "(a backfill unit)",
-						      held.holder, until);
+				rc = busy(what, key, &held);
 				faucet_lease_dispose(&held);
 				faucet_value_free(cur);
 				return rc;
 			}
 			/* Look again when it expires, or sooner: it may be released. */
-			uint64_t nap = (uint64_t)(held.expires_at - now) * 1000;
+			nap = (uint64_t)(held.expires_at - now) * 1000;
 			nap = nap < 200 ? nap : 200;
 			nap = nap < deadline - t ? nap : deadline - t;
 			faucet_lease_dispose(&held);
@@ -537,15 +581,15 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 		}
 		rc = run__lease_value(r->holder, now + r->ttl_s, r->id, &mine);
 		if (rc == 0) {
-			rc = faucet_store_compare_and_put(r->s, r->lease_key, cur, mine, &written);
+			rc = faucet_store_compare_and_put(r->s, key, cur, mine, &written);
 			if (rc != 0)
-				rc = settle_claim(r, mine, rc, &written);
+				rc = settle_claim(r, key, mine, rc, &written);
 		}
 		if (written) {
-			r->lease = mine;
-			r->lease_expires = now + r->ttl_s;
+			*mine_out = mine;
+			*expires = now + r->ttl_s;
 			mine = NULL;
-			if (held.run != NULL) {
+			if (dead != NULL && held.run != NULL) {
 				*dead = held.run;
 				held.run = NULL;
 			}
@@ -557,22 +601,165 @@ static int claim_lease(faucet_run *r, uint64_t wait_ms, char **dead)
 			return rc;
 		if (attempt >= CAS_ATTEMPTS)
 			return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
-						r->lease_key, CAS_ATTEMPTS);
+						key, CAS_ATTEMPTS);
 	}
 }
 
-static int release_lease(faucet_run *r)
+/* Release a lease we hold with compare-and-delete against what we wrote. */
+static int release_one(faucet_run *r, const char *key, faucet_value **held)
 {
 	int deleted = 0, rc;
 
-	if (r->lease == NULL)
+	if (*held == NULL)
 		return 0;
-	rc = faucet_store_compare_and_delete(r->s, r->lease_key, r->lease, &deleted);
+	rc = faucet_store_compare_and_delete(r->s, key, *held, &deleted);
 	if (rc == 0) {
-		faucet_value_free(r->lease);
-		r->lease = NULL;
+		faucet_value_free(*held);
+		*held = NULL;
 	}
 	return rc;
+}
+
+/* Both leases; the first error is the one reported. */
+static int release_leases(faucet_run *r)
+{
+	int rc = release_one(r, r->lease_key, &r->lease);
+	int rc2 = release_one(r, r->plock_key, &r->plock);
+
+	return rc != 0 ? rc : rc2;
+}
+
+/* The same, keeping the last error (a failure path releasing what it took). */
+static void release_keeping_error(faucet_run *r)
+{
+	int keep = faucet_error_last()->code;
+	char *msg = faucet__strdup(faucet_error_last()->message);
+
+	(void)release_leases(r);
+	if (msg != NULL)
+		(void)faucet_error_set(keep, "%s", msg);
+	free(msg);
+}
+
+/* A live invocation run lease of the pipeline other than ours, into *held
+ * (*found).  A backfill unit's lease (no "run") does not count: its
+ * command writes unit keys, which no bulk write or undo of runs takes. */
+static int live_run_lease(faucet_run *r, faucet_lease *held, char **key, int *found)
+{
+	static const char tail[] = "::__lease__";
+	char *prefix = faucet__sprintf("%s::", r->pipeline);
+	faucet_strarray keys = {0};
+	int64_t now = wall_now();
+	int rc;
+
+	*found = 0;
+	*key = NULL;
+	if (prefix == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_store_list(r->s, prefix, &keys);
+	for (size_t i = 0; rc == 0 && !*found && i < keys.count; i++) {
+		const char *k = keys.strings[i];
+		size_t len = strlen(k);
+		faucet_value *v = NULL;
+
+		if (len <= strlen(tail) || strcmp(k + len - strlen(tail), tail) != 0 ||
+		    strcmp(k, r->plock_key) == 0)
+			continue;
+		if ((rc = faucet_store_get(r->s, k, &v)) != 0 || v == NULL)
+			continue;
+		memset(held, 0, sizeof(*held));
+		if (faucet_lease_parse(v, k, held) != 0) {
+			faucet_error_clear(); /* not a lease: doctor's business */
+		} else if (held->run != NULL && lease_live(held, now)) {
+			*found = 1;
+			if ((*key = faucet__strdup(k)) == NULL)
+				rc = FAUCET_ENOMEM;
+		}
+		if (!*found)
+			faucet_lease_dispose(held);
+		faucet_value_free(v);
+	}
+	faucet_strarray_dispose(&keys);
+	free(prefix);
+	return rc;
+}
+
+/* A live pipeline lease ({p}::__lease__: a bulk write or an undo). */
+static int live_pipeline_lease(faucet_run *r, faucet_lease *held, int *found)
+{
+	faucet_value *v = NULL;
+	int rc;
+
+	*found = 0;
+	memset(held, 0, sizeof(*held));
+	if ((rc = faucet_store_get(r->s, r->plock_key, &v)) != 0 || v == NULL)
+		return rc;
+	rc = faucet_lease_parse(v, r->plock_key, held);
+	faucet_value_free(v);
+	if (rc != 0)
+		return rc;
+	*found = lease_live(held, wall_now());
+	if (!*found)
+		faucet_lease_dispose(held);
+	return 0;
+}
+
+/*
+ * Take what the run needs: the invocation's lease (a leased run) or the
+ * pipeline's (an exclusive run), then make sure the other kind is not held.
+ * Each side writes its own lease first and reads the other's second, so of
+ * a run and an undo (or bulk write) starting at once at least one sees the
+ * other and steps back: they never both go ahead.  Stepping back releases
+ * what was taken and tries again until the deadline.
+ */
+/* When a wait of wait_ms from now ends (UINT64_MAX: never). */
+static uint64_t deadline_of(uint64_t wait_ms)
+{
+	return wait_ms > FAUCET_RUN_MAX_TTL_MS ? UINT64_MAX : faucet__now_ms() + wait_ms;
+}
+
+static int take_leases(faucet_run *r, uint64_t wait_ms, char **dead)
+{
+	uint64_t deadline = deadline_of(wait_ms);
+	char what[FAUCET_KEY_MAX + 32];
+
+	for (;;) {
+		faucet_lease other;
+		char *other_key = NULL;
+		int rc, found = 0;
+
+		if (r->leased) {
+			free(*dead);
+			rc = claim_lease(r, r->lease_key, r->scope, deadline, &r->lease,
+					 &r->lease_expires, dead);
+			if (rc == 0)
+				rc = live_pipeline_lease(r, &other, &found);
+		} else {
+			(void)snprintf(what, sizeof(what), "pipeline %s", r->pipeline);
+			rc = claim_lease(r, r->plock_key, what, deadline, &r->plock,
+					 &r->plock_expires, NULL);
+			if (rc == 0)
+				rc = live_run_lease(r, &other, &other_key, &found);
+		}
+		r->lease_renewed_at = r->plock_renewed_at = wall_now();
+		if (rc == 0 && !found)
+			return 0;
+		if (rc != 0) {
+			release_keeping_error(r);
+			return rc;
+		}
+		(void)release_leases(r);
+		if (faucet__now_ms() >= deadline) {
+			(void)snprintf(what, sizeof(what), "pipeline %s", r->pipeline);
+			rc = busy(what, other_key ? other_key : r->plock_key, &other);
+			faucet_lease_dispose(&other);
+			free(other_key);
+			return rc;
+		}
+		faucet_lease_dispose(&other);
+		free(other_key);
+		sleep_ms(50);
+	}
 }
 
 /* The keys in a dead run's marker (for its status entry). */
@@ -611,10 +798,45 @@ static int check_index(faucet_run *r)
 	return rc;
 }
 
+/* Record the run as "running" (marking a dead predecessor abandoned). */
+static int start_entry(faucet_run *r, const char *dead, const faucet_strarray *dead_keys)
+{
+	start_ctx c = {r, r->command, dead, dead_keys};
+	int rc = status_update(r, edit_start, &c);
+
+	if (rc == 0)
+		r->started = 1;
+	return rc;
+}
+
+static int load_run_options(const faucet_run_options *opts, faucet_run_options *o)
+{
+	static const size_t sizes[] = {offsetof(faucet_run_options, exclusive),
+				       sizeof(faucet_run_options)};
+	faucet_run_options def = FAUCET_RUN_OPTIONS_INIT;
+
+	if (opts == NULL) {
+		*o = def;
+		return 0;
+	}
+	if (faucet__options_load(o, sizeof(*o), opts, sizes, FAUCET_RUN_OPTIONS_VERSION,
+				 "faucet_run_options") != 0)
+		return FAUCET_EINVALID;
+	if (o->lease_ttl_ms != 0 && o->lease_ttl_ms < 1000)
+		return faucet_error_set(FAUCET_EINVALID, "lease TTL must be at least 1s");
+	if (o->lease_ttl_ms > FAUCET_RUN_MAX_TTL_MS)
+		return faucet_error_set(FAUCET_EINVALID, "lease TTL of %llu ms is over the limit "
+					"of 30 days", (unsigned long long)o->lease_ttl_ms);
+	if (o->wait_ms > FAUCET_RUN_MAX_TTL_MS && o->wait_ms != FAUCET_RUN_WAIT_FOREVER)
+		return faucet_error_set(FAUCET_EINVALID, "lease wait of %llu ms is over the limit "
+					"of 30 days", (unsigned long long)o->wait_ms);
+	return 0;
+}
+
 int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 		     const faucet_run_options *opts)
 {
-	faucet_run_options def = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run_options o;
 	faucet_strarray dead_keys = {0};
 	faucet_run *r = NULL;
 	char *dead = NULL;
@@ -623,47 +845,50 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_begin: out is NULL");
 	*out = NULL;
-	if (opts == NULL)
-		opts = &def;
-	if (opts->version != FAUCET_RUN_OPTIONS_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "run options version %u is not supported",
-					opts->version);
-	if (opts->lease_ttl_ms != 0 && opts->lease_ttl_ms < 1000)
-		return faucet_error_set(FAUCET_EINVALID, "lease TTL must be at least 1s");
+	if ((rc = load_run_options(opts, &o)) != 0)
+		return rc;
 	rc = run_new(&r, s, pipeline,
-		     opts->pipeline_level ? NULL : (opts->row ? opts->row : FAUCET_RUN_DEFAULT_ROW));
+		     o.pipeline_level ? NULL : (o.row ? o.row : FAUCET_RUN_DEFAULT_ROW));
 	if (rc != 0)
 		return rc;
-	r->ttl_s = (int64_t)(((opts->lease_ttl_ms ? opts->lease_ttl_ms : FAUCET_RUN_DEFAULT_TTL_MS) +
+	r->ttl_s = (int64_t)(((o.lease_ttl_ms ? o.lease_ttl_ms : FAUCET_RUN_DEFAULT_TTL_MS) +
 			      999) / 1000);
 	if ((rc = set_id(r, NULL)) != 0)
 		goto fail;
-	if (opts->undoes != NULL && (r->undoes = faucet__strdup(opts->undoes)) == NULL) {
+	if ((o.undoes != NULL && (r->undoes = faucet__strdup(o.undoes)) == NULL) ||
+	    (o.command != NULL && (r->command_own = faucet__strdup(o.command)) == NULL) ||
+	    (r->plock_key = run__key(r->pipeline, "__lease__")) == NULL) {
 		rc = FAUCET_ENOMEM;
 		goto fail;
 	}
+	r->command = r->command_own;
 	/* Every bookkeeping document this run will update must be ours before
 	 * anything is written: the index is updated only at the end, and
 	 * finding someone else's data there then would leave a half-recorded
 	 * run. */
 	if ((rc = check_index(r)) != 0)
 		goto fail;
-	if (!opts->pipeline_level && !opts->no_lease) {
+	r->leased = !o.pipeline_level && !o.no_lease;
+	if (r->leased && o.exclusive) {
+		rc = faucet_error_set(FAUCET_EINVALID, "an exclusive run takes no invocation lease "
+				      "(set no_lease or pipeline_level)");
+		goto fail;
+	}
+	if (r->leased || o.exclusive) {
 		if ((r->holder = faucet__holder_id()) == NULL) {
 			rc = FAUCET_ENOMEM;
 			goto fail;
 		}
-		if ((rc = claim_lease(r, opts->wait_ms, &dead)) != 0)
+		if ((rc = take_leases(r, o.wait_ms, &dead)) != 0)
 			goto fail;
-		r->leased = 1;
 		if (dead != NULL && (rc = dead_run_keys(r, dead, &dead_keys, &dead_marker)) != 0)
 			goto fail;
 	}
-	{
-		start_ctx c = {r, opts->command, dead, &dead_keys};
-		rc = status_update(r, edit_start, &c);
-	}
-	if (rc != 0)
+	/* A leased run is recorded "running" at once (children join it); any
+	 * other run with its first change, so that one changing nothing
+	 * leaves no trace. */
+	r->lazy = !r->leased;
+	if (!r->lazy && (rc = start_entry(r, dead, &dead_keys)) != 0)
 		goto fail;
 	/* The dead run never reached its end, where runs join the index:
 	 * add it now so that its marker is retained and retired like others. */
@@ -674,14 +899,8 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	*out = r;
 	return 0;
 fail:
-	if (r->lease != NULL) {
-		int keep = faucet_error_last()->code;
-		char *msg = faucet__strdup(faucet_error_last()->message);
-		(void)release_lease(r);
-		if (msg != NULL)
-			(void)faucet_error_set(keep, "%s", msg);
-		free(msg);
-	}
+	if (r->lease != NULL || r->plock != NULL)
+		release_keeping_error(r);
 	free(dead);
 	faucet_strarray_dispose(&dead_keys);
 	faucet_run_free(r);
@@ -712,10 +931,19 @@ int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, con
 	if (v != NULL && (rc = faucet_lease_parse(v, r->lease_key, &held)) != 0)
 		goto fail;
 	if (v == NULL || held.run == NULL || strcmp(held.run, run_id) != 0 ||
-	    held.expires_at <= wall_now()) {
-		rc = faucet_error_set(FAUCET_ELEASELOST, "run %s no longer holds %s%s%s", run_id,
-				      r->scope, held.run ? ": it is held by run " : "",
-				      held.run ? held.run : "");
+	    !lease_live(&held, wall_now())) {
+		rc = faucet_error_set(FAUCET_ELEASELOST, "run %s no longer holds %s: %s", run_id,
+				      r->scope,
+				      v == NULL ? "its lease is gone (released or broken)"
+				      : held.run == NULL || strcmp(held.run, run_id) != 0
+					      ? "another run took it over"
+				      : faucet__holder_dead(held.holder)
+					      ? "the process holding it has died"
+					      : "its lease expired");
+		if (v != NULL && held.run != NULL && strcmp(held.run, run_id) != 0)
+			(void)faucet_error_set(FAUCET_ELEASELOST,
+					       "run %s no longer holds %s: run %s (holder %s) took "
+					       "it over", run_id, r->scope, held.run, held.holder);
 		faucet_lease_dispose(&held);
 		goto fail;
 	}
@@ -737,9 +965,62 @@ static int lease_lost(faucet_run *r, const char *why)
 				r->id, r->scope, why);
 }
 
-/* Whether the run may still write.  Own lease: the stored lease must be the
- * one we wrote; if it has run out by our clock, renewing it is the check.
- * Joined run: the lease must name our run and be live. */
+static int same_text(const faucet_value *a, const faucet_value *b);
+
+/* Rewrite a lease we hold with a new expiry (compare-and-put against what
+ * we last wrote).  FAUCET_ELEASELOST when it was taken over. */
+static int renew_one(faucet_run *r, const char *key, faucet_value **held, int64_t *expires,
+		     int64_t *renewed_at)
+{
+	faucet_value *next = NULL;
+	int64_t now = wall_now(), until = now + r->ttl_s;
+	int rc, written = 0;
+
+	if (*held == NULL)
+		return 0;
+	rc = run__lease_value(r->holder, until, r->id, &next);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(r->s, key, *held, next, &written);
+	if (rc != 0 || !written) {
+		faucet_value_free(next);
+		return rc != 0 ? rc : lease_lost(r, "another run took it over");
+	}
+	faucet_value_free(*held);
+	*held = next;
+	*expires = until;
+	*renewed_at = now;
+	return 0;
+}
+
+/* Check that the lease at `key` is still the one we wrote; renew it when a
+ * third of its TTL has passed (a long import keeps its pipeline lease by
+ * writing, without a thread to renew it). */
+static int check_own(faucet_run *r, const char *key, faucet_value **held, int64_t *expires,
+		     int64_t *renewed_at)
+{
+	faucet_value *v = NULL;
+	int rc, same;
+
+	if (*held == NULL)
+		return 0;
+	if ((rc = faucet_store_get(r->s, key, &v)) != 0)
+		return rc;
+	if (v == NULL)
+		return lease_lost(r, "the lease is gone");
+	/* Most stores hand back the exact text we wrote: compare bytes first,
+	 * values only when the store re-renders (PostgreSQL). */
+	same = same_text(v, *held) || faucet_value_equal(v, *held);
+	faucet_value_free(v);
+	if (!same)
+		return lease_lost(r, "another run took it over");
+	if (*expires <= wall_now() || wall_now() - *renewed_at >= (r->ttl_s + 2) / 3)
+		return renew_one(r, key, held, expires, renewed_at);
+	return 0;
+}
+
+/* Whether the run may still write.  Own leases: each stored lease must be
+ * the one we wrote.  Joined run: the lease must name our run, be live and
+ * its holder alive - the orphans of a killed `faucet run` write nothing. */
 static int fence(faucet_run *r)
 {
 	faucet_value *v = NULL;
@@ -748,27 +1029,17 @@ static int fence(faucet_run *r)
 
 	if (r->ended)
 		return faucet_error_set(FAUCET_EINVALID, "run %s has ended", r->id);
-	if (!r->joined && r->lease == NULL)
-		return 0;
+	if (!r->joined) {
+		rc = check_own(r, r->lease_key, &r->lease, &r->lease_expires, &r->lease_renewed_at);
+		if (rc == 0)
+			rc = check_own(r, r->plock_key, &r->plock, &r->plock_expires,
+				       &r->plock_renewed_at);
+		return rc;
+	}
 	if ((rc = faucet_store_get(r->s, r->lease_key, &v)) != 0)
 		return rc;
-	if (v == NULL) {
+	if (v == NULL)
 		return lease_lost(r, "the lease is gone");
-	}
-	if (!r->joined) {
-		/* Most stores hand back the exact text we wrote: compare bytes
-		 * first, values only when the store re-renders (PostgreSQL). */
-		int same = (faucet_value_len(v) == faucet_value_len(r->lease) &&
-			    memcmp(faucet_value_json(v), faucet_value_json(r->lease),
-				   faucet_value_len(v)) == 0) ||
-			   faucet_value_equal(v, r->lease);
-		faucet_value_free(v);
-		if (!same)
-			return lease_lost(r, "another run took it over");
-		if (r->lease_expires <= wall_now())
-			return faucet_run_renew(r);
-		return 0;
-	}
 	rc = faucet_lease_parse(v, r->lease_key, &held);
 	faucet_value_free(v);
 	if (rc != 0)
@@ -777,31 +1048,22 @@ static int fence(faucet_run *r)
 		rc = lease_lost(r, "another run took it over");
 	else if (held.expires_at <= wall_now())
 		rc = lease_lost(r, "it expired");
+	else if (faucet__holder_dead(held.holder))
+		rc = lease_lost(r, "the process holding it has died");
 	faucet_lease_dispose(&held);
 	return rc;
 }
 
 int faucet_run_renew(faucet_run *r)
 {
-	faucet_value *next = NULL;
-	int rc, written = 0;
-	int64_t until;
+	int rc;
 
-	if (r->joined || r->lease == NULL)
+	if (r == NULL || r->joined)
 		return 0;
-	until = wall_now() + r->ttl_s;
-
-	rc = run__lease_value(r->holder, until, r->id, &next);
+	rc = renew_one(r, r->lease_key, &r->lease, &r->lease_expires, &r->lease_renewed_at);
 	if (rc == 0)
-		rc = faucet_store_compare_and_put(r->s, r->lease_key, r->lease, next, &written);
-	if (rc != 0 || !written) {
-		faucet_value_free(next);
-		return rc != 0 ? rc : lease_lost(r, "another run took it over");
-	}
-	faucet_value_free(r->lease);
-	r->lease = next;
-	r->lease_expires = until;
-	return 0;
+		rc = renew_one(r, r->plock_key, &r->plock, &r->plock_expires, &r->plock_renewed_at);
+	return rc;
 }
 
 /* ---- before-images ---------------------------------------------------------------------- */
@@ -905,19 +1167,6 @@ static int remember(faucet_run *r, const char *const *keys, size_t n)
 	return rc;
 }
 
-/* What a write of `key` by this handle left: `v` (NULL = absent) when
- * known, else unknown (the end reads the key back). */
-static void note_after(faucet_run *r, const char *key, const faucet_value *v, int known)
-{
-	size_t at;
-
-	if (!is_recorded(r, key, &at))
-		return;
-	faucet_value_free(r->after[at]);
-	r->after[at] = known && v != NULL ? faucet_value_ref((faucet_value *)v) : NULL;
-	r->after_known[at] = known ? AFTER_KNOWN : AFTER_UNKNOWN;
-}
-
 /* The keys not yet recorded (*todo_keys, borrowed from keys) and their
  * current values (*todo_vals, NULL = absent), read with get_many: a
  * snapshot where the store has one, and far fewer round trips or system
@@ -951,52 +1200,86 @@ static int read_before(faucet_run *r, const char *const *keys, size_t n,
 	return rc;
 }
 
-/* Record the before-image of every key not yet recorded, in one marker
- * write.  Our own last write of the marker is tried first as the expected
- * value; a joined child may have changed it, and then we read and merge.
- * With `put` (one key), the key's put goes with the marker's write
- * (faucet__store_put_guarded: one data barrier for both on the file store);
- * *put_rc then gets the put's result and *put_done is set. */
-static int record_before_put(faucet_run *r, const char *const *keys, size_t n,
-			     const faucet_value *put, int *put_done, int *put_rc)
+/* What a write of `key` by this handle did. */
+enum { NOTE_WROTE, NOTE_NOTHING, NOTE_UNKNOWN };
+
+/* Note what a write of `key` by this handle left: `v` (NULL = absent) when
+ * it wrote, nothing when it changed nothing (a condition that did not
+ * hold), else unknown. */
+static void note_after(faucet_run *r, const char *key, const faucet_value *v, int how)
 {
-	const char **todo_keys = NULL;
-	faucet_value **todo_vals = NULL;
-	size_t todo = 0;
-	int rc = 0;
+	size_t at;
 
-	for (size_t i = 0; i < n; i++) {
-		if (faucet_run_is_bookkeeping_key(keys[i]))
-			return faucet_error_set(FAUCET_EINVALID,
-						"%s is run bookkeeping; a run cannot write it", keys[i]);
-		if ((rc = faucet_validate_key(keys[i])) != 0)
-			return rc;
-	}
-	rc = read_before(r, keys, n, &todo_keys, &todo_vals, &todo);
-	for (int attempt = 0; rc == 0 && todo > 0; attempt++) {
+	if (how == NOTE_NOTHING || !is_recorded(r, key, &at))
+		return;
+	faucet_value_free(r->after[at]);
+	r->after[at] = how == NOTE_WROTE && v != NULL ? faucet_value_ref((faucet_value *)v) : NULL;
+	r->after_known[at] = how == NOTE_WROTE ? AFTER_KNOWN : AFTER_UNKNOWN;
+}
+
+static int note_of(int rc)
+{
+	return rc == 0 ? NOTE_WROTE : NOTE_UNKNOWN;
+}
+
+/* Whether the run's after-images go into the marker ahead of each write:
+ * a leased run, which other processes may join, and every joined handle.
+ * (A run nobody can join keeps them in memory and records them at its end:
+ * one marker write for the whole run.) */
+static int logs_after(const faucet_run *r)
+{
+	return r->leased || r->joined;
+}
+
+/* Whether two values are the same text (NULL = absent). */
+static int same_value(const faucet_value *a, const faucet_value *b)
+{
+	return a == NULL ? b == NULL : same_text(a, b);
+}
+
+/* ---- the marker -------------------------------------------------------------------------- */
+
+typedef int (*marker_edit_fn)(faucet_run *r, run_marker *m, void *ctx, int *changed);
+
+/*
+ * Read-modify-write of the run's marker with compare-and-put, like
+ * status_update.  Our own last write of the marker is tried first as the
+ * expected value (kept parsed in mcache: a run's next write of a key then
+ * costs no re-parse of a marker that may be large); a joined handle always
+ * reads it, since the run's other handles write it too.  With `put`, the
+ * key's put goes with the marker's write (faucet__store_put_guarded: one
+ * data barrier for both on the file store; *put_rc gets the put's result,
+ * *put_done whether it was tried).  An edit that changes nothing writes
+ * nothing.
+ */
+static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *ctx,
+			 const char *put_key, const faucet_value *put, int *put_done, int *put_rc)
+{
+	reread |= r->joined;
+	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
 		faucet_value *cur = r->marker, *fresh = NULL, *next = NULL;
-		int written = 0, changed = 0;
+		int rc = 0, written = 0, changed = 0;
 
-		if (r->joined || attempt > 0 || !r->mcache_ok) {
-			if ((r->joined || attempt > 0) &&
+		if (reread || attempt > 0 || !r->mcache_ok) {
+			if ((reread || attempt > 0) &&
 			    (rc = faucet_store_get(r->s, r->marker_key, &fresh)) != 0)
-				break;
-			if (r->joined || attempt > 0)
+				return rc;
+			if (reread || attempt > 0)
 				cur = fresh;
 			run__marker_dispose(&r->mcache);
 			r->mcache_ok = 0;
 			if ((rc = run__marker_parse(cur, r->marker_key, r->id, &r->mcache)) != 0) {
 				faucet_value_free(fresh);
-				break;
+				return rc;
 			}
 		}
 		/* From here the cache is ahead of the store until the write lands. */
 		r->mcache_ok = 0;
-		rc = run__marker_add_many(&r->mcache, todo_keys, todo_vals, todo, &changed);
+		rc = edit(r, &r->mcache, ctx, &changed);
 		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0) {
-			if (put != NULL && n == 1) {
+			if (put_key != NULL) {
 				*put_rc = faucet__store_put_guarded(r->s, r->marker_key, cur, next,
-								    keys[0], put, &written);
+								    put_key, put, &written);
 				/* The marker was written and the put failed after it:
 				 * the marker is ours, the put's error the caller's. */
 				*put_done = written;
@@ -1008,129 +1291,296 @@ static int record_before_put(faucet_run *r, const char *const *keys, size_t n,
 			}
 		}
 		if (rc == 0 && (written || !changed)) {
+			/* cur may be r->marker itself: take it before letting go. */
+			faucet_value *kept = written ? next : faucet_value_ref(cur);
+
 			faucet_value_free(r->marker);
-			r->marker = written ? next : faucet_value_ref(cur);
+			r->marker = kept;
 			r->mcache_ok = 1;
-			next = NULL;
-			rc = remember(r, keys, n);
 			faucet_value_free(fresh);
-			break;
+			return 0;
 		}
 		faucet_value_free(fresh);
 		faucet_value_free(next);
-		if (attempt >= CAS_ATTEMPTS)
-			rc = faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races",
-					      r->marker_key, CAS_ATTEMPTS);
+		if (rc != 0)
+			return rc;
 	}
-	for (size_t i = 0; todo_vals != NULL && i < todo; i++)
-		faucet_value_free(todo_vals[i]);
-	free(todo_vals);
-	free(todo_keys);
-	return rc;
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", r->marker_key,
+				CAS_ATTEMPTS);
 }
 
-/* Before a write of keys: the run is checked and fenced, their
- * before-images recorded.  With `put` (one key), the key's put goes with
- * the marker's write (see record_before_put). */
-static int prepare_write_put(faucet_run *r, const char *const *keys, size_t n,
-			     const faucet_value *put, int *put_done, int *put_rc)
+/* What a write asks of the marker. */
+typedef struct {
+	const char *const *keys;
+	const faucet_value *const *vals; /* the values to write (NULL = delete); NULL: none */
+	size_t n;
+	const char **todo_keys;          /* keys without a before-image here, and */
+	faucet_value **todo_vals;        /* their current values (NULL = absent) */
+	size_t todo;
+	/* n == 1: the key's image before the edit (see forget_intent) */
+	int had_image, had_after;
+	faucet_value *prev_after;
+} write_req;
+
+static void req_dispose(write_req *q)
+{
+	for (size_t i = 0; q->todo_vals != NULL && i < q->todo; i++)
+		faucet_value_free(q->todo_vals[i]);
+	free(q->todo_vals);
+	free(q->todo_keys);
+	faucet_value_free(q->prev_after);
+	q->todo_vals = NULL;
+	q->todo_keys = NULL;
+	q->prev_after = NULL;
+}
+
+/* Add the missing before-images; for a run that logs them, set each key's
+ * after-image to the value about to be written. */
+static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
+{
+	write_req *q = ctx;
+	int rc, added = 0;
+
+	if (q->n == 1) {
+		run_image *img = run__marker_find(m, q->keys[0]);
+
+		faucet_value_free(q->prev_after);
+		q->prev_after = NULL;
+		q->had_image = img != NULL;
+		q->had_after = img != NULL && img->after_known;
+		if (q->had_after && img->after != NULL)
+			q->prev_after = faucet_value_ref(img->after);
+	}
+	if ((rc = run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
+		return rc;
+	*changed = added;
+	if (!logs_after(r) || q->vals == NULL)
+		return 0;
+	for (size_t i = 0; i < q->n; i++) {
+		run_image *img = run__marker_find(m, q->keys[i]);
+
+		if (img == NULL) /* our own before-image vanished: not our marker */
+			return faucet_error_set(FAUCET_ERROR, "%s lost the before-image of %s",
+						r->marker_key, q->keys[i]);
+		if (img->after_known && same_value(img->after, q->vals[i]))
+			continue;
+		faucet_value_free(img->after);
+		img->after = q->vals[i] ? faucet_value_ref((faucet_value *)q->vals[i]) : NULL;
+		img->after_known = 1;
+		*changed = 1;
+	}
+	return 0;
+}
+
+/* Take back the after-image a compare-and-put logged ahead and then did
+ * not write (its condition did not hold): the key is as it was, so its
+ * image is too - gone when this write added it. */
+static int edit_forget(faucet_run *r, run_marker *m, void *ctx, int *changed)
+{
+	write_req *q = ctx;
+	run_image *img = run__marker_find(m, q->keys[0]);
+
+	(void)r;
+	*changed = 0;
+	if (img == NULL)
+		return 0;
+	if (!q->had_image) {
+		size_t at = (size_t)(img - m->items);
+
+		free(img->key);
+		faucet_value_free(img->before);
+		faucet_value_free(img->after);
+		memmove(img, img + 1, (m->count - at - 1) * sizeof(*img));
+		m->count--;
+		m->near = 0;
+	} else {
+		faucet_value_free(img->after);
+		img->after = q->had_after && q->prev_after ? faucet_value_ref(q->prev_after) : NULL;
+		img->after_known = q->had_after;
+	}
+	*changed = 1;
+	return 0;
+}
+
+/*
+ * Before a write of q->keys: the run is checked and fenced, the before-image
+ * of every key it has not touched yet recorded, and (a run that logs them)
+ * the after-images set to what is about to be written - all in one marker
+ * write, which with `put` (one key) carries the key's put too.  *noop (may
+ * be NULL) is set when the one key already holds exactly q->vals[0]: then
+ * nothing is recorded or written.
+ */
+static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *put_done,
+		   int *put_rc, int *noop)
 {
 	int rc;
 
+	if (noop != NULL)
+		*noop = 0;
 	if (r == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "run: NULL run");
 	if ((rc = fence(r)) != 0)
 		return rc;
-	return record_before_put(r, keys, n, put, put_done, put_rc);
-}
-
-static int prepare_write(faucet_run *r, const char *const *keys, size_t n)
-{
-	return prepare_write_put(r, keys, n, NULL, NULL, NULL);
+	for (size_t i = 0; i < q->n; i++) {
+		if (faucet_run_is_bookkeeping_key(q->keys[i]))
+			return faucet_error_set(FAUCET_EINVALID,
+						"%s is run bookkeeping; a run cannot write it",
+						q->keys[i]);
+		if ((rc = faucet_validate_key(q->keys[i])) != 0)
+			return rc;
+	}
+	rc = read_before(r, q->keys, q->n, &q->todo_keys, &q->todo_vals, &q->todo);
+	if (rc == 0 && noop != NULL && q->n == 1 && q->vals != NULL && q->todo == 1 &&
+	    same_value(q->todo_vals[0], q->vals[0])) {
+		*noop = 1;
+		return 0;
+	}
+	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL))
+		rc = start_entry(r, NULL, NULL);
+	if (rc == 0)
+		rc = marker_update(r, 0, edit_write, q, put ? q->keys[0] : NULL, put, put_done, put_rc);
+	if (rc == 0)
+		rc = remember(r, q->keys, q->n);
+	return rc;
 }
 
 int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 {
+	write_req q = {keys, NULL, n, NULL, NULL, 0, 0, 0, NULL};
+	int rc;
+
 	if (r == NULL || r->joined)
-		return 0; /* a joined handle records as it writes (see record_before_put) */
-	return n ? prepare_write(r, keys, n) : 0;
+		return 0; /* a joined handle records as it writes */
+	if (n == 0)
+		return 0;
+	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	req_dispose(&q);
+	return rc;
 }
 
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
-	int rc, put_done = 0, put_rc = 0;
+	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL};
+	int rc, put_done = 0, put_rc = 0, noop = 0;
 
 	if (r != NULL && value == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "put '%s': no value (use delete)", key);
-	/* A first write goes with its marker write. */
-	if ((rc = prepare_write_put(r, &key, 1, value, &put_done, &put_rc)) != 0)
+	/* The write goes with its marker write. */
+	rc = prepare(r, &q, value, &put_done, &put_rc, &noop);
+	req_dispose(&q);
+	if (rc != 0 || noop)
 		return rc;
 	rc = put_done ? put_rc : faucet_store_put(r->s, key, value);
-	note_after(r, key, value, rc == 0);
+	note_after(r, key, value, note_of(rc));
 	return rc;
 }
 
 int faucet_run_delete(faucet_run *r, const char *key)
 {
-	int rc = prepare_write(r, &key, 1);
+	const faucet_value *none = NULL;
+	write_req q = {&key, &none, 1, NULL, NULL, 0, 0, 0, NULL};
+	int noop = 0, rc = prepare(r, &q, NULL, NULL, NULL, &noop);
 
-	if (rc != 0)
+	req_dispose(&q);
+	if (rc != 0 || noop)
 		return rc;
 	rc = faucet_store_delete(r->s, key);
-	note_after(r, key, NULL, rc == 0);
+	note_after(r, key, NULL, note_of(rc));
+	return rc;
+}
+
+/* A compare-and-put or -delete through the run (value NULL = delete). */
+static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
+		   const faucet_value *value, int *done)
+{
+	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL};
+	int rc = prepare(r, &q, NULL, NULL, NULL, NULL), ok = 0;
+
+	if (rc == 0) {
+		rc = value ? faucet_store_compare_and_put(r->s, key, expected, value, &ok)
+			   : faucet_store_compare_and_delete(r->s, key, expected, &ok);
+		note_after(r, key, value, rc != 0 ? NOTE_UNKNOWN : ok ? NOTE_WROTE : NOTE_NOTHING);
+		/* A condition that did not hold wrote nothing: the after-image
+		 * logged ahead is taken back, so that undo does not see the key
+		 * as changed under it.  Left in place when that fails: a false
+		 * conflict later is safe, a lost write is not. */
+		if (rc == 0 && !ok && logs_after(r))
+			(void)marker_update(r, 0, edit_forget, &q, NULL, NULL, NULL, NULL);
+	}
+	req_dispose(&q);
+	if (done != NULL)
+		*done = rc == 0 && ok;
 	return rc;
 }
 
 int faucet_run_compare_and_put(faucet_run *r, const char *key, const faucet_value *expected,
 			       const faucet_value *value, int *written)
 {
-	int rc = prepare_write(r, &key, 1);
-
-	if (rc != 0) {
+	if (r != NULL && value == NULL) {
 		if (written)
 			*written = 0;
-		return rc;
+		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
 	}
-	rc = faucet_store_compare_and_put(r->s, key, expected, value, written);
-	/* A condition that did not hold wrote nothing: the key holds what
-	 * someone else left, read back at the end. */
-	note_after(r, key, value, rc == 0 && written != NULL && *written);
-	return rc;
+	return run_cas(r, key, expected, value, written);
 }
 
 int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_value *expected,
 				  int *deleted)
 {
-	int rc = prepare_write(r, &key, 1);
+	return run_cas(r, key, expected, NULL, deleted);
+}
 
-	if (rc != 0) {
-		if (deleted)
-			*deleted = 0;
-		return rc;
+/* The keys and values of a batch (borrowed), for prepare().  Caller frees
+ * both. */
+static int entry_arrays(const faucet_entry *entries, size_t count, const char ***keys,
+			const faucet_value ***vals)
+{
+	*keys = faucet__calloc(count ? count : 1, sizeof(**keys));
+	*vals = faucet__calloc(count ? count : 1, sizeof(**vals));
+	if (*keys == NULL || *vals == NULL) {
+		free(*keys);
+		free(*vals);
+		*keys = NULL;
+		*vals = NULL;
+		return FAUCET_ENOMEM;
 	}
-	rc = faucet_store_compare_and_delete(r->s, key, expected, deleted);
-	note_after(r, key, NULL, rc == 0 && deleted != NULL && *deleted);
+	for (size_t i = 0; i < count; i++) {
+		(*keys)[i] = entries[i].key;
+		(*vals)[i] = entries[i].value;
+	}
+	return 0;
+}
+
+/* prepare() for `count` entries. */
+static int prepare_entries(faucet_run *r, const faucet_entry *entries, size_t count)
+{
+	const char **keys;
+	const faucet_value **vals;
+	write_req q;
+	int rc;
+
+	if ((rc = entry_arrays(entries, count, &keys, &vals)) != 0)
+		return rc;
+	memset(&q, 0, sizeof(q));
+	q.keys = keys;
+	q.vals = vals;
+	q.n = count;
+	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	req_dispose(&q);
+	free(keys);
+	free(vals);
 	return rc;
 }
 
-/* The keys of a batch (borrowed), for prepare_write().  Caller frees. */
-static const char **entry_keys(const faucet_entry *entries, size_t count)
-{
-	const char **keys = faucet__calloc(count, sizeof(*keys));
-
-	for (size_t i = 0; keys != NULL && i < count; i++)
-		keys[i] = entries[i].key;
-	return keys;
-}
-
 /* After a batch: the first `known` entries hold what we wrote; the rest
- * may or may not (read back at the end).  In order, so that a key written
- * twice keeps its last value. */
+ * may or may not.  In order, so that a key written twice keeps its last
+ * value. */
 static void note_after_entries(faucet_run *r, const faucet_entry *entries, size_t count,
 			       size_t known)
 {
 	for (size_t i = 0; i < count; i++)
-		note_after(r, entries[i].key, entries[i].value, i < known);
+		note_after(r, entries[i].key, entries[i].value,
+			   i < known ? NOTE_WROTE : NOTE_UNKNOWN);
 }
 
 /* faucet__store_put_prefix, noting what landed: on an error the entries
@@ -1148,16 +1598,11 @@ static int put_prefix_noted(faucet_run *r, const faucet_entry *entries, size_t c
 
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
 {
-	const char **keys;
 	int rc;
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
-	if ((keys = entry_keys(entries, count)) == NULL)
-		return FAUCET_ENOMEM;
-	rc = prepare_write(r, keys, count);
-	free(keys);
-	if (rc != 0)
+	if ((rc = prepare_entries(r, entries, count)) != 0)
 		return rc;
 	rc = faucet_store_put_batch(r->s, entries, count);
 	note_after_entries(r, entries, count, rc == 0 ? count : 0);
@@ -1167,28 +1612,21 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
 			   size_t *written, size_t *unknown_from)
 {
-	const char **keys;
 	size_t ok = 0;
-	int rc, err;
+	int rc, err = 0;
 
 	*written = 0;
 	*unknown_from = 0;
 	if (count == 0)
 		return fence(r);
-	if ((keys = entry_keys(entries, count)) == NULL)
-		return FAUCET_ENOMEM;
-	rc = prepare_write(r, keys, count);
-	if (rc == 0) {
-		free(keys);
+	if ((rc = prepare_entries(r, entries, count)) == 0)
 		return put_prefix_noted(r, entries, count, written, unknown_from);
-	}
 	/* Some before-image cannot be recorded (a value that cannot be read,
 	 * a lost lease).  Find the first such key - the rare failure path may
 	 * write the marker once per key - and write the prefix before it, so
 	 * that the batch fails at that key exactly as a plain one would. */
-	while (ok < count && (err = prepare_write(r, &keys[ok], 1)) == 0)
+	while (ok < count && (err = prepare_entries(r, &entries[ok], 1)) == 0)
 		ok++;
-	free(keys);
 	if (ok == count) /* it went away meanwhile: everything is recorded */
 		return put_prefix_noted(r, entries, count, written, unknown_from);
 	if (ok > 0) {
@@ -1205,86 +1643,6 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 
 /* ---- end ----------------------------------------------------------------------------------- */
 
-/* Take out of an unleased run's marker the keys it recorded ahead but never
- * wrote (an import that stopped early): they are not its changes, and undo
- * must not restore them over what others wrote since. */
-static void drop_unwritten(faucet_run *r, run_marker *m)
-{
-	size_t kept = 0, at;
-
-	for (size_t i = 0; i < m->count; i++) {
-		run_image *img = &m->items[i];
-
-		if (is_recorded(r, img->key, &at) && r->after_known[at] == AFTER_NONE) {
-			free(img->key);
-			faucet_value_free(img->before);
-			faucet_value_free(img->after);
-			continue;
-		}
-		m->items[kept++] = *img;
-	}
-	m->count = kept;
-}
-
-/* The after-images of a marker's keys: what this handle's own writes left,
- * where it knows that (see `after` in struct faucet_run), else the keys'
- * current values, read with get_many a chunk at a time. */
-static int fill_after(faucet_run *r, run_marker *m)
-{
-	const char **want = NULL;
-	faucet_value **got = NULL;
-	size_t *slot = NULL, n = 0, at;
-	int rc = 0;
-
-	for (size_t i = 0; i < m->count; i++) {
-		faucet_value_free(m->items[i].after);
-		m->items[i].after = NULL;
-	}
-	for (size_t i = 0; i <= m->count && rc == 0; i++) {
-		if (i < m->count) {
-			const char *key = m->items[i].key;
-
-			if (!r->leased && is_recorded(r, key, &at) &&
-			    r->after_known[at] == AFTER_KNOWN) {
-				m->items[i].after =
-					r->after[at] ? faucet_value_ref(r->after[at]) : NULL;
-				continue;
-			}
-			if (!r->leased && is_recorded(r, key, &at) &&
-			    r->after_known[at] == AFTER_NONE) {
-				/* Recorded ahead, never written: not the run's
-				 * change, dropped from the marker below. */
-				m->items[i].after = NULL;
-				continue;
-			}
-			if (want == NULL) {
-				want = faucet__calloc(READ_CHUNK, sizeof(*want));
-				got = faucet__calloc(READ_CHUNK, sizeof(*got));
-				slot = faucet__calloc(READ_CHUNK, sizeof(*slot));
-				if (want == NULL || got == NULL || slot == NULL) {
-					rc = FAUCET_ENOMEM;
-					break;
-				}
-			}
-			slot[n] = i;
-			want[n++] = key;
-			if (n < READ_CHUNK)
-				continue;
-		}
-		if (n > 0 && (rc = faucet_store_get_many(r->s, want, n, got)) == 0) {
-			for (size_t j = 0; j < n; j++)
-				m->items[slot[j]].after = got[j];
-		}
-		n = 0;
-	}
-	free(want);
-	free(got);
-	free(slot);
-	if (rc == 0 && !r->leased)
-		drop_unwritten(r, m);
-	return rc;
-}
-
 /* Whether two stored documents have the same text (a store that
  * re-renders JSON, like PostgreSQL's JSONB, may say no to equal values:
  * callers only take a shortcut on yes). */
@@ -1294,89 +1652,95 @@ static int same_text(const faucet_value *a, const faucet_value *b)
 	       memcmp(faucet_value_json(a), faucet_value_json(b), faucet_value_len(a)) == 0;
 }
 
-/* Fill the marker's after-images. */
-/* Forget the after-images the run's own writes left: fill_after then reads
- * those keys from the store, as for a leased run. */
-static void release_known_after(faucet_run *r)
+static void drop_image(run_marker *m, size_t i)
 {
-	for (size_t i = 0; r->after != NULL && i < r->recorded.count; i++) {
-		if (r->after_known[i] != AFTER_KNOWN)
-			continue;
-		faucet_value_free(r->after[i]);
-		r->after[i] = NULL;
-		r->after_known[i] = AFTER_UNKNOWN;
-	}
+	free(m->items[i].key);
+	faucet_value_free(m->items[i].before);
+	faucet_value_free(m->items[i].after);
+	memmove(&m->items[i], &m->items[i + 1], (m->count - i - 1) * sizeof(m->items[0]));
+	m->count--;
+	m->near = 0;
 }
 
-static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
+/*
+ * The end's edit of the marker, from what this handle knows of its own
+ * writes: a key it recorded ahead but never wrote (an import that stopped
+ * early) is not its change and leaves the marker - undo must not restore
+ * it over what others wrote since; a run that did not log its after-images
+ * as it wrote (no lease: nobody else wrote through it) records them now,
+ * and a key whose last write has an unknown outcome gets none.  Nothing is
+ * read back from the store: another writer may have changed a key since.
+ */
+static int edit_final(faucet_run *r, run_marker *m, void *ctx, int *changed)
 {
-	*has_marker = 0;
-	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-		faucet_value *cur = NULL, *next = NULL;
-		run_marker m;
-		size_t m_count;
-		int rc, written = 0;
+	size_t at;
 
-		/* First try our own last write of the marker as the expected
-		 * value, as record_before_put does: a big import's marker (a hundred
-		 * megabytes at a million keys) is then not read back.  A joined
-		 * child that added to it makes the compare-and-put fail, and the
-		 * next attempt reads it. */
-		if (attempt == 0 && r->mcache_ok && r->marker != NULL)
-			cur = faucet_value_ref(r->marker);
-		else if ((rc = faucet_store_get(r->s, r->marker_key, &cur)) != 0)
-			return rc;
-		if (cur == NULL)
-			return 0;
-		if (r->mcache_ok && same_text(cur, r->marker)) {
-			/* The marker is as we last wrote it (no joined child added
-			 * to it): our parsed copy is current - a big import's
-			 * marker is then not parsed again. */
-			m = r->mcache;
-			memset(&r->mcache, 0, sizeof(r->mcache));
-			r->mcache_ok = 0;
-		} else if ((rc = run__marker_parse(cur, r->marker_key, r->id, &m)) != 0) {
-			faucet_value_free(cur);
-			return rc;
-		}
-		rc = fill_after(r, &m);
-		m.has_after = 1;
-		if (rc == 0)
-			rc = run__marker_value(&m, &next);
-		/* The status lists the keys the run changed: a key it wrote back
-		 * unchanged, or a compare-and-put that did not hold, is left out
-		 * (the marker keeps its images; undo skips it).  Listed before
-		 * the marker is written, so that the images - a big import's
-		 * whole document - are gone while the store copies the marker. */
-		faucet_strarray_dispose(keys);
-		for (size_t i = 0; rc == 0 && i < m.count; i++) {
-			if (!faucet_value_equal(m.items[i].before, m.items[i].after))
-				rc = faucet_strarray_push(keys, m.items[i].key);
-		}
-		m_count = m.count;
-		run__marker_dispose(&m);
-		if (rc == 0) {
-			release_known_after(r); /* a lost race reads them back */
-#ifdef __GLIBC__
-			/* Hand the images' pages back before the store copies a
-			 * marker of a hundred megabytes: freed small blocks would
-			 * otherwise stay in this process's heap. */
-			if (m_count > 100000)
-				(void)malloc_trim(0);
-#endif
-			rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next, &written);
-		}
-		faucet_value_free(cur);
-		faucet_value_free(next);
-		if (rc != 0)
-			return rc;
-		if (written) {
-			*has_marker = 1;
-			return 0;
+	(void)ctx;
+	*changed = 0;
+	for (size_t i = m->count; i-- > 0;) {
+		run_image *img = &m->items[i];
+
+		if (!is_recorded(r, img->key, &at))
+			continue; /* a joined child's key: its after-image is in place */
+		if (r->after_known[at] == AFTER_NONE && !img->after_known) {
+			drop_image(m, i);
+			*changed = 1;
+		} else if (!logs_after(r) && r->after_known[at] == AFTER_KNOWN &&
+			   !(img->after_known && same_value(img->after, r->after[at]))) {
+			faucet_value_free(img->after);
+			img->after = r->after[at] ? faucet_value_ref(r->after[at]) : NULL;
+			img->after_known = 1;
+			*changed = 1;
+		} else if (!logs_after(r) && r->after_known[at] == AFTER_UNKNOWN &&
+			   img->after_known) {
+			faucet_value_free(img->after);
+			img->after = NULL;
+			img->after_known = 0;
+			*changed = 1;
 		}
 	}
-	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", r->marker_key,
-				CAS_ATTEMPTS);
+	return 0;
+}
+
+/* Finish the marker (edit_final) and list the keys the run changed: those
+ * whose after-image differs from the before-image, or is unknown.
+ * *has_marker: a marker with at least one key remains. */
+static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
+{
+	run_marker *m = &r->mcache;
+	int rc;
+
+	*has_marker = 0;
+	if (r->marker == NULL && !r->leased)
+		return 0; /* nothing recorded, and nobody else records in this run */
+	/* A leased run's children write the marker too: read what they left. */
+	if ((rc = marker_update(r, r->leased, edit_final, NULL, NULL, NULL, NULL, NULL)) != 0)
+		return rc;
+	faucet_strarray_dispose(keys);
+	for (size_t i = 0; i < m->count; i++) {
+		const run_image *img = &m->items[i];
+
+		if (!img->after_known || !faucet_value_equal(img->before, img->after))
+			if ((rc = faucet_strarray_push(keys, img->key)) != 0)
+				return rc;
+	}
+	if (m->count == 0 && r->marker != NULL) {
+		int deleted = 0;
+
+		/* Everything it recorded was taken back: no marker to keep. */
+		if ((rc = faucet_store_compare_and_delete(r->s, r->marker_key, r->marker,
+							  &deleted)) != 0)
+			return rc;
+		return 0;
+	}
+	*has_marker = m->count > 0;
+#ifdef __GLIBC__
+	/* Hand the images' pages back: a big import's marker held a hundred
+	 * megabytes of small blocks that would otherwise stay in this heap. */
+	if (m->count > 100000)
+		(void)malloc_trim(0);
+#endif
+	return 0;
 }
 
 typedef struct {
@@ -1387,11 +1751,23 @@ typedef struct {
 	const faucet_strarray *keys;
 } end_ctx;
 
+static int set_outcome(run_entry *e, const char *outcome)
+{
+	char *o = faucet__strdup(outcome);
+
+	if (o == NULL)
+		return FAUCET_ENOMEM;
+	free(e->outcome);
+	e->outcome = o;
+	return 0;
+}
+
 static int edit_end(run_status *st, void *arg)
 {
 	end_ctx *c = arg;
 	run_entry *e = run__status_find(st, c->r->id), fresh;
 	char when[32];
+	int rc;
 
 	(void)faucet_utc_text(wall_now(), when, sizeof(when));
 	if (e == NULL) {
@@ -1408,44 +1784,47 @@ static int edit_end(run_status *st, void *arg)
 		e = &st->items[0];
 	}
 	free(e->ended_at);
-	free(e->outcome);
 	free(e->message);
 	e->ended_at = faucet__strdup(when);
-	e->outcome = faucet__strdup(c->outcome);
 	e->message = c->message ? faucet__strdup(c->message) : NULL;
 	e->has_exit = c->exit_status >= 0;
 	e->exit_status = c->exit_status;
+	/* An undo that got there first stays: a late "ok" never replaces
+	 * "undone". */
+	if (strcmp(e->outcome, "undone") != 0 && (rc = set_outcome(e, c->outcome)) != 0)
+		return rc;
 	if (run__entry_set_keys(e, c->keys) != 0)
 		return FAUCET_ENOMEM;
-	if (e->ended_at == NULL || e->outcome == NULL || (c->message && e->message == NULL))
+	if (e->ended_at == NULL || (c->message && e->message == NULL))
 		return FAUCET_ENOMEM;
 	if (c->r->undoes != NULL && strcmp(c->outcome, "ok") == 0) {
 		run_entry *target = run__status_find(st, c->r->undoes);
-		if (target != NULL) {
-			char *o = faucet__strdup("undone");
-			if (o == NULL)
-				return FAUCET_ENOMEM;
-			free(target->outcome);
-			target->outcome = o;
-		}
-		/* Earlier undos of the same run that died half-way: this one
-		 * finished their job. */
+
+		if (target != NULL && (rc = set_outcome(target, "undone")) != 0)
+			return rc;
+		/* Earlier undos of the same run that died or failed half-way:
+		 * this one finished their job. */
 		for (size_t i = 0; i < st->count; i++) {
 			run_entry *d = &st->items[i];
-			char *o;
 
 			if (d == e || d->undoes == NULL || strcmp(d->undoes, c->r->undoes) != 0 ||
 			    strcmp(d->outcome, "running") != 0)
 				continue;
-			if ((o = faucet__strdup("abandoned")) == NULL)
-				return FAUCET_ENOMEM;
-			free(d->outcome);
-			d->outcome = o;
+			if ((rc = set_outcome(d, "abandoned")) != 0)
+				return rc;
 		}
 	}
 	return 0;
 }
 
+/*
+ * The end, in this order: the marker finished, the run into the rollback
+ * index (older markers retired), then the outcome into the status - the
+ * commit point: an undo's "ok" and its target's "undone" are one
+ * compare-and-put, so an undo that fails before it is finished by running
+ * it again, and one that got past it is complete - then the leases
+ * released.
+ */
 int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 		   const char *message)
 {
@@ -1456,19 +1835,38 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 		return faucet_error_set(FAUCET_EINVALID, "only the process that began a run ends it");
 	if (r->ended)
 		return faucet_error_set(FAUCET_EINVALID, "run %s has already ended", r->id);
+	if (r->lazy && !r->started) {
+		/* It changed nothing: it leaves no trace. */
+		r->ended = 1;
+		r->changed = 0;
+		return release_leases(r);
+	}
 	if ((rc = fence(r)) != 0)
 		return rc;
 	rc = record_after(r, &keys, &has_marker);
+	if (rc == 0 && has_marker)
+		rc = index_add(r->s, r->scope, r->index_key, r->id);
 	if (rc == 0) {
 		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
 		rc = status_update(r, edit_end, &c);
 	}
-	if (rc == 0 && has_marker)
-		rc = index_add(r->s, r->scope, r->index_key, r->id);
 	if (rc == 0) {
 		r->ended = 1;
-		rc = release_lease(r);
+		r->changed = keys.count;
+		rc = release_leases(r);
 	}
 	faucet_strarray_dispose(&keys);
 	return rc;
+}
+
+int faucet_run__start(faucet_run *r)
+{
+	if (r->ended)
+		return faucet_error_set(FAUCET_EINVALID, "run %s has ended", r->id);
+	return r->started ? 0 : start_entry(r, NULL, NULL);
+}
+
+size_t faucet_run_changed(const faucet_run *r)
+{
+	return r ? r->changed : 0;
 }

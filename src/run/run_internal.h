@@ -35,10 +35,20 @@ int run__lease_value(const char *holder, int64_t expires_at, const char *run, fa
 
 /* ---- rollback marker ---------------------------------------------------------- */
 
+/*
+ * One key of a run's marker.  The before-image is what the key held before
+ * the run's first write of it; the after-image what the run last wrote to
+ * it, recorded when it wrote it (a leased run and every handle joining it
+ * record it ahead of each write; a run that took no lease, which nobody
+ * can join, at its end from what its own writes left).  A key without an
+ * after-image ("after" has no member for it) is one whose last write's
+ * outcome is unknown: a run that died, or a write whose reply was lost.
+ */
 typedef struct {
 	char *key;            /* first: faucet__find_sorted looks it up */
 	faucet_value *before; /* NULL = absent */
-	faucet_value *after;  /* NULL = absent (meaningful when the marker has_after) */
+	faucet_value *after;  /* NULL = absent (meaningful when after_known) */
+	int after_known;      /* "after" has a member for the key */
 } run_image;
 
 typedef struct {
@@ -46,13 +56,15 @@ typedef struct {
 	run_image *items; /* sorted by key */
 	size_t count, cap;
 	size_t near;      /* where the last lookup ended (run__marker_find) */
-	int has_after;    /* the run ended: after-images recorded */
+	int has_after;    /* the document has an "after" object */
 } run_marker;
 
 /* Parse (v NULL = an empty marker of `run`).  FAUCET_ERROR naming key when
  * the document is not a marker. */
 int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m);
 int run__marker_value(const run_marker *m, faucet_value **out);
+/* Whether any key has an after-image (or the document had "after"). */
+int run__marker_any_after(const run_marker *m);
 run_image *run__marker_find(run_marker *m, const char *key);
 /* Add key's before-image unless it has one; *added says whether. */
 int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
@@ -82,6 +94,8 @@ typedef struct {
 	size_t keys_total;           /* how many it changed: > keys.count when cut */
 	char *undoes;
 	char *by;                    /* the "by" object's JSON text, or NULL */
+	char *lease;                 /* the lease key the run holds ("lease"), or NULL:
+				      * its holder is gone when that lease is */
 } run_entry;
 
 typedef struct {
@@ -100,6 +114,11 @@ int run__entry_set_keys(run_entry *e, const faucet_strarray *keys);
 void run__status_dispose(run_status *st);
 /* One entry as JSON text appended to b. */
 void run__entry_json(faucet_buf *b, const run_entry *e);
+/* Whether a "running" entry's holder is gone - the lease it holds is
+ * absent, expired, taken or its holder dead, or (no lease) its process is
+ * dead on this host: every reader then shows it "abandoned".  0 for an
+ * entry that is not running. */
+int run__entry_gone(faucet_store *s, const run_entry *e, int *gone);
 
 /* ---- rollback index ------------------------------------------------------------ */
 
@@ -141,5 +160,10 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n);
  * there: the keys before it are written, it and those after are not. */
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
 			   size_t *written, size_t *unknown_from);
+
+/* Record a run that took no lease as "running" now rather than with its
+ * first change (an undo with nothing left to restore must still mark its
+ * target). */
+int faucet_run__start(faucet_run *r);
 
 #endif

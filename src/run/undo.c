@@ -1,20 +1,30 @@
 /*
  * undo.c - undoing a run, finding runs, and reading the history.
  *
- * An undo is planned in full before anything is written: every key of the
- * run's marker is read and classified
+ * An undo runs under the pipeline lease ({p}::__lease__, an exclusive run):
+ * no `faucet run`, bulk write or other undo of the pipeline is in flight
+ * while it plans and writes, so the store is never left holding part of an
+ * undo and part of a later bulk write.  Under the lease it finds its
+ * target again and plans in full before writing; every key of the run's
+ * marker is classified
  *
- *   restore   it holds what the run left (its after-image; for an abandoned
- *             run, which has none, anything no later run touched)
- *   done      it already holds its before-image (an undo that crashed
- *             half-way restored it; running the undo again finishes the job)
- *   conflict  it changed since - refused, naming the key, unless forced
+ *   done      it already holds its before-image (an undo that failed or
+ *             died half-way restored it: running the undo again finishes
+ *             the job)
+ *   restore   it still holds what the run last wrote (its after-image, or,
+ *             where the run's last write has none, whatever is there), and
+ *             no later run of any scope of the pipeline changed it
+ *   conflict  anything else - refused, naming the key and the later run,
+ *             unless forced
  *
- * Then the undo runs as a run of its own (so it can be undone), restoring
- * each key with compare-and-put against the value the plan saw; a writer
- * that slips in between makes that compare-and-put fail, which is reported
- * as a conflict like any other, with what was restored so far listed.
+ * Then it restores each key with compare-and-put against the value the plan
+ * saw, through a run of its own (so that it can be undone by name).  A plain
+ * write that slips in between (single puts take no lease) makes that
+ * compare-and-put fail: the keys restored so far are put back, and the
+ * undo reports the conflict - all of it or none of it.  The undo's "ok" and
+ * its target's "undone" are written together, last (faucet_run_end).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +37,19 @@ void faucet_undo_result_dispose(faucet_undo_result *r)
 {
 	if (r == NULL)
 		return;
+	for (size_t i = 0; i < r->restored.count; i++) {
+		if (r->replaced != NULL)
+			faucet_value_free(r->replaced[i]);
+		if (r->restored_to != NULL)
+			faucet_value_free(r->restored_to[i]);
+	}
+	free(r->replaced);
+	free(r->restored_to);
 	free(r->run);
 	free(r->scope);
 	free(r->undo_run);
 	free(r->conflict_key);
+	free(r->conflict_run);
 	faucet_value_free(r->conflict_current);
 	faucet_value_free(r->conflict_wrote);
 	faucet_strarray_dispose(&r->restored);
@@ -109,21 +128,7 @@ static int load_marker(faucet_store *s, const char *scope, const char *run, run_
 	return rc;
 }
 
-/* A run `state undo` would pick by itself: not undone, and it changed
- * something (or died before it could say what it changed). */
-static int undoable(const run_entry *e)
-{
-	if (strcmp(e->outcome, "undone") == 0)
-		return 0;
-	/* An undo that died half-way is not what to undo next: the run it was
-	 * undoing is (still not undone), and undoing that again finishes the
-	 * job the dead undo began. */
-	if (e->undoes != NULL && e->ended_at == NULL)
-		return 0;
-	if (e->keys_total > 0)
-		return 1;
-	return strcmp(e->outcome, "running") == 0 || strcmp(e->outcome, "abandoned") == 0;
-}
+/* ---- which run ------------------------------------------------------------------------------ */
 
 typedef struct {
 	char *row;  /* "" = pipeline level */
@@ -131,9 +136,90 @@ typedef struct {
 	int found;
 } located;
 
+static void located_dispose(located *l)
+{
+	run__entry_dispose(&l->entry);
+	free(l->row);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Whether a run in the status may be what `state undo` picks by itself:
+ * not undone, not an undo (an undo is undone only when named - a failed
+ * one is finished by undoing its target again), not in flight, and it
+ * changed something (a run that died says so through its marker, which
+ * the caller checks). */
+static int candidate(faucet_store *s, const run_entry *e, int *yes)
+{
+	int gone = 0, rc;
+
+	*yes = 0;
+	if (strcmp(e->outcome, "undone") == 0 || e->undoes != NULL)
+		return 0;
+	if (strcmp(e->outcome, "running") == 0) {
+		if ((rc = run__entry_gone(s, e, &gone)) != 0)
+			return rc;
+		*yes = gone;
+		return 0;
+	}
+	*yes = e->keys_total > 0 || strcmp(e->outcome, "abandoned") == 0;
+	return 0;
+}
+
+static int marker_exists(faucet_store *s, const char *scope, const char *run, int *exists)
+{
+	char *key = run__marker_key(scope, run);
+	faucet_value *v = NULL;
+	int rc;
+
+	*exists = 0;
+	if (key == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_store_get(s, key, &v);
+	*exists = rc == 0 && v != NULL;
+	faucet_value_free(v);
+	free(key);
+	return rc;
+}
+
+static int take_entry(located *out, run_entry *e, const char *row)
+{
+	located_dispose(out);
+	out->entry = *e;
+	memset(e, 0, sizeof(*e));
+	out->row = faucet__strdup(row);
+	out->found = 1;
+	return out->row ? 0 : FAUCET_ENOMEM;
+}
+
+/* In one scope's status: the named run, or the newest candidate with a
+ * marker (if newer than what *out holds). */
+static int locate_in(faucet_store *s, const char *scope, const char *row, const char *run,
+		     run_status *st, located *out)
+{
+	for (size_t j = 0; j < st->count; j++) {
+		run_entry *e = &st->items[j];
+		int pick = 0, exists = 0, rc;
+
+		if (run != NULL) {
+			if (strcmp(e->run, run) == 0)
+				return take_entry(out, e, row);
+			continue;
+		}
+		if (out->found && strcmp(e->run, out->entry.run) <= 0)
+			return 0; /* newest first: nothing newer in this scope */
+		if ((rc = candidate(s, e, &pick)) != 0)
+			return rc;
+		if (pick && (rc = marker_exists(s, scope, e->run, &exists)) != 0)
+			return rc;
+		if (pick && exists)
+			return take_entry(out, e, row);
+	}
+	return 0;
+}
+
 /* Find the named run (or the newest undoable one) in the chosen scopes. */
 static int locate(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
-		  located *out)
+		  const char *run, located *out)
 {
 	faucet_strarray rows = {0};
 	int rc = 0;
@@ -145,6 +231,153 @@ static int locate(faucet_store *s, const char *pipeline, const faucet_undo_optio
 		rc = faucet_strarray_push(&rows, o->row);
 	else
 		rc = status_scopes(s, pipeline, &rows);
+	for (size_t i = 0; rc == 0 && i < rows.count && !(run && out->found); i++) {
+		char *scope = scope_of(pipeline, rows.strings[i]);
+		run_status st;
+
+		if (scope == NULL) {
+			rc = FAUCET_ENOMEM;
+			break;
+		}
+		if ((rc = load_status(s, scope, &st)) == 0)
+			rc = locate_in(s, scope, rows.strings[i], run, &st, out);
+		run__status_dispose(&st);
+		free(scope);
+	}
+	faucet_strarray_dispose(&rows);
+	if (rc != 0)
+		located_dispose(out);
+	return rc;
+}
+
+/* The run to undo.  A named undo that did not finish (failed, died) is
+ * resumed - its target undone again - unless forced: a retry never
+ * reverses the half-done undo. */
+static int find_target(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
+		       located *loc)
+{
+	int rc = locate(s, pipeline, o, o->run, loc);
+
+	if (rc == 0 && loc->found && o->run != NULL && !o->force && loc->entry.undoes != NULL &&
+	    strcmp(loc->entry.outcome, "ok") != 0 && strcmp(loc->entry.outcome, "undone") != 0) {
+		faucet_undo_options in_row = *o;
+		char *target = faucet__strdup(loc->entry.undoes);
+
+		in_row.row = *loc->row ? loc->row : NULL;
+		in_row.pipeline_level = *loc->row == '\0';
+		if (target == NULL)
+			return FAUCET_ENOMEM;
+		in_row.row = in_row.row ? faucet__strdup(in_row.row) : NULL;
+		located_dispose(loc);
+		if (!in_row.pipeline_level && in_row.row == NULL)
+			rc = FAUCET_ENOMEM;
+		else
+			rc = locate(s, pipeline, &in_row, target, loc);
+		free((char *)in_row.row);
+		free(target);
+	}
+	if (rc != 0)
+		return rc;
+	if (!loc->found) {
+		if (o->run != NULL)
+			return faucet_error_set(FAUCET_ENOTFOUND, "no run %s in pipeline %s%s%s",
+						o->run, pipeline, o->row ? " row " : "",
+						o->row ? o->row : "");
+		return faucet_error_set(FAUCET_ENOTFOUND, "pipeline %s has no run to undo", pipeline);
+	}
+	if (strcmp(loc->entry.outcome, "undone") == 0)
+		return faucet_error_set(FAUCET_EINVALID, "run %s was already undone", loc->entry.run);
+	return 0;
+}
+
+/* ---- later runs ----------------------------------------------------------------------------- */
+
+/* Every key changed by a run newer than the target, in any scope of the
+ * pipeline, with the run that changed it (sorted by key). */
+typedef struct {
+	char *key; /* first: faucet__find_sorted */
+	char *run;
+} later_key;
+
+typedef struct {
+	later_key *items;
+	size_t count, cap;
+	int sorted;
+	char *unknown_run; /* a later run whose changed keys are not all known */
+} later_set;
+
+static void later_dispose(later_set *l)
+{
+	for (size_t i = 0; i < l->count; i++) {
+		free(l->items[i].key);
+		free(l->items[i].run);
+	}
+	free(l->items);
+	free(l->unknown_run);
+	memset(l, 0, sizeof(*l));
+}
+
+static int later_add(later_set *l, const char *key, const char *run)
+{
+	later_key *items = faucet__reserve(l->items, &l->cap, l->count + 1, sizeof(*items), 16);
+
+	if (items == NULL)
+		return FAUCET_ENOMEM;
+	l->items = items;
+	items[l->count].key = faucet__strdup(key);
+	items[l->count].run = faucet__strdup(run);
+	if (items[l->count].key == NULL || items[l->count].run == NULL) {
+		free(items[l->count].key);
+		free(items[l->count].run);
+		return FAUCET_ENOMEM;
+	}
+	l->count++;
+	return 0;
+}
+
+/* A later run's changed keys: its marker's (a key whose after-image is
+ * unknown counts as changed), else its status entry's list. */
+static int later_from_run(faucet_store *s, const char *scope, const run_entry *e, later_set *l)
+{
+	run_marker m;
+	int exists, rc = load_marker(s, scope, e->run, &m, &exists);
+
+	if (rc != 0)
+		return rc;
+	if (exists) {
+		for (size_t i = 0; rc == 0 && i < m.count; i++) {
+			const run_image *img = &m.items[i];
+
+			if (!img->after_known || !faucet_value_equal(img->before, img->after))
+				rc = later_add(l, img->key, e->run);
+		}
+		run__marker_dispose(&m);
+		return rc;
+	}
+	for (size_t i = 0; rc == 0 && i < e->keys.count; i++)
+		rc = later_add(l, e->keys.strings[i], e->run);
+	if (rc == 0 && e->keys_total > e->keys.count && l->unknown_run == NULL &&
+	    (l->unknown_run = faucet__strdup(e->run)) == NULL)
+		rc = FAUCET_ENOMEM;
+	return rc;
+}
+
+static int compare_later(const void *a, const void *b)
+{
+	return strcmp(((const later_key *)a)->key, ((const later_key *)b)->key);
+}
+
+/* The runs that count as "later" than `target`: started after it (run ids
+ * sort by start time), not undone, and neither the undo in progress
+ * (`self`), nor an earlier attempt at undoing the target, nor the undo of
+ * a run later than the target. */
+static int later_runs(faucet_store *s, const char *pipeline, const char *target,
+		      const char *self, later_set *l)
+{
+	faucet_strarray rows = {0};
+	int rc = status_scopes(s, pipeline, &rows);
+
+	memset(l, 0, sizeof(*l));
 	for (size_t i = 0; rc == 0 && i < rows.count; i++) {
 		char *scope = scope_of(pipeline, rows.strings[i]);
 		run_status st;
@@ -154,38 +387,40 @@ static int locate(faucet_store *s, const char *pipeline, const faucet_undo_optio
 			break;
 		}
 		rc = load_status(s, scope, &st);
-		free(scope);
 		for (size_t j = 0; rc == 0 && j < st.count; j++) {
-			run_entry *e = &st.items[j];
-			int pick;
+			const run_entry *e = &st.items[j];
 
-			if (o->run != NULL)
-				pick = strcmp(e->run, o->run) == 0;
-			else
-				pick = undoable(e) &&
-				       (!out->found || strcmp(e->run, out->entry.run) > 0);
-			if (!pick)
+			/* An undo of a run later than the target took that run's
+			 * change back: the two cancel out (the undone run is
+			 * skipped as undone). */
+			if (strcmp(e->run, target) <= 0 || strcmp(e->outcome, "undone") == 0 ||
+			    (self != NULL && strcmp(e->run, self) == 0) ||
+			    (e->undoes != NULL && strcmp(e->undoes, target) >= 0))
 				continue;
-			run__entry_dispose(&out->entry);
-			free(out->row);
-			out->entry = *e;
-			memset(e, 0, sizeof(*e));
-			out->row = faucet__strdup(rows.strings[i]);
-			out->found = 1;
-			if (out->row == NULL)
-				rc = FAUCET_ENOMEM;
-			if (o->run == NULL)
-				break; /* newest first: the first undoable one is this scope's newest */
+			rc = later_from_run(s, scope, e, l);
 		}
 		run__status_dispose(&st);
+		free(scope);
 	}
 	faucet_strarray_dispose(&rows);
-	if (rc != 0) {
-		run__entry_dispose(&out->entry);
-		free(out->row);
-		memset(out, 0, sizeof(*out));
-	}
+	if (rc == 0 && l->count > 1)
+		qsort(l->items, l->count, sizeof(*l->items), compare_later);
+	if (rc != 0)
+		later_dispose(l);
 	return rc;
+}
+
+static const char *later_changed(const later_set *l, const char *key)
+{
+	int found = 0;
+	size_t at;
+
+	if (l->unknown_run != NULL)
+		return l->unknown_run;
+	if (l->count == 0)
+		return NULL;
+	at = faucet__find_sorted(l->items, l->count, sizeof(*l->items), key, &found);
+	return found ? l->items[at].run : NULL;
 }
 
 /* ---- planning ------------------------------------------------------------------------------- */
@@ -196,224 +431,320 @@ typedef struct {
 	const run_image *img;
 	faucet_value *current; /* NULL = absent */
 	step_kind kind;
+	const char *later;     /* a conflict's later run, or NULL */
+	int restored;          /* written by this undo */
 } step;
 
-/* Whether a run newer than `run` in the scope has `key` in its marker. */
-static int changed_later(faucet_store *s, const char *scope, const run_status *st,
-			 const char *run, const char *key, int *later)
-{
-	*later = 0;
-	for (size_t i = 0; i < st->count && !*later; i++) {
-		run_marker m;
-		int exists, rc;
-
-		if (strcmp(st->items[i].run, run) <= 0)
-			continue;
-		if ((rc = load_marker(s, scope, st->items[i].run, &m, &exists)) != 0)
-			return rc;
-		*later = exists && run__marker_find(&m, key) != NULL;
-		run__marker_dispose(&m);
-	}
-	return 0;
-}
-
-static int plan(faucet_store *s, const char *scope, const run_status *st, const char *run,
-		const run_marker *m, step *steps)
+static int plan(faucet_store *s, const run_marker *m, const later_set *later, step *steps)
 {
 	for (size_t i = 0; i < m->count; i++) {
 		const run_image *img = &m->items[i];
-		int rc = faucet_store_get(s, img->key, &steps[i].current), later = 0;
+		int rc = faucet_store_get(s, img->key, &steps[i].current);
 
 		steps[i].img = img;
 		if (rc != 0)
 			return rc;
 		if (faucet_value_equal(steps[i].current, img->before))
 			steps[i].kind = STEP_DONE;
-		else if (m->has_after)
-			steps[i].kind = faucet_value_equal(steps[i].current, img->after)
-						? STEP_RESTORE : STEP_CONFLICT;
-		else {
-			if ((rc = changed_later(s, scope, st, run, img->key, &later)) != 0)
-				return rc;
-			steps[i].kind = later ? STEP_CONFLICT : STEP_RESTORE;
-		}
+		else if (img->after_known && !faucet_value_equal(steps[i].current, img->after))
+			steps[i].kind = STEP_CONFLICT;
+		else if ((steps[i].later = later_changed(later, img->key)) != NULL)
+			steps[i].kind = STEP_CONFLICT;
+		else
+			steps[i].kind = STEP_RESTORE;
 	}
 	return 0;
 }
 
-static int note_conflict(faucet_undo_result *res, const step *st, int has_after)
+static int note_conflict(faucet_undo_result *res, const step *st)
 {
 	res->conflict = 1;
 	res->conflict_key = faucet__strdup(st->img->key);
 	res->conflict_current = faucet_value_ref(st->current);
-	res->conflict_wrote_known = has_after;
-	res->conflict_wrote = has_after ? faucet_value_ref(st->img->after) : NULL;
-	return res->conflict_key ? 0 : FAUCET_ENOMEM;
+	res->conflict_wrote_known = st->img->after_known;
+	res->conflict_wrote = st->img->after_known ? faucet_value_ref(st->img->after) : NULL;
+	res->conflict_run = st->later ? faucet__strdup(st->later) : NULL;
+	if (res->conflict_key == NULL || (st->later && res->conflict_run == NULL))
+		return FAUCET_ENOMEM;
+	return 0;
+}
+
+/* The plan's restores into the result (keys, replaced, restored_to). */
+static int report_plan(faucet_undo_result *res, const step *steps, size_t n, int force)
+{
+	size_t k = 0;
+
+	res->replaced = faucet__calloc(n ? n : 1, sizeof(*res->replaced));
+	res->restored_to = faucet__calloc(n ? n : 1, sizeof(*res->restored_to));
+	if (res->replaced == NULL || res->restored_to == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (steps[i].kind == STEP_DONE && !force)
+			continue;
+		if (faucet_strarray_push(&res->restored, steps[i].img->key) != 0)
+			return FAUCET_ENOMEM;
+		res->replaced[k] = faucet_value_ref(steps[i].current);
+		res->restored_to[k++] = faucet_value_ref(steps[i].img->before);
+	}
+	return 0;
 }
 
 /* ---- applying --------------------------------------------------------------------------------- */
 
-static int restore(faucet_run *u, const step *st, int force, int *ok)
+/* Compare-and-put (or -delete) `key` from `from` to `to` through the undo
+ * run; *ok says whether `from` held. */
+static int swap(faucet_run *u, const char *key, const faucet_value *from, const faucet_value *to,
+		int *ok)
+{
+	*ok = 1;
+	if (to == NULL)
+		return from == NULL ? 0 : faucet_run_compare_and_delete(u, key, from, ok);
+	return faucet_run_compare_and_put(u, key, from, to, ok);
+}
+
+static int restore(faucet_run *u, step *st, int force, int *ok)
 {
 	const faucet_value *before = st->img->before;
 	int rc;
 
 	*ok = 1;
 	if (force)
-		return before ? faucet_run_put(u, st->img->key, before)
-			      : faucet_run_delete(u, st->img->key);
-	if (before == NULL) {
-		if (st->current == NULL)
-			return 0;
-		return faucet_run_compare_and_delete(u, st->img->key, st->current, ok);
+		rc = before ? faucet_run_put(u, st->img->key, before)
+			    : faucet_run_delete(u, st->img->key);
+	else
+		rc = swap(u, st->img->key, st->current, before, ok);
+	st->restored = rc == 0 && *ok;
+	return rc;
+}
+
+/* A restore found its key changed under it: put back what this undo
+ * restored so far, newest first, so that the store holds none of it.  A
+ * key someone changed again since cannot be put back: FAUCET_ERROR naming
+ * it (the undo run's marker still lets `state undo` take it back). */
+static int roll_back(faucet_run *u, step *steps, size_t upto)
+{
+	for (size_t i = upto; i-- > 0;) {
+		int ok = 1, rc;
+
+		if (!steps[i].restored)
+			continue;
+		rc = swap(u, steps[i].img->key, steps[i].img->before, steps[i].current, &ok);
+		if (rc != 0)
+			return rc;
+		if (!ok)
+			return faucet_error_set(FAUCET_ERROR,
+						"undo stopped half-way and could not put %s back: "
+						"it changed again meanwhile (undo run %s holds what "
+						"it restored)", steps[i].img->key, faucet_run_id(u));
+		steps[i].restored = 0;
 	}
-	rc = faucet_run_compare_and_put(u, st->img->key, st->current, before, ok);
+	return 0;
+}
+
+/* Restore every planned key; on a conflict met on the way, roll back. */
+static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force,
+		 faucet_undo_result *res)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int ok = 1;
+
+		if (steps[i].kind == STEP_DONE && !force)
+			continue;
+		rc = restore(u, &steps[i], force, &ok);
+		if (rc == 0 && !ok) {
+			/* Someone wrote the key between the plan and now. */
+			faucet_value_free(steps[i].current);
+			steps[i].current = NULL;
+			if ((rc = faucet_store_get(s, steps[i].img->key, &steps[i].current)) == 0)
+				rc = note_conflict(res, &steps[i]);
+			if (rc == 0)
+				rc = roll_back(u, steps, i);
+			return rc;
+		}
+	}
+	return rc;
+}
+
+static int load_undo_options(const faucet_undo_options *opts, faucet_undo_options *o)
+{
+	static const size_t sizes[] = {offsetof(faucet_undo_options, wait_ms),
+				       sizeof(faucet_undo_options)};
+	faucet_undo_options def = FAUCET_UNDO_OPTIONS_INIT;
+
+	if (opts == NULL) {
+		*o = def;
+		return 0;
+	}
+	if (faucet__options_load(o, sizeof(*o), opts, sizes, FAUCET_UNDO_OPTIONS_VERSION,
+				 "faucet_undo_options") != 0)
+		return FAUCET_EINVALID;
+	if (o->wait_ms > FAUCET_RUN_MAX_TTL_MS && o->wait_ms != FAUCET_RUN_WAIT_FOREVER)
+		return faucet_error_set(FAUCET_EINVALID, "undo wait of %llu ms is over 30 days",
+					(unsigned long long)o->wait_ms);
+	return 0;
+}
+
+/* Begin the undo run: the pipeline lease (exclusive), recorded in the
+ * target's scope. */
+static int begin_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
+		      const located *loc, faucet_run **u)
+{
+	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
+
+	ro.row = *loc->row ? loc->row : NULL;
+	ro.pipeline_level = *loc->row == '\0';
+	ro.no_lease = 1;
+	ro.exclusive = 1;
+	ro.wait_ms = o->wait_ms;
+	ro.command = o->command;
+	ro.undoes = loc->entry.run;
+	return faucet_run_begin(u, s, pipeline, &ro);
+}
+
+/* Under the pipeline lease: the target again (another undo may have got
+ * there first), its marker, the later runs, the plan. */
+static int prepare_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
+			located *loc, const char *self, run_marker *m, later_set *later,
+			step **steps)
+{
+	char *scope = NULL;
+	int rc, exists = 0;
+
+	if ((rc = find_target(s, pipeline, o, loc)) != 0)
+		return rc;
+	if ((scope = scope_of(pipeline, loc->row)) == NULL)
+		return FAUCET_ENOMEM;
+	rc = load_marker(s, scope, loc->entry.run, m, &exists);
+	if (rc == 0 && !exists)
+		rc = faucet_error_set(FAUCET_ENOTFOUND,
+				      "run %s has nothing to undo (it changed no key, or its "
+				      "rollback marker was retired: only the last %d are kept)",
+				      loc->entry.run, FAUCET_RUN_ROLLBACK_MAX);
+	free(scope);
+	if (rc == 0 && strcmp(loc->entry.outcome, "running") == 0) {
+		int gone = 0;
+
+		if ((rc = run__entry_gone(s, &loc->entry, &gone)) == 0 && !gone)
+			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running",
+					      loc->entry.run);
+	}
+	if (rc == 0)
+		rc = later_runs(s, pipeline, loc->entry.run, self, later);
+	if (rc == 0 && (*steps = faucet__calloc(m->count ? m->count : 1, sizeof(**steps))) == NULL)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = plan(s, m, later, *steps);
 	return rc;
 }
 
 int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *opts,
 		    faucet_undo_result *res)
 {
-	faucet_undo_options def = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
+	faucet_undo_options o;
 	faucet_run *u = NULL;
 	located loc;
-	run_status st;
 	run_marker m;
+	later_set later;
 	step *steps = NULL;
-	int rc, exists = 0;
+	int rc, ended = 0;
 
 	if (res == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_undo: result is NULL");
 	memset(res, 0, sizeof(*res));
-	memset(&st, 0, sizeof(st));
 	memset(&m, 0, sizeof(m));
-	if (opts == NULL)
-		opts = &def;
-	if (opts->version != FAUCET_UNDO_OPTIONS_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "undo options version %u is not supported",
-					opts->version);
+	memset(&loc, 0, sizeof(loc));
+	memset(&later, 0, sizeof(later));
+	if ((rc = load_undo_options(opts, &o)) != 0)
+		return rc;
 	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::"))
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
-	if (opts->run != NULL && !run__valid_id(opts->run))
+	if (o.run != NULL && !run__valid_id(o.run))
 		return faucet_error_set(FAUCET_EINVALID,
-					"'%s' is not a run id (YYYYMMDDTHHMMSS.mmmZ-xxxxxx)", opts->run);
-	if ((rc = locate(s, pipeline, opts, &loc)) != 0)
-		return rc;
-	if (!loc.found) {
-		if (opts->run != NULL)
-			return faucet_error_set(FAUCET_ENOTFOUND, "no run %s in pipeline %s%s%s",
-						opts->run, pipeline, opts->row ? " row " : "",
-						opts->row ? opts->row : "");
-		return faucet_error_set(FAUCET_ENOTFOUND, "pipeline %s has no run to undo", pipeline);
-	}
-	res->run = faucet__strdup(loc.entry.run);
-	res->scope = scope_of(pipeline, loc.row);
-	if (res->run == NULL || res->scope == NULL) {
-		rc = FAUCET_ENOMEM;
+					"'%s' is not a run id (YYYYMMDDTHHMMSS.mmmZ-xxxxxx)", o.run);
+	/* Which scope the undo run records in; found again under the lease. */
+	if ((rc = find_target(s, pipeline, &o, &loc)) != 0)
 		goto done;
-	}
-	if (strcmp(loc.entry.outcome, "undone") == 0) {
-		rc = faucet_error_set(FAUCET_EINVALID, "run %s was already undone", loc.entry.run);
+	if (!o.dry_run && (rc = begin_undo(s, pipeline, &o, &loc, &u)) != 0)
 		goto done;
-	}
-	if ((rc = load_marker(s, res->scope, loc.entry.run, &m, &exists)) != 0)
-		goto done;
-	if (!exists) {
-		rc = faucet_error_set(FAUCET_ENOTFOUND,
-				      "run %s has nothing to undo (it changed no key, or its "
-				      "rollback marker was retired: only the last %d are kept)",
-				      loc.entry.run, FAUCET_RUN_ROLLBACK_MAX);
-		goto done;
-	}
-	if (!m.has_after && strcmp(loc.entry.outcome, "running") == 0 && *loc.row) {
-		/* A run still in flight cannot be undone under its feet. */
-		char *lk = run__key(res->scope, "__lease__");
-		faucet_value *lv = NULL;
-		faucet_lease l;
+	located_dispose(&loc);
+	rc = prepare_undo(s, pipeline, &o, &loc, u ? faucet_run_id(u) : NULL, &m, &later, &steps);
+	if (rc == 0 && u != NULL) {
+		char *scope = scope_of(pipeline, loc.row);
 
-		rc = lk ? faucet_store_get(s, lk, &lv) : FAUCET_ENOMEM;
-		memset(&l, 0, sizeof(l));
-		if (rc == 0 && lv != NULL && (rc = faucet_lease_parse(lv, lk, &l)) == 0 && l.run &&
-		    strcmp(l.run, loc.entry.run) == 0 && l.expires_at > (int64_t)time(NULL))
-			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running (it holds %s)",
-					      loc.entry.run, res->scope);
-		faucet_lease_dispose(&l);
-		faucet_value_free(lv);
-		free(lk);
-		if (rc != 0)
-			goto done;
+		/* Another writer changed which run is newest between the two looks
+		 * and it lives in another scope: the undo must record there. */
+		if (scope == NULL)
+			rc = FAUCET_ENOMEM;
+		else if (strcmp(scope, faucet_run_scope(u)) != 0)
+			rc = faucet_error_set(FAUCET_ECONTENTION,
+					      "the newest run of %s changed while the undo started; "
+					      "run it again", pipeline);
+		free(scope);
 	}
-	if ((rc = load_status(s, res->scope, &st)) != 0)
+	if (rc != 0)
 		goto done;
-	steps = faucet__calloc(m.count ? m.count : 1, sizeof(*steps));
-	if (steps == NULL) {
+	if ((res->run = faucet__strdup(loc.entry.run)) == NULL ||
+	    (res->scope = scope_of(pipeline, loc.row)) == NULL) {
 		rc = FAUCET_ENOMEM;
 		goto done;
 	}
-	if ((rc = plan(s, res->scope, &st, loc.entry.run, &m, steps)) != 0)
-		goto done;
 	for (size_t i = 0; i < m.count; i++) {
-		if (steps[i].kind == STEP_CONFLICT && !opts->force) {
-			rc = note_conflict(res, &steps[i], m.has_after);
+		if (steps[i].kind == STEP_CONFLICT && !o.force) {
+			rc = note_conflict(res, &steps[i]);
 			goto done;
 		}
-		if (steps[i].kind != STEP_DONE || opts->force)
-			if ((rc = faucet_strarray_push(&res->restored, steps[i].img->key)) != 0)
-				goto done;
 	}
-	if (opts->dry_run)
+	if ((rc = report_plan(res, steps, m.count, o.force)) != 0 || o.dry_run)
 		goto done;
-	ro.row = *loc.row ? loc.row : NULL;
-	ro.pipeline_level = *loc.row == '\0';
-	ro.no_lease = 1;
-	ro.command = opts->command;
-	ro.undoes = loc.entry.run;
-	if ((rc = faucet_run_begin(&u, s, pipeline, &ro)) != 0)
-		goto done;
-	res->undo_run = faucet__strdup(faucet_run_id(u));
-	if (res->undo_run == NULL)
+	if ((res->undo_run = faucet__strdup(faucet_run_id(u))) == NULL) {
 		rc = FAUCET_ENOMEM;
-	for (size_t i = 0; rc == 0 && i < m.count; i++) {
-		int ok = 1;
-
-		if (steps[i].kind == STEP_DONE && !opts->force)
-			continue;
-		rc = restore(u, &steps[i], opts->force, &ok);
-		if (rc == 0 && !ok) {
-			/* Someone wrote the key between the plan and now. */
-			faucet_value_free(steps[i].current);
-			steps[i].current = NULL;
-			rc = faucet_store_get(s, steps[i].img->key, &steps[i].current);
-			if (rc == 0)
-				rc = note_conflict(res, &steps[i], m.has_after);
-			break;
-		}
+		goto done;
 	}
+	/* Recorded even when every key is back already (a retry of an undo
+	 * that failed after restoring): the target must still be marked. */
+	rc = faucet_run__start(u);
+	if (rc == 0)
+		rc = apply(s, u, steps, m.count, o.force, res);
 	if (rc == 0 && res->conflict) {
 		char msg[FAUCET_KEY_MAX + 64];
+
 		(void)snprintf(msg, sizeof(msg), "conflict: %s changed during the undo",
 			       res->conflict_key);
 		rc = faucet_run_end(u, FAUCET_RUN_FAILED, -1, msg);
+		ended = 1;
+		free(res->undo_run);
+		res->undo_run = NULL;
+		for (size_t i = 0; i < res->restored.count; i++) {
+			faucet_value_free(res->replaced[i]);
+			faucet_value_free(res->restored_to[i]);
+		}
+		faucet_strarray_dispose(&res->restored);
 	} else if (rc == 0) {
 		rc = faucet_run_end(u, FAUCET_RUN_OK, 0, NULL);
-	} else {
-		int keep = rc;
-		char *msg = faucet__strdup(faucet_error_last()->message);
-		(void)faucet_run_end(u, FAUCET_RUN_FAILED, -1, msg);
-		(void)faucet_error_set(keep, "%s", msg ? msg : "undo failed");
-		free(msg);
+		ended = 1;
 	}
 done:
+	if (u != NULL && !ended) {
+		/* Failed, or stopped at a conflict before writing: recorded as
+		 * failed when it wrote, no trace when not; the lease released. */
+		int keep = rc;
+		char *msg = faucet__strdup(faucet_error_last()->message);
+
+		(void)faucet_run_end(u, FAUCET_RUN_FAILED, -1, rc ? msg : "conflict");
+		if (rc != 0)
+			(void)faucet_error_set(keep, "%s", msg ? msg : "undo failed");
+		free(msg);
+	}
 	for (size_t i = 0; steps != NULL && i < m.count; i++)
 		faucet_value_free(steps[i].current);
 	free(steps);
-	faucet_run_free(u);
+	faucet_run_free(u); /* an unended run releases nothing: end it first */
+	later_dispose(&later);
 	run__marker_dispose(&m);
-	run__status_dispose(&st);
-	run__entry_dispose(&loc.entry);
-	free(loc.row);
+	located_dispose(&loc);
 	return rc;
 }
 
@@ -441,6 +772,22 @@ int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *r
 			break;
 		}
 		rc = load_status(s, scope, &st);
+		/* A run whose holder is gone reads "abandoned" to everyone, not
+		 * only to the next run that begins. */
+		for (size_t j = 0; rc == 0 && j < st.count; j++) {
+			int gone = 0;
+
+			if ((rc = run__entry_gone(s, &st.items[j], &gone)) == 0 && gone) {
+				char *o = faucet__strdup("abandoned");
+
+				if (o == NULL) {
+					rc = FAUCET_ENOMEM;
+				} else {
+					free(st.items[j].outcome);
+					st.items[j].outcome = o;
+				}
+			}
+		}
 		if (rc == 0 && (st.count > 0 || row == NULL)) {
 			if (n++ > 0)
 				(void)faucet_buf_putc(&b, ',');

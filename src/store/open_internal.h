@@ -39,6 +39,12 @@ int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_v
 			      const faucet_value *guard_value, const char *key,
 			      const faucet_value *value, int *written);
 
+/* A command line with the secrets it may carry replaced by *** - the
+ * passwords of URLs (user:pw@, ?password=), libpq's password=, and any
+ * NAME=VALUE word whose name ends in password, secret, token or key.
+ * Caller frees; NULL when out of memory. */
+char *faucet__redact_command(const char *cmd);
+
 /* Whether the store's backend streams faucet_store_scan_entries itself. */
 int faucet__store_has_scan_entries(const faucet_store *s);
 

@@ -18,11 +18,13 @@
  * The rest of the address stays, so a message still says where.
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "internal.h"
 #include <faucet/store.h>
+#include "store/open_internal.h"
 
 /* Whether an option name names a secret: password, sslpassword, ... */
 static int secret_option(const char *name, size_t len)
@@ -149,4 +151,76 @@ char *faucet_url_redact(const char *url)
 		redact_query(&b, q + 1);
 	}
 	return faucet_buf_detach(&b);
+}
+
+/* Whether a NAME=VALUE word's name says it holds a secret. */
+static int secret_word(const char *w, size_t len)
+{
+	static const char *const names[] = {"password", "passwd", "secret", "token", "apikey",
+					    "api_key", "key"};
+	const char *eq = memchr(w, '=', len);
+	size_t n;
+
+	if (eq == NULL)
+		return 0;
+	n = (size_t)(eq - w);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t k = strlen(names[i]);
+
+		if (n >= k && strncasecmp(eq - k, names[i], k) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+char *faucet__redact_command(const char *cmd)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	const char *p = cmd ? cmd : "";
+
+	while (*p) {
+		size_t len = strcspn(p, " \t\n");
+		char *word, *safe;
+
+		if (len == 0) {
+			(void)faucet_buf_putc(&b, *p++);
+			continue;
+		}
+		if ((word = faucet__strndup(p, len)) == NULL) {
+			faucet_buf_dispose(&b);
+			return NULL;
+		}
+		if (secret_word(word, len)) {
+			(void)faucet_buf_put(&b, word, (size_t)(strchr(word, '=') - word) + 1);
+			(void)faucet_buf_puts(&b, "***");
+		} else if (strstr(word, "://") != NULL || strchr(word, '=') != NULL) {
+			/* A URL anywhere in the word (--state=postgres://u:pw@h). */
+			const char *u = strstr(word, "://");
+			size_t start = 0;
+
+			if (u != NULL) {
+				while (u > word && (isalnum((unsigned char)u[-1]) || u[-1] == '+' ||
+						    u[-1] == '-' || u[-1] == '.'))
+					u--;
+				start = (size_t)(u - word);
+			}
+			if ((safe = faucet_url_redact(word + start)) == NULL) {
+				free(word);
+				faucet_buf_dispose(&b);
+				return NULL;
+			}
+			(void)faucet_buf_put(&b, word, start);
+			(void)faucet_buf_puts(&b, safe);
+			free(safe);
+		} else {
+			(void)faucet_buf_put(&b, word, len);
+		}
+		free(word);
+		p += len;
+	}
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return NULL;
+	}
+	return b.ptr ? faucet_buf_detach(&b) : faucet__strdup("");
 }

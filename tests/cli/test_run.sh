@@ -15,7 +15,8 @@ expect_rc 0 "a run of a command that succeeds"
 expect_out "hello" "stdout belongs to the command"
 ID=$(cat id)
 expect_err_contains "run $ID" "the run id is on stderr"
-expect_err_contains "faucet state undo p --row default $ID" "the undo command is on stderr"
+expect_err_contains "it changed nothing" "a run that changed nothing says so (no undo hint)"
+expect_err_lacks "faucet state undo" "and prints no undo command"
 for v in "FAUCET_RUN_ID=$ID" FAUCET_RUN_PIPELINE=p FAUCET_RUN_ROW=default \
 	 FAUCET_STATE_KEY=p::default "FAUCET_STATE=file:$PWD/st"; do
 	if grep -qx "$v" env; then pass; else fail "the command's environment has $v"; fi

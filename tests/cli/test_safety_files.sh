@@ -86,6 +86,11 @@ run state put --state "$ST" p::b 1 --if-absent
 expect_rc 1 "a symlinked lock file is an error"
 expect_err_contains "symbolic link" "the error says why"
 expect_no_file made-by-lock "the lock symlink's target is not created"
+# (A delete of an absent key writes nothing, so give it a key to delete.)
+rm 'st/p%3A%3Ab.json.lock'
+run state put --state "$ST" p::b 1
+expect_rc 0 "put without the lock symlink"
+ln -s "$PWD/made-by-lock" 'st/p%3A%3Ab.json.lock'
 run state delete --state "$ST" p::b
 expect_rc 1 "delete through a symlinked lock file is an error"
 expect_no_file made-by-lock "the lock symlink's target is not created by delete"
