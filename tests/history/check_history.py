@@ -219,6 +219,7 @@ class Schedule:
         self.groups = set()  # every process group we started
         self.stop = threading.Event()
         self.counter = 0
+        self.long_tails = 0  # runs whose command works on for 4 s (at most 2)
 
     # -- helpers ------------------------------------------------------------
 
@@ -252,24 +253,33 @@ class Schedule:
         """Run one faucet command to completion (or death); fill op."""
         op.argv = argv
         env = self.env(rng.randrange(1 << 30) if faults else None)
-        op.inv = time.time_ns()
-        p = subprocess.Popen([self.faucet, "--json"] + argv, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             start_new_session=True, cwd=self.workdir)
+        # Output goes to files, not pipes: a killed `faucet run` may leave its
+        # command holding them, and its death must be seen when it dies.
+        out_path = os.path.join(self.workdir, "op-%d.out" % op.id)
+        err_path = os.path.join(self.workdir, "op-%d.err" % op.id)
+        with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+            op.inv = time.time_ns()
+            p = subprocess.Popen([self.faucet, "--json"] + argv, stdin=subprocess.DEVNULL,
+                                 stdout=out_f, stderr=err_f, env=env,
+                                 start_new_session=True, cwd=self.workdir)
         op.pid = p.pid
         with self.inflight_lock:
             self.inflight[p.pid] = (p, op)
             self.groups.add(p.pid)
         try:
-            out, err = p.communicate(timeout=PROCESS_TIMEOUT)
+            p.wait(timeout=PROCESS_TIMEOUT)
         except subprocess.TimeoutExpired:
             op.note += " HUNG(killed after %ds)" % PROCESS_TIMEOUT
             op.killed = True
             p.kill()
-            out, err = p.communicate()
+            p.wait()
         op.cmp = time.time_ns()
         with self.inflight_lock:
             self.inflight.pop(p.pid, None)
+        with open(out_path, "rb") as f:
+            out = f.read()
+        with open(err_path, "rb") as f:
+            err = f.read()
         op.rc = p.returncode
         op.stderr = err.decode(errors="replace")
         text = out.decode(errors="replace").strip()
@@ -384,13 +394,22 @@ class Schedule:
             # which undos, lock breaks and the nemesis meet a live run.
             if rng.random() < 0.5:
                 lines.append("sleep 0.%d" % rng.randint(1, 4))
+        # Now and then a long tail of work: a run the nemesis kills then still
+        # has its command alive, which must die with it (R8).
+        with self.ops_lock:
+            long_tail = self.long_tails < 2 and rng.random() < 0.25
+            self.long_tails += long_tail
+        if long_tail:
+            lines.append("sleep 4")
         lines.append("exit 0")
         with open(script, "w") as f:
             f.write("\n".join(lines) + "\n")
         op = Op(actor, "run", row=row, note="child=%s" % os.path.basename(script))
+        op.long_tail = long_tail
+        op.pidfile = pidfile
         self.launch(op, ["run", "--pipeline", PIPELINE, "--row", row, "--lease-ttl", "1s",
                          "--", "sh", script], rng, faults=True)
-        m = RUN_ID_RE.search(getattr(op, "stderr", "") or "")
+        m = re.search(r"run (\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}) of \S+ started", op.stderr or "")
         if m:
             op.run = m.group(1)
         if op.outcome is None:
@@ -513,21 +532,34 @@ class Schedule:
                 last_read[op.key] = op.value
 
     def nemesis_main(self, rng):
+        """SIGKILL random in-flight faucet processes (at most max_kills), and
+        every long-tail run once its command is up (R8 needs one)."""
         kills = 0
-        while kills < self.max_kills and not self.stop.wait(rng.uniform(0.05, 0.6)):
+        while not self.stop.wait(rng.uniform(0.05, 0.5)):
             with self.inflight_lock:
                 victims = [(p, op) for p, op in self.inflight.values() if not op.killed]
             if not victims:
                 continue
-            # Favour the interesting victims: runs and undos.
+            long_runs = [v for v in victims if getattr(v[1], "long_tail", False)
+                         and os.path.exists(v[1].pidfile)]
+            if long_runs and rng.random() < 0.5:
+                self.kill(*rng.choice(long_runs))
+                continue
+            if kills >= self.max_kills or rng.random() < 0.5:
+                continue
+            # Favour the interesting victims: runs, undos, imports.
             favoured = [v for v in victims if v[1].kind in ("run", "undo", "import")]
-            p, op = rng.choice(favoured if favoured and rng.random() < 0.7 else victims)
-            op.killed = True
-            try:
-                p.send_signal(signal.SIGKILL)
+            if self.kill(*rng.choice(favoured if favoured and rng.random() < 0.7 else victims)):
                 kills += 1
-            except OSError:
-                op.killed = False
+
+    def kill(self, p, op):
+        op.killed = True
+        try:
+            p.send_signal(signal.SIGKILL)
+            return True
+        except OSError:
+            op.killed = False
+            return False
 
     # -- the whole schedule ---------------------------------------------------
 
