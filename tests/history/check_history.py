@@ -140,10 +140,11 @@ class Op:
 
 
 class Violation:
-    def __init__(self, rule, message, ops=()):
+    def __init__(self, rule, message, ops=(), key=None):
         self.rule = rule
         self.message = message
         self.ops = list(ops)
+        self.key = key  # the key involved, when there is one
 
     def __str__(self):
         return "%s: %s" % (self.rule, self.message)
@@ -198,7 +199,7 @@ class Schedule:
     """One seeded schedule against one fresh store."""
 
     def __init__(self, faucet, backend, seed, n=0, actors=None, ops_per_actor=None,
-                 kills=None, faults=0.0, verbose=False):
+                 kills=None, faults=0.0, shim=None, verbose=False):
         self.faucet = os.path.abspath(faucet)
         self.backend = backend
         self.seed = seed
@@ -206,7 +207,11 @@ class Schedule:
         self.n_actors = actors or self.rng.choice([3, 4])
         self.ops_per_actor = ops_per_actor or self.rng.randint(20, 30)
         self.max_kills = kills if kills is not None else self.rng.randint(2, 6)
-        self.faults = faults
+        # Injected I/O faults (the LD_PRELOAD shim) reach local stores only.
+        self.faults = faults if backend in ("file", "sqlite") else 0.0
+        self.shim = os.path.abspath(shim) if shim else None
+        if self.faults and not (self.shim and os.path.exists(self.shim)):
+            raise SystemExit("--faults needs --shim PATH (tests/history/faultshim.c, built by CMake)")
         self.verbose = verbose
         self.workdir = tempfile.mkdtemp(prefix="faucet-history-%d-" % seed)
         self.url = store_url(backend, seed, n, self.workdir)
@@ -229,8 +234,8 @@ class Schedule:
             e.pop(var, None)
         e["FAUCET_STATE"] = self.url
         e["FAUCET_BIN"] = self.faucet
-        if self.faults and faults_seed is not None and os.environ.get("FAUCET_HISTORY_SHIM"):
-            e["LD_PRELOAD"] = os.environ["FAUCET_HISTORY_SHIM"]
+        if self.faults and self.shim and faults_seed is not None:
+            e["LD_PRELOAD"] = self.shim
             e["FAULTSHIM_P"] = str(self.faults)
             e["FAULTSHIM_SEED"] = str(faults_seed)
         return e
@@ -815,7 +820,7 @@ def check_linearizable(ops):
             out.append(Violation(
                 "R4", "undo #%d reported a conflict (exit 3, on %s) yet changed %s: the history of %s "
                 "has no linearization unless that undo wrote it - a conflict must leave no net change"
-                % (culprit.id, (culprit.out or {}).get("key"), key, key), [e[6] for e in events]))
+                % (culprit.id, (culprit.out or {}).get("key"), key, key), [e[6] for e in events], key=key))
             continue
         cur = None
         for i in order:
@@ -825,7 +830,7 @@ def check_linearizable(ops):
                "the next required ops cannot follow: %s"
                % (len(events), key, len(order), "unknown" if cur is WILD else cur,
                   "; ".join("#%d %s" % (o.id, o.kind) for o in stuck[:4])))
-        out.append(Violation("R1", msg, [e[6] for e in events]))
+        out.append(Violation("R1", msg, [e[6] for e in events], key=key))
     return out
 
 
@@ -910,10 +915,19 @@ def check_undo_clobber(ops, runs_doc):
                 out.append(Violation(
                     "R2", "undo of %s (op #%d, run %s) restored %s over the later write %s of run %s "
                     "(op #%d, acknowledged %.1f ms before the undo started)"
-                    % (u, x.id, x.run, key, w.value if w.kind != "undo" else "(an undo's restore)",
-                       v, w.id, (x.inv - w.cmp) / 1e6), [w, x]))
+                    % (u, x.id, x.run, key, written_value(w, key), v, w.id, (x.inv - w.cmp) / 1e6),
+                    [w, x], key=key))
                 break
     return out
+
+
+def written_value(op, key):
+    """What op wrote to key, as text for a report."""
+    if op.kind == "undo":
+        return "(a restore by undo of %s)" % op.undone
+    if op.kind == "import":
+        return (op.values or {}).get(key)
+    return op.value if op.value is not None else "(delete)"
 
 
 def last_writes_of_run(ops, run):
@@ -943,7 +957,7 @@ def check_after_images(ops):
             if k in last and last[k][1] and canon(s.get("replaced")) != last[k][0]:
                 out.append(Violation("R3", "undo #%d of %s: step for %s replaced %s, but the run last "
                                      "wrote %s" % (x.id, x.undone, k, canon(s.get("replaced")),
-                                                   last[k][0]), [x]))
+                                                   last[k][0]), [x], key=k))
     return out
 
 
@@ -1067,7 +1081,20 @@ def check_all(ops, final, live_violations=()):
 # ---------------------------------------------------------------------------
 
 
+def touches(op, keys):
+    """Whether op may have read or changed one of keys."""
+    if op.key in keys or (op.values and keys & set(op.values)):
+        return True
+    if op.kind == "undo" and isinstance(op.out, dict):
+        steps = undo_steps(op) or []
+        mentioned = set(op.out.get("restored") or []) | {s.get("key") for s in steps} | {op.out.get("key")}
+        return bool(keys & mentioned) or op.outcome in ("unknown", "failed")
+    return False
+
+
 def report(backend, seed, violations, ops, max_each=3):
+    """The violations, by rule, each with its ops; for an undo that clobbered
+    a write (R2) also the sub-history of the key."""
     t0 = min((o.inv for o in ops if o.inv), default=0)
     print("HISTORY VIOLATIONS backend=%s seed=%d: %d" % (backend, seed, len(violations)))
     print("  reproduce: %s --backend %s --seeds %d" % (sys.argv[0], backend, seed))
@@ -1076,25 +1103,23 @@ def report(backend, seed, violations, ops, max_each=3):
         by_rule.setdefault(v.rule, []).append(v)
     for rule in sorted(by_rule):
         vs = by_rule[rule]
-        print("  %s: %d violation(s)" % (rule, len(vs)))
+        print("  %s: %d violation(s)%s" % (rule, len(vs), " (first %d shown)" % max_each if len(vs) > max_each else ""))
         for v in vs[:max_each]:
             print("    - %s" % v.message)
-            keys = {o.key for o in v.ops if o.key}
-            shown = set()
             for o in v.ops:
-                shown.add(o.id)
                 print("        %s" % o.describe(t0))
-            if rule in ("R2",) and keys:
+            keys = {v.key} if v.key else set()
+            if rule in ("R2", "R3") and keys:
+                shown = {o.id for o in v.ops}
                 print("      sub-history of %s:" % ", ".join(sorted(keys)))
                 for o in sorted(ops, key=lambda o: o.inv or 0):
-                    touches = o.key in keys or bool(o.values and keys & set(o.values)) or o.kind == "undo"
-                    if touches and o.id not in shown:
+                    if o.id not in shown and touches(o, keys):
                         print("        %s" % o.describe(t0))
 
 
 def run_one(faucet, backend, seed, n, args):
     s = Schedule(faucet, backend, seed, n, actors=args.actors, ops_per_actor=args.ops,
-                 kills=args.kills, faults=args.faults, verbose=args.verbose)
+                 kills=args.kills, faults=args.faults, shim=args.shim, verbose=args.verbose)
     started = time.time()
     try:
         ops, final = s.run()
@@ -1132,7 +1157,8 @@ def main():
     ap.add_argument("--ops", type=int, help="ops per actor")
     ap.add_argument("--kills", type=int, help="nemesis kills per schedule")
     ap.add_argument("--faults", type=float, default=0.0,
-                    help="EIO probability of the fault shim (file/sqlite; needs FAUCET_HISTORY_SHIM)")
+                    help="EIO probability of fsync/rename in faucet processes (file/sqlite; needs --shim)")
+    ap.add_argument("--shim", help="the fault shim library (libfaucet_faultshim.so)")
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--dump", help="write every schedule's ops to DUMP.BACKEND.SEED.txt")
