@@ -722,10 +722,14 @@ def register_events(ops, key):
                 if key in (op.out.get("restored") or []):
                     ev.append((op.inv, optional_cmp, "wild", None, None, False, op))
             elif op.outcome == "conflict":
-                # A conflict writes nothing (R4); what it saw is a read.
+                # A conflict leaves no net change (R4): it may restore a key
+                # and roll it back (a transient value), nothing more.  What
+                # it saw on the conflicting key is a read.
                 out = op.out if isinstance(op.out, dict) else {}
                 if out.get("key") == key and "current" in out:
                     ev.append((op.inv, op.cmp, "r", canon(out["current"]), None, True, op))
+                ev.append((op.inv, INF, "open", None, None, False, op))
+                ev.append((op.inv, op.cmp, "close", None, None, True, op))
             elif op.outcome in ("unknown", "failed"):
                 # Killed or failed: any key may hold a restored value.
                 ev.append((op.inv, optional_cmp, "wild", None, None, False, op))
@@ -736,42 +740,56 @@ def register_events(ops, key):
 WILD = object()
 
 
-def apply_event(e, cur):
-    """(allowed, new value) of event e applied to register value cur."""
+def apply_event(e, state):
+    """(allowed, new state) of event e applied to the register state
+    (value, transient): value is a JSON text, None (absent) or WILD (unknown);
+    transient is None or (undo op id, value before it) while a conflicting
+    undo's restore is visible and not yet rolled back."""
     kind, a, b = e[2], e[3], e[4]
+    cur, transient = state
     if kind == "w":
-        return True, a
+        return True, (a, None)  # a write ends a transient: the roll-back finds it changed
     if kind == "wild":
-        return True, WILD
+        return True, (WILD, None)
     if kind == "r":
-        return (cur is WILD or cur == a), a
+        return (cur is WILD or cur == a), (a, transient)
     if kind == "cas":
-        return (cur is WILD or cur == a), b
+        return (cur is WILD or cur == a), (b, None)
     if kind == "ncas":
-        return (cur is WILD or cur != a), cur
+        return (cur is WILD or cur != a), state
+    if kind == "open":
+        return transient is None, (WILD, (e[6].id, cur))
+    if kind == "close":
+        if transient is not None and transient[0] == e[6].id:
+            return True, (transient[1], None)
+        return True, state  # never opened, or overwritten since: nothing to roll back
     raise ValueError(kind)
 
 
 def linearize(events, budget=3_000_000):
-    """WGL-style search.  Returns (True, order) or (False, best partial order)
-    or (None, ...) when the budget ran out."""
+    """WGL-style search over (linearized set, register state) with
+    memoisation.  Returns (True, order), (False, best partial order), or
+    (None, ...) when the budget ran out (inconclusive)."""
     n = len(events)
     required = 0
+    closes = {}  # undo op id -> index of its close event
     for i, e in enumerate(events):
         if e[5]:
             required |= 1 << i
+        if e[2] == "close":
+            closes[e[6].id] = i
     seen = set()
     best = [[]]
     steps = [0]
     sys.setrecursionlimit(max(10000, 4 * n + 100))
 
-    def search(mask, cur, order):
-        if mask & required == required:
+    def search(mask, state, order):
+        if mask & required == required and state[1] is None:
             return True
-        state = (mask, cur)
-        if state in seen:
+        key = (mask, state)
+        if key in seen:
             return False
-        seen.add(state)
+        seen.add(key)
         steps[0] += 1
         if steps[0] > budget:
             raise TimeoutError
@@ -787,7 +805,9 @@ def linearize(events, budget=3_000_000):
             e = events[i]
             if e[0] > limit:
                 break
-            ok, new = apply_event(e, cur)
+            if e[2] == "open" and mask & (1 << closes[e[6].id]):
+                continue  # an undo cannot restore after it has ended
+            ok, new = apply_event(e, state)
             if ok:
                 order.append(i)
                 if search(mask | (1 << i), new, order):
@@ -796,7 +816,7 @@ def linearize(events, budget=3_000_000):
         return False
 
     try:
-        ok = search(0, None, [])
+        ok = search(0, (None, None), [])
     except TimeoutError:
         return None, best[0]
     return ok, best[0]
@@ -822,9 +842,10 @@ def check_linearizable(ops):
                 "has no linearization unless that undo wrote it - a conflict must leave no net change"
                 % (culprit.id, (culprit.out or {}).get("key"), key, key), [e[6] for e in events], key=key))
             continue
-        cur = None
+        state = (None, None)
         for i in order:
-            cur = apply_event(events[i], cur)[1]
+            state = apply_event(events[i], state)[1]
+        cur = state[0]
         stuck = [e[6] for i, e in enumerate(events) if i not in order and e[5]]
         msg = ("no linearization of the %d ops on %s: at most %d could be ordered (value then %s); "
                "the next required ops cannot follow: %s"

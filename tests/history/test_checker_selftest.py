@@ -125,6 +125,23 @@ class Linearizability(unittest.TestCase):
                final_read("P::a", None), final_read("P::b", v("b2"))]
         self.assertEqual(rules(ch.check_linearizable(ops)), ["R4"])
 
+    def test_conflicting_undo_rolled_back_accepted(self):
+        # The undo restored P::a (a reader saw it), met the conflict on P::b
+        # and rolled P::a back: no net change.
+        undo = op("undo", inv=20, cmp=40, outcome="conflict",
+                  out={"key": "P::b", "current": {"w": "b2"}, "run": R1})
+        ops = [op("put", "P::a", v("0"), 0, 2),
+               op("import", inv=3, cmp=5, values={"P::a": v("1"), "P::b": v("b1")}, run=R1),
+               op("put", "P::b", v("b2"), 6, 10), undo,
+               op("get", "P::a", v("0"), 25, 30),
+               op("get", "P::a", v("1"), 45, 50),
+               final_read("P::a", v("1")), final_read("P::b", v("b2"))]
+        self.assertEqual(ch.check_linearizable(ops), [])
+        # ... but a restore still there after the undo ended is a net change.
+        ops[5] = op("get", "P::a", v("0"), 45, 50)
+        ops[6] = final_read("P::a", v("0"))
+        self.assertEqual(rules(ch.check_linearizable(ops)), ["R4"])
+
 
 class UndoClobber(unittest.TestCase):
     def history(self, later_write_undone=False):
