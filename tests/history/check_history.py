@@ -982,16 +982,30 @@ def check_after_images(ops):
     return out
 
 
-def check_retries(ops):
-    """R4: the retry of a killed undo completes or conflicts, and never undoes
-    the killed undo itself."""
+def positions_in_scope(runs_doc, run):
+    """How many newer runs precede run in each scope listing it."""
+    return [[e.get("run") for e in scope.get("runs", [])].index(run)
+            for scope in runs_doc or [] if any(e.get("run") == run for e in scope.get("runs", []))]
+
+
+def check_retries(ops, runs_doc):
+    """R4: the retry of a killed undo completes or conflicts (or finds the
+    run already undone, or a run that changed nothing), and never undoes the
+    killed undo itself."""
     out = []
+    index, _ = status_index(runs_doc)
     for r in ops:
         orig = getattr(r, "retry_of", None)
         if orig is None:
             continue
-        already = r.rc == 2 and "already undone" in (getattr(r, "stderr", "") or "")
-        if r.outcome not in ("ok", "conflict") and not already:
+        entries = index.get(r.target, [])
+        changed_nothing = bool(entries) and not any(e.get("keys") for _, e in entries)
+        undone = any(e.get("outcome") == "undone" for _, e in entries)
+        stderr = getattr(r, "stderr", "") or ""
+        # Only the last 20 rollback markers of a scope are kept (SPEC §8).
+        retired = any(pos >= 20 for pos in positions_in_scope(runs_doc, r.target))
+        settled = r.rc == 2 and ("already undone" in stderr or undone or changed_nothing or retired)
+        if r.outcome not in ("ok", "conflict") and not settled:
             out.append(Violation("R4", "retry #%d of the killed undo #%d (target %s) neither completed "
                                  "nor conflicted: rc %s %s" % (r.id, orig.id, r.target, r.rc,
                                                                (getattr(r, "stderr", "") or "").strip()[:200]),
@@ -1090,7 +1104,7 @@ def check_all(ops, final, live_violations=()):
     v += check_linearizable(ops)
     v += check_undo_clobber(ops, final.get("runs"))
     v += check_after_images(ops)
-    v += check_retries(ops)
+    v += check_retries(ops, final.get("runs"))
     v += check_history_agrees(ops, final.get("runs"))
     v += check_final_values(ops, final)
     v += check_noop_writes(ops)
@@ -1127,8 +1141,11 @@ def report(backend, seed, violations, ops, max_each=3):
         print("  %s: %d violation(s)%s" % (rule, len(vs), " (first %d shown)" % max_each if len(vs) > max_each else ""))
         for v in vs[:max_each]:
             print("    - %s" % v.message)
+            printed = set()
             for o in v.ops:
-                print("        %s" % o.describe(t0))
+                if o.id not in printed:
+                    printed.add(o.id)
+                    print("        %s" % o.describe(t0))
             keys = {v.key} if v.key else set()
             if rule in ("R2", "R3") and keys:
                 shown = {o.id for o in v.ops}

@@ -180,6 +180,26 @@ class AfterImage(unittest.TestCase):
         self.assertEqual(ch.check_after_images(ops), [])
 
 
+class Retries(unittest.TestCase):
+    def retry(self, rc, outcome, stderr=""):
+        killed = op("undo", inv=0, cmp=5, outcome="unknown", target=R1)
+        killed.killed = True
+        r = op("undo", inv=100, cmp=110, outcome=outcome, target=R1, rc=rc,
+               out={"undone": R1, "run": UNDO} if outcome == "ok" else None)
+        r.retry_of, r.killed_run, r.stderr = killed, None, stderr
+        return [killed, r]
+
+    def test_retry_that_finishes_accepted(self):
+        doc = runs_doc(("P::a", R1, "undone", ["P::a"], None))
+        self.assertEqual(ch.check_retries(self.retry(0, "ok"), doc), [])
+        self.assertEqual(ch.check_retries(self.retry(2, "rejected", "already undone"), doc), [])
+
+    def test_retry_that_fails_flagged(self):
+        doc = runs_doc(("P::a", R1, "ok", ["P::a"], None))
+        self.assertEqual(rules(ch.check_retries(self.retry(1, "failed", "boom"), doc)), ["R4"])
+        self.assertEqual(rules(ch.check_retries(self.retry(2, "rejected", "nothing to undo"), doc)), ["R4"])
+
+
 class HistoryAgrees(unittest.TestCase):
     def test_running_after_quiescence_flagged(self):
         ops = [op("put", "P::a", v("1"), 0, 10, run=R1)]
