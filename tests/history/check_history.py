@@ -18,8 +18,31 @@ What it does, for each (backend, seed):
    `date +%s%N`, the same clock), outcome, exit status, JSON output, run id.
 3. After quiescence (every process of the schedule dead), retries every
    killed undo, reads the final state (`state list --all`, `state get`,
-   `state runs --json`) and checks the rules R1-R7 (see check_* below and
-   the brief in the header of each function).
+   `state runs --json`) and checks these rules (one check_* function each):
+
+   R1 per-key linearizability: a register per key; a WGL search with
+      memoisation finds an order of every op on the key consistent with
+      real time.  Acknowledged writes take effect; failed/unknown ones may or
+      may not, any time after their invocation; a compare-and-put that did
+      not hold saw its `found`; gets and the final read are reads; an undo's
+      `steps` (when printed) are compare-and-puts from `replaced` to
+      `restored_to`, without steps a successful undo is an optional write of
+      an unknown value (a wildcard) on each restored key, a killed/failed
+      one on every key.
+   R2 an undo of U restores no key K that a later run V > U changed (an
+      acknowledged write finished before the undo started), unless V was
+      undone before; exempt: retries of the same undo, undos of runs later
+      than U (undoing in stack order).
+   R3 with steps: `replaced` is the value U last wrote to K.
+   R4 a conflicting undo leaves no net change (it may restore a key and roll
+      it back: a transient value); a killed undo is finished by the same
+      undo run again (the retry pass).
+   R5 the run history agrees: nothing still `running` once every process is
+      dead, acknowledged writes' runs are there (ok/undone, listing the key),
+      `undone` only by an undo, a successful undo's target reads `undone`.
+   R6 every final value was written by some op; no stray key.
+   R7 a write that changes nothing records no run (`"run": null`).
+   R8 a SIGKILLed `faucet run` leaves nothing of its command alive 3 s later.
 
 The seed schedule is deterministic given the seed; the interleaving (and
 so the nemesis' victims) is not - a failing seed is worth re-running a few
