@@ -700,6 +700,12 @@ def undo_steps(op):
     return None
 
 
+def undo_restored(op):
+    """The keys an undo said it restored (its JSON's `restored`)."""
+    out = op.out if isinstance(op.out, dict) else {}
+    return out.get("restored") or []
+
+
 def register_events(ops, key):
     """The ops touching key as register events for the linearizability search:
     (inv, cmp, kind, a, b, required, op) with kind
@@ -742,7 +748,8 @@ def register_events(ops, key):
                         ev.append((op.inv, op.cmp, "cas", canon(s.get("replaced")),
                                    canon(s.get("restored_to")), True, op))
             elif ok:
-                if key in (op.out.get("restored") or []):
+                restored = op.out.get("restored") if isinstance(op.out, dict) else None
+                if restored is None or key in restored:  # no JSON: any key
                     ev.append((op.inv, optional_cmp, "wild", None, None, False, op))
             elif op.outcome == "conflict":
                 # A conflict leaves no net change (R4): it may restore a key
@@ -789,7 +796,7 @@ def apply_event(e, state):
     raise ValueError(kind)
 
 
-def linearize(events, budget=3_000_000):
+def linearize(events, budget=1_000_000):
     """WGL-style search over (linearized set, register state) with
     memoisation.  Returns (True, order), (False, best partial order), or
     (None, ...) when the budget ran out (inconclusive)."""
@@ -886,7 +893,7 @@ def find_partial_undo(ops, key, events):
             continue
         relaxed = events + [(x.inv, INF, "wild", None, None, False, x)]
         relaxed.sort(key=lambda e: (e[0], e[1]))
-        if linearize(relaxed)[0]:
+        if linearize(relaxed, budget=300_000)[0]:
             return x
     return None
 
@@ -904,7 +911,7 @@ def acknowledged_writes(ops):
                 writes.append((k, op.run, op))
         elif op.kind == "undo":
             steps = undo_steps(op)
-            keys = [s.get("key") for s in steps] if steps is not None else (op.out.get("restored") or [])
+            keys = [s.get("key") for s in steps] if steps is not None else undo_restored(op)
             for k in keys:
                 writes.append((k, op.run, op))
     return writes
@@ -942,7 +949,7 @@ def check_undo_clobber(ops, runs_doc):
     for x in ok_undos:
         u = x.undone
         steps = undo_steps(x)
-        restored = [s.get("key") for s in steps] if steps is not None else (x.out.get("restored") or [])
+        restored = [s.get("key") for s in steps] if steps is not None else undo_restored(x)
         for key in restored:
             for wkey, v, w in writes:
                 if wkey != key or not v or v == u or v <= u or w is x:
