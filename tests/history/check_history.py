@@ -222,7 +222,7 @@ class Schedule:
     """One seeded schedule against one fresh store."""
 
     def __init__(self, faucet, backend, seed, n=0, actors=None, ops_per_actor=None,
-                 kills=None, faults=0.0, shim=None, verbose=False):
+                 kills=None, faults=0.0, shim=None, only=None, verbose=False):
         self.faucet = os.path.abspath(faucet)
         self.backend = backend
         self.seed = seed
@@ -236,6 +236,7 @@ class Schedule:
         if self.faults and not (self.shim and os.path.exists(self.shim)):
             raise SystemExit("--faults needs --shim PATH (tests/history/faultshim.c, built by CMake)")
         self.verbose = verbose
+        self.only = only  # a subset of the op kinds (debugging a model), or None
         self.workdir = tempfile.mkdtemp(prefix="faucet-history-%d-" % seed)
         self.url = store_url(backend, seed, n, self.workdir)
         self.ops = []
@@ -550,8 +551,9 @@ class Schedule:
 
     def actor_main(self, actor, rng):
         last_read = {}
-        names = [n for n, _ in self.OPS]
-        weights = [w for _, w in self.OPS]
+        mix = [(n, w) for n, w in self.OPS if not self.only or n in self.only]
+        names = [n for n, _ in mix]
+        weights = [w for _, w in mix]
         for _ in range(self.ops_per_actor):
             kind = rng.choices(names, weights)[0]
             op = getattr(self, "op_" + kind)(actor, rng, last_read)
@@ -1187,7 +1189,8 @@ def report(backend, seed, violations, ops, max_each=3):
 
 def run_one(faucet, backend, seed, n, args):
     s = Schedule(faucet, backend, seed, n, actors=args.actors, ops_per_actor=args.ops,
-                 kills=args.kills, faults=args.faults, shim=args.shim, verbose=args.verbose)
+                 kills=args.kills, faults=args.faults, shim=args.shim,
+                 only=args.only.split(",") if args.only else None, verbose=args.verbose)
     started = time.time()
     try:
         ops, final = s.run()
@@ -1227,6 +1230,8 @@ def main():
     ap.add_argument("--faults", type=float, default=0.0,
                     help="EIO probability of fsync/rename in faucet processes (file/sqlite; needs --shim)")
     ap.add_argument("--shim", help="the fault shim library (libfaucet_faultshim.so)")
+    ap.add_argument("--only", help="only these op kinds (comma list of %s)"
+                    % ",".join(n for n, _ in Schedule.OPS))
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--dump", help="write every schedule's ops to DUMP.BACKEND.SEED.txt")
