@@ -16,6 +16,23 @@
  *
  * The faucet_store_supports_* queries say which of these a backend does
  * better.  Every store is safe to use from several threads at once.
+ *
+ * Threads and processes: a handle may also be used on both sides of a
+ * fork() (Python's multiprocessing forks by default).  The child never
+ * talks over its parent's connections: PostgreSQL and Redis stores
+ * reconnect in the child on its first call, dropping the inherited
+ * connections without a word to the server (no Terminate, no QUIT, no
+ * shutdown of the shared socket), so the parent's sessions carry on; a
+ * SQLite store closes its inherited database connections in the child and
+ * opens its own, as SQLite requires; the file store opens its files per
+ * call and draws a fresh temp-name token in the child; a memory store is
+ * the child's own copy.  Freeing the handle in the child releases only the
+ * child's side.  A fork handler (pthread_atfork) does the bookkeeping, so a
+ * call costs no getpid(); a child made without fork handlers (_Fork, a raw
+ * clone) must not use a handle opened before it.  Fork while no other
+ * thread is inside a call on the handle: a connection another thread was
+ * using is forgotten by the child, and a file-store key lock it held stays
+ * held until the child exits or execs.
  */
 #ifndef FAUCET_STORE_H
 #define FAUCET_STORE_H

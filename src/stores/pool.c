@@ -7,10 +7,17 @@
  * never stalls callers that could use an idle connection.  The idle list is
  * a stack: the most recently used connection is handed out first, which
  * keeps a lightly loaded store on one warm connection.
+ *
+ * fork(): the pools form a list that a pthread_atfork handler walks (see
+ * pool.h).  Lock order: pools_lock, then a pool's lock; nothing that holds
+ * a pool's lock takes pools_lock.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "stores/pool.h"
@@ -24,7 +31,98 @@ struct faucet_pool {
 	size_t open; /* connections that exist or are being opened */
 	void **idle;
 	size_t nidle;
+	/* Set in a forked child (under no lock: the child runs one thread
+	 * then); the next acquire or free drops the inherited connections. */
+	int inherited;
+	int fork_failed; /* the child could not renew the condition variable */
+	faucet_pool *prev, *next; /* in `pools` */
 };
+
+/* ---- fork ------------------------------------------------------------- */
+
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static faucet_pool *pools; /* every live pool */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_rc;
+
+/* Before fork: no pool's bookkeeping is half-done in another thread, and
+ * the list stays as it is. */
+static void pools_before_fork(void)
+{
+	pthread_mutex_lock(&pools_lock);
+	for (faucet_pool *p = pools; p != NULL; p = p->next)
+		pthread_mutex_lock(&p->lock);
+}
+
+static void pools_after_fork_parent(void)
+{
+	for (faucet_pool *p = pools; p != NULL; p = p->next)
+		pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&pools_lock);
+}
+
+/* In the child: every pool's connections are its parent's.  The condition
+ * variable may count waiters that are threads of the parent; a fresh one
+ * forgets them (initialising it again is what the C library does with its
+ * own state after fork; no thread of the child can be waiting on it). */
+static void pools_after_fork_child(void)
+{
+	for (faucet_pool *p = pools; p != NULL; p = p->next) {
+		p->inherited = 1;
+		if (pthread_cond_init(&p->freed, NULL) != 0)
+			p->fork_failed = 1;
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_unlock(&pools_lock);
+}
+
+static void register_fork_handler(void)
+{
+	atfork_rc = pthread_atfork(pools_before_fork, pools_after_fork_parent,
+				   pools_after_fork_child);
+}
+
+static void drop_conn(faucet_pool *p, void *conn, int inherited)
+{
+	if (inherited && p->ops.abandon != NULL)
+		p->ops.abandon(conn);
+	else
+		p->ops.disconnect(conn);
+}
+
+/* In a forked child, under p->lock: abandon the parent's idle connections
+ * and forget the ones its other threads had taken.  Abandoning sends the
+ * server nothing, so it is quick enough to do under the lock (and it runs
+ * once per fork). */
+static void drop_inherited(faucet_pool *p)
+{
+	for (size_t i = 0; i < p->nidle; i++)
+		drop_conn(p, p->idle[i], 1);
+	p->nidle = 0;
+	p->open = 0;
+	p->inherited = 0;
+}
+
+int faucet_pool_detach_socket(int fd)
+{
+	int null, rc;
+
+	if (fd < 0)
+		return 0;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return -1;
+	do
+		rc = dup2(null, fd);
+	while (rc < 0 && errno == EINTR);
+	(void)close(null);
+	if (rc < 0)
+		return -1;
+	/* dup2 clears close-on-exec; the descriptor lives until the client
+	 * library closes it, which should not leak it into an exec'd program. */
+	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
 
 int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max)
 {
@@ -55,6 +153,21 @@ int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, 
 	p->ops = *ops;
 	p->owner = owner;
 	p->max = max;
+	(void)pthread_once(&atfork_once, register_fork_handler);
+	if (atfork_rc != 0) {
+		pthread_cond_destroy(&p->freed);
+		pthread_mutex_destroy(&p->lock);
+		free(p->idle);
+		free(p);
+		return faucet__error_os(FAUCET_ERROR, atfork_rc,
+					"cannot register the connection pool's fork handler");
+	}
+	pthread_mutex_lock(&pools_lock);
+	p->next = pools;
+	if (pools != NULL)
+		pools->prev = p;
+	pools = p;
+	pthread_mutex_unlock(&pools_lock);
 	*out = p;
 	return 0;
 }
@@ -86,6 +199,14 @@ int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh)
 		void *c = NULL;
 
 		pthread_mutex_lock(&p->lock);
+		if (p->inherited)
+			drop_inherited(p);
+		if (p->fork_failed) {
+			pthread_mutex_unlock(&p->lock);
+			return faucet_error_set(FAUCET_ERROR,
+						"the connection pool cannot be used after fork: its "
+						"condition variable could not be renewed");
+		}
 		while (p->nidle == 0 && p->open >= p->max)
 			pthread_cond_wait(&p->freed, &p->lock);
 		if (p->nidle > 0)
@@ -124,6 +245,14 @@ void faucet_pool_release(faucet_pool *p, void *conn, int broken)
 	if (conn == NULL)
 		return;
 	pthread_mutex_lock(&p->lock);
+	if (p->inherited || p->nidle >= p->open) {
+		/* Not one the pool counts: taken before a fork, given back in
+		 * the child (which the callers never do).  Drop it rather than
+		 * upset the counts. */
+		pthread_mutex_unlock(&p->lock);
+		drop_conn(p, conn, 1);
+		return;
+	}
 	if (!broken) {
 		p->idle[p->nidle++] = conn;
 		pthread_cond_signal(&p->freed);
@@ -157,8 +286,16 @@ void faucet_pool_free(faucet_pool *p)
 {
 	if (p == NULL)
 		return;
+	pthread_mutex_lock(&pools_lock);
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		pools = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	pthread_mutex_unlock(&pools_lock);
 	for (size_t i = 0; i < p->nidle; i++)
-		p->ops.disconnect(p->idle[i]);
+		drop_conn(p, p->idle[i], p->inherited);
 	free(p->idle);
 	pthread_cond_destroy(&p->freed);
 	pthread_mutex_destroy(&p->lock);

@@ -455,7 +455,20 @@ static int pg_broken(void *conn)
 	return PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
 }
 
-static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive, pg_broken};
+/* A connection inherited across fork() is the parent's too: PQfinish would
+ * send the server a Terminate message (and TLS a close_notify) over the
+ * socket both processes share, ending the parent's session.  With the
+ * descriptor pointed at /dev/null first, PQfinish's goodbye goes nowhere
+ * and it frees only this process's copy.  Without /dev/null the connection
+ * is left alone (its memory and descriptor stay with the child). */
+static void pg_abandon(void *conn)
+{
+	if (faucet_pool_detach_socket(PQsocket(conn)) == 0)
+		PQfinish(conn);
+}
+
+static const faucet_pool_ops pg_pool_ops = {pg_connect, pg_disconnect, pg_alive, pg_broken,
+					    pg_abandon};
 
 /* ---- values ------------------------------------------------------------ */
 

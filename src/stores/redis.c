@@ -233,8 +233,21 @@ static int redis_broken(void *conn)
 	return ((redisContext *)conn)->err != 0;
 }
 
+/* A connection inherited across fork() is the parent's too.  redisFree
+ * sends nothing (no QUIT) and only closes this process's descriptor, but
+ * the descriptor is pointed at /dev/null first all the same, so nothing
+ * hiredis might write on the way out can reach the parent's session.
+ * Without /dev/null the context is left alone (it stays with the child). */
+static void redis_abandon(void *conn)
+{
+	redisContext *c = conn;
+
+	if (faucet_pool_detach_socket(c->fd) == 0)
+		redisFree(c);
+}
+
 static const faucet_pool_ops redis_pool_ops = {redis_connect, redis_disconnect, redis_alive,
-					       redis_broken};
+					       redis_broken, redis_abandon};
 
 /* ---- keys and values --------------------------------------------------- */
 

@@ -233,7 +233,17 @@ static int sq_connect(void *owner, void **out)
 	return 0;
 }
 
-static const faucet_pool_ops sq_pool_ops = {sq_connect, sq_disconnect, NULL, NULL};
+/* No `abandon`: in a forked child the pool closes the inherited connections
+ * with sq_disconnect before opening its own, as SQLite asks ("a connection
+ * used in a child process must be opened in the child").  Closing is safe
+ * there: the child holds none of its parent's POSIX locks, so releasing
+ * them changes nothing for the parent, and the last-close checkpoint that
+ * deletes the WAL needs an exclusive lock the parent's open connections
+ * deny.  Closing (rather than leaking) also clears SQLite's per-process
+ * record of the file's locks, which was copied from the parent and would
+ * otherwise let the child's new connections believe they hold locks they
+ * do not. */
+static const faucet_pool_ops sq_pool_ops = {sq_connect, sq_disconnect, NULL, NULL, NULL};
 
 static void st_done(sqlite3_stmt *st)
 {
