@@ -32,7 +32,7 @@ if [ -x build/faucet ]; then
   echo
   echo "== faucet state put / list / show =="
   $f state put orders::default '{"cursor":"2026-11-29T00:00:00Z","offset":18446744073709551615}'
-  $f state put orders::default::__status__ '{"last":"ok"}'
+  $f state put orders::eu '{"cursor":"2026-11-28T00:00:00Z"}'
   $f state put acme::orders::eu '{"page":3}'
   $f state list
   $f state show orders

@@ -262,6 +262,26 @@ FAUCET_EXTERN int faucet_import_file_recorded(faucet_store *s, FILE *in,
 FAUCET_EXTERN int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *row,
 					  char **json_out);
 
+/* ---- doctor: the run documents ------------------------------------------------ */
+
+/* Append doctor's "run documents" probe to `report`: every run bookkeeping
+ * key of the store (faucet_run_is_bookkeeping_key: __lease__, __status__,
+ * __rollback__, __rollback__::{run}) read and parsed as its kind - a pass
+ * when all parse, a fail naming each that does not with its parse error,
+ * a skip when the store cannot list its keys or timeout_ms (0 = no limit)
+ * runs out first.  With FAUCET_CHECK_REPAIR in `flags` each broken one is
+ * set aside, never deleted: its value is put (compare-and-put against
+ * absent) at "{scope}::__broken__::{its bookkeeping segments without their
+ * underscores}::{now as YYYYMMDDTHHMMSSZ}" (".2", ".3", ... when that is
+ * taken), e.g. p::r::__status__ -> p::r::__broken__::status::20260101T000000Z,
+ * a key that is neither bookkeeping nor a run document; then the broken key
+ * is removed with compare-and-delete against the exact value moved, so a
+ * document fixed meanwhile is kept (and the copy taken back).  The probe
+ * then passes, its hint saying what moved where.  `now` is unix seconds.
+ * Fails only when out of memory or given NULL. */
+FAUCET_EXTERN int faucet_run_documents_probe(faucet_store *s, int64_t now, unsigned flags,
+					     uint64_t timeout_ms, faucet_check_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -270,7 +270,10 @@ FAUCET_EXTERN size_t faucet_export_count(const faucet_export *e);
 FAUCET_EXTERN const char *faucet_export_key_at(const faucet_export *e, size_t i);
 FAUCET_EXTERN const faucet_value *faucet_export_value_at(const faucet_export *e, size_t i);
 
-/* Every key valid and inside the pipeline's namespace; pipeline name valid. */
+/* Every key valid and inside the pipeline's namespace, none of them run
+ * bookkeeping (faucet_run_is_bookkeeping_key: only runs write those, and an
+ * export never holds one); pipeline name valid.  FAUCET_EINVALID naming the
+ * key otherwise, so an import of such a document writes nothing. */
 FAUCET_EXTERN int faucet_export_validate(const faucet_export *e);
 
 /* Parse and validate a document.  A version this build does not know is

@@ -392,7 +392,7 @@ int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
 			report, name, FAUCET_PROBE_WARN, reason.ptr, faucet__now_ms() - start,
 			"a runner stopped without releasing these (killed, crashed, or its release "
 			"failed); they block no one, the next claim takes them over - check those "
-			"units or runs, and `faucet state delete KEY` removes a lease");
+			"units or runs, and `faucet lock break KEY` removes a lease");
 	faucet_buf_dispose(&reason);
 	faucet_strarray_dispose(&expired);
 	return rc;

@@ -20,10 +20,21 @@ static const char doctor_help[] =
 	"\n"
 	"Run the state store's health probes (reachability, a sentinel write, read\n"
 	"and delete that leaves nothing behind; for a file store also every value\n"
-	"file opened with the key, symlinks and orphaned temp files) and print each\n"
-	"with its status, time and hint.  --timeout bounds the whole check: 500ms,\n"
-	"10s (default), 2m, 1h.  --repair removes the temp files that no live\n"
-	"writer holds.  Exit 1 when any probe fails (a warning does not).\n";
+	"file opened with the key, symlinks and orphaned temp files; expired leases;\n"
+	"every run document - __lease__, __status__, __rollback__ and its markers -\n"
+	"parsed as its kind) and print each with its status, time and hint.\n"
+	"--timeout bounds the whole check: 500ms, 10s (default), 2m, 1h.\n"
+	"--repair:\n"
+	"  - sets each run document that does not parse aside, never deleting it: its\n"
+	"    value moves to {scope}::__broken__::{kind}::{UTC time, YYYYMMDDTHHMMSSZ}\n"
+	"    (e.g. p::r::__status__ -> p::r::__broken__::status::20260101T000000Z),\n"
+	"    then the broken key is removed if it still holds that value, so its row\n"
+	"    can be written again;\n"
+	"  - in a file store, removes faucet's own temp files\n"
+	"    ({stem}.{32 hex}.{counter}.json.tmp and the like) that no live writer\n"
+	"    holds - never another name, never through a symlink, and nothing in a\n"
+	"    directory it does not recognise as a faucet store.\n"
+	"Exit 1 when any probe fails (a warning does not).\n";
 
 static const char *status_name(faucet_probe_status st)
 {
@@ -196,12 +207,16 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0)
 		return rc;
-	/* Leases look alike in every backend, so their probe is added here
-	 * (a warning naming the expired ones; SPEC section 5). */
+	/* Leases and run documents look alike in every backend, so their
+	 * probes are added here (a warning naming the expired leases, SPEC
+	 * section 5; a failure naming each run document that does not parse,
+	 * which --repair sets aside). */
 	start_ms = cli_now_ms();
 	if (faucet_store_check(s, &cctx, &report) != 0 ||
 	    faucet_lease_probe(s, (int64_t)time(NULL), remaining_ms(cctx.timeout_ms, start_ms),
-			       report) != 0) {
+			       report) != 0 ||
+	    faucet_run_documents_probe(s, (int64_t)time(NULL), cctx.flags,
+				       remaining_ms(cctx.timeout_ms, start_ms), report) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot check %s", ctx->store_label);
 		faucet_check_report_free(report);
 		faucet_store_free(s);

@@ -29,6 +29,22 @@ static const char delete_help[] =
 	"\n"
 	"Remove KEY.  An absent key is not an error.\n";
 
+/* Run bookkeeping (SPEC section 8) is written by the run machinery only: a
+ * put or delete of one would leave a document no run can read (every later
+ * write of its row failing) or drop a run's history.  Refused with exit 2
+ * before the store is opened. */
+static int refuse_bookkeeping(const char *command, const char *key)
+{
+	if (!faucet_run_is_bookkeeping_key(key))
+		return 0;
+	return cli_error(CLI_EXIT_USAGE,
+			 "%s: '%s' is run bookkeeping (__lease__, __status__, __rollback__), "
+			 "written only by faucet's runs; nothing written (`faucet lock break` "
+			 "removes a stuck lease, `faucet doctor --repair` sets a broken "
+			 "document aside)",
+			 command, key);
+}
+
 typedef struct {
 	const char *key;
 	const char *value_arg;
@@ -193,6 +209,8 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 		return rc;
 	if (faucet_validate_key(pa.key) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state put");
+	if (refuse_bookkeeping("state put", pa.key) != 0)
+		return CLI_EXIT_USAGE;
 	rc = read_value(&pa, &value);
 	if (rc != 0)
 		return rc;
@@ -273,6 +291,8 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 		return cli_usage_error("state delete", "missing KEY");
 	if (faucet_validate_key(key) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state delete");
+	if (refuse_bookkeeping("state delete", key) != 0)
+		return CLI_EXIT_USAGE;
 	rc = cli_open_store(ctx, &s);
 	if (rc != 0)
 		return rc;

@@ -166,4 +166,15 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
  * target). */
 int faucet_run__start(faucet_run *r);
 
+/* ---- doctor's set-aside names (check.c) ----------------------------------------- */
+
+/* Where doctor --repair moves the broken run document at bookkeeping key
+ * `key` (faucet_run_documents_probe): "{scope}::__broken__::{the bookkeeping
+ * segments without their leading and trailing underscores}::{now as
+ * YYYYMMDDTHHMMSSZ}", the stamp followed by ".{attempt}" from attempt 2 on;
+ * when that is longer than a key may be, "{scope}::__broken__::{stamp}",
+ * then "__broken__::{stamp}".  Never a bookkeeping key.  NULL when `key` is
+ * not bookkeeping or out of memory.  Caller frees. */
+char *run__broken_key(const char *key, int64_t now, unsigned attempt);
+
 #endif

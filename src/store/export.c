@@ -182,9 +182,25 @@ static int validate_pipeline(const char *pipeline)
 	return 0;
 }
 
+/* Run bookkeeping (SPEC section 8) is written by the run machinery only,
+ * and an export never holds it: a document that does is refused whole,
+ * before anything is written, rather than imported in part. */
+static int refuse_bookkeeping(const char *key)
+{
+	if (!faucet__is_bookkeeping_key(key))
+		return 0;
+	return faucet_error_set(FAUCET_EINVALID,
+				"state export key '%s' is run bookkeeping (__lease__, __status__, "
+				"__rollback__), which only faucet's runs write: remove it from the "
+				"document",
+				key);
+}
+
 static int validate_member(const char *pipeline, size_t plen, const char *key)
 {
 	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (refuse_bookkeeping(key) != 0)
 		return FAUCET_EINVALID;
 	if (strncmp(key, pipeline, plen) != 0 || strncmp(key + plen, FAUCET_KEY_SEPARATOR, 2) != 0)
 		return faucet_error_set(FAUCET_EINVALID,
@@ -1105,8 +1121,8 @@ static int check_entry(void *ctx, const char *key, const char *text, size_t len,
 	if (faucet__json_check(text, len, "state export value", &res) != 0)
 		return faucet__error_wrap("state export key '%s' (value at byte %llu)", key,
 					  (unsigned long long)offset);
-	if (faucet__is_bookkeeping_key(key))
-		return 0; /* never imported (see drop_bookkeeping) */
+	if (refuse_bookkeeping(key) != 0)
+		return FAUCET_EINVALID;
 	if (l->count == l->cap) {
 		grown = faucet__reserve(l->names, &l->cap, l->count + 1, sizeof(*l->names), 1024);
 		if (grown == NULL)

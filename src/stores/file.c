@@ -174,6 +174,85 @@ int faucet_file__temp_name(const char *stem, const char *kind, char *out, size_t
 	return 0;
 }
 
+/* The last dot-separated field of name[0..*len), taken off: *len becomes
+ * the length before its dot.  NULL when there is no dot. */
+static const char *last_field(const char *name, size_t *len, size_t *field_len)
+{
+	size_t i = *len;
+
+	while (i > 0 && name[i - 1] != '.')
+		i--;
+	if (i == 0)
+		return NULL;
+	*field_len = *len - i;
+	*len = i - 1;
+	return name + i;
+}
+
+static int lower_hex_run(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+/* A hashed stem exactly as faucet_file__stem makes one: an escaped prefix,
+ * '~', the key's SHA-256 in 64 lower-case hex digits. */
+static int hashed_stem_ok(const char *stem, size_t len)
+{
+	const char *tilde = memchr(stem, '~', len);
+
+	if (tilde == NULL || (size_t)(stem + len - tilde) != 65 || !lower_hex_run(tilde + 1, 64))
+		return 0;
+	for (const char *p = stem; p < tilde; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || (*p >= 'A' && *p <= 'F') ||
+		      *p == '_' || *p == '-' || *p == '.' || *p == '%'))
+			return 0;
+	}
+	return 1;
+}
+
+int faucet_file__is_temp_name(const char *name)
+{
+	static const char marker[] = ".faucet-encrypted";
+	size_t len = strlen(name), flen, stem_len;
+	const char *kind, *counter, *tok;
+	char key[FILE_KEY_CAP];
+
+	if (len >= FILE_NAME_CAP || len <= 4 || strcmp(name + len - 4, ".tmp") != 0)
+		return 0;
+	len -= 4;
+	if ((kind = last_field(name, &len, &flen)) == NULL)
+		return 0;
+	size_t kind_len = flen;
+	if ((counter = last_field(name, &len, &flen)) == NULL || flen == 0 || flen > 20)
+		return 0;
+	for (size_t i = 0; i < flen; i++) {
+		if (counter[i] < '0' || counter[i] > '9')
+			return 0;
+	}
+	if (flen > 1 && counter[0] == '0')
+		return 0; /* %llu writes no leading zero */
+	if ((tok = last_field(name, &len, &flen)) == NULL || flen != 32 || !lower_hex_run(tok, 32))
+		return 0;
+	stem_len = len;
+	if (stem_len == 0 || stem_len > FILE_STEM_MAX)
+		return 0;
+	if (kind_len == 6 && memcmp(kind, "marker", 6) == 0)
+		return stem_len == sizeof(marker) - 1 && memcmp(name, marker, stem_len) == 0;
+	if (name[0] == '.')
+		return 0;
+	if (kind_len == 3 && memcmp(kind, "key", 3) == 0)
+		return hashed_stem_ok(name, stem_len);
+	if (kind_len != 4 || memcmp(kind, "json", 4) != 0)
+		return 0;
+	if (faucet_file__stem_is_hashed(name, stem_len))
+		return hashed_stem_ok(name, stem_len);
+	return faucet_file__decode_stem(name, stem_len, key) != 0;
+}
+
 /* ---- the advisory lock -------------------------------------------------
  *
  * flock() locks belong to an open file description, so two opens of the
@@ -1862,6 +1941,16 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
  * are removed).  A temp file is a dead writer's only when nobody holds its
  * flock (durable.c): age says nothing about a writer stalled on a slow
  * disk.
+ *
+ * Only faucet's own temp names count (faucet_file__is_temp_name): a root
+ * may be any directory (`file:/tmp`), and another program's "*.tmp" is not
+ * ours to remove.  Even those are removed only from a directory recognised
+ * as a faucet store: one that others cannot write (faucet makes its store
+ * directories 0700; a shared directory like /tmp, 1777, never is one) and
+ * that holds a file only faucet writes - an owner-only value file
+ * "{stem}.json" of a valid key (faucet creates them 0600 whatever the umask,
+ * as the original faucet does) or the encrypted store's marker.  Otherwise
+ * the orphans are reported, and the repair says why it leaves them.
  */
 
 #define DOCTOR_READ_MAX 1000
@@ -1877,6 +1966,9 @@ typedef struct {
 	long long orphan_bytes, oldest;
 	int repair;
 	size_t removed;
+	faucet_strarray temps;        /* faucet temp names seen, looked at after the walk */
+	int store_file;               /* a file only faucet writes was seen */
+	char not_store[160];          /* why the root is not recognised ("" = it is) */
 } doctor_walk;
 
 static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w)
@@ -1899,10 +1991,10 @@ static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w
 	}
 }
 
-static int walk_temp(int dfd, const char *name, doctor_walk *w)
+static int walk_temp(int dfd, const char *name, int remove, doctor_walk *w)
 {
 	long long bytes = 0, mtime = 0;
-	int rc = faucet__temp_is_orphan(dfd, name, w->repair, &bytes, &mtime);
+	int rc = faucet__temp_is_orphan(dfd, name, remove, &bytes, &mtime);
 
 	if (rc <= 0)
 		return rc;
@@ -1910,7 +2002,47 @@ static int walk_temp(int dfd, const char *name, doctor_walk *w)
 		w->oldest = mtime;
 	w->orphans++;
 	w->orphan_bytes += bytes;
-	w->removed += (size_t)w->repair;
+	w->removed += (size_t)remove;
+	return 0;
+}
+
+/* Whether `name` is a file only faucet writes: the encrypted store's
+ * marker, or an owner-only regular "{stem}.json" whose stem is a key's. */
+static int is_store_file(int dfd, const char *name, size_t len)
+{
+	char key[FILE_KEY_CAP];
+	struct stat st;
+
+	if (strcmp(name, STORE_MARKER) != 0) {
+		if (len <= 5 || name[0] == '.' || strcmp(name + len - 5, ".json") != 0)
+			return 0;
+		if (faucet_file__stem_is_hashed(name, len - 5) ? !hashed_stem_ok(name, len - 5)
+							       : faucet_file__decode_stem(name, len - 5,
+											  key) == 0)
+			return 0;
+	}
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       (st.st_mode & 077) == 0;
+}
+
+/* Sets w->not_store to why the root is not recognised as a faucet store,
+ * or leaves it empty. */
+static int recognise_store(const file_store *fs, int dfd, doctor_walk *w)
+{
+	struct stat st;
+
+	if (fstat(dfd, &st) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot stat state dir %s", fs->root);
+	if ((st.st_mode & S_IWOTH) != 0)
+		(void)snprintf(w->not_store, sizeof(w->not_store),
+			       "every user may write to it (mode %04o), which a faucet store "
+			       "never allows",
+			       (unsigned)(st.st_mode & 07777));
+	else if (!w->store_file)
+		(void)snprintf(w->not_store, sizeof(w->not_store),
+			       "it holds no file faucet writes (an owner-only {stem}.json value "
+			       "file or the %s marker)",
+			       STORE_MARKER);
 	return 0;
 }
 
@@ -1938,13 +2070,21 @@ static int walk_root(file_store *fs, int dfd, doctor_walk *w)
 		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name))) {
 			if (w->symlinks++ == 0)
 				(void)snprintf(w->first_link, sizeof(w->first_link), "%s", e->d_name);
-		} else if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
-			rc = walk_temp(dfd, e->d_name, w);
+		} else if (faucet_file__is_temp_name(e->d_name)) {
+			rc = faucet_strarray_push(&w->temps, e->d_name);
 		} else {
+			if (!w->store_file)
+				w->store_file = is_store_file(dfd, e->d_name, len);
 			walk_value(fs, dfd, e->d_name, w);
 		}
 	}
 	(void)closedir(d);
+	/* The temp files once the whole root has been seen: whether they may
+	 * be removed depends on what else it holds. */
+	if (rc == 0)
+		rc = recognise_store(fs, dfd, w);
+	for (size_t i = 0; rc == 0 && i < w->temps.count; i++)
+		rc = walk_temp(dfd, w->temps.strings[i], w->repair && w->not_store[0] == '\0', w);
 	return rc;
 }
 
@@ -1991,9 +2131,10 @@ static int add_symlink_probe(faucet_check_report *r, const file_store *fs, const
 	return rc;
 }
 
-static int add_temp_probe(faucet_check_report *r, const doctor_walk *w)
+static int add_temp_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w)
 {
-	char when[FAUCET_UTC_TEXT_SIZE], *text;
+	char when[FAUCET_UTC_TEXT_SIZE], *text, *hint;
+	int removed = w->repair && w->not_store[0] == '\0';
 	int rc;
 
 	if (w->orphans == 0)
@@ -2001,18 +2142,31 @@ static int add_temp_probe(faucet_check_report *r, const doctor_walk *w)
 	if (faucet_utc_text(w->oldest, when, sizeof(when)) != 0)
 		(void)snprintf(when, sizeof(when), "%lld", w->oldest);
 	text = faucet__sprintf("%s %zu orphaned temp file%s (%lld bytes, oldest %s) of writers "
-			       "that died",
-			       w->repair ? "removed" : "found", w->orphans,
-			       w->orphans == 1 ? "" : "s", w->orphan_bytes, when);
-	if (text == NULL)
+			       "that died%s%s%s%s",
+			       removed ? "removed" : "found", w->orphans,
+			       w->orphans == 1 ? "" : "s", w->orphan_bytes, when,
+			       w->repair && !removed ? "; not removed: " : "",
+			       w->repair && !removed ? fs->root : "",
+			       w->repair && !removed ? " is not recognised as a faucet store: " : "",
+			       w->repair && !removed ? w->not_store : "");
+	if (w->not_store[0] == '\0')
+		hint = faucet__strdup("run `faucet doctor --repair` to remove them");
+	else
+		hint = faucet__sprintf("--repair removes temp files only from a faucet store, and %s "
+				       "is not recognised as one: %s",
+				       fs->root, w->not_store);
+	if (text == NULL || hint == NULL) {
+		free(text);
+		free(hint);
 		return FAUCET_ENOMEM;
+	}
 	/* Removed: nothing is left to look at, so a pass that says what it did. */
-	if (w->repair)
+	if (removed)
 		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, text);
 	else
-		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_WARN, text, 0,
-					     "run `faucet doctor --repair` to remove them");
+		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_WARN, text, 0, hint);
 	free(text);
+	free(hint);
 	return rc;
 }
 
@@ -2030,6 +2184,11 @@ static int add_walk_probes(file_store *fs, int repair, faucet_check_report *r)
 	memset(&w, 0, sizeof(w));
 	w.repair = repair;
 	rc = walk_root(fs, dfd, &w);
+	faucet_strarray_dispose(&w.temps);
+	if (rc == FAUCET_ENOMEM) {
+		free(w.first_error);
+		return rc;
+	}
 	if (rc != 0) {
 		free(w.first_error);
 		return faucet__check_report_probe(r, "values", 1, started, NULL);
@@ -2038,7 +2197,7 @@ static int add_walk_probes(file_store *fs, int repair, faucet_check_report *r)
 	if (rc == 0)
 		rc = add_symlink_probe(r, fs, &w);
 	if (rc == 0)
-		rc = add_temp_probe(r, &w);
+		rc = add_temp_probe(r, fs, &w);
 	free(w.first_error);
 	return rc;
 }

@@ -39,4 +39,11 @@ int faucet_file__lock(int dirfd, const char *name, const char *path, int *fd_out
  * forked child), the counter is per process.  `cap` >= FILE_NAME_CAP. */
 int faucet_file__temp_name(const char *stem, const char *kind, char *out, size_t cap);
 
+/* Whether `name` is one faucet_file__temp_name could have made for a file
+ * the store writes: "{stem}.{32 lower-case hex}.{decimal counter}.{kind}.tmp"
+ * with kind "json" and a stem of a key (escaped, legacy or hashed), kind
+ * "key" and a hashed stem (a sidecar), or kind "marker" and the encrypted
+ * store's marker ".faucet-encrypted".  Nothing else is doctor's to remove. */
+int faucet_file__is_temp_name(const char *name);
+
 #endif

@@ -50,6 +50,17 @@ run_stdin() {
 	ERR=$(cat "$WORK/.err")
 }
 
+# raw_put URL KEY JSON: write KEY through the library, past the command's
+# rules - run bookkeeping keys (SPEC section 8), which `state put` refuses,
+# for the tests that need a stale lease or a foreign document.
+raw_put() {
+	if [ -z "${FAUCET_RAW_BIN:-}" ] || [ ! -x "$FAUCET_RAW_BIN" ]; then
+		echo "FAUCET_RAW_BIN must point at the built faucet_raw tool (tests/tools/)" >&2
+		exit 1
+	fi
+	"$FAUCET_RAW_BIN" put "$@"
+}
+
 expect_rc() { # expect_rc CODE WHAT
 	if [ "$RC" -eq "$1" ]; then pass; else fail "$2: expected exit $1"; fi
 }

@@ -202,8 +202,8 @@ expect_out "" "the lease is gone after the run"
 
 # ---- doctor warns about expired leases (a runner that died leaves them) ----
 mkdir dl
-run state put --state file:dl 'orders::backfill::abc::20260601T000000Z::__lease__' '{"holder":"gone:1:x","expires_at":5}'
-run state put --state file:dl 'orders::backfill::abc::20260602T000000Z::__lease__' "{\"holder\":\"live:1:x\",\"expires_at\":$(( $(date +%s) + 3600 ))}"
+raw_put file:dl 'orders::backfill::abc::20260601T000000Z::__lease__' '{"holder":"gone:1:x","expires_at":5}'
+raw_put file:dl 'orders::backfill::abc::20260602T000000Z::__lease__' "{\"holder\":\"live:1:x\",\"expires_at\":$(( $(date +%s) + 3600 ))}"
 run doctor --state file:dl
 expect_rc 0 "an expired lease is a warning, not a failure"
 expect_out_contains "WARN  expired leases" "the warning"

@@ -56,7 +56,7 @@ fi
 LB=(backfill --state "$ST" --pipeline leased)
 run "${LB[@]}" --from 2027-02-01 --to 2027-02-02 --dry-run --json
 h=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["range_hash"])')
-run state put --state "$ST" "leased::backfill::$h::20270201T000000Z::__lease__" \
+raw_put "$ST" "leased::backfill::$h::20270201T000000Z::__lease__" \
 	"{\"holder\":\"other:1:x\",\"expires_at\":$(( $(date +%s) + 3 ))}"
 run "${LB[@]}" --from 2027-02-01 --to 2027-02-02 -- true
 expect_rc 0 "the leased unit runs once the lease has expired"
@@ -101,7 +101,7 @@ future=$(( $(date +%s) + 3600 ))
 run backfill --state "$ST" --pipeline orders --from 2026-08-01 --to 2026-08-03 --window 1d --dry-run --json
 hash2=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["range_hash"])')
 run "${BF[@]}" --from 2026-08-01 --to 2026-08-03 --window 1d -- sh -c 'exit 1'
-run state put --state "$ST" "orders::backfill::$hash2::20260801T000000Z::__lease__" "{\"holder\":\"host-a:42:abc\",\"expires_at\":$future}"
+raw_put "$ST" "orders::backfill::$hash2::20260801T000000Z::__lease__" "{\"holder\":\"host-a:42:abc\",\"expires_at\":$future}"
 run backfill status --state "$ST" --pipeline orders
 expect_rc 0 "status of every backfill"
 if [ "$(printf '%s\n' "$OUT" | wc -l)" -eq 3 ]; then pass; else fail "one line per marker"; fi

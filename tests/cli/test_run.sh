@@ -61,7 +61,7 @@ expect_rc 2 "a bad pipeline name"
 run run --pipeline p --lease-ttl 0s -- true
 expect_rc 2 "a lease TTL under 1s"
 expect_same "$before" "$(snapshot st)" "usage errors write nothing"
-run state put p::bad::__status__ '{"not":"ours"}'
+raw_put "$FAUCET_STATE" p::bad::__status__ '{"not":"ours"}'
 before=$(snapshot st)
 run run --pipeline p --row bad -- true
 expect_rc 1 "foreign JSON in __status__"
@@ -299,10 +299,16 @@ expect_json "d['deleted'] == [] and d['written'] == ['s::default']" "import --re
 run state get s::default::__status__
 expect_json "len(d['runs']) >= 4" "the history survives import --replace"
 printf '{"version":1,"pipeline":"s","keys":{"s::default":{"pos":8},"s::default::__status__":{"version":1,"runs":[]}}}' > withbk.json
-run state import withbk.json --json
-expect_json "d['written'] == ['s::default']" "bookkeeping keys in a document are not imported"
+before_bk=$(snapshot st)
+run state import withbk.json
+expect_rc 2 "a document holding a bookkeeping key is refused (SPEC section 8)"
+expect_err_contains "s::default::__status__" "the bookkeeping key is named"
+expect_same "$before_bk" "$(snapshot st)" "the refused import wrote nothing"
 run state get s::default::__status__
 expect_json "len(d['runs']) >= 4" "the history was not overwritten"
+printf '{"version":1,"pipeline":"s","keys":{"s::default":{"pos":8}}}' > withbk.json
+run state import withbk.json --json
+expect_json "d['written'] == ['s::default']" "the document without it imports"
 run state get s::default
 expect_out '{"pos":8}' "the import wrote the bookmark"
 run state undo s
