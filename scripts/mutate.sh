@@ -4,6 +4,7 @@
 #
 #   scripts/mutate.sh            every mutant; prints "N killed, M survived"
 #   scripts/mutate.sh --list     only list the mutants
+#   scripts/mutate.sh --only K   only the mutants whose kind starts with K (run-, skip-)
 #
 # The mutants:
 #   - every fsync()/fdatasync()/syncfs() call in src/ (through the
@@ -21,10 +22,35 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 list_only=0
+only=
 [ "${1:-}" = "--list" ] && list_only=1
+if [ "${1:-}" = "--only" ]; then
+  only=${2:-}
+fi
 
 # The functions whose only job is to fsync a directory; each call is a mutant.
 dir_syncs='sync_root|sync_parent_of|sync_dir'
+
+# Mutants of the run and undo machinery (SPEC section 8), each breaking one
+# line that keeps "undo never loses a write"; the contract suite's run tests
+# and the randomized history checker (ctest label `runs`) must go red:
+#   run-after-at-end     after-images read back from the store at the run's
+#                        end instead of recorded as the run wrote them
+#   run-later-one-scope  undo's later-run check limited to the pipeline-level
+#                        scope (an invocation's later writes go unseen)
+#   run-undo-no-lease    undo without the pipeline lease
+#   run-status-no-cas    the status document written with a plain put
+run_mutants() {
+  local f
+  f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-after-at-end\n' "$f"
+  f=$(grep -n 'int rc = status_scopes(s, pipeline, &rows);' src/run/undo.c | tail -1 | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/undo.c\t%s\trun-later-one-scope\n' "$f"
+  f=$(grep -n 'ro.exclusive = 1;' src/run/undo.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/undo.c\t%s\trun-undo-no-lease\n' "$f"
+  f=$(grep -n 'rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-status-no-cas\n' "$f"
+}
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
 mutants() {
@@ -77,6 +103,28 @@ elif kind == 'sqlite-sync-off':
     sub_line(r'synchronous *= *FULL', 'synchronous=OFF')
 elif kind == 'sqlite-sync-normal':
     sub_line(r'synchronous *= *FULL', 'synchronous=NORMAL')
+elif kind == 'run-after-at-end':
+    # Insert, at the top of edit_final's body, a read-back of every key.
+    for i in range(line - 1, len(src)):
+        if src[i].strip() == '*changed = 0;':
+            src[i] += ('\n\tfor (size_t k = 0; k < m->count; k++) {\n'
+                       '\t\tfaucet_value *now = NULL;\n'
+                       '\t\tif (faucet_store_get(r->s, m->items[k].key, &now) != 0)\n'
+                       '\t\t\treturn faucet_error_last()->code;\n'
+                       '\t\tfaucet_value_free(m->items[k].after);\n'
+                       '\t\tm->items[k].after = now;\n'
+                       '\t\tm->items[k].after_known = 1;\n'
+                       '\t}\n\t*changed = 1;\n\treturn 0;')
+            break
+    else:
+        sys.exit("mutate: no edit_final body at %s:%d" % (path, line))
+elif kind == 'run-later-one-scope':
+    sub_line(r'status_scopes\(s, pipeline, &rows\)', 'faucet_strarray_push(&rows, "")')
+elif kind == 'run-undo-no-lease':
+    sub_line(r'ro\.exclusive = 1;', 'ro.exclusive = 0;')
+elif kind == 'run-status-no-cas':
+    sub_line(r'faucet_store_compare_and_put\(r->s, r->status_key, cur, next, &written\)',
+             '((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))')
 elif kind == 'sync-after-rename':
     # Take out the first statement that fsyncs the temp file's descriptor
     # (fd), and sync fd instead just after the first rename that follows it
@@ -96,7 +144,7 @@ open(path, 'w').write('\n'.join(src))
 PY
 }
 
-mapfile -t all < <(mutants)
+mapfile -t all < <({ mutants; run_mutants; } | awk -F'\t' -v k="$only" 'index($3, k) == 1')
 if [ "$list_only" = 1 ]; then
   printf '%s\n' "${all[@]}"
   exit 0
@@ -110,11 +158,21 @@ cmake -S "$scratch" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 
 # The unmutated tree must pass, or no kill means anything.
-if ! (cd "$build" && ctest -L durability --output-on-failure >"$scratch/base.log" 2>&1); then
-  cat "$scratch/base.log" >&2
-  echo "mutate: the durability tests fail without any mutation" >&2
-  exit 1
-fi
+for label in durability runs; do
+  if ! (cd "$build" && ctest -L "$label" --output-on-failure >"$scratch/base.log" 2>&1); then
+    cat "$scratch/base.log" >&2
+    echo "mutate: the $label tests fail without any mutation" >&2
+    exit 1
+  fi
+done
+
+# The tests that must kill a mutant of this kind.
+label_of() {
+  case $1 in
+    run-*) echo runs ;;
+    *) echo durability ;;
+  esac
+}
 
 killed=0 survived=0 broken=0
 for m in "${all[@]}"; do
@@ -128,7 +186,7 @@ for m in "${all[@]}"; do
   if ! cmake --build "$build" -j"$(nproc)" >"$scratch/build.log" 2>&1; then
     echo "ERROR     $kind $file:$line (does not build: $(grep -m1 -E 'error|Error' "$scratch/build.log"))"
     broken=$((broken + 1))
-  elif (cd "$build" && ctest -L durability >"$scratch/test.log" 2>&1); then
+  elif (cd "$build" && ctest -L "$(label_of "$kind")" >"$scratch/test.log" 2>&1); then
     echo "SURVIVED  $kind $file:$line"
     survived=$((survived + 1))
   else

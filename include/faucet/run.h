@@ -164,6 +164,12 @@ FAUCET_EXTERN int faucet_lease_parse(const faucet_value *v, const char *key, fau
 /* Free a lease's strings and leave it empty.  NULL is ignored. */
 FAUCET_EXTERN void faucet_lease_dispose(faucet_lease *l);
 
+/* Whether the lease's holder is known to be gone: a process of this host
+ * that no longer exists.  Such a lease holds nothing, whatever its expiry
+ * says (the next claim takes it over at once).  0 for a live holder or one
+ * on another host, where only the expiry tells. */
+FAUCET_EXTERN int faucet_lease_holder_dead(const faucet_lease *l);
+
 /* ---- undo ----------------------------------------------------------------- */
 
 #define FAUCET_UNDO_OPTIONS_VERSION 2

@@ -20,7 +20,8 @@ static const char lock_help[] =
 	"       faucet lock break KEY [--if-holder H] [OPTIONS]\n"
 	"\n"
 	"  list    every lease (of runs and backfill units): key, holder, expiry,\n"
-	"          live or expired, and the run holding it\n"
+	"          live, expired or dead (its holder, a process of this host, is\n"
+	"          gone: the next run takes it over), and the run holding it\n"
 	"  break   remove the lease KEY (a ...::__lease__ key) with compare-and-delete;\n"
 	"          with --if-holder only when H holds it.  Exit 3 when the lease is\n"
 	"          held by someone else than H or changed meanwhile.\n";
@@ -90,7 +91,10 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		}
 		faucet_value_free(v);
 		(void)faucet_utc_text(l.expires_at, until, sizeof(until));
-		state = l.expires_at > now ? "live" : "expired";
+		/* A holder process gone from this host holds nothing. */
+		state = faucet_lease_holder_dead(&l) ? "dead"
+			: l.expires_at > now         ? "live"
+						     : "expired";
 		if (ctx->json) {
 			if (n > 0)
 				(void)cli_buf_putc(&b, ',');

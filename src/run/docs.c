@@ -251,6 +251,11 @@ int run__lease_value(const char *holder, int64_t expires_at, const char *run, fa
 	return rc;
 }
 
+int faucet_lease_holder_dead(const faucet_lease *l)
+{
+	return l != NULL && faucet__holder_dead(l->holder);
+}
+
 void faucet_lease_dispose(faucet_lease *l)
 {
 	if (l == NULL)

@@ -1046,6 +1046,259 @@ static void bookkeeping_keys_are_recognised(void **state)
 	assert_false(faucet_run_is_bookkeeping_key("p::__backfill__::abc"));
 }
 
+
+/* ---- undo never loses a write (SPEC section 8) ------------------------------------------------ */
+
+/* A run that takes no lease: a CLI write. */
+static faucet_run *begin_write(faucet_store *s, const char *row, int exclusive)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+
+	o.row = row;
+	o.pipeline_level = row == NULL;
+	o.no_lease = 1;
+	o.exclusive = exclusive;
+	o.command = "contract write";
+	if (faucet_run_begin(&r, s, "p", &o) != 0)
+		fail_msg("begin write: %s", faucet_error_last()->message);
+	return r;
+}
+
+static faucet_run *join(faucet_store *s, const faucet_run *r)
+{
+	faucet_run *j = NULL;
+
+	if (faucet_run_join(&j, s, "p", faucet_run_row(r), faucet_run_id(r)) != 0)
+		fail_msg("join: %s", faucet_error_last()->message);
+	return j;
+}
+
+/* Fails before after-images were recorded as the run wrote: the end read
+ * the key back - the operator's {"v":3} - and undo "restored" v1 over it. */
+static void undo_of_a_run_never_clobbers_a_later_write(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_undo_result res;
+	faucet_run *r, *child, *op;
+	char id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default", "{\"v\":1}");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	child = join(s, r); /* `faucet state put` run by the command */
+	run_put(child, "p::default", "{\"v\":2}");
+	faucet_run_free(child);
+	op = begin_write(s, "default", 0); /* an operator's put meanwhile */
+	run_put(op, "p::default", "{\"v\":3}");
+	end_ok(op);
+	end_ok(r);
+
+	res = undo(s, id, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default");
+	assert_true(res.conflict_wrote_known);
+	assert_string_equal(faucet_value_json(res.conflict_wrote), "{\"v\":2}");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "{\"v\":3}");
+	assert_outcome(s, "p::default", id, "ok");
+}
+
+/* Fails before undo looked at later runs of every scope: the killed run
+ * has no end, and a later pipeline-level import of the same key was
+ * clobbered. */
+static void undo_of_a_killed_run_respects_a_later_import(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_undo_result res;
+	faucet_run *r, *child, *imp;
+	faucet_entry e[2];
+	char id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default", "1");
+	r = begin(s, NULL);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
+	child = join(s, r);
+	run_put(child, "p::default", "2");
+	faucet_run_free(child);
+	faucet_run_free(r); /* killed: no end */
+	expire_lease(s, "p::default");
+	imp = begin_write(s, NULL, 1);
+	e[0].key = "p::default";
+	e[0].value = tu_v("2");
+	e[1].key = "p::other";
+	e[1].value = tu_v("9");
+	assert_int_equal(faucet_run_put_batch(imp, e, 2), 0); /* p::default unchanged */
+	faucet_value_free((faucet_value *)e[0].value);
+	faucet_value_free((faucet_value *)e[1].value);
+	e[0].value = tu_v("7");
+	assert_int_equal(faucet_run_put_batch(imp, e, 1), 0);
+	faucet_value_free((faucet_value *)e[0].value);
+	end_ok(imp);
+	/* The import wrote 7 and then nobody; put the killed run's value back
+	 * by hand, so that only the later-run rule can see the conflict. */
+	tu_put(s, "p::default", "2");
+
+	res = undo(s, id, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default");
+	assert_non_null(res.conflict_run);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "2");
+}
+
+/* Fails before undo held the pipeline lease: an undo ran beside an import
+ * (and a `faucet run`) of the same pipeline and left the store mixed. */
+static void undo_bulk_writes_and_runs_exclude_each_other(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
+	faucet_undo_result res;
+	faucet_run *w, *imp, *r, *blocked = NULL;
+
+	tu_put(s, "p::default", "1");
+	w = begin_write(s, "default", 0);
+	run_put(w, "p::default", "2");
+	end_ok(w);
+
+	/* An import in flight: undo and a leased run wait or are busy. */
+	imp = begin_write(s, NULL, 1);
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), FAUCET_EBUSY);
+	assert_non_null(strstr(faucet_error_last()->message, faucet_run_id(imp)));
+	faucet_undo_result_dispose(&res);
+	assert_int_equal(faucet_run_begin(&blocked, s, "p", &ro), FAUCET_EBUSY);
+	assert_null(blocked);
+	{
+		faucet_run_options eo = FAUCET_RUN_OPTIONS_INIT;
+		eo.pipeline_level = 1;
+		eo.exclusive = 1;
+		assert_int_equal(faucet_run_begin(&blocked, s, "p", &eo), FAUCET_EBUSY);
+	}
+	end_ok(imp);
+
+	/* A leased run in flight: undo and bulk writes are busy. */
+	r = begin(s, "r");
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), FAUCET_EBUSY);
+	faucet_undo_result_dispose(&res);
+	{
+		faucet_run_options eo = FAUCET_RUN_OPTIONS_INIT;
+		eo.pipeline_level = 1;
+		eo.exclusive = 1;
+		assert_int_equal(faucet_run_begin(&blocked, s, "p", &eo), FAUCET_EBUSY);
+	}
+	end_ok(r);
+
+	/* Nothing in flight: the undo goes ahead, and releases the lease. */
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::__lease__", NULL);
+	r = begin(s, "r");
+	end_ok(r);
+}
+
+/* Fails before undo runs were skipped and failed undos resumed: the retry
+ * picked the failed undo as the newest run and re-applied what it undid. */
+static void a_retried_undo_finishes_and_never_reverses_itself(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_undo_result res;
+	faucet_run *w, *d = NULL;
+	char id[FAUCET_RUN_ID_LEN + 1], did[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default", "1");
+	tu_put(s, "p::default::b", "10");
+	w = begin_write(s, "default", 0);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(w));
+	run_put(w, "p::default", "2");
+	run_put(w, "p::default::b", "20");
+	end_ok(w);
+	/* An undo that restored one key and then failed (an I/O error). */
+	ro.no_lease = 1;
+	ro.undoes = id;
+	assert_int_equal(faucet_run_begin(&d, s, "p", &ro), 0);
+	snprintf(did, sizeof(did), "%s", faucet_run_id(d));
+	run_put(d, "p::default", "1");
+	assert_int_equal(faucet_run_end(d, FAUCET_RUN_FAILED, -1, "injected"), 0);
+	faucet_run_free(d);
+
+	/* The retry undoes the run again (not the failed undo), finishing. */
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_string_equal(res.run, id);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	tu_assert_value(s, "p::default::b", "10");
+	assert_outcome(s, "p::default", id, "undone");
+	/* Naming the failed undo resumes it too (here: already finished). */
+	o.run = did;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), FAUCET_EINVALID);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "1");
+	/* And nothing is left to undo by itself. */
+	o.run = NULL;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), FAUCET_ENOTFOUND);
+	faucet_undo_result_dispose(&res);
+}
+
+/* Fails before writes that change nothing were skipped: a delete of an
+ * absent key recorded a run (three bookkeeping keys and an undo hint). */
+static void a_write_that_changes_nothing_records_no_run(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_strarray keys = {0};
+	faucet_run *w;
+
+	tu_put(s, "p::default", "{\"a\":1}");
+	w = begin_write(s, "default", 0);
+	assert_int_equal(faucet_run_delete(w, "p::default::gone"), 0);
+	run_put(w, "p::default", "{\"a\":1}"); /* the identical text */
+	assert_int_equal(faucet_run_end(w, FAUCET_RUN_OK, 0, NULL), 0);
+	assert_int_equal(faucet_run_changed(w), 0);
+	assert_int_equal(faucet_run_keys(w)->count, 0);
+	faucet_run_free(w);
+	assert_int_equal(faucet_store_list(s, "p::", &keys), 0);
+	assert_int_equal(keys.count, 1); /* p::default, and no bookkeeping */
+	faucet_strarray_dispose(&keys);
+	/* The same value spelled differently is a change, and is recorded. */
+	w = begin_write(s, "default", 0);
+	run_put(w, "p::default", "{\"a\":1.0}");
+	assert_int_equal(faucet_run_end(w, FAUCET_RUN_OK, 0, NULL), 0);
+	faucet_run_free(w);
+	tu_assert_value(s, "p::default", "{\"a\":1.0}");
+}
+
+/* A conflict met half-way through an undo puts back what it restored. */
+static void an_undo_is_all_or_nothing(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_undo_result res;
+	faucet_run *w, *op;
+	char id[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::default::a", "1");
+	tu_put(s, "p::default::b", "1");
+	w = begin_write(s, "default", 0);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(w));
+	run_put(w, "p::default::a", "2");
+	run_put(w, "p::default::b", "2");
+	end_ok(w);
+	op = begin_write(s, "default", 0);
+	run_put(op, "p::default::b", "3");
+	end_ok(op);
+	res = undo(s, id, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default::b");
+	assert_int_equal(res.restored.count, 0);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "2");
+	tu_assert_value(s, "p::default::b", "3");
+}
+
 int contract_runs_run(const contract_backend *b)
 {
 	const struct CMUnitTest tests[] = {
@@ -1083,6 +1336,17 @@ int contract_runs_run(const contract_backend *b)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_guarded_put_writes_the_key_only_when_the_guard_holds, setup, teardown),
+		cmocka_unit_test_setup_teardown(undo_of_a_run_never_clobbers_a_later_write, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(undo_of_a_killed_run_respects_a_later_import, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(undo_bulk_writes_and_runs_exclude_each_other, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_retried_undo_finishes_and_never_reverses_itself,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_write_that_changes_nothing_records_no_run, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(an_undo_is_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
 						teardown),
 	};
