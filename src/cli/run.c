@@ -55,9 +55,14 @@ static const char run_help[] =
 	"  --wait[=D]          wait for a live lease to go (for up to D; no D = no limit)\n"
 	"  --singer            capture Singer state: the bookmark is handed to the command\n"
 	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
-	"                      arguments); each stdout line that is a JSON object (or a\n"
-	"                      {\"type\":\"STATE\",\"value\":{...}} message) is stored as the\n"
-	"                      new bookmark; every other line passes through\n"
+	"                      arguments).  A stdout line that is a JSON object with a\n"
+	"                      string \"type\" is a Singer message: a STATE's \"value\" (an\n"
+	"                      object) is the new bookmark, every other type (RECORD,\n"
+	"                      SCHEMA, ACTIVATE_VERSION, BATCH, ...) passes through; a\n"
+	"                      JSON object without \"type\" (a target's state line) is\n"
+	"                      the new bookmark; every other line passes through byte\n"
+	"                      for byte.  A bad state line (a STATE without a \"value\"\n"
+	"                      object) fails the run, which then stores no bookmark\n"
 	"\n"
 	"The command gets FAUCET_RUN_ID, FAUCET_RUN_PIPELINE, FAUCET_RUN_ROW,\n"
 	"FAUCET_STATE_KEY (P::R) and the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
@@ -217,6 +222,8 @@ typedef struct {
 	int sig_fds[2];
 	int out_fd;               /* --singer: the command's stdout, -1 when closed */
 	singer cap;
+	faucet_value *before;     /* --singer: the bookmark when the run began (NULL: none) */
+	int stored;               /* a captured state was stored */
 	uint64_t last_state_ms;   /* when the last state was stored (0 = never) */
 	int state_failed;         /* a state write failed: the run is failed */
 	char *state_error;
@@ -250,6 +257,7 @@ static int write_state_file(run_state *st)
 
 	if (faucet_store_get(st->s, st->state_key, &v) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
+	st->before = faucet_value_ref(v);
 	if (v == NULL)
 		return 0;
 	path = cli_sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
@@ -480,25 +488,49 @@ static int emit_stdout(void *ctx, const struct iovec *spans, int count)
 	return 0;
 }
 
+/* A state write failed: the run is failed, and says why once. */
+static void state_write_failed(run_state *st)
+{
+	if (!st->state_failed) {
+		st->state_failed = 1;
+		st->state_error = cli_sprintf("storing the state: %s", faucet_error_last()->message);
+		fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
+			st->state_key, faucet_error_last()->message);
+	}
+	if (faucet_error_last()->code == FAUCET_ELEASELOST)
+		st->lease_lost = 1;
+}
+
 static void store_state(run_state *st)
 {
 	faucet_value *v = singer_take_state(&st->cap);
 
 	if (v == NULL)
 		return;
-	if (faucet_run_put(st->run, st->state_key, v) != 0) {
-		if (!st->state_failed) {
-			st->state_failed = 1;
-			st->state_error = cli_sprintf("storing the state: %s",
-						      faucet_error_last()->message);
-			fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
-				st->state_key, faucet_error_last()->message);
-		}
-		if (faucet_error_last()->code == FAUCET_ELEASELOST)
-			st->lease_lost = 1;
-	}
+	if (faucet_run_put(st->run, st->state_key, v) != 0)
+		state_write_failed(st);
+	else
+		st->stored = 1;
 	faucet_value_free(v);
 	st->last_state_ms = cli_now_ms();
+}
+
+/* A bad state line fails the run, and a failed capture stores nothing: a
+ * state stored before the bad line came is taken back, the bookmark put
+ * back as the run found it. */
+static void put_back_state(run_state *st)
+{
+	int rc;
+
+	if (st->cap.error == NULL || !st->stored || st->lease_lost)
+		return;
+	rc = st->before != NULL ? faucet_run_put(st->run, st->state_key, st->before)
+				: faucet_run_delete(st->run, st->state_key);
+	if (rc != 0)
+		state_write_failed(st);
+	else
+		fprintf(stderr, "faucet: run: a bad state line: %s is put back as it was before "
+				"the run\n", st->state_key);
 }
 
 static void read_output(run_state *st)
@@ -607,8 +639,10 @@ static void wait_loop(run_state *st)
 		if (nf > 1 && fds[1].revents)
 			read_output(st);
 	}
-	if (st->a->singer)
+	if (st->a->singer) {
 		store_state(st); /* always the last one, whatever the exit status */
+		put_back_state(st);
+	}
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -767,6 +801,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	faucet_store_free(st.s);
 	faucet_strarray_dispose(&a.command);
 	free(st.state_file);
+	faucet_value_free(st.before);
 	free(st.state_key);
 	free(st.exe);
 	free(st.command_line);
