@@ -55,7 +55,7 @@ static const char run_help[] =
 	"  --wait[=D]          wait for a live lease to go (for up to D; no D = no limit)\n"
 	"  --singer            capture Singer state: the bookmark is handed to the command\n"
 	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
-	"                      arguments).  A stdout line that is a JSON object with a\n"
+	"                      arguments; {} on a first run).  A stdout line that is a JSON object with a\n"
 	"                      string \"type\" is a Singer message: a STATE's \"value\" (an\n"
 	"                      object) is the new bookmark, every other type (RECORD,\n"
 	"                      SCHEMA, ACTIVATE_VERSION, BATCH, ...) passes through; a\n"
@@ -245,7 +245,9 @@ static char *join_command(const faucet_strarray *cmd)
 	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
 }
 
-/* --singer: write the bookmark to a private file for the command. */
+/* --singer: write the bookmark to a private file for the command - `{}`
+ * when there is none yet, since taps refuse an empty state file (or an
+ * empty --state argument). */
 static int write_state_file(run_state *st)
 {
 	faucet_value *v = NULL;
@@ -258,8 +260,6 @@ static int write_state_file(run_state *st)
 	if (faucet_store_get(st->s, st->state_key, &v) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
 	st->before = faucet_value_ref(v);
-	if (v == NULL)
-		return 0;
 	path = cli_sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
 	if (path == NULL) {
 		faucet_value_free(v);
@@ -274,9 +274,10 @@ static int write_state_file(run_state *st)
 		faucet_value_free(v);
 		return rc;
 	}
-	text = faucet_value_json(v);
-	len = faucet_value_len(v);
-	rc = 0;
+	text = v != NULL ? faucet_value_json(v) : "{}";
+	len = v != NULL ? faucet_value_len(v) : 2;
+	/* 0600 whatever mkostemp's libc does with the mode. */
+	rc = fchmod(fd, S_IRUSR | S_IWUSR);
 	while (off < len && rc == 0) {
 		ssize_t n = write(fd, text + off, len - off);
 		if (n < 0 && errno == EINTR)

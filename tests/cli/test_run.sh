@@ -149,9 +149,12 @@ case "$(cat mode)" in -rw-------*) pass ;; *) fail "the state file is 0600: $(ca
 if [ ! -e "$(cat arg)" ]; then pass; else fail "the state file is removed afterwards"; fi
 run state get s::default
 expect_out '{"pos":3}' "the last state line is stored"
-run run --singer --pipeline fresh -- sh -c 'printf "[%s]\n" "$FAUCET_STATE_FILE"; echo "{\"pos\":9}"; exit 4'
+run run --singer --pipeline fresh -- sh -c 'cat "$FAUCET_STATE_FILE" > fresh.env; cat "${state.file}" > fresh.arg; ls -l "${state.file}" > fresh.mode; echo "{\"pos\":9}"; exit 4'
 expect_rc 4 "a singer run that fails"
-expect_out "[]" "no bookmark yet: an empty FAUCET_STATE_FILE"
+expect_out "" "only the state line was printed"
+if [ "$(cat fresh.env)" = '{}' ]; then pass; else fail "no bookmark yet: FAUCET_STATE_FILE holds {} ($(cat fresh.env))"; fi
+if [ "$(cat fresh.arg)" = '{}' ]; then pass; else fail "no bookmark yet: \${state.file} holds {} ($(cat fresh.arg))"; fi
+case "$(cat fresh.mode)" in -rw-------*) pass ;; *) fail "the first run's state file is 0600: $(cat fresh.mode)" ;; esac
 run state get fresh::default
 expect_out '{"pos":9}' "the last state is stored whatever the exit status"
 printf '%s\n' '{"type":"STATE","value":[1]}' '{broken' > bad
