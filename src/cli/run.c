@@ -65,8 +65,10 @@ static const char run_help[] =
 	"                      object) fails the run, which then stores no bookmark\n"
 	"\n"
 	"The command gets FAUCET_RUN_ID, FAUCET_RUN_PIPELINE, FAUCET_RUN_ROW,\n"
-	"FAUCET_STATE_KEY (P::R) and the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
-	"FAUCET_ENCRYPTION_KEY_ENV); 'faucet state put/delete' run by it join the run.\n"
+	"FAUCET_STATE_KEY (P::R), the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
+	"FAUCET_ENCRYPTION_KEY_ENV / FAUCET_PREVIOUS_KEY_ENV naming the key variables)\n"
+	"and FAUCET_BIN (this faucet's absolute path); 'faucet state put/delete' run\n"
+	"by it join the run.\n"
 	"\n"
 	"Exit codes: the command's; 75 another run holds the lease; 128 + signal when\n"
 	"interrupted; 2 bad usage or a command that cannot be found (nothing written);\n"
@@ -216,6 +218,7 @@ typedef struct {
 	char *state_key;
 	char *state_file;         /* --singer: the bookmark handed to the command */
 	char *exe;
+	char *self;               /* this faucet binary's absolute path, for FAUCET_BIN */
 	char *command_line;       /* for the status entry */
 	pid_t pid;
 	int child_status, child_done;
@@ -337,8 +340,10 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 {
 	static const char *names[] = {"FAUCET_RUN_ID",    "FAUCET_RUN_PIPELINE",       "FAUCET_RUN_ROW",
 				      "FAUCET_STATE_KEY", "FAUCET_STATE_FILE",         "FAUCET_CONFIG",
-				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV"};
+				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV", "FAUCET_PREVIOUS_KEY_ENV",
+				      "FAUCET_BIN"};
 	cli_context *ctx = st->ctx;
+	const char *previous = NULL;
 	size_t n = 0;
 	char **env;
 	int rc = 0;
@@ -365,9 +370,20 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 	else if (ctx->selected_url != NULL)
 		rc |= cli_strarray_push_owned(owned,
 					      cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
-	if (ctx->key_env != NULL)
+	/* The key variables' names (never the keys): the current one, and the
+	 * previous ones a store being rotated still needs to read older files
+	 * (the variables themselves are inherited). */
+	if (ctx->key_env != NULL) {
 		rc |= cli_strarray_push_owned(
 			owned, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+		previous = cli_previous_key_env_list(ctx);
+		if (previous != NULL)
+			rc |= cli_strarray_push_owned(
+				owned, cli_sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
+		else if (ctx->previous_key_envs.count > 0)
+			rc |= FAUCET_ENOMEM; /* the list could not be made */
+	}
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_BIN=%s", st->self));
 	if (rc != 0) {
 		free(env);
 		return FAUCET_ENOMEM;
@@ -698,6 +714,37 @@ static int finish_run(run_state *st)
 	return code;
 }
 
+/* This faucet binary's absolute path (FAUCET_BIN: a command can run the
+ * same faucet, whatever PATH says). */
+static int self_path(char **out)
+{
+	size_t size = 256;
+
+	for (;;) {
+		char *buf = cli_malloc(size);
+		ssize_t n;
+
+		if (buf == NULL)
+			return cli_fail(CLI_EXIT_FAILED, "run");
+		n = readlink("/proc/self/exe", buf, size);
+		if (n < 0) {
+			int err = errno;
+			free(buf);
+			return cli_error(CLI_EXIT_FAILED, "run: cannot find faucet's own path "
+					 "(/proc/self/exe) for FAUCET_BIN: %s", strerror(err));
+		}
+		if ((size_t)n < size) {
+			buf[n] = '\0';
+			*out = buf;
+			return 0;
+		}
+		free(buf);
+		if (size > ((size_t)1 << 20))
+			return cli_error(CLI_EXIT_FAILED, "run: faucet's own path is too long");
+		size *= 2;
+	}
+}
+
 static int resolve(run_state *st)
 {
 	cli_context *ctx = st->ctx;
@@ -725,7 +772,9 @@ static int resolve(run_state *st)
 				 a->command.strings[0],
 				 strchr(a->command.strings[0], '/') ? " or not executable" : " on PATH");
 	st->command_line = join_command(&a->command);
-	return st->command_line ? 0 : cli_fail(CLI_EXIT_FAILED, "run");
+	if (st->command_line == NULL)
+		return cli_fail(CLI_EXIT_FAILED, "run");
+	return self_path(&st->self);
 }
 
 int cli_run_main(cli_context *ctx, int argc, char **argv)
@@ -805,6 +854,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	faucet_value_free(st.before);
 	free(st.state_key);
 	free(st.exe);
+	free(st.self);
 	free(st.command_line);
 	free(st.state_error);
 	return rc;

@@ -324,6 +324,24 @@ if [ "$(cat keyenv)" = RUNKEY ]; then pass; else fail "FAUCET_ENCRYPTION_KEY_ENV
 if [ "$(head -c 4 enc/e%3A%3Adefault.json)" = FCT1 ]; then pass; else fail "the command's write is sealed"; fi
 expect_err_lacks "$RUNKEY" "the key never appears"
 
+# A key rotation: a key sealed with the old key A is read by the run's
+# child, whose store has B as its key and A as a previous one.
+export KEY_A=old-key-aaaaaaaaaaaaaaaa KEY_B=new-key-bbbbbbbbbbbbbbbb
+run --state file:$PWD/rot --encryption-key-env KEY_A state put rot::old '{"sealed":"with A"}'
+expect_rc 0 "a key sealed with A"
+run --state file:$PWD/rot --encryption-key-env KEY_B --previous-key-env KEY_A run --pipeline rot -- sh -c 'printf "%s\n" "$FAUCET_PREVIOUS_KEY_ENV" > prevenv; "$F" state get rot::old'
+expect_rc 0 "during a rotation the child reads a key still sealed with the previous key"
+expect_out '{"sealed":"with A"}' "the child's read of the old key"
+if [ "$(cat prevenv)" = KEY_A ]; then pass; else fail "FAUCET_PREVIOUS_KEY_ENV names the previous key's variable ($(cat prevenv))"; fi
+expect_err_lacks "old-key-aaaa" "the previous key never appears"
+
+# ---- FAUCET_BIN: the children can run the very faucet that runs them ----
+SELF=$(readlink -f "$FAUCET_BIN")
+FAUCET_BIN=/nowhere/faucet "$SELF" run --pipeline p --row bin -- sh -c 'printf "%s\n" "$FAUCET_BIN" > bin; "$FAUCET_BIN" version > binver' 2>/dev/null
+RC=$?; expect_rc 0 "a run whose command calls \$FAUCET_BIN"
+if [ "$(cat bin)" = "$SELF" ]; then pass; else fail "FAUCET_BIN is faucet's absolute path: '$(cat bin)', not '$SELF'"; fi
+if [ -s binver ]; then pass; else fail "the command ran faucet through FAUCET_BIN"; fi
+
 # ---- bookkeeping is hidden from list/show unless --all ----
 run state list
 expect_out_lacks "__status__" "state list hides __status__"
