@@ -9,23 +9,29 @@
  * status.  stdout belongs to the command - faucet's own lines, the run id
  * among them, go to stderr.
  *
- * The command stays in faucet's process group, so it can use the terminal
- * like any foreground program and a Ctrl-C at the terminal reaches it
- * directly.  A SIGINT/SIGTERM sent to faucet alone (kill, a supervisor) is
- * forwarded; one that came from the terminal is not, since the command got
- * it already.  The loop is poll() on a self-pipe (signals, SIGCHLD), the
- * command's stdout under --singer, and a timeout for the next lease renewal
- * or the next state write; nothing sleeps.
+ * The command runs in a process group of its own and dies with faucet
+ * (PR_SET_PDEATHSIG, set between fork and exec): a faucet that is killed
+ * outright does not leave it running.  SIGINT, SIGTERM and SIGHUP - a
+ * Ctrl-C at the terminal reaches faucet only, since the command's group is
+ * not the terminal's foreground group - are forwarded to the whole group,
+ * and if the command has not ended KILL_GRACE_MS later its group is
+ * killed.  When the command ends, whatever it left running in its group is
+ * killed too.  (So the command cannot read from the terminal: a read would
+ * stop it.  Commands run by faucet are pipelines, not dialogues.)  The
+ * loop is poll() on a self-pipe (signals, SIGCHLD), the command's stdout
+ * under --singer, and a timeout for the next lease renewal, the next state
+ * write or the kill; nothing sleeps.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -40,6 +46,7 @@ extern char **environ;
 
 #define CLI_EXIT_BUSY 75
 #define STATE_WRITE_INTERVAL_MS 1000
+#define KILL_GRACE_MS 10000 /* from an interrupt to killing the command's group */
 
 static const char run_help[] =
 	"usage: faucet run (--pipeline P [--row R] | -c FILE) [OPTIONS] -- COMMAND ARGS...\n"
@@ -70,6 +77,12 @@ static const char run_help[] =
 	"and FAUCET_BIN (this faucet's absolute path); 'faucet state put/delete' run\n"
 	"by it join the run.\n"
 	"\n"
+	"The command runs in a process group of its own and dies with faucet, even a\n"
+	"faucet killed outright.  SIGINT (Ctrl-C), SIGTERM and SIGHUP are forwarded to\n"
+	"its group; a command still running 10 s later is killed.  What the command\n"
+	"leaves running in its group when it ends is killed.  It cannot read from the\n"
+	"terminal.\n"
+	"\n"
 	"Exit codes: the command's; 75 another run holds the lease; 128 + signal when\n"
 	"interrupted; 2 bad usage or a command that cannot be found (nothing written);\n"
 	"1 a store error.\n";
@@ -86,16 +99,12 @@ typedef struct {
 
 static volatile sig_atomic_t self_pipe_wr = -1;
 
-/* One byte per signal: the number, with 0x80 set when it was sent to us by
- * a process (kill) rather than raised by the terminal. */
-static void on_signal(int signo, siginfo_t *info, void *uctx)
+/* One byte per signal: its number. */
+static void on_signal(int signo)
 {
 	int saved = errno;
 	unsigned char b = (unsigned char)signo;
 
-	(void)uctx;
-	if (info != NULL && (info->si_code == SI_USER || info->si_code == SI_QUEUE))
-		b |= 0x80;
 	if (self_pipe_wr >= 0)
 		(void)!write(self_pipe_wr, &b, 1);
 	errno = saved;
@@ -110,11 +119,11 @@ static int install_signals(int fds[2])
 	(void)signal(SIGPIPE, SIG_IGN);
 	self_pipe_wr = fds[1];
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-	    sigaction(SIGCHLD, &sa, NULL) != 0)
+	    sigaction(SIGHUP, &sa, NULL) != 0 || sigaction(SIGCHLD, &sa, NULL) != 0)
 		return -1;
 	return 0;
 }
@@ -231,6 +240,7 @@ typedef struct {
 	int state_failed;         /* a state write failed: the run is failed */
 	char *state_error;
 	int interrupted;          /* the signal that interrupted us, or 0 */
+	uint64_t kill_at_ms;      /* interrupted: when to kill the command's group (0: not) */
 	int reap;                 /* a SIGCHLD came: look at the command with waitpid */
 	int lease_lost;
 	uint64_t renew_at_ms;
@@ -395,14 +405,53 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 	return 0;
 }
 
+/* The signals faucet catches (and forwards to the command's group) and
+ * SIGPIPE, which it ignores: the command starts with all of them at their
+ * defaults. */
+static const int reset_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
+
+/* In the child, between fork and exec: only async-signal-safe calls.  On
+ * failure the errno goes to the parent through err_fd. */
+static void exec_child(const char *exe, char **args, char **env, int out_fd, int err_fd,
+		       pid_t parent)
+{
+	sigset_t none;
+	int err;
+
+	/* Its own process group: signals forwarded to the group reach every
+	 * process the command starts, and what is left of it when it ends can
+	 * be killed as a whole. */
+	(void)setpgid(0, 0);
+	/* Die with faucet, even when faucet is killed outright; if faucet died
+	 * before this took effect, the parent is another process already. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		goto fail;
+	if (getppid() != parent)
+		_exit(127);
+	for (size_t i = 0; i < CLI_ARRAY_LEN(reset_signals); i++)
+		(void)signal(reset_signals[i], SIG_DFL);
+	if (out_fd >= 0) {
+		if (out_fd == STDOUT_FILENO ? fcntl(out_fd, F_SETFD, 0) != 0
+					    : dup2(out_fd, STDOUT_FILENO) < 0)
+			goto fail;
+	}
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(exe, args, env);
+fail:
+	err = errno;
+	(void)!write(err_fd, &err, sizeof(err));
+	_exit(127);
+}
+
 static int spawn_command(run_state *st)
 {
 	faucet_strarray owned = {0}, args = {0};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl, none;
+	sigset_t all, old;
 	char **env = NULL;
-	int out[2] = {-1, -1}, rc = 0;
+	int out[2] = {-1, -1}, err_pipe[2] = {-1, -1}, rc = 0, exec_errno = 0;
+	pid_t parent = getpid();
+	ssize_t n;
 
 	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
 		rc = cli_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
@@ -419,29 +468,39 @@ static int spawn_command(run_state *st)
 		faucet_strarray_dispose(&owned);
 		return cli_fail(CLI_EXIT_FAILED, "run");
 	}
-	if (st->a->singer && pipe2(out, O_CLOEXEC) != 0) {
+	if ((st->a->singer && pipe2(out, O_CLOEXEC) != 0) || pipe2(err_pipe, O_CLOEXEC) != 0) {
 		rc = cli_error(CLI_EXIT_FAILED, "cannot create a pipe: %s", strerror(errno));
 		goto done;
 	}
 	fflush(stdout);
-	(void)posix_spawnattr_init(&at);
-	(void)posix_spawn_file_actions_init(&fa);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGCHLD);
-	sigaddset(&dfl, SIGPIPE);
-	sigemptyset(&none);
-	(void)posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-	(void)posix_spawnattr_setsigdefault(&at, &dfl);
-	(void)posix_spawnattr_setsigmask(&at, &none);
-	if (out[1] >= 0)
-		(void)posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	rc = posix_spawn(&st->pid, st->exe, &fa, &at, args.strings, env);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)posix_spawnattr_destroy(&at);
+	fflush(stderr);
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	st->pid = fork();
+	if (st->pid == 0)
+		exec_child(st->exe, args.strings, env, out[1], err_pipe[1], parent);
+	rc = st->pid < 0 ? errno : 0;
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		st->pid = 0;
 		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(rc));
+		goto done;
+	}
+	/* Also here, so that the group exists before any signal is forwarded
+	 * to it (whichever of the two comes first; the other may fail). */
+	(void)setpgid(st->pid, st->pid);
+	close(err_pipe[1]);
+	err_pipe[1] = -1;
+	/* The pipe closes at exec (or reports why exec failed). */
+	do
+		n = read(err_pipe[0], &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(exec_errno)) {
+		while (waitpid(st->pid, &st->child_status, 0) < 0 && errno == EINTR)
+			;
+		st->pid = 0;
+		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(exec_errno));
 		goto done;
 	}
 	if (out[1] >= 0) {
@@ -455,10 +514,12 @@ static int spawn_command(run_state *st)
 		(void)fcntl(st->out_fd, F_SETPIPE_SZ, 1 << 20);
 	}
 done:
-	if (out[0] >= 0)
-		close(out[0]);
-	if (out[1] >= 0)
-		close(out[1]);
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err_pipe[i] >= 0)
+			close(err_pipe[i]);
+	}
 	free(env);
 	faucet_strarray_dispose(&owned);
 	faucet_strarray_dispose(&args);
@@ -586,19 +647,50 @@ static void on_signals(run_state *st)
 
 	while ((n = read(st->sig_fds[0], b, sizeof(b))) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
-			int signo = b[i] & 0x7f, sent = b[i] & 0x80;
+			int signo = b[i];
 
 			if (signo == SIGCHLD) {
 				st->reap = 1;
 				continue;
 			}
-			if (st->interrupted == 0)
+			if (st->interrupted == 0) {
 				st->interrupted = signo;
-			/* A terminal's Ctrl-C reached the command already. */
-			if (sent && st->pid > 0 && !st->child_done)
-				(void)kill(st->pid, signo);
+				st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+			}
+			/* To the whole group: the command's own children too. */
+			if (st->pid > 0 && !st->child_done)
+				(void)kill(-st->pid, signo);
 		}
 	}
+}
+
+/* Whether the command has ended (block: wait until it has).  If so, what it left running in its group
+ * is killed - before the command is reaped, while it still holds the
+ * group's id, so the id cannot have passed to another group - and then it
+ * is reaped. */
+static int command_ended(run_state *st, int block)
+{
+	siginfo_t info;
+
+	memset(&info, 0, sizeof(info));
+	if (waitid(P_PID, (id_t)st->pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0) {
+		if (errno == EINTR)
+			return 0;
+		/* ECHILD: reaped already, which only we do.  Say so and end. */
+		fprintf(stderr, "faucet: run: cannot wait for the command: %s\n", strerror(errno));
+		st->child_status = 127 << 8;
+		return 1;
+	}
+	if (info.si_pid != st->pid)
+		return 0;
+	(void)kill(-st->pid, SIGKILL);
+	while (waitpid(st->pid, &st->child_status, 0) < 0) {
+		if (errno != EINTR) {
+			st->child_status = 127 << 8;
+			break;
+		}
+	}
+	return 1;
 }
 
 static void renew(run_state *st)
@@ -607,8 +699,11 @@ static void renew(run_state *st)
 		fprintf(stderr, "faucet: run: %s; stopping the command\n", faucet_error_last()->message);
 		if (faucet_error_last()->code == FAUCET_ELEASELOST) {
 			st->lease_lost = 1;
-			if (!st->child_done)
-				(void)kill(st->pid, SIGTERM);
+			if (!st->child_done) {
+				(void)kill(-st->pid, SIGTERM);
+				if (st->kill_at_ms == 0)
+					st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+			}
 		}
 	}
 	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
@@ -626,10 +721,20 @@ static void wait_loop(run_state *st)
 
 		if (!st->child_done && st->reap) {
 			st->reap = 0;
-			if (waitpid(st->pid, &st->child_status, WNOHANG) == st->pid) {
+			if (command_ended(st, 0)) {
 				st->child_done = 1;
 				continue;
 			}
+		}
+		if (!st->child_done && st->kill_at_ms != 0) {
+			if (now >= st->kill_at_ms) {
+				fprintf(stderr, "faucet: run: the command did not end %d s after the "
+						"signal; killing it\n", KILL_GRACE_MS / 1000);
+				(void)kill(-st->pid, SIGKILL);
+				st->kill_at_ms = 0;
+				continue;
+			}
+			due = st->kill_at_ms < due ? st->kill_at_ms : due;
 		}
 		if (st->a->singer && st->cap.state != NULL) {
 			uint64_t at = st->last_state_ms + STATE_WRITE_INTERVAL_MS;
@@ -647,14 +752,23 @@ static void wait_loop(run_state *st)
 		if (st->out_fd >= 0)
 			fds[nf++] = (struct pollfd){st->out_fd, POLLIN, 0};
 		timeout = due > now ? (int)(due - now < INT_MAX ? due - now : INT_MAX) : 0;
-		if (st->lease_lost)
+		if (st->lease_lost && timeout > 1000)
 			timeout = 1000;
-		if (poll(fds, nf, timeout) < 0 && errno != EINTR)
+		if (poll(fds, nf, timeout) < 0 && errno != EINTR) {
+			fprintf(stderr, "faucet: run: poll: %s; stopping the command\n", strerror(errno));
 			break;
+		}
 		if (fds[0].revents)
 			on_signals(st);
 		if (nf > 1 && fds[1].revents)
 			read_output(st);
+	}
+	if (!st->child_done) {
+		/* Only after poll failed: the run cannot go on watching. */
+		(void)kill(-st->pid, SIGKILL);
+		while (!command_ended(st, 1))
+			;
+		st->child_done = 1;
 	}
 	if (st->a->singer) {
 		store_state(st); /* always the last one, whatever the exit status */

@@ -121,6 +121,54 @@ expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status']
 run state get p::sig::__lease__
 expect_out "" "an interrupted run releases its lease"
 
+# ---- the command never outlives faucet ----
+# gone PID...: every PID has ended (a zombie nobody reaped has ended, too).
+gone() {
+	local p
+	for p in "$@"; do
+		[ -e "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)" != Z ] && return 1
+	done
+	return 0
+}
+# wait_gone WHAT PID...: poll until they have all ended, for at most 10 s.
+wait_gone() {
+	local what=$1 deadline=$(( $(date +%s) + 10 ))
+	shift
+	until gone "$@"; do
+		[ "$(date +%s)" -ge "$deadline" ] && { fail "$what (still running: $*)"; kill -KILL "$@" 2>/dev/null; return; }
+		sleep 0.05
+	done
+	pass
+}
+
+# faucet killed outright (SIGKILL: nothing of faucet runs): the command dies with it.
+"$FAUCET_BIN" run --pipeline p --row killed -- sh -c 'echo $$ > cmd.pid; echo up > ready; exec sleep 1000' >/dev/null 2>killed.err &
+FPID=$!
+read -r _ < ready
+CMD=$(cat cmd.pid)
+kill -KILL $FPID
+wait $FPID 2>/dev/null
+wait_gone "the command dies with a faucet that was killed" "$CMD"
+
+# SIGTERM to faucet reaches the command's whole process group: a process
+# the command started ends too, and faucet exits 128+15.
+"$FAUCET_BIN" run --pipeline p --row group -- sh -c 'sleep 1000 & echo $! > bg.pid; echo up > ready; wait' >/dev/null 2>group.err &
+FPID=$!
+read -r _ < ready
+BG=$(cat bg.pid)
+kill -TERM $FPID
+wait $FPID
+RC=$?; expect_rc 143 "SIGTERM: faucet exits 128+15"
+wait_gone "SIGTERM reaches the processes the command started" "$BG"
+run state get p::group::__lease__
+expect_out "" "the interrupted run released its lease"
+
+# A command that ends leaving a process behind in its group: the run ends
+# and takes it along.
+run run --pipeline p --row leftover -- sh -c 'sleep 1000 > /dev/null 2>&1 & echo $! > left.pid'
+expect_rc 0 "a command that leaves a process behind"
+wait_gone "what the command left running ends with the run" "$(cat left.pid)"
+
 # ---- lock break ----
 "$FAUCET_BIN" run --pipeline p --row lk -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>lk.err &
 HOLDER=$!
