@@ -22,8 +22,8 @@ static const char doctor_help[] =
 	"and delete that leaves nothing behind; for a file store also every value\n"
 	"file opened with the key, symlinks and orphaned temp files) and print each\n"
 	"with its status, time and hint.  --timeout bounds the whole check: 500ms,\n"
-	"10s (default), 2m, 1h.  --repair removes the temp files that no live\n"
-	"writer holds.  Exit 1 when any probe fails (a warning does not).\n";
+	"10s (default), 2m, 1h; 1ms to 24h.  --repair removes the temp files that no\n"
+	"live writer holds.  Exit 1 when any probe fails (a warning does not).\n";
 
 static const char *status_name(faucet_probe_status st)
 {
@@ -187,10 +187,9 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 		}
 		if (id != OPT_TIMEOUT)
 			return cli_usage_error("doctor", "unexpected argument '%s'", arg);
-		if (cli_parse_duration_ms(arg, &ms) != 0)
-			return cli_usage_error("doctor",
-					       "--timeout '%s' is not a duration (e.g. 500ms, 10s, 2m)",
-					       arg);
+		rc = cli_duration_option("doctor", "--timeout", arg, 1, CLI_DAY_MS, &ms);
+		if (rc != 0)
+			return rc;
 		cctx.timeout_ms = ms;
 	}
 	rc = cli_open_store_existing(ctx, &s);

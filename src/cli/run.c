@@ -58,8 +58,9 @@ static const char run_help[] =
 	"\n"
 	"  --pipeline P        the pipeline (default: the config's name)\n"
 	"  --row R             the invocation's row (default \"default\")\n"
-	"  --lease-ttl D       how long the lease lasts unless renewed (60s; >= 1s)\n"
-	"  --wait[=D]          wait for a live lease to go (for up to D; no D = no limit)\n"
+	"  --lease-ttl D       how long the lease lasts unless renewed (60s; 1s to 720h)\n"
+	"  --wait[=D]          wait for a live lease to go (for up to D, at most 720h;\n"
+	"                      no D = no limit)\n"
 	"  --singer            capture Singer state: the bookmark is handed to the command\n"
 	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
 	"                      arguments; {} on a first run).  A stdout line that is a JSON object with a\n"
@@ -908,19 +909,18 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	singer_init(&st.cap, emit_stdout, NULL);
 
 	rc = parse_args(ctx, argc, argv, &a);
-	if (rc == 0 && a.lease_ttl != NULL) {
-		if (cli_parse_duration_ms(a.lease_ttl, &ms) != 0 || ms < 1000)
-			rc = cli_usage_error("run", "--lease-ttl must be a duration of at least 1s, "
-					     "not '%s'", a.lease_ttl);
+	if (rc == 0 && a.lease_ttl != NULL &&
+	    (rc = cli_duration_option("run", "--lease-ttl", a.lease_ttl, 1000, CLI_LEASE_MAX_MS,
+				      &ms)) == 0)
 		o.lease_ttl_ms = ms;
-	}
 	if (rc == 0 && a.wait_given) {
 		if (a.wait == NULL)
-			o.wait_ms = UINT64_MAX / 2;
-		else if (cli_parse_duration_ms(a.wait, &ms) != 0)
-			rc = cli_usage_error("run", "--wait takes a duration such as 30s, not '%s'",
-					     a.wait);
-		else
+			o.wait_ms = UINT64_MAX / 2; /* no limit */
+		else if (*a.wait == '\0')
+			rc = cli_usage_error("run", "--wait= needs a duration, e.g. --wait=30s "
+					     "(--wait alone waits without a limit)");
+		else if ((rc = cli_duration_option("run", "--wait", a.wait, 1, CLI_LEASE_MAX_MS,
+						   &ms)) == 0)
 			o.wait_ms = ms;
 	}
 	if (rc == 0)

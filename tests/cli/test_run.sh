@@ -59,7 +59,24 @@ run run --pipeline 'bad key' -- true
 expect_rc 2 "a bad pipeline name"
 run run --pipeline p --lease-ttl 0s -- true
 expect_rc 2 "a lease TTL under 1s"
+# Durations that do not fit are refused, never wrapped (a huge TTL used to
+# wrap to 0: a lease written already expired): exit 2 naming flag and value.
+for v in 18446744073709551615ms 18446744073709551616ms 18446744073709551615 \
+	 5124095576030431h 721h 2592000001ms 0 -5s 5x 10d 1.5s '' ' 5s'; do
+	run run --pipeline p --lease-ttl "$v" -- true
+	expect_rc 2 "--lease-ttl '$v' is refused"
+	expect_err_contains "--lease-ttl '$v'" "the message names --lease-ttl '$v'"
+	run run --pipeline p --wait="$v" -- true
+	expect_rc 2 "--wait='$v' is refused"
+	if [ -n "$v" ]; then
+		expect_err_contains "--wait '$v'" "the message names --wait '$v'"
+	else
+		expect_err_contains "--wait= needs a duration" "an empty --wait= is a usage error"
+	fi
+done
 expect_same "$before" "$(snapshot st)" "usage errors write nothing"
+run run --pipeline p --row long --lease-ttl 720h --wait=720h -- true
+expect_rc 0 "the longest lease TTL and wait (30 days) are taken"
 run state put p::bad::__status__ '{"not":"ours"}'
 before=$(snapshot st)
 run run --pipeline p --row bad -- true
