@@ -47,6 +47,9 @@ static const char input[] =
 	"{\"type\":5,\"pos\":9}\n"
 	"{\"pos\":9} trailing words\n"
 	"{\"pos\":[9}\n"
+	"{\"type\":\"REC\\u004fRD\",\"stream\":\"s\"}\n"
+	"{\"type\":\"ST\\u0041TE\",\"value\":{\"pos\":7}}\n"
+	"{\"type\" : \"STATE\" , \"value\" : {\"pos\":8}}\n"
 	"{\"a\":{\"type\":\"RECORD\"},\"pos\":3}\n"
 	"[1,2]\n"
 	"tail without newline";
@@ -66,6 +69,7 @@ static const char passed[] =
 	"{\"type\":5,\"pos\":9}\n"
 	"{\"pos\":9} trailing words\n"
 	"{\"pos\":[9}\n"
+	"{\"type\":\"REC\\u004fRD\",\"stream\":\"s\"}\n"
 	"[1,2]\n"
 	"tail without newline";
 
@@ -89,7 +93,7 @@ static void feed_in_steps(size_t step)
 	state = singer_take_state(&s);
 	assert_non_null(state);
 	assert_string_equal(faucet_value_json(state), "{\"a\":{\"type\":\"RECORD\"},\"pos\":3}");
-	assert_int_equal(s.states, 3);
+	assert_int_equal(s.states, 5);
 	assert_int_equal(s.errors, 0);
 	assert_null(s.error);
 	faucet_value_free(state);

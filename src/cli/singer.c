@@ -284,6 +284,32 @@ static int scan(singer_scan *sc, const char *p, size_t n)
 	return SCAN_MORE;
 }
 
+/* The shape nearly every Singer message has - {"type":"RECORD", or with a
+ * blank after the colon - told without the scan: SCAN_PASS when the line
+ * starts like that with a type other than STATE, SCAN_MORE when it does not
+ * (or is a STATE, or its type has an escape): then the scan decides.  It
+ * never decides otherwise than the scan would. */
+static int quick_type(const char *p, size_t n)
+{
+	const char *v, *q;
+	size_t i = 7;
+
+	if (n < 10 || memcmp(p, "{\"type\"", 7) != 0)
+		return SCAN_MORE;
+	if (p[i] == ' ')
+		i++;
+	if (p[i++] != ':')
+		return SCAN_MORE;
+	if (i < n && p[i] == ' ')
+		i++;
+	if (i >= n || p[i] != '"')
+		return SCAN_MORE;
+	v = p + i + 1;
+	if ((q = memchr(v, '"', n - i - 1)) == NULL || memchr(v, '\\', (size_t)(q - v)) != NULL)
+		return SCAN_MORE;
+	return q - v == 5 && memcmp(v, "STATE", 5) == 0 ? SCAN_MORE : SCAN_PASS;
+}
+
 /* The line ended: is it (still) an object without "type", or a STATE? */
 static int scan_end(const singer_scan *sc)
 {
@@ -459,7 +485,7 @@ static int feed(singer *s, const char *data, size_t len)
 			break;
 		case L_START:
 			memset(&s->scan, 0, sizeof(s->scan));
-			if (scan(&s->scan, p, n) == SCAN_PASS) {
+			if (quick_type(p, n) == SCAN_PASS || scan(&s->scan, p, n) == SCAN_PASS) {
 				rc = emit(s, p, with_nl);
 				s->mode = L_PASS;
 			} else if (nl == NULL) {
