@@ -38,3 +38,5 @@ for b in "$build"/bench_*; do
   fi
   echo
 done
+echo "== bench_singer.sh =="
+"$here/bench/bench_singer.sh" "$build"

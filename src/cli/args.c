@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,7 +251,10 @@ int cli_args_next(cli_args *it, const cli_option *opts, const char **value)
 	}
 }
 
-int cli_parse_duration_ms(const char *text, unsigned long long *out)
+/* A duration's value: 0, or -1 for text that is not a duration, -2 for one
+ * too long to count in milliseconds (a digit string past 2^64, or one that
+ * overflows when multiplied by its unit). */
+static int parse_duration(const char *text, unsigned long long *out)
 {
 	static const struct {
 		const char *unit;
@@ -260,18 +264,57 @@ int cli_parse_duration_ms(const char *text, unsigned long long *out)
 	char *end;
 
 	if (!isdigit((unsigned char)text[0]))
-		return -1;
+		return -1; /* empty, negative, "+5", " 5" */
 	errno = 0;
 	n = strtoull(text, &end, 10);
-	if (errno != 0)
-		return -1;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].unit) != 0)
 			continue;
-		if (n == 0 || n > ~0ULL / units[i].ms)
+		if (errno == ERANGE || n > ULLONG_MAX / units[i].ms)
+			return -2;
+		if (errno != 0)
 			return -1;
 		*out = n * units[i].ms;
 		return 0;
 	}
 	return -1;
+}
+
+/* A limit the way a person would type it ("720h", "1s", "500ms"), and in
+ * days when it is whole days. */
+static void limit_text(char *buf, size_t size, unsigned long long ms)
+{
+	if (ms % 3600000 == 0 && ms >= 86400000 && ms % 86400000 == 0)
+		(void)snprintf(buf, size, "%lluh (%llu day%s)", ms / 3600000, ms / 86400000,
+			       ms == 86400000 ? "" : "s");
+	else if (ms % 3600000 == 0)
+		(void)snprintf(buf, size, "%lluh", ms / 3600000);
+	else if (ms % 60000 == 0)
+		(void)snprintf(buf, size, "%llum", ms / 60000);
+	else if (ms % 1000 == 0)
+		(void)snprintf(buf, size, "%llus", ms / 1000);
+	else
+		(void)snprintf(buf, size, "%llums", ms);
+}
+
+int cli_duration_option(const char *command, const char *flag, const char *text,
+			unsigned long long min_ms, unsigned long long max_ms,
+			unsigned long long *out)
+{
+	unsigned long long ms = 0;
+	char lo[48], hi[48];
+	int rc = parse_duration(text, &ms);
+
+	limit_text(lo, sizeof(lo), min_ms);
+	limit_text(hi, sizeof(hi), max_ms);
+	if (rc == -1)
+		return cli_usage_error(command, "%s '%s' is not a duration: a whole number with "
+				       "ms, s, m or h (e.g. 30s), from %s to %s", flag, text, lo,
+				       hi);
+	if (rc == -2 || ms > max_ms)
+		return cli_usage_error(command, "%s '%s' is too long: at most %s", flag, text, hi);
+	if (ms < min_ms)
+		return cli_usage_error(command, "%s '%s' is too short: at least %s", flag, text, lo);
+	*out = ms;
+	return 0;
 }

@@ -46,7 +46,8 @@ static const char backfill_help[] =
 	"  --dry-run            show the units and what is already done; run nothing\n"
 	"  --resume             continue a backfill of this range: skip done units\n"
 	"  --restart            forget a backfill of this range and start over\n"
-	"  --lease-ttl DURATION how long a unit's claim lasts unless renewed (60s)\n"
+	"  --lease-ttl DURATION how long a unit's claim lasts unless renewed (60s; 3s\n"
+	"                       to 720h)\n"
 	"  --metrics-file FILE  Prometheus metrics, rewritten as units end, when\n"
 	"                       interrupted and at the end\n"
 	"  --pipeline NAME      the pipeline (default: the YAML's name)\n"
@@ -689,9 +690,10 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 		return cli_usage_error("backfill", "--concurrency must be a whole number from 1 to "
 				       "1000, not '%s'", a->concurrency);
 	if (a->lease_ttl != NULL) {
-		if (cli_parse_duration_ms(a->lease_ttl, &ttl_ms) != 0 || ttl_ms < 3000)
-			return cli_usage_error("backfill", "--lease-ttl must be a duration of at "
-					       "least 3s, not '%s'", a->lease_ttl);
+		int rc = cli_duration_option("backfill", "--lease-ttl", a->lease_ttl, 3000,
+					     CLI_LEASE_MAX_MS, &ttl_ms);
+		if (rc != 0)
+			return rc;
 		o->lease_ttl = (int64_t)(ttl_ms / 1000);
 	}
 	if (!a->dry_run && o->argv == NULL)

@@ -173,9 +173,18 @@ int cli_default_pipeline(cli_context *ctx, const char *command, const char **pip
  * chosen and configured (URLs, YAML fields, defaults, keys), and return 0. */
 int cli_print_help(const char *text);
 
-/* Parse a duration such as "10s", "500ms", "2m", "1h" or a bare number of
- * seconds into milliseconds.  Returns 0, or -1 for text that is not one. */
-int cli_parse_duration_ms(const char *text, unsigned long long *out);
+/* The value of a duration option (`flag`, e.g. "--lease-ttl", of
+ * `command`): a duration such as "500ms", "10s", "2m", "1h" or a bare
+ * number of seconds.  0 with *out set when `text` is one from min_ms to
+ * max_ms; otherwise the usage error, naming the flag and the value, is
+ * printed and CLI_EXIT_USAGE returned.  A value that would overflow is
+ * "too long", never wrapped. */
+int cli_duration_option(const char *command, const char *flag, const char *text,
+			unsigned long long min_ms, unsigned long long max_ms,
+			unsigned long long *out);
+
+#define CLI_DAY_MS (24ULL * 3600 * 1000)
+#define CLI_LEASE_MAX_MS (30 * CLI_DAY_MS) /* longest lease TTL or --wait */
 
 /* ---- commands --------------------------------------------------------- */
 

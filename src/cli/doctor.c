@@ -23,7 +23,7 @@ static const char doctor_help[] =
 	"file opened with the key, symlinks and orphaned temp files; expired leases;\n"
 	"every run document - __lease__, __status__, __rollback__ and its markers -\n"
 	"parsed as its kind) and print each with its status, time and hint.\n"
-	"--timeout bounds the whole check: 500ms, 10s (default), 2m, 1h.\n"
+	"--timeout bounds the whole check: 500ms, 10s (default), 2m, 1h; 1ms to 24h.\n"
 	"--repair:\n"
 	"  - sets each run document that does not parse aside, never deleting it: its\n"
 	"    value moves to {scope}::__broken__::{kind}::{UTC time, YYYYMMDDTHHMMSSZ}\n"
@@ -198,10 +198,9 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 		}
 		if (id != OPT_TIMEOUT)
 			return cli_usage_error("doctor", "unexpected argument '%s'", arg);
-		if (cli_parse_duration_ms(arg, &ms) != 0)
-			return cli_usage_error("doctor",
-					       "--timeout '%s' is not a duration (e.g. 500ms, 10s, 2m)",
-					       arg);
+		rc = cli_duration_option("doctor", "--timeout", arg, 1, CLI_DAY_MS, &ms);
+		if (rc != 0)
+			return rc;
 		cctx.timeout_ms = ms;
 	}
 	rc = cli_open_store_existing(ctx, &s);

@@ -9,23 +9,29 @@
  * status.  stdout belongs to the command - faucet's own lines, the run id
  * among them, go to stderr.
  *
- * The command stays in faucet's process group, so it can use the terminal
- * like any foreground program and a Ctrl-C at the terminal reaches it
- * directly.  A SIGINT/SIGTERM sent to faucet alone (kill, a supervisor) is
- * forwarded; one that came from the terminal is not, since the command got
- * it already.  The loop is poll() on a self-pipe (signals, SIGCHLD), the
- * command's stdout under --singer, and a timeout for the next lease renewal
- * or the next state write; nothing sleeps.
+ * The command runs in a process group of its own and dies with faucet
+ * (PR_SET_PDEATHSIG, set between fork and exec): a faucet that is killed
+ * outright does not leave it running.  SIGINT, SIGTERM and SIGHUP - a
+ * Ctrl-C at the terminal reaches faucet only, since the command's group is
+ * not the terminal's foreground group - are forwarded to the whole group,
+ * and if the command has not ended KILL_GRACE_MS later its group is
+ * killed.  When the command ends, whatever it left running in its group is
+ * killed too.  (So the command cannot read from the terminal: a read would
+ * stop it.  Commands run by faucet are pipelines, not dialogues.)  The
+ * loop is poll() on a self-pipe (signals, SIGCHLD), the command's stdout
+ * under --singer, and a timeout for the next lease renewal, the next state
+ * write or the kill; nothing sleeps.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -39,6 +45,7 @@
 extern char **environ;
 
 #define STATE_WRITE_INTERVAL_MS 1000
+#define KILL_GRACE_MS 10000 /* from an interrupt to killing the command's group */
 
 static const char run_help[] =
 	"usage: faucet run (--pipeline P [--row R] | -c FILE) [OPTIONS] -- COMMAND ARGS...\n"
@@ -50,17 +57,32 @@ static const char run_help[] =
 	"\n"
 	"  --pipeline P        the pipeline (default: the config's name)\n"
 	"  --row R             the invocation's row (default \"default\")\n"
-	"  --lease-ttl D       how long the lease lasts unless renewed (60s; >= 1s)\n"
-	"  --wait[=D]          wait for a live lease to go (for up to D; no D = no limit)\n"
+	"  --lease-ttl D       how long the lease lasts unless renewed (60s; 1s to 720h)\n"
+	"  --wait[=D]          wait for a live lease to go (for up to D, at most 720h;\n"
+	"                      no D = no limit)\n"
 	"  --singer            capture Singer state: the bookmark is handed to the command\n"
 	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
-	"                      arguments); each stdout line that is a JSON object (or a\n"
-	"                      {\"type\":\"STATE\",\"value\":{...}} message) is stored as the\n"
-	"                      new bookmark; every other line passes through\n"
+	"                      arguments; {} on a first run).  A stdout line that is a\n"
+	"                      JSON object with a string \"type\" is a Singer message:\n"
+	"                      a STATE's \"value\" (an object) is the new bookmark,\n"
+	"                      every other type (RECORD, SCHEMA, ACTIVATE_VERSION,\n"
+	"                      BATCH, ...) passes through; a JSON object without\n"
+	"                      \"type\" (a target's state line) is the new bookmark;\n"
+	"                      every other line passes through byte for byte.  A bad\n"
+	"                      state line (a STATE without a \"value\" object) fails\n"
+	"                      the run, which then stores no bookmark\n"
 	"\n"
 	"The command gets FAUCET_RUN_ID, FAUCET_RUN_PIPELINE, FAUCET_RUN_ROW,\n"
-	"FAUCET_STATE_KEY (P::R) and the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
-	"FAUCET_ENCRYPTION_KEY_ENV); 'faucet state put/delete' run by it join the run.\n"
+	"FAUCET_STATE_KEY (P::R), the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
+	"FAUCET_ENCRYPTION_KEY_ENV / FAUCET_PREVIOUS_KEY_ENV naming the key variables)\n"
+	"and FAUCET_BIN (this faucet's absolute path); 'faucet state put/delete' run\n"
+	"by it join the run.\n"
+	"\n"
+	"The command runs in a process group of its own and dies with faucet, even a\n"
+	"faucet killed outright.  SIGINT (Ctrl-C), SIGTERM and SIGHUP are forwarded to\n"
+	"its group; a command still running 10 s later is killed.  What the command\n"
+	"leaves running in its group when it ends is killed.  It cannot read from the\n"
+	"terminal.\n"
 	"\n"
 	"Exit codes: the command's; 75 another run holds the lease; 128 + signal when\n"
 	"interrupted; 2 bad usage or a command that cannot be found (nothing written);\n"
@@ -78,16 +100,12 @@ typedef struct {
 
 static volatile sig_atomic_t self_pipe_wr = -1;
 
-/* One byte per signal: the number, with 0x80 set when it was sent to us by
- * a process (kill) rather than raised by the terminal. */
-static void on_signal(int signo, siginfo_t *info, void *uctx)
+/* One byte per signal: its number. */
+static void on_signal(int signo)
 {
 	int saved = errno;
 	unsigned char b = (unsigned char)signo;
 
-	(void)uctx;
-	if (info != NULL && (info->si_code == SI_USER || info->si_code == SI_QUEUE))
-		b |= 0x80;
 	if (self_pipe_wr >= 0)
 		(void)!write(self_pipe_wr, &b, 1);
 	errno = saved;
@@ -102,11 +120,11 @@ static int install_signals(int fds[2])
 	(void)signal(SIGPIPE, SIG_IGN);
 	self_pipe_wr = fds[1];
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-	    sigaction(SIGCHLD, &sa, NULL) != 0)
+	    sigaction(SIGHUP, &sa, NULL) != 0 || sigaction(SIGCHLD, &sa, NULL) != 0)
 		return -1;
 	return 0;
 }
@@ -210,16 +228,20 @@ typedef struct {
 	char *state_key;
 	char *state_file;         /* --singer: the bookmark handed to the command */
 	char *exe;
+	char *self;               /* this faucet binary's absolute path, for FAUCET_BIN */
 	char *command_line;       /* for the status entry */
 	pid_t pid;
 	int child_status, child_done;
 	int sig_fds[2];
 	int out_fd;               /* --singer: the command's stdout, -1 when closed */
 	singer cap;
+	faucet_value *before;     /* --singer: the bookmark when the run began (NULL: none) */
+	int stored;               /* a captured state was stored */
 	uint64_t last_state_ms;   /* when the last state was stored (0 = never) */
 	int state_failed;         /* a state write failed: the run is failed */
 	char *state_error;
 	int interrupted;          /* the signal that interrupted us, or 0 */
+	uint64_t kill_at_ms;      /* interrupted: when to kill the command's group (0: not) */
 	int reap;                 /* a SIGCHLD came: look at the command with waitpid */
 	int lease_lost;
 	uint64_t renew_at_ms;
@@ -237,7 +259,9 @@ static char *join_command(const faucet_strarray *cmd)
 	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
 }
 
-/* --singer: write the bookmark to a private file for the command. */
+/* --singer: write the bookmark to a private file for the command - `{}`
+ * when there is none yet, since taps refuse an empty state file (or an
+ * empty --state argument). */
 static int write_state_file(run_state *st)
 {
 	faucet_value *v = NULL;
@@ -249,8 +273,7 @@ static int write_state_file(run_state *st)
 
 	if (faucet_store_get(st->s, st->state_key, &v) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
-	if (v == NULL)
-		return 0;
+	st->before = faucet_value_ref(v);
 	path = cli_sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
 	if (path == NULL) {
 		faucet_value_free(v);
@@ -265,9 +288,10 @@ static int write_state_file(run_state *st)
 		faucet_value_free(v);
 		return rc;
 	}
-	text = faucet_value_json(v);
-	len = faucet_value_len(v);
-	rc = 0;
+	text = v != NULL ? faucet_value_json(v) : "{}";
+	len = v != NULL ? faucet_value_len(v) : 2;
+	/* 0600 whatever mkostemp's libc does with the mode. */
+	rc = fchmod(fd, S_IRUSR | S_IWUSR);
 	while (off < len && rc == 0) {
 		ssize_t n = write(fd, text + off, len - off);
 		if (n < 0 && errno == EINTR)
@@ -327,8 +351,10 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 {
 	static const char *names[] = {"FAUCET_RUN_ID",    "FAUCET_RUN_PIPELINE",       "FAUCET_RUN_ROW",
 				      "FAUCET_STATE_KEY", "FAUCET_STATE_FILE",         "FAUCET_CONFIG",
-				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV"};
+				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV", "FAUCET_PREVIOUS_KEY_ENV",
+				      "FAUCET_BIN"};
 	cli_context *ctx = st->ctx;
+	const char *previous = NULL;
 	size_t n = 0;
 	char **env;
 	int rc = 0;
@@ -355,9 +381,20 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 	else if (ctx->selected_url != NULL)
 		rc |= cli_strarray_push_owned(owned,
 					      cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
-	if (ctx->key_env != NULL)
+	/* The key variables' names (never the keys): the current one, and the
+	 * previous ones a store being rotated still needs to read older files
+	 * (the variables themselves are inherited). */
+	if (ctx->key_env != NULL) {
 		rc |= cli_strarray_push_owned(
 			owned, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+		previous = cli_previous_key_env_list(ctx);
+		if (previous != NULL)
+			rc |= cli_strarray_push_owned(
+				owned, cli_sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
+		else if (ctx->previous_key_envs.count > 0)
+			rc |= FAUCET_ENOMEM; /* the list could not be made */
+	}
+	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_BIN=%s", st->self));
 	if (rc != 0) {
 		free(env);
 		return FAUCET_ENOMEM;
@@ -369,14 +406,53 @@ static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
 	return 0;
 }
 
+/* The signals faucet catches (and forwards to the command's group) and
+ * SIGPIPE, which it ignores: the command starts with all of them at their
+ * defaults. */
+static const int reset_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
+
+/* In the child, between fork and exec: only async-signal-safe calls.  On
+ * failure the errno goes to the parent through err_fd. */
+static void exec_child(const char *exe, char **args, char **env, int out_fd, int err_fd,
+		       pid_t parent)
+{
+	sigset_t none;
+	int err;
+
+	/* Its own process group: signals forwarded to the group reach every
+	 * process the command starts, and what is left of it when it ends can
+	 * be killed as a whole. */
+	(void)setpgid(0, 0);
+	/* Die with faucet, even when faucet is killed outright; if faucet died
+	 * before this took effect, the parent is another process already. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		goto fail;
+	if (getppid() != parent)
+		_exit(127);
+	for (size_t i = 0; i < CLI_ARRAY_LEN(reset_signals); i++)
+		(void)signal(reset_signals[i], SIG_DFL);
+	if (out_fd >= 0) {
+		if (out_fd == STDOUT_FILENO ? fcntl(out_fd, F_SETFD, 0) != 0
+					    : dup2(out_fd, STDOUT_FILENO) < 0)
+			goto fail;
+	}
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(exe, args, env);
+fail:
+	err = errno;
+	(void)!write(err_fd, &err, sizeof(err));
+	_exit(127);
+}
+
 static int spawn_command(run_state *st)
 {
 	faucet_strarray owned = {0}, args = {0};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl, none;
+	sigset_t all, old;
 	char **env = NULL;
-	int out[2] = {-1, -1}, rc = 0;
+	int out[2] = {-1, -1}, err_pipe[2] = {-1, -1}, rc = 0, exec_errno = 0;
+	pid_t parent = getpid();
+	ssize_t n;
 
 	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
 		rc = cli_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
@@ -393,29 +469,39 @@ static int spawn_command(run_state *st)
 		faucet_strarray_dispose(&owned);
 		return cli_fail(CLI_EXIT_FAILED, "run");
 	}
-	if (st->a->singer && pipe2(out, O_CLOEXEC) != 0) {
+	if ((st->a->singer && pipe2(out, O_CLOEXEC) != 0) || pipe2(err_pipe, O_CLOEXEC) != 0) {
 		rc = cli_error(CLI_EXIT_FAILED, "cannot create a pipe: %s", strerror(errno));
 		goto done;
 	}
 	fflush(stdout);
-	(void)posix_spawnattr_init(&at);
-	(void)posix_spawn_file_actions_init(&fa);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGCHLD);
-	sigaddset(&dfl, SIGPIPE);
-	sigemptyset(&none);
-	(void)posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-	(void)posix_spawnattr_setsigdefault(&at, &dfl);
-	(void)posix_spawnattr_setsigmask(&at, &none);
-	if (out[1] >= 0)
-		(void)posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	rc = posix_spawn(&st->pid, st->exe, &fa, &at, args.strings, env);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)posix_spawnattr_destroy(&at);
+	fflush(stderr);
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	st->pid = fork();
+	if (st->pid == 0)
+		exec_child(st->exe, args.strings, env, out[1], err_pipe[1], parent);
+	rc = st->pid < 0 ? errno : 0;
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		st->pid = 0;
 		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(rc));
+		goto done;
+	}
+	/* Also here, so that the group exists before any signal is forwarded
+	 * to it (whichever of the two comes first; the other may fail). */
+	(void)setpgid(st->pid, st->pid);
+	close(err_pipe[1]);
+	err_pipe[1] = -1;
+	/* The pipe closes at exec (or reports why exec failed). */
+	do
+		n = read(err_pipe[0], &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(exec_errno)) {
+		while (waitpid(st->pid, &st->child_status, 0) < 0 && errno == EINTR)
+			;
+		st->pid = 0;
+		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(exec_errno));
 		goto done;
 	}
 	if (out[1] >= 0) {
@@ -429,10 +515,12 @@ static int spawn_command(run_state *st)
 		(void)fcntl(st->out_fd, F_SETPIPE_SZ, 1 << 20);
 	}
 done:
-	if (out[0] >= 0)
-		close(out[0]);
-	if (out[1] >= 0)
-		close(out[1]);
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err_pipe[i] >= 0)
+			close(err_pipe[i]);
+	}
 	free(env);
 	faucet_strarray_dispose(&owned);
 	faucet_strarray_dispose(&args);
@@ -479,25 +567,49 @@ static int emit_stdout(void *ctx, const struct iovec *spans, int count)
 	return 0;
 }
 
+/* A state write failed: the run is failed, and says why once. */
+static void state_write_failed(run_state *st)
+{
+	if (!st->state_failed) {
+		st->state_failed = 1;
+		st->state_error = cli_sprintf("storing the state: %s", faucet_error_last()->message);
+		fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
+			st->state_key, faucet_error_last()->message);
+	}
+	if (faucet_error_last()->code == FAUCET_ELEASELOST)
+		st->lease_lost = 1;
+}
+
 static void store_state(run_state *st)
 {
 	faucet_value *v = singer_take_state(&st->cap);
 
 	if (v == NULL)
 		return;
-	if (faucet_run_put(st->run, st->state_key, v) != 0) {
-		if (!st->state_failed) {
-			st->state_failed = 1;
-			st->state_error = cli_sprintf("storing the state: %s",
-						      faucet_error_last()->message);
-			fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
-				st->state_key, faucet_error_last()->message);
-		}
-		if (faucet_error_last()->code == FAUCET_ELEASELOST)
-			st->lease_lost = 1;
-	}
+	if (faucet_run_put(st->run, st->state_key, v) != 0)
+		state_write_failed(st);
+	else
+		st->stored = 1;
 	faucet_value_free(v);
 	st->last_state_ms = cli_now_ms();
+}
+
+/* A bad state line fails the run, and a failed capture stores nothing: a
+ * state stored before the bad line came is taken back, the bookmark put
+ * back as the run found it. */
+static void put_back_state(run_state *st)
+{
+	int rc;
+
+	if (st->cap.error == NULL || !st->stored || st->lease_lost)
+		return;
+	rc = st->before != NULL ? faucet_run_put(st->run, st->state_key, st->before)
+				: faucet_run_delete(st->run, st->state_key);
+	if (rc != 0)
+		state_write_failed(st);
+	else
+		fprintf(stderr, "faucet: run: a bad state line: %s is put back as it was before "
+				"the run\n", st->state_key);
 }
 
 static void read_output(run_state *st)
@@ -536,19 +648,50 @@ static void on_signals(run_state *st)
 
 	while ((n = read(st->sig_fds[0], b, sizeof(b))) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
-			int signo = b[i] & 0x7f, sent = b[i] & 0x80;
+			int signo = b[i];
 
 			if (signo == SIGCHLD) {
 				st->reap = 1;
 				continue;
 			}
-			if (st->interrupted == 0)
+			if (st->interrupted == 0) {
 				st->interrupted = signo;
-			/* A terminal's Ctrl-C reached the command already. */
-			if (sent && st->pid > 0 && !st->child_done)
-				(void)kill(st->pid, signo);
+				st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+			}
+			/* To the whole group: the command's own children too. */
+			if (st->pid > 0 && !st->child_done)
+				(void)kill(-st->pid, signo);
 		}
 	}
+}
+
+/* Whether the command has ended (block: wait until it has).  If so, what it left running in its group
+ * is killed - before the command is reaped, while it still holds the
+ * group's id, so the id cannot have passed to another group - and then it
+ * is reaped. */
+static int command_ended(run_state *st, int block)
+{
+	siginfo_t info;
+
+	memset(&info, 0, sizeof(info));
+	if (waitid(P_PID, (id_t)st->pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0) {
+		if (errno == EINTR)
+			return 0;
+		/* ECHILD: reaped already, which only we do.  Say so and end. */
+		fprintf(stderr, "faucet: run: cannot wait for the command: %s\n", strerror(errno));
+		st->child_status = 127 << 8;
+		return 1;
+	}
+	if (info.si_pid != st->pid)
+		return 0;
+	(void)kill(-st->pid, SIGKILL);
+	while (waitpid(st->pid, &st->child_status, 0) < 0) {
+		if (errno != EINTR) {
+			st->child_status = 127 << 8;
+			break;
+		}
+	}
+	return 1;
 }
 
 static void renew(run_state *st)
@@ -557,8 +700,11 @@ static void renew(run_state *st)
 		fprintf(stderr, "faucet: run: %s; stopping the command\n", faucet_error_last()->message);
 		if (faucet_error_last()->code == FAUCET_ELEASELOST) {
 			st->lease_lost = 1;
-			if (!st->child_done)
-				(void)kill(st->pid, SIGTERM);
+			if (!st->child_done) {
+				(void)kill(-st->pid, SIGTERM);
+				if (st->kill_at_ms == 0)
+					st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+			}
 		}
 	}
 	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
@@ -576,10 +722,20 @@ static void wait_loop(run_state *st)
 
 		if (!st->child_done && st->reap) {
 			st->reap = 0;
-			if (waitpid(st->pid, &st->child_status, WNOHANG) == st->pid) {
+			if (command_ended(st, 0)) {
 				st->child_done = 1;
 				continue;
 			}
+		}
+		if (!st->child_done && st->kill_at_ms != 0) {
+			if (now >= st->kill_at_ms) {
+				fprintf(stderr, "faucet: run: the command did not end %d s after the "
+						"signal; killing it\n", KILL_GRACE_MS / 1000);
+				(void)kill(-st->pid, SIGKILL);
+				st->kill_at_ms = 0;
+				continue;
+			}
+			due = st->kill_at_ms < due ? st->kill_at_ms : due;
 		}
 		if (st->a->singer && st->cap.state != NULL) {
 			uint64_t at = st->last_state_ms + STATE_WRITE_INTERVAL_MS;
@@ -597,17 +753,28 @@ static void wait_loop(run_state *st)
 		if (st->out_fd >= 0)
 			fds[nf++] = (struct pollfd){st->out_fd, POLLIN, 0};
 		timeout = due > now ? (int)(due - now < INT_MAX ? due - now : INT_MAX) : 0;
-		if (st->lease_lost)
+		if (st->lease_lost && timeout > 1000)
 			timeout = 1000;
-		if (poll(fds, nf, timeout) < 0 && errno != EINTR)
+		if (poll(fds, nf, timeout) < 0 && errno != EINTR) {
+			fprintf(stderr, "faucet: run: poll: %s; stopping the command\n", strerror(errno));
 			break;
+		}
 		if (fds[0].revents)
 			on_signals(st);
 		if (nf > 1 && fds[1].revents)
 			read_output(st);
 	}
-	if (st->a->singer)
+	if (!st->child_done) {
+		/* Only after poll failed: the run cannot go on watching. */
+		(void)kill(-st->pid, SIGKILL);
+		while (!command_ended(st, 1))
+			;
+		st->child_done = 1;
+	}
+	if (st->a->singer) {
 		store_state(st); /* always the last one, whatever the exit status */
+		put_back_state(st);
+	}
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -666,6 +833,37 @@ static int finish_run(run_state *st)
 	return code;
 }
 
+/* This faucet binary's absolute path (FAUCET_BIN: a command can run the
+ * same faucet, whatever PATH says). */
+static int self_path(char **out)
+{
+	size_t size = 256;
+
+	for (;;) {
+		char *buf = cli_malloc(size);
+		ssize_t n;
+
+		if (buf == NULL)
+			return cli_fail(CLI_EXIT_FAILED, "run");
+		n = readlink("/proc/self/exe", buf, size);
+		if (n < 0) {
+			int err = errno;
+			free(buf);
+			return cli_error(CLI_EXIT_FAILED, "run: cannot find faucet's own path "
+					 "(/proc/self/exe) for FAUCET_BIN: %s", strerror(err));
+		}
+		if ((size_t)n < size) {
+			buf[n] = '\0';
+			*out = buf;
+			return 0;
+		}
+		free(buf);
+		if (size > ((size_t)1 << 20))
+			return cli_error(CLI_EXIT_FAILED, "run: faucet's own path is too long");
+		size *= 2;
+	}
+}
+
 static int resolve(run_state *st)
 {
 	cli_context *ctx = st->ctx;
@@ -693,7 +891,9 @@ static int resolve(run_state *st)
 				 a->command.strings[0],
 				 strchr(a->command.strings[0], '/') ? " or not executable" : " on PATH");
 	st->command_line = join_command(&a->command);
-	return st->command_line ? 0 : cli_fail(CLI_EXIT_FAILED, "run");
+	if (st->command_line == NULL)
+		return cli_fail(CLI_EXIT_FAILED, "run");
+	return self_path(&st->self);
 }
 
 int cli_run_main(cli_context *ctx, int argc, char **argv)
@@ -713,19 +913,18 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	singer_init(&st.cap, emit_stdout, NULL);
 
 	rc = parse_args(ctx, argc, argv, &a);
-	if (rc == 0 && a.lease_ttl != NULL) {
-		if (cli_parse_duration_ms(a.lease_ttl, &ms) != 0 || ms < 1000)
-			rc = cli_usage_error("run", "--lease-ttl must be a duration of at least 1s, "
-					     "not '%s'", a.lease_ttl);
+	if (rc == 0 && a.lease_ttl != NULL &&
+	    (rc = cli_duration_option("run", "--lease-ttl", a.lease_ttl, 1000, CLI_LEASE_MAX_MS,
+				      &ms)) == 0)
 		o.lease_ttl_ms = ms;
-	}
 	if (rc == 0 && a.wait_given) {
 		if (a.wait == NULL)
 			o.wait_ms = FAUCET_RUN_WAIT_FOREVER;
-		else if (cli_parse_duration_ms(a.wait, &ms) != 0)
-			rc = cli_usage_error("run", "--wait takes a duration such as 30s, not '%s'",
-					     a.wait);
-		else
+		else if (*a.wait == '\0')
+			rc = cli_usage_error("run", "--wait= needs a duration, e.g. --wait=30s "
+					     "(--wait alone waits without a limit)");
+		else if ((rc = cli_duration_option("run", "--wait", a.wait, 1, CLI_LEASE_MAX_MS,
+						   &ms)) == 0)
 			o.wait_ms = ms;
 	}
 	if (rc == 0)
@@ -770,8 +969,10 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	faucet_store_free(st.s);
 	faucet_strarray_dispose(&a.command);
 	free(st.state_file);
+	faucet_value_free(st.before);
 	free(st.state_key);
 	free(st.exe);
+	free(st.self);
 	free(st.command_line);
 	free(st.state_error);
 	return rc;

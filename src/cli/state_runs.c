@@ -329,10 +329,14 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 
 		if (a.wait == NULL) {
 			o.wait_ms = FAUCET_RUN_WAIT_FOREVER;
-		} else if (cli_parse_duration_ms(a.wait, &ms) != 0 || ms > FAUCET_RUN_MAX_TTL_MS) {
+		} else if ((rc = *a.wait == '\0'
+				      ? cli_usage_error("state undo", "--wait= needs a duration, e.g. "
+							"--wait=30s (--wait alone waits without a "
+							"limit)")
+				      : cli_duration_option("state undo", "--wait", a.wait, 1,
+							    CLI_LEASE_MAX_MS, &ms)) != 0) {
 			faucet_store_free(s);
-			return cli_usage_error("state undo", "--wait takes a duration of at most 30 "
-					       "days such as 30s, not '%s'", a.wait);
+			return rc;
 		} else {
 			o.wait_ms = ms;
 		}

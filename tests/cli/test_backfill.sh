@@ -96,6 +96,9 @@ bad "unterminated placeholder" "unterminated" "${BF[@]}" --from 2026-09-01 --to 
 bad "no command" "no command" "${BF[@]}" --from 2026-09-01 --to 2026-09-02
 bad "no pipeline" "pipeline" backfill --state "$ST" --from 2026-09-01 --to 2026-09-02 -- touch ran
 bad "short lease" "--lease-ttl" "${BF[@]}" --from 2026-09-01 --to 2026-09-02 --lease-ttl 1s -- touch ran
+for v in 18446744073709551615ms 18446744073709551616 5124095576030431h 721h 0 -5s 5x; do
+	bad "lease TTL '$v'" "--lease-ttl '$v'" "${BF[@]}" --from 2026-09-01 --to 2026-09-02 --lease-ttl "$v" -- touch ran
+done
 bad "too many units" "more than 10000 units" "${BF[@]}" --from 2026-01-01 --to 2026-02-01 --window 1m -- touch ran
 bad "command not on PATH" "command 'faucet-no-such-command' was not found on PATH" "${BF[@]}" --from 2026-09-01 --to 2026-09-03 --window 1d -- faucet-no-such-command ran
 bad "command path missing" "command './no-such-script' does not exist" "${BF[@]}" --from 2026-09-01 --to 2026-09-03 --window 1d -- ./no-such-script ran

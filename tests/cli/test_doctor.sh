@@ -22,10 +22,11 @@ for t in 500ms 10s 2m 1h 30; do
 done
 run doctor --state file:st --timeout=250ms --json
 expect_rc 0 "--timeout=VALUE"
-for t in 0 10x -5s abc ''; do
+for t in 0 10x -5s abc '' 18446744073709551615ms 18446744073709551616 25h 5124095576030431h; do
 	run doctor --state file:st --timeout "$t"
 	expect_rc 2 "--timeout '$t' is refused"
 	expect_one_error_line "--timeout '$t'"
+	expect_err_contains "--timeout '$t'" "the message names --timeout '$t'"
 done
 
 run doctor --state memory:

@@ -60,7 +60,24 @@ run run --pipeline 'bad key' -- true
 expect_rc 2 "a bad pipeline name"
 run run --pipeline p --lease-ttl 0s -- true
 expect_rc 2 "a lease TTL under 1s"
+# Durations that do not fit are refused, never wrapped (a huge TTL used to
+# wrap to 0: a lease written already expired): exit 2 naming flag and value.
+for v in 18446744073709551615ms 18446744073709551616ms 18446744073709551615 \
+	 5124095576030431h 721h 2592000001ms 0 -5s 5x 10d 1.5s '' ' 5s'; do
+	run run --pipeline p --lease-ttl "$v" -- true
+	expect_rc 2 "--lease-ttl '$v' is refused"
+	expect_err_contains "--lease-ttl '$v'" "the message names --lease-ttl '$v'"
+	run run --pipeline p --wait="$v" -- true
+	expect_rc 2 "--wait='$v' is refused"
+	if [ -n "$v" ]; then
+		expect_err_contains "--wait '$v'" "the message names --wait '$v'"
+	else
+		expect_err_contains "--wait= needs a duration" "an empty --wait= is a usage error"
+	fi
+done
 expect_same "$before" "$(snapshot st)" "usage errors write nothing"
+run run --pipeline p --row long --lease-ttl 720h --wait=720h -- true
+expect_rc 0 "the longest lease TTL and wait (30 days) are taken"
 raw_put "$FAUCET_STATE" p::bad::__status__ '{"not":"ours"}'
 before=$(snapshot st)
 run run --pipeline p --row bad -- true
@@ -122,6 +139,54 @@ expect_json "d['runs'][0]['outcome'] == 'failed' and d['runs'][0]['exit_status']
 run state get p::sig::__lease__
 expect_out "" "an interrupted run releases its lease"
 
+# ---- the command never outlives faucet ----
+# gone PID...: every PID has ended (a zombie nobody reaped has ended, too).
+gone() {
+	local p
+	for p in "$@"; do
+		[ -e "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)" != Z ] && return 1
+	done
+	return 0
+}
+# wait_gone WHAT PID...: poll until they have all ended, for at most 10 s.
+wait_gone() {
+	local what=$1 deadline=$(( $(date +%s) + 10 ))
+	shift
+	until gone "$@"; do
+		[ "$(date +%s)" -ge "$deadline" ] && { fail "$what (still running: $*)"; kill -KILL "$@" 2>/dev/null; return; }
+		sleep 0.05
+	done
+	pass
+}
+
+# faucet killed outright (SIGKILL: nothing of faucet runs): the command dies with it.
+"$FAUCET_BIN" run --pipeline p --row killed -- sh -c 'echo $$ > cmd.pid; echo up > ready; exec sleep 1000' >/dev/null 2>killed.err &
+FPID=$!
+read -r _ < ready
+CMD=$(cat cmd.pid)
+kill -KILL $FPID
+wait $FPID 2>/dev/null
+wait_gone "the command dies with a faucet that was killed" "$CMD"
+
+# SIGTERM to faucet reaches the command's whole process group: a process
+# the command started ends too, and faucet exits 128+15.
+"$FAUCET_BIN" run --pipeline p --row group -- sh -c 'sleep 1000 & echo $! > bg.pid; echo up > ready; wait' >/dev/null 2>group.err &
+FPID=$!
+read -r _ < ready
+BG=$(cat bg.pid)
+kill -TERM $FPID
+wait $FPID
+RC=$?; expect_rc 143 "SIGTERM: faucet exits 128+15"
+wait_gone "SIGTERM reaches the processes the command started" "$BG"
+run state get p::group::__lease__
+expect_out "" "the interrupted run released its lease"
+
+# A command that ends leaving a process behind in its group: the run ends
+# and takes it along.
+run run --pipeline p --row leftover -- sh -c 'sleep 1000 > /dev/null 2>&1 & echo $! > left.pid'
+expect_rc 0 "a command that leaves a process behind"
+wait_gone "what the command left running ends with the run" "$(cat left.pid)"
+
 # ---- lock break ----
 "$FAUCET_BIN" run --pipeline p --row lk -- sh -c 'echo up > ready; read x < hold' >/dev/null 2>lk.err &
 HOLDER=$!
@@ -150,9 +215,12 @@ case "$(cat mode)" in -rw-------*) pass ;; *) fail "the state file is 0600: $(ca
 if [ ! -e "$(cat arg)" ]; then pass; else fail "the state file is removed afterwards"; fi
 run state get s::default
 expect_out '{"pos":3}' "the last state line is stored"
-run run --singer --pipeline fresh -- sh -c 'printf "[%s]\n" "$FAUCET_STATE_FILE"; echo "{\"pos\":9}"; exit 4'
+run run --singer --pipeline fresh -- sh -c 'cat "$FAUCET_STATE_FILE" > fresh.env; cat "${state.file}" > fresh.arg; ls -l "${state.file}" > fresh.mode; echo "{\"pos\":9}"; exit 4'
 expect_rc 4 "a singer run that fails"
-expect_out "[]" "no bookmark yet: an empty FAUCET_STATE_FILE"
+expect_out "" "only the state line was printed"
+if [ "$(cat fresh.env)" = '{}' ]; then pass; else fail "no bookmark yet: FAUCET_STATE_FILE holds {} ($(cat fresh.env))"; fi
+if [ "$(cat fresh.arg)" = '{}' ]; then pass; else fail "no bookmark yet: \${state.file} holds {} ($(cat fresh.arg))"; fi
+case "$(cat fresh.mode)" in -rw-------*) pass ;; *) fail "the first run's state file is 0600: $(cat fresh.mode)" ;; esac
 run state get fresh::default
 expect_out '{"pos":9}' "the last state is stored whatever the exit status"
 printf '%s\n' '{"type":"STATE","value":[1]}' '{broken' > bad
@@ -163,17 +231,76 @@ expect_out '{"pos":3}' "bad state lines are not stored"
 run state get s::default::__status__
 expect_json "'not a JSON object' in d['runs'][0]['message'] and d['runs'][0]['outcome'] == 'failed'" "the bad state is recorded in the status"
 
-# A state line over 64 MiB is refused, not held; a long line that is not
-# state streams through whole.
+# A state line over 64 MiB is not held: it streams through, and since it
+# is a state line that could not be stored, the run fails; a long line that
+# is not state streams through whole.
 python3 -c 'import sys; sys.stdout.write("{\"big\":\"" + "x" * (65 << 20) + "\"}\n" + "y" * (65 << 20) + "\nend\n")' > huge
 "$FAUCET_BIN" run --singer --pipeline s -- cat huge > huge.out 2> huge.err
 RC=$?; expect_rc 1 "a state line over 64 MiB fails the run"
-if [ "$(wc -c < huge.out)" -eq $(( (65 << 20) + 5 )) ]; then pass; else fail "the long non-state line and the next pass through ($(wc -c < huge.out) bytes)"; fi
+if cmp -s huge huge.out; then pass; else fail "the long lines pass through whole ($(wc -c < huge.out) bytes)"; fi
 run state get s::default
 expect_out '{"pos":3}' "the oversized state is not stored"
 run state get s::default::__status__
 expect_json "'64 MiB' in d['runs'][0]['message']" "the oversized state line is recorded"
 rm -f huge huge.out
+
+# A tap's stream: only the STATE messages are taken out; SCHEMA, RECORD,
+# ACTIVATE_VERSION, BATCH and unknown messages, lines that are not JSON,
+# trailing blanks, a long line and a last line without a newline come out
+# exactly as they went in.  The bookmark is the last STATE's value.
+run state put tap::default '{"bookmarks":{"users":{"id":0}}}'
+python3 - <<'PY'
+blob = "v" * (3 << 20)
+lines = [
+    (0, '{"type": "SCHEMA", "stream": "users", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}, "key_properties": ["id"]}\n'),
+    (0, '{"type": "RECORD", "stream": "users", "record": {"id": 1, "type": "STATE", "value": {}}, "time_extracted": "2024-01-01T00:00:00Z"}\n'),
+    (0, '{"type":"RECORD","stream":"users","record":{"id":2}}\n'),
+    (0, 'INFO tap-users: 2 records\n'),
+    (1, '{"type": "STATE", "value": {"bookmarks": {"users": {"id": 2}}}}\n'),
+    (0, '{"type": "RECORD", "stream": "users", "record": {"id": 3}}\n'),
+    (0, '{"type": "ACTIVATE_VERSION", "stream": "users", "version": 1700000000}\n'),
+    (0, '{"type": "BATCH", "stream": "users", "encoding": {"format": "jsonl"}, "manifest": ["file:///tmp/b1.jsonl"]}\n'),
+    (0, '{"stream": "users", "type": "SOMETHING_NEWER"}\n'),
+    (0, 'not json {"type": "STATE", "value": {}}\n'),
+    (0, '{"type": "RECORD", "stream": "users", "record": {"id": 4}}   \n'),
+    (0, '{"type": "RECORD", "stream": "users", "record": {"id": 5, "blob": "' + blob + '"}}\n'),
+    (0, '\n'),
+    (1, '  {"type":"STATE","value":{"bookmarks":{"users":{"id":5}}}}\r\n'),
+    (0, '{"type": "RECORD", "stream": "users", "record": {"id": 6}}'),
+]
+open("tap.stream", "w").write("".join(l for _, l in lines))
+open("tap.want", "w").write("".join(l for state, l in lines if not state))
+PY
+"$FAUCET_BIN" run --singer --pipeline tap -- cat tap.stream > tap.got 2> tap.err
+RC=$?; expect_rc 0 "a singer run of a tap's stream"
+if cmp -s tap.want tap.got; then pass; else fail "stdout is the stream minus its STATE lines, byte for byte ($(cmp tap.want tap.got 2>&1 | head -c 200))"; fi
+run state get tap::default
+expect_out '{"bookmarks":{"users":{"id":5}}}' "the bookmark is the last STATE's value"
+rm -f tap.stream tap.want tap.got
+
+# A STATE without a "value" object fails the run, and the run stores
+# nothing: a STATE stored before it came is taken back.
+export F="$FAUCET_BIN"
+run run --singer --pipeline tap -- sh -c '
+	echo "{\"type\":\"STATE\",\"value\":{\"p\":1}}"
+	for _ in $(seq 500); do [ "$("$F" state get tap::default)" = "{\"p\":1}" ] && break; done
+	"$F" state get tap::default > stored-mid-run
+	echo "{\"type\":\"RECORD\",\"record\":{}}"
+	echo "{\"type\":\"STATE\"}"
+	echo "{\"type\":\"STATE\",\"value\":{\"p\":2}}"'
+expect_rc 1 "a STATE without a value fails the run"
+expect_out '{"type":"RECORD","record":{}}' "the RECORD still passes through"
+if [ "$(cat stored-mid-run)" = '{"p":1}' ]; then pass; else fail "the first STATE was stored while the command ran ($(cat stored-mid-run))"; fi
+expect_err_contains 'without a "value"' "the message says what is wrong"
+run state get tap::default
+expect_out '{"bookmarks":{"users":{"id":5}}}' "the bookmark is as it was before the run"
+run state get tap::default::__status__
+expect_json "d['runs'][0]['outcome'] == 'failed' and 'value' in d['runs'][0]['message']" "the failed run is recorded"
+run run --singer --pipeline tap -- sh -c 'echo "{\"type\":\"STATE\",\"value\":\"v1\"}"'
+expect_rc 1 "a STATE whose value is not an object fails the run"
+expect_err_contains "not a JSON object" "and says so"
+run state get tap::default
+expect_out '{"bookmarks":{"users":{"id":5}}}' "nothing stored"
 
 # A reader that goes away does not cut the run short: the state is still stored.
 "$FAUCET_BIN" run --singer --pipeline pipe -- sh -c 'yes log | head -100000; echo "{\"pos\":42}"' 2>pipe.err | head -1 >/dev/null
@@ -262,6 +389,24 @@ expect_rc 0 "a run on an encrypted store whose command writes"
 if [ "$(cat keyenv)" = RUNKEY ]; then pass; else fail "FAUCET_ENCRYPTION_KEY_ENV names the key's variable"; fi
 if [ "$(head -c 4 enc/e%3A%3Adefault.json)" = FCT1 ]; then pass; else fail "the command's write is sealed"; fi
 expect_err_lacks "$RUNKEY" "the key never appears"
+
+# A key rotation: a key sealed with the old key A is read by the run's
+# child, whose store has B as its key and A as a previous one.
+export KEY_A=old-key-aaaaaaaaaaaaaaaa KEY_B=new-key-bbbbbbbbbbbbbbbb
+run --state file:$PWD/rot --encryption-key-env KEY_A state put rot::old '{"sealed":"with A"}'
+expect_rc 0 "a key sealed with A"
+run --state file:$PWD/rot --encryption-key-env KEY_B --previous-key-env KEY_A run --pipeline rot -- sh -c 'printf "%s\n" "$FAUCET_PREVIOUS_KEY_ENV" > prevenv; "$F" state get rot::old'
+expect_rc 0 "during a rotation the child reads a key still sealed with the previous key"
+expect_out '{"sealed":"with A"}' "the child's read of the old key"
+if [ "$(cat prevenv)" = KEY_A ]; then pass; else fail "FAUCET_PREVIOUS_KEY_ENV names the previous key's variable ($(cat prevenv))"; fi
+expect_err_lacks "old-key-aaaa" "the previous key never appears"
+
+# ---- FAUCET_BIN: the children can run the very faucet that runs them ----
+SELF=$(readlink -f "$FAUCET_BIN")
+FAUCET_BIN=/nowhere/faucet "$SELF" run --pipeline p --row bin -- sh -c 'printf "%s\n" "$FAUCET_BIN" > bin; "$FAUCET_BIN" version > binver' 2>/dev/null
+RC=$?; expect_rc 0 "a run whose command calls \$FAUCET_BIN"
+if [ "$(cat bin)" = "$SELF" ]; then pass; else fail "FAUCET_BIN is faucet's absolute path: '$(cat bin)', not '$SELF'"; fi
+if [ -s binver ]; then pass; else fail "the command ran faucet through FAUCET_BIN"; fi
 
 # ---- bookkeeping is hidden from list/show unless --all ----
 run state list
