@@ -31,7 +31,7 @@ fi
 # The functions whose only job is to fsync a directory; each call is a mutant.
 dir_syncs='sync_root|sync_parent_of|sync_dir'
 
-# Mutants of the run and undo machinery (SPEC section 8), each breaking one
+# Mutants of the run and undo machinery (doc/design.md §8.10), each breaking one
 # line that keeps "undo never loses a write"; the contract suite's run tests
 # and the randomized history checker (ctest label `runs`) must go red:
 #   run-after-at-end     after-images read back from the store at the run's

@@ -1,5 +1,5 @@
 /*
- * test_crypto.c - the sealed-file envelope (SPEC section 4): round trips,
+ * test_crypto.c - the sealed-file envelope (doc/design.md §4): round trips,
  * fixed vectors computed by an independent implementation, key rotation,
  * the binding of a file to its state key, and every way opening can fail
  * (wrong key, flipped bits, truncation, unknown formats, missing key).

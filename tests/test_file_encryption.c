@@ -1,6 +1,6 @@
 /*
- * test_file_encryption.c - the file store with encryption at rest (SPEC
- * section 4): sealed files on disk, plaintext files sealed on their next
+ * test_file_encryption.c - the file store with encryption at rest
+ * (doc/design.md §4): sealed files on disk, plaintext files sealed on their next
  * write, key rotation, and every way a sealed file can fail to open - each a
  * typed error naming the file, never "no bookmark", which would make a
  * pipeline silently re-sync everything.

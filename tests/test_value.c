@@ -1,6 +1,6 @@
 /*
- * test_value.c - JSON values: strict parsing, the fidelity rule of SPEC
- * section 2, structural equality and reference counting.
+ * test_value.c - JSON values: strict parsing, the fidelity rule of
+ * doc/design.md §2.4, structural equality and reference counting.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -261,7 +261,7 @@ static void equality_is_structural(void **state)
 	assert_false(faucet_value_equal(a, c));
 	assert_false(faucet_value_equal(a, NULL));
 	assert_true(faucet_value_equal(NULL, NULL));
-	/* SPEC section 2: numbers by value, whatever the spelling. */
+	/* doc/design.md §2.5: numbers by value, whatever the spelling. */
 	assert_true(faucet_value_equal(one, one_f));
 	faucet_value_free(a);
 	faucet_value_free(b);
@@ -281,7 +281,7 @@ static void assert_equal_values(const char *x, const char *y, int want)
 	faucet_value_free(b);
 }
 
-/* SPEC section 2: numbers compare by their exact decimal value - never
+/* doc/design.md §2.5: numbers compare by their exact decimal value - never
  * through a double - whatever the spelling or the json-c type. */
 static void numbers_compare_by_exact_decimal_value(void **state)
 {

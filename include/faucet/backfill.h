@@ -12,7 +12,7 @@
  *                          {pipeline}::__backfill__::{hash}: each finished
  *                          unit's outcome; pending units are absent
  *
- * Planning rules (SPEC section 6): a boundary is RFC 3339 or a bare date
+ * Planning rules (doc/design.md §6): a boundary is RFC 3339 or a bare date
  * (local midnight, a DST gap resolving to the instant the gap ends); windows
  * Ns/Nm/Nh/N are elapsed time, Nd/Nw step the local wall clock by days; the
  * last unit is cut at the end of the range; more than 10,000 units is an

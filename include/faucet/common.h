@@ -101,7 +101,7 @@ FAUCET_EXTERN int faucet_write_file(const char *path, const char *what, const vo
 				    size_t len);
 
 /* Unix seconds `t` as RFC 3339 UTC, "2026-01-02T03:04:05+00:00": the form
- * run and backfill documents hold times in (SPEC 8).  Returns 0, or
+ * run and backfill documents hold times in (doc/design.md §8.1).  Returns 0, or
  * FAUCET_EINVALID when t has no such form or does not fit in out[size]
  * (FAUCET_UTC_TEXT_SIZE always fits a year of four digits); out is then "". */
 #define FAUCET_UTC_TEXT_SIZE 32

@@ -2,7 +2,7 @@
  * faucet/run.h - invocation runs: one run of a pipeline invocation under a
  * lease, every write it makes recorded so that the run can be undone.
  *
- * An invocation is {pipeline}::{row}.  Its bookkeeping keys (SPEC section 8):
+ * An invocation is {pipeline}::{row}.  Its bookkeeping keys (doc/design.md §8.1):
  *
  *   {p}::{r}::__lease__            {"holder", "expires_at", "run"}: the run lock
  *   {p}::{r}::__status__           {"version":1,"runs":[...]}: the last 50 runs
@@ -226,7 +226,7 @@ FAUCET_EXTERN void faucet_undo_result_dispose(faucet_undo_result *r);
 
 /* ---- imports recorded as runs ------------------------------------------------- */
 
-/* The invocation `count` keys belong to (SPEC section 8): *pipeline gets
+/* The invocation `count` keys belong to (doc/design.md §8.7): *pipeline gets
  * the first key's pipeline (its first segment), *row the row that every
  * key shares, or NULL when they span several invocations or one belongs to
  * none (p::__backfill__::h).  Bookkeeping keys are skipped; with none left

@@ -55,7 +55,7 @@ typedef struct {
 	const faucet_value *value;
 } faucet_entry;
 
-/* At-rest encryption of the file store (SPEC section 4).  Strings are
+/* At-rest encryption of the file store (doc/design.md §4).  Strings are
  * borrowed for the duration of the open call and copied; the store wipes
  * its copies when it is freed. */
 typedef struct {
@@ -178,8 +178,8 @@ typedef int (*faucet_entry_fn)(const char *key, const faucet_value *value, void 
 FAUCET_EXTERN int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
 					    void *ctx);
 
-/* faucet_store_scan_entries without the run bookkeeping keys (SPEC section
- * 8: __lease__, __status__, __rollback__ and its markers, see
+/* faucet_store_scan_entries without the run bookkeeping keys (doc/design.md
+ * §8.9: __lease__, __status__, __rollback__ and its markers, see
  * faucet_run_is_bookkeeping_key): what an export reads.  A rollback marker
  * of a big import (a hundred megabytes) is never read. */
 FAUCET_EXTERN int faucet_store_scan_data(faucet_store *s, const char *prefix, faucet_entry_fn fn,

@@ -6,7 +6,7 @@
  * value without copying it and hand the same value to many readers at once
  * (the reference count is atomic: values may be shared across threads).
  *
- * Fidelity rule (SPEC section 2): a value read and written back is unchanged.
+ * Fidelity rule (doc/design.md §2.4): a value read and written back is unchanged.
  * Integers from -2^63 to 2^64-1 keep every digit, a parsed number keeps its
  * source text (0.1 stays 0.1), object members keep their order.  Input that
  * the JSON layer cannot hold exactly - an integer out of that range, a number

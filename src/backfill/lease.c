@@ -277,7 +277,7 @@ void faucet_bf__lease_dispose(faucet_bf_lease *l)
 /* ---- doctor: leases left behind ------------------------------------------- */
 
 /*
- * Every lease - a backfill unit's and a run's (SPEC section 8) - is a key
+ * Every lease - a backfill unit's and a run's (doc/design.md §6, §8.1) - is a key
  * ending in "::__lease__" with an expires_at, so one scan finds them all,
  * on every backend that can list its keys.  An expired lease blocks no one
  * (the next claim takes it over), but it says a runner stopped without

@@ -1,6 +1,6 @@
 /*
  * backfill.c - `faucet backfill`: re-run a pipeline over a past range,
- * unit by unit, with durable progress (SPEC section 6).
+ * unit by unit, with durable progress (doc/design.md §6).
  *
  * This file only gathers the inputs and shows progress; planning, leases,
  * the marker and the child processes are the library's (faucet/backfill.h).

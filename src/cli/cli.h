@@ -38,7 +38,7 @@
 #include "config.h"
 #include "util.h"
 
-/* Exit codes (SPEC section 5). */
+/* Exit codes (doc/design.md §5.2). */
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILED 1    /* the operation failed: a store error, a failed probe */
 #define CLI_EXIT_USAGE 2     /* bad usage, config, key, JSON or input file; nothing written */

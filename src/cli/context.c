@@ -2,7 +2,7 @@
  * context.c - the run's shared machinery: choosing and opening the store,
  * printing errors, reading input files.
  *
- * Store selection follows SPEC section 5, first match wins: --state URL,
+ * Store selection follows doc/design.md §5.1, first match wins: --state URL,
  * -c FILE, FAUCET_CONFIG, FAUCET_STATE, else file:.faucet-state.  An
  * encryption key never arrives as an argument: --encryption-key-env (or the
  * YAML) names an environment variable, we copy its value once, hand it to

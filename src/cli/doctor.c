@@ -207,9 +207,9 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	/* Leases and run documents look alike in every backend, so their
-	 * probes are added here (a warning naming the expired leases, SPEC
-	 * section 5; a failure naming each run document that does not parse,
-	 * which --repair sets aside). */
+	 * probes are added here (a warning naming the expired leases,
+	 * doc/design.md §5.3; a failure naming each run document that does
+	 * not parse, which --repair sets aside). */
 	start_ms = cli_now_ms();
 	if (faucet_store_check(s, &cctx, &report) != 0 ||
 	    faucet_lease_probe(s, (int64_t)time(NULL), remaining_ms(cctx.timeout_ms, start_ms),

@@ -339,7 +339,7 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
  * source for --replace) is exit 2 - the report's pipeline is set only once
  * the document has been read whole and validated, so an error without it
  * was the document's. */
-/* Every import and copy is one run (SPEC section 8), begun by the library
+/* Every import and copy is one run (doc/design.md §8.7), begun by the library
  * once the document is known valid: the run of the invocation every
  * changed key belongs to, else a pipeline-level run of the document's
  * pipeline. */

@@ -29,7 +29,7 @@ static const char delete_help[] =
 	"\n"
 	"Remove KEY.  An absent key is not an error.\n";
 
-/* Run bookkeeping (SPEC section 8) is written by the run machinery only: a
+/* Run bookkeeping (doc/design.md §8.9) is written by the run machinery only: a
  * put or delete of one would leave a document no run can read (every later
  * write of its row failing) or drop a run's history.  Refused with exit 2
  * before the store is opened. */

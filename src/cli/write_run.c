@@ -1,5 +1,5 @@
 /*
- * write_run.c - every CLI write is one run (SPEC section 8).
+ * write_run.c - every CLI write is one run (doc/design.md §8.7).
  *
  * `state put/delete/import/copy` record what they change as a run, so any
  * of them can be undone with `faucet state undo`.  Which run:

@@ -105,8 +105,9 @@ static int lock_new_temp(const faucet_sys *sys, int fd, int *gone)
 	if (fstat(fd, &st) != 0)
 		return -1;
 	*gone = st.st_nlink == 0;
-	/* Exactly 0600 whatever the umask (SPEC 5): a umask like 0277 leaves
-	 * 0400.  Free in the usual case, where the fstat above shows 0600. */
+	/* Exactly 0600 whatever the umask (doc/design.md §5.3): a umask like
+	 * 0277 leaves 0400.  Free in the usual case, where the fstat above
+	 * shows 0600. */
 	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
 		return -1;
 	return 0;
@@ -333,7 +334,8 @@ static int open_unnamed(const faucet_sys *sys, int dirfd, int exact_mode, int *f
 
 	if (fd < 0)
 		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
-	/* Exactly 0600 whatever the umask (SPEC 5), as lock_new_temp does. */
+	/* Exactly 0600 whatever the umask (doc/design.md §5.3), as
+	 * lock_new_temp does. */
 	if (!exact_mode && fchmod(fd, 0600) != 0) {
 		int err = errno;
 		(void)sys->close(fd);

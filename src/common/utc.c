@@ -1,6 +1,6 @@
 /*
- * utc.c - faucet_utc_text(): the one place that writes a time as SPEC
- * section 8's documents and the command's messages show it.
+ * utc.c - faucet_utc_text(): the one place that writes a time as doc/design.md
+ * §8.1's documents and the command's messages show it.
  */
 #include <stdio.h>
 #include <time.h>

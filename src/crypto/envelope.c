@@ -1,6 +1,6 @@
 /*
- * envelope.c - sealing and opening state files with AES-256-GCM (SPEC
- * section 4).
+ * envelope.c - sealing and opening state files with AES-256-GCM
+ * (doc/design.md §4).
  *
  * Two decisions a reader must know:
  *

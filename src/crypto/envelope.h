@@ -1,5 +1,5 @@
 /*
- * envelope.h - the sealed-file envelope of SPEC section 4 (internal, not
+ * envelope.h - the sealed-file envelope of doc/design.md §4 (internal, not
  * installed).
  *
  * A sealed state file is laid out as

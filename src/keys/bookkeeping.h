@@ -1,7 +1,7 @@
 /*
  * bookkeeping.h - which keys are run bookkeeping (not installed).
  *
- * The run module owns these keys (SPEC section 8), but the store module
+ * The run module owns these keys (doc/design.md §8), but the store module
  * below it must recognise them too - an export, import or replace never
  * touches them - so the test lives here, with the other knowledge of key
  * shapes; faucet_run_is_bookkeeping_key() is its public name.

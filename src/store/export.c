@@ -182,7 +182,7 @@ static int validate_pipeline(const char *pipeline)
 	return 0;
 }
 
-/* Run bookkeeping (SPEC section 8) is written by the run machinery only,
+/* Run bookkeeping (doc/design.md §8.9) is written by the run machinery only,
  * and an export never holds it: a document that does is refused whole,
  * before anything is written, rather than imported in part. */
 static int refuse_bookkeeping(const char *key)
@@ -511,7 +511,7 @@ static int read_values(faucet_store *s, const faucet_strarray *keys, faucet_valu
 	return 0;
 }
 
-/* Run bookkeeping (__lease__, __status__, __rollback__: SPEC section 8) is
+/* Run bookkeeping (__lease__, __status__, __rollback__: doc/design.md §8.9) is
  * never exported, imported or deleted by a replace: it describes this
  * store's runs, not the pipeline's position. */
 static void drop_bookkeeping(faucet_strarray *keys)

@@ -435,7 +435,8 @@ static int make_root(const file_store *fs)
 			continue;
 		*p = '\0';
 		/* chmod: a umask such as 0277 would leave 0500, a directory
-		 * its owner cannot write (SPEC 5: 0700 whatever the umask). */
+		 * its owner cannot write (doc/design.md §5.3: 0700 whatever
+		 * the umask). */
 		if (faucet__sys()->mkdirat(AT_FDCWD, path, 0700) == 0) {
 			if (chmod(path, 0700) != 0)
 				rc = faucet__error_os(FAUCET_EIO, errno,
@@ -668,7 +669,7 @@ os_error:
  *
  * The two functions below are the only places that know how a value looks on
  * disk.  Plaintext is the value's compact JSON, byte for byte.  Sealing
- * (SPEC section 4) belongs here and nowhere else.
+ * (doc/design.md §4) belongs here and nowhere else.
  */
 
 /* The bytes to write for `value`.  *owned is what the caller frees (NULL
@@ -780,7 +781,7 @@ static int sync_root(const file_store *fs, int dfd)
 	return 0;
 }
 
-/* The temp name of one write: SPEC section 3's
+/* The temp name of one write: doc/design.md §3.3's
  * "{stem}.{32-hex random per process}.{counter}.{kind}.tmp". */
 typedef struct {
 	const char *stem;
@@ -1138,8 +1139,8 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *
 		e = readdir(d);
 		if (e == NULL)
 			break;
-		/* A symlink is never a key (SPEC 5: nothing in a store follows
-		 * one); doctor reports it. */
+		/* A symlink is never a key (doc/design.md §3.3: nothing in a
+		 * store follows one); doctor reports it. */
 		if (e->d_type == DT_DIR || e->d_type == DT_LNK ||
 		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name)))
 			continue;

@@ -535,7 +535,7 @@ static int check_jsonb_safe(const pg_store *s, const char *key, const faucet_val
 #define PG_NUMERIC_LOWEST_PLACE (-16383)
 
 /* The expected value as JSONB equality gets it.  JSONB compares numbers by
- * exact decimal value - SPEC section 2's rule - but numeric refuses some
+ * exact decimal value - doc/design.md §2.5's rule - but numeric refuses some
  * spellings of values it holds (10e-16384: more than 16383 digits after
  * the point once trailing zeros count; 0e-2000000000) and every value
  * beyond its range, with an error where the other stores answer "not

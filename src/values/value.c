@@ -4,7 +4,7 @@
  * A value is its compact JSON text, and - once something needs the
  * structure - json-c's tree of it.  Every text first passes the strict
  * checker of json_check.c, which refuses what json-c would refuse and also
- * what json-c would accept but alter (SPEC section 2): integers beyond
+ * what json-c would accept but alter (doc/design.md §2.4): integers beyond
  * [-2^63, 2^64-1], which it clamps; a member name given twice, of which it
  * keeps one; NaN, Infinity, numbers that overflow a double; lone \u
  * surrogates and ill-formed UTF-8.
@@ -18,7 +18,7 @@
  * parsed at once, since their stored form is json-c's rendering.  Parsed
  * doubles keep their source text (json-c's double_s), so 0.1 stays 0.1.
  *
- * Equality is of JSON values (SPEC section 2), on the trees: member order
+ * Equality is of JSON values (doc/design.md §2.5), on the trees: member order
  * does not matter, and numbers compare by exact decimal value - their
  * written text normalised to sign, significant digits and scale - never
  * through a double.  Equal texts short-cut it with one memcmp.
@@ -314,7 +314,7 @@ size_t faucet_value_len(const faucet_value *v)
 	return v->len;
 }
 
-/* ---- equality (SPEC section 2) ----------------------------------------
+/* ---- equality (doc/design.md §2.5) -----------------------------------
  *
  * Two values are equal when they are the same JSON value: object members
  * in any order, arrays in order, and numbers by their exact decimal value,

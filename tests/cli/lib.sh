@@ -51,7 +51,7 @@ run_stdin() {
 }
 
 # raw_put URL KEY JSON: write KEY through the library, past the command's
-# rules - run bookkeeping keys (SPEC section 8), which `state put` refuses,
+# rules - run bookkeeping keys (doc/design.md §8.9), which `state put` refuses,
 # for the tests that need a stale lease or a foreign document.
 raw_put() {
 	if [ -z "${FAUCET_RAW_BIN:-}" ] || [ ! -x "$FAUCET_RAW_BIN" ]; then

@@ -197,7 +197,7 @@ expect_json 'd["done"] == 1 and d["failed"] == 0' "the unit is done"
 expect_file lease.seen "the unit recorded the renewal"
 run state get --state "$ST" "orders::__backfill__::$("$FAUCET_BIN" "${BF[@]}" --from 2027-01-01 --to 2027-01-02 --dry-run --resume --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["range_hash"])')"
 expect_json 'list(d["units"]) == ["20270101T000000Z"] and d["units"]["20270101T000000Z"]["status"] == "done"' "the marker records the unit as done"
-# An absent key prints nothing and exits 0 (SPEC section 5).
+# An absent key prints nothing and exits 0 (doc/design.md §5.4).
 run state get --state "$ST" "$(cat lease.key)::__lease__"
 expect_rc 0 "reading the lease key after the run"
 expect_no_err "reading the lease key after the run"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run bookkeeping keys (SPEC section 8: __lease__, __status__, __rollback__
+# Run bookkeeping keys (doc/design.md §8.9: __lease__, __status__, __rollback__
 # and its markers) are written by the run machinery only: `state put`,
 # `state delete` and `state import` of one exit 2 naming it and write
 # nothing; `import --replace` never deletes one.  On the file store and on

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `state import` and `state copy` recorded as one run (SPEC section 8):
+# `state import` and `state copy` recorded as one run (doc/design.md §8.7):
 # when every key they change (written, or deleted by --replace) belongs to
 # one invocation {p}::{row}, the run is that invocation's - listed in
 # {p}::{row}::__status__ and undone with `state undo p --row row`; keys of

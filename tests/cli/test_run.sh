@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `faucet run`, `state runs`, `state undo` and `lock list/break` (SPEC
-# section 8): the lease (exit 75, --wait), the recorded outcome and exit
+# `faucet run`, `state runs`, `state undo` and `lock list/break`
+# (doc/design.md §8): the lease (exit 75, --wait), the recorded outcome and exit
 # status, the child's environment, signals, Singer state capture, undo with
 # and without conflicts, and bad input that must write nothing.
 . "$(dirname "$0")/lib.sh"

@@ -107,7 +107,7 @@ expect_err_contains "is encrypted; give --encryption-key-env" "the refusal says 
 expect_no_file 'est/p%3A%3Ab.json' "nothing written without the key"
 run --state "$E" --encryption-key-env K2 doctor
 expect_rc 1 "doctor with a wrong key"
-# The put recorded a run (SPEC section 8): p::a's bookkeeping files are sealed
+# The put recorded a run (doc/design.md §8.7): p::a's bookkeeping files are sealed
 # too, and the doctor names whichever of them it read first.
 expect_out_contains "state file est/p%3A%3Aa" "doctor names the file the key cannot open"
 run --state "$E" --encryption-key-env K1 doctor

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Undo that never loses a write, from the command line (SPEC section 8):
+# Undo that never loses a write, from the command line (doc/design.md §8):
 # undo refuses to clobber a later write, undo and bulk writes wait for (or
 # refuse, exit 75) a run in flight, writes that change nothing record no
 # run, the undo's JSON says exactly what it replaced, and no secret of a

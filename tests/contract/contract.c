@@ -203,7 +203,7 @@ static void missing_key_reads_as_null(void **state)
 	assert_null(out);
 }
 
-/* SPEC section 2: a value read back is the value written.  A backend that
+/* doc/design.md §2.4: a value read back is the value written.  A backend that
  * keeps text (exact_text) returns the same bytes; one that keeps values
  * (PostgreSQL's JSONB) returns an equal value and, for the listed numbers,
  * the same digits.  A backend may refuse a value it cannot hold - but then
@@ -780,7 +780,7 @@ static void numbers_beyond_a_spelling_or_range(faucet_store *s)
 	free(one);
 }
 
-/* SPEC section 2: numbers compare by exact decimal value, whatever the
+/* doc/design.md §2.5: numbers compare by exact decimal value, whatever the
  * spelling, and never through a double - here where the backend compares
  * (PostgreSQL in SQL with JSONB, the others in C).  Each write that should
  * happen puts a new string, so the read-back proves which one did. */
@@ -1015,7 +1015,7 @@ static void a_large_batch_lands_whole(void **state)
 
 /* Export a namespace, import it into a second, fresh store of the same
  * backend, and with `replace` drop the keys the document lacks. */
-/* Run bookkeeping (SPEC 8) is never exported, by either export - the
+/* Run bookkeeping (doc/design.md §8.9) is never exported, by either export - the
  * streamed one (PostgreSQL) and the chunked one alike. */
 static void exports_leave_run_bookkeeping_out(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * runs.c - the invocation-run contract (SPEC section 8) against every
+ * runs.c - the invocation-run contract (doc/design.md §8) against every
  * backend: the lease, fencing, before/after images, undo, retention and
  * runs that die.
  *
@@ -1047,7 +1047,7 @@ static void bookkeeping_keys_are_recognised(void **state)
 }
 
 
-/* ---- undo never loses a write (SPEC section 8) ------------------------------------------------ */
+/* ---- undo never loses a write (doc/design.md §8.5) ------------------------------------------- */
 
 /* A run that takes no lease: a CLI write. */
 static faucet_run *begin_write(faucet_store *s, const char *row, int exclusive)

@@ -1,7 +1,7 @@
 /*
  * fuzz_backfill_expand.c - ${backfill.*} placeholders in a unit command's
  * argument, on arbitrary text (the input up to its first NUL) and a fixed
- * unit (the New York day on which DST starts, SPEC section 6).
+ * unit (the New York day on which DST starts, doc/design.md §6).
  *
  * The contract (backfill.h): every "${backfill." opens a placeholder; one
  * of the seven known names followed by '}' is replaced by the unit's value;

@@ -15,7 +15,7 @@
  * that is absolute, has a "." or ".." segment or characters IANA names
  * never use must be refused as invalid before anything is opened.
  *
- * Properties (SPEC section 6, backfill.h):
+ * Properties (doc/design.md §6, backfill.h):
  *   - planning never crashes or leaks;
  *   - a refusal is FAUCET_ECONFIG (or ENOMEM), with the same code and a
  *     non-empty message in faucet_error_last();
@@ -137,7 +137,7 @@ static int unsafe_zone(const char *name)
 	}
 }
 
-/* The unit id the SPEC asks for, computed independently with gmtime_r
+/* The unit id doc/design.md §6 asks for, computed independently with gmtime_r
  * (which, unlike localtime, ignores TZ).  Not strftime: glibc's %Y does not
  * pad years before 1000 to four digits. */
 static int expected_id(int64_t unix_seconds, char *out, size_t size)

@@ -1,5 +1,5 @@
 /*
- * fuzz_envelope.c - opening sealed state files (SPEC section 4) on
+ * fuzz_envelope.c - opening sealed state files (doc/design.md §4) on
  * arbitrary bytes, as the file store does for anything that starts "FCT1".
  *
  * The keyring is fixed: a write key plus one previous key, the one the

@@ -2,7 +2,7 @@
  * fuzz_key.c - key validation, key parsing and component encoding on
  * arbitrary text (the input up to its first NUL).
  *
- * Properties (SPEC section 2 and seed 000):
+ * Properties (doc/design.md §2.1, §2.2 and seed 000):
  *   - validation and parsing never crash or leak;
  *   - a key that validates and parses under the namespace "p" (or "t::p")
  *     renders back to exactly itself, so decoding a listed key and

@@ -1,7 +1,7 @@
 /*
  * fuzz_value.c - faucet_value_parse() on arbitrary bytes.
  *
- * Properties (SPEC section 2, the fidelity rule):
+ * Properties (doc/design.md §2.4, the fidelity rule):
  *   - parsing never crashes or leaks, and fails with FAUCET_EINVALID (or
  *     FAUCET_ENOMEM) and a message;
  *   - an accepted value's compact text parses again, to a value whose text

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_history.py - a randomized, Jepsen/Elle-style history checker for
-faucet's state writes, invocation runs and undo (SPEC sections 2, 5 and 8).
+faucet's state writes, invocation runs and undo (doc/design.md §2, §5 and §8).
 
 What it does, for each (backend, seed):
 
@@ -47,7 +47,7 @@ What it does, for each (backend, seed):
 The seed schedule is deterministic given the seed; the interleaving (and
 so the nemesis' victims) is not - a failing seed is worth re-running a few
 times, but every violation printed is a real one: the checks only accept
-what SPEC allows and never assume an outcome they did not observe.
+what doc/design.md allows and never assume an outcome they did not observe.
 
 Usage:
   check_history.py --faucet build/faucet --backend file --seeds 1,2,3
@@ -451,8 +451,9 @@ class Schedule:
         return op
 
     def check_children_gone(self, op):
-        """After SIGKILL of `faucet run`, its command must die too (SPEC §8:
-        children of a run die with it).  Bounded poll, then clean up."""
+        """After SIGKILL of `faucet run`, its command must die too
+        (doc/design.md §8.8: children of a run die with it).  Bounded poll,
+        then clean up."""
         deadline = op.cmp + CHILD_GRACE_NS
         alive = process_group_alive(op.pid)
         while alive and time.time_ns() < deadline:
@@ -1034,7 +1035,8 @@ def check_retries(ops, runs_doc):
         changed_nothing = bool(entries) and not any(e.get("keys") for _, e in entries)
         undone = any(e.get("outcome") == "undone" for _, e in entries)
         stderr = getattr(r, "stderr", "") or ""
-        # Only the last 20 rollback markers of a scope are kept (SPEC §8).
+        # Only the last 20 rollback markers of a scope are kept
+        # (doc/design.md §8.6).
         retired = any(pos >= 20 for pos in positions_in_scope(runs_doc, r.target))
         settled = r.rc == 2 and ("already undone" in stderr or undone or changed_nothing or retired)
         if r.outcome not in ("ok", "conflict") and not settled:

@@ -4,7 +4,7 @@
  *
  *   faucet_raw put URL KEY JSON
  *
- * The command refuses to write run bookkeeping keys (SPEC section 8: only
+ * The command refuses to write run bookkeeping keys (doc/design.md §8.9: only
  * the run machinery writes them), so the CLI tests that need a stale lease
  * or a foreign document under such a key plant it with this tool.  It is
  * built for the tests only and never installed.

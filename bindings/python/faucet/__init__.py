@@ -64,9 +64,9 @@ def open(url, *, encryption_key=None, previous_keys=()):
     """Open the store a URL names: "memory:", "file:PATH", "sqlite:PATH",
     "postgres://...?table=t", "redis://host:port/0?namespace=ns".
 
-    encryption_key / previous_keys seal a file store at rest (SPEC section
-    4): writes are sealed with encryption_key, reads try it and then each
-    previous key.  They apply to file: URLs only."""
+    encryption_key / previous_keys seal a file store at rest
+    (doc/design.md §4): writes are sealed with encryption_key, reads try
+    it and then each previous key.  They apply to file: URLs only."""
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
     if "\0" in url:

@@ -1,5 +1,5 @@
 """
-_run.py - invocation runs (SPEC section 8): Store.run().
+_run.py - invocation runs (doc/design.md §8): Store.run().
 
     with store.run("orders", "default") as run:
         run.put("orders::default", {"cursor": 42})

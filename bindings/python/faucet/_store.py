@@ -497,7 +497,7 @@ class Store:
     def atomic_compare_and_delete(self):
         return self._supports(lib.faucet_store_supports_compare_and_delete)
 
-    # ---- invocation runs (SPEC section 8) ---------------------------------------
+    # ---- invocation runs (doc/design.md §8) ----------------------------------
 
     def run(self, pipeline, row="default", **options):
         """A run of the invocation {pipeline}::{row} under its lease, as a

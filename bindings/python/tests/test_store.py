@@ -27,7 +27,7 @@ def test_compare_and_put_compares_json_values(store):
 
 
 def test_compare_and_put_compares_numbers_by_value(store):
-    # SPEC section 2: the int 1200 and the double 1200.0 are one value.
+    # doc/design.md §2.5: the int 1200 and the double 1200.0 are one value.
     store.put("p::r", {"n": 1200})
     assert store.compare_and_put("p::r", {"n": 1200.0}, {"n": 1}) is True
 
