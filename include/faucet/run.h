@@ -11,15 +11,20 @@
  *
  * A pipeline-level run (CLI writes spanning several invocations) uses
  * {p}::__status__, {p}::__rollback__ and {p}::__rollback__::{run} and takes
- * no lease.
+ * no invocation lease.  An exclusive run (bulk writes, undo) holds the
+ * pipeline lease {p}::__lease__, which excludes every leased run of the
+ * pipeline (doc/design.md §8).
  *
  * Life of a run: faucet_run_begin() claims the lease (compare-and-put, like
  * a backfill unit lease) and records the run as "running"; each write
  * through faucet_run_put() and friends first checks that the run still holds
  * its lease (fencing: FAUCET_ELEASELOST otherwise, nothing written), then,
  * the first time the run touches a key, stores that key's before-image
- * durably in the run's rollback marker, then writes.  faucet_run_end()
- * records the after-images and the outcome and releases the lease.  A run
+ * durably in the run's rollback marker, with the value about to be written
+ * as its after-image (a leased run and every handle joining it record the
+ * after-image ahead of each write; a run nobody can join keeps it in memory
+ * and records it at its end - never read back from the store), then writes.
+ * faucet_run_end() records the outcome and releases the lease.  A run
  * freed without faucet_run_end() behaves like a process that died: the next
  * begin after its lease expired records it as "abandoned", and its marker
  * still undoes what it wrote.

@@ -1,6 +1,6 @@
 /*
  * run.c - `faucet run`: one run of an invocation under its lease, the
- * command's outcome recorded and undoable (SPEC section 8).
+ * command's outcome recorded and undoable (doc/design.md §8.8).
  *
  * The command is checked before anything is written (a name that is not on
  * PATH fails with exit 2 and no lease taken).  Then: take the lease, start

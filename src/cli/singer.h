@@ -1,5 +1,5 @@
 /*
- * singer.h - Singer state capture for `faucet run --singer` (SPEC section 8):
+ * singer.h - Singer state capture for `faucet run --singer` (doc/design.md §8):
  * split the command's stdout into lines, keep the state lines and pass every
  * other line through unchanged, byte for byte and in order.
  *

@@ -5,7 +5,7 @@
  *
  * A bookkeeping key holding something faucet cannot read stops every later
  * write of its row ("not a faucet run status document"), and no command may
- * write or delete it (SPEC section 8), so doctor is where it is found and
+ * write or delete it (doc/design.md §8.9), so doctor is where it is found and
  * cleared.  Clearing never deletes: the value moves to a set-aside key (see
  * run__broken_key) that is neither bookkeeping nor a run document, and only
  * then is the broken key removed, with compare-and-delete against the exact

@@ -12,7 +12,7 @@
  *
  * Before-images are recorded ahead of the writes, a window at a time, the
  * window as large as what is recorded already: the marker (one document,
- * SPEC section 8) is rewritten whole at each recording, so recording one
+ * doc/design.md §8.1) is rewritten whole at each recording, so recording one
  * 10,000-key chunk at a time made an import of N keys write O(N^2) bytes
  * of marker (100 rewrites of up to 26 MB for a million keys); doubling
  * windows write less than twice the final marker in all.  The price: a
