@@ -151,6 +151,11 @@ int cli_buf_grow(cli_buf *b, size_t extra)
 
 	if (b->failed)
 		return FAUCET_ENOMEM;
+	if (extra >= SIZE_MAX - b->len) { /* len + extra + 1 would wrap */
+		b->failed = 1;
+		(void)out_of_memory();
+		return FAUCET_ENOMEM;
+	}
 	if (want <= b->cap)
 		return 0;
 	while (cap < want && cap <= SIZE_MAX / 2)

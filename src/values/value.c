@@ -552,7 +552,9 @@ static int tree_equal(json_object *a, json_object *b)
 
 int faucet_value_equal(const faucet_value *a, const faucet_value *b)
 {
-	json_object *ta, *tb;
+	/* Set by faucet_value__tree on success; initialised for GCC -O3,
+	 * which cannot see that (a Release build warned). */
+	json_object *ta = NULL, *tb = NULL;
 
 	if (a == b)
 		return 1;
