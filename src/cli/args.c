@@ -318,3 +318,23 @@ int cli_duration_option(const char *command, const char *flag, const char *text,
 	*out = ms;
 	return 0;
 }
+
+void cli_take_wait(int *argc, char **argv, int *given, const char **value)
+{
+	int out = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--wait") == 0 || strncmp(argv[i], "--wait=", 7) == 0) {
+			*given = 1;
+			*value = argv[i][6] == '=' ? argv[i] + 7 : NULL;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+}

@@ -179,6 +179,11 @@ int cli_print_help(const char *text);
  * max_ms; otherwise the usage error, naming the flag and the value, is
  * printed and CLI_EXIT_USAGE returned.  A value that would overflow is
  * "too long", never wrapped. */
+/* --wait takes an optional value (--wait or --wait=D), which the scanner
+ * does not know: take it out of argv (from argv[1], up to a "--") before
+ * scanning.  *given is set when it was there, *value to D or NULL. */
+void cli_take_wait(int *argc, char **argv, int *given, const char **value);
+
 int cli_duration_option(const char *command, const char *flag, const char *text,
 			unsigned long long min_ms, unsigned long long max_ms,
 			unsigned long long *out);

@@ -131,27 +131,6 @@ static int install_signals(int fds[2])
 
 /* ---- arguments ----------------------------------------------------------------------- */
 
-/* --wait takes an optional value, which the scanner does not know: take it
- * (and its =D) out of argv before scanning. */
-static void take_wait(int *argc, char **argv, run_args *a)
-{
-	int out = 1;
-
-	for (int i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--") == 0) {
-			while (i < *argc)
-				argv[out++] = argv[i++];
-			break;
-		}
-		if (strcmp(argv[i], "--wait") == 0 || strncmp(argv[i], "--wait=", 7) == 0) {
-			a->wait_given = 1;
-			a->wait = argv[i][6] == '=' ? argv[i] + 7 : NULL;
-			continue;
-		}
-		argv[out++] = argv[i];
-	}
-	*argc = out;
-}
 
 static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 {
@@ -163,7 +142,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 	const char *v;
 	int id;
 
-	take_wait(&argc, argv, a);
+	cli_take_wait(&argc, argv, &a->wait_given, &a->wait);
 	cli_args_init(&it, ctx, "run", argc, argv);
 	while ((id = cli_args_next(&it, opts, &v)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)

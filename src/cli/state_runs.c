@@ -47,27 +47,6 @@ typedef struct {
 	const char *wait; /* --wait=D's D; NULL with a bare --wait */
 } runs_args;
 
-/* --wait takes an optional value, which the scanner does not know: take
- * it out of argv first (as `faucet run` does). */
-static void take_wait(int *argc, char **argv, runs_args *a)
-{
-	int out = 0;
-
-	for (int i = 0; i < *argc; i++) {
-		if (strcmp(argv[i], "--") == 0) {
-			while (i < *argc)
-				argv[out++] = argv[i++];
-			break;
-		}
-		if (strcmp(argv[i], "--wait") == 0 || strncmp(argv[i], "--wait=", 7) == 0) {
-			a->wait_given = 1;
-			a->wait = argv[i][6] == '=' ? argv[i] + 7 : NULL;
-			continue;
-		}
-		argv[out++] = argv[i];
-	}
-	*argc = out;
-}
 
 static int parse(cli_context *ctx, const char *command, const char *help, int allow_run,
 		 int argc, char **argv, runs_args *a)
@@ -84,7 +63,7 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 
 	memset(a, 0, sizeof(*a));
 	if (allow_run)
-		take_wait(&argc, argv, a);
+		cli_take_wait(&argc, argv, &a->wait_given, &a->wait);
 	cli_args_init(&it, ctx, command, argc, argv);
 	while ((id = cli_args_next(&it, allow_run ? opts : runs_opts, &v)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)

@@ -1147,6 +1147,37 @@ static void undo_of_a_killed_run_respects_a_later_import(void **state)
 	tu_assert_value(s, "p::default", "2");
 }
 
+/* The later-run rule looks at every scope of the pipeline: a run of the
+ * invocation p::a changed the key after a pipeline-level run did, and the
+ * key was put back to the earlier run's value by a writer outside any run
+ * (so only the later run tells). */
+static void undo_sees_a_later_run_of_any_scope(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_undo_result res;
+	faucet_run *w, *v;
+	char id[FAUCET_RUN_ID_LEN + 1], later[FAUCET_RUN_ID_LEN + 1];
+
+	tu_put(s, "p::a", "1");
+	w = begin_write(s, NULL, 0);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(w));
+	run_put(w, "p::a", "2");
+	end_ok(w);
+	v = begin_write(s, "a", 0);
+	snprintf(later, sizeof(later), "%s", faucet_run_id(v));
+	run_put(v, "p::a", "3");
+	end_ok(v);
+	tu_put(s, "p::a", "2");
+
+	res = undo(s, id, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::a");
+	assert_non_null(res.conflict_run);
+	assert_string_equal(res.conflict_run, later);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::a", "2");
+}
+
 /* Fails before undo held the pipeline lease: an undo ran beside an import
  * (and a `faucet run`) of the same pipeline and left the store mixed. */
 static void undo_bulk_writes_and_runs_exclude_each_other(void **state)
@@ -1340,6 +1371,7 @@ int contract_runs_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(undo_of_a_killed_run_respects_a_later_import, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(undo_sees_a_later_run_of_any_scope, setup, teardown),
 		cmocka_unit_test_setup_teardown(undo_bulk_writes_and_runs_exclude_each_other, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_retried_undo_finishes_and_never_reverses_itself,
