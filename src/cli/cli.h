@@ -219,6 +219,8 @@ typedef struct {
 	faucet_run *run; /* NULL when nothing is recorded (bookkeeping keys only) */
 	int joined;      /* joined FAUCET_RUN_ID's run: not ended here */
 	int ended;       /* cli_write_run_end ended it */
+	int defer_error; /* set by the caller: a failed end is returned, not printed
+			  * (the caller's report carries it) */
 	char *pipeline;
 	char *undo;      /* the undo command, once ended (NULL: nothing to undo) */
 } cli_write_run;

@@ -390,13 +390,18 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 		return ir.begin_rc;
 	}
 	if (ir.w.run != NULL) {
-		int end_rc = cli_write_run_end(&ir.w, rc == 0 && report.error == NULL,
-					       rc != 0 ? faucet_error_last()->message : report.error);
-		if (end_rc != 0 && rc == 0 && report.error == NULL) {
+		int end_rc;
+
+		ir.w.defer_error = rc == 0 && report.error == NULL;
+		end_rc = cli_write_run_end(&ir.w, rc == 0 && report.error == NULL,
+					   rc != 0 ? faucet_error_last()->message : report.error);
+		if (end_rc != 0 && ir.w.defer_error) {
 			/* The data landed but its run could not be recorded: the
 			 * report still says exactly what was written, with that
 			 * error (the run reads "abandoned" once we are gone). */
-			report.error = cli_strdup(faucet_error_last()->message);
+			report.error = cli_sprintf("the data was written but its run %s could not "
+						   "be recorded: %s", faucet_run_id(ir.w.run),
+						   faucet_error_last()->message);
 			report.error_code = faucet_error_last()->code;
 			if (report.error == NULL) {
 				faucet_import_report_dispose(&report);

@@ -111,6 +111,8 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 		return 0;
 	}
 	rc = faucet_run_end(w->run, ok ? FAUCET_RUN_OK : FAUCET_RUN_FAILED, ok ? 0 : -1, message);
+	if (rc != 0 && w->defer_error)
+		return CLI_EXIT_FAILED;
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
 	w->ended = 1;

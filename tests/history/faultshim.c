@@ -8,6 +8,9 @@
  *
  * Used by tests/history/check_history.py --faults P on the file and SQLite
  * stores; every op that meets a fault is then failed or unknown.
+ *
+ * FAULTSHIM_RENAME_MATCH=TEXT fails, always, every rename and link whose
+ * new name contains TEXT (a test that must fail one file's write only).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,10 +98,17 @@ int syncfs(int fd)
 	return synced(((fd_fn)next(&real, "syncfs"))(fd));
 }
 
-/* A rename call: maybe EIO, and then nothing renamed. */
-static int refused(void)
+/* Whether the new name `to` is one FAULTSHIM_RENAME_MATCH fails. */
+static int matched(const char *to)
 {
-	if (inject()) {
+	const char *m = getenv("FAULTSHIM_RENAME_MATCH");
+	return m != NULL && *m != '\0' && to != NULL && strstr(to, m) != NULL;
+}
+
+/* A rename call: maybe EIO, and then nothing renamed. */
+static int refused_to(const char *to)
+{
+	if (matched(to) || inject()) {
 		errno = EIO;
 		return 1;
 	}
@@ -107,17 +118,32 @@ static int refused(void)
 int rename(const char *from, const char *to)
 {
 	static void *real;
-	return refused() ? -1 : ((rename_fn)next(&real, "rename"))(from, to);
+	return refused_to(to) ? -1 : ((rename_fn)next(&real, "rename"))(from, to);
 }
 
 int renameat(int fromdir, const char *from, int todir, const char *to)
 {
 	static void *real;
-	return refused() ? -1 : ((renameat_fn)next(&real, "renameat"))(fromdir, from, todir, to);
+	return refused_to(to) ? -1 : ((renameat_fn)next(&real, "renameat"))(fromdir, from, todir, to);
 }
 
 int renameat2(int fromdir, const char *from, int todir, const char *to, unsigned int flags)
 {
 	static void *real;
-	return refused() ? -1 : ((renameat2_fn)next(&real, "renameat2"))(fromdir, from, todir, to, flags);
+	return refused_to(to) ? -1
+			      : ((renameat2_fn)next(&real, "renameat2"))(fromdir, from, todir, to, flags);
+}
+
+typedef int (*linkat_fn)(int, const char *, int, const char *, int);
+
+/* linkat names a new file (O_TMPFILE) once: only FAULTSHIM_RENAME_MATCH
+ * fails it (the random faults stay on fsync and rename, as before). */
+int linkat(int fromdir, const char *from, int todir, const char *to, int flags)
+{
+	static void *real;
+	if (matched(to)) {
+		errno = EIO;
+		return -1;
+	}
+	return ((linkat_fn)next(&real, "linkat"))(fromdir, from, todir, to, flags);
 }
