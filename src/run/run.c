@@ -1437,8 +1437,16 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 	}
 	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL))
 		rc = start_entry(r, NULL, NULL);
+	/* A joined handle (a command of a `faucet run`) writes its images
+	 * apart from the key and looks at the lease again in between: a run
+	 * whose process died since the first look - and which an undo may now
+	 * take back - gets no write from the commands it left behind.  (The
+	 * window left is the key's own write.) */
 	if (rc == 0)
-		rc = marker_update(r, 0, edit_write, q, put ? q->keys[0] : NULL, put, put_done, put_rc);
+		rc = marker_update(r, 0, edit_write, q, put && !r->joined ? q->keys[0] : NULL, put,
+				   put_done, put_rc);
+	if (rc == 0 && r->joined)
+		rc = fence(r);
 	if (rc == 0)
 		rc = remember(r, q->keys, q->n);
 	return rc;

@@ -961,7 +961,14 @@ def check_undo_clobber(ops, runs_doc):
                     continue  # not finished before the undo started
                 if w.kind == "undo" and w.undone and (w.undone == u or w.undone > u):
                     continue
-                undone_before = any(y.undone == v and y.cmp < x.inv for y in ok_undos)
+                # V was undone first: by an undo that finished before this
+                # one started, or that overlapped it - two undos of one
+                # pipeline exclude each other (the pipeline lease) and
+                # these do not wait, so the one whose run id (taken just
+                # before the lease) is smaller held the lease first.
+                undone_before = any(
+                    y.undone == v and (y.cmp < x.inv or (y.run and x.run and y.run < x.run))
+                    for y in ok_undos)
                 if undone_before:
                     continue
                 if w.kind in ("delete",) and changed_key_per_history(index, v, key) is not True:
