@@ -1867,6 +1867,19 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 	return rc;
 }
 
+int faucet_run__set_undoes(faucet_run *r, const char *run)
+{
+	char *copy;
+
+	if (r->started)
+		return faucet_error_set(FAUCET_EINVALID, "run %s is recorded already", r->id);
+	if ((copy = faucet__strdup(run)) == NULL)
+		return FAUCET_ENOMEM;
+	free(r->undoes);
+	r->undoes = copy;
+	return 0;
+}
+
 int faucet_run__start(faucet_run *r)
 {
 	if (r->ended)

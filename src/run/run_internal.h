@@ -166,6 +166,11 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
  * target). */
 int faucet_run__start(faucet_run *r);
 
+/* The run an undo run undoes, set again before it is recorded (the newest
+ * run may have changed between the undo's first look and its look under
+ * the lease). */
+int faucet_run__set_undoes(faucet_run *r, const char *run);
+
 /* ---- doctor's set-aside names (check.c) ----------------------------------------- */
 
 /* Where doctor --repair moves the broken run document at bookkeeping key

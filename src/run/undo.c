@@ -682,6 +682,8 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 			rc = faucet_error_set(FAUCET_ECONTENTION,
 					      "the newest run of %s changed while the undo started; "
 					      "run it again", pipeline);
+		else /* the same scope, maybe another run: the one found under the lease */
+			rc = faucet_run__set_undoes(u, loc.entry.run);
 		free(scope);
 	}
 	if (rc != 0)
