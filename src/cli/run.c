@@ -210,6 +210,8 @@ typedef struct {
 	char *self;               /* this faucet binary's absolute path, for FAUCET_BIN */
 	char *command_line;       /* for the status entry */
 	pid_t pid;
+	int watchdog_fd;          /* write end of the watchdog's pipe, or -1 (see start_watchdog) */
+	pid_t watchdog;
 	int child_status, child_done;
 	int sig_fds[2];
 	int out_fd;               /* --singer: the command's stdout, -1 when closed */
@@ -424,6 +426,74 @@ fail:
 	_exit(127);
 }
 
+/*
+ * The watchdog: a small process of faucet's (outside the command's group)
+ * that holds the read end of a pipe whose write end only faucet has.  When
+ * faucet goes - killed outright included - the pipe reads end-of-file and
+ * the watchdog kills the command's whole group: the command's own children
+ * die too, which the parent-death signal of the command alone cannot do.
+ * When the command has ended and been reaped, faucet writes one byte first,
+ * and the watchdog leaves without killing (the group id may be reused).
+ */
+static void watchdog_main(int rfd, pid_t group, pid_t parent)
+{
+	sigset_t all;
+	char c;
+	ssize_t n;
+
+	sigfillset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, NULL); /* only SIGKILL ends it early */
+	/* Hold nothing of faucet's: no pipe of its may stay open because of us
+	 * (the command's output, faucet's own stdout). */
+	if (dup2(rfd, STDIN_FILENO) < 0)
+		_exit(0);
+	(void)close_range(STDERR_FILENO + 1, ~0U, 0);
+	(void)close(STDOUT_FILENO);
+	(void)close(STDERR_FILENO);
+	if (getppid() != parent) /* faucet died before we could watch it */
+		(void)kill(-group, SIGKILL);
+	do
+		n = read(STDIN_FILENO, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		(void)kill(-group, SIGKILL);
+	_exit(0);
+}
+
+static void start_watchdog(run_state *st)
+{
+	int fds[2];
+	pid_t parent = getpid(), pid;
+
+	st->watchdog_fd = -1;
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return; /* the parent-death signal still ends the command itself */
+	pid = fork();
+	if (pid == 0) {
+		(void)close(fds[1]);
+		watchdog_main(fds[0], st->pid, parent);
+	}
+	(void)close(fds[0]);
+	if (pid < 0) {
+		(void)close(fds[1]);
+		return;
+	}
+	st->watchdog = pid;
+	st->watchdog_fd = fds[1];
+}
+
+/* The command has been reaped: the watchdog may go without killing. */
+static void stop_watchdog(run_state *st)
+{
+	if (st->watchdog_fd < 0)
+		return;
+	(void)!write(st->watchdog_fd, "d", 1);
+	(void)close(st->watchdog_fd);
+	st->watchdog_fd = -1;
+	while (waitpid(st->watchdog, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 static int spawn_command(run_state *st)
 {
 	faucet_strarray owned = {0}, args = {0};
@@ -479,10 +549,12 @@ static int spawn_command(run_state *st)
 	if (n == (ssize_t)sizeof(exec_errno)) {
 		while (waitpid(st->pid, &st->child_status, 0) < 0 && errno == EINTR)
 			;
+		stop_watchdog(st);
 		st->pid = 0;
 		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(exec_errno));
 		goto done;
 	}
+	start_watchdog(st); /* the command runs: from here its group is watched */
 	if (out[1] >= 0) {
 		close(out[1]);
 		out[1] = -1;
@@ -670,6 +742,7 @@ static int command_ended(run_state *st, int block)
 			break;
 		}
 	}
+	stop_watchdog(st);
 	return 1;
 }
 
@@ -888,6 +961,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	st.ctx = ctx;
 	st.a = &a;
 	st.out_fd = -1;
+	st.watchdog_fd = -1;
 	st.sig_fds[0] = st.sig_fds[1] = -1;
 	singer_init(&st.cap, emit_stdout, NULL);
 

@@ -109,12 +109,19 @@ expect_out_lacks hunter2 "the history holds no password or token"
 expect_out_contains "postgres://u:***@db/x" "the URL is kept, its password redacted"
 
 # ---- a killed run reads abandoned to every reader, and its lease is dead ----
-"$F" run --pipeline k -- sh -c 'cat go >/dev/null' >/dev/null 2>&1 &
+"$F" run --pipeline k -- sh -c 'cat go >/dev/null & echo $! >gc.pid; wait' >/dev/null 2>&1 &
 RUNPID=$!
 wait_for_key k::default::__lease__ || fail "the run took its lease"
+for i in $(seq 1 100); do [ -s gc.pid ] && break; sleep 0.05; done
 kill -KILL $RUNPID
 wait $RUNPID 2>/dev/null
-# (Its command, waiting on the FIFO, died with it: nothing to release.)
+# Its command's own child (a grandchild of faucet) dies with it too.
+gone=0
+for i in $(seq 1 100); do
+	kill -0 "$(cat gc.pid)" 2>/dev/null || { gone=1; break; }
+	sleep 0.05
+done
+if [ $gone = 1 ]; then pass; else fail "the killed run's command's child is still running"; kill -9 "$(cat gc.pid)"; fi
 run --json state runs k
 expect_json "d[0]['runs'][0]['outcome'] == 'abandoned'" "the killed run reads abandoned"
 run lock list k
