@@ -18,5 +18,6 @@
 #include "store.h"
 #include "backfill.h"
 #include "run.h"
+#include "proc.h"
 
 #endif

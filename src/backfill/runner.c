@@ -16,9 +16,9 @@
  * metrics we keep in the registry.  The poll timeout is the next lease
  * renewal or deferred-unit retry; nothing here sleeps.
  *
- * A unit's child is made with fork and, before execve, makes only
- * async-signal-safe system calls on what the parent prepared (see
- * child_exec): the embedding program may have threads holding locks.
+ * A unit's child is started by the one process supervisor (faucet/proc.h):
+ * before execve it makes only async-signal-safe system calls on what we
+ * prepared, since the embedding program may have threads holding locks.
  *
  * Children run in their own process groups: a Ctrl-C at the terminal then
  * reaches only the runner, which decides what the units get (SIGTERM, and
@@ -57,6 +57,7 @@
 #include "backfill/backfill_internal.h"
 #include <faucet/keys.h>
 #include <faucet/metrics.h>
+#include <faucet/proc.h>
 
 extern char **environ;
 
@@ -394,18 +395,6 @@ static int discard_previous_run(runner *r)
 
 /* ---- starting a unit ----------------------------------------------------------- */
 
-static void env_drop(char **env, size_t *n, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; i < *n; i++) {
-		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
-			env[i] = env[--*n];
-			i--;
-		}
-	}
-}
-
 static void free_strings(char **v)
 {
 	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
@@ -414,60 +403,44 @@ static void free_strings(char **v)
 }
 
 /* The child's environment: ours, minus any store selection or backfill
- * variables we are about to set, plus the unit's values.  `owned` receives
- * the strings we allocated (the rest belong to environ). */
+ * variables we are about to set, plus the unit's values. */
 static int build_env(runner *r, const faucet_backfill_unit *u, const char *state_key,
-		     char ***env_out, char ***owned_out)
+		     char ***env_out)
 {
-	static const char *names[] = {"FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_ENCRYPTION_KEY_ENV",
-				      "FAUCET_PREVIOUS_KEY_ENV", "FAUCET_BACKFILL_START",
-				      "FAUCET_BACKFILL_END", "FAUCET_BACKFILL_START_DATE",
-				      "FAUCET_BACKFILL_END_DATE", "FAUCET_BACKFILL_START_UNIX",
-				      "FAUCET_BACKFILL_END_UNIX", "FAUCET_BACKFILL_UNIT",
-				      "FAUCET_BACKFILL_STATE_KEY"};
-	size_t n = 0, k = 0;
-	char **env, **owned;
+	static const char *const names[] = {"FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_ENCRYPTION_KEY_ENV",
+					    "FAUCET_PREVIOUS_KEY_ENV", "FAUCET_BACKFILL_START",
+					    "FAUCET_BACKFILL_END", "FAUCET_BACKFILL_START_DATE",
+					    "FAUCET_BACKFILL_END_DATE", "FAUCET_BACKFILL_START_UNIX",
+					    "FAUCET_BACKFILL_END_UNIX", "FAUCET_BACKFILL_UNIT",
+					    "FAUCET_BACKFILL_STATE_KEY", NULL};
+	char *set[16] = {0};
+	size_t k = 0;
+	int rc = 0;
 
-	while (environ != NULL && environ[n] != NULL)
-		n++;
-	env = faucet__calloc(n + 16, sizeof(*env));
-	owned = faucet__calloc(16, sizeof(*owned));
-	if (env == NULL || owned == NULL) {
-		free(env);
-		free(owned);
-		return FAUCET_ENOMEM;
-	}
-	memcpy(env, environ, n * sizeof(*env));
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(names); i++)
-		env_drop(env, &n, names[i]);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START=%s", u->start);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END=%s", u->end);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START_DATE=%s", u->start_date);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END_DATE=%s", u->end_date);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_START_UNIX=%lld", (long long)u->start_unix);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_END_UNIX=%lld", (long long)u->end_unix);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_UNIT=%s", u->id);
-	owned[k++] = faucet__sprintf("FAUCET_BACKFILL_STATE_KEY=%s", state_key);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_START=%s", u->start);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_END=%s", u->end);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_START_DATE=%s", u->start_date);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_END_DATE=%s", u->end_date);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_START_UNIX=%lld", (long long)u->start_unix);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_END_UNIX=%lld", (long long)u->end_unix);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_UNIT=%s", u->id);
+	set[k++] = faucet__sprintf("FAUCET_BACKFILL_STATE_KEY=%s", state_key);
 	if (r->config_abs != NULL)
-		owned[k++] = faucet__sprintf("FAUCET_CONFIG=%s", r->config_abs);
+		set[k++] = faucet__sprintf("FAUCET_CONFIG=%s", r->config_abs);
 	else if (r->o->state_url != NULL)
-		owned[k++] = faucet__sprintf("FAUCET_STATE=%s", r->o->state_url);
+		set[k++] = faucet__sprintf("FAUCET_STATE=%s", r->o->state_url);
 	if (r->o->key_env != NULL)
-		owned[k++] = faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", r->o->key_env);
+		set[k++] = faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", r->o->key_env);
 	if (r->o->previous_key_env != NULL)
-		owned[k++] = faucet__sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", r->o->previous_key_env);
-	for (size_t i = 0; i < k; i++) {
-		if (owned[i] == NULL) {
-			free_strings(owned);
-			free(env);
-			return FAUCET_ENOMEM;
-		}
-		env[n++] = owned[i];
-	}
-	env[n] = NULL;
-	*env_out = env;
-	*owned_out = owned;
-	return 0;
+		set[k++] = faucet__sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", r->o->previous_key_env);
+	for (size_t i = 0; i < k; i++)
+		if (set[i] == NULL)
+			rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = faucet_proc_env(names, (const char *const *)set, env_out);
+	for (size_t i = 0; i < k; i++)
+		free(set[i]);
+	return rc;
 }
 
 static int build_argv(runner *r, const faucet_backfill_unit *u, char ***out)
@@ -491,40 +464,20 @@ static int build_argv(runner *r, const faucet_backfill_unit *u, char ***out)
 	return 0;
 }
 
-/* Where `name` is on PATH (as execvp would find it), or NULL.  Resolved
- * once per command rather than per unit: execvp tries every PATH entry in
- * turn, which is a failed execve per entry for every unit. */
-static char *find_on_path(const char *name)
-{
-	const char *path = getenv("PATH"), *p;
-
-	if (strchr(name, '/') != NULL)
-		return access(name, X_OK) == 0 ? faucet__strdup(name) : NULL;
-	if (path == NULL || *path == '\0')
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path;; p++) {
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char *candidate = faucet__sprintf("%.*s%s%s", (int)len, p, len ? "/" : "", name);
-		struct stat st;
-
-		if (candidate != NULL && stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(candidate, X_OK) == 0)
-			return candidate;
-		free(candidate);
-		if (end == NULL)
-			return NULL;
-		p = end;
-	}
-}
-
 static const char *resolved_command(runner *r, const char *name)
 {
 	if (r->exe_name == NULL || strcmp(r->exe_name, name) != 0) {
 		free(r->exe_name);
 		free(r->exe_path);
+		r->exe_path = NULL;
 		r->exe_name = faucet__strdup(name);
-		r->exe_path = r->exe_name ? find_on_path(name) : NULL;
+		/* Resolved once per command rather than per unit: execvp tries
+		 * every PATH entry in turn, a failed execve per entry per unit. */
+		if (r->exe_name != NULL && faucet_proc_find(name, &r->exe_path) == FAUCET_ENOMEM) {
+			free(r->exe_name);
+			r->exe_name = NULL;
+		}
+		faucet_error_clear();
 	}
 	return r->exe_path;
 }
@@ -549,24 +502,6 @@ static int check_command(runner *r)
 	return faucet_error_set(FAUCET_ECONFIG, "command '%s' was not found on PATH", name);
 }
 
-/* Move a descriptor we made above 0-2 (keeping it close-on-exec): in a
- * process that runs with stdin, stdout or stderr closed, a pipe can get
- * one of those numbers, and the child's dup2 onto it would then be a no-op
- * that leaves it close-on-exec. */
-static int above_stdio(int *fd)
-{
-	int moved;
-
-	if (*fd > 2)
-		return 0;
-	moved = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
-	if (moved < 0)
-		return -1;
-	close(*fd);
-	*fd = moved;
-	return 0;
-}
-
 static void close_pair(int fds[2])
 {
 	if (fds[0] >= 0)
@@ -576,114 +511,35 @@ static void close_pair(int fds[2])
 	fds[0] = fds[1] = -1;
 }
 
-/* Three close-on-exec pipes: the unit's stdout, its stderr, and the exec
- * report (see child_exec). */
-static int make_pipes(int out[2], int err[2], int rep[2])
+/* Two close-on-exec pipes: the unit's stdout and its stderr. */
+static int make_pipes(int out[2], int err[2])
 {
-	int *all[] = {&out[0], &out[1], &err[0], &err[1], &rep[0], &rep[1]};
-
-	out[0] = out[1] = err[0] = err[1] = rep[0] = rep[1] = -1;
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0)
-		goto fail;
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(all); i++)
-		if (above_stdio(all[i]) != 0)
-			goto fail;
-	return 0;
-fail:;
+	out[0] = out[1] = err[0] = err[1] = -1;
+	if (pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0)
+		return 0;
 	int err_no = errno;
 	close_pair(out);
 	close_pair(err);
-	close_pair(rep);
 	return faucet__error_os(FAUCET_EIO, err_no, "backfill: cannot create a pipe");
 }
 
-/* In the child, between fork and execve.  The parent may be any program
- * with any number of threads (another thread may hold malloc's or stdio's
- * lock at the moment of the fork), so nothing here may take a lock or
- * allocate: only async-signal-safe system calls, on what the parent
- * prepared before fork - the command's resolved path, argv and envp
- * built, /dev/null opened, every descriptor above 2 and close-on-exec.
- * Not even strerror: a failed execve sends its errno through `report`, a
- * close-on-exec pipe the parent reads - end of file there means the exec
- * succeeded (see spawn).
- *
- * SIGINT and SIGTERM arrive blocked (see spawn), so a handler of the
- * parent's can never run here; they are unblocked (even when the parent
- * keeps them blocked, for a signalfd) only once their disposition is back
- * to the default.  The other caught signals go back
- * to their defaults at execve. */
-static void child_exec(const char *path, char **argv, char **env, int null_fd, int out_wr,
-		       int err_wr, int report, const sigset_t *child_mask)
-{
-	struct sigaction dfl;
-	int e;
-
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	(void)sigaction(SIGINT, &dfl, NULL);
-	(void)sigaction(SIGTERM, &dfl, NULL);
-	(void)sigprocmask(SIG_SETMASK, child_mask, NULL);
-	(void)setpgid(0, 0);
-	/* All three sources are above 2 (make_pipes, prepare), so no dup2
-	 * overwrites another's source; dup2 clears close-on-exec on the copy. */
-	if (dup2(null_fd, 0) < 0 || dup2(out_wr, 1) < 0 || dup2(err_wr, 2) < 0) {
-		e = errno;
-	} else {
-		(void)execve(path, argv, env);
-		e = errno;
-	}
-	(void)!write(report, &e, sizeof(e));
-	_exit(127);
-}
-
-/* fork without the atfork handlers where the C library allows it
- * (glibc 2.34's _Fork): they are the embedding program's code, and the
- * child only execs. */
-static pid_t fork_child(void)
-{
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-	return _Fork();
-#else
-	return fork();
-#endif
-}
-
-/* Wait for the child to exec or fail: 0 and *exec_errno = 0 when it ran
- * the command, *exec_errno set (and the child reaped) when it could not. */
-static void read_exec_report(int report, pid_t pid, int *exec_errno)
-{
-	int e = 0, status;
-	ssize_t n;
-
-	do
-		n = read(report, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	*exec_errno = 0;
-	if (n != (ssize_t)sizeof(e))
-		return; /* end of file: the exec closed the pipe */
-	*exec_errno = e != 0 ? e : EIO;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-}
-
-/* Start the unit's process: its own process group, SIGINT/SIGTERM back to
- * their defaults and unblocked, stdin from /dev/null, stdout and stderr
- * into our pipes.  A command that cannot be executed (removed since
- * preflight, not executable, a bad interpreter) is not an error of the run:
- * the unit is entered as already ended with ru->exec_errno, and fails with
- * that message. */
+/* Start the unit's process (faucet/proc.h): its own process group, stdin
+ * from /dev/null, stdout and stderr into our pipes.  A command that cannot
+ * be executed (removed since preflight, not executable, a bad interpreter)
+ * is not an error of the run: the unit is entered as already ended with
+ * ru->exec_errno, and fails with that message. */
 static int spawn(runner *r, running_unit *ru, const char *state_key)
 {
 	const faucet_backfill_unit *u = unit_at(r, ru->index);
-	char **argv = NULL, **env = NULL, **owned = NULL, *path = NULL;
+	faucet_proc_options po = FAUCET_PROC_OPTIONS_INIT;
+	char **argv = NULL, **env = NULL, *path = NULL;
 	const char *found;
-	int outfd[2], errfd[2], repfd[2], rc;
-	sigset_t block, old_mask, child_mask;
+	int outfd[2], errfd[2], rc;
 	pid_t pid;
 
 	if ((rc = build_argv(r, u, &argv)) != 0)
 		return rc;
-	if ((rc = build_env(r, u, state_key, &env, &owned)) != 0) {
+	if ((rc = build_env(r, u, state_key, &env)) != 0) {
 		free_strings(argv);
 		return rc;
 	}
@@ -692,9 +548,8 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 	ru->last[0] = '\0';
 	ru->started_ms = faucet__now_ms();
 	ru->started_at = wall_now();
-	/* Resolved here, not in the child: a PATH search allocates.  A copy,
-	 * since the cache changes with the next unit's argv[0].  A path that
-	 * fails the check is still tried, for execve's reason why. */
+	/* A copy, since the cache changes with the next unit's argv[0].  A
+	 * path that fails the check is still tried, for execve's reason why. */
 	found = resolved_command(r, argv[0]);
 	if (r->exe_name == NULL) {
 		rc = FAUCET_ENOMEM;
@@ -712,41 +567,30 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 		rc = FAUCET_ENOMEM;
 		goto out;
 	}
-	if ((rc = make_pipes(outfd, errfd, repfd)) != 0)
+	if ((rc = make_pipes(outfd, errfd)) != 0)
 		goto out;
 	/* No fflush(NULL) first: the child execs or _exits, so it never
 	 * flushes a copy of our stdio buffers, and flushing the embedding
 	 * program's streams (one may be a full pipe) is not ours to do. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	(void)pthread_sigmask(SIG_BLOCK, &block, &old_mask);
-	/* The unit gets our mask, but never SIGINT/SIGTERM blocked: a program
-	 * that reads them from a signalfd blocks them, and the units must
-	 * still stop when we send SIGTERM. */
-	child_mask = old_mask;
-	(void)sigdelset(&child_mask, SIGINT);
-	(void)sigdelset(&child_mask, SIGTERM);
-	pid = fork_child();
-	if (pid == 0)
-		child_exec(path, argv, env, r->null_fd, outfd[1], errfd[1], repfd[1], &child_mask);
-	(void)pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	po.path = path;
+	po.argv = argv;
+	po.envp = env;
+	po.fd[0] = r->null_fd;
+	po.fd[1] = outfd[1];
+	po.fd[2] = errfd[1];
+	rc = faucet_proc_spawn(&po, &pid, &ru->exec_errno);
 	close(outfd[1]);
 	close(errfd[1]);
-	close(repfd[1]);
-	if (pid < 0) {
-		int e = errno;
+	if (rc != 0 || ru->exec_errno != 0) {
 		close(outfd[0]);
 		close(errfd[0]);
-		close(repfd[0]);
-		rc = faucet__error_os(FAUCET_ERROR, e, "backfill: cannot start unit %s", u->id);
+	}
+	if (rc != 0) {
+		rc = faucet__error_wrap("backfill: cannot start unit %s", u->id);
 		goto out;
 	}
-	read_exec_report(repfd[0], pid, &ru->exec_errno);
-	close(repfd[0]);
 	if (ru->exec_errno != 0) {
-		close(outfd[0]);
-		close(errfd[0]);
+		faucet_error_clear();
 		(void)snprintf(ru->last, sizeof(ru->last), "cannot run '%s': %s", path,
 			       strerror(ru->exec_errno));
 		ru->exited = 1;
@@ -765,7 +609,6 @@ static int spawn(runner *r, running_unit *ru, const char *state_key)
 out:
 	free(path);
 	free_strings(argv);
-	free_strings(owned);
 	free(env);
 	return rc;
 }
@@ -1245,7 +1088,7 @@ static int prepare(runner *r)
 	/* Opened before any fork, above 0-2: the child only dup2s it. */
 	if (!r->o->dry_run) {
 		r->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (r->null_fd < 0 || above_stdio(&r->null_fd) != 0)
+		if (r->null_fd < 0)
 			return faucet__error_os(FAUCET_EIO, errno, "backfill: cannot open /dev/null");
 	}
 	return 0;

@@ -26,12 +26,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -42,7 +40,6 @@
 #include "jsonw.h"
 #include "singer.h"
 
-extern char **environ;
 
 #define STATE_WRITE_INTERVAL_MS 1000
 #define KILL_GRACE_MS 10000 /* from an interrupt to killing the command's group */
@@ -170,32 +167,6 @@ static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 	return 0;
 }
 
-/* Where `name` is on PATH (as execvp would find it), or NULL. */
-static char *find_on_path(const char *name)
-{
-	const char *path = getenv("PATH"), *p;
-	struct stat st;
-
-	if (strchr(name, '/') != NULL)
-		return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0
-			       ? cli_strdup(name) : NULL;
-	if (path == NULL || *path == '\0')
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path;; p++) {
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char *candidate = cli_sprintf("%.*s%s%s", (int)len, len ? p : ".", "/", name);
-
-		if (candidate != NULL && stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(candidate, X_OK) == 0)
-			return candidate;
-		free(candidate);
-		if (end == NULL)
-			return NULL;
-		p = end;
-	}
-}
-
 /* ---- the run's state ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -210,8 +181,7 @@ typedef struct {
 	char *self;               /* this faucet binary's absolute path, for FAUCET_BIN */
 	char *command_line;       /* for the status entry */
 	pid_t pid;
-	int watchdog_fd;          /* write end of the watchdog's pipe, or -1 (see start_watchdog) */
-	pid_t watchdog;
+	faucet_proc_watchdog *watchdog; /* kills the command's group if faucet dies (or NULL) */
 	int child_status, child_done;
 	int sig_fds[2];
 	int out_fd;               /* --singer: the command's stdout, -1 when closed */
@@ -314,194 +284,69 @@ static char *expand_arg(const char *arg, const char *state_file)
 	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
 }
 
-static void env_drop(char **env, size_t *n, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; i < *n; i++) {
-		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
-			env[i] = env[--*n];
-			i--;
-		}
-	}
-}
-
 /* The command's environment: ours, minus the variables we set, plus the
- * run's.  Strings we allocate go to `owned`. */
-static int build_env(run_state *st, char ***env_out, faucet_strarray *owned)
+ * run's. */
+static int build_env(run_state *st, char ***env_out)
 {
-	static const char *names[] = {"FAUCET_RUN_ID",    "FAUCET_RUN_PIPELINE",       "FAUCET_RUN_ROW",
-				      "FAUCET_STATE_KEY", "FAUCET_STATE_FILE",         "FAUCET_CONFIG",
-				      "FAUCET_STATE",     "FAUCET_ENCRYPTION_KEY_ENV", "FAUCET_PREVIOUS_KEY_ENV",
-				      "FAUCET_BIN"};
+	static const char *const names[] = {
+		"FAUCET_RUN_ID", "FAUCET_RUN_PIPELINE", "FAUCET_RUN_ROW", "FAUCET_STATE_KEY",
+		"FAUCET_STATE_FILE", "FAUCET_CONFIG", "FAUCET_STATE", "FAUCET_ENCRYPTION_KEY_ENV",
+		"FAUCET_PREVIOUS_KEY_ENV", "FAUCET_BIN", NULL};
 	cli_context *ctx = st->ctx;
+	faucet_strarray set = {0};
 	const char *previous = NULL;
-	size_t n = 0;
-	char **env;
 	int rc = 0;
 
-	while (environ[n] != NULL)
-		n++;
-	env = cli_calloc(n + CLI_ARRAY_LEN(names) + 1, sizeof(*env));
-	if (env == NULL)
-		return FAUCET_ENOMEM;
-	memcpy(env, environ, n * sizeof(*env));
-	for (size_t i = 0; i < CLI_ARRAY_LEN(names); i++)
-		env_drop(env, &n, names[i]);
-	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_ID=%s",
-							     faucet_run_id(st->run)));
-	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
-	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_RUN_ROW=%s", st->row));
-	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_STATE_KEY=%s", st->state_key));
+	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_ID=%s", faucet_run_id(st->run)));
+	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
+	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_ROW=%s", st->row));
+	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_STATE_KEY=%s", st->state_key));
 	if (st->a->singer)
 		rc |= cli_strarray_push_owned(
-			owned, cli_sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
+			&set, cli_sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
 	if (ctx->selected_config_path != NULL)
 		rc |= cli_strarray_push_owned(
-			owned, cli_sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
+			&set, cli_sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
 	else if (ctx->selected_url != NULL)
-		rc |= cli_strarray_push_owned(owned,
-					      cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
+		rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
 	/* The key variables' names (never the keys): the current one, and the
 	 * previous ones a store being rotated still needs to read older files
 	 * (the variables themselves are inherited). */
 	if (ctx->key_env != NULL) {
 		rc |= cli_strarray_push_owned(
-			owned, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+			&set, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
 		previous = cli_previous_key_env_list(ctx);
 		if (previous != NULL)
 			rc |= cli_strarray_push_owned(
-				owned, cli_sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
+				&set, cli_sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
 		else if (ctx->previous_key_envs.count > 0)
 			rc |= FAUCET_ENOMEM; /* the list could not be made */
 	}
-	rc |= cli_strarray_push_owned(owned, cli_sprintf("FAUCET_BIN=%s", st->self));
-	if (rc != 0) {
-		free(env);
-		return FAUCET_ENOMEM;
+	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_BIN=%s", st->self));
+	/* faucet_proc_env wants a NULL-terminated list. */
+	rc |= cli_strarray_push_owned(&set, cli_strdup(""));
+	if (rc == 0) {
+		free(set.strings[set.count - 1]);
+		set.strings[set.count - 1] = NULL;
+		rc = faucet_proc_env(names, (const char *const *)set.strings, env_out);
 	}
-	for (size_t i = 0; i < owned->count; i++)
-		env[n++] = owned->strings[i];
-	env[n] = NULL;
-	*env_out = env;
-	return 0;
-}
-
-/* The signals faucet catches (and forwards to the command's group) and
- * SIGPIPE, which it ignores: the command starts with all of them at their
- * defaults. */
-static const int reset_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
-
-/* In the child, between fork and exec: only async-signal-safe calls.  On
- * failure the errno goes to the parent through err_fd. */
-static void exec_child(const char *exe, char **args, char **env, int out_fd, int err_fd,
-		       pid_t parent)
-{
-	sigset_t none;
-	int err;
-
-	/* Its own process group: signals forwarded to the group reach every
-	 * process the command starts, and what is left of it when it ends can
-	 * be killed as a whole. */
-	(void)setpgid(0, 0);
-	/* Die with faucet, even when faucet is killed outright; if faucet died
-	 * before this took effect, the parent is another process already. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-		goto fail;
-	if (getppid() != parent)
-		_exit(127);
-	for (size_t i = 0; i < CLI_ARRAY_LEN(reset_signals); i++)
-		(void)signal(reset_signals[i], SIG_DFL);
-	if (out_fd >= 0) {
-		if (out_fd == STDOUT_FILENO ? fcntl(out_fd, F_SETFD, 0) != 0
-					    : dup2(out_fd, STDOUT_FILENO) < 0)
-			goto fail;
-	}
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	execve(exe, args, env);
-fail:
-	err = errno;
-	(void)!write(err_fd, &err, sizeof(err));
-	_exit(127);
-}
-
-/*
- * The watchdog: a small process of faucet's (outside the command's group)
- * that holds the read end of a pipe whose write end only faucet has.  When
- * faucet goes - killed outright included - the pipe reads end-of-file and
- * the watchdog kills the command's whole group: the command's own children
- * die too, which the parent-death signal of the command alone cannot do.
- * When the command has ended and been reaped, faucet writes one byte first,
- * and the watchdog leaves without killing (the group id may be reused).
- */
-static void watchdog_main(int rfd, pid_t group, pid_t parent)
-{
-	sigset_t all;
-	char c;
-	ssize_t n;
-
-	sigfillset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL); /* only SIGKILL ends it early */
-	/* Hold nothing of faucet's: no pipe of its may stay open because of us
-	 * (the command's output, faucet's own stdout). */
-	if (dup2(rfd, STDIN_FILENO) < 0)
-		_exit(0);
-	(void)close_range(STDERR_FILENO + 1, ~0U, 0);
-	(void)close(STDOUT_FILENO);
-	(void)close(STDERR_FILENO);
-	if (getppid() != parent) /* faucet died before we could watch it */
-		(void)kill(-group, SIGKILL);
-	do
-		n = read(STDIN_FILENO, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		(void)kill(-group, SIGKILL);
-	_exit(0);
-}
-
-static void start_watchdog(run_state *st)
-{
-	int fds[2];
-	pid_t parent = getpid(), pid;
-
-	st->watchdog_fd = -1;
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return; /* the parent-death signal still ends the command itself */
-	pid = fork();
-	if (pid == 0) {
-		(void)close(fds[1]);
-		watchdog_main(fds[0], st->pid, parent);
-	}
-	(void)close(fds[0]);
-	if (pid < 0) {
-		(void)close(fds[1]);
-		return;
-	}
-	st->watchdog = pid;
-	st->watchdog_fd = fds[1];
+	faucet_strarray_dispose(&set);
+	return rc;
 }
 
 /* The command has been reaped: the watchdog may go without killing. */
 static void stop_watchdog(run_state *st)
 {
-	if (st->watchdog_fd < 0)
-		return;
-	(void)!write(st->watchdog_fd, "d", 1);
-	(void)close(st->watchdog_fd);
-	st->watchdog_fd = -1;
-	while (waitpid(st->watchdog, NULL, 0) < 0 && errno == EINTR)
-		;
+	faucet_proc_watchdog_stop(st->watchdog);
+	st->watchdog = NULL;
 }
 
 static int spawn_command(run_state *st)
 {
-	faucet_strarray owned = {0}, args = {0};
-	sigset_t all, old;
+	faucet_proc_options po = FAUCET_PROC_OPTIONS_INIT;
+	faucet_strarray args = {0};
 	char **env = NULL;
-	int out[2] = {-1, -1}, err_pipe[2] = {-1, -1}, rc = 0, exec_errno = 0;
-	pid_t parent = getpid();
-	ssize_t n;
+	int out[2] = {-1, -1}, rc = 0, exec_errno = 0;
 
 	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
 		rc = cli_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
@@ -511,50 +356,32 @@ static int spawn_command(run_state *st)
 	if (rc == 0) {
 		free(args.strings[args.count - 1]);
 		args.strings[args.count - 1] = NULL;
-		rc = build_env(st, &env, &owned);
+		rc = build_env(st, &env);
 	}
 	if (rc != 0) {
 		faucet_strarray_dispose(&args);
-		faucet_strarray_dispose(&owned);
 		return cli_fail(CLI_EXIT_FAILED, "run");
 	}
-	if ((st->a->singer && pipe2(out, O_CLOEXEC) != 0) || pipe2(err_pipe, O_CLOEXEC) != 0) {
+	if (st->a->singer && pipe2(out, O_CLOEXEC) != 0) {
 		rc = cli_error(CLI_EXIT_FAILED, "cannot create a pipe: %s", strerror(errno));
 		goto done;
 	}
 	fflush(stdout);
 	fflush(stderr);
-	/* No handler of ours may run in the child before it resets them. */
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	st->pid = fork();
-	if (st->pid == 0)
-		exec_child(st->exe, args.strings, env, out[1], err_pipe[1], parent);
-	rc = st->pid < 0 ? errno : 0;
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
+	po.path = st->exe;
+	po.argv = args.strings;
+	po.envp = env;
+	po.fd[1] = out[1];
+	po.flags = FAUCET_PROC_DIE_WITH_PARENT;
+	if (faucet_proc_spawn(&po, &st->pid, &exec_errno) != 0 || exec_errno != 0) {
 		st->pid = 0;
-		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(rc));
+		rc = cli_fail(CLI_EXIT_FAILED, "run");
 		goto done;
 	}
-	/* Also here, so that the group exists before any signal is forwarded
-	 * to it (whichever of the two comes first; the other may fail). */
-	(void)setpgid(st->pid, st->pid);
-	close(err_pipe[1]);
-	err_pipe[1] = -1;
-	/* The pipe closes at exec (or reports why exec failed). */
-	do
-		n = read(err_pipe[0], &exec_errno, sizeof(exec_errno));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(exec_errno)) {
-		while (waitpid(st->pid, &st->child_status, 0) < 0 && errno == EINTR)
-			;
-		stop_watchdog(st);
-		st->pid = 0;
-		rc = cli_error(CLI_EXIT_FAILED, "cannot run '%s': %s", st->exe, strerror(exec_errno));
-		goto done;
-	}
-	start_watchdog(st); /* the command runs: from here its group is watched */
+	/* The command runs: from here its group is watched.  Without a
+	 * watchdog the parent-death signal still ends the command itself. */
+	if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)
+		faucet_error_clear();
 	if (out[1] >= 0) {
 		close(out[1]);
 		out[1] = -1;
@@ -566,14 +393,10 @@ static int spawn_command(run_state *st)
 		(void)fcntl(st->out_fd, F_SETPIPE_SZ, 1 << 20);
 	}
 done:
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (out[i] >= 0)
 			close(out[i]);
-		if (err_pipe[i] >= 0)
-			close(err_pipe[i]);
-	}
 	free(env);
-	faucet_strarray_dispose(&owned);
 	faucet_strarray_dispose(&args);
 	return rc;
 }
@@ -833,22 +656,14 @@ static void wait_loop(run_state *st)
 
 static int outcome_and_exit(run_state *st, char *msg, size_t size, int *exit_status)
 {
-	int code;
-
+	*exit_status = faucet_proc_exit_code(st->child_status);
 	if (WIFSIGNALED(st->child_status)) {
 		int sig = WTERMSIG(st->child_status);
 		(void)snprintf(msg, size, "killed by signal %d (%s)", sig, strsignal(sig));
-		*exit_status = 128 + sig;
-		code = 128 + sig;
-	} else {
-		*exit_status = WEXITSTATUS(st->child_status);
-		code = *exit_status;
-		if (code != 0)
-			(void)snprintf(msg, size, "exit status %d", code);
+	} else if (*exit_status != 0) {
+		(void)snprintf(msg, size, "exit status %d", *exit_status);
 	}
-	if (st->interrupted)
-		code = 128 + st->interrupted;
-	return code;
+	return st->interrupted ? 128 + st->interrupted : *exit_status;
 }
 
 static int finish_run(run_state *st)
@@ -937,7 +752,8 @@ static int resolve(run_state *st)
 	if (faucet_validate_key(st->state_key) != 0 || strstr(st->pipeline, "::") != NULL ||
 	    faucet_run_is_bookkeeping_key(st->state_key))
 		return cli_usage_error("run", "invalid pipeline or row: '%s'", st->state_key);
-	st->exe = find_on_path(a->command.strings[0]);
+	if (faucet_proc_find(a->command.strings[0], &st->exe) == FAUCET_ENOMEM)
+		return cli_fail(CLI_EXIT_FAILED, "run");
 	if (st->exe == NULL)
 		return cli_error(CLI_EXIT_USAGE, "run: command '%s' not found%s (nothing was run)",
 				 a->command.strings[0],
@@ -961,7 +777,6 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	st.ctx = ctx;
 	st.a = &a;
 	st.out_fd = -1;
-	st.watchdog_fd = -1;
 	st.sig_fds[0] = st.sig_fds[1] = -1;
 	singer_init(&st.cap, emit_stdout, NULL);
 
