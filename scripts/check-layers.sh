@@ -45,7 +45,7 @@ if [ "${1:-}" = "--list" ]; then
 fi
 build=${1:-build}
 
-LAYERS=(common proc crypto metrics values keys check store stores backfill run cli)
+LAYERS=(common proc crypto metrics values keys check store stores lease backfill run cli)
 
 KNOWN=(
   # (none left: a new violation fails the check)
@@ -75,6 +75,7 @@ public_module() {
     backfill.h) echo backfill ;;
     run.h) echo run ;;
     proc.h) echo proc ;;
+    lease.h) echo lease ;;
     faucet.h) echo cli ;;
     *) echo "check-layers: public header faucet/$1 has no module (add it to public_module)" >&2
        exit 2 ;;

@@ -26,6 +26,7 @@
 #include "common.h"
 #include "value.h"
 #include "store.h"
+#include "lease.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,21 +129,6 @@ FAUCET_EXTERN char *faucet_backfill_unit_key(const char *pipeline, const char *r
 
 /* The legacy unit key "{pipeline}::backfill::{unit}".  Caller frees. */
 FAUCET_EXTERN char *faucet_backfill_legacy_unit_key(const char *pipeline, const char *unit);
-
-/* ---- leases left behind ---------------------------------------------------- */
-
-/* Every lease in the store (a key ending in "::__lease__": backfill units'
- * and runs') whose expires_at is at or before `now` (unix seconds), or whose
- * value has no readable expiry, in key order.  Needs a store that can list
- * its keys.  Caller disposes *out. */
-FAUCET_EXTERN int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out);
-
-/* Append doctor's "expired leases" probe to `report`: pass when there are
- * none, warn naming them (the first ten), skip when the store cannot list
- * its keys, the listing fails, or it takes more than timeout_ms (0 = no
- * limit).  Fails only when out of memory. */
-FAUCET_EXTERN int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
-				     faucet_check_report *report);
 
 /* ---- the progress marker ------------------------------------------------- */
 

@@ -42,6 +42,7 @@
 #include "common.h"
 #include "store.h"
 #include "value.h"
+#include "lease.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -149,31 +150,6 @@ FAUCET_EXTERN void faucet_run_free(faucet_run *r);
 /* Whether `key` is run bookkeeping (a __lease__, __status__ or __rollback__
  * key or marker): hidden from listings, never exported, copied or replaced. */
 FAUCET_EXTERN int faucet_run_is_bookkeeping_key(const char *key);
-
-/* ---- leases ----------------------------------------------------------------- */
-
-/* A lease as stored at a "...::__lease__" key: an invocation's run lock or
- * a backfill unit's claim.  Filled by faucet_lease_parse, released with
- * faucet_lease_dispose. */
-typedef struct {
-	char *holder;       /* who holds it: "{host}:{pid}:{16 random hex}" */
-	char *run;          /* the run holding it; NULL in a backfill unit's lease */
-	int64_t expires_at; /* unix seconds */
-} faucet_lease;
-
-/* Read the lease document `v`, the value at lease key `key` (named in
- * messages), into *out.  FAUCET_ERROR when v is not a lease (*out is then
- * empty). */
-FAUCET_EXTERN int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out);
-
-/* Free a lease's strings and leave it empty.  NULL is ignored. */
-FAUCET_EXTERN void faucet_lease_dispose(faucet_lease *l);
-
-/* Whether the lease's holder is known to be gone: a process of this host
- * that no longer exists.  Such a lease holds nothing, whatever its expiry
- * says (the next claim takes it over at once).  0 for a live holder or one
- * on another host, where only the expiry tells. */
-FAUCET_EXTERN int faucet_lease_holder_dead(const faucet_lease *l);
 
 /* ---- undo ----------------------------------------------------------------- */
 

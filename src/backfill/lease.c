@@ -29,27 +29,11 @@
 #include "internal.h"
 #include "values/value_internal.h"
 #include "backfill/backfill_internal.h"
+#include "lease/lease.h"
 
 char *faucet_bf__lease_holder(void)
 {
 	return faucet__holder_id();
-}
-
-static int lease_value(faucet_value **out, const char *holder, int64_t expires_at)
-{
-	json_object *o = json_object_new_object();
-	json_object *h = json_object_new_string(holder);
-	json_object *e = json_object_new_int64(expires_at);
-
-	if (o == NULL || h == NULL || e == NULL) {
-		json_object_put(o);
-		json_object_put(h);
-		json_object_put(e);
-		return faucet_error_set(FAUCET_ENOMEM, "out of memory building a lease");
-	}
-	json_object_object_add(o, "holder", h);
-	json_object_object_add(o, "expires_at", e);
-	return faucet_value__from_tree(out, o);
 }
 
 /* When the lease stored in `v` runs out, in *expires_at, and whether it
@@ -59,38 +43,21 @@ static int lease_value(faucet_value **out, const char *holder, int64_t expires_a
  * of memory). */
 static int lease_read(const faucet_value *v, const char *holder, int64_t *expires_at, int *mine)
 {
-	json_object *tree, *e, *h;
-	int rc = faucet_value__tree(v, &tree);
+	faucet_lease l;
+	int rc = faucet_lease_parse(v, NULL, &l);
 
 	*expires_at = 0;
 	*mine = 0;
-	if (rc != 0)
+	if (rc == FAUCET_ENOMEM)
 		return rc;
-	if (!json_object_is_type(tree, json_type_object))
+	if (rc != 0) {
+		faucet_error_clear(); /* unreadable: expired, as said above */
 		return 0;
-	if (json_object_object_get_ex(tree, "expires_at", &e) && json_object_is_type(e, json_type_int))
-		*expires_at = json_object_get_int64(e);
-	if (json_object_object_get_ex(tree, "holder", &h) && json_object_is_type(h, json_type_string))
-		*mine = strcmp(json_object_get_string(h), holder) == 0;
+	}
+	*expires_at = l.expires_at;
+	*mine = strcmp(l.holder, holder) == 0;
+	faucet_lease_dispose(&l);
 	return 0;
-}
-
-/* A write of the lease at `key` failed with `err`; it may still have
- * landed.  Read the entry back into *now (NULL = absent) so the caller can
- * tell.  *why receives the write's error message (caller frees; NULL when
- * out of memory), for a caller that finds the write did not land.  When
- * even the read fails, the write's own error is returned, message restored. */
-static int reread_after_error(faucet_store *s, const char *key, int err, faucet_value **now,
-			      char **why)
-{
-	int rc;
-
-	*why = faucet__strdup(faucet_error_last()->message);
-	*now = NULL;
-	rc = faucet_store_get(s, key, now);
-	if (rc != 0)
-		rc = faucet_error_set(err, "%s", *why != NULL ? *why : "lease write failed");
-	return rc;
 }
 
 /* Raise the error of a lease write that did not land. */
@@ -135,7 +102,7 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 		return 0;
 	}
 	if (rc == 0)
-		rc = lease_value(&mine, holder, now + ttl);
+		rc = faucet__lease_doc(holder, now + ttl, NULL, &mine);
 	if (rc == 0) {
 		rc = faucet_store_compare_and_put(s, out->key, current, mine, &written);
 		if (rc != 0) {
@@ -144,7 +111,7 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 			 * anything else is another runner's claim. */
 			int err = rc;
 			ours = 0;
-			rc = reread_after_error(s, out->key, err, &after, &why);
+			rc = faucet__lease_reread(s, out->key, err, &after, &why);
 			if (rc == 0 && after != NULL)
 				rc = lease_read(after, holder, &expires_at, &ours);
 			if (rc == 0 && !ours && faucet_value_equal(after, current))
@@ -181,7 +148,7 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 	int rc, written = 0, ours = 0;
 
 	*kept = 0;
-	rc = lease_value(&next, l->holder, now + ttl);
+	rc = faucet__lease_doc(l->holder, now + ttl, NULL, &next);
 	if (rc != 0)
 		return rc;
 	rc = faucet_store_compare_and_put(s, l->key, l->value, next, &written);
@@ -189,7 +156,7 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 		/* Did it land?  Our holder id there says the lease is still ours
 		 * (renewed or not); anything else means it was taken over. */
 		int err = rc;
-		rc = reread_after_error(s, l->key, err, &after, &why);
+		rc = faucet__lease_reread(s, l->key, err, &after, &why);
 		if (rc == 0 && after != NULL)
 			rc = lease_read(after, l->holder, &expires_at, &ours);
 		if (rc == 0 && ours && faucet_value_equal(after, l->value))
@@ -207,64 +174,10 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 	return rc;
 }
 
-/*
- * Release: delete the lease only while it is still ours - a plain delete
- * could remove a lease another runner took over after ours expired.  With
- * an atomic compare-and-delete (every built-in store) that is one step.
- *
- * Otherwise we first write a released form of our own lease ({holder: us,
- * expires_at: 0}) with compare-and-put against the value we hold: that step
- * is atomic and is the real hand-over - from then on anyone may claim the
- * unit.  Only if the entry still holds that released form do we delete it,
- * to keep the store tidy.  The small window between that re-check and the
- * delete can remove a claim made in between, which is harmless: the unit's
- * outcome is already in the marker, and the claimer checks the marker and
- * skips the unit.  Should the delete fail, the released form blocks no one.
- */
+/* Release: lease/lease.c, shared with runs. */
 int faucet_bf__lease_release(faucet_store *s, faucet_bf_lease *l)
 {
-	faucet_value *released = NULL, *now = NULL;
-	char *why = NULL;
-	int64_t expires_at = 0;
-	int rc, err, written = 0, ours = 0;
-
-	if (faucet_store_supports_compare_and_delete(s)) {
-		err = faucet_store_compare_and_delete(s, l->key, l->value, &written);
-		if (err == 0)
-			return 0;
-		/* The delete may have landed though it reported an error: the
-		 * lease is released unless our holder id is still there. */
-		rc = reread_after_error(s, l->key, err, &now, &why);
-		if (rc == 0 && now != NULL)
-			rc = lease_read(now, l->holder, &expires_at, &ours);
-		if (rc == 0 && ours)
-			rc = write_failed(err, why);
-		faucet_value_free(now);
-		free(why);
-		return rc;
-	}
-	rc = lease_value(&released, l->holder, 0);
-	if (rc != 0)
-		return rc;
-	err = faucet_store_compare_and_put(s, l->key, l->value, released, &written);
-	if (err != 0) {
-		/* Handed over after all, or still ours (the error stands)? */
-		rc = reread_after_error(s, l->key, err, &now, &why);
-		if (rc == 0 && faucet_value_equal(now, l->value))
-			rc = write_failed(err, why);
-		written = rc == 0 && faucet_value_equal(now, released);
-		faucet_value_free(now);
-		now = NULL;
-	}
-	/* Tidying up after the hand-over is best-effort: a released form left
-	 * behind blocks no one (doctor lists it among the expired leases). */
-	if (rc == 0 && written && faucet_store_get(s, l->key, &now) == 0 &&
-	    faucet_value_equal(now, released))
-		(void)faucet_store_delete(s, l->key);
-	faucet_value_free(now);
-	faucet_value_free(released);
-	free(why);
-	return rc;
+	return faucet__lease_release(s, l->key, l->value, l->holder);
 }
 
 void faucet_bf__lease_dispose(faucet_bf_lease *l)
@@ -272,128 +185,4 @@ void faucet_bf__lease_dispose(faucet_bf_lease *l)
 	free(l->key);
 	faucet_value_free(l->value);
 	memset(l, 0, sizeof(*l));
-}
-
-/* ---- doctor: leases left behind ------------------------------------------- */
-
-/*
- * Every lease - a backfill unit's and a run's (doc/design.md §6, §8.1) - is a key
- * ending in "::__lease__" with an expires_at, so one scan finds them all,
- * on every backend that can list its keys.  An expired lease blocks no one
- * (the next claim takes it over), but it says a runner stopped without
- * releasing it: killed, crashed, or its release failed.  Doctor shows them
- * as a warning so the operator looks at those units or runs.
- */
-
-#define LEASE_SUFFIX "::__lease__"
-#define PROBE_NAMES_MAX 10 /* leases named in the probe's reason */
-
-typedef struct {
-	faucet_strarray keys;
-	uint64_t deadline_ms; /* 0 = none */
-} lease_scan;
-
-/* The scan's deadline has passed: a positive value stops the scan. */
-#define SCAN_TIMED_OUT 1
-
-static int past(uint64_t deadline_ms)
-{
-	return deadline_ms != 0 && faucet__now_ms() > deadline_ms;
-}
-
-static int collect_lease_key(const char *key, void *ctx)
-{
-	lease_scan *scan = ctx;
-	size_t n = strlen(key), m = strlen(LEASE_SUFFIX);
-
-	if (past(scan->deadline_ms))
-		return SCAN_TIMED_OUT;
-	if (n < m || strcmp(key + n - m, LEASE_SUFFIX) != 0)
-		return 0;
-	return faucet_strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
-}
-
-/* faucet_lease_list_expired with a deadline: FAUCET_ETIMEOUT once
- * deadline_ms (faucet__now_ms time, 0 = none) has passed. */
-static int list_expired_until(faucet_store *s, int64_t now, uint64_t deadline_ms,
-			      faucet_strarray *out)
-{
-	lease_scan scan = {{0}, deadline_ms};
-	faucet_strarray *keys = &scan.keys;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	rc = faucet_store_scan(s, "", collect_lease_key, &scan);
-	for (size_t i = 0; rc == 0 && i < keys->count; i++) {
-		if (past(deadline_ms)) {
-			rc = SCAN_TIMED_OUT;
-			break;
-		}
-		faucet_value *v = NULL;
-		int64_t expires_at = 0;
-		int mine = 0;
-
-		rc = faucet_store_get(s, keys->strings[i], &v);
-		/* Gone since the scan: released meanwhile. */
-		if (rc == 0 && v != NULL)
-			rc = lease_read(v, "", &expires_at, &mine);
-		if (rc == 0 && v != NULL && expires_at <= now &&
-		    faucet_strarray_push(out, keys->strings[i]) != 0)
-			rc = FAUCET_ENOMEM;
-		faucet_value_free(v);
-	}
-	faucet_strarray_dispose(keys);
-	if (rc == SCAN_TIMED_OUT)
-		rc = faucet_error_set(FAUCET_ETIMEOUT, "ran out of time looking for leases");
-	if (rc != 0)
-		faucet_strarray_dispose(out);
-	return rc;
-}
-
-int faucet_lease_list_expired(faucet_store *s, int64_t now, faucet_strarray *out)
-{
-	return list_expired_until(s, now, 0, out);
-}
-
-int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
-		       faucet_check_report *report)
-{
-	static const char name[] = "expired leases";
-	faucet_strarray expired = {0};
-	faucet_buf reason = FAUCET_BUF_INIT;
-	uint64_t start = faucet__now_ms();
-	int rc;
-
-	if (!faucet_store_supports_list(s))
-		return faucet_check_report_add(report, name, FAUCET_PROBE_SKIP,
-					       "this state store cannot enumerate its keys", 0, NULL);
-	rc = list_expired_until(s, now, timeout_ms ? start + timeout_ms : 0, &expired);
-	if (rc == FAUCET_ENOMEM)
-		return rc;
-	if (rc != 0) {
-		char *why = faucet__sprintf("cannot look for leases: %s", faucet_error_last()->message);
-		if (why == NULL)
-			return FAUCET_ENOMEM;
-		rc = faucet_check_report_add(report, name, FAUCET_PROBE_SKIP, why,
-					     faucet__now_ms() - start, NULL);
-		free(why);
-		return rc;
-	}
-	if (expired.count == 0)
-		return faucet_check_report_add(report, name, FAUCET_PROBE_PASS, NULL,
-					       faucet__now_ms() - start, NULL);
-	rc = faucet_buf_printf(&reason, "%zu expired lease(s): ", expired.count);
-	for (size_t i = 0; rc == 0 && i < expired.count && i < PROBE_NAMES_MAX; i++)
-		rc = faucet_buf_printf(&reason, "%s%s", i ? ", " : "", expired.strings[i]);
-	if (rc == 0 && expired.count > PROBE_NAMES_MAX)
-		rc = faucet_buf_printf(&reason, " and %zu more", expired.count - PROBE_NAMES_MAX);
-	if (rc == 0)
-		rc = faucet_check_report_add(
-			report, name, FAUCET_PROBE_WARN, reason.ptr, faucet__now_ms() - start,
-			"a runner stopped without releasing these (killed, crashed, or its release "
-			"failed); they block no one, the next claim takes them over - check those "
-			"units or runs, and `faucet lock break KEY` removes a lease");
-	faucet_buf_dispose(&reason);
-	faucet_strarray_dispose(&expired);
-	return rc;
 }

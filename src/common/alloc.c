@@ -460,3 +460,34 @@ int faucet__holder_dead(const char *holder)
 	/* EPERM: it exists but is another user's. */
 	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
+
+/* The one JSON string writer of the library (see internal.h). */
+void faucet__json_string(faucet_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *start;
+
+	if (s == NULL) {
+		(void)faucet_buf_puts(b, "null");
+		return;
+	}
+	(void)faucet_buf_putc(b, '"');
+	start = s;
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		(void)faucet_buf_put(b, start, (size_t)(p - start));
+		start = p + 1;
+		if (c == '"' || c == '\\') {
+			(void)faucet_buf_putc(b, '\\');
+			(void)faucet_buf_putc(b, (char)c);
+		} else {
+			char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+			(void)faucet_buf_puts(b, esc);
+		}
+	}
+	(void)faucet_buf_puts(b, start);
+	(void)faucet_buf_putc(b, '"');
+}

@@ -66,6 +66,9 @@ int faucet_buf_put(faucet_buf *b, const char *data, size_t len);
 int faucet_buf_puts(faucet_buf *b, const char *s);
 int faucet_buf_putc(faucet_buf *b, char c);
 int faucet_buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append `s` as a JSON string, quoted and escaped ("null" for NULL); a
+ * failure shows in b->failed. */
+void faucet__json_string(faucet_buf *b, const char *s);
 /* Hand the buffer's string to the caller (never NULL unless failed). */
 char *faucet_buf_detach(faucet_buf *b);
 void faucet_buf_dispose(faucet_buf *b);

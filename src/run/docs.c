@@ -21,36 +21,6 @@
 
 /* ---- text helpers ------------------------------------------------------------ */
 
-void run__json_string(faucet_buf *b, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	const char *start;
-
-	if (s == NULL) {
-		(void)faucet_buf_puts(b, "null");
-		return;
-	}
-	(void)faucet_buf_putc(b, '"');
-	start = s;
-	for (const char *p = s; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		(void)faucet_buf_put(b, start, (size_t)(p - start));
-		start = p + 1;
-		if (c == '"' || c == '\\') {
-			(void)faucet_buf_putc(b, '\\');
-			(void)faucet_buf_putc(b, (char)c);
-		} else {
-			char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-			(void)faucet_buf_puts(b, esc);
-		}
-	}
-	(void)faucet_buf_puts(b, start);
-	(void)faucet_buf_putc(b, '"');
-}
-
 /* Ids are made from the wall clock in milliseconds, never going backwards
  * within a process: two runs begun in the same millisecond (or across a
  * clock step) still sort in the order they began. */
@@ -199,70 +169,6 @@ static int runs_document(const faucet_value *v, json_object **root, json_object 
 	    !json_object_is_type(*runs, json_type_array))
 		return -1;
 	return 0;
-}
-
-/* ---- lease ----------------------------------------------------------------- */
-
-int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out)
-{
-	json_object *root, *e;
-	int rc;
-
-	if (out == NULL || v == NULL)
-		return faucet_error_set(FAUCET_EINVALID, "faucet_lease_parse: NULL %s",
-					out == NULL ? "out" : "value");
-	memset(out, 0, sizeof(*out));
-	if (key == NULL)
-		key = "the lease";
-	if ((rc = private_tree(v, &root)) != 0)
-		return rc;
-	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int))
-		rc = -1;
-	else if ((rc = get_string(root, "holder", 0, &out->holder)) == 0)
-		rc = get_string(root, "run", 1, &out->run);
-	if (rc != 0) {
-		json_object_put(root);
-		faucet_lease_dispose(out);
-		/* Out of memory says nothing about the document. */
-		return rc == FAUCET_ENOMEM ? rc : foreign(key, "lease");
-	}
-	out->expires_at = json_object_get_int64(e);
-	json_object_put(root);
-	return 0;
-}
-
-int run__lease_value(const char *holder, int64_t expires_at, const char *run, faucet_value **out)
-{
-	faucet_buf b = FAUCET_BUF_INIT;
-	int rc;
-
-	(void)faucet_buf_puts(&b, "{\"holder\":");
-	run__json_string(&b, holder);
-	(void)faucet_buf_printf(&b, ",\"expires_at\":%lld,\"run\":", (long long)expires_at);
-	run__json_string(&b, run);
-	(void)faucet_buf_putc(&b, '}');
-	if (b.failed) {
-		faucet_buf_dispose(&b);
-		return FAUCET_ENOMEM;
-	}
-	rc = faucet_value_parse(out, b.ptr, b.len);
-	faucet_buf_dispose(&b);
-	return rc;
-}
-
-int faucet_lease_holder_dead(const faucet_lease *l)
-{
-	return l != NULL && faucet__holder_dead(l->holder);
-}
-
-void faucet_lease_dispose(faucet_lease *l)
-{
-	if (l == NULL)
-		return;
-	free(l->holder);
-	free(l->run);
-	memset(l, 0, sizeof(*l));
 }
 
 /* ---- rollback marker ---------------------------------------------------------- */
@@ -500,10 +406,10 @@ static void images_json(faucet_buf *b, const run_marker *m, int after, int as_te
 			continue;
 		if (n++ > 0)
 			(void)faucet_buf_putc(b, ',');
-		run__json_string(b, m->items[i].key);
+		faucet__json_string(b, m->items[i].key);
 		(void)faucet_buf_putc(b, ':');
 		if (as_text)
-			run__json_string(b, faucet_value_json(v));
+			faucet__json_string(b, faucet_value_json(v));
 		else
 			(void)faucet_buf_puts(b, v ? faucet_value_json(v) : "null");
 	}
@@ -536,7 +442,7 @@ int run__marker_value(const run_marker *m, faucet_value **out)
 	int rc;
 
 	(void)faucet_buf_puts(&b, "{\"version\":1,\"run\":");
-	run__json_string(&b, m->run);
+	faucet__json_string(&b, m->run);
 	(void)faucet_buf_puts(&b, ",\"before\":");
 	images_json(&b, m, 0, 0);
 	if (any_too_deep(m, 0)) {
@@ -748,33 +654,33 @@ int run__entry_set_keys(run_entry *e, const faucet_strarray *keys)
 void run__entry_json(faucet_buf *b, const run_entry *e)
 {
 	(void)faucet_buf_puts(b, "{\"run\":");
-	run__json_string(b, e->run);
+	faucet__json_string(b, e->run);
 	(void)faucet_buf_puts(b, ",\"started_at\":");
-	run__json_string(b, e->started_at);
+	faucet__json_string(b, e->started_at);
 	(void)faucet_buf_puts(b, ",\"ended_at\":");
-	run__json_string(b, e->ended_at);
+	faucet__json_string(b, e->ended_at);
 	(void)faucet_buf_puts(b, ",\"outcome\":");
-	run__json_string(b, e->outcome);
+	faucet__json_string(b, e->outcome);
 	if (e->has_exit)
 		(void)faucet_buf_printf(b, ",\"exit_status\":%lld", e->exit_status);
 	else
 		(void)faucet_buf_puts(b, ",\"exit_status\":null");
 	(void)faucet_buf_puts(b, ",\"message\":");
-	run__json_string(b, e->message);
+	faucet__json_string(b, e->message);
 	(void)faucet_buf_puts(b, ",\"keys\":[");
 	for (size_t i = 0; i < e->keys.count; i++) {
 		if (i > 0)
 			(void)faucet_buf_putc(b, ',');
-		run__json_string(b, e->keys.strings[i]);
+		faucet__json_string(b, e->keys.strings[i]);
 	}
 	(void)faucet_buf_putc(b, ']');
 	if (e->keys_total > e->keys.count)
 		(void)faucet_buf_printf(b, ",\"keys_total\":%zu", e->keys_total);
 	(void)faucet_buf_puts(b, ",\"undoes\":");
-	run__json_string(b, e->undoes);
+	faucet__json_string(b, e->undoes);
 	if (e->lease != NULL) {
 		(void)faucet_buf_puts(b, ",\"lease\":");
-		run__json_string(b, e->lease);
+		faucet__json_string(b, e->lease);
 	}
 	(void)faucet_buf_puts(b, ",\"by\":");
 	(void)faucet_buf_puts(b, e->by ? e->by : "null");
@@ -864,7 +770,7 @@ int run__index_value(const faucet_strarray *runs, faucet_value **out)
 	for (size_t i = 0; i < runs->count; i++) {
 		if (i > 0)
 			(void)faucet_buf_putc(&b, ',');
-		run__json_string(&b, runs->strings[i]);
+		faucet__json_string(&b, runs->strings[i]);
 	}
 	(void)faucet_buf_puts(&b, "]}");
 	if (b.failed) {

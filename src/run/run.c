@@ -377,11 +377,11 @@ static char *by_json(const char *command)
 	if (user == NULL)
 		user = getenv("USER");
 	(void)faucet_buf_puts(&b, "{\"host\":");
-	run__json_string(&b, host);
+	faucet__json_string(&b, host);
 	(void)faucet_buf_printf(&b, ",\"pid\":%ld,\"user\":", (long)getpid());
-	run__json_string(&b, user ? user : "");
+	faucet__json_string(&b, user ? user : "");
 	(void)faucet_buf_puts(&b, ",\"command\":");
-	run__json_string(&b, safe ? safe : "");
+	faucet__json_string(&b, safe ? safe : "");
 	(void)faucet_buf_putc(&b, '}');
 	if (safe == NULL)
 		b.failed = 1;
@@ -494,15 +494,6 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
-/* Whether a lease document is in force: not expired, and its holder not
- * known dead (a process of this host that is gone holds nothing, whatever
- * its expiry says - a killed `faucet run` must not block the invocation
- * for a whole TTL, nor let its orphans write). */
-static int lease_live(const faucet_lease *l, int64_t now)
-{
-	return l->expires_at > now && !faucet__holder_dead(l->holder);
-}
-
 /* A lease write that failed may still have landed (its reply or its
  * directory sync was lost: FAUCET_EUNKNOWN, or an error after the write).
  * Read the lease back: holding exactly what we wrote means it is ours -
@@ -561,7 +552,7 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 			faucet_value_free(cur);
 			return rc;
 		}
-		if (cur != NULL && lease_live(&held, now)) {
+		if (cur != NULL && faucet__lease_live(&held, now)) {
 			uint64_t t = faucet__now_ms(), nap;
 
 			if (t >= deadline) {
@@ -579,7 +570,7 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 			sleep_ms(nap ? nap : 1);
 			continue;
 		}
-		rc = run__lease_value(r->holder, now + r->ttl_s, r->id, &mine);
+		rc = faucet__lease_doc(r->holder, now + r->ttl_s, r->id, &mine);
 		if (rc == 0) {
 			rc = faucet_store_compare_and_put(r->s, key, cur, mine, &written);
 			if (rc != 0)
@@ -605,14 +596,14 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 	}
 }
 
-/* Release a lease we hold with compare-and-delete against what we wrote. */
+/* Release a lease we hold (never one another run took over). */
 static int release_one(faucet_run *r, const char *key, faucet_value **held)
 {
-	int deleted = 0, rc;
+	int rc;
 
 	if (*held == NULL)
 		return 0;
-	rc = faucet_store_compare_and_delete(r->s, key, *held, &deleted);
+	rc = faucet__lease_release(r->s, key, *held, r->holder);
 	if (rc == 0) {
 		faucet_value_free(*held);
 		*held = NULL;
@@ -670,7 +661,7 @@ static int live_run_lease(faucet_run *r, faucet_lease *held, char **key, int *fo
 		memset(held, 0, sizeof(*held));
 		if (faucet_lease_parse(v, k, held) != 0) {
 			faucet_error_clear(); /* not a lease: doctor's business */
-		} else if (held->run != NULL && lease_live(held, now)) {
+		} else if (held->run != NULL && faucet__lease_live(held, now)) {
 			*found = 1;
 			if ((*key = faucet__strdup(k)) == NULL)
 				rc = FAUCET_ENOMEM;
@@ -698,7 +689,7 @@ static int live_pipeline_lease(faucet_run *r, faucet_lease *held, int *found)
 	faucet_value_free(v);
 	if (rc != 0)
 		return rc;
-	*found = lease_live(held, wall_now());
+	*found = faucet__lease_live(held, wall_now());
 	if (!*found)
 		faucet_lease_dispose(held);
 	return 0;
@@ -931,7 +922,7 @@ int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, con
 	if (v != NULL && (rc = faucet_lease_parse(v, r->lease_key, &held)) != 0)
 		goto fail;
 	if (v == NULL || held.run == NULL || strcmp(held.run, run_id) != 0 ||
-	    !lease_live(&held, wall_now())) {
+	    !faucet__lease_live(&held, wall_now())) {
 		rc = faucet_error_set(FAUCET_ELEASELOST, "run %s no longer holds %s: %s", run_id,
 				      r->scope,
 				      v == NULL ? "its lease is gone (released or broken)"
@@ -978,7 +969,7 @@ static int renew_one(faucet_run *r, const char *key, faucet_value **held, int64_
 
 	if (*held == NULL)
 		return 0;
-	rc = run__lease_value(r->holder, until, r->id, &next);
+	rc = faucet__lease_doc(r->holder, until, r->id, &next);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(r->s, key, *held, next, &written);
 	if (rc != 0 || !written) {

@@ -15,23 +15,15 @@
 #include <faucet/run.h>
 
 #include "internal.h"
+#include "lease/lease.h"
 
 /* ---- text helpers ------------------------------------------------------------ */
-
-/* Append `s` as a quoted, escaped JSON string (NULL = null). */
-void run__json_string(faucet_buf *b, const char *s);
-
 
 /* A new run id YYYYMMDDTHHMMSS.mmmZ-xxxxxx; out >= FAUCET_RUN_ID_LEN + 1. */
 int run__new_id(char *out, size_t size);
 
 /* Whether `id` has the run id shape (and so is a valid key component). */
 int run__valid_id(const char *id);
-
-/* ---- lease ----------------------------------------------------------------- */
-
-/* The lease document (read by faucet_lease_parse, faucet/run.h). */
-int run__lease_value(const char *holder, int64_t expires_at, const char *run, faucet_value **out);
 
 /* ---- rollback marker ---------------------------------------------------------- */
 

@@ -794,9 +794,9 @@ int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *r
 			if (n++ > 0)
 				(void)faucet_buf_putc(&b, ',');
 			(void)faucet_buf_puts(&b, "{\"scope\":");
-			run__json_string(&b, scope);
+			faucet__json_string(&b, scope);
 			(void)faucet_buf_puts(&b, ",\"row\":");
-			run__json_string(&b, *rows.strings[i] ? rows.strings[i] : NULL);
+			faucet__json_string(&b, *rows.strings[i] ? rows.strings[i] : NULL);
 			(void)faucet_buf_puts(&b, ",\"runs\":[");
 			for (size_t j = 0; j < st.count; j++) {
 				if (j > 0)

@@ -229,45 +229,11 @@ int faucet_export_validate(const faucet_export *e)
 
 /* ---- writing -------------------------------------------------------- */
 
-/* Whether s can be written between quotes as it is. */
-static int needs_no_escape(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == '"' || *p == '\\')
-			return 0;
-	}
-	return 1;
-}
-
-static void put_json_string(faucet_buf *b, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	(void)faucet_buf_putc(b, '"');
-	if (needs_no_escape(s)) {
-		(void)faucet_buf_puts(b, s);
-		(void)faucet_buf_putc(b, '"');
-		return;
-	}
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			(void)faucet_buf_putc(b, '\\');
-			(void)faucet_buf_putc(b, (char)*p);
-		} else if (*p < 0x20) {
-			char esc[7] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15], '\0'};
-			(void)faucet_buf_puts(b, esc);
-		} else {
-			(void)faucet_buf_putc(b, (char)*p);
-		}
-	}
-	(void)faucet_buf_putc(b, '"');
-}
-
 /* A member name and the separator after it: `"name":` or `"name": `. */
 static void put_member(faucet_buf *b, const char *indent, const char *name, int pretty)
 {
 	(void)faucet_buf_puts(b, indent);
-	put_json_string(b, name);
+	faucet__json_string(b, name);
 	(void)faucet_buf_puts(b, pretty ? ": " : ":");
 }
 
@@ -292,11 +258,11 @@ static void put_header(faucet_buf *b, unsigned version, const char *pipeline,
 	put_member(b, in1, "version", pretty);
 	(void)faucet_buf_printf(b, "%u,%s", version, nl);
 	put_member(b, in1, "pipeline", pretty);
-	put_json_string(b, pipeline);
+	faucet__json_string(b, pipeline);
 	(void)faucet_buf_printf(b, ",%s", nl);
 	if (exported_at != NULL) {
 		put_member(b, in1, "exported_at", pretty);
-		put_json_string(b, exported_at);
+		faucet__json_string(b, exported_at);
 		(void)faucet_buf_printf(b, ",%s", nl);
 	}
 	put_member(b, in1, "keys", pretty);

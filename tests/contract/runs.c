@@ -128,7 +128,7 @@ static void expire_lease(faucet_store *s, const char *scope)
 	assert_non_null(v);
 	assert_int_equal(faucet_lease_parse(v, key, &l), 0);
 	old = v;
-	assert_int_equal(run__lease_value(l.holder, 1, l.run, &v), 0);
+	assert_int_equal(faucet__lease_doc(l.holder, 1, l.run, &v), 0);
 	assert_int_equal(faucet_store_put(s, key, v), 0);
 	faucet_value_free(old);
 	faucet_value_free(v);
