@@ -16,6 +16,7 @@
 #include "testutil.h"
 #include "backfill/backfill_internal.h"
 #include <faucet/sys/store_backend.h>
+#include <faucet/run.h>
 
 #define UNIT "p::backfill::h::20260601T000000Z"
 #define LEASE UNIT "::__lease__"
@@ -483,6 +484,37 @@ static void the_two_step_release_settles_lost_replies(void **state)
 	faucet_store_free(s);
 }
 
+/* A run's lease (the same module, lease/lease.c): a release whose reply was
+ * lost but which landed is a release, not an error - the lease is gone,
+ * and the run's end succeeds.  A refused one is an error and the lease
+ * stays. */
+static void a_runs_release_settles_a_lost_reply(void **state)
+{
+	flaky_backend *f;
+	faucet_store *s = open_flaky(&f);
+	faucet_run *r = NULL;
+	faucet_value *v = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_run_begin(&r, s, "p", NULL), 0);
+	tu_put(s, "p::default", "{\"v\":1}");
+	f->landed = 1; /* the lease's compare-and-delete lands, its reply is lost */
+	assert_int_equal(faucet_run_end(r, FAUCET_RUN_OK, 0, NULL), 0);
+	assert_int_equal(faucet_store_get(s, "p::default::__lease__", &v), 0);
+	assert_null(v);
+	faucet_run_free(r);
+	r = NULL;
+	assert_int_equal(faucet_run_begin(&r, s, "p", NULL), 0);
+	f->refused = 1;
+	assert_int_not_equal(faucet_run_end(r, FAUCET_RUN_OK, 0, NULL), 0);
+	tu_assert_error_contains("connection dropped");
+	assert_int_equal(faucet_store_get(s, "p::default::__lease__", &v), 0);
+	assert_non_null(v);
+	faucet_value_free(v);
+	faucet_run_free(r);
+	faucet_store_free(s);
+}
+
 static void holder_names_host_pid_and_a_random_part(void **state)
 {
 	char *a = faucet_bf__lease_holder(), *b = faucet_bf__lease_holder();
@@ -505,6 +537,7 @@ int main(void)
 		cmocka_unit_test(one_claim_wins_until_it_expires),
 		cmocka_unit_test(one_claim_wins_until_it_expires_without_compare_and_delete),
 		cmocka_unit_test(unreadable_or_released_leases_can_be_claimed),
+		cmocka_unit_test(a_runs_release_settles_a_lost_reply),
 		cmocka_unit_test(a_claim_whose_reply_was_lost_is_ours),
 		cmocka_unit_test(our_own_live_lease_is_recognised),
 		cmocka_unit_test(lease_writes_that_did_not_land_are_errors),
