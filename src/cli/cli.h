@@ -212,6 +212,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
 int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+int cli_state_merge(cli_context *ctx, int argc, char **argv); /* state_merge.c */
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 

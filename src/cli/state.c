@@ -27,6 +27,8 @@ static const char state_help[] =
 	"  put KEY JSON|- [--if-absent | --if-equals JSON]\n"
 	"                                    write a value (- reads it from stdin)\n"
 	"  delete KEY                        remove a key (absent is not an error)\n"
+	"  merge KEY JSON|- [--if-equals JSON] [--dry-run]\n"
+	"                                    RFC 7396 merge patch into KEY's value\n"
 	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
 	"  import FILE|- [--replace] [--to-config FILE]\n"
 	"                                    write an export document into the store\n"
@@ -53,6 +55,7 @@ static const subcommand subcommands[] = {
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
 	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 	{"reindex", cli_state_reindex},
+	{"merge", cli_state_merge},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
