@@ -48,6 +48,7 @@
 typedef struct cli_context {
 	/* Global options, set wherever they appear on the command line. */
 	int json;                /* --json: print machine-readable JSON */
+	int quiet;               /* -q/--quiet: no run ids, undo lines or progress on stderr */
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
 	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
@@ -213,6 +214,7 @@ int cli_state_rekey(cli_context *ctx, int argc, char **argv);
 int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_merge(cli_context *ctx, int argc, char **argv); /* state_merge.c */
+int cli_state_clear(cli_context *ctx, int argc, char **argv); /* state_clear.c */
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 
@@ -224,6 +226,7 @@ typedef struct {
 			  * (the caller's report carries it) */
 	char *pipeline;
 	char *undo;      /* the undo command, once ended (NULL: nothing to undo) */
+	int quiet;       /* print no run/undo line (-q, or --json: stderr is for errors) */
 } cli_write_run;
 
 #define CLI_RUN_MAY_JOIN 1  /* join the run of FAUCET_RUN_ID when it is set */

@@ -29,6 +29,8 @@ static const char state_help[] =
 	"  delete KEY                        remove a key (absent is not an error)\n"
 	"  merge KEY JSON|- [--if-equals JSON] [--dry-run]\n"
 	"                                    RFC 7396 merge patch into KEY's value\n"
+	"  clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]\n"
+	"                                    delete a pipeline's data keys (one run)\n"
 	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
 	"  import FILE|- [--replace] [--to-config FILE]\n"
 	"                                    write an export document into the store\n"
@@ -56,6 +58,7 @@ static const subcommand subcommands[] = {
 	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 	{"reindex", cli_state_reindex},
 	{"merge", cli_state_merge},
+	{"clear", cli_state_clear},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
