@@ -43,7 +43,7 @@ static const char state_help[] =
 	"  reindex                           rebuild a Redis store's namespace index\n"
 	"\n"
 	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
-	"--state/-c/--encryption-key-env/--previous-key-env, --json and --help\n"
+	"--state/-c/--encryption-key-env/--previous-key-env, --json, -q and --help\n"
 	"(see 'faucet --help' for how the store is chosen).\n";
 
 typedef struct {

@@ -33,7 +33,8 @@ static const char clear_help[] =
 	"  --yes          needed when standard input is a terminal and more than one\n"
 	"                 key would go (there is no prompt)\n"
 	"  --dry-run      list the keys that would go; delete nothing\n"
-	"The keys deleted (or that would be) are printed on stdout, one a line.  A\n"
+	"The keys deleted (or that would be) are printed on stdout, one a line (not\n"
+	"with -q, but with --dry-run).  A\n"
 	"bulk write: it holds the pipeline lease while it deletes.\n"
 	"With --json: {\"pipeline\", \"tenant\", \"row\", \"dry_run\", \"count\", \"keys\",\n"
 	"\"run\", \"undo\"}.\n"
@@ -222,7 +223,7 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 		goto done;
 	if (ctx->json)
 		rc = print_clear_json(pipeline, tenant, row, 0, &c.keys, &w);
-	else
+	else if (!ctx->quiet)
 		print_keys(&c.keys);
 done:
 	cli_write_run_dispose(&w);

@@ -337,7 +337,7 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 		rc = report_conflict(ctx, &r);
 		goto done;
 	}
-	for (size_t i = 0; !ctx->json && i < r.restored.count; i++)
+	for (size_t i = 0; !ctx->json && !ctx->quiet && i < r.restored.count; i++)
 		printf("%s %s\n", a.dry_run ? "would restore" : "restored", r.restored.strings[i]);
 	if (!a.dry_run) {
 		again = undo_command(a.pipeline, r.scope, r.undo_run);
@@ -345,8 +345,9 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 			rc = cli_fail(CLI_EXIT_FAILED, "state undo");
 			goto done;
 		}
-		fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run, r.undo_run,
-			again);
+		if (!ctx->quiet && !ctx->json)
+			fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run,
+				r.undo_run, again);
 	}
 	if (ctx->json) {
 		cli_buf b = CLI_BUF_INIT;
