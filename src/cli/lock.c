@@ -21,7 +21,9 @@ static const char lock_help[] =
 	"\n"
 	"  list    every lease (of runs and backfill units): key, holder, expiry,\n"
 	"          live, expired or dead (its holder, a process of this host, is\n"
-	"          gone: the next run takes it over), and the run holding it\n"
+	"          gone: the next run takes it over), and the run holding it; on a\n"
+	"          terminal a header, aligned columns and local times, piped\n"
+	"          tab-separated lines and UTC times\n"
 	"  break   remove the lease KEY (a ...::__lease__ key) with compare-and-delete;\n"
 	"          with --if-holder only when H holds it.  Exit 3 when the lease is\n"
 	"          held by someone else than H or changed meanwhile.\n"
@@ -43,13 +45,16 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 {
 	const char *pipeline = NULL, *arg;
 	faucet_strarray keys = {0};
+	static const char *const heads[] = {"KEY", "HOLDER", "EXPIRES", "STATE", "RUN"};
 	cli_buf b = CLI_BUF_INIT;
 	faucet_store *s = NULL;
 	char *prefix = NULL;
+	cli_table t;
 	cli_args it;
 	int id, rc, n = 0;
 	int64_t now = (int64_t)time(NULL);
 
+	cli_table_init(&t, 5);
 	cli_args_init(&it, ctx, "lock list", argc, argv);
 	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -116,6 +121,13 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			jw_member(&b, "state", 0);
 			jw_string(&b, state);
 			(void)cli_buf_putc(&b, '}');
+		} else if (ctx->stdout_tty) {
+			char local[64];
+			const char *cells[5] = {keys.strings[i], l.holder,
+						cli_time_shown(ctx, (long long)l.expires_at, NULL,
+							       local, sizeof(local)),
+						state, l.run};
+			(void)cli_table_add(&t, cells);
 		} else {
 			printf("%s\t%s\t%s\t%s\t%s\n", keys.strings[i], l.holder, until, state,
 			       l.run ? l.run : "-");
@@ -124,8 +136,14 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		faucet_lease_dispose(&l);
 	}
 	(void)cli_buf_putc(&b, ']');
-	rc = ctx->json ? (jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED) : CLI_EXIT_OK;
+	if (ctx->json)
+		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+	else if (ctx->stdout_tty)
+		rc = cli_table_print(&t, ctx, heads);
+	else
+		rc = CLI_EXIT_OK;
 done:
+	cli_table_dispose(&t);
 	cli_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);

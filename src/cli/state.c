@@ -31,6 +31,7 @@ static const char state_help[] =
 	"                                    RFC 7396 merge patch into KEY's value\n"
 	"  clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]\n"
 	"                                    delete a pipeline's data keys (one run)\n"
+	"  pipelines                         every pipeline: keys, last run, leases\n"
 	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
 	"  import FILE|- [--replace] [--to-config FILE]\n"
 	"                                    write an export document into the store\n"
@@ -59,6 +60,7 @@ static const subcommand subcommands[] = {
 	{"reindex", cli_state_reindex},
 	{"merge", cli_state_merge},
 	{"clear", cli_state_clear},
+	{"pipelines", cli_state_pipelines},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)

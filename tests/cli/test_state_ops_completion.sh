@@ -16,6 +16,7 @@ check() { # check LINE WANT
 }
 check 'faucet state mer' merge
 check 'faucet state cle' clear
+check 'faucet state pip' pipelines
 check 'faucet state merge k {} --dr' --dry-run
 check 'faucet state clear p --ye' --yes
 check 'faucet state clear p --te' --tenant
@@ -46,6 +47,7 @@ fi
 run state --help
 expect_out_contains "merge KEY JSON" "state --help lists merge"
 expect_out_contains "clear PIPELINE" "state --help lists clear"
+expect_out_contains "pipelines" "state --help lists pipelines"
 run state merge --help
 expect_out_contains "RFC 7396" "state merge --help"
 run state clear --help
@@ -55,7 +57,7 @@ expect_out_contains "--pipeline P" "lock --help: --pipeline"
 run --help
 expect_out_contains "-q, --quiet" "faucet --help: -q"
 if [ -n "${FAUCET_SOURCE_DIR:-}" ] && command -v groff >/dev/null; then
-	for entry in "state merge" "state clear" "quiet"; do
+	for entry in "state merge" "state clear" "state pipelines" "quiet"; do
 		if groff -man -Tutf8 "$FAUCET_SOURCE_DIR/doc/faucet.1" 2>/dev/null | sed "s/.\x08//g" | grep -q -- "$entry"; then
 			pass
 		else
