@@ -112,6 +112,10 @@ FAUCET_EXTERN int faucet_run_compare_and_put(faucet_run *r, const char *key,
 FAUCET_EXTERN int faucet_run_compare_and_delete(faucet_run *r, const char *key,
 						const faucet_value *expected, int *deleted);
 FAUCET_EXTERN int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count);
+/* Delete every key (borrowed), in order, recording all their before-images
+ * in one marker write first (a per-key delete writes the marker per key).
+ * On an error the keys before the failed one are deleted, the rest kept. */
+FAUCET_EXTERN int faucet_run_delete_batch(faucet_run *r, const char *const *keys, size_t count);
 
 /* Extend the lease to now + TTL.  FAUCET_ELEASELOST when it was taken over. */
 FAUCET_EXTERN int faucet_run_renew(faucet_run *r);

@@ -58,6 +58,18 @@ FAUCET_EXTERN int faucet_value_member(const faucet_value *v, const char *name,
  * compare-and-delete follow this rule. */
 FAUCET_EXTERN int faucet_value_equal(const faucet_value *a, const faucet_value *b);
 
+/* RFC 7396 JSON Merge Patch: *out is `patch` applied to `target` (NULL: no
+ * value, merged as null), a new value with one reference owned by the
+ * caller; neither input is changed.  A null member of the patch removes the
+ * member, an object merges member by member, anything else (arrays
+ * included) replaces; a patch that is not an object is the result; a
+ * target that is not an object, patched by an object, is replaced by {}
+ * first (callers that must not lose such a value check it themselves).
+ * Members keep the target's order, new ones follow in the patch's order;
+ * numbers keep their spelling.  Errors: FAUCET_ENOMEM, FAUCET_EINVALID. */
+FAUCET_EXTERN int faucet_value_merge_patch(const faucet_value *target, const faucet_value *patch,
+					   faucet_value **out);
+
 /* Take one more reference to v (returns v).  NULL is passed through. */
 FAUCET_EXTERN faucet_value *faucet_value_ref(faucet_value *v);
 

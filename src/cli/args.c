@@ -22,6 +22,7 @@ enum {
 	GLOBAL_KEY_ENV,
 	GLOBAL_PREV_KEY_ENV,
 	GLOBAL_JSON,
+	GLOBAL_QUIET,
 	GLOBAL_HELP
 };
 
@@ -31,6 +32,7 @@ static const cli_option global_options[] = {
 	{"encryption-key-env", 0, 1, GLOBAL_KEY_ENV},
 	{"previous-key-env", 0, 1, GLOBAL_PREV_KEY_ENV},
 	{"json", 0, 0, GLOBAL_JSON},
+	{"quiet", 'q', 0, GLOBAL_QUIET},
 	{"help", 'h', 0, GLOBAL_HELP},
 	{NULL, 0, 0, 0},
 };
@@ -95,6 +97,7 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 		}
 		break;
 	case GLOBAL_JSON: it->ctx->json = 1; break;
+	case GLOBAL_QUIET: it->ctx->quiet = 1; break;
 	default: return CLI_ARG_HELP;
 	}
 	return 0;

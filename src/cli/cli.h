@@ -48,6 +48,7 @@
 typedef struct cli_context {
 	/* Global options, set wherever they appear on the command line. */
 	int json;                /* --json: print machine-readable JSON */
+	int quiet;               /* -q/--quiet: no run ids, undo lines or progress on stderr */
 	const char *state_url;   /* --state URL, or NULL (borrowed from argv) */
 	const char *config_arg;  /* -c/--config FILE, or NULL (borrowed from argv) */
 	const char *key_env;     /* --encryption-key-env VAR, else FAUCET_ENCRYPTION_KEY_ENV, or NULL */
@@ -212,6 +213,33 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
 int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+int cli_state_merge(cli_context *ctx, int argc, char **argv); /* state_merge.c */
+int cli_state_clear(cli_context *ctx, int argc, char **argv); /* state_clear.c */
+
+/* ---- listings (table.c) ----------------------------------------------- */
+
+/* Rows of text cells; printed on a terminal as a header and aligned
+ * columns, else as tab-separated lines without a header. */
+typedef struct {
+	size_t ncols, nrows, cap;
+	char ***rows;
+	int failed;
+} cli_table;
+
+void cli_table_init(cli_table *t, size_t ncols);
+/* Copy one row of ncols cells (NULL prints "-"); -1 when out of memory
+ * (remembered: cli_table_print then fails). */
+int cli_table_add(cli_table *t, const char *const *cells);
+int cli_table_print(const cli_table *t, const cli_context *ctx, const char *const *heads);
+void cli_table_dispose(cli_table *t);
+
+/* A time for a listing: on a terminal in the local zone, else as `utc` (an
+ * RFC 3339 UTC text; NULL: unix_seconds is formatted so).  Returns `utc`,
+ * `buf` or "-". */
+const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const char *utc,
+			   char *buf, size_t size);
+
+int cli_state_pipelines(cli_context *ctx, int argc, char **argv); /* state_pipelines.c */
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 
@@ -223,6 +251,7 @@ typedef struct {
 			  * (the caller's report carries it) */
 	char *pipeline;
 	char *undo;      /* the undo command, once ended (NULL: nothing to undo) */
+	int quiet;       /* print no run/undo line (-q, or --json: stderr is for errors) */
 } cli_write_run;
 
 #define CLI_RUN_MAY_JOIN 1  /* join the run of FAUCET_RUN_ID when it is set */

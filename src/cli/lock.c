@@ -17,14 +17,20 @@
 
 static const char lock_help[] =
 	"usage: faucet lock list [PIPELINE] [OPTIONS]\n"
-	"       faucet lock break KEY [--if-holder H] [OPTIONS]\n"
+	"       faucet lock break (KEY | --pipeline P [--row R]) [--if-holder H] [OPTIONS]\n"
 	"\n"
 	"  list    every lease (of runs and backfill units): key, holder, expiry,\n"
 	"          live, expired or dead (its holder, a process of this host, is\n"
-	"          gone: the next run takes it over), and the run holding it\n"
+	"          gone: the next run takes it over), and the run holding it; on a\n"
+	"          terminal a header, aligned columns and local times, piped\n"
+	"          tab-separated lines and UTC times\n"
 	"  break   remove the lease KEY (a ...::__lease__ key) with compare-and-delete;\n"
 	"          with --if-holder only when H holds it.  Exit 3 when the lease is\n"
-	"          held by someone else than H or changed meanwhile.\n";
+	"          held by someone else than H or changed meanwhile.\n"
+	"          --pipeline P --row R: the lease P::R::__lease__ of that invocation;\n"
+	"          --pipeline P alone: P::__lease__ (a bulk write or an undo) or\n"
+	"          P::default::__lease__ (a run of the default row), whichever is held\n"
+	"          (both held: exit 2, give the key).\n";
 
 static const char *lease_tail = "::__lease__";
 
@@ -39,13 +45,16 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 {
 	const char *pipeline = NULL, *arg;
 	faucet_strarray keys = {0};
+	static const char *const heads[] = {"KEY", "HOLDER", "EXPIRES", "STATE", "RUN"};
 	cli_buf b = CLI_BUF_INIT;
 	faucet_store *s = NULL;
 	char *prefix = NULL;
+	cli_table t;
 	cli_args it;
 	int id, rc, n = 0;
 	int64_t now = (int64_t)time(NULL);
 
+	cli_table_init(&t, 5);
 	cli_args_init(&it, ctx, "lock list", argc, argv);
 	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -112,6 +121,13 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			jw_member(&b, "state", 0);
 			jw_string(&b, state);
 			(void)cli_buf_putc(&b, '}');
+		} else if (ctx->stdout_tty) {
+			char local[64];
+			const char *cells[5] = {keys.strings[i], l.holder,
+						cli_time_shown(ctx, (long long)l.expires_at, NULL,
+							       local, sizeof(local)),
+						state, l.run};
+			(void)cli_table_add(&t, cells);
 		} else {
 			printf("%s\t%s\t%s\t%s\t%s\n", keys.strings[i], l.holder, until, state,
 			       l.run ? l.run : "-");
@@ -120,8 +136,14 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		faucet_lease_dispose(&l);
 	}
 	(void)cli_buf_putc(&b, ']');
-	rc = ctx->json ? (jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED) : CLI_EXIT_OK;
+	if (ctx->json)
+		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+	else if (ctx->stdout_tty)
+		rc = cli_table_print(&t, ctx, heads);
+	else
+		rc = CLI_EXIT_OK;
 done:
+	cli_table_dispose(&t);
 	cli_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
@@ -129,48 +151,50 @@ done:
 	return rc;
 }
 
-static int lock_break(cli_context *ctx, int argc, char **argv)
+/* The lease key a user probably meant by a key that is not one: the
+ * invocation's lease for another bookkeeping key of it, else KEY::__lease__. */
+static char *suggest_lease_key(const char *key)
 {
-	enum { O_IF_HOLDER = 1 };
-	static const cli_option opts[] = {{"if-holder", 0, 1, O_IF_HOLDER}, {NULL, 0, 0, 0}};
-	const char *key = NULL, *if_holder = NULL, *arg;
-	faucet_store *s = NULL;
+	static const char *const tails[] = {"::__status__", "::__rollback__"};
+
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		const char *at = strstr(key, tails[i]);
+
+		if (at != NULL && at > key)
+			return cli_sprintf("%.*s%s", (int)(at - key), key, lease_tail);
+	}
+	return cli_sprintf("%s%s", key, lease_tail);
+}
+
+/* Break the lease at `key` (read, then compare-and-delete). */
+static int break_one(cli_context *ctx, faucet_store *s, const char *key, const char *if_holder)
+{
 	faucet_value *v = NULL;
 	faucet_lease l;
-	cli_args it;
-	int id, rc, deleted = 0;
+	int rc, deleted = 0;
 
-	cli_args_init(&it, ctx, "lock break", argc, argv);
-	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
-		if (id == CLI_ARG_ERROR)
-			return CLI_EXIT_USAGE;
-		if (id == CLI_ARG_HELP)
-			return cli_print_help(lock_help);
-		if (id == O_IF_HOLDER) {
-			if_holder = arg;
-			continue;
-		}
-		if (key != NULL)
-			return cli_usage_error("lock break", "unexpected argument '%s'", arg);
-		key = arg;
-	}
-	if (key == NULL)
-		return cli_usage_error("lock break", "which lease? give its key (...::__lease__)");
-	if (faucet_validate_key(key) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "lock break");
-	if (!is_lease_key(key))
-		return cli_usage_error("lock break", "'%s' is not a lease key (it must end in "
-				       "::__lease__)", key);
-	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
-		return rc;
 	memset(&l, 0, sizeof(l));
 	if (faucet_store_get(s, key, &v) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "reading %s", key);
 		goto done;
 	}
 	if (v == NULL) {
-		fprintf(stderr, "faucet: no lease at %s\n", key);
+		if (if_holder != NULL)
+			rc = cli_error(CLI_EXIT_CONDITION, "no lease at %s", key);
+		else if (!ctx->quiet && !ctx->json)
+			fprintf(stderr, "faucet: no lease at %s\n", key);
 		rc = if_holder ? CLI_EXIT_CONDITION : CLI_EXIT_OK;
+		if (rc == CLI_EXIT_OK && ctx->json) {
+			cli_buf b = CLI_BUF_INIT;
+
+			(void)cli_buf_putc(&b, '{');
+			jw_member(&b, "key", 1);
+			jw_string(&b, key);
+			jw_member(&b, "broken", 0);
+			(void)cli_buf_puts(&b, "false}");
+			if (jw_print(&b) != 0)
+				rc = CLI_EXIT_FAILED;
+		}
 		goto done;
 	}
 	if (faucet_lease_parse(v, key, &l) != 0) {
@@ -191,25 +215,146 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 			       key);
 		goto done;
 	}
-	fprintf(stderr, "faucet: broke %s (held by %s%s%s)\n", key, l.holder,
-		l.run ? ", run " : "", l.run ? l.run : "");
+	if (!ctx->quiet && !ctx->json)
+		fprintf(stderr, "faucet: broke %s (held by %s%s%s)\n", key, l.holder,
+			l.run ? ", run " : "", l.run ? l.run : "");
+	rc = CLI_EXIT_OK;
 	if (ctx->json) {
 		cli_buf b = CLI_BUF_INIT;
 
 		(void)cli_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
 		jw_string(&b, key);
+		jw_member(&b, "broken", 0);
+		(void)cli_buf_puts(&b, "true");
 		jw_member(&b, "holder", 0);
 		jw_string(&b, l.holder);
 		jw_member(&b, "run", 0);
 		jw_string_or_null(&b, l.run);
 		(void)cli_buf_putc(&b, '}');
-		(void)jw_print(&b);
+		if (jw_print(&b) != 0)
+			rc = CLI_EXIT_FAILED;
 	}
-	rc = CLI_EXIT_OK;
 done:
 	faucet_lease_dispose(&l);
 	faucet_value_free(v);
+	return rc;
+}
+
+/*
+ * --pipeline P [--row R]: with --row, the invocation's lease P::R::__lease__;
+ * without, the pipeline lease P::__lease__ (bulk writes, undo) or the lease
+ * of P's default invocation P::default::__lease__ (`faucet run --pipeline P`)
+ * - whichever is held; both held is exit 2, naming both keys.
+ */
+static int pipeline_lease_key(cli_context *ctx, faucet_store *s, const char *pipeline,
+			      const char *row, char **out)
+{
+	char *level, *dflt;
+	faucet_value *a = NULL, *b = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (row != NULL) {
+		*out = cli_sprintf("%s::%s%s", pipeline, row, lease_tail);
+		return *out ? 0 : cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	level = cli_sprintf("%s%s", pipeline, lease_tail);
+	dflt = cli_sprintf("%s::default%s", pipeline, lease_tail);
+	if (level == NULL || dflt == NULL) {
+		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
+	} else if (faucet_store_get(s, level, &a) != 0 || faucet_store_get(s, dflt, &b) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "reading the leases of %s in %s", pipeline,
+			      ctx->store_label);
+	} else if (a != NULL && b != NULL) {
+		rc = cli_error(CLI_EXIT_USAGE,
+			       "lock break: pipeline %s holds two leases, %s (a bulk write or an "
+			       "undo) and %s (a run of the default row); give the key, or --row "
+			       "default; nothing broken",
+			       pipeline, level, dflt);
+	} else if (b != NULL) {
+		*out = dflt;
+		dflt = NULL;
+	} else {
+		*out = level; /* held, or neither: "no lease at" names the pipeline lease */
+		level = NULL;
+	}
+	faucet_value_free(a);
+	faucet_value_free(b);
+	free(level);
+	free(dflt);
+	return rc;
+}
+
+static int lock_break(cli_context *ctx, int argc, char **argv)
+{
+	enum { O_IF_HOLDER = 1, O_PIPELINE, O_ROW };
+	static const cli_option opts[] = {{"if-holder", 0, 1, O_IF_HOLDER},
+					  {"pipeline", 'p', 1, O_PIPELINE},
+					  {"row", 0, 1, O_ROW},
+					  {NULL, 0, 0, 0}};
+	const char *key = NULL, *if_holder = NULL, *pipeline = NULL, *row = NULL, *arg;
+	faucet_store *s = NULL;
+	char *found = NULL;
+	cli_args it;
+	int id, rc;
+
+	cli_args_init(&it, ctx, "lock break", argc, argv);
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(lock_help);
+		if (id == O_IF_HOLDER) {
+			if_holder = arg;
+			continue;
+		}
+		if (id == O_PIPELINE) {
+			pipeline = arg;
+			continue;
+		}
+		if (id == O_ROW) {
+			row = arg;
+			continue;
+		}
+		if (key != NULL)
+			return cli_usage_error("lock break", "unexpected argument '%s'", arg);
+		key = arg;
+	}
+	if (key != NULL && pipeline != NULL)
+		return cli_usage_error("lock break", "give the lease KEY or --pipeline P, not both");
+	if (row != NULL && pipeline == NULL)
+		return cli_usage_error("lock break", "--row needs --pipeline P");
+	if (key == NULL && pipeline == NULL)
+		return cli_usage_error("lock break", "which lease? give its key (...::__lease__) "
+				       "or --pipeline P [--row R]");
+	if (pipeline != NULL) {
+		if (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::") != NULL)
+			return cli_usage_error("lock break", "invalid pipeline name '%s'", pipeline);
+		if (row != NULL && (faucet_validate_key(row) != 0 ||
+				    faucet_run_is_bookkeeping_key(row) || strstr(row, "__lease__")))
+			return cli_usage_error("lock break", "invalid --row '%s'", row);
+	} else {
+		if (faucet_validate_key(key) != 0)
+			return cli_fail(CLI_EXIT_USAGE, "lock break");
+		if (!is_lease_key(key)) {
+			char *hint = suggest_lease_key(key);
+
+			rc = cli_usage_error("lock break", "'%s' is not a lease key (it must end in "
+					     "::__lease__); did you mean '%s'?",
+					     key, hint ? hint : "...::__lease__");
+			free(hint);
+			return rc;
+		}
+	}
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
+		return rc;
+	if (pipeline != NULL && (rc = pipeline_lease_key(ctx, s, pipeline, row, &found)) != 0) {
+		faucet_store_free(s);
+		return rc;
+	}
+	rc = break_one(ctx, s, found ? found : key, if_holder);
+	free(found);
 	faucet_store_free(s);
 	return rc;
 }

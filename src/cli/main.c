@@ -34,6 +34,7 @@ static const char usage[] =
 	"  -c, --config FILE  a faucet pipeline YAML: its state: block and name:\n"
 	"  --encryption-key-env VAR, --previous-key-env VAR  keys of an encrypted store\n"
 	"  --json             print machine-readable JSON\n"
+	"  -q, --quiet        no run ids, undo commands or progress on stderr; errors only\n"
 	"  -h, --help         show help (also after any command)\n"
 	"  -V, --version      print the version\n"
 	"\n"

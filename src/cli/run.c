@@ -666,6 +666,44 @@ static int outcome_and_exit(run_state *st, char *msg, size_t size, int *exit_sta
 	return st->interrupted ? 128 + st->interrupted : *exit_status;
 }
 
+/* `faucet run --json`: one summary object, the last line of stdout (after
+ * everything the command printed there). */
+static int print_run_summary(run_state *st, const char *outcome, int exit_status, int code,
+			     size_t changed, const char *message)
+{
+	char *undo = NULL;
+	cli_buf b = CLI_BUF_INIT;
+
+	if (changed > 0 && (undo = cli_sprintf("faucet state undo %s --row %s %s", st->pipeline,
+					       st->row, faucet_run_id(st->run))) == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	(void)fflush(stdout);
+	(void)cli_buf_putc(&b, '{');
+	jw_member(&b, "run", 1);
+	jw_string(&b, faucet_run_id(st->run));
+	jw_member(&b, "pipeline", 0);
+	jw_string(&b, st->pipeline);
+	jw_member(&b, "row", 0);
+	jw_string(&b, st->row);
+	jw_member(&b, "outcome", 0);
+	jw_string(&b, outcome);
+	jw_member(&b, "exit_status", 0);
+	(void)cli_buf_printf(&b, "%d", exit_status);
+	jw_member(&b, "exit", 0);
+	(void)cli_buf_printf(&b, "%d", code);
+	jw_member(&b, "keys_changed", 0);
+	(void)cli_buf_printf(&b, "%zu", changed);
+	jw_member(&b, "state_stored", 0);
+	(void)cli_buf_puts(&b, st->stored ? "true" : "false");
+	jw_member(&b, "message", 0);
+	jw_string_or_null(&b, message);
+	jw_member(&b, "undo", 0);
+	jw_string_or_null(&b, undo);
+	(void)cli_buf_putc(&b, '}');
+	free(undo);
+	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+}
+
 static int finish_run(run_state *st)
 {
 	char msg[512] = "", undo_hint[FAUCET_KEY_MAX * 2];
@@ -678,9 +716,13 @@ static int finish_run(run_state *st)
 	else if (st->state_error != NULL && msg[0] == '\0')
 		(void)snprintf(msg, sizeof(msg), "%s", st->state_error);
 	if (st->lease_lost) {
-		fprintf(stderr, "faucet: run %s lost its lease on %s; its outcome is not recorded\n",
-			faucet_run_id(st->run), faucet_run_scope(st->run));
-		return code ? code : CLI_EXIT_FAILED;
+		code = code ? code : CLI_EXIT_FAILED;
+		(void)snprintf(msg, sizeof(msg), "run %s lost its lease on %s; its outcome is not "
+			       "recorded", faucet_run_id(st->run), faucet_run_scope(st->run));
+		fprintf(stderr, "faucet: %s\n", msg);
+		if (st->ctx->json)
+			(void)print_run_summary(st, "lost", exit_status, code, 0, msg);
+		return code;
 	}
 	if (faucet_run_end(st->run, failed ? FAUCET_RUN_FAILED : FAUCET_RUN_OK, exit_status,
 			   msg[0] ? msg : NULL) != 0)
@@ -692,10 +734,18 @@ static int finish_run(run_state *st)
 			       "%s %s", st->pipeline, st->row, faucet_run_id(st->run));
 	else
 		(void)snprintf(undo_hint, sizeof(undo_hint), "; it changed nothing");
-	fprintf(stderr, "faucet: run %s %s%s%s%s\n", faucet_run_id(st->run),
-		failed ? "failed" : "ok", msg[0] ? ": " : "", msg, undo_hint);
+	/* With -q or --json only a failure is said on stderr. */
+	if (failed || (!st->ctx->quiet && !st->ctx->json))
+		fprintf(stderr, "faucet: run %s %s%s%s%s\n", faucet_run_id(st->run),
+			failed ? "failed" : "ok", msg[0] ? ": " : "", msg,
+			failed && (st->ctx->quiet || st->ctx->json) ? "" : undo_hint);
 	/* The command succeeded but a state it printed could not be stored. */
 	if (code == 0 && failed)
+		code = CLI_EXIT_FAILED;
+	if (st->ctx->json &&
+	    print_run_summary(st, failed ? "failed" : "ok", exit_status, code,
+			      faucet_run_changed(st->run), msg[0] ? msg : NULL) != 0 &&
+	    code == 0)
 		code = CLI_EXIT_FAILED;
 	return code;
 }
@@ -811,7 +861,9 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 		}
 	}
 	if (rc == 0) {
-		fprintf(stderr, "faucet: run %s of %s started\n", faucet_run_id(st.run), st.state_key);
+		if (!ctx->quiet && !ctx->json)
+			fprintf(stderr, "faucet: run %s of %s started\n", faucet_run_id(st.run),
+				st.state_key);
 		if (install_signals(st.sig_fds) != 0)
 			rc = cli_error(CLI_EXIT_FAILED, "run: cannot set up signals: %s", strerror(errno));
 		if (rc == 0 && a.singer)

@@ -27,6 +27,11 @@ static const char state_help[] =
 	"  put KEY JSON|- [--if-absent | --if-equals JSON]\n"
 	"                                    write a value (- reads it from stdin)\n"
 	"  delete KEY                        remove a key (absent is not an error)\n"
+	"  merge KEY JSON|- [--if-equals JSON] [--dry-run]\n"
+	"                                    RFC 7396 merge patch into KEY's value\n"
+	"  clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]\n"
+	"                                    delete a pipeline's data keys (one run)\n"
+	"  pipelines                         every pipeline: keys, last run, leases\n"
 	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
 	"  import FILE|- [--replace] [--to-config FILE]\n"
 	"                                    write an export document into the store\n"
@@ -39,7 +44,7 @@ static const char state_help[] =
 	"  reindex                           rebuild a Redis store's namespace index\n"
 	"\n"
 	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
-	"--state/-c/--encryption-key-env/--previous-key-env, --json and --help\n"
+	"--state/-c/--encryption-key-env/--previous-key-env, --json, -q and --help\n"
 	"(see 'faucet --help' for how the store is chosen).\n";
 
 typedef struct {
@@ -53,6 +58,9 @@ static const subcommand subcommands[] = {
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
 	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 	{"reindex", cli_state_reindex},
+	{"merge", cli_state_merge},
+	{"clear", cli_state_clear},
+	{"pipelines", cli_state_pipelines},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)

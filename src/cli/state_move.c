@@ -186,7 +186,8 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 		(void)cli_buf_putc(&b, '}');
 		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 	}
-	printf("exported %zu keys of pipeline '%s' to %s\n", count, pipeline, output);
+	if (!ctx->quiet)
+		printf("exported %zu keys of pipeline '%s' to %s\n", count, pipeline, output);
 	return CLI_EXIT_OK;
 }
 
@@ -314,7 +315,8 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 		print_json_report(&b, pipeline, label, r, w);
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
-	} else {
+	} else if (!ctx->quiet || r->dry_run || r->error != NULL) {
+		/* -q: a successful write's report is chatter; a failure's is not. */
 		print_text_report(pipeline, label, r);
 	}
 	if (r->error == NULL)

@@ -22,7 +22,9 @@ static const char runs_help[] =
 	"\n"
 	"The run history, newest first: run, start, end, outcome, keys changed, and\n"
 	"where (a row, or \"-\" for pipeline-level runs such as CLI writes spanning\n"
-	"several invocations).  With --row only that invocation's runs.  With --json\n"
+	"several invocations).  On a terminal: a header, aligned columns and local\n"
+	"times; piped: tab-separated lines, UTC times.  With --row only that\n"
+	"invocation's runs.  With --json (times RFC 3339 UTC)\n"
 	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n";
 
 static const char undo_help[] =
@@ -119,7 +121,62 @@ static const char *member(json_object *o, const char *name)
 	return json_object_get_string(m);
 }
 
-static int print_history(const char *json)
+/* A message may hold anything the command printed: keep it on one line. */
+static void put_escaped(cli_buf *b, const char *msg)
+{
+	for (const char *p = msg; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			(void)cli_buf_printf(b, "\\x%02x", (unsigned char)*p);
+		else
+			(void)cli_buf_putc(b, *p);
+	}
+}
+
+/* On a terminal: a header, aligned columns and local times. */
+static int print_history_table(cli_context *ctx, const history_row *rows, size_t n)
+{
+	static const char *const heads[] = {"RUN", "STARTED", "ENDED", "OUTCOME", "KEYS", "ROW",
+					    "NOTE"};
+	cli_table t;
+	int rc;
+
+	cli_table_init(&t, 7);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = rows[i].entry, *keys, *total;
+		const char *msg = member(e, "message"), *undoes = member(e, "undoes");
+		const char *started = member(e, "started_at"), *ended = member(e, "ended_at");
+		char sbuf[64], ebuf[64], kbuf[32];
+		cli_buf note = CLI_BUF_INIT;
+		const char *cells[7];
+		size_t nkeys = json_object_object_get_ex(e, "keys", &keys) && keys
+				       ? json_object_array_length(keys) : 0;
+
+		if (json_object_object_get_ex(e, "keys_total", &total) &&
+		    json_object_is_type(total, json_type_int) && json_object_get_int64(total) > 0)
+			nkeys = (size_t)json_object_get_int64(total);
+		(void)snprintf(kbuf, sizeof(kbuf), "%zu", nkeys);
+		if (undoes != NULL)
+			(void)cli_buf_printf(&note, "undoes %s%s", undoes, msg ? "; " : "");
+		if (msg != NULL)
+			put_escaped(&note, msg);
+		cells[0] = rows[i].run;
+		cells[1] = started ? cli_time_shown(ctx, 0, started, sbuf, sizeof(sbuf)) : NULL;
+		cells[2] = ended ? cli_time_shown(ctx, 0, ended, ebuf, sizeof(ebuf)) : NULL;
+		cells[3] = member(e, "outcome") ? member(e, "outcome") : "?";
+		cells[4] = kbuf;
+		cells[5] = rows[i].row;
+		cells[6] = note.failed ? NULL : note.ptr ? note.ptr : "";
+		if (note.failed)
+			t.failed = 1;
+		(void)cli_table_add(&t, cells);
+		cli_buf_dispose(&note);
+	}
+	rc = cli_table_print(&t, ctx, heads);
+	cli_table_dispose(&t);
+	return rc;
+}
+
+static int print_history(cli_context *ctx, const char *json)
 {
 	json_object *root = json_tokener_parse(json);
 	history_row *rows = NULL;
@@ -148,6 +205,10 @@ static int print_history(const char *json)
 		}
 	}
 	qsort(rows, n, sizeof(*rows), newest_first);
+	if (ctx->stdout_tty) {
+		rc = print_history_table(ctx, rows, n);
+		goto done;
+	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = rows[i].entry, *keys, *total;
 		const char *msg = member(e, "message"), *undoes = member(e, "undoes");
@@ -203,7 +264,7 @@ int cli_state_runs(cli_context *ctx, int argc, char **argv)
 		putchar('\n');
 		rc = CLI_EXIT_OK;
 	} else {
-		rc = print_history(json);
+		rc = print_history(ctx, json);
 	}
 	free(json);
 	faucet_store_free(s);
@@ -337,7 +398,7 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 		rc = report_conflict(ctx, &r);
 		goto done;
 	}
-	for (size_t i = 0; !ctx->json && i < r.restored.count; i++)
+	for (size_t i = 0; !ctx->json && !ctx->quiet && i < r.restored.count; i++)
 		printf("%s %s\n", a.dry_run ? "would restore" : "restored", r.restored.strings[i]);
 	if (!a.dry_run) {
 		again = undo_command(a.pipeline, r.scope, r.undo_run);
@@ -345,8 +406,9 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 			rc = cli_fail(CLI_EXIT_FAILED, "state undo");
 			goto done;
 		}
-		fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run, r.undo_run,
-			again);
+		if (!ctx->quiet && !ctx->json)
+			fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run,
+				r.undo_run, again);
 	}
 	if (ctx->json) {
 		cli_buf b = CLI_BUF_INIT;

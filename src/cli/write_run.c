@@ -44,8 +44,8 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
 	const char *joined = getenv("FAUCET_RUN_ID");
 	int rc = 0;
 
-	(void)ctx;
 	memset(w, 0, sizeof(*w));
+	w->quiet = ctx->quiet || ctx->json;
 	if (pipeline == NULL)
 		goto done; /* bookkeeping only */
 	if (may_join && joined != NULL && *joined != '\0') {
@@ -106,7 +106,7 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 	if (w->run == NULL)
 		return 0;
 	if (w->joined) {
-		if (faucet_run_keys(w->run)->count > 0)
+		if (faucet_run_keys(w->run)->count > 0 && !w->quiet)
 			fprintf(stderr, "faucet: recorded in run %s\n", faucet_run_id(w->run));
 		return 0;
 	}
@@ -124,7 +124,8 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 		      : cli_sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
 	if (w->undo == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
-	fprintf(stderr, "faucet: run %s; undo: %s\n", faucet_run_id(w->run), w->undo);
+	if (!w->quiet)
+		fprintf(stderr, "faucet: run %s; undo: %s\n", faucet_run_id(w->run), w->undo);
 	return 0;
 }
 

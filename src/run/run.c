@@ -1608,6 +1608,39 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 	return rc;
 }
 
+int faucet_run_delete_batch(faucet_run *r, const char *const *keys, size_t count)
+{
+	const faucet_value **vals;
+	write_req q;
+	size_t done = 0;
+	int rc;
+
+	if (r == NULL || (count > 0 && keys == NULL))
+		return faucet_error_set(FAUCET_EINVALID, "run: NULL argument");
+	if (count == 0)
+		return fence(r);
+	vals = faucet__calloc(count, sizeof(*vals)); /* every one NULL: a delete */
+	if (vals == NULL)
+		return FAUCET_ENOMEM;
+	/* Every before-image in one marker write, then the deletes. */
+	memset(&q, 0, sizeof(q));
+	q.keys = keys;
+	q.vals = vals;
+	q.n = count;
+	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	req_dispose(&q);
+	free(vals);
+	for (; rc == 0 && done < count; done++) {
+		rc = faucet_store_delete(r->s, keys[done]);
+		note_after(r, keys[done], NULL, note_of(rc));
+	}
+	/* After a failed delete the keys not reached are as they were, but
+	 * their images are marked unknown: a false conflict is safe. */
+	for (size_t i = done; rc != 0 && i < count; i++)
+		note_after(r, keys[i], NULL, NOTE_UNKNOWN);
+	return rc;
+}
+
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
 			   size_t *written, size_t *unknown_from)
 {

@@ -665,3 +665,123 @@ void faucet_value_free(faucet_value *v)
 		json_object_put(v->tree);
 	free(v);
 }
+
+/* ---- JSON Merge Patch (RFC 7396, doc/design.md §2.7) -----------------
+ *
+ * The result is written as text while walking private trees of the target
+ * and the patch (never the values' shared trees: rendering a node writes
+ * into it), then parsed and checked like any input.  Members keep the
+ * target's order, new members follow in the patch's order, and every leaf
+ * is json-c's rendering of its node, which for a parsed number is its
+ * source text: nothing is ever re-spelt.
+ */
+
+static void merge_put_name(faucet_buf *b, const char *name)
+{
+	(void)faucet_buf_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\') {
+			(void)faucet_buf_putc(b, '\\');
+			(void)faucet_buf_putc(b, (char)*p);
+		} else if (*p < 0x20) {
+			(void)faucet_buf_printf(b, "\\u%04x", (unsigned)*p);
+		} else {
+			(void)faucet_buf_putc(b, (char)*p);
+		}
+	}
+	(void)faucet_buf_putc(b, '"');
+}
+
+static void merge_put_node(faucet_buf *b, json_object *o)
+{
+	size_t len = 0;
+	const char *text;
+
+	if (o == NULL) {
+		(void)faucet_buf_puts(b, "null");
+		return;
+	}
+	text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
+							    JSON_C_TO_STRING_NOSLASHESCAPE,
+						 &len);
+	if (text == NULL)
+		b->failed = 1;
+	else
+		(void)faucet_buf_put(b, text, len);
+}
+
+static void merge_member(faucet_buf *b, int *first, const char *name)
+{
+	if (!*first)
+		(void)faucet_buf_putc(b, ',');
+	*first = 0;
+	merge_put_name(b, name);
+	(void)faucet_buf_putc(b, ':');
+}
+
+/* MergePatch(target, patch) of RFC 7396 section 2; `has_target` is 0 for
+ * an absent target (treated as null).  The nesting is bounded by the
+ * checker's FAUCET_JSON_MAX_DEPTH, and so is this recursion. */
+static void merge_tree(faucet_buf *b, json_object *target, int has_target, json_object *patch)
+{
+	int first = 1;
+
+	if (!json_object_is_type(patch, json_type_object)) {
+		merge_put_node(b, patch);
+		return;
+	}
+	if (!has_target || !json_object_is_type(target, json_type_object))
+		target = NULL; /* a non-object target is replaced by {} */
+	(void)faucet_buf_putc(b, '{');
+	if (target != NULL) {
+		json_object_object_foreach(target, name, tv) {
+			json_object *pv;
+
+			if (!json_object_object_get_ex(patch, name, &pv)) {
+				merge_member(b, &first, name);
+				merge_put_node(b, tv);
+			} else if (pv != NULL) {
+				merge_member(b, &first, name);
+				merge_tree(b, tv, 1, pv);
+			} /* a null in the patch removes the member */
+		}
+	}
+	json_object_object_foreach(patch, pname, pv) {
+		if (pv == NULL || (target != NULL && json_object_object_get_ex(target, pname, NULL)))
+			continue;
+		merge_member(b, &first, pname);
+		merge_tree(b, NULL, 0, pv);
+	}
+	(void)faucet_buf_putc(b, '}');
+}
+
+int faucet_value_merge_patch(const faucet_value *target, const faucet_value *patch,
+			     faucet_value **out)
+{
+	json_object *ttree = NULL, *ptree = NULL;
+	faucet_buf buf = FAUCET_BUF_INIT;
+	int rc;
+
+	if (out == NULL || patch == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_value_merge_patch: NULL argument");
+	*out = NULL;
+	if (patch->text[0] != '{') {
+		/* Not an object: the patch is the result (RFC 7396 section 2). */
+		*out = faucet_value_ref((faucet_value *)patch);
+		return 0;
+	}
+	rc = parse_tree(patch->text, patch->len, "merge patch", &ptree);
+	if (rc == 0 && target != NULL)
+		rc = parse_tree(target->text, target->len, "JSON value", &ttree);
+	if (rc == 0) {
+		merge_tree(&buf, ttree, target != NULL, ptree);
+		if (buf.failed || buf.ptr == NULL)
+			rc = faucet_error_set(FAUCET_ENOMEM, "out of memory merging JSON");
+		else
+			rc = faucet_value_parse_at(out, buf.ptr, buf.len, "merged value");
+	}
+	faucet_buf_dispose(&buf);
+	json_object_put(ttree);
+	json_object_put(ptree);
+	return rc;
+}

@@ -1330,6 +1330,35 @@ static void an_undo_is_all_or_nothing(void **state)
 	tu_assert_value(s, "p::default::b", "3");
 }
 
+/* faucet_run_delete_batch: every before-image recorded, the keys gone, and
+ * undo puts each one back (`faucet state clear`). */
+static void a_delete_batch_is_recorded_and_undone(void **state)
+{
+	faucet_store *s = S(state);
+	const char *keys[] = {"p::default", "p::default::a", "p::default::b"};
+	faucet_undo_result res;
+	faucet_run *r;
+
+	tu_put(s, "p::default", "{\"c\":1}");
+	tu_put(s, "p::default::a", "[1,2]");
+	tu_put(s, "p::default::b", "18446744073709551615");
+	r = begin(s, NULL);
+	assert_int_equal(faucet_run_delete_batch(r, keys, 3), 0);
+	tu_assert_value(s, "p::default", NULL);
+	tu_assert_value(s, "p::default::a", NULL);
+	tu_assert_value(s, "p::default::b", NULL);
+	assert_int_equal(faucet_run_delete_batch(r, keys, 0), 0);
+	assert_int_equal(faucet_run_delete_batch(NULL, keys, 1), FAUCET_EINVALID);
+	end_ok(r);
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, 3);
+	tu_assert_value(s, "p::default", "{\"c\":1}");
+	tu_assert_value(s, "p::default::a", "[1,2]");
+	tu_assert_value(s, "p::default::b", "18446744073709551615");
+	faucet_undo_result_dispose(&res);
+}
+
 int contract_runs_run(const contract_backend *b)
 {
 	const struct CMUnitTest tests[] = {
@@ -1380,6 +1409,8 @@ int contract_runs_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(an_undo_is_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_delete_batch_is_recorded_and_undone, setup,
 						teardown),
 	};
 	char group[64];

@@ -1,0 +1,234 @@
+/*
+ * state_clear.c - `faucet state clear PIPELINE [--row R] [--tenant T]`:
+ * delete a pipeline's (or one invocation's) data keys as one run.
+ *
+ * The keys are found with one scan of the namespace that skips the run
+ * bookkeeping (faucet_store_scan_data), so a clear never touches
+ * __lease__, __status__ or __rollback__: the history survives it, and
+ * `faucet state undo` of the clear's run puts every key back.  The deletes
+ * go through faucet_run_delete_batch, which records every before-image in
+ * one marker write before the first delete (doc/design.md §8.2).  Like
+ * import, a clear is a bulk write: it holds the pipeline lease while it
+ * deletes (exit 75 when a `faucet run` or an undo of the pipeline holds it).
+ *
+ * A namespace is matched whole: PIPELINE's keys are those under
+ * "PIPELINE::", so clearing "orders" never touches "orders_archive".
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "jsonw.h"
+
+static const char clear_help[] =
+	"usage: faucet state clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run] [OPTIONS]\n"
+	"\n"
+	"Delete every data key of PIPELINE ([T::]PIPELINE::...), or of one invocation\n"
+	"with --row R (the key [T::]PIPELINE::R and those under it), as one run: undo\n"
+	"it with the `faucet state undo` command it prints.  Run bookkeeping\n"
+	"(__lease__, __status__, __rollback__) stays, so the history survives.\n"
+	"  --row R        only the invocation PIPELINE::R\n"
+	"  --tenant T     the pipeline of tenant T\n"
+	"  --yes          needed when standard input is a terminal and more than one\n"
+	"                 key would go (there is no prompt)\n"
+	"  --dry-run      list the keys that would go; delete nothing\n"
+	"The keys deleted (or that would be) are printed on stdout, one a line (not\n"
+	"with -q, but with --dry-run).  A\n"
+	"bulk write: it holds the pipeline lease while it deletes.\n"
+	"With --json: {\"pipeline\", \"tenant\", \"row\", \"dry_run\", \"count\", \"keys\",\n"
+	"\"run\", \"undo\"}.\n"
+	"Exit: 0 cleared (or nothing to clear), 1 failed, 2 bad usage or --yes missing\n"
+	"(nothing deleted), 75 the pipeline lease is held.\n";
+
+typedef struct {
+	const char *base;  /* "[T::]P::R" with --row, else NULL */
+	size_t base_len;
+	faucet_strarray keys;
+	int failed;        /* out of memory */
+} clear_scan;
+
+static int collect_key(const char *key, const faucet_value *value, void *arg)
+{
+	clear_scan *c = arg;
+	char **grown, *copy;
+
+	(void)value;
+	/* With --row the scan's prefix is "P::R": keep "P::R" itself and the
+	 * keys under "P::R::", not those of a row "R2". */
+	if (c->base != NULL && key[c->base_len] != '\0' &&
+	    strncmp(key + c->base_len, "::", 2) != 0)
+		return 0;
+	copy = cli_strdup(key);
+	grown = copy ? realloc(c->keys.strings, (c->keys.count + 1) * sizeof(*grown)) : NULL;
+	if (grown == NULL) {
+		free(copy);
+		c->failed = 1;
+		return 1;
+	}
+	c->keys.strings = grown;
+	c->keys.strings[c->keys.count++] = copy;
+	return 0;
+}
+
+static int print_clear_json(const char *pipeline, const char *tenant, const char *row,
+			    int dry_run, const faucet_strarray *keys, const cli_write_run *w)
+{
+	cli_buf b = CLI_BUF_INIT;
+
+	(void)cli_buf_putc(&b, '{');
+	jw_member(&b, "pipeline", 1);
+	jw_string(&b, pipeline);
+	jw_member(&b, "tenant", 0);
+	jw_string_or_null(&b, tenant);
+	jw_member(&b, "row", 0);
+	jw_string_or_null(&b, row);
+	jw_member(&b, "dry_run", 0);
+	(void)cli_buf_puts(&b, dry_run ? "true" : "false");
+	jw_member(&b, "count", 0);
+	(void)cli_buf_printf(&b, "%zu", keys->count);
+	jw_member(&b, "keys", 0);
+	jw_string_array(&b, keys);
+	if (w != NULL) {
+		cli_write_run_json(w, &b);
+	} else {
+		jw_member(&b, "run", 0);
+		(void)cli_buf_puts(&b, "null");
+		jw_member(&b, "undo", 0);
+		(void)cli_buf_puts(&b, "null");
+	}
+	(void)cli_buf_putc(&b, '}');
+	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+}
+
+static void print_keys(const faucet_strarray *keys)
+{
+	for (size_t i = 0; i < keys->count; i++) {
+		fputs(keys->strings[i], stdout);
+		putchar('\n');
+	}
+}
+
+int cli_state_clear(cli_context *ctx, int argc, char **argv)
+{
+	enum { OPT_ROW = 1, OPT_TENANT, OPT_YES, OPT_DRY_RUN };
+	static const cli_option opts[] = {
+		{"row", 0, 1, OPT_ROW},         {"tenant", 't', 1, OPT_TENANT},
+		{"yes", 'y', 0, OPT_YES},       {"dry-run", 'n', 0, OPT_DRY_RUN},
+		{NULL, 0, 0, 0},
+	};
+	const char *pipeline = NULL, *row = NULL, *tenant = NULL, *arg;
+	int id, rc, yes = 0, dry_run = 0;
+	clear_scan c = {NULL, 0, {NULL, 0}, 0};
+	cli_write_run w = {0};
+	faucet_store *s = NULL;
+	char *prefix = NULL;
+	cli_args it;
+
+	cli_args_init(&it, ctx, "state clear", argc, argv);
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(clear_help);
+		if (id == OPT_ROW)
+			row = arg;
+		else if (id == OPT_TENANT)
+			tenant = arg;
+		else if (id == OPT_YES)
+			yes = 1;
+		else if (id == OPT_DRY_RUN)
+			dry_run = 1;
+		else if (pipeline == NULL)
+			pipeline = arg;
+		else
+			return cli_usage_error("state clear", "unexpected argument '%s'", arg);
+	}
+	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state clear", &pipeline)) != 0)
+		return rc;
+	if (faucet_validate_key(pipeline) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state clear: bad pipeline name");
+	if (strstr(pipeline, "::") != NULL)
+		return cli_usage_error("state clear",
+				       "'%s' is not a pipeline name: it contains '::' (give the "
+				       "pipeline and --row R, or --tenant T)",
+				       pipeline);
+	if (tenant != NULL && (faucet_validate_key(tenant) != 0 || strstr(tenant, "::") != NULL))
+		return cli_usage_error("state clear", "bad tenant '%s'", tenant);
+	if (row != NULL && faucet_validate_key(row) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state clear: bad --row");
+	if (row != NULL)
+		prefix = tenant ? cli_sprintf("%s::%s::%s", tenant, pipeline, row)
+				: cli_sprintf("%s::%s", pipeline, row);
+	else
+		prefix = tenant ? cli_sprintf("%s::%s::", tenant, pipeline)
+				: cli_sprintf("%s::", pipeline);
+	if (prefix == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	if (row != NULL && faucet_run_is_bookkeeping_key(prefix)) {
+		free(prefix);
+		return cli_usage_error("state clear", "--row '%s' is run bookkeeping, not a row", row);
+	}
+	if (row != NULL) {
+		c.base = prefix;
+		c.base_len = strlen(prefix);
+	}
+
+	rc = dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+	if (rc != 0)
+		goto done;
+	rc = faucet_store_scan_data(s, prefix, collect_key, &c);
+	if (c.failed) {
+		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
+		goto done;
+	}
+	if (rc != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot list '%s' in %s", prefix, ctx->store_label);
+		goto done;
+	}
+	if (c.keys.count == 0 || dry_run) {
+		if (c.keys.count == 0 && !ctx->json && !ctx->quiet)
+			fprintf(stderr, "faucet: no data keys under '%s' in %s; nothing to clear\n",
+				prefix, ctx->store_label);
+		if (ctx->json)
+			rc = print_clear_json(pipeline, tenant, row, dry_run, &c.keys, NULL);
+		else
+			print_keys(&c.keys);
+		goto done;
+	}
+	if (c.keys.count > 1 && !yes && isatty(STDIN_FILENO)) {
+		rc = cli_error(CLI_EXIT_USAGE,
+			       "state clear: would delete %zu keys under '%s'; nothing deleted "
+			       "(add --yes to delete them, --dry-run to list them)",
+			       c.keys.count, prefix);
+		goto done;
+	}
+	rc = cli_write_run_begin(ctx, s, "faucet state clear", (const char *const *)c.keys.strings,
+				 c.keys.count, CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, &w);
+	if (rc != 0)
+		goto done;
+	if (faucet_run_delete_batch(w.run, (const char *const *)c.keys.strings, c.keys.count) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "state clear '%s': deleting from %s (the keys "
+			      "deleted so far are in the run; `faucet state undo` restores them)",
+			      prefix, ctx->store_label);
+		if (!w.joined) {
+			char *msg = cli_strdup(faucet_error_last()->message);
+			(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
+			free(msg);
+		}
+		goto done;
+	}
+	rc = cli_write_run_end(&w, 1, NULL);
+	if (rc != 0)
+		goto done;
+	if (ctx->json)
+		rc = print_clear_json(pipeline, tenant, row, 0, &c.keys, &w);
+	else if (!ctx->quiet)
+		print_keys(&c.keys);
+done:
+	cli_write_run_dispose(&w);
+	faucet_store_free(s);
+	faucet_strarray_dispose(&c.keys);
+	free(prefix);
+	return rc;
+}

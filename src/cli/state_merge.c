@@ -1,0 +1,306 @@
+/*
+ * state_merge.c - `faucet state merge KEY JSON|-`: an RFC 7396 JSON Merge
+ * Patch into the stored value (doc/design.md §2.7).
+ *
+ * The merge reads the value, patches it with faucet_value_merge_patch() and
+ * writes the result with compare-and-put against what it read.  When another
+ * writer changed the value in between, the compare fails and the merge
+ * starts again from the new value, at most MERGE_ATTEMPTS times; so eight
+ * processes merging different members of one value at once all keep their
+ * members.  Each attempt is its own run (doc/design.md §8.7): a run's
+ * before-image is read when it first touches the key, and an attempt that
+ * reused the run of a lost race would keep the older before-image, so that
+ * its undo would take back the other writer's change too.
+ *
+ * Like `state put`, the merge joins FAUCET_RUN_ID's run and otherwise takes
+ * no lease: the compare-and-put is what makes it safe beside other writers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jsonw.h"
+
+#define MERGE_ATTEMPTS 8
+
+static const char merge_help[] =
+	"usage: faucet state merge KEY JSON|- [--if-equals JSON] [--dry-run] [OPTIONS]\n"
+	"\n"
+	"Apply an RFC 7396 JSON Merge Patch to KEY's value (- reads the patch from\n"
+	"standard input): members of the patch replace the value's, a null member\n"
+	"removes one, nested objects merge, arrays and other values replace.  An\n"
+	"absent KEY merges into null: the patch with its nulls removed is stored.\n"
+	"Unlike RFC 7396, an object patch of a value that is not an object (a\n"
+	"number, a string, an array) is refused with exit 2 rather than replacing\n"
+	"the value by {}; use `state put` to replace it.\n"
+	"  --if-equals JSON   merge only when KEY's value equals JSON (exit 3 otherwise)\n"
+	"  --dry-run          print the merged value; write nothing\n"
+	"The write is a compare-and-put against the value read; when another writer\n"
+	"changes the value meanwhile the merge is done again on the new value, up to\n"
+	"8 times, then it fails (exit 1, nothing written).  Recorded as one run\n"
+	"(undo it with `faucet state undo`); a merge that changes nothing records none.\n"
+	"With --json: {\"key\", \"written\", \"dry_run\", \"attempts\", \"previous\",\n"
+	"\"value\", \"run\", \"undo\"}.\n"
+	"Exit: 0 merged (or nothing to change), 1 failed, 2 bad input or a non-object\n"
+	"value, 3 --if-equals did not hold.\n";
+
+typedef struct {
+	const char *key;
+	const char *patch_arg;
+	const char *if_equals;
+	int dry_run;
+} merge_args;
+
+static int parse_merge_args(cli_context *ctx, int argc, char **argv, merge_args *ma)
+{
+	enum { OPT_IF_EQUALS = 1, OPT_DRY_RUN };
+	static const cli_option opts[] = {
+		{"if-equals", 0, 1, OPT_IF_EQUALS},
+		{"dry-run", 'n', 0, OPT_DRY_RUN},
+		{NULL, 0, 0, 0},
+	};
+	const char *arg;
+	cli_args it;
+	int id;
+
+	memset(ma, 0, sizeof(*ma));
+	cli_args_init(&it, ctx, "state merge", argc, argv);
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(merge_help);
+		if (id == OPT_IF_EQUALS)
+			ma->if_equals = arg;
+		else if (id == OPT_DRY_RUN)
+			ma->dry_run = 1;
+		else if (ma->key == NULL)
+			ma->key = arg;
+		else if (ma->patch_arg == NULL)
+			ma->patch_arg = arg;
+		else
+			return cli_usage_error("state merge", "unexpected argument '%s'", arg);
+	}
+	if (ma->key == NULL || ma->patch_arg == NULL)
+		return cli_usage_error("state merge",
+				       "needs KEY and a JSON merge patch (or - for stdin)");
+	return -1;
+}
+
+static int read_patch(const merge_args *ma, faucet_value **out)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	if (strcmp(ma->patch_arg, "-") != 0) {
+		if (faucet_value_parse_at(out, ma->patch_arg, strlen(ma->patch_arg), "patch") != 0)
+			return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma->key);
+		return 0;
+	}
+	if (cli_read_input("-", &text, &len) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma->key);
+	rc = faucet_value_parse_at(out, text, len, "patch on standard input");
+	free(text);
+	if (rc != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma->key);
+	return 0;
+}
+
+/* What kind of JSON value a compact text is, for messages. */
+static const char *kind_of(const faucet_value *v)
+{
+	switch (faucet_value_json(v)[0]) {
+	case '{': return "an object";
+	case '[': return "an array";
+	case '"': return "a string";
+	case 't': case 'f': return "a boolean";
+	case 'n': return "null";
+	default: return "a number";
+	}
+}
+
+static int print_merge_json(const merge_args *ma, int written, int attempts,
+			    const faucet_value *previous, const faucet_value *value,
+			    const cli_write_run *w)
+{
+	cli_buf b = CLI_BUF_INIT;
+
+	(void)cli_buf_putc(&b, '{');
+	jw_member(&b, "key", 1);
+	jw_string(&b, ma->key);
+	jw_member(&b, "written", 0);
+	(void)cli_buf_puts(&b, written ? "true" : "false");
+	jw_member(&b, "dry_run", 0);
+	(void)cli_buf_puts(&b, ma->dry_run ? "true" : "false");
+	jw_member(&b, "attempts", 0);
+	(void)cli_buf_printf(&b, "%d", attempts);
+	jw_member(&b, "previous", 0);
+	(void)cli_buf_puts(&b, previous ? faucet_value_json(previous) : "null");
+	jw_member(&b, "value", 0);
+	(void)cli_buf_puts(&b, value ? faucet_value_json(value) : "null");
+	if (w != NULL) {
+		cli_write_run_json(w, &b);
+	} else {
+		jw_member(&b, "run", 0);
+		(void)cli_buf_puts(&b, "null");
+		jw_member(&b, "undo", 0);
+		(void)cli_buf_puts(&b, "null");
+	}
+	(void)cli_buf_putc(&b, '}');
+	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+}
+
+/* --if-equals did not hold: exit 3, saying what was found. */
+static int condition_failed(const merge_args *ma, const faucet_value *found)
+{
+	const char *text = found ? faucet_value_json(found) : NULL;
+
+	if (text == NULL)
+		return cli_error(CLI_EXIT_CONDITION,
+				 "state merge '%s': not written: the stored value does not equal "
+				 "--if-equals; found: absent",
+				 ma->key);
+	if (faucet_value_len(found) > 512)
+		return cli_error(CLI_EXIT_CONDITION,
+				 "state merge '%s': not written: the stored value does not equal "
+				 "--if-equals; found: %.512s... (%zu bytes)",
+				 ma->key, text, faucet_value_len(found));
+	return cli_error(CLI_EXIT_CONDITION,
+			 "state merge '%s': not written: the stored value does not equal "
+			 "--if-equals; found: %s",
+			 ma->key, text);
+}
+
+/* One attempt: write `merged` over `current` in a run of its own.  *written
+ * says whether the compare-and-put held.  On success with written set, the
+ * run is left in *w, ended; otherwise *w is disposed. */
+static int merge_attempt(cli_context *ctx, faucet_store *s, const merge_args *ma,
+			 const faucet_value *current, const faucet_value *merged, int last,
+			 cli_write_run *w, int *written)
+{
+	const char *keys[] = {ma->key};
+	int rc;
+
+	*written = 0;
+	rc = cli_write_run_begin(ctx, s, "faucet state merge", keys, 1, CLI_RUN_MAY_JOIN, w);
+	if (rc != 0)
+		return rc;
+	if (faucet_run_compare_and_put(w->run, ma->key, current, merged, written) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", ma->key, ctx->store_label);
+		if (!w->joined) {
+			char *msg = cli_strdup(faucet_error_last()->message);
+			(void)faucet_run_end(w->run, FAUCET_RUN_FAILED, -1, msg);
+			free(msg);
+		}
+		cli_write_run_dispose(w);
+		return rc;
+	}
+	if (*written)
+		return cli_write_run_end(w, 1, NULL);
+	/* Lost the race: this attempt changed nothing. */
+	if (!w->joined)
+		rc = faucet_run_end(w->run, FAUCET_RUN_FAILED, -1,
+				    last ? "the value changed while merging; gave up"
+					 : "the value changed while merging; merged again");
+	if (rc != 0)
+		rc = cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
+	cli_write_run_dispose(w);
+	return rc;
+}
+
+int cli_state_merge(cli_context *ctx, int argc, char **argv)
+{
+	faucet_value *patch = NULL, *expected = NULL, *current = NULL, *merged = NULL;
+	faucet_store *s = NULL;
+	cli_write_run w = {0};
+	int rc, written = 0, attempt;
+	merge_args ma;
+
+	rc = parse_merge_args(ctx, argc, argv, &ma);
+	if (rc >= 0)
+		return rc;
+	if (faucet_validate_key(ma.key) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state merge");
+	if (faucet_run_is_bookkeeping_key(ma.key))
+		return cli_error(CLI_EXIT_USAGE,
+				 "state merge: '%s' is run bookkeeping (__lease__, __status__, "
+				 "__rollback__), written only by faucet's runs; nothing written",
+				 ma.key);
+	rc = read_patch(&ma, &patch);
+	if (rc != 0)
+		return rc;
+	if (ma.if_equals != NULL &&
+	    faucet_value_parse_at(&expected, ma.if_equals, strlen(ma.if_equals), "--if-equals") != 0) {
+		faucet_value_free(patch);
+		return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma.key);
+	}
+	rc = ma.dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+	if (rc != 0)
+		goto done;
+	if (!faucet_store_supports_compare_and_put(s)) {
+		rc = cli_error(CLI_EXIT_FAILED,
+			       "state merge '%s': %s has no atomic compare-and-put, which a merge "
+			       "beside other writers needs; nothing written",
+			       ma.key, ctx->store_label);
+		goto done;
+	}
+	for (attempt = 1; attempt <= MERGE_ATTEMPTS; attempt++) {
+		faucet_value_free(current);
+		faucet_value_free(merged);
+		current = merged = NULL;
+		if (faucet_store_get(s, ma.key, &current) != 0) {
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", ma.key,
+				      ctx->store_label);
+			goto done;
+		}
+		if (expected != NULL && !faucet_value_equal(current, expected)) {
+			rc = condition_failed(&ma, current);
+			goto done;
+		}
+		if (current != NULL && faucet_value_json(patch)[0] == '{' &&
+		    faucet_value_json(current)[0] != '{') {
+			rc = cli_error(CLI_EXIT_USAGE,
+				       "state merge '%s': the stored value is %s, not an object; "
+				       "merging an object patch would replace it by {} (RFC 7396); "
+				       "nothing written (use `state put` to replace it)",
+				       ma.key, kind_of(current));
+			goto done;
+		}
+		if (faucet_value_merge_patch(current, patch, &merged) != 0) {
+			rc = cli_fail(CLI_EXIT_FAILED, "state merge '%s'", ma.key);
+			goto done;
+		}
+		if (ma.dry_run || (current != NULL && faucet_value_equal(current, merged))) {
+			/* Nothing to write: a dry run, or the patch changes nothing. */
+			if (ctx->json)
+				rc = print_merge_json(&ma, 0, attempt, current, merged, NULL);
+			else if (ma.dry_run)
+				printf("%s\n", faucet_value_json(merged));
+			goto done;
+		}
+		rc = merge_attempt(ctx, s, &ma, current, merged, attempt == MERGE_ATTEMPTS, &w,
+				   &written);
+		if (rc != 0)
+			goto done;
+		if (written)
+			break;
+	}
+	if (!written) {
+		rc = cli_error(CLI_EXIT_FAILED,
+			       "state merge '%s': the value changed under the merge %d times in a "
+			       "row (other writers); nothing written, try again",
+			       ma.key, MERGE_ATTEMPTS);
+		goto done;
+	}
+	if (ctx->json)
+		rc = print_merge_json(&ma, 1, attempt, current, merged, &w);
+done:
+	cli_write_run_dispose(&w);
+	faucet_store_free(s);
+	faucet_value_free(patch);
+	faucet_value_free(expected);
+	faucet_value_free(current);
+	faucet_value_free(merged);
+	return rc;
+}

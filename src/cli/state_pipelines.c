@@ -1,0 +1,272 @@
+/*
+ * state_pipelines.c - `faucet state pipelines`: every pipeline in the
+ * store, with its number of data keys, its last run, its live leases and
+ * whether a backfill is running.
+ *
+ * One scan of the store's keys (faucet_store_scan, no values) finds them
+ * all: keys sharing a first component are one pipeline, and since a shared
+ * prefix is one range in byte order the pipelines arrive one after the
+ * other.  Only the few keys that answer the questions are read afterwards:
+ * each __status__ document (its newest run) and each __lease__.  The first
+ * component is what the run machinery calls the pipeline, so a tenant's
+ * pipelines ("acme::orders::...") show under the tenant's name, as their
+ * runs do (doc/design.md §8.7), and a key without "::" is a pipeline of
+ * its own name.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "jsonw.h"
+
+static const char pipelines_help[] =
+	"usage: faucet state pipelines [OPTIONS]\n"
+	"\n"
+	"Every pipeline in the store (the first component of its keys; a tenant's\n"
+	"pipelines show under the tenant, as their runs do): its number of data keys,\n"
+	"its last run (id and when it ended, or started while running), its live\n"
+	"leases (runs, bulk writes, undos, backfill units) and whether a backfill is\n"
+	"running.  On a terminal: a header and aligned columns, local times; piped:\n"
+	"tab-separated lines (pipeline, keys, last run, last change, live leases,\n"
+	"backfill) without a header, UTC times.  One scan of the store.\n"
+	"With --json: [{\"pipeline\", \"keys\", \"last_run\", \"last_change\", \"leases\",\n"
+	"\"backfill_running\"}] (times RFC 3339 UTC).\n";
+
+typedef struct {
+	char *name;
+	size_t keys;
+	faucet_strarray status_keys, lease_keys;
+	/* filled after the scan */
+	char *last_run, *last_change;
+	size_t live_leases;
+	int backfill;
+} pipe_info;
+
+typedef struct {
+	pipe_info *items;
+	size_t count, cap;
+	int failed;
+} pipe_scan;
+
+static const char *ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0 ? s + n - t : NULL;
+}
+
+static int scan_key(const char *key, void *arg)
+{
+	pipe_scan *ps = arg;
+	const char *sep = strstr(key, "::");
+	size_t len;
+	pipe_info *p;
+
+	if (sep == key)
+		return 0; /* no first component: no pipeline's */
+	/* A key without "::" is its own pipeline's, as its runs are. */
+	len = sep != NULL ? (size_t)(sep - key) : strlen(key);
+	p = ps->count ? &ps->items[ps->count - 1] : NULL;
+	if (p == NULL || strlen(p->name) != len || strncmp(p->name, key, len) != 0) {
+		pipe_info *grown = cli_reserve(ps->items, &ps->cap, ps->count + 1, sizeof(*grown), 16);
+
+		if (grown == NULL)
+			goto oom;
+		ps->items = grown;
+		p = &ps->items[ps->count];
+		memset(p, 0, sizeof(*p));
+		if ((p->name = cli_malloc(len + 1)) == NULL)
+			goto oom;
+		memcpy(p->name, key, len);
+		p->name[len] = '\0';
+		ps->count++;
+	}
+	if (!faucet_run_is_bookkeeping_key(key)) {
+		p->keys++;
+	} else if (ends_with(key, "::__status__") != NULL) {
+		if (cli_strarray_push(&p->status_keys, key) != 0)
+			goto oom;
+	} else if (ends_with(key, "::__lease__") != NULL) {
+		if (cli_strarray_push(&p->lease_keys, key) != 0)
+			goto oom;
+	}
+	return 0;
+oom:
+	ps->failed = 1;
+	return 1;
+}
+
+/* The newest run of the pipeline's __status__ documents. */
+static int read_last_run(cli_context *ctx, faucet_store *s, pipe_info *p)
+{
+	for (size_t i = 0; i < p->status_keys.count; i++) {
+		faucet_value *v = NULL;
+		json_object *root, *runs, *e, *m;
+		const char *run, *when = NULL;
+
+		if (faucet_store_get(s, p->status_keys.strings[i], &v) != 0)
+			return cli_fail(CLI_EXIT_FAILED, "reading %s", p->status_keys.strings[i]);
+		if (v == NULL)
+			continue;
+		root = json_tokener_parse(faucet_value_json(v));
+		faucet_value_free(v);
+		if (root == NULL || !json_object_object_get_ex(root, "runs", &runs) ||
+		    !json_object_is_type(runs, json_type_array) || json_object_array_length(runs) == 0 ||
+		    (e = json_object_array_get_idx(runs, 0)) == NULL ||
+		    !json_object_object_get_ex(e, "run", &m) || !json_object_is_type(m, json_type_string)) {
+			if (root == NULL)
+				(void)cli_error(0, "warning: %s is not readable JSON",
+						p->status_keys.strings[i]);
+			json_object_put(root);
+			continue; /* foreign or empty: `faucet doctor` reports it */
+		}
+		run = json_object_get_string(m);
+		if (p->last_run == NULL || strcmp(run, p->last_run) > 0) {
+			if (json_object_object_get_ex(e, "ended_at", &m) &&
+			    json_object_is_type(m, json_type_string))
+				when = json_object_get_string(m);
+			else if (json_object_object_get_ex(e, "started_at", &m) &&
+				 json_object_is_type(m, json_type_string))
+				when = json_object_get_string(m);
+			free(p->last_run);
+			free(p->last_change);
+			p->last_run = cli_strdup(run);
+			p->last_change = when ? cli_strdup(when) : NULL;
+			if (p->last_run == NULL || (when != NULL && p->last_change == NULL)) {
+				json_object_put(root);
+				return cli_error(CLI_EXIT_FAILED, "out of memory");
+			}
+		}
+		json_object_put(root);
+	}
+	(void)ctx;
+	return 0;
+}
+
+/* Live leases: held, not expired, and not of a holder gone from this host. */
+static int read_leases(faucet_store *s, pipe_info *p, int64_t now)
+{
+	for (size_t i = 0; i < p->lease_keys.count; i++) {
+		const char *key = p->lease_keys.strings[i];
+		faucet_value *v = NULL;
+		faucet_lease l;
+
+		if (faucet_store_get(s, key, &v) != 0)
+			return cli_fail(CLI_EXIT_FAILED, "reading %s", key);
+		if (v == NULL)
+			continue; /* released meanwhile */
+		if (faucet_lease_parse(v, key, &l) != 0) {
+			faucet_value_free(v);
+			continue; /* `faucet lock list` warns about it */
+		}
+		faucet_value_free(v);
+		if (l.expires_at > now && !faucet_lease_holder_dead(&l)) {
+			p->live_leases++;
+			if (strstr(key, "::backfill::") != NULL)
+				p->backfill = 1;
+		}
+		faucet_lease_dispose(&l);
+	}
+	return 0;
+}
+
+static int print_json(const pipe_scan *ps)
+{
+	cli_buf b = CLI_BUF_INIT;
+
+	(void)cli_buf_putc(&b, '[');
+	for (size_t i = 0; i < ps->count; i++) {
+		const pipe_info *p = &ps->items[i];
+
+		(void)cli_buf_puts(&b, i ? ",{" : "{");
+		jw_member(&b, "pipeline", 1);
+		jw_string(&b, p->name);
+		jw_member(&b, "keys", 0);
+		(void)cli_buf_printf(&b, "%zu", p->keys);
+		jw_member(&b, "last_run", 0);
+		jw_string_or_null(&b, p->last_run);
+		jw_member(&b, "last_change", 0);
+		jw_string_or_null(&b, p->last_change);
+		jw_member(&b, "leases", 0);
+		(void)cli_buf_printf(&b, "%zu", p->live_leases);
+		jw_member(&b, "backfill_running", 0);
+		(void)cli_buf_puts(&b, p->backfill ? "true}" : "false}");
+	}
+	(void)cli_buf_putc(&b, ']');
+	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+}
+
+static int print_plain(cli_context *ctx, const pipe_scan *ps)
+{
+	static const char *const heads[] = {"PIPELINE", "KEYS",   "LAST RUN",
+					    "LAST CHANGE", "LEASES", "BACKFILL"};
+	cli_table t;
+	int rc;
+
+	cli_table_init(&t, 6);
+	for (size_t i = 0; i < ps->count; i++) {
+		const pipe_info *p = &ps->items[i];
+		char keys[32], leases[32], when[64];
+		const char *cells[6];
+
+		(void)snprintf(keys, sizeof(keys), "%zu", p->keys);
+		(void)snprintf(leases, sizeof(leases), "%zu", p->live_leases);
+		cells[0] = p->name;
+		cells[1] = keys;
+		cells[2] = p->last_run;
+		cells[3] = p->last_change ? cli_time_shown(ctx, 0, p->last_change, when, sizeof(when))
+					  : NULL;
+		cells[4] = leases;
+		cells[5] = p->backfill ? "running" : NULL;
+		(void)cli_table_add(&t, cells);
+	}
+	rc = cli_table_print(&t, ctx, heads);
+	cli_table_dispose(&t);
+	return rc;
+}
+
+int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
+{
+	pipe_scan ps = {NULL, 0, 0, 0};
+	int64_t now = (int64_t)time(NULL);
+	faucet_store *s = NULL;
+	const char *arg;
+	cli_args it;
+	int id, rc;
+
+	cli_args_init(&it, ctx, "state pipelines", argc, argv);
+	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
+		if (id == CLI_ARG_ERROR)
+			return CLI_EXIT_USAGE;
+		if (id == CLI_ARG_HELP)
+			return cli_print_help(pipelines_help);
+		return cli_usage_error("state pipelines", "unexpected argument '%s'", arg);
+	}
+	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
+		return rc;
+	rc = faucet_store_scan(s, "", scan_key, &ps);
+	if (ps.failed)
+		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
+	else if (rc != 0)
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
+	for (size_t i = 0; rc == 0 && i < ps.count; i++) {
+		rc = read_last_run(ctx, s, &ps.items[i]);
+		if (rc == 0)
+			rc = read_leases(s, &ps.items[i], now);
+	}
+	if (rc == 0)
+		rc = ctx->json ? print_json(&ps) : print_plain(ctx, &ps);
+	for (size_t i = 0; i < ps.count; i++) {
+		free(ps.items[i].name);
+		free(ps.items[i].last_run);
+		free(ps.items[i].last_change);
+		faucet_strarray_dispose(&ps.items[i].status_keys);
+		faucet_strarray_dispose(&ps.items[i].lease_keys);
+	}
+	free(ps.items);
+	faucet_store_free(s);
+	return rc;
+}
