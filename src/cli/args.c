@@ -161,6 +161,15 @@ const char *cli_suggest(const char *word, const char *const *candidates, size_t 
 	return best;
 }
 
+int cli_tenant_check(const char *command, const char *text, const char **tenant)
+{
+	if (*text == '\0' || faucet_validate_key(text) != 0 || strstr(text, "::") != NULL)
+		return cli_usage_error(command, "--tenant '%s' is not a tenant name (one key "
+				       "segment: [A-Za-z0-9_.:/-], no '::')", text);
+	*tenant = text;
+	return 0;
+}
+
 /* " (did you mean --NAME?)" for the option nearest to `name` (the text
  * after "--", up to any '='), among the command's and the global ones. */
 static void option_hint(const cli_option *opts, const char *name, char *out, size_t size)

@@ -164,6 +164,13 @@ int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
  * distance, or `word` is its prefix), or NULL. */
 const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
 
+/* --tenant T, the one option every command taking a PIPELINE shares: put
+ * CLI_TENANT_OPTION(id) in the command's option table and check the value
+ * with cli_tenant_check(), which sets *tenant or prints the usage error
+ * and returns CLI_EXIT_USAGE. */
+#define CLI_TENANT_OPTION(id) {"tenant", 't', 1, (id)}
+int cli_tenant_check(const char *command, const char *text, const char **tenant);
+
 /* The default PIPELINE of a command given none: the YAML's `name` when -c
  * or FAUCET_CONFIG names a config.  Otherwise (or on a config error) the
  * error has been printed and its exit code is returned. */
@@ -212,6 +219,8 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv);
 int cli_state_rekey(cli_context *ctx, int argc, char **argv);
 int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
+int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
+int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 

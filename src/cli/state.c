@@ -32,6 +32,10 @@ static const char state_help[] =
 	"                                    write an export document into the store\n"
 	"  copy [PIPELINE] (--to URL | --to-config FILE) [--replace]\n"
 	"                                    export + import into another store\n"
+	"  copy PIPELINE --to-pipeline NEW [--row-map OLD=NEW]... [--replace]\n"
+	"                                    copy its keys to pipeline NEW, same store\n"
+	"  move PIPELINE NEW [--row-map OLD=NEW]... [--replace]\n"
+	"                                    rename a pipeline (one run, one undo)\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
 	"  runs PIPELINE [--row R]           the run history, newest first\n"
 	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
@@ -53,6 +57,7 @@ static const subcommand subcommands[] = {
 	{"import", cli_state_import}, {"copy", cli_state_copy},     {"rekey", cli_state_rekey},
 	{"runs", cli_state_runs},     {"undo", cli_state_undo},
 	{"reindex", cli_state_reindex},
+	{"move", cli_state_move},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)

@@ -72,7 +72,9 @@ static const char copy_help[] =
 	"the run it is recorded as, in the destination store.\n"
 	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
 	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
-	"PIPELINE defaults to the YAML's name with -c.\n";
+	"PIPELINE defaults to the YAML's name with -c.\n"
+	"Within one store, to another pipeline: state copy PIPELINE --to-pipeline NEW\n"
+	"(see 'faucet state copy --to-pipeline NEW --help').\n";
 
 /* ---- export -------------------------------------------------------------- */
 
@@ -576,6 +578,12 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	cli_args it;
 	int id, rc;
 
+	/* --to-pipeline NEW: a copy within this store (state_pipeline.c). */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--to-pipeline") == 0 ||
+		    strncmp(argv[i], "--to-pipeline=", 14) == 0)
+			return cli_state_copy_pipeline(ctx, argc, argv);
+	}
 	cli_args_init(&it, ctx, "state copy", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
