@@ -221,6 +221,10 @@ int cli_state_runs(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_undo(cli_context *ctx, int argc, char **argv); /* state_runs.c */
 int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
 int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
+int cli_state_export_meltano(cli_context *ctx, int argc, char **argv); /* state_meltano.c */
+int cli_state_import_meltano(cli_context *ctx, int argc, char **argv);
+/* Whether argv (up to a "--") holds `--format meltano` / `--format=meltano`. */
+int cli_wants_meltano(int argc, char **argv);
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 

@@ -78,6 +78,33 @@ static const char copy_help[] =
 
 /* ---- export -------------------------------------------------------------- */
 
+int cli_wants_meltano(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--format=meltano") == 0 ||
+		    (strcmp(argv[i], "--format") == 0 && i + 1 < argc &&
+		     strcmp(argv[i + 1], "meltano") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* --format of export and import: faucet (the version-1 document, the
+ * default) or meltano (handled by state_meltano.c before this is reached). */
+static int check_format(const char *command, const char *format)
+{
+	static const char *const formats[] = {"faucet", "meltano"};
+	const char *best;
+
+	if (strcmp(format, "faucet") == 0)
+		return 0;
+	best = cli_suggest(format, formats, 2);
+	if (best != NULL)
+		return cli_usage_error(command, "unknown --format '%s' (did you mean '%s'?)", format,
+				       best);
+	return cli_usage_error(command, "unknown --format '%s' (faucet or meltano)", format);
+}
+
 /* An anonymous read-write temp file in $TMPDIR (else /tmp), unlinked at
  * once so it disappears with the process; owner-only, since it holds
  * plaintext values. */
@@ -194,8 +221,9 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 
 int cli_state_export(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_OUTPUT = 1 };
-	static const cli_option opts[] = {{"output", 'o', 1, OPT_OUTPUT}, {NULL, 0, 0, 0}};
+	enum { OPT_OUTPUT = 1, OPT_FORMAT };
+	static const cli_option opts[] = {{"output", 'o', 1, OPT_OUTPUT},
+					  {"format", 0, 1, OPT_FORMAT}, {NULL, 0, 0, 0}};
 	const char *pipeline = NULL, *output = NULL, *arg;
 	faucet_store *s;
 	FILE *tmp = NULL;
@@ -203,6 +231,8 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 	cli_args it;
 	int id, rc;
 
+	if (cli_wants_meltano(argc, argv))
+		return cli_state_export_meltano(ctx, argc, argv);
 	cli_args_init(&it, ctx, "state export", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -211,6 +241,10 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(export_help);
 		if (id == OPT_OUTPUT)
 			output = arg;
+		else if (id == OPT_FORMAT && (rc = check_format("state export", arg)) != 0)
+			return rc;
+		else if (id == OPT_FORMAT)
+			continue;
 		else if (pipeline == NULL)
 			pipeline = arg;
 		else
@@ -487,7 +521,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 	return 0;
 }
 
-enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO, OPT_TO_CONFIG };
+enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO, OPT_TO_CONFIG, OPT_IMPORT_FORMAT };
 
 /* --replace, --allow-empty, --dry-run: 1 when `id` was one of them. */
 static int import_option(int id, faucet_import_options *o)
@@ -510,6 +544,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
 		{"dry-run", 0, 0, OPT_DRY_RUN},
 		{"to-config", 0, 1, OPT_TO_CONFIG},
+		{"format", 0, 1, OPT_IMPORT_FORMAT},
 		{NULL, 0, 0, 0},
 	};
 	const char *input = NULL, *arg, *name, *to_config = NULL, *label;
@@ -519,6 +554,8 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 	cli_args it;
 	int id, rc;
 
+	if (cli_wants_meltano(argc, argv))
+		return cli_state_import_meltano(ctx, argc, argv);
 	cli_args_init(&it, ctx, "state import", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -529,6 +566,10 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 			continue;
 		if (id == OPT_TO_CONFIG)
 			to_config = arg;
+		else if (id == OPT_IMPORT_FORMAT && (rc = check_format("state import", arg)) != 0)
+			return rc;
+		else if (id == OPT_IMPORT_FORMAT)
+			continue;
 		else if (input == NULL)
 			input = arg;
 		else
