@@ -3,7 +3,7 @@
  *
  * Each script completes the commands, subcommands and flags, file names
  * where a flag takes a file, and - for `state get|put|delete|list` - the
- * keys of the store, which it asks `faucet state list PREFIX` for, handing
+ * keys of the store, which it asks `faucet state list --prefix=PREFIX` for, handing
  * on the --state / -c / key options already typed.  A key contains ':',
  * where bash splits words, so the bash script reads the line itself and
  * gives back only the part after the last ':' that bash will replace.
@@ -112,7 +112,7 @@ static const char bash_script[] =
 	"\t\tget | put | delete | list)\n"
 	"\t\t\tif [[ $cur != -* ]]; then\n"
 	"\t\t\t\tlocal IFS=$'\\n'\n"
-	"\t\t\t\tCOMPREPLY=($(faucet \"${store[@]}\" state list \"$cur\" 2>/dev/null))\n"
+	"\t\t\t\tCOMPREPLY=($(faucet \"${store[@]}\" state list --prefix=\"$cur\" 2>/dev/null))\n"
 	"\t\t\t\t_faucet_trim_colons \"$cur\"\n"
 	"\t\t\t\treturn\n"
 	"\t\t\tfi\n"
@@ -193,7 +193,7 @@ static const char zsh_script[] =
 	"\t\tcase $sub in\n"
 	"\t\tget|put|delete|list)\n"
 	"\t\t\tif [[ $cur != -* ]]; then\n"
-	"\t\t\t\tcompadd -- ${(f)\"$(faucet $store state list $cur 2>/dev/null)\"}\n"
+	"\t\t\t\tcompadd -- ${(f)\"$(faucet $store state list --prefix=$cur 2>/dev/null)\"}\n"
 	"\t\t\t\treturn\n"
 	"\t\t\tfi\n"
 	"\t\t\tflags=(--if-absent --if-equals) ;;\n"
@@ -245,7 +245,7 @@ static const char fish_script[] =
 	"\tend\n"
 	"end\n"
 	"function __faucet_keys\n"
-	"\tfaucet (__faucet_store) state list (commandline -ct) 2>/dev/null\n"
+	"\tfaucet (__faucet_store) state list --prefix=(commandline -ct) 2>/dev/null\n"
 	"end\n"
 	"set -l cmds state run lock doctor backfill completion version help\n"
 	"set -l subs list show get put delete export import copy rekey runs undo\n"
