@@ -478,7 +478,7 @@ static int load_rows(cli_context *ctx, faucet_store *s, const char *prefix, cons
 int cli_state_show(cli_context *ctx, int argc, char **argv)
 {
 	enum { OPT_TENANT = 1, OPT_ALL };
-	static const cli_option opts[] = {{"tenant", 't', 1, OPT_TENANT}, {"all", 0, 0, OPT_ALL},
+	static const cli_option opts[] = {CLI_TENANT_OPTION(OPT_TENANT), {"all", 0, 0, OPT_ALL},
 					  {NULL, 0, 0, 0}};
 	faucet_strarray keys = {NULL, 0};
 	const char *pipeline = NULL, *tenant = NULL, *arg;
@@ -495,8 +495,10 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(show_help);
-		if (id == OPT_TENANT)
-			tenant = arg;
+		if (id == OPT_TENANT && (rc = cli_tenant_check("state show", arg, &tenant)) != 0)
+			return rc;
+		else if (id == OPT_TENANT)
+			continue;
 		else if (id == OPT_ALL)
 			all = 1;
 		else if (pipeline == NULL)
