@@ -780,7 +780,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	if (rc == 0)
 		rc = resolve(ctx, &a, cfg, &o, &range);
 	if (rc == 0 && faucet_backfill_plan_new(&plan, &range) != 0)
-		rc = cli_fail(CLI_EXIT_USAGE, "backfill");
+		rc = cli_plan_failed("backfill", range.timezone);
 	if (rc == 0 && faucet_backfill_plan_is_large(plan))
 		fprintf(stderr, "faucet: warning: backfill has %zu units (more than %d)\n",
 			faucet_backfill_plan_count(plan), FAUCET_BACKFILL_WARN_UNITS);

@@ -98,6 +98,12 @@ int cli_open_store(cli_context *ctx, faucet_store **out);
  * create it)", instead of being created empty. */
 int cli_open_store_existing(cli_context *ctx, faucet_store **out);
 
+/* Check the shape of a store URL the user gave as `where` ("--state",
+ * "--to"): a bare path or a scheme one typo from a known one is a usage
+ * error with a "did you mean" (printed; CLI_EXIT_USAGE); 0 otherwise (the
+ * library judges the rest). */
+int cli_check_store_url(const char *url, const char *where);
+
 /* Print "faucet: {what}: {last library error}" on stderr as one line and
  * return exit_code. */
 int cli_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -160,9 +166,7 @@ typedef struct {
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
 
-/* The candidate nearest to `word` that could be a typo of it (a small edit
- * distance, or `word` is its prefix), or NULL. */
-const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+/* cli_suggest() (util.h) gives every "did you mean". */
 
 /* --tenant T, the one option every command taking a PIPELINE shares: put
  * CLI_TENANT_OPTION(id) in the command's option table and check the value

@@ -689,18 +689,53 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 }
 
 /* A store URL always has a scheme; a bare path is the commonest slip, and
- * which backend the user meant is theirs to say. */
-static int check_url_shape(const char *url, const char *where)
+ * which backend the user meant is theirs to say unless the path tells (a
+ * .db/.sqlite file, an existing directory).  A scheme one typo away from a
+ * known one (sqllite:) is named with the URL it was meant to be. */
+int cli_check_store_url(const char *url, const char *where)
 {
+	static const char *const schemes[] = {"memory", "file", "sqlite", "postgres", "postgresql",
+					      "redis"};
+	const char *colon = strchr(url, ':'), *dot;
 	cli_buf b = CLI_BUF_INIT;
+	struct stat st;
 	int rc;
 
-	if (strchr(url, ':') != NULL)
-		return 0;
+	if (colon != NULL) {
+		char scheme[16];
+		size_t n = (size_t)(colon - url);
+		const char *best;
+
+		if (n == 0 || n >= sizeof(scheme))
+			return 0;
+		memcpy(scheme, url, n);
+		scheme[n] = '\0';
+		for (size_t i = 0; i < CLI_ARRAY_LEN(schemes); i++) {
+			if (strcmp(schemes[i], scheme) == 0)
+				return 0;
+		}
+		if ((best = cli_suggest(scheme, schemes, CLI_ARRAY_LEN(schemes))) == NULL)
+			return 0; /* the library's message lists the schemes */
+		cli_escape(&b, colon);
+		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",
+				     where, scheme, best, b.ptr ? b.ptr : "");
+		cli_buf_dispose(&b);
+		return rc;
+	}
 	cli_escape(&b, url);
-	rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a directory "
-			     "of JSON files) or sqlite:%s (one SQLite database file)?",
-			     where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	dot = strrchr(url, '.');
+	if (dot != NULL && strchr(dot, '/') == NULL &&
+	    (strcmp(dot, ".db") == 0 || strcmp(dot, ".sqlite") == 0 || strcmp(dot, ".sqlite3") == 0))
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean sqlite:%s?", where,
+				     b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	else if (stat(url, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s?", where,
+				     b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	else
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a "
+				     "directory of JSON files) or sqlite:%s (one SQLite database "
+				     "file)?", where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "",
+				     b.ptr ? b.ptr : "");
 	cli_buf_dispose(&b);
 	return rc;
 }
@@ -716,7 +751,7 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 		return cli_error(CLI_EXIT_USAGE, "--previous-key-env needs --encryption-key-env: "
 				 "the previous keys are read, the current one seals what is written");
 	if (ctx->state_url != NULL) {
-		if ((rc = check_url_shape(ctx->state_url, "--state")) != 0)
+		if ((rc = cli_check_store_url(ctx->state_url, "--state")) != 0)
 			return rc;
 		return open_from_url(ctx, ctx->state_url, must_exist, out);
 	}
@@ -726,7 +761,7 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 	if (conf != NULL)
 		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
-	if (url != NULL && (rc = check_url_shape(url, "FAUCET_STATE")) != 0)
+	if (url != NULL && (rc = cli_check_store_url(url, "FAUCET_STATE")) != 0)
 		return rc;
 	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
 }

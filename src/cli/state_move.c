@@ -702,6 +702,10 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 			return cli_error(CLI_EXIT_FAILED, "out of memory");
 		pipeline = ns;
 	}
+	if (to != NULL && (rc = cli_check_store_url(to, "--to")) != 0) {
+		free(ns);
+		return rc;
+	}
 	to_label = to ? faucet_url_redact(to) : NULL;
 	if (to != NULL && to_label == NULL) {
 		free(ns);
