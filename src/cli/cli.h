@@ -92,6 +92,11 @@ int cli_context_config(cli_context *ctx, const cli_config **out);
  * URL or config, 1 when the store itself failed); 0 otherwise. */
 int cli_open_store(cli_context *ctx, faucet_store **out);
 
+/* A command that writes through a store it opened with
+ * cli_open_store_existing (undo, move) says so: a refusal for want of the
+ * encryption key is then exit 2, as for every write. */
+void cli_note_write(void);
+
 /* As cli_open_store, for the read commands (list, show, get, export,
  * copy's source, doctor): a file: directory or sqlite: database that does
  * not exist is an error, exit 1, "no state store at PATH (write commands
@@ -103,6 +108,11 @@ int cli_open_store_existing(cli_context *ctx, faucet_store **out);
  * error with a "did you mean" (printed; CLI_EXIT_USAGE); 0 otherwise (the
  * library judges the rest). */
 int cli_check_store_url(const char *url, const char *where);
+
+/* As cli_open_store_existing, for a dry run: a file: directory or sqlite:
+ * database that does not exist yet is not an error - *absent is set and
+ * *out is an empty memory: store (nothing is created). */
+int cli_open_store_or_absent(cli_context *ctx, faucet_store **out, int *absent);
 
 /* Print "faucet: {what}: {last library error}" on stderr as one line and
  * return exit_code. */

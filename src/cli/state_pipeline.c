@@ -469,6 +469,8 @@ static int execute(pcopy *p)
 	int rc;
 
 	memset(&w, 0, sizeof(w));
+	if (!p->dry_run)
+		cli_note_write();
 	rc = cli_open_store_existing(p->ctx, &s);
 	if (rc != 0)
 		return rc;

@@ -320,6 +320,8 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;
+	if (!a.dry_run)
+		cli_note_write();
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
 	o.row = a.row;
