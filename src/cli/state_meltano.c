@@ -488,8 +488,13 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_USAGE, "state import");
 	else
 		rc = singer_state_of(name, doc, merge_partial, &state);
-	if (rc == 0)
-		rc = dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+	if (rc == 0 && dry_run) {
+		int absent = 0; /* a store not created yet holds no bookmark */
+
+		rc = cli_open_store_or_absent(ctx, &s, &absent);
+	} else if (rc == 0) {
+		rc = cli_open_store(ctx, &s);
+	}
 	if (rc == 0 && dry_run && faucet_store_get(s, key, &current) != 0)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", key, ctx->store_label);
 	if (rc == 0 && !dry_run) {

@@ -493,6 +493,11 @@ static int execute(pcopy *p)
 		}
 		if (cli_write_run_end(&w, ok, msg) != 0 && rc == 0)
 			rc = CLI_EXIT_FAILED;
+		/* What a failed copy or move wrote is its run: say how to take it
+		 * back (a successful one prints its undo command itself). */
+		if (!ok && w.ended && faucet_run_changed(w.run) > 0)
+			fprintf(stderr, "faucet: what was written is run %s; undo: faucet state undo "
+				"%s %s\n", faucet_run_id(w.run), w.pipeline, faucet_run_id(w.run));
 		free(msg);
 		if (rc == 0)
 			rc = print_result(p, &deleted, &w);
