@@ -103,65 +103,13 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 	return 0;
 }
 
-/* Edit distance (insertions, deletions, substitutions, and swaps of two
- * neighbours) between a and b, or a large number when either is long. */
-static size_t distance(const char *a, size_t la, const char *b, size_t lb)
+int cli_tenant_check(const char *command, const char *text, const char **tenant)
 {
-	size_t d[33][33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		for (size_t j = 1; j <= lb; j++) {
-			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < best)
-				best = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < best)
-				best = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < best)
-				best = d[i - 2][j - 2] + 1;
-			d[i][j] = best;
-		}
-	}
-	return d[la][lb];
-}
-
-/* Close enough to be a typo: at most 1 edit for short words, 2 for longer
- * ones, or the word is a prefix of the candidate ("--win" for "--window"). */
-static int near(const char *word, size_t wl, const char *cand, size_t *score)
-{
-	size_t cl = strlen(cand), limit = wl <= 4 ? 1 : 2;
-
-	*score = distance(word, wl, cand, cl);
-	if (*score <= limit)
-		return 1;
-	if (wl >= 3 && wl < cl && strncmp(word, cand, wl) == 0) {
-		*score = limit + 1;
-		return 1;
-	}
+	if (*text == '\0' || faucet_validate_key(text) != 0 || strstr(text, "::") != NULL)
+		return cli_usage_error(command, "--tenant '%s' is not a tenant name (one key "
+				       "segment: [A-Za-z0-9_.:/-], no '::')", text);
+	*tenant = text;
 	return 0;
-}
-
-const char *cli_suggest(const char *word, const char *const *candidates, size_t n)
-{
-	const char *best = NULL;
-	size_t best_score = 99, wl = strlen(word);
-
-	for (size_t i = 0; i < n; i++) {
-		size_t score;
-
-		if (candidates[i] != NULL && near(word, wl, candidates[i], &score) &&
-		    score < best_score) {
-			best = candidates[i];
-			best_score = score;
-		}
-	}
-	return best;
 }
 
 /* " (did you mean --NAME?)" for the option nearest to `name` (the text

@@ -780,16 +780,25 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	if (rc == 0)
 		rc = resolve(ctx, &a, cfg, &o, &range);
 	if (rc == 0 && faucet_backfill_plan_new(&plan, &range) != 0)
-		rc = cli_fail(CLI_EXIT_USAGE, "backfill");
+		rc = cli_plan_failed("backfill", range.timezone);
 	if (rc == 0 && faucet_backfill_plan_is_large(plan))
 		fprintf(stderr, "faucet: warning: backfill has %zu units (more than %d)\n",
 			faucet_backfill_plan_count(plan), FAUCET_BACKFILL_WARN_UNITS);
 	if (rc == 0 && (view.started = calloc(faucet_backfill_plan_count(plan) + 1, 1)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
-	/* A dry run only reads: a mistyped store is an error, not a plan with
-	 * nothing done (and is not created). */
-	if (rc == 0)
-		rc = a.dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+	/* A dry run only reads, and creates nothing: a store that does not
+	 * exist yet has nothing done, so the whole plan is what would run. */
+	if (rc == 0 && a.dry_run) {
+		int absent = 0;
+
+		rc = cli_open_store_or_absent(ctx, &s, &absent);
+		if (rc == 0 && absent)
+			fprintf(stderr, "faucet: note: there is no state store at %s yet (the "
+				"backfill would create it): nothing is done, every unit would run\n",
+				ctx->store_label);
+	} else if (rc == 0) {
+		rc = cli_open_store(ctx, &s);
+	}
 	/* The library's default host: Ctrl-C and SIGTERM stop the run, and
 	 * --metrics-file is written.  The runner does neither on its own. */
 	if (rc == 0 && faucet_backfill_default_host(&host, 1, a.metrics_file) != 0)

@@ -561,7 +561,7 @@ static int one_range(cli_context *ctx, faucet_store *s, const cli_backfill_statu
 
 	if (a->hash == NULL) {
 		if (faucet_backfill_plan_new(&p, &a->range) != 0)
-			return cli_fail(CLI_EXIT_USAGE, "backfill status");
+			return cli_plan_failed("backfill status", a->range.timezone);
 		hash = faucet_backfill_plan_hash(p);
 	} else {
 		hash = a->hash;
@@ -633,5 +633,20 @@ int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 	else
 		rc = overview(ctx, s, a->pipeline);
 	faucet_store_free(s);
+	return rc;
+}
+
+int cli_plan_failed(const char *command, const char *tz)
+{
+	char *best;
+	int rc;
+
+	if (tz == NULL || faucet_error_last()->code != FAUCET_ECONFIG ||
+	    strstr(faucet_error_last()->message, "time zone") == NULL ||
+	    (best = cli_suggest_zone(tz)) == NULL)
+		return cli_fail(CLI_EXIT_USAGE, "%s", command);
+	rc = cli_error(CLI_EXIT_USAGE, "%s: %s (did you mean '%s'?)", command,
+		       faucet_error_last()->message, best);
+	free(best);
 	return rc;
 }

@@ -16,4 +16,9 @@ typedef struct {
 /* Print the status the arguments ask for; returns the exit code. */
 int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a);
 
+/* After a failed faucet_backfill_plan_new(): when the library refused the
+ * time zone `tz`, the error with a "did you mean" when one is near;
+ * otherwise the library's error.  Printed; returns CLI_EXIT_USAGE. */
+int cli_plan_failed(const char *command, const char *tz);
+
 #endif

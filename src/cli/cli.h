@@ -93,11 +93,27 @@ int cli_context_config(cli_context *ctx, const cli_config **out);
  * URL or config, 1 when the store itself failed); 0 otherwise. */
 int cli_open_store(cli_context *ctx, faucet_store **out);
 
+/* A command that writes through a store it opened with
+ * cli_open_store_existing (undo, move) says so: a refusal for want of the
+ * encryption key is then exit 2, as for every write. */
+void cli_note_write(void);
+
 /* As cli_open_store, for the read commands (list, show, get, export,
  * copy's source, doctor): a file: directory or sqlite: database that does
  * not exist is an error, exit 1, "no state store at PATH (write commands
  * create it)", instead of being created empty. */
 int cli_open_store_existing(cli_context *ctx, faucet_store **out);
+
+/* Check the shape of a store URL the user gave as `where` ("--state",
+ * "--to"): a bare path or a scheme one typo from a known one is a usage
+ * error with a "did you mean" (printed; CLI_EXIT_USAGE); 0 otherwise (the
+ * library judges the rest). */
+int cli_check_store_url(const char *url, const char *where);
+
+/* As cli_open_store_existing, for a dry run: a file: directory or sqlite:
+ * database that does not exist yet is not an error - *absent is set and
+ * *out is an empty memory: store (nothing is created). */
+int cli_open_store_or_absent(cli_context *ctx, faucet_store **out, int *absent);
 
 /* Print "faucet: {what}: {last library error}" on stderr as one line and
  * return exit_code. */
@@ -161,9 +177,14 @@ typedef struct {
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
 
-/* The candidate nearest to `word` that could be a typo of it (a small edit
- * distance, or `word` is its prefix), or NULL. */
-const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+/* cli_suggest() (util.h) gives every "did you mean". */
+
+/* --tenant T, the one option every command taking a PIPELINE shares: put
+ * CLI_TENANT_OPTION(id) in the command's option table and check the value
+ * with cli_tenant_check(), which sets *tenant or prints the usage error
+ * and returns CLI_EXIT_USAGE. */
+#define CLI_TENANT_OPTION(id) {"tenant", 't', 1, (id)}
+int cli_tenant_check(const char *command, const char *text, const char **tenant);
 
 /* The default PIPELINE of a command given none: the YAML's `name` when -c
  * or FAUCET_CONFIG names a config.  Otherwise (or on a config error) the
@@ -240,6 +261,12 @@ const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const
 			   char *buf, size_t size);
 
 int cli_state_pipelines(cli_context *ctx, int argc, char **argv); /* state_pipelines.c */
+int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
+int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
+int cli_state_export_meltano(cli_context *ctx, int argc, char **argv); /* state_meltano.c */
+int cli_state_import_meltano(cli_context *ctx, int argc, char **argv);
+/* Whether argv (up to a "--") holds `--format meltano` / `--format=meltano`. */
+int cli_wants_meltano(int argc, char **argv);
 
 /* ---- every CLI write is a run (write_run.c) --------------------------- */
 

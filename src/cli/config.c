@@ -432,8 +432,17 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 				(void)cli_buf_puts(&names, i ? ", " : "");
 				(void)cli_buf_puts(&names, allowed[i]);
 			}
-			rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
-					scalar_raw(key), names.ptr ? names.ptr : "");
+			const char *best;
+			size_t count = i;
+
+			best = cli_suggest(scalar_raw(key), allowed, count);
+			if (best != NULL)
+				rc = node_error(l, key, "%s: unknown field '%s' (did you mean '%s'? "
+						"known: %s)", field, scalar_raw(key), best,
+						names.ptr ? names.ptr : "");
+			else
+				rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
+						scalar_raw(key), names.ptr ? names.ptr : "");
 			cli_buf_dispose(&names);
 			return rc;
 		}
@@ -644,6 +653,20 @@ static int load_state(loader *l, yaml_node_t *node)
 		return rc;
 	if (c->state_type == NULL || *c->state_type == '\0')
 		return node_error(l, type, "state.type is empty");
+	{
+		/* A near miss of a known type (sqllite) is named here; any other
+		 * unknown type is the library's to refuse, with its list. */
+		static const char *const types[] = {"file", "memory", "sqlite", "postgres", "redis"};
+		const char *best = NULL;
+		size_t i;
+
+		for (i = 0; i < CLI_ARRAY_LEN(types) && strcmp(types[i], c->state_type) != 0; i++)
+			;
+		if (i == CLI_ARRAY_LEN(types) &&
+		    (best = cli_suggest(c->state_type, types, CLI_ARRAY_LEN(types))) != NULL)
+			return node_error(l, type, "state.type: unknown state store type '%s' (did "
+					  "you mean '%s'?)", c->state_type, best);
+	}
 	conf = field_of(l, node, "config", NULL);
 	return conf == NULL ? 0 : load_state_config(l, conf);
 }

@@ -27,6 +27,9 @@
  * failure is on stderr only, so stdout stays one JSON document). */
 static const cli_context *error_ctx;
 static int json_printed;
+/* The store was opened to write (cli_open_store): a refusal for want of a
+ * key is then a usage error, exit 2 (nothing was written). */
+static int opened_to_write;
 
 void cli_context_init(cli_context *ctx)
 {
@@ -231,11 +234,19 @@ int cli_error(int exit_code, const char *fmt, ...)
  * answer: the library tells a sealed file read without a key to configure
  * one in the YAML (on the command line the way is a flag), and names what
  * is wrong with a key but not what a key may be. */
+/* A sealed value met without a key: the library names the file, which is
+ * the store's business, not the operator's (messages name keys and stores,
+ * never internal files). */
+static int sealed_without_key(const faucet_error *last)
+{
+	return last->code == FAUCET_ECRYPTO && error_ctx != NULL && error_ctx->key_env == NULL &&
+	       strstr(last->message, "no encryption key is configured") != NULL;
+}
+
 static const char *key_hint(const faucet_error *last)
 {
-	if (last->code == FAUCET_ECRYPTO && error_ctx != NULL && error_ctx->key_env == NULL &&
-	    strstr(last->message, "no encryption key is configured") != NULL)
-		return " (on the command line: --encryption-key-env VAR, VAR holding the key)";
+	if (sealed_without_key(last))
+		return "";
 	if (last->code == FAUCET_EINVALID && strncmp(last->message, "state key ", 10) == 0)
 		return " (a key is 1 to 256 bytes of A-Z a-z 0-9 _ . : / -, does not begin with "
 		       "'.', and uses '/' only between non-empty segments that do not begin "
@@ -253,11 +264,17 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	 * encrypted store) is a usage error, whoever called. */
 	if (exit_code == CLI_EXIT_FAILED && last->code == FAUCET_EINVALID)
 		exit_code = CLI_EXIT_USAGE;
+	if (sealed_without_key(last) && opened_to_write)
+		exit_code = CLI_EXIT_USAGE;
 	va_start(ap, fmt);
 	what = vformat(fmt, ap);
 	va_end(ap);
 	line = what ? cli_sprintf("%s: %s%s", what,
-				  *last->message ? last->message : "unknown error",
+				  sealed_without_key(last)
+					  ? "this store is encrypted; give --encryption-key-env VAR "
+					    "(VAR holding the key), or state.config.encryption in "
+					    "the YAML"
+					  : *last->message ? last->message : "unknown error",
 				  key_hint(last))
 		    : NULL;
 	report_failure(exit_code,
@@ -565,7 +582,15 @@ static const char *url_store_path(const char *url)
  * read we look for the directory or database ourselves.  Servers (postgres,
  * redis) and memory: have nothing to create here.
  */
-static int require_existing(const char *path)
+/* must_exist: 1 = a missing store is the error below; 2 = it is not an
+ * error: the caller gets an empty memory: store instead (a dry run's view
+ * of a store nothing has written yet), and nothing is created. */
+#define MUST_EXIST 1
+#define MAY_BE_ABSENT 2
+
+static int store_absent; /* set by require_existing in MAY_BE_ABSENT mode */
+
+static int require_existing(const char *path, int mode)
 {
 	struct stat st;
 
@@ -573,6 +598,10 @@ static int require_existing(const char *path)
 		return 0; /* the library names the missing path itself */
 	if (stat(path, &st) == 0)
 		return 0;
+	if ((errno == ENOENT || errno == ENOTDIR) && mode == MAY_BE_ABSENT) {
+		store_absent = 1;
+		return 0;
+	}
 	if (errno == ENOENT || errno == ENOTDIR) {
 		char *msg = cli_sprintf("no state store at %s (write commands create it)", path);
 
@@ -596,8 +625,10 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	ctx->store_label = faucet_url_redact(url);
 	if (ctx->selected_url == NULL || ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
-	if (must_exist && (rc = require_existing(url_store_path(url))) != 0)
+	if (must_exist && (rc = require_existing(url_store_path(url), must_exist)) != 0)
 		return rc;
+	if (store_absent)
+		return faucet_store_open_url(out, "memory:") != 0 ? open_failed(ctx) : 0;
 	if (ctx->key_env == NULL) {
 		if (faucet_store_open_url(out, url) != 0)
 			return open_failed(ctx);
@@ -651,8 +682,10 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
 	if (must_exist && (strcmp(conf->state_type, "file") == 0 ||
 			   strcmp(conf->state_type, "sqlite") == 0) &&
-	    (rc = require_existing(conf->state_path)) != 0)
+	    (rc = require_existing(conf->state_path, must_exist)) != 0)
 		return rc;
+	if (store_absent)
+		return faucet_store_open_url(out, "memory:") != 0 ? open_failed(ctx) : 0;
 	if (ctx->key_env != NULL) {
 		if (strcmp(conf->state_type, "file") != 0)
 			return cli_error(CLI_EXIT_USAGE,
@@ -689,18 +722,53 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 }
 
 /* A store URL always has a scheme; a bare path is the commonest slip, and
- * which backend the user meant is theirs to say. */
-static int check_url_shape(const char *url, const char *where)
+ * which backend the user meant is theirs to say unless the path tells (a
+ * .db/.sqlite file, an existing directory).  A scheme one typo away from a
+ * known one (sqllite:) is named with the URL it was meant to be. */
+int cli_check_store_url(const char *url, const char *where)
 {
+	static const char *const schemes[] = {"memory", "file", "sqlite", "postgres", "postgresql",
+					      "redis"};
+	const char *colon = strchr(url, ':'), *dot;
 	cli_buf b = CLI_BUF_INIT;
+	struct stat st;
 	int rc;
 
-	if (strchr(url, ':') != NULL)
-		return 0;
+	if (colon != NULL) {
+		char scheme[16];
+		size_t n = (size_t)(colon - url);
+		const char *best;
+
+		if (n == 0 || n >= sizeof(scheme))
+			return 0;
+		memcpy(scheme, url, n);
+		scheme[n] = '\0';
+		for (size_t i = 0; i < CLI_ARRAY_LEN(schemes); i++) {
+			if (strcmp(schemes[i], scheme) == 0)
+				return 0;
+		}
+		if ((best = cli_suggest(scheme, schemes, CLI_ARRAY_LEN(schemes))) == NULL)
+			return 0; /* the library's message lists the schemes */
+		cli_escape(&b, colon);
+		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",
+				     where, scheme, best, b.ptr ? b.ptr : "");
+		cli_buf_dispose(&b);
+		return rc;
+	}
 	cli_escape(&b, url);
-	rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a directory "
-			     "of JSON files) or sqlite:%s (one SQLite database file)?",
-			     where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	dot = strrchr(url, '.');
+	if (dot != NULL && strchr(dot, '/') == NULL &&
+	    (strcmp(dot, ".db") == 0 || strcmp(dot, ".sqlite") == 0 || strcmp(dot, ".sqlite3") == 0))
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean sqlite:%s?", where,
+				     b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	else if (stat(url, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s?", where,
+				     b.ptr ? b.ptr : "", b.ptr ? b.ptr : "");
+	else
+		rc = cli_usage_error("", "%s '%s' is not a store URL: did you mean file:%s (a "
+				     "directory of JSON files) or sqlite:%s (one SQLite database "
+				     "file)?", where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "",
+				     b.ptr ? b.ptr : "");
 	cli_buf_dispose(&b);
 	return rc;
 }
@@ -716,7 +784,7 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 		return cli_error(CLI_EXIT_USAGE, "--previous-key-env needs --encryption-key-env: "
 				 "the previous keys are read, the current one seals what is written");
 	if (ctx->state_url != NULL) {
-		if ((rc = check_url_shape(ctx->state_url, "--state")) != 0)
+		if ((rc = cli_check_store_url(ctx->state_url, "--state")) != 0)
 			return rc;
 		return open_from_url(ctx, ctx->state_url, must_exist, out);
 	}
@@ -726,19 +794,36 @@ static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 	if (conf != NULL)
 		return open_from_config(ctx, conf, must_exist, out);
 	url = nonempty_env("FAUCET_STATE");
-	if (url != NULL && (rc = check_url_shape(url, "FAUCET_STATE")) != 0)
+	if (url != NULL && (rc = cli_check_store_url(url, "FAUCET_STATE")) != 0)
 		return rc;
 	return open_from_url(ctx, url ? url : DEFAULT_STATE_URL, must_exist, out);
 }
 
+void cli_note_write(void)
+{
+	opened_to_write = 1;
+}
+
 int cli_open_store(cli_context *ctx, faucet_store **out)
 {
+	opened_to_write = 1;
 	return open_store(ctx, 0, out);
 }
 
 int cli_open_store_existing(cli_context *ctx, faucet_store **out)
 {
-	return open_store(ctx, 1, out);
+	return open_store(ctx, MUST_EXIST, out);
+}
+
+int cli_open_store_or_absent(cli_context *ctx, faucet_store **out, int *absent)
+{
+	int rc;
+
+	store_absent = 0;
+	rc = open_store(ctx, MAY_BE_ABSENT, out);
+	*absent = store_absent;
+	store_absent = 0;
+	return rc;
 }
 
 int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,

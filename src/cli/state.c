@@ -19,7 +19,7 @@
 static const char state_help[] =
 	"usage: faucet state SUBCOMMAND [ARGS] [OPTIONS]\n"
 	"\n"
-	"  list [PREFIX]                     keys in byte order, one a line\n"
+	"  list [PIPELINE | --prefix PREFIX] keys in byte order, one a line\n"
 	"  show [PIPELINE] [--tenant T]      every key of a pipeline with its decoded\n"
 	"                                    parts (row, sub/shard, suffix) and value\n"
 	"  get KEY                           the value as compact JSON on one line;\n"
@@ -37,6 +37,10 @@ static const char state_help[] =
 	"                                    write an export document into the store\n"
 	"  copy [PIPELINE] (--to URL | --to-config FILE) [--replace]\n"
 	"                                    export + import into another store\n"
+	"  copy PIPELINE --to-pipeline NEW [--row-map OLD=NEW]... [--replace]\n"
+	"                                    copy its keys to pipeline NEW, same store\n"
+	"  move PIPELINE NEW [--row-map OLD=NEW]... [--replace]\n"
+	"                                    rename a pipeline (one run, one undo)\n"
 	"  rekey [PREFIX]                    re-seal every file with the current key\n"
 	"  runs PIPELINE [--row R]           the run history, newest first\n"
 	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
@@ -61,6 +65,7 @@ static const subcommand subcommands[] = {
 	{"merge", cli_state_merge},
 	{"clear", cli_state_clear},
 	{"pipelines", cli_state_pipelines},
+	{"move", cli_state_move},
 };
 
 int cli_state_main(cli_context *ctx, int argc, char **argv)
@@ -99,11 +104,14 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 /* ---- list -------------------------------------------------------------- */
 
 static const char list_help[] =
-	"usage: faucet state list [PREFIX] [OPTIONS]\n"
+	"usage: faucet state list [PIPELINE [--tenant T] | --prefix PREFIX] [OPTIONS]\n"
 	"\n"
-	"Print every key starting with PREFIX (all keys without one), in byte order,\n"
-	"one a line.  With --json: a JSON array of the keys.  Run bookkeeping\n"
-	"(__lease__, __status__, __rollback__ keys) is left out unless --all.\n";
+	"Print keys in byte order, one a line: PIPELINE's (every key starting with\n"
+	"[T::]PIPELINE::, so 'list P' never shows P_archive's), those starting with\n"
+	"PREFIX byte for byte with --prefix, all keys without either.  An argument\n"
+	"with '::' in it (orders::eu) is a prefix, as before.  With --json: a JSON\n"
+	"array of the keys.  Run bookkeeping (__lease__, __status__, __rollback__\n"
+	"keys) is left out unless --all.\n";
 
 /* Drop run bookkeeping from a key list (in place, order kept). */
 static void drop_bookkeeping(faucet_strarray *keys)
@@ -145,10 +153,15 @@ static int simple_args(cli_context *ctx, const char *command, const char *help, 
 
 int cli_state_list(cli_context *ctx, int argc, char **argv)
 {
-	static const cli_option opts[] = {{"all", 0, 0, 1}, {NULL, 0, 0, 0}};
+	enum { OPT_ALL = 1, OPT_PREFIX, OPT_TENANT };
+	static const cli_option opts[] = {{"all", 0, 0, OPT_ALL},
+					  {"prefix", 0, 1, OPT_PREFIX},
+					  CLI_TENANT_OPTION(OPT_TENANT),
+					  {NULL, 0, 0, 0}};
 	faucet_strarray keys = {NULL, 0};
 	faucet_store *s;
-	const char *prefix = NULL, *arg;
+	const char *raw = NULL, *pos = NULL, *tenant = NULL, *arg;
+	char *prefix = NULL;
 	cli_args it;
 	int rc, id, all = 0;
 
@@ -158,23 +171,49 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(list_help);
-		if (id == 1)
+		if (id == OPT_ALL)
 			all = 1;
-		else if (prefix == NULL)
-			prefix = arg;
+		else if (id == OPT_PREFIX)
+			raw = arg;
+		else if (id == OPT_TENANT && (rc = cli_tenant_check("state list", arg, &tenant)) != 0)
+			return rc;
+		else if (id == OPT_TENANT)
+			continue;
+		else if (pos == NULL)
+			pos = arg;
 		else
 			return cli_usage_error("state list", "unexpected argument '%s'", arg);
 	}
+	if (raw != NULL && pos != NULL)
+		return cli_usage_error("state list", "give PIPELINE or --prefix PREFIX, not both");
+	/* A pipeline name is one key segment; anything else (orders::eu, a
+	 * partial key) keeps its old meaning: a byte prefix. */
+	if (pos != NULL && (strstr(pos, "::") != NULL || faucet_validate_key(pos) != 0)) {
+		if (tenant != NULL)
+			return cli_usage_error("state list", "--tenant goes with a PIPELINE name; '%s' "
+					       "is a key prefix", pos);
+		raw = pos;
+		pos = NULL;
+	}
+	if (tenant != NULL && pos == NULL)
+		return cli_usage_error("state list", "--tenant needs a PIPELINE");
+	prefix = pos == NULL ? cli_strdup(raw ? raw : "")
+	       : tenant ? cli_sprintf("%s::%s::", tenant, pos)
+			: cli_sprintf("%s::", pos);
 	if (prefix == NULL)
-		prefix = "";
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	rc = cli_open_store_existing(ctx, &s);
-	if (rc != 0)
+	if (rc != 0) {
+		free(prefix);
 		return rc;
+	}
 	if (faucet_store_list(s, prefix, &keys) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		faucet_store_free(s);
+		free(prefix);
 		return rc;
 	}
+	free(prefix);
 	faucet_store_free(s);
 	if (!all)
 		drop_bookkeeping(&keys);
@@ -447,7 +486,7 @@ static int load_rows(cli_context *ctx, faucet_store *s, const char *prefix, cons
 int cli_state_show(cli_context *ctx, int argc, char **argv)
 {
 	enum { OPT_TENANT = 1, OPT_ALL };
-	static const cli_option opts[] = {{"tenant", 't', 1, OPT_TENANT}, {"all", 0, 0, OPT_ALL},
+	static const cli_option opts[] = {CLI_TENANT_OPTION(OPT_TENANT), {"all", 0, 0, OPT_ALL},
 					  {NULL, 0, 0, 0}};
 	faucet_strarray keys = {NULL, 0};
 	const char *pipeline = NULL, *tenant = NULL, *arg;
@@ -464,8 +503,10 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(show_help);
-		if (id == OPT_TENANT)
-			tenant = arg;
+		if (id == OPT_TENANT && (rc = cli_tenant_check("state show", arg, &tenant)) != 0)
+			return rc;
+		else if (id == OPT_TENANT)
+			continue;
 		else if (id == OPT_ALL)
 			all = 1;
 		else if (pipeline == NULL)

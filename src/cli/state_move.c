@@ -28,18 +28,24 @@
 #include "jsonw.h"
 
 static const char export_help[] =
-	"usage: faucet state export [PIPELINE] [-o FILE] [OPTIONS]\n"
+	"usage: faucet state export [PIPELINE] [--tenant T] [-o FILE] [OPTIONS]\n"
+	"       faucet state export --format meltano [PIPELINE] [--row R] [--tenant T]\n"
 	"\n"
 	"Print the version-1 export document of the pipeline: every key of its\n"
-	"namespace (PIPELINE::) with its value.  -o FILE writes it atomically\n"
-	"instead (temp file, fsync, rename; created owner-only, mode 0600); an\n"
-	"existing device, FIFO or symlink is written through, -o - is stdout.\n"
+	"namespace (PIPELINE::, or T::PIPELINE:: with --tenant T) with its value.\n"
+	"--format meltano prints one invocation's bookmark as Meltano's state\n"
+	"document instead (see 'faucet state export --format meltano --help').\n"
+	"-o FILE writes it atomically instead (temp file, fsync, rename; created\n"
+	"owner-only, mode 0600); an existing device, FIFO or symlink is written\n"
+	"through, -o - is stdout.\n"
 	"Note: the document holds plaintext values, even from an encrypted store.\n"
 	"PIPELINE defaults to the YAML's name with -c.\n";
 
 static const char import_help[] =
 	"usage: faucet state import FILE|- [--replace [--allow-empty]] [--dry-run]\n"
 	"                           [--to-config FILE] [OPTIONS]\n"
+	"       faucet state import --format meltano [--pipeline P] [--row R] FILE|-\n"
+	"                           (see 'faucet state import --format meltano --help')\n"
 	"\n"
 	"Write an export document (- reads it from standard input) into the store, or\n"
 	"into the one a pipeline YAML names with --to-config FILE (its state: block,\n"
@@ -60,7 +66,7 @@ static const char import_help[] =
 	"1 when the store failed.\n";
 
 static const char copy_help[] =
-	"usage: faucet state copy [PIPELINE] (--to URL | --to-config FILE)\n"
+	"usage: faucet state copy [PIPELINE] (--to URL | --to-config FILE) [--tenant T]\n"
 	"                         [--replace [--allow-empty]] [--dry-run] [OPTIONS]\n"
 	"\n"
 	"Export the pipeline's namespace from the selected store and import it into\n"
@@ -72,9 +78,38 @@ static const char copy_help[] =
 	"the run it is recorded as, in the destination store.\n"
 	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
 	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
-	"PIPELINE defaults to the YAML's name with -c.\n";
+	"PIPELINE defaults to the YAML's name with -c.\n"
+	"Within one store, to another pipeline: state copy PIPELINE --to-pipeline NEW\n"
+	"(see 'faucet state copy --to-pipeline NEW --help').\n";
 
 /* ---- export -------------------------------------------------------------- */
+
+int cli_wants_meltano(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--format=meltano") == 0 ||
+		    (strcmp(argv[i], "--format") == 0 && i + 1 < argc &&
+		     strcmp(argv[i + 1], "meltano") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* --format of export and import: faucet (the version-1 document, the
+ * default) or meltano (handled by state_meltano.c before this is reached). */
+static int check_format(const char *command, const char *format)
+{
+	static const char *const formats[] = {"faucet", "meltano"};
+	const char *best;
+
+	if (strcmp(format, "faucet") == 0)
+		return 0;
+	best = cli_suggest(format, formats, 2);
+	if (best != NULL)
+		return cli_usage_error(command, "unknown --format '%s' (did you mean '%s'?)", format,
+				       best);
+	return cli_usage_error(command, "unknown --format '%s' (faucet or meltano)", format);
+}
 
 /* An anonymous read-write temp file in $TMPDIR (else /tmp), unlinked at
  * once so it disappears with the process; owner-only, since it holds
@@ -193,15 +228,20 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 
 int cli_state_export(cli_context *ctx, int argc, char **argv)
 {
-	enum { OPT_OUTPUT = 1 };
-	static const cli_option opts[] = {{"output", 'o', 1, OPT_OUTPUT}, {NULL, 0, 0, 0}};
-	const char *pipeline = NULL, *output = NULL, *arg;
+	enum { OPT_OUTPUT = 1, OPT_FORMAT, OPT_TENANT };
+	static const cli_option opts[] = {{"output", 'o', 1, OPT_OUTPUT},
+					  {"format", 0, 1, OPT_FORMAT},
+					  CLI_TENANT_OPTION(OPT_TENANT), {NULL, 0, 0, 0}};
+	const char *pipeline = NULL, *output = NULL, *tenant = NULL, *arg;
+	char *ns = NULL;
 	faucet_store *s;
 	FILE *tmp = NULL;
 	size_t count = 0;
 	cli_args it;
 	int id, rc;
 
+	if (cli_wants_meltano(argc, argv))
+		return cli_state_export_meltano(ctx, argc, argv);
 	cli_args_init(&it, ctx, "state export", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -210,6 +250,14 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 			return cli_print_help(export_help);
 		if (id == OPT_OUTPUT)
 			output = arg;
+		else if (id == OPT_FORMAT && (rc = check_format("state export", arg)) != 0)
+			return rc;
+		else if (id == OPT_FORMAT)
+			continue;
+		else if (id == OPT_TENANT && (rc = cli_tenant_check("state export", arg, &tenant)) != 0)
+			return rc;
+		else if (id == OPT_TENANT)
+			continue;
 		else if (pipeline == NULL)
 			pipeline = arg;
 		else
@@ -219,13 +267,26 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		return rc;
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state export: bad pipeline name");
+	if (tenant != NULL) {
+		/* A tenant's pipeline is the namespace T::PIPELINE (doc/design.md §2). */
+		if (strstr(pipeline, "::") != NULL)
+			return cli_usage_error("state export", "'%s' is not a pipeline name (it "
+					       "contains '::')", pipeline);
+		if ((ns = cli_sprintf("%s::%s", tenant, pipeline)) == NULL)
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+		pipeline = ns;
+	}
 	rc = cli_open_store_existing(ctx, &s);
-	if (rc != 0)
+	if (rc != 0) {
+		free(ns);
 		return rc;
+	}
 	rc = export_to_temp(ctx, s, pipeline, &tmp, &count);
 	faucet_store_free(s);
-	if (rc != 0)
+	if (rc != 0) {
+		free(ns);
 		return rc;
+	}
 	if (output == NULL || strcmp(output, "-") == 0) {
 		if (copy_to_stdout(tmp) != 0 || putchar('\n') == EOF)
 			rc = cli_error(CLI_EXIT_FAILED, "export of '%s': cannot write it out: %s",
@@ -236,6 +297,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		rc = print_export_summary(ctx, pipeline, output, count);
 	}
 	fclose(tmp);
+	free(ns);
 	return rc;
 }
 
@@ -357,10 +419,20 @@ typedef struct {
 static int begin_import_run(void *arg, const char *pipeline, const char *row, faucet_run **run)
 {
 	import_run *ir = arg;
+	const char *sep = strstr(pipeline, "::");
+	char *first = NULL;
 
-	ir->begin_rc = cli_write_run_begin_in(ir->ctx, ir->s, ir->command, pipeline, row,
+	/* A tenant's document (pipeline "T::P") records where its keys' runs
+	 * live: the run pipeline is a key's first segment (doc/design.md §8.7). */
+	if (sep != NULL && (first = cli_strndup(pipeline, (size_t)(sep - pipeline))) == NULL) {
+		ir->begin_rc = cli_error(CLI_EXIT_FAILED, "out of memory");
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	}
+	ir->begin_rc = cli_write_run_begin_in(ir->ctx, ir->s, ir->command,
+					      first ? first : pipeline, row,
 					      (ir->may_join ? CLI_RUN_MAY_JOIN : 0) |
 						      CLI_RUN_EXCLUSIVE, &ir->w);
+	free(first);
 	if (ir->begin_rc != 0)
 		return faucet_error_set(FAUCET_ERROR, "the import could not be recorded as a run");
 	*run = ir->w.run;
@@ -487,7 +559,8 @@ static int open_input(const char *input, const char *name, FILE **out)
 	return 0;
 }
 
-enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO, OPT_TO_CONFIG };
+enum { OPT_REPLACE = 1, OPT_ALLOW_EMPTY, OPT_DRY_RUN, OPT_TO, OPT_TO_CONFIG, OPT_IMPORT_FORMAT,
+       OPT_COPY_TENANT };
 
 /* --replace, --allow-empty, --dry-run: 1 when `id` was one of them. */
 static int import_option(int id, faucet_import_options *o)
@@ -510,6 +583,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
 		{"dry-run", 0, 0, OPT_DRY_RUN},
 		{"to-config", 0, 1, OPT_TO_CONFIG},
+		{"format", 0, 1, OPT_IMPORT_FORMAT},
 		{NULL, 0, 0, 0},
 	};
 	const char *input = NULL, *arg, *name, *to_config = NULL, *label;
@@ -519,6 +593,8 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 	cli_args it;
 	int id, rc;
 
+	if (cli_wants_meltano(argc, argv))
+		return cli_state_import_meltano(ctx, argc, argv);
 	cli_args_init(&it, ctx, "state import", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -529,6 +605,10 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 			continue;
 		if (id == OPT_TO_CONFIG)
 			to_config = arg;
+		else if (id == OPT_IMPORT_FORMAT && (rc = check_format("state import", arg)) != 0)
+			return rc;
+		else if (id == OPT_IMPORT_FORMAT)
+			continue;
 		else if (input == NULL)
 			input = arg;
 		else
@@ -567,9 +647,12 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		{"replace", 0, 0, OPT_REPLACE},
 		{"allow-empty", 0, 0, OPT_ALLOW_EMPTY},
 		{"dry-run", 0, 0, OPT_DRY_RUN},
+		CLI_TENANT_OPTION(OPT_COPY_TENANT),
 		{NULL, 0, 0, 0},
 	};
 	const char *pipeline = NULL, *to = NULL, *to_config = NULL, *arg, *dst_label = NULL;
+	const char *tenant = NULL;
+	char *ns = NULL;
 	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_store *src = NULL, *dst = NULL;
 	char *to_label = NULL, *what = NULL;
@@ -578,6 +661,12 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	cli_args it;
 	int id, rc;
 
+	/* --to-pipeline NEW: a copy within this store (state_pipeline.c). */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--to-pipeline") == 0 ||
+		    strncmp(argv[i], "--to-pipeline=", 14) == 0)
+			return cli_state_copy_pipeline(ctx, argc, argv);
+	}
 	cli_args_init(&it, ctx, "state copy", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -589,6 +678,11 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		else if (id == OPT_TO_CONFIG)
 			to_config = arg;
 		else if (import_option(id, &o))
+			continue;
+		else if (id == OPT_COPY_TENANT &&
+			 (rc = cli_tenant_check("state copy", arg, &tenant)) != 0)
+			return rc;
+		else if (id == OPT_COPY_TENANT)
 			continue;
 		else if (pipeline == NULL)
 			pipeline = arg;
@@ -602,9 +696,23 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 				       "--to-config FILE (one of them)");
 	if (faucet_validate_key(pipeline) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state copy: bad pipeline name");
+	if (tenant != NULL) {
+		if (strstr(pipeline, "::") != NULL)
+			return cli_usage_error("state copy", "'%s' is not a pipeline name (it "
+					       "contains '::')", pipeline);
+		if ((ns = cli_sprintf("%s::%s", tenant, pipeline)) == NULL)
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+		pipeline = ns;
+	}
+	if (to != NULL && (rc = cli_check_store_url(to, "--to")) != 0) {
+		free(ns);
+		return rc;
+	}
 	to_label = to ? faucet_url_redact(to) : NULL;
-	if (to != NULL && to_label == NULL)
+	if (to != NULL && to_label == NULL) {
+		free(ns);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
 	dst_label = to_label;
 	rc = cli_open_store_existing(ctx, &src);
 	/* Open the destination before reading anything, so a bad --to fails
@@ -636,5 +744,6 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	faucet_store_free(dst);
 	faucet_store_free(src);
 	free(to_label);
+	free(ns);
 	return rc;
 }

@@ -18,18 +18,21 @@
 #include "jsonw.h"
 
 static const char runs_help[] =
-	"usage: faucet state runs PIPELINE [--row R] [OPTIONS]\n"
+	"usage: faucet state runs PIPELINE [--row R | --tenant T] [OPTIONS]\n"
 	"\n"
 	"The run history, newest first: run, start, end, outcome, keys changed, and\n"
 	"where (a row, or \"-\" for pipeline-level runs such as CLI writes spanning\n"
 	"several invocations).  On a terminal: a header, aligned columns and local\n"
 	"times; piped: tab-separated lines, UTC times.  With --row only that\n"
 	"invocation's runs.  With --json (times RFC 3339 UTC)\n"
-	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n";
+	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n"
+	"--tenant T: the runs of tenant T's PIPELINE, which are recorded as T's\n"
+	"invocation PIPELINE (writes spanning several of T's pipelines are T's\n"
+	"pipeline-level runs: faucet state runs T).\n";
 
 static const char undo_help[] =
-	"usage: faucet state undo PIPELINE [--row R] [RUN] [--force] [--dry-run] [--wait[=D]]\n"
-	"                         [OPTIONS]\n"
+	"usage: faucet state undo PIPELINE [--row R | --tenant T] [RUN] [--force] [--dry-run]\n"
+	"                         [--wait[=D]] [OPTIONS]\n"
 	"\n"
 	"Undo RUN, or the newest run not yet undone (among the pipeline-level runs and\n"
 	"every row's, or one row's with --row; undo runs themselves are skipped): each\n"
@@ -40,7 +43,9 @@ static const char undo_help[] =
 	"copy or another undo of the pipeline is in flight it exits 75 naming the\n"
 	"holder, or waits with --wait (for up to D).  An undo that failed or was\n"
 	"interrupted is finished by running the same command again.  The undo is\n"
-	"itself a run, so it can be undone in turn by naming it.\n";
+	"itself a run, so it can be undone in turn by naming it.\n"
+	"--tenant T: a run of tenant T's PIPELINE (recorded as T's invocation PIPELINE;\n"
+	"see 'faucet state runs --help').\n";
 
 typedef struct {
 	const char *pipeline, *row, *run;
@@ -53,12 +58,16 @@ typedef struct {
 static int parse(cli_context *ctx, const char *command, const char *help, int allow_run,
 		 int argc, char **argv, runs_args *a)
 {
-	enum { O_ROW = 1, O_FORCE, O_DRY };
+	enum { O_ROW = 1, O_FORCE, O_DRY, O_TENANT };
 	static const cli_option opts[] = {{"row", 0, 1, O_ROW},
 					  {"force", 0, 0, O_FORCE},
 					  {"dry-run", 0, 0, O_DRY},
+					  CLI_TENANT_OPTION(O_TENANT),
 					  {NULL, 0, 0, 0}};
-	static const cli_option runs_opts[] = {{"row", 0, 1, O_ROW}, {NULL, 0, 0, 0}};
+	static const cli_option runs_opts[] = {{"row", 0, 1, O_ROW}, CLI_TENANT_OPTION(O_TENANT),
+					       {NULL, 0, 0, 0}};
+	const char *tenant = NULL;
+	int rc;
 	const char *v;
 	cli_args it;
 	int id;
@@ -78,6 +87,10 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 			a->force = 1;
 		else if (id == O_DRY)
 			a->dry_run = 1;
+		else if (id == O_TENANT && (rc = cli_tenant_check(command, v, &tenant)) != 0)
+			return rc;
+		else if (id == O_TENANT)
+			continue;
 		else if (a->pipeline == NULL)
 			a->pipeline = v;
 		else if (allow_run && a->run == NULL)
@@ -89,6 +102,17 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 		return cli_usage_error(command, "which pipeline?");
 	if (faucet_validate_key(a->pipeline) != 0 || strstr(a->pipeline, "::") != NULL)
 		return cli_usage_error(command, "invalid pipeline name '%s'", a->pipeline);
+	if (tenant != NULL) {
+		/* A run is scoped by its keys' first segment (doc/design.md §8.7):
+		 * tenant T's pipeline P is recorded as T's invocation P. */
+		if (a->row != NULL)
+			return cli_usage_error(command, "--tenant and --row together: the runs of "
+					       "tenant %s's pipeline %s are its invocation %s of %s; "
+					       "give one of them", tenant, a->pipeline,
+					       a->pipeline, tenant);
+		a->row = a->pipeline;
+		a->pipeline = tenant;
+	}
 	if (a->row != NULL) {
 		char *k = cli_sprintf("%s::%s", a->pipeline, a->row);
 		int bad = k == NULL || faucet_validate_key(k) != 0 || faucet_run_is_bookkeeping_key(k);
@@ -357,6 +381,8 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;
+	if (!a.dry_run)
+		cli_note_write();
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
 	o.row = a.row;

@@ -71,4 +71,13 @@ int cli_buf_printf(cli_buf *b, const char *fmt, ...) __attribute__((format(print
 char *cli_buf_detach(cli_buf *b);
 void cli_buf_dispose(cli_buf *b);
 
+/* The candidate nearest to `word` that could be a typo of it (a small edit
+ * distance, or `word` is its prefix), or NULL.  Every "did you mean" of the
+ * command comes from here: commands, options, backend types, URL schemes,
+ * YAML fields, time zones. */
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+
+/* The system zone nearest to the unknown zone `name`, or NULL (caller frees). */
+char *cli_suggest_zone(const char *name);
+
 #endif

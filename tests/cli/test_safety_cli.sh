@@ -144,13 +144,21 @@ for cmd in "state list" "state show p" "state get p::k" "state export p" "doctor
 	expect_err_contains "no state store at missing.db" "$cmd names the database"
 	expect_no_file missing.db "$cmd created no database"
 done
-# A backfill's dry run and status only read: a mistyped store is an error,
-# not a plan with nothing done, and it is not created.
+# A backfill's dry run only reads and creates nothing: on a store that does
+# not exist yet it prints the whole plan, saying that there is no store at
+# that path (a mistyped path shows), and the store is not created.  Status
+# is a read command: a missing store is an error.
 run backfill --state file:missing-dir --pipeline p --from 2026-06-01 --to 2026-06-03 \
 	--window 1d --dry-run -- true
-expect_rc 1 "backfill --dry-run on a missing file store"
-expect_err_contains "no state store at missing-dir" "backfill --dry-run names the path"
+expect_rc 0 "backfill --dry-run on a missing file store prints the plan"
+expect_out_contains "20260602T000000Z" "the plan's units"
+expect_err_contains "no state store at file:missing-dir yet" "backfill --dry-run names the path"
 expect_no_file missing-dir "backfill --dry-run created no directory"
+run backfill --state sqlite:missing.db --pipeline p --from 2026-06-01 --to 2026-06-03 \
+	--window 1d --dry-run --json -- true
+expect_rc 0 "backfill --dry-run on a missing sqlite database"
+expect_json "d['dry_run'] and d['pending'] == 2 and d['done'] == 0" "every unit would run"
+expect_no_file missing.db "backfill --dry-run created no database"
 run backfill status --state file:missing-dir --pipeline p
 expect_rc 1 "backfill status on a missing file store"
 expect_no_file missing-dir "backfill status created no directory"
