@@ -206,7 +206,7 @@ static const char zsh_script[] =
 	"\t\t\t\treturn\n"
 	"\t\t\tfi\n"
 	"\t\t\tflags=(--if-absent --if-equals)\n"
-	"\t\t\t[[ $sub == merge ]] && flags=(--if-equals --dry-run) ;;\n"
+	"\t\t\t[[ $sub == merge ]] && flags=(--if-equals --dry-run)\n"
 	"\t\t\t[[ $sub == list ]] && flags=(--prefix --tenant --all) ;;\n"
 	"\t\tshow) flags=(--tenant --all) ;;\n"
 	"\t\texport) flags=(-o --format --row --tenant) ;;\n"
