@@ -352,7 +352,10 @@ static int verify(etcd_conn *c, size_t idx, uint64_t deadline)
 	json_object *j, *v;
 	int ok;
 
-	if (rc == CURLE_WEIRD_SERVER_REPLY || rc == CURLE_UNSUPPORTED_PROTOCOL)
+	/* Not HTTP at all, or a server that hung up without a word (Redis
+	 * closes a connection that sends it HTTP headers). */
+	if (rc == CURLE_WEIRD_SERVER_REPLY || rc == CURLE_UNSUPPORTED_PROTOCOL ||
+	    rc == CURLE_GOT_NOTHING)
 		return faucet_error_set(FAUCET_ECONFIG,
 					"etcd state store %s: %s is not an etcd server (its answer "
 					"to GET /version is not HTTP: %s)",
