@@ -54,8 +54,10 @@
 #define ETCD_DEFAULT_DIAL_MS 2000
 #define ETCD_DEFAULT_REQUEST_MS 10000
 #define ETCD_MAX_TXN_OPS 128
+/* Pages are big because etcd 3.4 walks every key left in the range for each
+ * page (it counts them), so small pages make a listing quadratic. */
 #define ETCD_LIST_PAGE 10000
-#define ETCD_SCAN_PAGE 1000
+#define ETCD_SCAN_PAGE 5000
 #define ETCD_CAS_ATTEMPTS 1000
 #define ETCD_MAX_REPLY (256u << 20)
 
