@@ -82,4 +82,22 @@ check $? "the highest acknowledged value ($max_ack) is <= final"
 dups=$(cat "$work"/log.* | awk '$1 == "ack" { print $2 }' | sort | uniq -d | wc -l)
 [ "$dups" -eq 0 ]
 check $? "no value was acknowledged to two writers"
+
+# No quorum: with two of three members dead, an operation fails within its
+# request timeout with a clear message (`timeout` is only a backstop that
+# turns a hang into a failure).
+other=""
+for i in 0 1 2; do
+  if [ "$i" != "$leader" ] && [ -z "$other" ]; then other=$i; fi
+done
+ec_kill "$other"
+out=$(timeout 20 "$FAUCET" --state "$EC_URL/failover?request_timeout=2s&dial_timeout=200ms" \
+  state get test::counter 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 2 ]
+check $? "without a quorum a read fails (exit $rc), and does not hang"
+case "$out" in
+  *"no endpoint answered within the request timeout"*) check 0 "the message says no endpoint answered" ;;
+  *) check 1 "the message says no endpoint answered (got: $out)" ;;
+esac
 exit $failed

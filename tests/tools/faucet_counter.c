@@ -7,8 +7,9 @@
  * Until STOPFILE exists: read KEY (absent = 0), compare-and-put n -> n+1.
  * Every attempt that was not a plain "someone else won" is one line in LOG,
  * written and flushed as it happens:
- *   ack N MS       the increment to N was acknowledged (MS: wall clock, ms)
- *   unknown N MS   its outcome is unknown (FAUCET_EUNKNOWN): it may have landed
+ *   ack N MS START the increment to N was acknowledged (MS: wall clock, ms;
+ *                  START: when the attempt began, its read)
+ *   unknown N MS START  its outcome is unknown (FAUCET_EUNKNOWN): it may have landed
  *   error MS TEXT  it failed for sure (no quorum, no endpoint), tried again
  * So after a run, acknowledged <= final <= acknowledged + unknown must hold
  * for the counter's final value (tests/cluster/test_etcd_failover.sh).
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 		unsigned long long n = 0;
 		char text[32];
 		int written = 0;
+		long long start = now_ms();
 
 		rc = faucet_store_get(s, argv[2], &cur);
 		if (rc != 0) {
@@ -71,9 +73,9 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			rc = faucet_store_compare_and_put(s, argv[2], cur, next, &written);
 		if (rc == 0 && written)
-			fprintf(log, "ack %llu %lld\n", n + 1, now_ms());
+			fprintf(log, "ack %llu %lld %lld\n", n + 1, now_ms(), start);
 		else if (rc == FAUCET_EUNKNOWN)
-			fprintf(log, "unknown %llu %lld\n", n + 1, now_ms());
+			fprintf(log, "unknown %llu %lld %lld\n", n + 1, now_ms(), start);
 		else if (rc != 0)
 			fprintf(log, "error %lld %s\n", now_ms(), faucet_error_last()->message);
 		fflush(log);
