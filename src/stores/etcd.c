@@ -468,6 +468,19 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
 			*out = j;
 			return 0;
 		}
+		if (status == 200) {
+			/* Answered, but not with a JSON object (cut short?): a
+			 * write may have been applied all the same. */
+			json_object_put(j);
+			(void)snprintf(last, sizeof(last), "%s: an HTTP 200 reply that is not a "
+				       "JSON object", host_of(s->endpoints[idx]));
+			if (write)
+				return faucet_error_set(FAUCET_EUNKNOWN,
+							"etcd state store %s: %s: %s - outcome "
+							"unknown (it may have been applied)",
+							s->redacted, what, last);
+			goto next;
+		}
 		code = error_reply(j, &msg);
 		(void)snprintf(last, sizeof(last), "%s: HTTP %ld: %s", host_of(s->endpoints[idx]),
 			       status, msg ? msg : (c->reply.ptr ? c->reply.ptr : ""));
@@ -1226,10 +1239,12 @@ static int etcd_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 
 /* ---- doctor ------------------------------------------------------------ */
 
-/* POST body to endpoint idx alone (no failover): the doctor asks each. */
-static int request_at(etcd_conn *c, size_t idx, const char *path, json_object **out)
+/* POST body to endpoint idx alone (no failover): the doctor asks each,
+ * within its own timeout. */
+static int request_at(etcd_conn *c, size_t idx, const char *path, uint64_t timeout_ms,
+		      json_object **out)
 {
-	uint64_t deadline = faucet__now_ms() + (uint64_t)c->s->request_ms;
+	uint64_t deadline = faucet__now_ms() + timeout_ms;
 	long status = 0;
 	CURLcode crc;
 	int rc = 0;
@@ -1289,7 +1304,7 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	int rc, leaders_agree = 1;
 	size_t up = 0, total;
 	uint64_t start = faucet__now_ms();
-	long saved = s->request_ms;
+	uint64_t timeout = ctx->timeout_ms ? ctx->timeout_ms : (uint64_t)s->request_ms;
 	char *hint = faucet__sprintf("check that the etcd members in %s are running and reachable",
 				     s->redacted);
 
@@ -1304,11 +1319,9 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		free(hint);
 		return rc;
 	}
-	(void)saved;
-	(void)ctx;
 	/* members: from the first endpoint that gives the list. */
 	for (size_t i = 0; i < s->n && members == NULL; i++) {
-		if (request_at(c, i, "/v3/cluster/member/list", &ml) == 0)
+		if (request_at(c, i, "/v3/cluster/member/list", timeout, &ml) == 0)
 			members = member(ml, "members");
 		else if (faucet_error_last()->code == FAUCET_ECONFIG)
 			break;
@@ -1333,7 +1346,7 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
 		json_object *st = NULL;
 
-		if (request_at(c, i, "/v3/maintenance/status", &st) != 0) {
+		if (request_at(c, i, "/v3/maintenance/status", timeout, &st) != 0) {
 			(void)faucet_buf_printf(&down, "%s%s", down.len ? "; " : "",
 						faucet_error_last()->message);
 			continue;
@@ -1477,6 +1490,10 @@ static int parse_url(etcd_store *s, const char *url)
 						"etcd store URL %s: endpoint '%.*s' has a bad port "
 						"(1 to 65535)",
 						s->redacted, (int)(item_end - p), p);
+		if (colon - p > 253)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"etcd store URL %s: a host name is longer than 253 bytes",
+						s->redacted);
 		for (const char *q = p; q < colon; q++) {
 			if (!(is_prefix_char(*q) && *q != '/' && *q != ':'))
 				return faucet_error_set(FAUCET_ECONFIG,
