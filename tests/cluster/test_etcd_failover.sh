@@ -39,7 +39,7 @@ for w in 1 2; do
   "$COUNTER" "$URL" "test::counter" "$work/log.$w" "$work/stop" 2>"$work/err.$w" &
   pids+=($!)
 done
-wait_acks 30 40
+wait_acks 20 40
 check $? "the writers make progress on a healthy cluster"
 
 # Three leader deaths, the killed member brought back after each, so the
@@ -50,7 +50,7 @@ for round in 1 2 3; do
   before=$(acks)
   ec_kill "$leader"
   echo "round $round: killed member $leader (leader) after $before acknowledged increments"
-  wait_acks $((before + 30)) 40
+  wait_acks $((before + 20)) 40
   check $? "round $round: increments go on after the leader's death (new leader elected)"
   if [ $round -lt 3 ]; then
     ec_restart "$leader"
