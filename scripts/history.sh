@@ -3,7 +3,7 @@
 # (tests/history/check_history.py): new random seeds, each printed, for a
 # given time, against one backend or all of them.
 #
-#   scripts/history.sh [--minutes N] [--backend file|sqlite|postgres|redis|all]
+#   scripts/history.sh [--minutes N] [--backend file|sqlite|postgres|redis|etcd|all]
 #                      [--faults P] [--build DIR]
 #
 # Defaults: 10 minutes, all backends, the build in ./build.  PostgreSQL and
@@ -33,7 +33,7 @@ done
 [ -x "$build/faucet" ] || { echo "history.sh: no $build/faucet - build first" >&2; exit 2; }
 
 needs_servers=0
-case "$backend" in all|*postgres*|*redis*) needs_servers=1 ;; esac
+case "$backend" in all|*postgres*|*redis*|*etcd*) needs_servers=1 ;; esac
 if [ $needs_servers = 1 ] && [ -z "${FAUCET_TEST_PG_URL:-}${FAUCET_TEST_REDIS_URL:-}" ]; then
   eval "$(scripts/test-servers.sh start)"
   trap 'scripts/test-servers.sh stop "$FAUCET_TEST_SERVERS_DIR"' EXIT

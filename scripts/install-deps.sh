@@ -8,6 +8,7 @@ packages=(
   libjson-c-dev libyaml-dev libssl-dev libcmocka-dev
   libsqlite3-dev libpq-dev libhiredis-dev
   postgresql redis-server
+  etcd-server etcd-client libcurl4-openssl-dev curl
   python3 tzdata util-linux procps bsdutils zsh fish
   python3-cffi python3-pytest python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
   clang-14 libclang-rt-14-dev libfuzzer-14-dev

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-servers.sh - throw-away PostgreSQL and Redis servers for the backend
+# test-servers.sh - throw-away PostgreSQL, Redis and etcd servers for the backend
 # tests.
 #
 #   eval "$(scripts/test-servers.sh start)"   start them, print `export` lines
@@ -21,6 +21,13 @@
 # ICU English (when available), whose order is not byte order: a backend
 # that forgets COLLATE "C" fails the list-order tests.
 #
+# A 3-member etcd cluster (FAUCET_TEST_ETCD_URL, etcd://H:P,H:P,H:P/faucet)
+# runs too, on ports below 32768 (the ones above collide with outgoing
+# connections, SPEC §7), its data directories under the servers directory.
+# It keeps etcd's fsync on: nothing says the tests may turn it off.  Its
+# --max-request-bytes is 32 MiB (default 1.5 MiB): the contract suite writes
+# values of megabytes (a big run's rollback marker).
+#
 # FAUCET_SERVERS_CPUS (a taskset CPU list, e.g. "1") pins every server to
 # those CPUs; the benchmark uses it to keep servers and client apart.
 set -euo pipefail
@@ -35,6 +42,72 @@ fi
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# A free loopback port below 32768 (etcd needs two per member).
+low_port() {
+  python3 -c '
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+'
+}
+
+# etcd_start_cluster DIR: three members with client ports $e1 $e2 $e3 and
+# peer ports $p1 $p2 $p3; returns once every member answers /health.
+etcd_start_cluster() {
+  local d=$1 i names=(m1 m2 m3) cports=("$e1" "$e2" "$e3") pports=("$p1" "$p2" "$p3") initial=""
+  for i in 0 1 2; do
+    initial+="${initial:+,}${names[$i]}=http://127.0.0.1:${pports[$i]}"
+  done
+  mkdir -p "$d"
+  for i in 0 1 2; do
+    "${pin[@]}" etcd --name "${names[$i]}" --data-dir "$d/${names[$i]}" \
+      --listen-client-urls "http://127.0.0.1:${cports[$i]}" \
+      --advertise-client-urls "http://127.0.0.1:${cports[$i]}" \
+      --listen-peer-urls "http://127.0.0.1:${pports[$i]}" \
+      --initial-advertise-peer-urls "http://127.0.0.1:${pports[$i]}" \
+      --initial-cluster "$initial" --initial-cluster-state new \
+      --initial-cluster-token "faucet-$$" --max-request-bytes 33554432 >"$d/${names[$i]}.log" 2>&1 &
+    echo $! >"$d/${names[$i]}.pid"
+  done
+  for _ in $(seq 1 600); do
+    if curl -sf "http://127.0.0.1:$e1/health" 2>/dev/null | grep -q '"health":"true"' &&
+       curl -sf "http://127.0.0.1:$e2/health" 2>/dev/null | grep -q '"health":"true"' &&
+       curl -sf "http://127.0.0.1:$e3/health" 2>/dev/null | grep -q '"health":"true"'; then
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "test-servers: the etcd cluster in $d did not become healthy (see $d/m*.log)" >&2
+  return 1
+}
+
+etcd_stop_cluster() { # dir
+  local f pid
+  for f in "$1"/m*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+  done
+  for f in "$1"/m*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    for _ in $(seq 1 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  done
 }
 
 # Run a command as the PostgreSQL owner: `postgres` when we are root.
@@ -89,6 +162,8 @@ start() {
   chmod 755 "$dir"
   local pg1 pg2 r1 r2 locale_opts=()
   pg1=$(free_port); pg2=$(free_port); r1=$(free_port); r2=$(free_port)
+  local e1 e2 e3 p1 p2 p3
+  e1=$(low_port); e2=$(low_port); e3=$(low_port); p1=$(low_port); p2=$(low_port); p3=$(low_port)
   [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
   printf '%s\n' "$PASSWORD" >"$dir/pwfile"
   [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pwfile"
@@ -108,6 +183,7 @@ start() {
     echo "export FAUCET_TEST_REDIS_URL=redis://:$PASSWORD@127.0.0.1:$r1/0"
     echo "export FAUCET_TEST_REDIS_RESTART_URL=redis://:$PASSWORD@127.0.0.1:$r2/0"
     echo "export FAUCET_TEST_PASSWORD=$PASSWORD"
+    echo "export FAUCET_TEST_ETCD_URL=etcd://127.0.0.1:$e1,127.0.0.1:$e2,127.0.0.1:$e3/faucet"
   } >"$dir/env"
   echo "$pg1 $pg2 $r1 $r2" >"$dir/ports"
   # From here on a failure must not leave servers behind.
@@ -116,6 +192,7 @@ start() {
   pg_start_one "$dir/pg2" "$pg2"
   redis_start_one redis "$r1"
   redis_start_one redis2 "$r2"
+  etcd_start_cluster "$dir/etcd"
   trap - ERR
   cat "$dir/env"
 }
@@ -129,6 +206,7 @@ stop_dir() {
   pg_stop_one "$dir/pg2"
   redis_stop_one redis "$r1"
   redis_stop_one redis2 "$r2"
+  etcd_stop_cluster "$dir/etcd"
   rm -rf "$dir"
 }
 

@@ -21,6 +21,8 @@ static const contract_backend backends[] = {
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1, NULL},
 	/* Again with the namespace index kept and listed from. */
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}&index=true", 1, 1, 1, NULL},
+	/* A 3-member cluster; batches are txns of at most 128 puts each. */
+	{"etcd", "${FAUCET_TEST_ETCD_URL}_contract_{uniq}", 1, 1, 0, NULL},
 };
 
 static int wanted(const char *name, int argc, char **argv)

@@ -1,6 +1,6 @@
 /*
  * test_dynload.c - libraries loaded on first use (src/common/dynload.h):
- * nothing of libpq, hiredis or SQLite is mapped until a store
+ * nothing of libpq, hiredis, SQLite or libcurl is mapped until a store
  * that needs it is opened; a missing library or function is a clear
  * error naming what to install and changes nothing; loading is done once
  * however many threads ask.
@@ -49,6 +49,13 @@ static void client_libraries_load_when_their_store_opens(void **state)
 	assert_false(is_mapped("libpq.so.5"));
 	assert_false(is_mapped(HIREDIS_FILE));
 	assert_false(is_mapped("libsqlite3.so.0"));
+	assert_false(is_mapped("libcurl.so.4"));
+
+	/* libcurl (the etcd store) first: libpq's dependencies do not include it. */
+	assert_int_equal(faucet_store_open_url(&s, "etcd://127.0.0.1:1/none"), 0);
+	faucet_store_free(s);
+	assert_true(is_mapped("libcurl.so.4"));
+	assert_false(is_mapped("libpq.so.5"));
 
 	assert_int_equal(faucet_store_open_url(&s, "postgres://127.0.0.1:1/none"), 0);
 	faucet_store_free(s);

@@ -77,6 +77,10 @@ void cli_config_free(cli_config *c)
 	free(c->state_type);
 	free(c->state_path);
 	free(c->state_url);
+	faucet_strarray_dispose(&c->state_etcd_endpoints);
+	free(c->state_etcd_prefix);
+	free(c->state_etcd_dial_timeout);
+	free(c->state_etcd_request_timeout);
 	free(c->state_table);
 	free(c->state_namespace);
 	cli_wipe_free(c->encryption_key);
@@ -556,6 +560,7 @@ static const struct {
 	{"sqlite", "path"},
 	{"postgres", "url, table, ensure_table, max_connections"},
 	{"redis", "url, namespace, index, max_connections"},
+	{"etcd", "endpoints, prefix, dial_timeout, request_timeout, max_connections, url"},
 };
 
 /* A field of another backend (type: file with table:) is an error naming
@@ -589,10 +594,65 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 	return 0;
 }
 
+/* type: etcd - the endpoints, prefix and timeouts become the store's URL,
+ * etcd://H:P,H:P/PREFIX?dial_timeout=..&request_timeout=.., which the
+ * library reads (its checks and messages are the URL's); `url` instead of
+ * endpoints and prefix is taken as it is. */
+static int etcd_url(loader *l, yaml_node_t *node)
+{
+	cli_config *c = l->cfg;
+	cli_buf b = CLI_BUF_INIT;
+
+	if (c->state_url != NULL) {
+		if (c->state_etcd_endpoints.count > 0 || c->state_etcd_prefix != NULL)
+			return node_error(l, node,
+					  "state.config: give either url or endpoints and prefix "
+					  "for type etcd, not both");
+		if (c->state_etcd_dial_timeout != NULL || c->state_etcd_request_timeout != NULL)
+			return node_error(l, node,
+					  "state.config: with url, give dial_timeout and "
+					  "request_timeout in the URL (?dial_timeout=2s)");
+		return 0;
+	}
+	if (c->state_etcd_endpoints.count == 0)
+		return node_error(l, node,
+				  "state.config.endpoints is missing or empty (type etcd needs "
+				  "endpoints: [HOST:PORT, ...])");
+	if (c->state_etcd_prefix == NULL || *c->state_etcd_prefix == '\0')
+		return node_error(l, node,
+				  "state.config.prefix is missing or empty (type etcd keeps its "
+				  "keys under PREFIX/)");
+	for (size_t i = 0; i < c->state_etcd_endpoints.count; i++) {
+		const char *e = c->state_etcd_endpoints.strings[i];
+
+		if (*e == '\0' || strpbrk(e, ",/?&") != NULL)
+			return node_error(l, node,
+					  "state.config.endpoints[%zu] '%s' must be HOST:PORT", i, e);
+	}
+	if (strpbrk(c->state_etcd_prefix, "?&") != NULL)
+		return node_error(l, node, "state.config.prefix '%s' may not hold '?' or '&'",
+				  c->state_etcd_prefix);
+	(void)cli_buf_puts(&b, "etcd://");
+	for (size_t i = 0; i < c->state_etcd_endpoints.count; i++)
+		(void)cli_buf_printf(&b, "%s%s", i ? "," : "", c->state_etcd_endpoints.strings[i]);
+	(void)cli_buf_printf(&b, "/%s", c->state_etcd_prefix);
+	if (c->state_etcd_dial_timeout != NULL)
+		(void)cli_buf_printf(&b, "?dial_timeout=%s", c->state_etcd_dial_timeout);
+	if (c->state_etcd_request_timeout != NULL)
+		(void)cli_buf_printf(&b, "%crequest_timeout=%s",
+				     c->state_etcd_dial_timeout ? '&' : '?',
+				     c->state_etcd_request_timeout);
+	c->state_url = cli_buf_detach(&b);
+	if (c->state_url == NULL)
+		return node_error(l, node, "out of memory");
+	return 0;
+}
+
 static int load_state_config(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"path", "url", "table", "ensure_table",
 					     "max_connections", "namespace", "index", "encryption",
+					     "endpoints", "prefix", "dial_timeout", "request_timeout",
 					     NULL};
 	cli_config *c = l->cfg;
 	yaml_node_t *v;
@@ -621,6 +681,16 @@ static int load_state_config(loader *l, yaml_node_t *node)
 			      &c->state_max_connections);
 	if (rc == 0 && (v = field_of(l, node, "index", NULL)) != NULL)
 		rc = read_bool(l, v, "state.config.index", &c->state_redis_index);
+	if (rc == 0 && (v = field_of(l, node, "endpoints", NULL)) != NULL)
+		rc = read_string_list(l, v, "state.config.endpoints", 0, &c->state_etcd_endpoints);
+	if (rc == 0 && (v = field_of(l, node, "prefix", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.prefix", &c->state_etcd_prefix);
+	if (rc == 0 && (v = field_of(l, node, "dial_timeout", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.dial_timeout", &c->state_etcd_dial_timeout);
+	if (rc == 0 && (v = field_of(l, node, "request_timeout", NULL)) != NULL)
+		rc = read_string(l, v, "state.config.request_timeout", &c->state_etcd_request_timeout);
+	if (rc == 0 && c->state_type != NULL && strcmp(c->state_type, "etcd") == 0)
+		rc = etcd_url(l, node);
 	if (rc == 0 && (v = field_of(l, node, "encryption", NULL)) != NULL) {
 		if (c->state_type != NULL && strcmp(c->state_type, "file") != 0 && !node_is_null(v))
 			return node_error(l, v,
@@ -647,7 +717,7 @@ static int load_state(loader *l, yaml_node_t *node)
 	c->has_state = 1;
 	type = field_of(l, node, "type", NULL);
 	if (type == NULL)
-		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis)");
+		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis, etcd)");
 	rc = read_string(l, type, "state.type", &c->state_type);
 	if (rc != 0)
 		return rc;

@@ -29,6 +29,10 @@ typedef struct cli_config {
 	int state_max_connections; /* postgres, redis: 0 default, else >= 1 */
 	char *state_namespace;     /* redis, or NULL */
 	int state_redis_index;     /* redis: index: true */
+	faucet_strarray state_etcd_endpoints; /* etcd: HOST:PORT each; with the next */
+	char *state_etcd_prefix;              /* three turned into state_url */
+	char *state_etcd_dial_timeout;
+	char *state_etcd_request_timeout;
 
 	/* `state.config.encryption` (file store).  The key is either given
 	 * (usually as ${env:VAR}) or named by `key_env`; it is resolved at load

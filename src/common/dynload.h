@@ -6,9 +6,9 @@
  * GnuTLS, SASL, ...).  Linked normally, every program using libfaucet -
  * every `faucet` command, even `faucet run` on a file store - pays for
  * mapping and relocating all of them at exec, a few milliseconds, for a
- * backend it does not use.  So libpq, hiredis and SQLite are opened with
- * dlopen() on first use instead (src/stores/libpq_load.c, hiredis_load.c,
- * sqlite_load.c).
+ * backend it does not use.  So libpq, hiredis, SQLite and libcurl are opened
+ * with dlopen() on first use instead (src/stores/libpq_load.c, hiredis_load.c,
+ * sqlite_load.c, curl_load.c).
  *
  * How: each of those files defines functions with the client library's own
  * names and prototypes (PQexec, redisGetReply, ...), checked by the

@@ -26,6 +26,7 @@ typedef struct {
 int faucet_store_open_sqlite(faucet_store **out, const char *path);
 int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
 int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg);
 /* Write entries in order, by the backend's put_many or one put each; on
  * error *written leading entries are in place, and with FAUCET_EUNKNOWN
  * those from *unknown_from on may not be durable (either may be NULL). */

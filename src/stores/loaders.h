@@ -13,5 +13,6 @@
 int faucet__libpq_load(void);   /* libpq_load.c: PostgreSQL */
 int faucet__hiredis_load(void); /* hiredis_load.c: Redis */
 int faucet__sqlite_load(void);  /* sqlite_load.c: SQLite */
+int faucet__curl_load(void);    /* curl_load.c: libcurl (etcd) */
 
 #endif

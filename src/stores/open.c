@@ -141,11 +141,27 @@ static int redis_open(faucet_store **out, const faucet_store_config *cfg)
 	return rc ? rc : faucet_store_open_redis(out, cfg);
 }
 
+/* etcd://H:P[,H:P...]/PREFIX?dial_timeout=2s&request_timeout=10s: the
+ * store reads its own options off the URL (etcd.c), so a config of type
+ * etcd is its url alone. */
+static int etcd_from_url(char *url, faucet_store_config *cfg)
+{
+	cfg->type = "etcd";
+	cfg->url = url;
+	return 0;
+}
+
+static int etcd_open(faucet_store **out, const faucet_store_config *cfg)
+{
+	return faucet_store_open_etcd(out, cfg);
+}
+
 static const char *const memory_schemes[] = {"memory:", NULL};
 static const char *const file_schemes[] = {"file:", NULL};
 static const char *const sqlite_schemes[] = {"sqlite:", NULL};
 static const char *const postgres_schemes[] = {"postgres://", "postgresql://", NULL};
 static const char *const redis_schemes[] = {"redis://", NULL};
+static const char *const etcd_schemes[] = {"etcd://", NULL};
 
 static const faucet_backend_entry backends[] = {
 	{"memory", memory_schemes, memory_from_url, memory_open},
@@ -153,6 +169,7 @@ static const faucet_backend_entry backends[] = {
 	{"sqlite", sqlite_schemes, sqlite_from_url, sqlite_open},
 	{"postgres", postgres_schemes, postgres_from_url, postgres_open},
 	{"redis", redis_schemes, redis_from_url, redis_open},
+	{"etcd", etcd_schemes, etcd_from_url, etcd_open},
 };
 
 static void list_known(faucet_buf *b, int schemes)

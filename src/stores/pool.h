@@ -1,6 +1,6 @@
 /*
  * pool.h - a bounded pool of connections shared by the server-backed stores
- * (SQLite, PostgreSQL, Redis).  Not installed.
+ * (SQLite, PostgreSQL, Redis, etcd).  Not installed.
  *
  * A caller takes a connection for one operation and gives it back.  At most
  * `max` connections exist at once; a caller that finds them all in use waits

@@ -52,7 +52,8 @@ what doc/design.md allows and never assume an outcome they did not observe.
 Usage:
   check_history.py --faucet build/faucet --backend file --seeds 1,2,3
   check_history.py --faucet build/faucet --backend all --minutes 10   (random seeds)
-Backends postgres/redis take FAUCET_TEST_PG_URL / FAUCET_TEST_REDIS_URL; a
+Backends postgres/redis/etcd take FAUCET_TEST_PG_URL / FAUCET_TEST_REDIS_URL /
+FAUCET_TEST_ETCD_URL; a
 missing URL is a failure.  Exit 0 when no violation, 1 otherwise.
 """
 
@@ -197,6 +198,12 @@ def store_url(backend, seed, n, workdir):
                              "(a missing Redis server is a failure, not a skip)")
         sep = "&" if "?" in base else "?"
         return "%s%snamespace=hist%dx%d" % (base, sep, seed, n)
+    if backend == "etcd":
+        base = os.environ.get("FAUCET_TEST_ETCD_URL")
+        if not base:
+            raise SystemExit("FAUCET_TEST_ETCD_URL is not set: start scripts/test-servers.sh "
+                             "(a missing etcd cluster is a failure, not a skip)")
+        return "%s_hist%dx%d" % (base, seed, n)
     raise SystemExit("unknown backend %r" % backend)
 
 
@@ -1229,7 +1236,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--faucet", default=os.environ.get("FAUCET_BIN", "build/faucet"))
     ap.add_argument("--backend", default="file",
-                    help="file, sqlite, postgres, redis, or a comma list, or all")
+                    help="file, sqlite, postgres, redis, etcd, or a comma list, or all")
     ap.add_argument("--seeds", default="1", help="comma list of seeds")
     ap.add_argument("--minutes", type=float, default=0,
                     help="instead of --seeds: random seeds for this long")
@@ -1245,7 +1252,7 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--dump", help="write every schedule's ops to DUMP.BACKEND.SEED.txt")
     args = ap.parse_args()
-    backends = ["file", "sqlite", "postgres", "redis"] if args.backend == "all" else args.backend.split(",")
+    backends = ["file", "sqlite", "postgres", "redis", "etcd"] if args.backend == "all" else args.backend.split(",")
     if not os.access(args.faucet, os.X_OK):
         print("faucet binary %r is not executable" % args.faucet)
         return 2

@@ -38,9 +38,12 @@ _BACKEND_FIELDS = {
     "sqlite": ("path",),
     "postgres": ("url", "table", "ensure_table", "max_connections"),
     "redis": ("url", "namespace", "index", "max_connections"),
+    "etcd": ("endpoints", "prefix", "dial_timeout", "request_timeout",
+             "max_connections", "url"),
 }
 _ALL_FIELDS = ("path", "url", "table", "ensure_table", "max_connections",
-               "namespace", "index", "encryption")
+               "namespace", "index", "encryption", "endpoints", "prefix",
+               "dial_timeout", "request_timeout")
 _ENV_REF = re.compile(r"\$\{env:([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 
@@ -216,7 +219,7 @@ def read_state(path):
     state = r.mapping(top["state"][1], "state", ("type", "config"))
     if "type" not in state:
         raise r.fail(top["state"][1],
-                     "state needs a `type` (file, memory, sqlite, postgres, redis)")
+                     "state needs a `type` (file, memory, sqlite, postgres, redis, etcd)")
     tnode = state["type"][1]
     stype = r.string(tnode, "state.type")
     if not stype:
@@ -243,7 +246,39 @@ def read_state(path):
             fields[name] = r.integer(vnode, field, 1, 10000)
         elif name == "encryption" and not r.is_null(vnode):
             encryption = _encryption(r, vnode)
+        elif name in ("prefix", "dial_timeout", "request_timeout"):
+            fields[name] = r.string(vnode, field)
+        elif name == "endpoints":
+            fields[name] = r.string_list(vnode, field)
+    if stype == "etcd":
+        _etcd_url(r, state["config"][1], fields)
     return fields, encryption
+
+
+def _etcd_url(r, node, fields):
+    """type etcd: endpoints, prefix and the timeouts become the store's URL,
+    as the command builds it (src/cli/config.c)."""
+    ends = fields.pop("endpoints", None)
+    prefix = fields.pop("prefix", None)
+    dial = fields.pop("dial_timeout", None)
+    req = fields.pop("request_timeout", None)
+    if "url" in fields:
+        if ends or prefix is not None or dial is not None or req is not None:
+            raise r.fail(node, "state.config: give either url or endpoints and prefix "
+                         "for type etcd, not both")
+        return
+    if not ends:
+        raise r.fail(node, "state.config.endpoints is missing or empty (type etcd needs "
+                     "endpoints: [HOST:PORT, ...])")
+    if not prefix:
+        raise r.fail(node, "state.config.prefix is missing or empty (type etcd keeps its "
+                     "keys under PREFIX/)")
+    for i, e in enumerate(ends):
+        if not e or any(ch in e for ch in ",/?&"):
+            raise r.fail(node, f"state.config.endpoints[{i}] '{e}' must be HOST:PORT")
+    url = "etcd://" + ",".join(ends) + "/" + prefix
+    opts = [f"{k}={v}" for k, v in (("dial_timeout", dial), ("request_timeout", req)) if v]
+    fields["url"] = url + ("?" + "&".join(opts) if opts else "")
 
 
 class CStrings:

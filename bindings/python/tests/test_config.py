@@ -87,6 +87,33 @@ def test_postgres_and_redis_from_config(tmp_path, monkeypatch):
             assert s.get("p::r") == {"from": backend}
 
 
+def test_etcd_from_config(tmp_path):
+    url = server_url("FAUCET_TEST_ETCD_URL")
+    hosts = url[len("etcd://"):].split("/")[0].split(",")
+    prefix = unique("py_etcd_")
+    cfg = write(tmp_path, f"""
+        state:
+          type: etcd
+          config:
+            endpoints: [{", ".join(hosts)}]
+            prefix: {prefix}
+            request_timeout: 5s
+        """, "etcd.yml")
+    with faucet.open_config(cfg) as s:
+        assert s.backend == "etcd"
+        s.put("p::r", {"from": "etcd"})
+    # The same key through the URL the command builds from those fields.
+    with faucet.open(f"etcd://{','.join(hosts)}/{prefix}") as s:
+        assert s.get("p::r") == {"from": "etcd"}
+    bad = write(tmp_path, f"""
+        state:
+          type: etcd
+          config: {{prefix: {prefix}}}
+        """, "bad.yml")
+    with pytest.raises(faucet.ConfigError, match="endpoints"):
+        faucet.open_config(bad)
+
+
 def test_a_redis_namespace_index_from_config(tmp_path, monkeypatch):
     monkeypatch.setenv("PY_REDIS_URL", server_url("FAUCET_TEST_REDIS_URL"))
     ns = unique("pyidx")

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# etcd.sh - the etcd store's figures (bench/README.md), measured in one run:
+#
+#   bench/etcd.sh BUILD_DIR
+#
+# 1. bench_etcd against the shared cluster of scripts/test-servers.sh
+#    (FAUCET_TEST_ETCD_URL; started here when unset): point get and put
+#    beside a bare gateway round trip, list of 100,000 keys;
+# 2. `faucet state export` of those 100,000 keys;
+# 3. on a private 3-member cluster (tests/cluster/etcd_cluster.sh), two
+#    compare-and-put writers, the leader SIGKILLed: the time from the kill to
+#    the first acknowledged write that began after it.
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+started=""
+if [ -z "${FAUCET_TEST_ETCD_URL:-}" ]; then
+  eval "$("$src/scripts/test-servers.sh" start)"
+  started=$FAUCET_TEST_SERVERS_DIR
+fi
+work=$(mktemp -d "$build/bench-etcd.XXXXXX")
+. "$src/tests/cluster/etcd_cluster.sh"
+cleanup() {
+  touch "$work/stop"
+  ec_stop 2>/dev/null || true
+  rm -rf "$work"
+  [ -z "$started" ] || "$src/scripts/test-servers.sh" stop "$started"
+}
+trap cleanup EXIT
+
+"$build/bench_etcd" "$FAUCET_TEST_ETCD_URL" 100000
+
+# Export: the first endpoint, the bench's prefix (bench_etcd writes under
+# PREFIX_bench), pipeline "big".
+first=${FAUCET_TEST_ETCD_URL#etcd://}
+first=${first%%,*}
+prefix=${FAUCET_TEST_ETCD_URL##*/}_bench
+t0=$(date +%s.%N)
+"$build/faucet" --state "etcd://$first/$prefix" state export big >"$work/export.json"
+t1=$(date +%s.%N)
+printf 'etcd export     %8.3f s    %s keys, faucet state export (target <= 2 s)\n' \
+  "$(echo "$t1 - $t0" | bc)" \
+  "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["keys"]))' "$work/export.json")"
+
+# Failover: kill the leader, time to the first acknowledged write after it.
+ec_start "$work/cluster"
+url="$EC_URL/bench?request_timeout=8s&dial_timeout=300ms"
+writers=()
+for w in 1 2; do
+  "$build/tests/faucet_counter" "$url" bench::counter "$work/log.$w" "$work/stop" 2>/dev/null &
+  writers+=($!)
+done
+deadline=$((SECONDS + 30))
+until [ "$(cat "$work"/log.* 2>/dev/null | grep -c '^ack ')" -ge 50 ] || [ $SECONDS -ge $deadline ]; do :; done
+leader=$(ec_leader_index)
+kill_ms=$(date +%s%3N)
+ec_kill "$leader"
+deadline=$((SECONDS + 30))
+first_ack=""
+while [ -z "$first_ack" ] && [ $SECONDS -lt $deadline ]; do
+  first_ack=$(cat "$work"/log.* | awk -v k="$kill_ms" '$1 == "ack" && $4 > k { print $3 }' | sort -n | head -1)
+done
+touch "$work/stop"
+wait "${writers[@]}"
+if [ -n "$first_ack" ]; then
+  printf 'etcd failover   %8.3f s    from SIGKILL of the leader to the first acknowledged write begun after it\n' \
+    "$(echo "($first_ack - $kill_ms) / 1000" | bc -l)"
+else
+  echo "etcd failover: no write was acknowledged within 30 s of the leader's death" >&2
+  exit 1
+fi

@@ -1,0 +1,1619 @@
+/*
+ * etcd.c - the etcd v3 state store
+ * ("etcd://HOST:PORT[,HOST:PORT...]/PREFIX?dial_timeout=2s&request_timeout=10s").
+ *
+ * Layout (doc/design.md §3): state key K lives at etcd key "PREFIX/K" (K's
+ * bytes as they are), its value the compact JSON text, so what was written is
+ * read back byte for byte.  The store talks to etcd 3.4's JSON gateway
+ * (/v3/kv/range, put, deleterange, txn) over HTTP/1.1 with libcurl and
+ * json-c; keys and values are base64 there, int64 fields JSON strings, and
+ * false/zero fields are left out (a failed txn has no "succeeded" at all).
+ *
+ * Durability and atomicity: etcd answers a write once a quorum of members
+ * has it in its log on disk, so an acknowledged bookmark survives the loss
+ * of any minority.  Reads are linearizable (etcd's default).  compare-and-put
+ * compares JSON values (SPEC §2), which etcd cannot: we read the key, compare
+ * with faucet_value_equal, then write in one txn guarded by the key's
+ * mod_revision; when only the revision moved, we look again (the txn's
+ * failure branch returns the new value, so that costs no extra round trip).
+ * compare-and-delete and put_guarded are the same txn shape.  A batch is
+ * NOT all-or-nothing: etcd refuses a txn of more than --max-txn-ops (128 by
+ * default) operations, so put_many writes txns of at most 128 puts, each
+ * atomic, and reports the prefix of chunks that landed.
+ *
+ * Failover: every connection holds one keep-alive curl handle per endpoint
+ * and talks to one endpoint at a time; on a connection error, an HTTP 503
+ * or gRPC Unavailable it moves to the next, until the request timeout.  A
+ * write whose request body was handed to the connection but whose reply
+ * never came (or came as Unavailable/DeadlineExceeded: the leader may have
+ * committed it) is FAUCET_EUNKNOWN and never sent again; a write that never
+ * reached any member (connection refused) moves on safely.  Before its first
+ * request each handle asks its endpoint for /version, so a port that is not
+ * etcd is a clear FAUCET_ECONFIG before anything is sent there.
+ *
+ * Threads and fork: connections come from a pool (pool.c), one thread per
+ * connection at a time; a forked child drops the inherited ones without
+ * touching their sockets (faucet_pool_detach_socket) and opens its own.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "keys/bookkeeping.h"
+#include "store/open_internal.h"
+#include "stores/loaders.h"
+#include "stores/pool.h"
+
+#define ETCD_DEFAULT_POOL 5
+#define ETCD_DEFAULT_DIAL_MS 2000
+#define ETCD_DEFAULT_REQUEST_MS 10000
+#define ETCD_MAX_TXN_OPS 128
+/* Pages are big because etcd 3.4 walks every key left in the range for each
+ * page (it counts them), so small pages make a listing quadratic. */
+#define ETCD_LIST_PAGE 10000
+#define ETCD_SCAN_PAGE 5000
+#define ETCD_CAS_ATTEMPTS 1000
+#define ETCD_MAX_REPLY (256u << 20)
+
+/* gRPC status codes the gateway returns in "code". */
+#define GRPC_CANCELLED 1
+#define GRPC_UNKNOWN 2
+#define GRPC_DEADLINE 4
+#define GRPC_RESOURCE_EXHAUSTED 8
+#define GRPC_UNAVAILABLE 14
+
+typedef struct {
+	faucet_store_backend base;
+	char *redacted;    /* the URL for messages */
+	char **endpoints;  /* "http://HOST:PORT" */
+	size_t n;
+	char *prefix;      /* "PREFIX/" */
+	size_t prefix_len;
+	long dial_ms, request_ms;
+	atomic_size_t preferred; /* the endpoint that last answered */
+	faucet_pool *pool;
+} etcd_store;
+
+typedef struct {
+	etcd_store *s;
+	CURL **h;                 /* one per endpoint */
+	unsigned char *verified;  /* its /version said etcd */
+	size_t cur;
+	struct curl_slist *headers;
+	faucet_buf reply;
+	int reply_too_big;
+	const char *body;
+	size_t body_len, body_off;
+	int body_taken;           /* curl read the body: it may have been sent */
+} etcd_conn;
+
+/* ---- base64 ------------------------------------------------------------ */
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_put(faucet_buf *b, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	char q[4];
+
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		if (i + 1 < len)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		q[0] = b64chars[(v >> 18) & 63];
+		q[1] = b64chars[(v >> 12) & 63];
+		q[2] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+		q[3] = i + 2 < len ? b64chars[v & 63] : '=';
+		if (faucet_buf_put(b, q, 4) != 0)
+			return FAUCET_ENOMEM;
+	}
+	return b->failed ? FAUCET_ENOMEM : 0;
+}
+
+static int b64_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* A NUL-terminated decoded copy in *out (*len bytes), or -1 on bad input. */
+static int b64_decode(const char *in, size_t inlen, char **out, size_t *len)
+{
+	char *o = faucet__malloc(inlen / 4 * 3 + 3);
+	size_t w = 0;
+	unsigned acc = 0;
+	int bits = 0;
+
+	if (o == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < inlen; i++) {
+		int v;
+		if (in[i] == '=')
+			break;
+		v = b64_value(in[i]);
+		if (v < 0) {
+			free(o);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			o[w++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	o[w] = '\0';
+	*out = o;
+	*len = w;
+	return 0;
+}
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int etcd_fail(const etcd_store *s, int code, const char *what, const char *why)
+{
+	return faucet_error_set(code, "etcd state store %s: %s: %s", s->redacted, what,
+				why ? why : "unknown error");
+}
+
+static const char *host_of(const char *endpoint)
+{
+	return endpoint + strlen("http://");
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	etcd_conn *c = ctx;
+	size_t n = size * nmemb;
+
+	if (c->reply.len + n > ETCD_MAX_REPLY) {
+		c->reply_too_big = 1;
+		return 0;
+	}
+	if (faucet_buf_put(&c->reply, data, n) != 0)
+		return 0;
+	return n;
+}
+
+static size_t on_send(char *buf, size_t size, size_t nmemb, void *ctx)
+{
+	etcd_conn *c = ctx;
+	size_t room = size * nmemb, left = c->body_len - c->body_off;
+	size_t n = left < room ? left : room;
+
+	c->body_taken = 1;
+	memcpy(buf, c->body + c->body_off, n);
+	c->body_off += n;
+	return n;
+}
+
+static void etcd_disconnect(void *conn)
+{
+	etcd_conn *c = conn;
+
+	if (c == NULL)
+		return;
+	for (size_t i = 0; c->h != NULL && i < c->s->n; i++) {
+		if (c->h[i] != NULL)
+			curl_easy_cleanup(c->h[i]);
+	}
+	free(c->h);
+	free(c->verified);
+	if (c->headers != NULL)
+		curl_slist_free_all(c->headers);
+	faucet_buf_dispose(&c->reply);
+	free(c);
+}
+
+/* In a forked child: point each handle's live socket at /dev/null first, so
+ * that closing it sends the parent's server nothing; a handle whose socket
+ * cannot be detached is leaked rather than closed. */
+static void etcd_abandon(void *conn)
+{
+	etcd_conn *c = conn;
+
+	for (size_t i = 0; i < c->s->n; i++) {
+		curl_socket_t fd = CURL_SOCKET_BAD;
+
+		if (c->h[i] == NULL)
+			continue;
+		if (curl_easy_getinfo(c->h[i], CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
+		    fd != CURL_SOCKET_BAD && faucet_pool_detach_socket(fd) != 0)
+			c->h[i] = NULL; /* leaked: the parent's connection stays untouched */
+	}
+	etcd_disconnect(c);
+}
+
+static int etcd_connect(void *owner, void **out)
+{
+	etcd_store *s = owner;
+	etcd_conn *c = faucet__calloc(1, sizeof(*c));
+	struct curl_slist *h2;
+
+	if (c == NULL)
+		return FAUCET_ENOMEM;
+	c->s = s;
+	c->h = faucet__calloc(s->n, sizeof(*c->h));
+	c->verified = faucet__calloc(s->n, 1);
+	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	h2 = c->headers ? curl_slist_append(c->headers, "Expect:") : NULL;
+	if (c->h == NULL || c->verified == NULL || h2 == NULL) {
+		etcd_disconnect(c);
+		return FAUCET_ENOMEM;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		CURL *h = curl_easy_init();
+
+		if (h == NULL) {
+			etcd_disconnect(c);
+			return faucet_error_set(FAUCET_ENOMEM, "etcd state store: curl_easy_init failed");
+		}
+		c->h[i] = h;
+		if (curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_WRITEDATA, c) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_send) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_READDATA, c) != CURLE_OK ||
+		    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers) != CURLE_OK) {
+			etcd_disconnect(c);
+			return faucet_error_set(FAUCET_ERROR,
+						"etcd state store: libcurl refused an option");
+		}
+	}
+	c->cur = atomic_load(&s->preferred) % s->n;
+	*out = c;
+	return 0;
+}
+
+static const faucet_pool_ops etcd_pool_ops = {etcd_connect, etcd_disconnect, NULL, NULL,
+					      etcd_abandon};
+
+/* One HTTP exchange with endpoint idx: a POST of the body, or a GET when
+ * body is NULL.  Returns curl's code; *status the HTTP status. */
+static CURLcode perform(etcd_conn *c, size_t idx, const char *path, const char *body,
+			size_t len, uint64_t deadline, long *status)
+{
+	etcd_store *s = c->s;
+	CURL *h = c->h[idx];
+	uint64_t now = faucet__now_ms();
+	long left = deadline > now ? (long)(deadline - now) : 1;
+	char url[320];
+	CURLcode rc;
+
+	(void)snprintf(url, sizeof(url), "%s%s", s->endpoints[idx], path);
+	c->reply.len = 0;
+	if (c->reply.ptr != NULL)
+		c->reply.ptr[0] = '\0';
+	c->reply_too_big = 0;
+	c->body = body;
+	c->body_len = len;
+	c->body_off = 0;
+	c->body_taken = 0;
+	*status = 0;
+	rc = curl_easy_setopt(h, CURLOPT_URL, url);
+	if (rc == CURLE_OK && body != NULL) {
+		rc = curl_easy_setopt(h, CURLOPT_POST, 1L);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	} else if (rc == CURLE_OK) {
+		rc = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	}
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+				      left < s->dial_ms ? left : s->dial_ms);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+	if (rc == CURLE_OK)
+		rc = curl_easy_perform(h);
+	if (rc == CURLE_OK && c->reply.failed)
+		rc = CURLE_OUT_OF_MEMORY;
+	if (rc == CURLE_OK)
+		(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	return rc;
+}
+
+/* The reply as JSON, or NULL. */
+static json_object *reply_json(etcd_conn *c)
+{
+	enum json_tokener_error err;
+
+	if (c->reply.ptr == NULL || c->reply.len == 0)
+		return NULL;
+	return json_tokener_parse_verbose(c->reply.ptr, &err);
+}
+
+/* Is endpoint idx an etcd server?  0, FAUCET_ECONFIG when it answered as
+ * something else, or FAUCET_EUNAVAILABLE (the last error set) when it did
+ * not answer. */
+static int verify(etcd_conn *c, size_t idx, uint64_t deadline)
+{
+	etcd_store *s = c->s;
+	long status;
+	CURLcode rc = perform(c, idx, "/version", NULL, 0, deadline, &status);
+	json_object *j, *v;
+	int ok;
+
+	/* Not HTTP at all, or a server that hung up without a word (Redis
+	 * closes a connection that sends it HTTP headers). */
+	if (rc == CURLE_WEIRD_SERVER_REPLY || rc == CURLE_UNSUPPORTED_PROTOCOL ||
+	    rc == CURLE_GOT_NOTHING)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd state store %s: %s is not an etcd server (its answer "
+					"to GET /version is not HTTP: %s)",
+					s->redacted, host_of(s->endpoints[idx]),
+					curl_easy_strerror(rc));
+	if (rc != CURLE_OK)
+		return faucet_error_set(rc == CURLE_OPERATION_TIMEDOUT ? FAUCET_ETIMEOUT
+								       : FAUCET_EUNAVAILABLE,
+					"etcd state store %s: %s: %s", s->redacted,
+					host_of(s->endpoints[idx]), curl_easy_strerror(rc));
+	j = reply_json(c);
+	ok = status == 200 && j != NULL && json_object_is_type(j, json_type_object) &&
+	     json_object_object_get_ex(j, "etcdserver", &v) && json_object_is_type(v, json_type_string);
+	json_object_put(j);
+	if (!ok)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd state store %s: %s is not an etcd server (GET /version "
+					"answered HTTP %ld: %.80s)",
+					s->redacted, host_of(s->endpoints[idx]), status,
+					c->reply.ptr ? c->reply.ptr : "");
+	c->verified[idx] = 1;
+	return 0;
+}
+
+/* The gateway's error reply: its gRPC code (0 if none) and message. */
+static int error_reply(json_object *j, const char **msg)
+{
+	json_object *v;
+	int code = 0;
+
+	*msg = NULL;
+	if (j == NULL || !json_object_is_type(j, json_type_object))
+		return 0;
+	if (json_object_object_get_ex(j, "code", &v))
+		code = json_object_get_int(v);
+	if (json_object_object_get_ex(j, "message", &v) || json_object_object_get_ex(j, "error", &v))
+		*msg = json_object_get_string(v);
+	return code;
+}
+
+static void backoff(uint64_t deadline, unsigned round)
+{
+	uint64_t now = faucet__now_ms(), ms = 50u * (round < 10 ? round : 10);
+	struct timespec ts;
+
+	if (now >= deadline)
+		return;
+	if (ms > deadline - now)
+		ms = deadline - now;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * POST body to path on the current endpoint, moving through the others on
+ * failure until the request timeout.  `write`: the request changes state, so
+ * once it may have reached a member it is never sent again - a lost reply or
+ * Unavailable is FAUCET_EUNKNOWN.  *out = the parsed reply (caller puts it).
+ */
+static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, int write,
+			const char *what, json_object **out)
+{
+	etcd_store *s = c->s;
+	uint64_t deadline = faucet__now_ms() + (uint64_t)s->request_ms;
+	char last[512] = "no endpoint tried";
+	unsigned failures = 0;
+
+	*out = NULL;
+	for (;;) {
+		size_t idx = c->cur;
+		long status = 0;
+		CURLcode crc;
+		json_object *j;
+		const char *msg;
+		int code, rc;
+
+		if (!c->verified[idx]) {
+			rc = verify(c, idx, deadline);
+			if (rc == FAUCET_ECONFIG)
+				return rc;
+			if (rc != 0) {
+				(void)snprintf(last, sizeof(last), "%s", faucet_error_last()->message);
+				goto next;
+			}
+		}
+		crc = perform(c, idx, path, body->ptr, body->len, deadline, &status);
+		if (crc != CURLE_OK) {
+			if (crc == CURLE_OUT_OF_MEMORY || c->reply_too_big)
+				return etcd_fail(s, c->reply_too_big ? FAUCET_ERROR : FAUCET_ENOMEM,
+						 what, c->reply_too_big ? "the reply is too big"
+									: "out of memory");
+			if (write && c->body_taken)
+				return faucet_error_set(
+					FAUCET_EUNKNOWN,
+					"etcd state store %s: %s: %s: %s - outcome unknown (the "
+					"request was sent but no reply came; it may have been applied)",
+					s->redacted, what, host_of(s->endpoints[idx]),
+					curl_easy_strerror(crc));
+			(void)snprintf(last, sizeof(last), "%s: %s", host_of(s->endpoints[idx]),
+				       curl_easy_strerror(crc));
+			goto next;
+		}
+		j = reply_json(c);
+		if (status == 200 && j != NULL && json_object_is_type(j, json_type_object)) {
+			atomic_store(&s->preferred, idx);
+			*out = j;
+			return 0;
+		}
+		if (status == 200) {
+			/* Answered, but not with a JSON object (cut short?): a
+			 * write may have been applied all the same. */
+			json_object_put(j);
+			(void)snprintf(last, sizeof(last), "%s: an HTTP 200 reply that is not a "
+				       "JSON object", host_of(s->endpoints[idx]));
+			if (write)
+				return faucet_error_set(FAUCET_EUNKNOWN,
+							"etcd state store %s: %s: %s - outcome "
+							"unknown (it may have been applied)",
+							s->redacted, what, last);
+			goto next;
+		}
+		code = error_reply(j, &msg);
+		(void)snprintf(last, sizeof(last), "%s: HTTP %ld: %s", host_of(s->endpoints[idx]),
+			       status, msg ? msg : (c->reply.ptr ? c->reply.ptr : ""));
+		json_object_put(j);
+		if (status == 503 || status >= 500 || code == GRPC_UNAVAILABLE ||
+		    code == GRPC_DEADLINE || code == GRPC_CANCELLED || code == GRPC_UNKNOWN) {
+			if (write)
+				return faucet_error_set(FAUCET_EUNKNOWN,
+							"etcd state store %s: %s: %s - outcome "
+							"unknown (the cluster may have applied it)",
+							s->redacted, what, last);
+			goto next;
+		}
+		if (status == 429 || code == GRPC_RESOURCE_EXHAUSTED)
+			return faucet_error_set(FAUCET_ERROR,
+						"etcd state store %s: %s: the request (%zu bytes, "
+						"values in base64) is larger than the cluster accepts "
+						"(etcd --max-request-bytes, 1.5 MiB by default): %s",
+						s->redacted, what, body->len, last);
+		return etcd_fail(s, status == 401 || status == 403 ? FAUCET_EAUTH : FAUCET_ERROR,
+				 what, last);
+	next:
+		failures++;
+		c->cur = (idx + 1) % s->n;
+		if (faucet__now_ms() >= deadline)
+			return faucet_error_set(FAUCET_EUNAVAILABLE,
+						"etcd state store %s: %s: no endpoint answered within "
+						"the request timeout (%ld ms; last: %s)",
+						s->redacted, what, s->request_ms, last);
+		if (failures % s->n == 0)
+			backoff(deadline, failures / (unsigned)s->n);
+	}
+}
+
+/* ---- JSON bits --------------------------------------------------------- */
+
+static int64_t int64_member(json_object *o, const char *name)
+{
+	json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, name, &v))
+		return 0;
+	if (json_object_is_type(v, json_type_string))
+		return strtoll(json_object_get_string(v), NULL, 10);
+	return json_object_get_int64(v);
+}
+
+static int bool_member(json_object *o, const char *name)
+{
+	json_object *v;
+
+	return o != NULL && json_object_object_get_ex(o, name, &v) && json_object_get_boolean(v);
+}
+
+static json_object *member(json_object *o, const char *name)
+{
+	json_object *v;
+
+	return o != NULL && json_object_object_get_ex(o, name, &v) ? v : NULL;
+}
+
+typedef struct {
+	char *key;   /* the state key (PREFIX/ stripped) */
+	char *text;  /* the value's bytes */
+	size_t len;
+	int64_t mod; /* mod_revision */
+} etcd_kv;
+
+static void kv_clear(etcd_kv *kv)
+{
+	free(kv->key);
+	free(kv->text);
+	memset(kv, 0, sizeof(*kv));
+}
+
+/* One element of "kvs" into *kv (value only when want_value). */
+static int kv_read(const etcd_store *s, json_object *o, int want_value, etcd_kv *kv)
+{
+	json_object *k = member(o, "key"), *v = member(o, "value");
+	char *full = NULL;
+	size_t flen;
+	int rc;
+
+	memset(kv, 0, sizeof(*kv));
+	if (k == NULL)
+		return etcd_fail(s, FAUCET_ERROR, "reading a reply", "an entry has no key");
+	rc = b64_decode(json_object_get_string(k), (size_t)json_object_get_string_len(k), &full,
+			&flen);
+	if (rc != 0 || flen < s->prefix_len || memcmp(full, s->prefix, s->prefix_len) != 0) {
+		free(full);
+		return rc == FAUCET_ENOMEM ? rc
+					   : etcd_fail(s, FAUCET_ERROR, "reading a reply",
+						       "an entry's key is not under the prefix");
+	}
+	kv->key = faucet__strdup(full + s->prefix_len);
+	free(full);
+	if (kv->key == NULL)
+		return FAUCET_ENOMEM;
+	kv->mod = int64_member(o, "mod_revision");
+	if (want_value) {
+		if (v == NULL) {
+			kv->text = faucet__strdup("");
+			kv->len = 0;
+			rc = kv->text ? 0 : FAUCET_ENOMEM;
+		} else {
+			rc = b64_decode(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+					&kv->text, &kv->len);
+		}
+		if (rc != 0) {
+			kv_clear(kv);
+			return rc == FAUCET_ENOMEM ? rc
+						   : etcd_fail(s, FAUCET_ERROR, "reading a reply",
+							       "a value is not base64");
+		}
+	}
+	return 0;
+}
+
+static int parse_value(const etcd_store *s, const etcd_kv *kv, faucet_value **out)
+{
+	int rc = faucet_value_parse(out, kv->text, kv->len);
+
+	if (rc != 0)
+		return faucet_error_set(FAUCET_ERROR,
+					"etcd state store %s: the value of '%s' is not JSON: %s",
+					s->redacted, kv->key, faucet_error_last()->message);
+	return 0;
+}
+
+/* ---- request bodies ---------------------------------------------------- */
+
+static int put_full_key(faucet_buf *b, const etcd_store *s, const char *key)
+{
+	faucet_buf k = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&k, s->prefix);
+	(void)faucet_buf_puts(&k, key);
+	rc = k.failed ? FAUCET_ENOMEM : b64_put(b, k.ptr, k.len);
+	faucet_buf_dispose(&k);
+	return rc;
+}
+
+/* "PREFIX/p" as the range start and its successor as range_end. */
+static int put_range(faucet_buf *b, const etcd_store *s, const char *start, size_t start_len,
+		     const char *prefix)
+{
+	faucet_buf e = FAUCET_BUF_INIT;
+	int rc;
+
+	(void)faucet_buf_puts(&e, s->prefix);
+	(void)faucet_buf_puts(&e, prefix);
+	if (e.failed)
+		return FAUCET_ENOMEM;
+	/* Every key byte is ASCII below 0x7f, so bumping the last byte ends
+	 * the range right after the prefix's keys. */
+	e.ptr[e.len - 1]++;
+	(void)faucet_buf_puts(b, "\"key\":\"");
+	rc = b64_put(b, start, start_len);
+	(void)faucet_buf_puts(b, "\",\"range_end\":\"");
+	if (rc == 0)
+		rc = b64_put(b, e.ptr, e.len);
+	(void)faucet_buf_puts(b, "\"");
+	faucet_buf_dispose(&e);
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
+			   const faucet_value *v)
+{
+	int rc;
+
+	(void)faucet_buf_puts(b, "{\"request_put\":{\"key\":\"");
+	rc = put_full_key(b, s, key);
+	(void)faucet_buf_puts(b, "\",\"value\":\"");
+	if (rc == 0)
+		rc = b64_put(b, faucet_value_json(v), faucet_value_len(v));
+	(void)faucet_buf_puts(b, "\"}}");
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+/* ---- operations -------------------------------------------------------- */
+
+typedef struct {
+	const char *key;
+	const faucet_value *value;
+	const faucet_value *expected;
+	const char *guard;
+	const faucet_value *guard_value;
+	faucet_value **out;
+	int *done;
+	/* lists and scans */
+	const char *prefix;
+	faucet_strarray *keys;
+	char *start;
+	size_t start_len;
+	int64_t revision;
+	int more;
+	etcd_kv *page;
+	size_t page_n;
+	size_t limit;
+	int keys_only;
+	/* batches */
+	const faucet_entry *entries;
+	size_t count;
+	const char *const *many;
+	faucet_value **many_out;
+} etcd_args;
+
+typedef int (*etcd_op)(etcd_store *s, etcd_conn *c, etcd_args *a);
+
+static int etcd_run(etcd_store *s, etcd_op op, etcd_args *a)
+{
+	etcd_conn *c = NULL;
+	int rc = faucet_pool_acquire(s->pool, (void **)&c, NULL);
+
+	if (rc != 0)
+		return rc;
+	rc = op(s, c, a);
+	faucet_pool_release(s->pool, c, 0);
+	return rc;
+}
+
+/* The key's entry: *kv filled (key NULL when absent). */
+static int read_key(etcd_store *s, etcd_conn *c, const char *key, etcd_kv *kv)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL, *kvs;
+	int rc;
+
+	memset(kv, 0, sizeof(*kv));
+	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	rc = put_full_key(&b, s, key);
+	(void)faucet_buf_puts(&b, "\"}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/range", &b, 0, "get", &r);
+	faucet_buf_dispose(&b);
+	if (rc != 0)
+		return rc;
+	kvs = member(r, "kvs");
+	if (kvs != NULL && json_object_array_length(kvs) > 0)
+		rc = kv_read(s, json_object_array_get_idx(kvs, 0), 1, kv);
+	json_object_put(r);
+	return rc;
+}
+
+static int op_get(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	etcd_kv kv;
+	int rc = read_key(s, c, a->key, &kv);
+
+	*a->out = NULL;
+	if (rc == 0 && kv.key != NULL)
+		rc = parse_value(s, &kv, a->out);
+	kv_clear(&kv);
+	return rc;
+}
+
+static int op_put(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	rc = put_full_key(&b, s, a->key);
+	(void)faucet_buf_puts(&b, "\",\"value\":\"");
+	if (rc == 0)
+		rc = b64_put(&b, faucet_value_json(a->value), faucet_value_len(a->value));
+	(void)faucet_buf_puts(&b, "\"}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/put", &b, 1, "put", &r);
+	faucet_buf_dispose(&b);
+	json_object_put(r);
+	return rc;
+}
+
+static int op_del(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	rc = put_full_key(&b, s, a->key);
+	(void)faucet_buf_puts(&b, "\"}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/deleterange", &b, 1, "delete", &r);
+	faucet_buf_dispose(&b);
+	json_object_put(r);
+	return rc;
+}
+
+/* One page of a range under a->prefix from a->start, at a->revision once
+ * the first page has fixed it (so a listing is one snapshot). */
+static int op_page(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL, *kvs, *hdr;
+	size_t n;
+	int rc;
+
+	(void)faucet_buf_puts(&b, "{");
+	rc = put_range(&b, s, a->start, a->start_len, a->prefix);
+	(void)faucet_buf_printf(&b, ",\"limit\":\"%zu\"%s", a->limit,
+				a->keys_only ? ",\"keys_only\":true" : "");
+	if (a->revision > 0)
+		(void)faucet_buf_printf(&b, ",\"revision\":\"%lld\"", (long long)a->revision);
+	(void)faucet_buf_puts(&b, "}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/range", &b, 0, "list", &r);
+	faucet_buf_dispose(&b);
+	if (rc != 0)
+		return rc;
+	hdr = member(r, "header");
+	if (a->revision == 0)
+		a->revision = int64_member(hdr, "revision");
+	a->more = bool_member(r, "more");
+	kvs = member(r, "kvs");
+	n = kvs ? json_object_array_length(kvs) : 0;
+	a->page = n ? faucet__calloc(n, sizeof(*a->page)) : NULL;
+	if (n && a->page == NULL)
+		rc = FAUCET_ENOMEM;
+	a->page_n = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = kv_read(s, json_object_array_get_idx(kvs, i), !a->keys_only, &a->page[i]);
+		if (rc == 0)
+			a->page_n++;
+	}
+	json_object_put(r);
+	if (rc == 0 && a->more && a->page_n > 0) {
+		/* The next page starts just after this one's last key. */
+		etcd_kv *last = &a->page[a->page_n - 1];
+		size_t klen = strlen(last->key);
+		char *next = faucet__malloc(s->prefix_len + klen + 1);
+
+		if (next == NULL) {
+			rc = FAUCET_ENOMEM;
+		} else {
+			memcpy(next, s->prefix, s->prefix_len);
+			memcpy(next + s->prefix_len, last->key, klen);
+			next[s->prefix_len + klen] = '\0';
+			free(a->start);
+			a->start = next;
+			a->start_len = s->prefix_len + klen + 1; /* with the NUL */
+		}
+	} else if (rc == 0) {
+		a->more = 0;
+	}
+	return rc;
+}
+
+static void page_free(etcd_args *a)
+{
+	for (size_t i = 0; i < a->page_n; i++)
+		kv_clear(&a->page[i]);
+	free(a->page);
+	a->page = NULL;
+	a->page_n = 0;
+}
+
+static int range_begin(etcd_store *s, etcd_args *a, const char *prefix)
+{
+	a->prefix = prefix;
+	a->start = faucet__sprintf("%s%s", s->prefix, prefix);
+	if (a->start == NULL)
+		return FAUCET_ENOMEM;
+	a->start_len = strlen(a->start);
+	a->more = 1;
+	return 0;
+}
+
+/* Every page in turn: fn sees each page after its connection went back to
+ * the pool, so it may use the store. */
+typedef int (*page_fn)(etcd_store *s, etcd_args *a, void *ctx);
+
+static int range_walk(etcd_store *s, const char *prefix, int keys_only, size_t limit,
+		      page_fn fn, void *ctx)
+{
+	etcd_args a = {0};
+	int rc = range_begin(s, &a, prefix);
+
+	a.keys_only = keys_only;
+	a.limit = limit;
+	while (rc == 0 && a.more) {
+		rc = etcd_run(s, op_page, &a);
+		if (rc == 0)
+			rc = fn(s, &a, ctx);
+		page_free(&a);
+	}
+	free(a.start);
+	return rc;
+}
+
+static int collect_keys(etcd_store *s, etcd_args *a, void *ctx)
+{
+	faucet_strarray *out = ctx;
+
+	(void)s;
+	for (size_t i = 0; i < a->page_n; i++) {
+		if (faucet_strarray_push(out, a->page[i].key) != 0)
+			return FAUCET_ENOMEM;
+	}
+	return 0;
+}
+
+typedef struct {
+	faucet_entry_fn fn;
+	void *ctx;
+	int data_only;
+} entries_ctx;
+
+static int feed_entries(etcd_store *s, etcd_args *a, void *ctx)
+{
+	entries_ctx *e = ctx;
+
+	for (size_t i = 0; i < a->page_n; i++) {
+		faucet_value *v = NULL;
+		int rc;
+
+		if (e->data_only && faucet__is_bookkeeping_key(a->page[i].key))
+			continue;
+		rc = parse_value(s, &a->page[i], &v);
+		if (rc != 0)
+			return rc;
+		rc = e->fn(a->page[i].key, v, e->ctx);
+		faucet_value_free(v);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Does the stored entry (kv, key NULL = absent) equal `expected` (NULL =
+ * no entry)? */
+static int matches(etcd_store *s, const etcd_kv *kv, const faucet_value *expected, int *eq)
+{
+	faucet_value *cur = NULL;
+	int rc;
+
+	if (kv->key == NULL || expected == NULL) {
+		*eq = (kv->key == NULL) == (expected == NULL);
+		return 0;
+	}
+	rc = parse_value(s, kv, &cur);
+	if (rc != 0)
+		return rc;
+	*eq = faucet_value_equal(cur, expected);
+	faucet_value_free(cur);
+	return 0;
+}
+
+/* The new state of `key` from a failed txn's request_range answer. */
+static int kv_from_failure(etcd_store *s, json_object *r, etcd_kv *kv)
+{
+	json_object *resp = member(r, "responses"), *kvs;
+
+	memset(kv, 0, sizeof(*kv));
+	if (resp == NULL || json_object_array_length(resp) < 1)
+		return etcd_fail(s, FAUCET_ERROR, "txn", "a failed txn's reply has no range");
+	kvs = member(member(json_object_array_get_idx(resp, 0), "response_range"), "kvs");
+	if (kvs != NULL && json_object_array_length(kvs) > 0)
+		return kv_read(s, json_object_array_get_idx(kvs, 0), 1, kv);
+	return 0;
+}
+
+/*
+ * compare-and-put / compare-and-delete / put_guarded: the guard key
+ * (a->guard, else a->key) must hold a->expected; then, in one txn on the
+ * guard's mod_revision: put a->guard_value on the guard (put_guarded) and
+ * put a->value on a->key (a->value NULL: delete a->key).
+ */
+static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	const char *guard = a->guard ? a->guard : a->key;
+	etcd_kv kv;
+	int rc = read_key(s, c, guard, &kv);
+
+	*a->done = 0;
+	for (int attempt = 0; rc == 0 && attempt < ETCD_CAS_ATTEMPTS; attempt++) {
+		faucet_buf b = FAUCET_BUF_INIT;
+		json_object *r = NULL;
+		int eq = 0;
+
+		rc = matches(s, &kv, a->expected, &eq);
+		if (rc != 0 || !eq)
+			break;
+		(void)faucet_buf_puts(&b, "{\"compare\":[{\"key\":\"");
+		rc = put_full_key(&b, s, guard);
+		(void)faucet_buf_printf(&b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
+					    "\"success\":[",
+					(long long)kv.mod);
+		if (rc == 0 && a->guard != NULL) {
+			rc = put_request_put(&b, s, a->guard, a->guard_value);
+			(void)faucet_buf_puts(&b, ",");
+		}
+		if (rc == 0 && a->value != NULL) {
+			rc = put_request_put(&b, s, a->key, a->value);
+		} else if (rc == 0) {
+			(void)faucet_buf_puts(&b, "{\"request_delete_range\":{\"key\":\"");
+			rc = put_full_key(&b, s, a->key);
+			(void)faucet_buf_puts(&b, "\"}}");
+		}
+		(void)faucet_buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":\"");
+		if (rc == 0)
+			rc = put_full_key(&b, s, guard);
+		(void)faucet_buf_puts(&b, "\"}}]}");
+		if (rc == 0 && b.failed)
+			rc = FAUCET_ENOMEM;
+		if (rc == 0)
+			rc = etcd_request(c, "/v3/kv/txn", &b, 1,
+					  a->value ? "compare-and-put" : "compare-and-delete", &r);
+		faucet_buf_dispose(&b);
+		if (rc != 0)
+			break;
+		if (bool_member(r, "succeeded")) {
+			*a->done = 1;
+			json_object_put(r);
+			kv_clear(&kv);
+			return 0;
+		}
+		/* Someone wrote the key after our read: look at its new value. */
+		kv_clear(&kv);
+		rc = kv_from_failure(s, r, &kv);
+		json_object_put(r);
+		if (rc == 0 && attempt + 1 == ETCD_CAS_ATTEMPTS)
+			rc = etcd_fail(s, FAUCET_ECONTENTION, guard,
+				       "compare-and-put kept losing to other writers");
+	}
+	kv_clear(&kv);
+	return rc;
+}
+
+/* Txns of up to ETCD_MAX_TXN_OPS puts, in order; a chunk also ends before
+ * a key it already holds (etcd refuses a txn that puts one key twice), so
+ * a key given twice ends with its last value. */
+static int op_put_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL;
+	int rc = 0;
+
+	(void)faucet_buf_puts(&b, "{\"success\":[");
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		if (i > 0)
+			(void)faucet_buf_puts(&b, ",");
+		rc = put_request_put(&b, s, a->entries[i].key, a->entries[i].value);
+	}
+	(void)faucet_buf_puts(&b, "]}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/txn", &b, 1, "batch put", &r);
+	faucet_buf_dispose(&b);
+	json_object_put(r);
+	return rc;
+}
+
+static size_t chunk_len(const faucet_entry *e, size_t count)
+{
+	size_t n = 0;
+
+	for (; n < count && n < ETCD_MAX_TXN_OPS; n++) {
+		for (size_t j = 0; j < n; j++) {
+			if (strcmp(e[j].key, e[n].key) == 0)
+				return n;
+		}
+	}
+	return n;
+}
+
+/* get_many: txns of up to ETCD_MAX_TXN_OPS ranges, the later ones at the
+ * first one's revision, so the whole answer is one snapshot. */
+static int op_get_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL, *resp;
+	int rc = 0;
+
+	(void)faucet_buf_puts(&b, "{\"success\":[");
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		(void)faucet_buf_puts(&b, i > 0 ? ",{\"request_range\":{\"key\":\""
+						: "{\"request_range\":{\"key\":\"");
+		rc = put_full_key(&b, s, a->many[i]);
+		if (a->revision > 0)
+			(void)faucet_buf_printf(&b, "\",\"revision\":\"%lld", (long long)a->revision);
+		(void)faucet_buf_puts(&b, "\"}}");
+	}
+	(void)faucet_buf_puts(&b, "]}");
+	if (rc == 0 && b.failed)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/txn", &b, 0, "get", &r);
+	faucet_buf_dispose(&b);
+	if (rc != 0)
+		return rc;
+	if (a->revision == 0)
+		a->revision = int64_member(member(r, "header"), "revision");
+	resp = member(r, "responses");
+	if (resp == NULL || json_object_array_length(resp) != a->count)
+		rc = etcd_fail(s, FAUCET_ERROR, "get", "the txn's reply has the wrong number of answers");
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		json_object *kvs = member(member(json_object_array_get_idx(resp, i), "response_range"),
+					  "kvs");
+		etcd_kv kv;
+
+		if (kvs == NULL || json_object_array_length(kvs) == 0)
+			continue;
+		rc = kv_read(s, json_object_array_get_idx(kvs, 0), 1, &kv);
+		if (rc == 0)
+			rc = parse_value(s, &kv, &a->many_out[i]);
+		kv_clear(&kv);
+	}
+	json_object_put(r);
+	return rc;
+}
+
+/* ---- slots ------------------------------------------------------------- */
+
+static int etcd_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	etcd_args a = {.key = key, .out = out};
+
+	return etcd_run((etcd_store *)b, op_get, &a);
+}
+
+static int etcd_get_many(faucet_store_backend *b, const char *const *keys, size_t count,
+			 faucet_value **out)
+{
+	etcd_store *s = (etcd_store *)b;
+	etcd_args a = {0};
+	int rc = 0;
+
+	for (size_t i = 0; i < count; i++)
+		out[i] = NULL;
+	for (size_t done = 0; rc == 0 && done < count;) {
+		size_t n = count - done < ETCD_MAX_TXN_OPS ? count - done : ETCD_MAX_TXN_OPS;
+
+		a.many = keys + done;
+		a.many_out = out + done;
+		a.count = n;
+		rc = etcd_run(s, op_get_chunk, &a);
+		done += n;
+	}
+	if (rc != 0) {
+		for (size_t i = 0; i < count; i++) {
+			faucet_value_free(out[i]);
+			out[i] = NULL;
+		}
+	}
+	return rc;
+}
+
+static int etcd_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	etcd_args a = {.key = key, .value = value};
+
+	return etcd_run((etcd_store *)b, op_put, &a);
+}
+
+static int etcd_del(faucet_store_backend *b, const char *key)
+{
+	etcd_args a = {.key = key};
+
+	return etcd_run((etcd_store *)b, op_del, &a);
+}
+
+static int etcd_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	int rc = range_walk((etcd_store *)b, prefix, 1, ETCD_LIST_PAGE, collect_keys, out);
+
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
+static int etcd_scan_entries(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			     void *ctx)
+{
+	entries_ctx e = {fn, ctx, 0};
+
+	return range_walk((etcd_store *)b, prefix, 0, ETCD_SCAN_PAGE, feed_entries, &e);
+}
+
+/* etcd cannot leave keys out on the server side; the bookkeeping keys are
+ * dropped here, before their values are parsed. */
+static int etcd_scan_data(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
+			  void *ctx)
+{
+	entries_ctx e = {fn, ctx, 1};
+
+	return range_walk((etcd_store *)b, prefix, 0, ETCD_SCAN_PAGE, feed_entries, &e);
+}
+
+static int etcd_compare_and_put(faucet_store_backend *b, const char *key,
+				const faucet_value *expected, const faucet_value *value,
+				int *written)
+{
+	etcd_args a = {.key = key, .expected = expected, .value = value, .done = written};
+
+	return etcd_run((etcd_store *)b, op_cas, &a);
+}
+
+static int etcd_compare_and_delete(faucet_store_backend *b, const char *key,
+				   const faucet_value *expected, int *deleted)
+{
+	etcd_args a = {.key = key, .expected = expected, .done = deleted};
+
+	return etcd_run((etcd_store *)b, op_cas, &a);
+}
+
+/* The guard and the key change in one txn: the guard's new value is never
+ * later than the key's. */
+static int etcd_put_guarded(faucet_store_backend *b, const char *guard,
+			    const faucet_value *expected, const faucet_value *guard_value,
+			    const char *key, const faucet_value *value, int *written)
+{
+	etcd_args a = {.key = key, .value = value, .expected = expected, .guard = guard,
+		       .guard_value = guard_value, .done = written};
+
+	if (strcmp(guard, key) == 0)
+		return faucet_error_set(FAUCET_EINVALID, "put_guarded: the guard is the key '%s'",
+					key);
+	return etcd_run((etcd_store *)b, op_cas, &a);
+}
+
+static int etcd_put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
+			 size_t *written, size_t *unknown_from)
+{
+	etcd_store *s = (etcd_store *)b;
+	etcd_args a = {0};
+	size_t done = 0;
+	int rc = 0;
+
+	while (rc == 0 && done < count) {
+		a.entries = entries + done;
+		a.count = chunk_len(entries + done, count - done);
+		rc = etcd_run(s, op_put_chunk, &a);
+		if (rc == 0)
+			done += a.count;
+	}
+	*written = done;
+	*unknown_from = done;
+	if (rc == FAUCET_EUNKNOWN)
+		*written = done + a.count; /* that chunk may have landed, whole */
+	return rc;
+}
+
+/* ---- doctor ------------------------------------------------------------ */
+
+/* POST body to endpoint idx alone (no failover): the doctor asks each,
+ * within its own timeout. */
+static int request_at(etcd_conn *c, size_t idx, const char *path, uint64_t timeout_ms,
+		      json_object **out)
+{
+	uint64_t deadline = faucet__now_ms() + timeout_ms;
+	long status = 0;
+	CURLcode crc;
+	int rc = 0;
+
+	*out = NULL;
+	if (!c->verified[idx])
+		rc = verify(c, idx, deadline);
+	if (rc != 0)
+		return rc;
+	crc = perform(c, idx, path, "{}", 2, deadline, &status);
+	if (crc != CURLE_OK)
+		return faucet_error_set(FAUCET_EUNAVAILABLE, "%s: %s", host_of(c->s->endpoints[idx]),
+					curl_easy_strerror(crc));
+	*out = reply_json(c);
+	if (status != 200 || *out == NULL) {
+		json_object_put(*out);
+		*out = NULL;
+		return faucet_error_set(FAUCET_ERROR, "%s: %s answered HTTP %ld",
+					host_of(c->s->endpoints[idx]), path, status);
+	}
+	return 0;
+}
+
+/* A member's name from the member list, by id (a JSON string). */
+static const char *member_name(json_object *members, const char *id)
+{
+	for (size_t i = 0; members && i < json_object_array_length(members); i++) {
+		json_object *m = json_object_array_get_idx(members, i);
+		json_object *mid = member(m, "ID"), *name = member(m, "name");
+
+		if (mid != NULL && strcmp(json_object_get_string(mid), id) == 0)
+			return name ? json_object_get_string(name) : id;
+	}
+	return id;
+}
+
+static int add_probe(faucet_check_report *r, const char *name, faucet_probe_status st,
+		     const char *reason, uint64_t start, const char *hint)
+{
+	return faucet_check_report_add(r, name, st, reason, faucet__now_ms() - start, hint);
+}
+
+/*
+ * Probes: "members" (the member list), "quorum" (how many members answer
+ * /v3/maintenance/status, of how many), "leader" (one leader, the same for
+ * every member that answered), "version" (the servers' versions) and
+ * "sentinel" (put, get, delete of a unique key through the store).
+ */
+static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
+		      faucet_check_report **out)
+{
+	etcd_store *s = (etcd_store *)b;
+	etcd_conn *c = NULL;
+	json_object *ml = NULL, *members = NULL;
+	faucet_buf reason = FAUCET_BUF_INIT, versions = FAUCET_BUF_INIT, down = FAUCET_BUF_INIT;
+	char leader[32] = "";
+	int rc, leaders_agree = 1;
+	size_t up = 0, total;
+	uint64_t start = faucet__now_ms();
+	uint64_t timeout = ctx->timeout_ms ? ctx->timeout_ms : (uint64_t)s->request_ms;
+	char *hint = faucet__sprintf("check that the etcd members in %s are running and reachable",
+				     s->redacted);
+
+	if (hint == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_new(out);
+	if (rc == 0)
+		rc = faucet_pool_acquire(s->pool, (void **)&c, NULL);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+		free(hint);
+		return rc;
+	}
+	/* members: from the first endpoint that gives the list. */
+	for (size_t i = 0; i < s->n && members == NULL; i++) {
+		if (request_at(c, i, "/v3/cluster/member/list", timeout, &ml) == 0)
+			members = member(ml, "members");
+		else if (faucet_error_last()->code == FAUCET_ECONFIG)
+			break;
+	}
+	total = members ? json_object_array_length(members) : s->n;
+	if (members == NULL) {
+		rc = faucet__check_report_probe(*out, "members", 1, start, hint);
+	} else {
+		for (size_t i = 0; i < total; i++) {
+			json_object *m = json_object_array_get_idx(members, i), *urls = member(m, "clientURLs");
+			(void)faucet_buf_printf(&reason, "%s%s (%s)", i ? ", " : "",
+						json_object_get_string(member(m, "name")),
+						urls && json_object_array_length(urls)
+							? json_object_get_string(json_object_array_get_idx(urls, 0))
+							: "no client URL");
+		}
+		rc = add_probe(*out, "members", FAUCET_PROBE_PASS, reason.ptr, start, NULL);
+	}
+	faucet_buf_dispose(&reason);
+	/* quorum, leader, version: ask every endpoint for its status. */
+	start = faucet__now_ms();
+	for (size_t i = 0; rc == 0 && i < s->n; i++) {
+		json_object *st = NULL;
+
+		if (request_at(c, i, "/v3/maintenance/status", timeout, &st) != 0) {
+			(void)faucet_buf_printf(&down, "%s%s", down.len ? "; " : "",
+						faucet_error_last()->message);
+			continue;
+		}
+		up++;
+		{
+			const char *l = json_object_get_string(member(st, "leader"));
+			const char *v = json_object_get_string(member(st, "version"));
+
+			if (l != NULL && leader[0] == '\0')
+				(void)snprintf(leader, sizeof(leader), "%s", l);
+			else if (l != NULL && strcmp(l, leader) != 0)
+				leaders_agree = 0;
+			(void)faucet_buf_printf(&versions, "%s%s %s", versions.len ? ", " : "",
+						host_of(s->endpoints[i]), v ? v : "?");
+		}
+		json_object_put(st);
+	}
+	if (rc == 0) {
+		int ok = members != NULL ? up * 2 > total : up * 2 > s->n;
+
+		(void)faucet_buf_printf(&reason, "%zu of %zu members answer%s%s", up, total,
+					down.len ? ": " : "", down.len ? down.ptr : "");
+		rc = add_probe(*out, "quorum", ok ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL, reason.ptr,
+			       start, ok ? NULL : hint);
+		faucet_buf_dispose(&reason);
+	}
+	if (rc == 0) {
+		if (leader[0] == '\0' || strcmp(leader, "0") == 0)
+			rc = add_probe(*out, "leader", FAUCET_PROBE_FAIL, "no member knows a leader",
+				       start, hint);
+		else if (!leaders_agree)
+			rc = add_probe(*out, "leader", FAUCET_PROBE_WARN,
+				       "the members name different leaders (an election is under way)",
+				       start, NULL);
+		else {
+			(void)faucet_buf_printf(&reason, "%s", member_name(members, leader));
+			rc = add_probe(*out, "leader", FAUCET_PROBE_PASS, reason.ptr, start, NULL);
+			faucet_buf_dispose(&reason);
+		}
+	}
+	if (rc == 0)
+		rc = add_probe(*out, "version", up ? FAUCET_PROBE_PASS : FAUCET_PROBE_SKIP,
+			       up ? versions.ptr : "no member answered", start, NULL);
+	json_object_put(ml);
+	faucet_buf_dispose(&versions);
+	faucet_buf_dispose(&down);
+	faucet_pool_release(s->pool, c, 0);
+	if (rc == 0) {
+		start = faucet__now_ms();
+		rc = faucet__check_report_probe(*out, "sentinel",
+						faucet__sentinel_round_trip(&s->base) != 0, start, hint);
+	}
+	free(hint);
+	if (rc != 0) {
+		faucet_check_report_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ---- open / free ------------------------------------------------------- */
+
+static void etcd_free(faucet_store_backend *b)
+{
+	etcd_store *s = (etcd_store *)b;
+
+	faucet_pool_free(s->pool);
+	for (size_t i = 0; s->endpoints != NULL && i < s->n; i++)
+		free(s->endpoints[i]);
+	free(s->endpoints);
+	free(s->prefix);
+	free(s->redacted);
+	free(s);
+}
+
+/* "2s", "500ms", "1.5s", or a bare number of seconds, up to ten minutes. */
+static int parse_duration_ms(const char *text, const char *name, long *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno == 0 && end != text && v > 0) {
+		if (strcmp(end, "ms") == 0)
+			;
+		else if (strcmp(end, "s") == 0 || *end == '\0')
+			v *= 1000;
+		else
+			v = -1;
+		if (v >= 1 && v <= 600000) {
+			*out = (long)v;
+			return 0;
+		}
+	}
+	return faucet_error_set(FAUCET_ECONFIG,
+				"etcd store option '%s' must be a duration such as 2s or 500ms "
+				"(at most 600s), got '%s'",
+				name, text);
+}
+
+static int is_prefix_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '-' || ch == '.' || ch == ':' || ch == '/';
+}
+
+/* etcd://H:P[,H:P...]/PREFIX[?options]; the options faucet knows were
+ * taken off by the URL dispatcher, so one left here is unknown. */
+static int parse_url(etcd_store *s, const char *url)
+{
+	const char *p = url + strlen("etcd://");
+	const char *hosts_end = p + strcspn(p, "/?");
+	const char *path, *path_end;
+
+	if (hosts_end == p)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd store URL %s has no endpoint (etcd://HOST:PORT[,HOST:PORT...]/PREFIX)",
+					s->redacted);
+	while (p < hosts_end) {
+		const char *comma = memchr(p, ',', (size_t)(hosts_end - p));
+		const char *item_end = comma ? comma : hosts_end;
+		const char *colon = memchr(p, ':', (size_t)(item_end - p));
+		char **grown;
+		char *num_end;
+		long port;
+
+		if (item_end == p)
+			return faucet_error_set(FAUCET_ECONFIG, "etcd store URL %s: an empty endpoint",
+						s->redacted);
+		if (colon == NULL || colon == p)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"etcd store URL %s: endpoint '%.*s' must be HOST:PORT",
+						s->redacted, (int)(item_end - p), p);
+		errno = 0;
+		port = strtol(colon + 1, &num_end, 10);
+		if (colon + 1 == item_end || num_end != item_end || errno != 0 || port < 1 ||
+		    port > 65535)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"etcd store URL %s: endpoint '%.*s' has a bad port "
+						"(1 to 65535)",
+						s->redacted, (int)(item_end - p), p);
+		if (colon - p > 253)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"etcd store URL %s: a host name is longer than 253 bytes",
+						s->redacted);
+		for (const char *q = p; q < colon; q++) {
+			if (!(is_prefix_char(*q) && *q != '/' && *q != ':'))
+				return faucet_error_set(FAUCET_ECONFIG,
+							"etcd store URL %s: endpoint '%.*s' has a bad host",
+							s->redacted, (int)(item_end - p), p);
+		}
+		grown = faucet__realloc(s->endpoints, (s->n + 1) * sizeof(*grown));
+		if (grown == NULL)
+			return FAUCET_ENOMEM;
+		s->endpoints = grown;
+		s->endpoints[s->n] =
+			faucet__sprintf("http://%.*s:%ld", (int)(colon - p), p, port);
+		if (s->endpoints[s->n] == NULL)
+			return FAUCET_ENOMEM;
+		s->n++;
+		p = comma ? comma + 1 : hosts_end;
+		if (comma != NULL && p == hosts_end)
+			return faucet_error_set(FAUCET_ECONFIG, "etcd store URL %s: an empty endpoint",
+						s->redacted);
+	}
+	path = *hosts_end == '/' ? hosts_end + 1 : hosts_end;
+	path_end = path + strcspn(path, "?");
+	while (path_end > path && path_end[-1] == '/')
+		path_end--;
+	if (path_end == path)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd store URL %s has no key prefix (etcd://HOST:PORT/PREFIX; "
+					"the prefix keeps faucet's keys apart from the rest of the "
+					"cluster)",
+					s->redacted);
+	for (const char *q = path; q < path_end; q++) {
+		if (!is_prefix_char(*q))
+			return faucet_error_set(FAUCET_ECONFIG,
+						"etcd store URL %s: the prefix may hold only "
+						"[A-Za-z0-9_.:/-], not '%c'",
+						s->redacted, *q);
+	}
+	s->prefix = faucet__sprintf("%.*s/", (int)(path_end - path), path);
+	if (s->prefix == NULL)
+		return FAUCET_ENOMEM;
+	s->prefix_len = strlen(s->prefix);
+	if (path[strcspn(path, "?")] == '?')
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd store URL %s: unknown option '%.*s' (faucet knows "
+					"dial_timeout, request_timeout and max_connections)",
+					s->redacted, (int)strcspn(path + strcspn(path, "?") + 1, "=&"),
+					path + strcspn(path, "?") + 1);
+	return 0;
+}
+
+/* The URL carries its own options (dial_timeout, request_timeout,
+ * max_connections), so a config of type etcd is just its `url`. */
+int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
+{
+	static const char *const names[] = {"dial_timeout", "request_timeout", "max_connections"};
+	char *values[3] = {NULL, NULL, NULL};
+	int pool = cfg->max_connections;
+	char *url;
+	etcd_store *s;
+	int rc;
+
+	*out = NULL;
+	if (cfg->url == NULL || strncmp(cfg->url, "etcd://", 7) != 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"etcd state store needs a `url` starting with etcd://");
+	s = faucet__calloc(1, sizeof(*s));
+	url = faucet__strdup(cfg->url);
+	if (s == NULL || url == NULL) {
+		free(s);
+		free(url);
+		return FAUCET_ENOMEM;
+	}
+	s->redacted = faucet_url_redact(cfg->url);
+	s->dial_ms = ETCD_DEFAULT_DIAL_MS;
+	s->request_ms = ETCD_DEFAULT_REQUEST_MS;
+	rc = s->redacted ? faucet__url_take_params(url, names, values, 3) : FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = parse_url(s, url);
+	if (rc == 0 && values[0] != NULL)
+		rc = parse_duration_ms(values[0], "dial_timeout", &s->dial_ms);
+	if (rc == 0 && values[1] != NULL)
+		rc = parse_duration_ms(values[1], "request_timeout", &s->request_ms);
+	if (rc == 0 && values[2] != NULL) {
+		if (pool != 0)
+			rc = faucet_error_set(FAUCET_ECONFIG,
+					      "state store option 'max_connections' is given both in "
+					      "the URL (?max_connections=) and in the config "
+					      "(max_connections:); give it in one place");
+		else
+			rc = faucet__parse_positive(values[2], "max_connections", 1000, &pool);
+	}
+	if (rc == 0 && pool == 0)
+		pool = ETCD_DEFAULT_POOL;
+	if (rc == 0 && pool < 1)
+		rc = faucet_error_set(FAUCET_ECONFIG,
+				      "etcd state store: max_connections must be at least 1, got %d",
+				      pool);
+	free(url);
+	if (rc == 0)
+		rc = faucet__curl_load();
+	if (rc == 0)
+		rc = faucet_pool_new(&s->pool, &etcd_pool_ops, s, (size_t)pool);
+	if (rc != 0) {
+		etcd_free(&s->base);
+		return rc;
+	}
+	s->base.version = FAUCET_STORE_BACKEND_VERSION;
+	s->base.name = "etcd";
+	s->base.get = etcd_get;
+	s->base.get_many = etcd_get_many;
+	s->base.put = etcd_put;
+	s->base.del = etcd_del;
+	s->base.list = etcd_list;
+	s->base.scan_entries = etcd_scan_entries;
+	s->base.scan_data = etcd_scan_data;
+	s->base.compare_and_put = etcd_compare_and_put;
+	s->base.compare_and_delete = etcd_compare_and_delete;
+	s->base.put_guarded = etcd_put_guarded;
+	s->base.put_many = etcd_put_many;
+	s->base.check = etcd_check;
+	s->base.free = etcd_free;
+	return faucet_store_new(out, &s->base);
+}

@@ -1,0 +1,274 @@
+/*
+ * test_store_etcd.c - what is particular to the etcd store, against fake
+ * members (a small HTTP server in this program) that misbehave on purpose:
+ * a write whose request arrived but whose reply never came is
+ * FAUCET_EUNKNOWN and is not sent again, to that member or any other; a
+ * write answered Unavailable (503) likewise; a read answered 503 moves on to
+ * the next endpoint; a member that refuses the connection is skipped for a
+ * write too (nothing was sent).  The real cluster's behaviour is covered by
+ * the contract suite and tests/cluster/.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+typedef enum { ANSWER, DROP, UNAVAILABLE } fake_mode;
+
+typedef struct {
+	int fd;
+	int port;
+	fake_mode puts, ranges;
+	atomic_int put_count, range_count;
+	pthread_t thread;
+} fake_member;
+
+static int read_request(int c, char *path, size_t path_len)
+{
+	char buf[65536];
+	size_t have = 0;
+	char *end = NULL;
+	long clen = 0;
+
+	buf[0] = '\0';
+	while ((end = strstr(buf, "\r\n\r\n")) == NULL) {
+		ssize_t n;
+
+		if (have + 1 >= sizeof(buf))
+			return -1;
+		n = read(c, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			return -1;
+		have += (size_t)n;
+		buf[have] = '\0';
+	}
+	{
+		char *cl = strstr(buf, "Content-Length:");
+		if (cl != NULL && cl < end)
+			clen = strtol(cl + 15, NULL, 10);
+	}
+	if (sscanf(buf, "%*s %255s", path) != 1)
+		return -1;
+	(void)path_len;
+	/* The body: whatever is left of it. */
+	{
+		long got = (long)(have - (size_t)(end + 4 - buf));
+		while (got < clen) {
+			char tmp[4096];
+			ssize_t n = read(c, tmp, sizeof(tmp));
+			if (n <= 0)
+				return -1;
+			got += n;
+		}
+	}
+	return 0;
+}
+
+static void reply(int c, int status, const char *body)
+{
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: "
+			 "%zu\r\n\r\n",
+			 status, strlen(body));
+
+	if (write(c, head, (size_t)n) < 0 || write(c, body, strlen(body)) < 0)
+		return;
+}
+
+static void *serve(void *arg)
+{
+	fake_member *m = arg;
+
+	for (;;) {
+		int c = accept(m->fd, NULL, NULL);
+		char path[256];
+
+		if (c < 0)
+			return NULL;
+		while (read_request(c, path, sizeof(path)) == 0) {
+			fake_mode mode = ANSWER;
+
+			if (strcmp(path, "/version") == 0) {
+				reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
+				continue;
+			}
+			if (strcmp(path, "/v3/kv/put") == 0) {
+				atomic_fetch_add(&m->put_count, 1);
+				mode = m->puts;
+			} else if (strcmp(path, "/v3/kv/range") == 0) {
+				atomic_fetch_add(&m->range_count, 1);
+				mode = m->ranges;
+			}
+			if (mode == DROP)
+				break;
+			if (mode == UNAVAILABLE) {
+				reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
+					      "\"message\":\"etcdserver: no leader\"}");
+				continue;
+			}
+			/* "p/o::k" = "1" at revision 5 (base64). */
+			reply(c, 200, strcmp(path, "/v3/kv/range") == 0
+					      ? "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":"
+						"\"cC9vOjpr\",\"value\":\"MQ==\",\"mod_revision\":\"5\"}],"
+						"\"count\":\"1\"}"
+					      : "{\"header\":{\"revision\":\"6\"}}");
+		}
+		close(c);
+	}
+}
+
+static void fake_start(fake_member *m, fake_mode puts, fake_mode ranges)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int one = 1;
+
+	memset(m, 0, sizeof(*m));
+	m->puts = puts;
+	m->ranges = ranges;
+	m->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(m->fd >= 0);
+	(void)setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(m->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(m->fd, 8), 0);
+	assert_int_equal(getsockname(m->fd, (struct sockaddr *)&a, &len), 0);
+	m->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&m->thread, NULL, serve, m), 0);
+}
+
+static void fake_stop(fake_member *m)
+{
+	shutdown(m->fd, SHUT_RDWR);
+	close(m->fd);
+	pthread_join(m->thread, NULL);
+}
+
+static faucet_store *open_on(const char *hosts)
+{
+	char url[256];
+	faucet_store *s = NULL;
+
+	snprintf(url, sizeof(url), "etcd://%s/p?request_timeout=3s&dial_timeout=500ms", hosts);
+	assert_int_equal(faucet_store_open_url(&s, url), 0);
+	return s;
+}
+
+static void a_lost_write_reply_is_unknown_and_not_sent_again(void **state)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_value *v = tu_v("1");
+
+	(void)state;
+	fake_start(&a, DROP, ANSWER);
+	fake_start(&b, DROP, ANSWER);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_put(s, "o::k", v), FAUCET_EUNKNOWN);
+	assert_non_null(strstr(faucet_error_last()->message, "outcome unknown"));
+	/* Sent once, to one member: never again to the other. */
+	assert_int_equal(atomic_load(&a.put_count) + atomic_load(&b.put_count), 1);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
+static void a_write_answered_unavailable_is_unknown(void **state)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_value *v = tu_v("1");
+
+	(void)state;
+	fake_start(&a, UNAVAILABLE, ANSWER);
+	fake_start(&b, UNAVAILABLE, ANSWER);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_put(s, "o::k", v), FAUCET_EUNKNOWN);
+	assert_int_equal(atomic_load(&a.put_count) + atomic_load(&b.put_count), 1);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
+static void a_read_answered_unavailable_moves_to_the_next_endpoint(void **state)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_value *got = NULL;
+
+	(void)state;
+	fake_start(&a, ANSWER, UNAVAILABLE);
+	fake_start(&b, ANSWER, ANSWER);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_get(s, "o::k", &got), 0);
+	assert_non_null(got);
+	assert_string_equal(faucet_value_json(got), "1");
+	assert_int_equal(atomic_load(&a.range_count), 1);
+	assert_int_equal(atomic_load(&b.range_count), 1);
+	faucet_value_free(got);
+	faucet_store_free(s);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
+static void a_write_to_a_refusing_member_moves_on(void **state)
+{
+	fake_member b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_value *v = tu_v("1");
+
+	(void)state;
+	fake_start(&b, ANSWER, ANSWER);
+	/* Port 1 refuses: nothing was sent there, so the put may go on. */
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:1,127.0.0.1:%d", b.port);
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_put(s, "o::k", v), 0);
+	assert_int_equal(atomic_load(&b.put_count), 1);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	fake_stop(&b);
+}
+
+static void no_endpoint_answering_fails_within_the_request_timeout(void **state)
+{
+	faucet_store *s = open_on("127.0.0.1:1,127.0.0.1:2");
+	faucet_value *got = NULL;
+
+	(void)state;
+	assert_int_equal(faucet_store_get(s, "o::k", &got), FAUCET_EUNAVAILABLE);
+	assert_non_null(strstr(faucet_error_last()->message, "no endpoint answered"));
+	assert_null(got);
+	faucet_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_lost_write_reply_is_unknown_and_not_sent_again),
+		cmocka_unit_test(a_write_answered_unavailable_is_unknown),
+		cmocka_unit_test(a_read_answered_unavailable_moves_to_the_next_endpoint),
+		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
+		cmocka_unit_test(no_endpoint_answering_fails_within_the_request_timeout),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
