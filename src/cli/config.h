@@ -29,6 +29,8 @@ typedef struct cli_config {
 	int state_max_connections; /* postgres, redis: 0 default, else >= 1 */
 	char *state_namespace;     /* redis, or NULL */
 	int state_redis_index;     /* redis: index: true */
+	int state_min_replicas;    /* redis-sentinel: 0 = no WAIT */
+	int state_wait_timeout_ms; /* redis-sentinel: 0 = default */
 
 	/* `state.config.encryption` (file store).  The key is either given
 	 * (usually as ${env:VAR}) or named by `key_env`; it is resolved at load
