@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_redis_failover.sh - no acknowledged write lost across a Sentinel
+# failover with min_replicas=1 (doc/design.md §3.5).
+#
+# Master + replica + three sentinels; two counter_driver processes
+# increment one counter by compare-and-put through
+# redis-sentinel://S1,S2,S3/cl?min_replicas=1; mid-run the master is
+# SIGKILLed, the sentinels promote the replica, the old master is started
+# again and becomes a replica.  Then acknowledged <= final <= acknowledged
+# + unknown, and the increments go on on the new master.  CL_MODE=unsafe
+# (bench/failover.sh) runs it without min_replicas (no WAIT) and reports
+# instead of failing.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+. "$here/redis_cluster.sh"
+
+redis_cluster_start
+opts="namespace=cl&min_replicas=1&wait_timeout=1s"
+[ "$CL_MODE" = unsafe ] && opts="namespace=cl"
+url="redis-sentinel://:$RD_PASSWORD@127.0.0.1:$RD_S1,127.0.0.1:$RD_S2,127.0.0.1:$RD_S3/cl?$opts"
+key=cluster/counter
+counter() { local v; v=$(rd_cli "$1" get "cl:$key") || return 1; echo "${v:-0}"; }
+counter_at_least() { local v; v=$(counter "$1") && [ -n "$v" ] && [ "$v" -ge "$2" ]; }
+master_is_not() { local m; m=$(rd_master_port) && [ -n "$m" ] && [ "$m" != "$1" ]; }
+is_replica_of() { rd_cli "$1" info replication 2>/dev/null | grep -q "master_port:$2" && rd_replica_synced "$1"; }
+
+pids=()
+for i in 1 2; do
+	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+	pids+=($!)
+done
+cl_wait_for 30 "the counter to reach 100" counter_at_least "$RD_M" 100
+
+old=$RD_M
+kill_ns=$(date +%s%N)
+rd_kill "$old"
+cl_wait_for 40 "the sentinels to promote the replica" master_is_not "$old"
+new=$(rd_master_port)
+[ "$new" = "$RD_R" ] || cl_fail "the sentinels name port $new as master, not the replica $RD_R"
+rd_restart "$old"
+cl_wait_for 40 "the old master to follow the new one" is_replica_of "$old" "$new"
+promoted=$(counter "$new")
+cl_wait_for 30 "increments on the new master" counter_at_least "$new" $((promoted + 50))
+
+touch "$CL_DIR/stop"
+for i in 0 1; do
+	wait "${pids[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "driver $((i + 1)) failed"; }
+done
+final=$(counter "$new")
+cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
+echo "wait=$([ "$CL_MODE" = unsafe ] && echo none || echo 'WAIT 1 1000') lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
+errors=$(cat "$CL_DIR"/driver*.err | wc -l)
+[ "$errors" -gt 0 ] || cl_fail "the drivers saw no error at all: the kill did not reach them"
+echo "ok"
