@@ -1593,6 +1593,167 @@ static int index_probe(redis_store *s, redisContext *c, faucet_check_report *r)
 	return rc;
 }
 
+/* ---- doctor: Sentinel ---------------------------------------------------- */
+
+/* The value of `name` in a flat [name, value, ...] reply, or NULL. */
+static const char *flat_field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    r->element[i + 1]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, name) == 0)
+			return r->element[i + 1]->str;
+	}
+	return NULL;
+}
+
+/* One sentinel's view: "master H:P (flags F); replicas: ...; quorum Q,
+ * N other sentinels" appended to b; *master_at = "H:P" (caller frees). */
+static int sentinel_view(redis_store *s, const redis_addr *at, faucet_buf *b, char **master_at)
+{
+	const char *master_argv[3] = {"SENTINEL", "master", s->master};
+	const char *replicas_argv[3] = {"SENTINEL", "replicas", s->master};
+	redisContext *c;
+	redisReply *m, *rs;
+	int rc = connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
+			      REDIS_SENTINEL_TIMEOUT_MS, 1, &c);
+
+	*master_at = NULL;
+	if (rc != 0)
+		return rc;
+	m = command(c, 3, master_argv, NULL);
+	rc = reply_ok(s, c, m, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the master");
+	if (rc != 0) {
+		redisFree(c);
+		return rc;
+	}
+	*master_at = faucet__sprintf("%s:%s", flat_field(m, "ip") ? flat_field(m, "ip") : "?",
+				     flat_field(m, "port") ? flat_field(m, "port") : "?");
+	(void)faucet_buf_printf(b, "master '%s' at %s (flags %s) as sentinel %s:%d sees it; ",
+				s->master, *master_at ? *master_at : "?",
+				flat_field(m, "flags") ? flat_field(m, "flags") : "?", at->host,
+				at->port);
+	rs = command(c, 3, replicas_argv, NULL);
+	if (reply_ok(s, c, rs, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the replicas") == 0) {
+		(void)faucet_buf_puts(b, "replicas: ");
+		for (size_t i = 0; i < rs->elements; i++) {
+			const redisReply *one = rs->element[i];
+			(void)faucet_buf_printf(b, "%s%s:%s (%s)", i ? ", " : "",
+						flat_field(one, "ip") ? flat_field(one, "ip") : "?",
+						flat_field(one, "port") ? flat_field(one, "port") : "?",
+						flat_field(one, "flags") ? flat_field(one, "flags") : "?");
+		}
+		if (rs->elements == 0)
+			(void)faucet_buf_puts(b, "none");
+		freeReplyObject(rs);
+	}
+	(void)faucet_buf_printf(b, "; quorum %s, %s other sentinel(s)",
+				flat_field(m, "quorum") ? flat_field(m, "quorum") : "?",
+				flat_field(m, "num-other-sentinels") ? flat_field(m, "num-other-sentinels")
+								     : "?");
+	freeReplyObject(m);
+	redisFree(c);
+	return *master_at != NULL ? 0 : FAUCET_ENOMEM;
+}
+
+/* The "sentinels" probe: the master, its replicas and the quorum as the
+ * first sentinel that answers sees them; a WARN when sentinels name
+ * different masters or some do not answer (fewer left to reach a quorum). */
+static int sentinels_probe(redis_store *s, faucet_check_report *r)
+{
+	uint64_t start = faucet__now_ms();
+	faucet_buf view = FAUCET_BUF_INIT, odd = FAUCET_BUF_INIT;
+	char *first = NULL;
+	int rc = 0, status;
+
+	for (size_t i = 0; i < s->nsentinels && rc != FAUCET_ENOMEM; i++) {
+		faucet_buf mine = FAUCET_BUF_INIT;
+		char *at = NULL;
+		int one = sentinel_view(s, &s->sentinels[i], first == NULL ? &view : &mine, &at);
+
+		if (one == FAUCET_ENOMEM)
+			rc = FAUCET_ENOMEM;
+		else if (one != 0)
+			(void)faucet_buf_printf(&odd, "; sentinel %s:%d did not answer",
+						s->sentinels[i].host, s->sentinels[i].port);
+		else if (first == NULL)
+			first = at, at = NULL;
+		else if (strcmp(first, at) != 0)
+			(void)faucet_buf_printf(&odd, "; sentinel %s:%d names %s as master",
+						s->sentinels[i].host, s->sentinels[i].port, at);
+		free(at);
+		faucet_buf_dispose(&mine);
+	}
+	if (rc == 0) {
+		status = first == NULL ? FAUCET_PROBE_FAIL
+			 : odd.len ? FAUCET_PROBE_WARN
+				   : FAUCET_PROBE_PASS;
+		(void)faucet_buf_puts(&view, first == NULL ? "no sentinel answered" : "");
+		(void)faucet_buf_puts(&view, odd.ptr ? odd.ptr : "");
+		rc = view.failed ? FAUCET_ENOMEM
+				 : faucet_check_report_add(
+					   r, "sentinels", (faucet_probe_status)status, view.ptr,
+					   faucet__now_ms() - start,
+					   status == FAUCET_PROBE_PASS
+						   ? NULL
+						   : "check that every sentinel in the URL runs and "
+						     "monitors the master under this name");
+	}
+	free(first);
+	faucet_buf_dispose(&view);
+	faucet_buf_dispose(&odd);
+	return rc;
+}
+
+/* The "replication" probe of a Sentinel store: Redis replicates
+ * asynchronously, so without min_replicas an acknowledged write may be on
+ * the master alone when it fails (WARN); with it, a PASS when the master
+ * has that many replicas connected, else a WARN that every write will
+ * end FAUCET_EUNKNOWN. */
+static int sentinel_replication_probe(redis_store *s, redisContext *c, faucet_check_report *r)
+{
+	const char *argv[2] = {"INFO", "replication"};
+	uint64_t start = faucet__now_ms();
+	redisReply *rep = command(c, 2, argv, NULL);
+	long connected = -1;
+	char *reason;
+	int rc, ok;
+
+	if (reply_ok(s, c, rep, REDIS_REPLY_STRING, "cannot read INFO replication") == 0) {
+		const char *at = strstr(rep->str, "connected_slaves:");
+		if (at != NULL)
+			connected = strtol(at + strlen("connected_slaves:"), NULL, 10);
+		freeReplyObject(rep);
+	}
+	if (s->min_replicas == 0) {
+		reason = faucet__sprintf("Redis replication is asynchronous and min_replicas is not "
+					 "set: a write is acknowledged once the master has it, so a "
+					 "failover can lose it (%ld replica(s) connected)",
+					 connected);
+		ok = 0;
+	} else {
+		ok = connected >= s->min_replicas;
+		reason = faucet__sprintf("min_replicas=%d, wait_timeout=%dms: a write is "
+					 "acknowledged once %d replica(s) have it; %ld connected%s",
+					 s->min_replicas, s->wait_timeout_ms, s->min_replicas,
+					 connected,
+					 ok ? "" : " - every write ends 'outcome unknown' until "
+						   "enough replicas are back");
+	}
+	if (reason == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_add(r, "replication", ok ? FAUCET_PROBE_PASS : FAUCET_PROBE_WARN,
+				     reason, faucet__now_ms() - start,
+				     ok ? NULL
+					: s->min_replicas == 0
+					? "add ?min_replicas=1 (or more) to the URL so a write counts "
+					  "only once a replica has it (README: When one server is not "
+					  "enough)"
+					: "start the replicas, or lower min_replicas");
+	free(reason);
+	return rc;
+}
+
 /* Four probes: "connect" (a connection, AUTH, SELECT and PING),
  * "sentinel" (SET, GET and DEL of a unique key), "durability" (the
  * server keeps acknowledged writes) and "index" (index_probe), with the
@@ -1631,7 +1792,11 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 			rc = durability_probe(s, c, *out);
 		if (rc == 0 && c->err == 0)
 			rc = index_probe(s, c, *out);
+		if (rc == 0 && c->err == 0 && s->master != NULL)
+			rc = sentinel_replication_probe(s, c, *out);
 	}
+	if (rc == 0 && s->master != NULL)
+		rc = sentinels_probe(s, *out);
 	if (c != NULL) {
 		if (c->err == 0)
 			(void)redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS));

@@ -119,3 +119,24 @@ cl_first_ack_ms() {
 	done
 	if [ "$best" -eq 0 ]; then echo none; else echo $(((best - kill) / 1000000)); fi
 }
+
+# cl_probe URL NAME: "STATUS REASON" of doctor's probe NAME for the store.
+cl_probe() {
+	"$FAUCET_BIN" --state "$1" doctor --json 2>"$CL_DIR/doctor.err" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d["probes"] if p["name"] == sys.argv[1]]
+print(p[0]["status"], p[0]["reason"] or "" if p else "missing") if p else print("missing")
+' "$2"
+}
+
+# cl_expect_probe URL NAME STATUS TEXT: the probe has STATUS and its reason
+# contains TEXT.
+cl_expect_probe() {
+	local got
+	got=$(cl_probe "$1" "$2")
+	case "$got" in
+	"$3 "*"$4"*) echo "doctor $2: $got" ;;
+	*) cl_fail "doctor probe $2: expected $3 with '$4', got: $got $(cat "$CL_DIR/doctor.err")" ;;
+	esac
+}

@@ -26,6 +26,14 @@ counter_at_least() { local v; v=$(counter "$1") && [ "$v" -ge "$2" ]; }
 "$FAUCET_BIN" --state "$url" state put "$key" 0 >/dev/null || cl_fail "first put failed"
 cl_wait_for 30 "the standby to have the table" pg_sql "$PG_P2" "SELECT 1 FROM cl_counter"
 
+# doctor: the role and the synchronous standby, or the warning that a
+# failover can lose acknowledged writes.
+if [ "$repl" = sync ]; then
+	cl_expect_probe "$url" replication pass "s1 at 127.0.0.1 (sync, streaming)"
+else
+	cl_expect_probe "$url" replication warn "primary without a synchronous standby"
+fi
+
 pids=()
 for i in 1 2; do
 	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
@@ -44,6 +52,8 @@ for i in 0 1; do
 	wait "${pids[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "driver $((i + 1)) failed"; }
 done
 final=$(counter "$PG_P2")
+# The new primary has no standby: doctor says what that costs.
+cl_expect_probe "$url" replication warn "primary without a synchronous standby (standbys: none"
 cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
 echo "replication=$repl lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
 errors=$(cat "$CL_DIR"/driver*.err | wc -l)

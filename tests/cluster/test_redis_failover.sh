@@ -25,6 +25,15 @@ counter_at_least() { local v; v=$(counter "$1") && [ -n "$v" ] && [ "$v" -ge "$2
 master_is_not() { local m; m=$(rd_master_port) && [ -n "$m" ] && [ "$m" != "$1" ]; }
 is_replica_of() { rd_cli "$1" info replication 2>/dev/null | grep -q "master_port:$2" && rd_replica_synced "$1"; }
 
+# doctor: the master as the sentinels see it, the replica, the quorum;
+# replication is asynchronous unless min_replicas is set.
+cl_expect_probe "$url" sentinels pass "master 'cl' at 127.0.0.1:$RD_M (flags master)"
+cl_expect_probe "$url" sentinels pass "replicas: 127.0.0.1:$RD_R (slave); quorum 2, 2 other sentinel(s)"
+if [ "$CL_MODE" = safe ]; then
+	cl_expect_probe "$url" replication pass "min_replicas=1, wait_timeout=1000ms"
+fi
+cl_expect_probe "${url%%\?*}?namespace=cl" replication warn "Redis replication is asynchronous"
+
 pids=()
 for i in 1 2; do
 	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
@@ -48,6 +57,7 @@ for i in 0 1; do
 	wait "${pids[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "driver $((i + 1)) failed"; }
 done
 final=$(counter "$new")
+cl_expect_probe "$url" sentinels pass "master 'cl' at 127.0.0.1:$new (flags master)"
 cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
 echo "wait=$([ "$CL_MODE" = unsafe ] && echo none || echo 'WAIT 1 1000') lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
 errors=$(cat "$CL_DIR"/driver*.err | wc -l)
