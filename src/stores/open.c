@@ -147,7 +147,7 @@ static int redis_open(faucet_store **out, const faucet_store_config *cfg)
 
 /* redis-sentinel://[[user]:password@]H:P[,H:P...]/MASTER[/DB]?namespace=ns&
  * min_replicas=N&wait_timeout=1s: faucet's options as redis://'s, plus
- * WAIT's (doc/design.md §3.5). */
+ * WAIT's (doc/design.md §3.9). */
 static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
 {
 	static const char *const names[] = {"namespace", "max_connections", "index",

@@ -1502,7 +1502,7 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 }
 
 
-/* What a failover can cost (doc/design.md §3.5): the server's role, its
+/* What a failover can cost (doc/design.md §3.9): the server's role, its
  * standbys as pg_stat_replication shows them to this role, and whether a
  * commit waits for one.  PASS when this is a primary whose commits wait for
  * a connected synchronous standby (synchronous_commit on, remote_write or

@@ -2,7 +2,7 @@
 # test_ha_urls.sh - the addresses of replicated stores: a malformed
 # redis-sentinel:// or multi-host postgres:// URL, or a bad Sentinel
 # option, is one clear error naming what is wrong, exit 2, and nothing is
-# written (doc/design.md §3.5).  No server is needed: each is refused
+# written (doc/design.md §3.9).  No server is needed: each is refused
 # before any connection.
 . "$(dirname "$0")/lib.sh"
 

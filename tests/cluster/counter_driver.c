@@ -13,7 +13,7 @@
  * that certainly wrote nothing (a refused connection, a condition that no
  * longer held).  Since every applied increment adds exactly 1, the
  * counter's final value must lie in [sum acked, sum acked + sum unknown]
- * (doc/design.md §3.5).  T is the CLOCK_REALTIME of the first acknowledged
+ * (doc/design.md §3.9).  T is the CLOCK_REALTIME of the first acknowledged
  * increment after the first error (0 if none), for the benchmark's
  * "time to the first acknowledged write".  Exit 1 when DEADLINE_S passes
  * first; each error is logged on stderr with its time.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_pg_failover.sh - no acknowledged write lost across a PostgreSQL
-# failover (doc/design.md §3.5).
+# failover (doc/design.md §3.9).
 #
 # A primary with a synchronous standby; two counter_driver processes
 # increment one counter by compare-and-put through the multi-host URL

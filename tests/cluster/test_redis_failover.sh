@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_redis_failover.sh - no acknowledged write lost across a Sentinel
-# failover with min_replicas=1 (doc/design.md §3.5).
+# failover with min_replicas=1 (doc/design.md §3.9).
 #
 # Master + replica + three sentinels; two counter_driver processes
 # increment one counter by compare-and-put through
