@@ -15,10 +15,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 export FAUCET_BIN=$build/faucet FAUCET_COUNTER_DRIVER=$build/tests/counter_driver
-for tool in "$FAUCET_BIN" "$FAUCET_COUNTER_DRIVER"; do
+export FAUCET_RAW_BIN=$build/tests/faucet_raw
+for tool in "$FAUCET_BIN" "$FAUCET_COUNTER_DRIVER" "$FAUCET_RAW_BIN"; do
 	[ -x "$tool" ] || { echo "failover.sh: $tool is not built (cmake --build $build)" >&2; exit 2; }
 done
 status=0
+# (test_pg_sync_cancel.sh has no unsafe variant: it is a test, not a figure.)
 for test in pg redis; do
 	for mode in safe unsafe; do
 		echo "== $test, $mode"

@@ -171,6 +171,32 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 	return code;
 }
 
+/*
+ * A commit that waited for a synchronous standby and had that wait
+ * cancelled (a statement_timeout, pg_cancel_backend) is committed on the
+ * primary alone, and PostgreSQL answers it as a success with only a
+ * WARNING "canceling wait for synchronous replication ... The transaction
+ * has already committed locally, but might not have been replicated to the
+ * standby" (SPEC §7).  Acknowledging it would break doc/design.md §3.9's
+ * promise: a failover now loses it.  The notice receiver, which libpq calls
+ * in the thread that runs the statement, notes the warning here; a write
+ * that "succeeded" with it noted is FAUCET_EUNKNOWN.  Reset before every
+ * pooled operation (pg_call_on).  The match is on the English text: a
+ * server with another lc_messages is not recognised.
+ */
+static _Thread_local int sync_wait_cancelled;
+
+static void notice_receiver(void *arg, const PGresult *res)
+{
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	(void)arg;
+	if (severity != NULL && strcmp(severity, "WARNING") == 0 && primary != NULL &&
+	    strstr(primary, "wait for synchronous replication") != NULL)
+		sync_wait_cancelled = 1;
+}
+
 /* A write that failed: when the connection broke without an answer from
  * the server (no SQLSTATE), the request may have reached it and been
  * committed - its reply was lost - so the outcome is unknown
@@ -183,6 +209,14 @@ static int pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecS
 	const char *why;
 	int code;
 
+	if (res != NULL && PQresultStatus(res) == want && sync_wait_cancelled) {
+		PQclear(res);
+		return faucet_error_set(FAUCET_EUNKNOWN,
+					"postgres state store %s table %s: %s: the server committed "
+					"the write locally but its wait for the synchronous standby "
+					"was cancelled - outcome unknown (a failover now may lose it)",
+					s->redacted, s->quoted, what);
+	}
 	if (res != NULL && PQresultStatus(res) == want)
 		return 0;
 	if (PQstatus(c) != CONNECTION_BAD ||
@@ -389,12 +423,6 @@ static int prepare_statements(pg_store *s, PGconn *c)
 	return 0;
 }
 
-static void ignore_notice(void *arg, const char *message)
-{
-	(void)arg;
-	(void)message;
-}
-
 static int pg_connect(void *owner, void **out)
 {
 	pg_store *s = owner;
@@ -411,8 +439,9 @@ static int pg_connect(void *owner, void **out)
 		PQfinish(c);
 		return rc;
 	}
-	/* A library does not print the server's NOTICEs on the caller's stderr. */
-	(void)PQsetNoticeProcessor(c, ignore_notice, NULL);
+	/* A library does not print the server's NOTICEs on the caller's stderr;
+	 * the receiver only notes a cancelled synchronous-replication wait. */
+	(void)PQsetNoticeReceiver(c, notice_receiver, NULL);
 	pthread_mutex_lock(&s->table_lock);
 	if (!s->table_ready) {
 		rc = ensure_table(s, c);
@@ -1260,6 +1289,7 @@ static int pg_call_on(void *conn, void *ctx)
 {
 	pg_call *k = ctx;
 
+	sync_wait_cancelled = 0;
 	return k->op(k->s, conn, k->a);
 }
 
@@ -1624,6 +1654,7 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	}
 	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
 	if (rc == 0 && c != NULL && !failed) {
+		sync_wait_cancelled = 0;
 		start = faucet__now_ms();
 		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
 		if (rc == 0)

@@ -4,6 +4,7 @@
 #   pg_cluster_start sync|async   primary on $PG_P1, standby on $PG_P2
 #                                 (streaming replication; with sync the
 #                                 standby is the synchronous one)
+#   pg_primary_init               initdb only (then pg_start_server)
 #   pg_sql PORT SQL               run SQL on one server, print the result
 #   pg_kill_primary               SIGKILL the primary's whole process tree
 #   pg_promote                    promote the standby and wait for it
@@ -26,8 +27,8 @@ pg_start_server() { # datadir port extra-options
 		start >/dev/null || { cat "$1.log" >&2; cl_fail "PostgreSQL on port $2 did not start"; }
 }
 
-pg_cluster_start() {
-	local mode=$1 names=""
+# pg_primary_init: initdb of the primary's data directory ($CL_DIR/pg1).
+pg_primary_init() {
 	PG_P1=$(cl_port)
 	PG_P2=$(cl_port)
 	while [ "$PG_P2" = "$PG_P1" ]; do PG_P2=$(cl_port); done
@@ -39,6 +40,11 @@ pg_cluster_start() {
 		{ cat "$CL_DIR/initdb.log" >&2; cl_fail "initdb failed"; }
 	cl_as_pg mkdir -p "$CL_DIR/pg1.sock" "$CL_DIR/pg2.sock"
 	CL_CLEANUP+=("pg_stop_all")
+}
+
+pg_cluster_start() {
+	local mode=$1 names=""
+	pg_primary_init
 	[ "$mode" = sync ] && names="-c synchronous_standby_names=s1 -c synchronous_commit=on"
 	pg_start_server "$CL_DIR/pg1" "$PG_P1" "$names"
 	cl_as_pg env PGPASSWORD="$PG_PASSWORD" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_P1" \

@@ -14,6 +14,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/redis_cluster.sh"
+[ -n "${FAUCET_RAW_BIN:-}" ] && [ -x "$FAUCET_RAW_BIN" ] ||
+	cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
 
 redis_cluster_start
 opts="namespace=cl&min_replicas=1&wait_timeout=1s"
@@ -47,6 +49,18 @@ rd_kill "$old"
 cl_wait_for 40 "the sentinels to promote the replica" master_is_not "$old"
 new=$(rd_master_port)
 [ "$new" = "$RD_R" ] || cl_fail "the sentinels name port $new as master, not the replica $RD_R"
+# The new master has no replica until the old one comes back: with
+# min_replicas=1 a write now is not acknowledged ("outcome unknown",
+# WAIT 1 answered 0); without WAIT it would be.
+if [ "$CL_MODE" = safe ]; then
+	"$FAUCET_RAW_BIN" put "$url" cluster/alone 1 >"$CL_DIR/alone.out" 2>"$CL_DIR/alone.err"
+	rc=$?
+	echo "write without a replica: exit $rc: $(cat "$CL_DIR/alone.err")"
+	[ "$rc" -ne 0 ] || cl_fail "a write the master alone had was acknowledged with min_replicas=1"
+	grep -q 'only 0 of 1 replica(s) confirmed' "$CL_DIR/alone.err" ||
+		cl_fail "the error does not say that no replica confirmed the write"
+	[ "$(rd_cli "$new" get cl:cluster/alone)" = 1 ] || cl_fail "the unconfirmed write is not on the master"
+fi
 rd_restart "$old"
 cl_wait_for 40 "the old master to follow the new one" is_replica_of "$old" "$new"
 promoted=$(counter "$new")
