@@ -33,6 +33,9 @@ bad_url 'postgres://u@127.0.0.1:5432,127.0.0.1:70000/db' "host 2 has a bad port 
 run --state 'redis-sentinel://:sekrit@127.0.0.1:1' state get pipe/k
 expect_rc 2 'sentinel URL with a password and no master'
 expect_err_lacks sekrit 'the password is redacted'
+run --state 'redis-sentinel://sekrit@127.0.0.1:1/m' state get pipe/k
+expect_rc 2 'sentinel URL with a password but no colon'
+expect_err_lacks sekrit 'the password without a colon is redacted'
 
 # The YAML form: type redis-sentinel with its fields.
 cat >bad1.yml <<'YML'
