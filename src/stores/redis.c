@@ -22,7 +22,7 @@
  * appears in messages.
  *
  * Sentinel ("redis-sentinel://H:P[,H:P...]/MASTER[/DB]", doc/design.md
- * §3.5): hiredis knows no Sentinel, so every new connection asks the
+ * §3.9): hiredis knows no Sentinel, so every new connection asks the
  * sentinels in turn for the master's address (SENTINEL
  * get-master-addr-by-name), connects there and checks that ROLE says
  * master.  A connection that meets EOF, a timeout, READONLY, NOREPLICAS or
