@@ -126,7 +126,7 @@ cl_probe() {
 import json, sys
 d = json.load(sys.stdin)
 p = [p for p in d["probes"] if p["name"] == sys.argv[1]]
-print(p[0]["status"], p[0]["reason"] or "" if p else "missing") if p else print("missing")
+print(p[0]["status"], p[0]["reason"] or "") if p else print("missing")
 ' "$2"
 }
 
