@@ -32,6 +32,10 @@ static void user_info_passwords_are_hidden(void **state)
 	assert_redacted("postgres://u:p@s3cret@db/x", "postgres://u:***@db/x");
 	/* Redis refuses a password without its ':'; the message hides it. */
 	assert_redacted("redis://s3cret@cache:6379", "redis://***@cache:6379");
+	/* The Sentinel form: a host list, the same spellings. */
+	assert_redacted("redis-sentinel://s3cret@s1:26379,s2:26379/m", "redis-sentinel://***@s1:26379,s2:26379/m");
+	assert_redacted("redis-sentinel://:s3cret@s1:26379,s2:26379/m/0?min_replicas=1",
+			"redis-sentinel://:***@s1:26379,s2:26379/m/0?min_replicas=1");
 }
 
 static void query_passwords_are_hidden(void **state)

@@ -95,19 +95,22 @@ FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root,
  * `state: {type, config}` block or a store URL says.  Initialise with
  * FAUCET_STORE_CONFIG_INIT, then set `type` and the fields that type uses;
  * strings are borrowed for the duration of the open call. */
-#define FAUCET_STORE_CONFIG_VERSION 1
+#define FAUCET_STORE_CONFIG_VERSION 2
 #define FAUCET_STORE_CONFIG_INIT {.version = FAUCET_STORE_CONFIG_VERSION}
 typedef struct {
 	unsigned version;           /* FAUCET_STORE_CONFIG_VERSION */
-	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis" */
+	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis", "redis-sentinel" */
 	const char *path;           /* file, sqlite: the directory / database file */
-	const char *url;            /* postgres, redis: the server URL, without faucet's options */
+	const char *url;            /* postgres, redis, redis-sentinel: the server URL, without faucet's options */
 	const char *table;          /* postgres: NULL = "faucet_state"; [A-Za-z0-9_]{1,63} */
 	int ensure_table;           /* postgres: 0 = default (create if missing), 1 = create, -1 = never */
 	int max_connections;        /* postgres, redis: pool size, 0 = default (5) */
 	const char *namespace_name; /* redis: NULL = "faucet"; non-empty, no ':' */
 	const faucet_encryption_options *encryption; /* file: NULL = plaintext */
 	int redis_index; /* redis: 1 = keep and use the namespace index ("{ns}.index"); 0 = SCAN */
+	/* version 2 */
+	int redis_min_replicas;    /* redis-sentinel: 0 = no WAIT; N = a write counts once N replicas have it */
+	int redis_wait_timeout_ms; /* redis-sentinel: WAIT's timeout, 0 = default (1000); never unbounded */
 } faucet_store_config;
 
 /* Open the store a config describes.  An unknown type is FAUCET_ECONFIG
@@ -116,7 +119,9 @@ FAUCET_EXTERN int faucet_store_open_config(faucet_store **out, const faucet_stor
 
 /* Open a store by URL: "memory:", "file:PATH", "sqlite:PATH",
  * "postgres://...?table=t&ensure_table=true&max_connections=5",
- * "redis://host:port/0?namespace=ns&index=true".  faucet's own options are taken off
+ * "redis://host:port/0?namespace=ns&index=true",
+ * "redis-sentinel://h1:p1,h2:p2/MASTER/0?namespace=ns&min_replicas=1&wait_timeout=1s".
+ * faucet's own options are taken off
  * the query before the URL reaches the driver.  An unknown scheme is
  * FAUCET_ECONFIG listing the known ones. */
 FAUCET_EXTERN int faucet_store_open_url(faucet_store **out, const char *url);

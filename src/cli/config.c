@@ -349,6 +349,35 @@ static int read_int(loader *l, const yaml_node_t *node, const char *field, long 
 	return 0;
 }
 
+/* A duration "NNNms" or "NNs" (1 ms to 1 hour), in milliseconds. */
+static int read_duration_ms(loader *l, const yaml_node_t *node, const char *field, int *out)
+{
+	char *text, *end;
+	long v, scale = 0;
+	int rc = read_string(l, node, field, &text);
+
+	if (rc != 0)
+		return rc;
+	if (text == NULL)
+		return node_error(l, node, "%s must be a duration such as 500ms or 1s", field);
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (end != text && strcmp(end, "ms") == 0)
+		scale = 1;
+	else if (end != text && strcmp(end, "s") == 0)
+		scale = 1000;
+	if (errno != 0 || scale == 0 || v < 1 || v > 3600000 / scale) {
+		rc = node_error(l, node,
+				"%s must be a duration such as 500ms or 1s (1ms to 3600s), got '%s'",
+				field, shown(node));
+		free(text);
+		return rc;
+	}
+	free(text);
+	*out = (int)(v * scale);
+	return 0;
+}
+
 static int read_bool(loader *l, const yaml_node_t *node, const char *field, int *out)
 {
 	static const char *const yes[] = {"true", "yes", "on"};
@@ -561,6 +590,7 @@ static const struct {
 	{"postgres", "url, table, ensure_table, max_connections"},
 	{"redis", "url, namespace, index, max_connections"},
 	{"etcd", "endpoints, prefix, dial_timeout, request_timeout, max_connections, url"},
+	{"redis-sentinel", "url, namespace, index, max_connections, min_replicas, wait_timeout"},
 };
 
 /* A field of another backend (type: file with table:) is an error naming
@@ -653,7 +683,7 @@ static int load_state_config(loader *l, yaml_node_t *node)
 	static const char *const fields[] = {"path", "url", "table", "ensure_table",
 					     "max_connections", "namespace", "index", "encryption",
 					     "endpoints", "prefix", "dial_timeout", "request_timeout",
-					     NULL};
+					     "min_replicas", "wait_timeout", NULL};
 	cli_config *c = l->cfg;
 	yaml_node_t *v;
 	int rc;
@@ -691,6 +721,10 @@ static int load_state_config(loader *l, yaml_node_t *node)
 		rc = read_string(l, v, "state.config.request_timeout", &c->state_etcd_request_timeout);
 	if (rc == 0 && c->state_type != NULL && strcmp(c->state_type, "etcd") == 0)
 		rc = etcd_url(l, node);
+	if (rc == 0 && (v = field_of(l, node, "min_replicas", NULL)) != NULL)
+		rc = read_int(l, v, "state.config.min_replicas", 1, 100, &c->state_min_replicas);
+	if (rc == 0 && (v = field_of(l, node, "wait_timeout", NULL)) != NULL)
+		rc = read_duration_ms(l, v, "state.config.wait_timeout", &c->state_wait_timeout_ms);
 	if (rc == 0 && (v = field_of(l, node, "encryption", NULL)) != NULL) {
 		if (c->state_type != NULL && strcmp(c->state_type, "file") != 0 && !node_is_null(v))
 			return node_error(l, v,
@@ -717,7 +751,7 @@ static int load_state(loader *l, yaml_node_t *node)
 	c->has_state = 1;
 	type = field_of(l, node, "type", NULL);
 	if (type == NULL)
-		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis, etcd)");
+		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis, redis-sentinel, etcd)");
 	rc = read_string(l, type, "state.type", &c->state_type);
 	if (rc != 0)
 		return rc;
@@ -983,6 +1017,8 @@ void cli_config_store(const cli_config *c, faucet_store_config *cfg,
 	cfg->max_connections = c->state_max_connections;
 	cfg->namespace_name = c->state_namespace;
 	cfg->redis_index = c->state_redis_index;
+	cfg->redis_min_replicas = c->state_min_replicas;
+	cfg->redis_wait_timeout_ms = c->state_wait_timeout_ms;
 	if (c->has_encryption) {
 		enc->key = c->encryption_key;
 		enc->previous_keys = (const char *const *)c->encryption_previous_keys.strings;

@@ -33,6 +33,8 @@ typedef struct cli_config {
 	char *state_etcd_prefix;              /* three turned into state_url */
 	char *state_etcd_dial_timeout;
 	char *state_etcd_request_timeout;
+	int state_min_replicas;    /* redis-sentinel: 0 = no WAIT */
+	int state_wait_timeout_ms; /* redis-sentinel: 0 = default */
 
 	/* `state.config.encryption` (file store).  The key is either given
 	 * (usually as ${env:VAR}) or named by `key_env`; it is resolved at load

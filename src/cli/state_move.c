@@ -71,7 +71,7 @@ static const char copy_help[] =
 	"\n"
 	"Export the pipeline's namespace from the selected store and import it into\n"
 	"the store at URL in one step (file:PATH, memory:, sqlite:PATH, postgres://,\n"
-	"redis://, etcd://).  --replace also deletes keys of the namespace the source lacks; a\n"
+	"redis://, redis-sentinel://, etcd://).  --replace also deletes keys of the namespace the source lacks; a\n"
 	"source without keys of the pipeline (a mistyped store or pipeline?) is\n"
 	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
 	"written and deleted and writes nothing.  The report is import's, and so is\n"

@@ -61,4 +61,11 @@ int faucet__parse_bool(const char *text, const char *name, int *out);
 /* Parse a positive integer (1..max) for option `name`. */
 int faucet__parse_positive(const char *text, const char *name, long max, int *out);
 
+/* Parse a duration "NNNms" or "NNs" (1 ms .. max_ms) for option `name`. */
+int faucet__parse_duration_ms(const char *text, const char *name, long max_ms, int *out);
+
+/* Check the host list of a postgres:// URL (multi-host form included):
+ * every host non-empty, every port 1..65535; FAUCET_ECONFIG naming which. */
+int faucet__check_pg_hosts(const char *url);
+
 #endif

@@ -8,7 +8,8 @@
  *   - the URL's user information:  postgres://user:pw@host, redis://:pw@host
  *     (everything between the first ':' and the last '@' of the authority,
  *     since an unescaped '@' may sit inside the password);
- *   - a Redis URL whose user information has no ':' (redis://pw@host): the
+ *   - a Redis URL whose user information has no ':' (redis://pw@host,
+ *     redis-sentinel://pw@host): the
  *     Redis store refuses that form, but its message must not show it;
  *   - a query option named password, or ending in it (?password=...,
  *     &sslpassword=...), which libpq accepts as well as the user-info form;
@@ -135,7 +136,8 @@ char *faucet_url_redact(const char *url)
 			(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
 			(void)faucet_buf_puts(&b, "***");
 			rest = at;
-		} else if (strncasecmp(url, "redis://", 8) == 0) {
+		} else if (strncasecmp(url, "redis://", 8) == 0 ||
+			   strncasecmp(url, "redis-sentinel://", 17) == 0) {
 			(void)faucet_buf_put(&b, url, (size_t)(auth - url));
 			(void)faucet_buf_puts(&b, "***");
 			rest = at;

@@ -38,6 +38,8 @@ static char not_loaded[] = "libpq could not be loaded";
 	FN(int, PQisthreadsafe, (void), (), 0)                                                  \
 	FN(PQnoticeProcessor, PQsetNoticeProcessor,                                             \
 	   (PGconn *conn, PQnoticeProcessor proc, void *arg), (conn, proc, arg), NULL)          \
+	FN(PQnoticeReceiver, PQsetNoticeReceiver,                                               \
+	   (PGconn *conn, PQnoticeReceiver proc, void *arg), (conn, proc, arg), NULL)           \
 	FN(PGresult *, PQexec, (PGconn *conn, const char *query), (conn, query), NULL)          \
 	FN(PGresult *, PQexecParams,                                                            \
 	   (PGconn *conn, const char *command, int nParams, const Oid *paramTypes,              \

@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,9 @@ static int postgres_from_url(char *url, faucet_store_config *cfg)
 
 	if (rc != 0)
 		return rc;
+	rc = faucet__check_pg_hosts(url);
+	if (rc != 0)
+		return rc;
 	cfg->type = "postgres";
 	cfg->url = url;
 	cfg->table = values[0];
@@ -156,12 +160,40 @@ static int etcd_open(faucet_store **out, const faucet_store_config *cfg)
 	return faucet_store_open_etcd(out, cfg);
 }
 
+/* redis-sentinel://[[user]:password@]H:P[,H:P...]/MASTER[/DB]?namespace=ns&
+ * min_replicas=N&wait_timeout=1s: faucet's options as redis://'s, plus
+ * WAIT's (doc/design.md §3.9). */
+static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
+{
+	static const char *const names[] = {"namespace", "max_connections", "index",
+					     "min_replicas", "wait_timeout"};
+	char *values[5];
+	int rc = faucet__url_take_params(url, names, values, 5);
+
+	if (rc != 0)
+		return rc;
+	cfg->type = "redis-sentinel";
+	cfg->url = url;
+	cfg->namespace_name = values[0];
+	if (values[1] != NULL)
+		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
+	if (rc == 0 && values[2] != NULL)
+		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
+	if (rc == 0 && values[3] != NULL)
+		rc = faucet__parse_positive(values[3], "min_replicas", 100, &cfg->redis_min_replicas);
+	if (rc == 0 && values[4] != NULL)
+		rc = faucet__parse_duration_ms(values[4], "wait_timeout", 3600000,
+					       &cfg->redis_wait_timeout_ms);
+	return rc;
+}
+
 static const char *const memory_schemes[] = {"memory:", NULL};
 static const char *const file_schemes[] = {"file:", NULL};
 static const char *const sqlite_schemes[] = {"sqlite:", NULL};
 static const char *const postgres_schemes[] = {"postgres://", "postgresql://", NULL};
 static const char *const redis_schemes[] = {"redis://", NULL};
 static const char *const etcd_schemes[] = {"etcd://", NULL};
+static const char *const redis_sentinel_schemes[] = {"redis-sentinel://", NULL};
 
 static const faucet_backend_entry backends[] = {
 	{"memory", memory_schemes, memory_from_url, memory_open},
@@ -170,6 +202,7 @@ static const faucet_backend_entry backends[] = {
 	{"postgres", postgres_schemes, postgres_from_url, postgres_open},
 	{"redis", redis_schemes, redis_from_url, redis_open},
 	{"etcd", etcd_schemes, etcd_from_url, etcd_open},
+	{"redis-sentinel", redis_sentinel_schemes, redis_sentinel_from_url, redis_open},
 };
 
 static void list_known(faucet_buf *b, int schemes)
@@ -226,6 +259,10 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 		rc = given_twice("namespace");
 	if (rc == 0 && from.redis_index != 0 && cfg->redis_index != 0)
 		rc = given_twice("index");
+	if (rc == 0 && from.redis_min_replicas != 0 && cfg->redis_min_replicas != 0)
+		rc = given_twice("min_replicas");
+	if (rc == 0 && from.redis_wait_timeout_ms != 0 && cfg->redis_wait_timeout_ms != 0)
+		rc = given_twice("wait_timeout");
 	if (rc == 0) {
 		merged.url = from.url;
 		if (from.table != NULL)
@@ -238,6 +275,10 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 			merged.namespace_name = from.namespace_name;
 		if (from.redis_index != 0)
 			merged.redis_index = from.redis_index;
+		if (from.redis_min_replicas != 0)
+			merged.redis_min_replicas = from.redis_min_replicas;
+		if (from.redis_wait_timeout_ms != 0)
+			merged.redis_wait_timeout_ms = from.redis_wait_timeout_ms;
 		rc = be->open(out, &merged);
 	}
 	free(copy);
@@ -246,7 +287,8 @@ static int open_config_with_url(const faucet_backend_entry *be, faucet_store **o
 
 int faucet_store_open_config(faucet_store **out, const faucet_store_config *caller_cfg)
 {
-	static const size_t sizes[] = {sizeof(faucet_store_config)};
+	static const size_t sizes[] = {offsetof(faucet_store_config, redis_min_replicas),
+				       sizeof(faucet_store_config)};
 	faucet_store_config current;
 	const faucet_store_config *cfg = &current;
 	faucet_buf known = FAUCET_BUF_INIT;
@@ -263,8 +305,14 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *call
 		if (strcmp(backends[i].type, cfg->type) != 0)
 			continue;
 		if (cfg->url != NULL && strchr(cfg->url, '?') != NULL &&
-		    (strcmp(cfg->type, "postgres") == 0 || strcmp(cfg->type, "redis") == 0))
+		    (strcmp(cfg->type, "postgres") == 0 || strcmp(cfg->type, "redis") == 0 ||
+		     strcmp(cfg->type, "redis-sentinel") == 0))
 			return open_config_with_url(&backends[i], out, cfg);
+		if (cfg->url != NULL && strcmp(cfg->type, "postgres") == 0) {
+			int rc = faucet__check_pg_hosts(cfg->url);
+			if (rc != 0)
+				return rc;
+		}
 		return backends[i].open(out, cfg);
 	}
 	list_known(&known, 0);
@@ -428,5 +476,101 @@ int faucet__parse_positive(const char *text, const char *name, long max, int *ou
 					"option '%s' must be a whole number from 1 to %ld, got '%s'",
 					name, max, text);
 	*out = (int)v;
+	return 0;
+}
+
+int faucet__parse_duration_ms(const char *text, const char *name, long max_ms, int *out)
+{
+	char *end;
+	long v, scale = 0;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (end != text && strcmp(end, "ms") == 0)
+		scale = 1;
+	else if (end != text && strcmp(end, "s") == 0)
+		scale = 1000;
+	if (errno != 0 || scale == 0 || v < 1 || v > max_ms / scale)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"option '%s' must be a duration such as 500ms or 1s (at least "
+					"1ms, at most %lds), got '%s'",
+					name, max_ms / 1000, text);
+	*out = (int)(v * scale);
+	return 0;
+}
+
+/*
+ * libpq's multi-host URL: postgres://[userinfo@]h1[:p1],h2[:p2]/db.  libpq
+ * takes an empty host for its default (the local socket) and a port such
+ * as "5x" only when connecting, with a message about the whole list; an
+ * operator who typed "h1:5432,,h2" meant another host.  So each host of
+ * the list must be non-empty and each port a number from 1 to 65535.
+ * A URL in libpq's key=value form is left to libpq.
+ */
+int faucet__check_pg_hosts(const char *url)
+{
+	const char *p = strstr(url, "://"), *end, *at;
+	size_t n = 0;
+
+	if (p == NULL)
+		return 0;
+	p += 3;
+	end = p + strcspn(p, "/?");
+	at = NULL;
+	for (const char *q = p; q < end; q++) {
+		if (*q == '@')
+			at = q;
+	}
+	if (at != NULL)
+		p = at + 1;
+	if (p == end)
+		return 0; /* no host at all: libpq's default, as with one host */
+	while (p <= end) {
+		size_t len = strcspn(p, ",/?");
+		const char *colon, *host_end;
+		char *shown;
+
+		if (p + len > end)
+			len = (size_t)(end - p);
+		n++;
+		/* [v6]:port keeps its colons inside the brackets. */
+		host_end = p;
+		if (*p == '[') {
+			const char *close = memchr(p, ']', len);
+			host_end = close != NULL ? close + 1 : p + len;
+		}
+		colon = memchr(host_end, ':', len - (size_t)(host_end - p));
+		if ((colon != NULL ? colon : p + len) == p) {
+			shown = faucet_url_redact(url);
+			(void)faucet_error_set(FAUCET_ECONFIG,
+					       "postgres store URL %s: host %zu of the host list is "
+					       "empty (postgres://USER@HOST1:PORT1,HOST2:PORT2/DB)",
+					       shown ? shown : "?", n);
+			free(shown);
+			return FAUCET_ECONFIG;
+		}
+		if (colon != NULL) {
+			size_t plen = (size_t)(p + len - colon - 1);
+			long port = 0;
+			int ok = plen > 0 && plen <= 5;
+
+			for (size_t i = 0; ok && i < plen; i++) {
+				ok = isdigit((unsigned char)colon[1 + i]) != 0;
+				port = port * 10 + (colon[1 + i] - '0');
+			}
+			if (!ok || port < 1 || port > 65535) {
+				shown = faucet_url_redact(url);
+				(void)faucet_error_set(FAUCET_ECONFIG,
+						       "postgres store URL %s: host %zu has a bad port "
+						       "'%.*s' (a number from 1 to 65535)",
+						       shown ? shown : "?", n, (int)plen, colon + 1);
+				free(shown);
+				return FAUCET_ECONFIG;
+			}
+		}
+		if (p + len >= end)
+			break;
+		p += len + 1;
+	}
 	return 0;
 }

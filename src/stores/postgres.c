@@ -171,6 +171,32 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 	return code;
 }
 
+/*
+ * A commit that waited for a synchronous standby and had that wait
+ * cancelled (a statement_timeout, pg_cancel_backend) is committed on the
+ * primary alone, and PostgreSQL answers it as a success with only a
+ * WARNING "canceling wait for synchronous replication ... The transaction
+ * has already committed locally, but might not have been replicated to the
+ * standby" (SPEC §7).  Acknowledging it would break doc/design.md §3.9's
+ * promise: a failover now loses it.  The notice receiver, which libpq calls
+ * in the thread that runs the statement, notes the warning here; a write
+ * that "succeeded" with it noted is FAUCET_EUNKNOWN.  Reset before every
+ * pooled operation (pg_call_on).  The match is on the English text: a
+ * server with another lc_messages is not recognised.
+ */
+static _Thread_local int sync_wait_cancelled;
+
+static void notice_receiver(void *arg, const PGresult *res)
+{
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	(void)arg;
+	if (severity != NULL && strcmp(severity, "WARNING") == 0 && primary != NULL &&
+	    strstr(primary, "wait for synchronous replication") != NULL)
+		sync_wait_cancelled = 1;
+}
+
 /* A write that failed: when the connection broke without an answer from
  * the server (no SQLSTATE), the request may have reached it and been
  * committed - its reply was lost - so the outcome is unknown
@@ -183,6 +209,14 @@ static int pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecS
 	const char *why;
 	int code;
 
+	if (res != NULL && PQresultStatus(res) == want && sync_wait_cancelled) {
+		PQclear(res);
+		return faucet_error_set(FAUCET_EUNKNOWN,
+					"postgres state store %s table %s: %s: the server committed "
+					"the write locally but its wait for the synchronous standby "
+					"was cancelled - outcome unknown (a failover now may lose it)",
+					s->redacted, s->quoted, what);
+	}
 	if (res != NULL && PQresultStatus(res) == want)
 		return 0;
 	if (PQstatus(c) != CONNECTION_BAD ||
@@ -389,12 +423,6 @@ static int prepare_statements(pg_store *s, PGconn *c)
 	return 0;
 }
 
-static void ignore_notice(void *arg, const char *message)
-{
-	(void)arg;
-	(void)message;
-}
-
 static int pg_connect(void *owner, void **out)
 {
 	pg_store *s = owner;
@@ -411,8 +439,9 @@ static int pg_connect(void *owner, void **out)
 		PQfinish(c);
 		return rc;
 	}
-	/* A library does not print the server's NOTICEs on the caller's stderr. */
-	(void)PQsetNoticeProcessor(c, ignore_notice, NULL);
+	/* A library does not print the server's NOTICEs on the caller's stderr;
+	 * the receiver only notes a cancelled synchronous-replication wait. */
+	(void)PQsetNoticeReceiver(c, notice_receiver, NULL);
 	pthread_mutex_lock(&s->table_lock);
 	if (!s->table_ready) {
 		rc = ensure_table(s, c);
@@ -1260,6 +1289,7 @@ static int pg_call_on(void *conn, void *ctx)
 {
 	pg_call *k = ctx;
 
+	sync_wait_cancelled = 0;
 	return k->op(k->s, conn, k->a);
 }
 
@@ -1502,9 +1532,94 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 }
 
 
-/* Three probes: "connect" (a connection and SELECT 1), "sentinel" (put,
- * get and delete of a unique key, no residue) and "durability" (the
- * server's settings keep a commit once it is acknowledged).  Statements run under a
+/* What a failover can cost (doc/design.md §3.9): the server's role, its
+ * standbys as pg_stat_replication shows them to this role, and whether a
+ * commit waits for one.  PASS when this is a primary whose commits wait for
+ * a connected synchronous standby (synchronous_commit on, remote_write or
+ * remote_apply); otherwise a WARN saying how an acknowledged write can be
+ * lost - or, when synchronous_standby_names names no connected standby,
+ * that every commit waits.  Not being able to look is a SKIP. */
+static int replication_probe(pg_store *s, PGconn *c, faucet_check_report *r)
+{
+	static const char sql[] =
+		"SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names'), "
+		"current_setting('synchronous_commit'), "
+		"(SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')), "
+		"(SELECT count(*) FROM pg_stat_replication), "
+		"coalesce((SELECT string_agg(coalesce(nullif(application_name, ''), '?') || ' at ' || "
+		"coalesce(host(client_addr), 'local socket') || ' (' || coalesce(sync_state, '?') || ', ' "
+		"|| coalesce(state, '?') || ')', ', ' ORDER BY application_name) "
+		"FROM pg_stat_replication), 'none')";
+	uint64_t start = faucet__now_ms();
+	PGresult *res = PQexec(c, sql);
+	const char *names, *commit, *standbys;
+	long nsync, nall;
+	int standby, rc, waits;
+	char *reason;
+
+	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the replication state") != 0)
+		return faucet_check_report_add(r, "replication", FAUCET_PROBE_SKIP,
+					       faucet_error_last()->message,
+					       faucet__now_ms() - start,
+					       "check pg_stat_replication and synchronous_standby_names "
+					       "on the server by hand");
+	standby = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	names = PQgetvalue(res, 0, 1);
+	commit = PQgetvalue(res, 0, 2);
+	nsync = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+	nall = strtol(PQgetvalue(res, 0, 4), NULL, 10);
+	standbys = PQgetvalue(res, 0, 5);
+	waits = strcmp(commit, "on") == 0 || strcmp(commit, "remote_write") == 0 ||
+		strcmp(commit, "remote_apply") == 0;
+	if (standby) {
+		reason = faucet__sprintf("the server is a standby (in recovery, read-only): writes "
+					 "fail until it is promoted");
+		rc = reason ? faucet_check_report_add(r, "replication", FAUCET_PROBE_WARN, reason,
+						      faucet__now_ms() - start,
+						      "list every server in the URL (postgres://u@h1:p1,"
+						      "h2:p2/db) with target_session_attrs=read-write")
+			    : FAUCET_ENOMEM;
+	} else if (nsync > 0 && waits) {
+		reason = faucet__sprintf("primary; synchronous standby(s): %s; "
+					 "synchronous_standby_names='%s', synchronous_commit=%s: an "
+					 "acknowledged commit is on a standby too",
+					 standbys, names, commit);
+		rc = reason ? faucet_check_report_add(r, "replication", FAUCET_PROBE_PASS, reason,
+						      faucet__now_ms() - start, NULL)
+			    : FAUCET_ENOMEM;
+	} else if (*names != '\0' && nsync == 0 && waits) {
+		reason = faucet__sprintf("primary; synchronous_standby_names='%s' but no synchronous "
+					 "standby is connected (standbys: %s): every commit waits "
+					 "until one is",
+					 names, standbys);
+		rc = reason ? faucet_check_report_add(r, "replication", FAUCET_PROBE_WARN, reason,
+						      faucet__now_ms() - start,
+						      "start the standby, or clear synchronous_standby_names "
+						      "(after a promotion the new primary keeps it)")
+			    : FAUCET_ENOMEM;
+	} else {
+		reason = faucet__sprintf(
+			"primary without a synchronous standby (standbys: %s; "
+			"synchronous_standby_names='%s', synchronous_commit=%s): an acknowledged "
+			"commit may exist on this server alone, and a failover to a standby can lose it",
+			nall > 0 ? standbys : "none", names, commit);
+		rc = reason ? faucet_check_report_add(r, "replication", FAUCET_PROBE_WARN, reason,
+						      faucet__now_ms() - start,
+						      "for failover without loss: a streaming standby, "
+						      "synchronous_standby_names naming it and "
+						      "synchronous_commit = on (README: When one server is not "
+						      "enough)")
+			    : FAUCET_ENOMEM;
+	}
+	free(reason);
+	PQclear(res);
+	return rc;
+}
+
+/* Four probes: "connect" (a connection and SELECT 1), "sentinel" (put,
+ * get and delete of a unique key, no residue), "durability" (the
+ * server's settings keep a commit once it is acknowledged) and
+ * "replication" (replication_probe: what a failover can lose).  Statements run under a
  * statement_timeout of the doctor's timeout. */
 static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		    faucet_check_report **out)
@@ -1539,10 +1654,13 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	}
 	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
 	if (rc == 0 && c != NULL && !failed) {
+		sync_wait_cancelled = 0;
 		start = faucet__now_ms();
 		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
 		if (rc == 0)
 			rc = durability_probe(s, c, *out);
+		if (rc == 0)
+			rc = replication_probe(s, c, *out);
 		PQclear(PQexec(c, "RESET statement_timeout"));
 	}
 	if (c != NULL) {

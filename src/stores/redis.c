@@ -20,6 +20,18 @@
  * (a restart) is replaced before use; an idempotent operation that breaks a
  * reused connection is tried once more on a fresh one.  The password never
  * appears in messages.
+ *
+ * Sentinel ("redis-sentinel://H:P[,H:P...]/MASTER[/DB]", doc/design.md
+ * §3.9): hiredis knows no Sentinel, so every new connection asks the
+ * sentinels in turn for the master's address (SENTINEL
+ * get-master-addr-by-name), connects there and checks that ROLE says
+ * master.  A connection that meets EOF, a timeout, READONLY, NOREPLICAS or
+ * MASTERDOWN is dropped with every idle one (pool.c), so the next
+ * operation asks the sentinels again and reaches the new master.  With
+ * min_replicas = N every write is followed, in the same round trip, by
+ * WAIT N wait_timeout; fewer than N confirmations is FAUCET_EUNKNOWN: the
+ * master has the write, a failover may lose it.  WAIT is never sent with
+ * timeout 0, which blocks for ever when no replica answers.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -39,6 +51,14 @@
 #define REDIS_COMMAND_TIMEOUT_MS 10000
 #define REDIS_CAS_ATTEMPTS 1000
 #define SENTINEL_JSON "{\"faucet_doctor\":true}"
+#define REDIS_SENTINEL_TIMEOUT_MS 1000 /* per sentinel: one that hangs must not stall */
+#define REDIS_DEFAULT_WAIT_MS 1000
+#define REDIS_SENTINEL_PORT 26379
+
+typedef struct {
+	char *host;
+	int port;
+} redis_addr;
 
 typedef struct {
 	faucet_store_backend base;
@@ -51,6 +71,12 @@ typedef struct {
 	char *ns;       /* namespace */
 	char *index;    /* "{ns}.index", the namespace's key index, when kept; else NULL */
 	faucet_pool *pool;
+	/* Sentinel mode: master != NULL, host/port unused. */
+	redis_addr *sentinels;
+	size_t nsentinels;
+	char *master;
+	int min_replicas;    /* 0 = no WAIT */
+	int wait_timeout_ms; /* WAIT's timeout, >= 1 */
 } redis_store;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -92,6 +118,24 @@ static int is_auth_error(const char *msg)
 	       strstr(msg, "invalid username-password") != NULL;
 }
 
+/* An error reply that says this server is (no longer) a master we may
+ * write to: a replica (READONLY), a master without its replicas
+ * (NOREPLICAS: min-replicas-to-write) or one cut off from its master
+ * (MASTERDOWN).  Nothing was applied.  The connection is marked broken so
+ * the pool drops it and the next connection asks the sentinels again. */
+static int is_moved_error(const char *msg)
+{
+	return strncmp(msg, "READONLY", 8) == 0 || strncmp(msg, "NOREPLICAS", 10) == 0 ||
+	       strncmp(msg, "MASTERDOWN", 10) == 0;
+}
+
+static void mark_moved(redisContext *c)
+{
+	c->err = REDIS_ERR_OTHER;
+	(void)snprintf(c->errstr, sizeof(c->errstr), "%s",
+		       "the server is no longer a writable master");
+}
+
 /* Check a reply's type; on failure set the last error (a connection error,
  * a Redis error reply or an unexpected type) and free the reply. */
 static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int type,
@@ -105,8 +149,12 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
 		code = c->err ? connection_code(c) : FAUCET_ERROR;
 		(void)redis_fail_code(s, code, what, c->err ? c->errstr : "no reply");
 	} else if (r->type == REDIS_REPLY_ERROR) {
-		code = is_auth_error(r->str) ? FAUCET_EAUTH : FAUCET_ERROR;
+		code = is_auth_error(r->str)	? FAUCET_EAUTH
+		       : is_moved_error(r->str) ? FAUCET_EUNAVAILABLE
+						: FAUCET_ERROR;
 		(void)redis_fail_code(s, code, what, r->str);
+		if (code == FAUCET_EUNAVAILABLE)
+			mark_moved(c);
 	} else {
 		(void)redis_fail(s, what, "unexpected reply type");
 	}
@@ -150,12 +198,90 @@ static int command_ok(const redis_store *s, redisContext *c, int argc, const cha
 	return rc;
 }
 
+/* Queue WAIT min_replicas wait_timeout behind a write (never timeout 0). */
+static int append_wait(const redis_store *s, redisContext *c)
+{
+	char n[16], t[16];
+	const char *argv[3] = {"WAIT", n, t};
+
+	snprintf(n, sizeof(n), "%d", s->min_replicas);
+	snprintf(t, sizeof(t), "%d", s->wait_timeout_ms > 0 ? s->wait_timeout_ms : REDIS_DEFAULT_WAIT_MS);
+	if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK) {
+		/* The write is queued without its WAIT: never send it so. */
+		c->err = REDIS_ERR_OOM;
+		return faucet_error_set(FAUCET_ENOMEM, "redis state store: out of memory");
+	}
+	return 0;
+}
+
+/* Read the reply of the WAIT queued behind a write.  `applied`: the write
+ * took effect, so fewer confirmations than min_replicas leave it on the
+ * master alone - acknowledged by nobody, lost if the master fails now:
+ * FAUCET_EUNKNOWN.  A WAIT reply that never came is lost_write's unknown
+ * outcome too. */
+static int wait_verdict(const redis_store *s, redisContext *c, const char *what, int applied)
+{
+	void *reply = NULL;
+	redisReply *r;
+	long long got = -1;
+
+	if (redisGetReply(c, &reply) != REDIS_OK)
+		return applied ? lost_write(s, c, what) : 0;
+	r = reply;
+	if (r->type == REDIS_REPLY_INTEGER)
+		got = r->integer;
+	freeReplyObject(r);
+	if (!applied || got >= s->min_replicas)
+		return 0;
+	if (got < 0)
+		return faucet_error_set(FAUCET_EUNKNOWN,
+					"redis state store %s namespace '%s': %s: WAIT gave no "
+					"count of replicas - outcome unknown (the master has the "
+					"write; a failover may lose it)",
+					s->redacted, s->ns, what);
+	return faucet_error_set(FAUCET_EUNKNOWN,
+				"redis state store %s namespace '%s': %s: only %lld of %d "
+				"replica(s) confirmed the write within %d ms - outcome unknown (the "
+				"master has it; a failover now may lose it)",
+				s->redacted, s->ns, what, got, s->min_replicas,
+				s->wait_timeout_ms > 0 ? s->wait_timeout_ms : REDIS_DEFAULT_WAIT_MS);
+}
+
+/* write_ok with min_replicas: the write and its WAIT in one round trip. */
+static int write_wait_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
+			 const size_t *lens, int type, const char *what)
+{
+	void *reply = NULL;
+	int rc;
+
+	if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+		return redis_fail(s, what, c->errstr);
+	if (append_wait(s, c) != 0)
+		return FAUCET_ENOMEM;
+	if (redisGetReply(c, &reply) != REDIS_OK)
+		return lost_write(s, c, what);
+	rc = reply_ok(s, c, reply, type, what);
+	if (rc == 0)
+		freeReplyObject(reply);
+	if (c->err != 0)
+		return rc; /* dropped by the pool; WAIT's reply goes with it */
+	if (rc != 0) {
+		(void)wait_verdict(s, c, what, 0);
+		return rc;
+	}
+	return wait_verdict(s, c, what, 1);
+}
+
 /* command_ok for a write: a lost reply is an unknown outcome (lost_write). */
 static int write_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
 		    const size_t *lens, int type, const char *what)
 {
-	redisReply *r = command(c, argc, argv, lens);
+	redisReply *r;
 	int rc;
+
+	if (s->min_replicas > 0)
+		return write_wait_ok(s, c, argc, argv, lens, type, what);
+	r = command(c, argc, argv, lens);
 
 	if (r == NULL)
 		return lost_write(s, c, what);
@@ -176,28 +302,149 @@ static struct timeval ms_to_tv(uint64_t ms)
 	return tv;
 }
 
-static int redis_connect(void *owner, void **out)
+/* A connection to host:port with the timeouts given, authenticated with
+ * the URL's credentials.  A sentinel may run without a password while the
+ * data servers have one: its "no password is set" refusal is no error. */
+static int connect_node(redis_store *s, const char *host, int port, uint64_t connect_ms,
+			uint64_t command_ms, int sentinel, redisContext **out)
 {
-	redis_store *s = owner;
-	redisContext *c = redisConnectWithTimeout(s->host, s->port, ms_to_tv(REDIS_CONNECT_TIMEOUT_MS));
+	redisContext *c = redisConnectWithTimeout(host, port, ms_to_tv(connect_ms));
 	int rc = 0;
 
+	*out = NULL;
 	if (c == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "redis state store: out of memory");
 	if (c->err) {
-		rc = redis_fail_code(s, connection_code(c), "cannot connect", c->errstr);
+		char *what = faucet__sprintf("cannot connect to %s %s:%d",
+					     sentinel ? "sentinel" : "server", host, port);
+		rc = redis_fail_code(s, connection_code(c), what ? what : "cannot connect", c->errstr);
+		free(what);
 		redisFree(c);
 		return rc;
 	}
-	if (redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS)) != REDIS_OK)
+	if (redisSetTimeout(c, ms_to_tv(command_ms)) != REDIS_OK)
 		rc = redis_fail(s, "cannot set the command timeout", c->errstr);
 	if (rc == 0 && s->password != NULL) {
 		const char *argv[3] = {"AUTH", s->user ? s->user : s->password, s->password};
+		redisReply *r = command(c, s->user ? 3 : 2, argv, NULL);
+
 		/* Redis's own reply names no secret ("invalid username-password
 		 * pair" / "WRONGPASS ..."). */
-		rc = command_ok(s, c, s->user ? 3 : 2, argv, NULL, REDIS_REPLY_STATUS,
-				"authentication failed");
+		if (sentinel && r != NULL && r->type == REDIS_REPLY_ERROR &&
+		    strstr(r->str, "without any password configured") != NULL)
+			freeReplyObject(r);
+		else if ((rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "authentication failed")) == 0)
+			freeReplyObject(r);
 	}
+	if (rc != 0) {
+		redisFree(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Ask one sentinel where the master is: *host (caller frees) and *port. */
+static int ask_sentinel(redis_store *s, const redis_addr *at, char **host, int *port)
+{
+	const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->master};
+	redisContext *c;
+	redisReply *r;
+	int rc = connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
+			      REDIS_SENTINEL_TIMEOUT_MS, 1, &c);
+
+	if (rc != 0)
+		return rc;
+	r = command(c, 3, argv, NULL);
+	if (r != NULL && r->type == REDIS_REPLY_NIL) {
+		rc = faucet_error_set(FAUCET_EUNAVAILABLE,
+				      "redis state store %s: sentinel %s:%d knows no master named "
+				      "'%s'",
+				      s->redacted, at->host, at->port, s->master);
+		freeReplyObject(r);
+	} else if ((rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot ask a sentinel")) == 0) {
+		char *end = NULL;
+		long p = 0;
+
+		if (r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+		    r->element[1]->type == REDIS_REPLY_STRING)
+			p = strtol(r->element[1]->str, &end, 10);
+		if (end == NULL || *end != '\0' || p < 1 || p > 65535)
+			rc = redis_fail_code(s, FAUCET_EUNAVAILABLE, "cannot ask a sentinel",
+					     "malformed get-master-addr-by-name reply");
+		else if ((*host = faucet__strdup(r->element[0]->str)) == NULL)
+			rc = FAUCET_ENOMEM;
+		*port = (int)p;
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return rc;
+}
+
+/* The master's address from the first sentinel that knows it; when none
+ * does, FAUCET_EUNAVAILABLE with every sentinel's answer. */
+static int resolve_master(redis_store *s, char **host, int *port)
+{
+	faucet_buf why = FAUCET_BUF_INIT;
+	int rc = FAUCET_EUNAVAILABLE;
+
+	*host = NULL;
+	for (size_t i = 0; i < s->nsentinels; i++) {
+		rc = ask_sentinel(s, &s->sentinels[i], host, port);
+		if (rc == 0 || rc == FAUCET_ENOMEM || rc == FAUCET_EAUTH) {
+			faucet_buf_dispose(&why);
+			return rc;
+		}
+		(void)faucet_buf_printf(&why, "%s%s", i ? "; " : "", faucet_error_last()->message);
+	}
+	(void)faucet_error_set(FAUCET_EUNAVAILABLE,
+			       "redis state store %s: no sentinel gave the address of master "
+			       "'%s' (%s)",
+			       s->redacted, s->master, why.ptr ? why.ptr : "no sentinels");
+	faucet_buf_dispose(&why);
+	return FAUCET_EUNAVAILABLE;
+}
+
+/* ROLE's first element: "master" on the server we may write to.  A
+ * sentinel's answer may be a moment old - the master it names can have
+ * been demoted since - so this is checked on every new connection. */
+static int check_role(redis_store *s, redisContext *c, const char *host, int port)
+{
+	const char *argv[1] = {"ROLE"};
+	redisReply *r = command(c, 1, argv, NULL);
+	int rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot ask the server's role");
+
+	if (rc != 0)
+		return rc;
+	if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_STRING ||
+	    strcmp(r->element[0]->str, "master") != 0)
+		rc = faucet_error_set(FAUCET_EUNAVAILABLE,
+				      "redis state store %s: the sentinels name %s:%d as master "
+				      "'%s', but it is a %s (a failover is under way; try again)",
+				      s->redacted, host, port, s->master,
+				      r->elements >= 1 && r->element[0]->type == REDIS_REPLY_STRING
+					      ? r->element[0]->str
+					      : "server of unknown role");
+	freeReplyObject(r);
+	return rc;
+}
+
+static int redis_connect(void *owner, void **out)
+{
+	redis_store *s = owner;
+	redisContext *c = NULL;
+	char *host = NULL;
+	int port = s->port, rc;
+
+	if (s->master != NULL) {
+		rc = resolve_master(s, &host, &port);
+		if (rc != 0)
+			return rc;
+	}
+	rc = connect_node(s, host ? host : s->host, port, REDIS_CONNECT_TIMEOUT_MS,
+			  REDIS_COMMAND_TIMEOUT_MS, 0, &c);
+	if (rc == 0 && s->master != NULL)
+		rc = check_role(s, c, host, port);
 	if (rc == 0 && s->db != 0) {
 		char db[16];
 		const char *argv[2] = {"SELECT", db};
@@ -205,8 +452,10 @@ static int redis_connect(void *owner, void **out)
 		snprintf(db, sizeof(db), "%d", s->db);
 		rc = command_ok(s, c, 2, argv, NULL, REDIS_REPLY_STATUS, "cannot select the database");
 	}
+	free(host);
 	if (rc != 0) {
-		redisFree(c);
+		if (c != NULL)
+			redisFree(c);
 		return rc;
 	}
 	*out = c;
@@ -398,10 +647,12 @@ static int send_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n
 static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 		  const char *what, int *aborted, int *executed)
 {
-	int rc = 0;
+	int rc = 0, moved = 0;
 
 	*aborted = 0;
 	if ((rc = send_tx(s, c, cmds, n, what)) != 0)
+		return rc;
+	if (s->min_replicas > 0 && (rc = append_wait(s, c)) != 0)
 		return rc;
 	for (size_t i = 0; i < n + 2; i++) {
 		void *reply = NULL;
@@ -416,6 +667,11 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 		} else if (i < n + 1 && r->type != REDIS_REPLY_STATUS) {
 			rc = redis_fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+			if (r->type == REDIS_REPLY_ERROR && is_moved_error(r->str)) {
+				moved = 1;
+				rc = faucet_error_set(FAUCET_EUNAVAILABLE, "%s",
+						      faucet_error_last()->message);
+			}
 		} else if (i == n + 1 && r->type == REDIS_REPLY_NIL) {
 			*aborted = 1;
 		} else if (i == n + 1 && r->type != REDIS_REPLY_ARRAY) {
@@ -433,6 +689,16 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 		}
 		freeReplyObject(r);
 	}
+	if (s->min_replicas > 0) {
+		/* Applied when EXEC ran the block (executed, not aborted). */
+		int applied = rc == 0 && !*aborted;
+		int wrc = wait_verdict(s, c, what, applied);
+
+		if (rc == 0)
+			rc = wrc;
+	}
+	if (moved)
+		mark_moved(c);
 	return rc;
 }
 
@@ -1327,6 +1593,167 @@ static int index_probe(redis_store *s, redisContext *c, faucet_check_report *r)
 	return rc;
 }
 
+/* ---- doctor: Sentinel ---------------------------------------------------- */
+
+/* The value of `name` in a flat [name, value, ...] reply, or NULL. */
+static const char *flat_field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    r->element[i + 1]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, name) == 0)
+			return r->element[i + 1]->str;
+	}
+	return NULL;
+}
+
+/* One sentinel's view: "master H:P (flags F); replicas: ...; quorum Q,
+ * N other sentinels" appended to b; *master_at = "H:P" (caller frees). */
+static int sentinel_view(redis_store *s, const redis_addr *at, faucet_buf *b, char **master_at)
+{
+	const char *master_argv[3] = {"SENTINEL", "master", s->master};
+	const char *replicas_argv[3] = {"SENTINEL", "replicas", s->master};
+	redisContext *c;
+	redisReply *m, *rs;
+	int rc = connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
+			      REDIS_SENTINEL_TIMEOUT_MS, 1, &c);
+
+	*master_at = NULL;
+	if (rc != 0)
+		return rc;
+	m = command(c, 3, master_argv, NULL);
+	rc = reply_ok(s, c, m, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the master");
+	if (rc != 0) {
+		redisFree(c);
+		return rc;
+	}
+	*master_at = faucet__sprintf("%s:%s", flat_field(m, "ip") ? flat_field(m, "ip") : "?",
+				     flat_field(m, "port") ? flat_field(m, "port") : "?");
+	(void)faucet_buf_printf(b, "master '%s' at %s (flags %s) as sentinel %s:%d sees it; ",
+				s->master, *master_at ? *master_at : "?",
+				flat_field(m, "flags") ? flat_field(m, "flags") : "?", at->host,
+				at->port);
+	rs = command(c, 3, replicas_argv, NULL);
+	if (reply_ok(s, c, rs, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the replicas") == 0) {
+		(void)faucet_buf_puts(b, "replicas: ");
+		for (size_t i = 0; i < rs->elements; i++) {
+			const redisReply *one = rs->element[i];
+			(void)faucet_buf_printf(b, "%s%s:%s (%s)", i ? ", " : "",
+						flat_field(one, "ip") ? flat_field(one, "ip") : "?",
+						flat_field(one, "port") ? flat_field(one, "port") : "?",
+						flat_field(one, "flags") ? flat_field(one, "flags") : "?");
+		}
+		if (rs->elements == 0)
+			(void)faucet_buf_puts(b, "none");
+		freeReplyObject(rs);
+	}
+	(void)faucet_buf_printf(b, "; quorum %s, %s other sentinel(s)",
+				flat_field(m, "quorum") ? flat_field(m, "quorum") : "?",
+				flat_field(m, "num-other-sentinels") ? flat_field(m, "num-other-sentinels")
+								     : "?");
+	freeReplyObject(m);
+	redisFree(c);
+	return *master_at != NULL ? 0 : FAUCET_ENOMEM;
+}
+
+/* The "sentinels" probe: the master, its replicas and the quorum as the
+ * first sentinel that answers sees them; a WARN when sentinels name
+ * different masters or some do not answer (fewer left to reach a quorum). */
+static int sentinels_probe(redis_store *s, faucet_check_report *r)
+{
+	uint64_t start = faucet__now_ms();
+	faucet_buf view = FAUCET_BUF_INIT, odd = FAUCET_BUF_INIT;
+	char *first = NULL;
+	int rc = 0, status;
+
+	for (size_t i = 0; i < s->nsentinels && rc != FAUCET_ENOMEM; i++) {
+		faucet_buf mine = FAUCET_BUF_INIT;
+		char *at = NULL;
+		int one = sentinel_view(s, &s->sentinels[i], first == NULL ? &view : &mine, &at);
+
+		if (one == FAUCET_ENOMEM)
+			rc = FAUCET_ENOMEM;
+		else if (one != 0)
+			(void)faucet_buf_printf(&odd, "; sentinel %s:%d did not answer",
+						s->sentinels[i].host, s->sentinels[i].port);
+		else if (first == NULL)
+			first = at, at = NULL;
+		else if (strcmp(first, at) != 0)
+			(void)faucet_buf_printf(&odd, "; sentinel %s:%d names %s as master",
+						s->sentinels[i].host, s->sentinels[i].port, at);
+		free(at);
+		faucet_buf_dispose(&mine);
+	}
+	if (rc == 0) {
+		status = first == NULL ? FAUCET_PROBE_FAIL
+			 : odd.len ? FAUCET_PROBE_WARN
+				   : FAUCET_PROBE_PASS;
+		(void)faucet_buf_puts(&view, first == NULL ? "no sentinel answered" : "");
+		(void)faucet_buf_puts(&view, odd.ptr ? odd.ptr : "");
+		rc = view.failed ? FAUCET_ENOMEM
+				 : faucet_check_report_add(
+					   r, "sentinels", (faucet_probe_status)status, view.ptr,
+					   faucet__now_ms() - start,
+					   status == FAUCET_PROBE_PASS
+						   ? NULL
+						   : "check that every sentinel in the URL runs and "
+						     "monitors the master under this name");
+	}
+	free(first);
+	faucet_buf_dispose(&view);
+	faucet_buf_dispose(&odd);
+	return rc;
+}
+
+/* The "replication" probe of a Sentinel store: Redis replicates
+ * asynchronously, so without min_replicas an acknowledged write may be on
+ * the master alone when it fails (WARN); with it, a PASS when the master
+ * has that many replicas connected, else a WARN that every write will
+ * end FAUCET_EUNKNOWN. */
+static int sentinel_replication_probe(redis_store *s, redisContext *c, faucet_check_report *r)
+{
+	const char *argv[2] = {"INFO", "replication"};
+	uint64_t start = faucet__now_ms();
+	redisReply *rep = command(c, 2, argv, NULL);
+	long connected = -1;
+	char *reason;
+	int rc, ok;
+
+	if (reply_ok(s, c, rep, REDIS_REPLY_STRING, "cannot read INFO replication") == 0) {
+		const char *at = strstr(rep->str, "connected_slaves:");
+		if (at != NULL)
+			connected = strtol(at + strlen("connected_slaves:"), NULL, 10);
+		freeReplyObject(rep);
+	}
+	if (s->min_replicas == 0) {
+		reason = faucet__sprintf("Redis replication is asynchronous and min_replicas is not "
+					 "set: a write is acknowledged once the master has it, so a "
+					 "failover can lose it (%ld replica(s) connected)",
+					 connected);
+		ok = 0;
+	} else {
+		ok = connected >= s->min_replicas;
+		reason = faucet__sprintf("min_replicas=%d, wait_timeout=%dms: a write is "
+					 "acknowledged once %d replica(s) have it; %ld connected%s",
+					 s->min_replicas, s->wait_timeout_ms, s->min_replicas,
+					 connected,
+					 ok ? "" : " - every write ends 'outcome unknown' until "
+						   "enough replicas are back");
+	}
+	if (reason == NULL)
+		return FAUCET_ENOMEM;
+	rc = faucet_check_report_add(r, "replication", ok ? FAUCET_PROBE_PASS : FAUCET_PROBE_WARN,
+				     reason, faucet__now_ms() - start,
+				     ok ? NULL
+					: s->min_replicas == 0
+					? "add ?min_replicas=1 (or more) to the URL so a write counts "
+					  "only once a replica has it (README: When one server is not "
+					  "enough)"
+					: "start the replicas, or lower min_replicas");
+	free(reason);
+	return rc;
+}
+
 /* Four probes: "connect" (a connection, AUTH, SELECT and PING),
  * "sentinel" (SET, GET and DEL of a unique key), "durability" (the
  * server keeps acknowledged writes) and "index" (index_probe), with the
@@ -1365,7 +1792,11 @@ static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
 			rc = durability_probe(s, c, *out);
 		if (rc == 0 && c->err == 0)
 			rc = index_probe(s, c, *out);
+		if (rc == 0 && c->err == 0 && s->master != NULL)
+			rc = sentinel_replication_probe(s, c, *out);
 	}
+	if (rc == 0 && s->master != NULL)
+		rc = sentinels_probe(s, *out);
 	if (c != NULL) {
 		if (c->err == 0)
 			(void)redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS));
@@ -1395,6 +1826,10 @@ static void redis_free_store(faucet_store_backend *b)
 	}
 	free(s->ns);
 	free(s->index);
+	for (size_t i = 0; i < s->nsentinels; i++)
+		free(s->sentinels[i].host);
+	free(s->sentinels);
+	free(s->master);
 	free(s);
 }
 
@@ -1427,17 +1862,28 @@ static char *decode_part(const char *p, size_t n, const char *what)
 	return out;
 }
 
-/* redis://[[user]:password@]host[:port][/db]; the query was already taken
- * off by the URL dispatcher, so one left here is an option we do not know. */
-static int parse_url(redis_store *s, const char *url)
+/* The query was already taken off by the URL dispatcher, so one left here
+ * is an option we do not know.  Name the option, never its value: it may
+ * be a password. */
+static int unknown_option(const redis_store *s, const char *q)
 {
-	const char *p = url + strlen("redis://");
-	const char *end = p + strcspn(p, "/?");
-	const char *at = memchr(p, '@', (size_t)(end - p));
-	const char *hostp, *colon;
-	char *num_end;
-	long v;
+	return faucet_error_set(FAUCET_ECONFIG,
+				"redis store URL %s: unknown option '%.*s' (faucet knows "
+				"namespace, max_connections%s)",
+				s->redacted, (int)strcspn(q + 1, "=&"), q + 1,
+				s->master ? ", index, min_replicas and wait_timeout" : " and index");
+}
 
+/* [[user]:password@] before `end`; *after = where the hosts start. */
+static int parse_credentials(redis_store *s, const char *p, const char *end, const char **after)
+{
+	const char *at = NULL;
+
+	for (const char *q = p; q < end; q++) {
+		if (*q == '@')
+			at = q;
+	}
+	*after = p;
 	if (at != NULL) {
 		const char *sep = memchr(p, ':', (size_t)(at - p));
 		if (sep == NULL)
@@ -1450,10 +1896,105 @@ static int parse_url(redis_store *s, const char *url)
 		s->password = decode_part(sep + 1, (size_t)(at - sep - 1), "password");
 		if (s->password == NULL)
 			return faucet_error_last()->code;
-		hostp = at + 1;
-	} else {
-		hostp = p;
+		*after = at + 1;
 	}
+	return 0;
+}
+
+/* redis-sentinel://[[user]:password@]H[:P][,H[:P]...]/MASTER[/DB]: every
+ * host non-empty, every port 1..65535 (26379 when left out), a master
+ * name. */
+static int parse_sentinel_url(redis_store *s, const char *url)
+{
+	const char *p = url + strlen("redis-sentinel://");
+	const char *end = p + strcspn(p, "/?"), *hosts, *name, *name_end;
+	size_t n = 1;
+	int rc = parse_credentials(s, p, end, &hosts);
+
+	if (rc != 0)
+		return rc;
+	for (const char *q = hosts; q < end; q++)
+		n += *q == ',';
+	s->sentinels = faucet__calloc(n, sizeof(*s->sentinels));
+	if (s->sentinels == NULL)
+		return FAUCET_ENOMEM;
+	for (const char *h = hosts; rc == 0;) {
+		size_t len = strcspn(h, ",/?");
+		const char *colon = memchr(h, ':', len);
+		redis_addr *a = &s->sentinels[s->nsentinels];
+
+		if (h + len > end)
+			len = (size_t)(end - h);
+		if ((colon ? colon : h + len) == h)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"redis-sentinel store URL %s: sentinel %zu of the list "
+						"has no host (redis-sentinel://HOST:PORT[,HOST:PORT...]/"
+						"MASTER[/DB])",
+						s->redacted, s->nsentinels + 1);
+		a->port = REDIS_SENTINEL_PORT;
+		if (colon != NULL) {
+			char *num_end;
+			long v = strtol(colon + 1, &num_end, 10);
+
+			if (num_end != h + len || colon + 1 == num_end || v < 1 || v > 65535 ||
+			    colon[1] == '-' || colon[1] == '+' || colon[1] == ' ')
+				return faucet_error_set(FAUCET_ECONFIG,
+							"redis-sentinel store URL %s: sentinel %zu has "
+							"a bad port '%.*s' (a number from 1 to 65535)",
+							s->redacted, s->nsentinels + 1,
+							(int)(h + len - colon - 1), colon + 1);
+			a->port = (int)v;
+		}
+		a->host = faucet__strndup(h, (size_t)((colon ? colon : h + len) - h));
+		if (a->host == NULL)
+			return FAUCET_ENOMEM;
+		s->nsentinels++;
+		if (h + len >= end)
+			break;
+		h += len + 1;
+	}
+	name = *end == '/' ? end + 1 : end;
+	name_end = name + strcspn(name, "/?");
+	if (name_end == name)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis-sentinel store URL %s: no master name "
+					"(redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB])",
+					s->redacted);
+	s->master = faucet__strndup(name, (size_t)(name_end - name));
+	if (s->master == NULL)
+		return FAUCET_ENOMEM;
+	if (*name_end == '/' && name_end[1] != '\0' && name_end[1] != '?') {
+		char *num_end;
+		long v = strtol(name_end + 1, &num_end, 10);
+
+		if ((*num_end != '\0' && *num_end != '?') || v < 0 || v > 1000000 ||
+		    !(name_end[1] >= '0' && name_end[1] <= '9'))
+			return faucet_error_set(FAUCET_ECONFIG,
+						"redis-sentinel store URL %s: after the master name "
+						"the path must be a database number",
+						s->redacted);
+		s->db = (int)v;
+		name_end = num_end;
+	} else if (*name_end == '/') {
+		name_end++;
+	}
+	if (*name_end == '?')
+		return unknown_option(s, name_end);
+	return 0;
+}
+
+/* redis://[[user]:password@]host[:port][/db]. */
+static int parse_url(redis_store *s, const char *url)
+{
+	const char *p = url + strlen("redis://");
+	const char *end = p + strcspn(p, "/?");
+	const char *hostp, *colon;
+	char *num_end;
+	long v;
+	int rc = parse_credentials(s, p, end, &hostp);
+
+	if (rc != 0)
+		return rc;
 	colon = memchr(hostp, ':', (size_t)(end - hostp));
 	s->host = faucet__strndup(hostp, (size_t)((colon ? colon : end) - hostp));
 	if (s->host == NULL)
@@ -1484,12 +2025,8 @@ static int parse_url(redis_store *s, const char *url)
 	} else if (*end == '/') {
 		end++;
 	}
-	/* Name the option, never its value: it may be a password. */
 	if (*end == '?')
-		return faucet_error_set(FAUCET_ECONFIG,
-					"redis store URL %s: unknown option '%.*s' (faucet knows "
-					"namespace, index and max_connections)",
-					s->redacted, (int)strcspn(end + 1, "=&"), end + 1);
+		return unknown_option(s, end);
 	return 0;
 }
 
@@ -1500,10 +2037,25 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	redis_store *s;
 	int rc;
 
+	int sentinel = cfg->type != NULL && strcmp(cfg->type, "redis-sentinel") == 0;
+
 	*out = NULL;
-	if (cfg->url == NULL || strncmp(cfg->url, "redis://", 8) != 0)
+	if (!sentinel && (cfg->url == NULL || strncmp(cfg->url, "redis://", 8) != 0))
 		return faucet_error_set(FAUCET_ECONFIG,
 					"redis state store needs a `url` starting with redis://");
+	if (sentinel && (cfg->url == NULL || strncmp(cfg->url, "redis-sentinel://", 17) != 0))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis-sentinel state store needs a `url` starting with "
+					"redis-sentinel:// (redis-sentinel://HOST:PORT[,HOST:PORT...]/"
+					"MASTER[/DB])");
+	if (!sentinel && (cfg->redis_min_replicas != 0 || cfg->redis_wait_timeout_ms != 0))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis state store: min_replicas and wait_timeout apply to "
+					"redis-sentinel only");
+	if (cfg->redis_min_replicas < 0 || cfg->redis_wait_timeout_ms < 0)
+		return faucet_error_set(FAUCET_ECONFIG,
+					"redis-sentinel state store: min_replicas and wait_timeout "
+					"must not be negative");
 	if (*ns == '\0' || strchr(ns, ':') != NULL)
 		return faucet_error_set(FAUCET_ECONFIG,
 					"redis state store: namespace '%s' must be non-empty and "
@@ -1524,7 +2076,10 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 		redis_free_store(&s->base);
 		return FAUCET_ENOMEM;
 	}
-	rc = parse_url(s, cfg->url);
+	s->min_replicas = cfg->redis_min_replicas;
+	s->wait_timeout_ms = cfg->redis_wait_timeout_ms ? cfg->redis_wait_timeout_ms
+							: REDIS_DEFAULT_WAIT_MS;
+	rc = sentinel ? parse_sentinel_url(s, cfg->url) : parse_url(s, cfg->url);
 	if (rc == 0)
 		rc = faucet_pool_new(&s->pool, &redis_pool_ops, s, (size_t)pool);
 	if (rc != 0) {
@@ -1532,7 +2087,7 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 		return rc;
 	}
 	s->base.version = FAUCET_STORE_BACKEND_VERSION;
-	s->base.name = "redis";
+	s->base.name = sentinel ? "redis-sentinel" : "redis";
 	s->base.get = redis_get;
 	s->base.get_many = redis_get_many;
 	s->base.put = redis_put;

@@ -13,7 +13,8 @@ object), then we walk only `state`, with the CLI's rules:
   - state: {type, config}; config takes the fields of its backend only
     (memory: none; file: path, encryption; sqlite: path; postgres: url,
     table, ensure_table, max_connections; redis: url, namespace,
-    max_connections); encryption: {key | key_env, previous_keys, algorithm};
+    max_connections; redis-sentinel: the same, with min_replicas and
+    wait_timeout in its URL); encryption: {key | key_env, previous_keys, algorithm};
   - a plain empty, `~` or `null` scalar is an unset field;
   - ${env:VAR} in any string is replaced by the variable's value; an unset
     variable is a ConfigError naming it, a set-but-empty one is "".
@@ -40,6 +41,9 @@ _BACKEND_FIELDS = {
     "redis": ("url", "namespace", "index", "max_connections"),
     "etcd": ("endpoints", "prefix", "dial_timeout", "request_timeout",
              "max_connections", "url"),
+    # min_replicas and wait_timeout go in the URL's query here: the binding
+    # fills faucet_store_config version 1, which lacks their fields.
+    "redis-sentinel": ("url", "namespace", "index", "max_connections"),
 }
 _ALL_FIELDS = ("path", "url", "table", "ensure_table", "max_connections",
                "namespace", "index", "encryption", "endpoints", "prefix",
@@ -219,7 +223,7 @@ def read_state(path):
     state = r.mapping(top["state"][1], "state", ("type", "config"))
     if "type" not in state:
         raise r.fail(top["state"][1],
-                     "state needs a `type` (file, memory, sqlite, postgres, redis, etcd)")
+                     "state needs a `type` (file, memory, sqlite, postgres, redis, redis-sentinel, etcd)")
     tnode = state["type"][1]
     stype = r.string(tnode, "state.type")
     if not stype:

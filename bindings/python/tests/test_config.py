@@ -219,3 +219,23 @@ def test_open_config_accepts_str_paths(tmp_path):
     cfg = write(tmp_path, "state: {type: memory}\n")
     with faucet.open_config(os.fspath(cfg)) as s:
         assert s.backend == "memory"
+
+
+def test_a_redis_sentinel_config_is_checked_like_the_command_does(tmp_path):
+    # No sentinel needed: the URL is refused before any connection.
+    cfg = write(tmp_path, """
+        state:
+          type: redis-sentinel
+          config: {url: "redis-sentinel://127.0.0.1:1", namespace: ns}
+        """, "sentinel.yml")
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    assert "no master name" in e.value.message
+    other = write(tmp_path, """
+        state:
+          type: redis-sentinel
+          config: {url: "redis-sentinel://127.0.0.1:1/m", table: t}
+        """, "other.yml")
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(other)
+    assert "table" in e.value.message

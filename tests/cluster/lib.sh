@@ -1,0 +1,142 @@
+# lib.sh - shared helpers of the failover tests (tests/cluster/test_*.sh) and
+# of bench/failover.sh.  Source it first; it makes a work directory
+# ($CL_DIR, removed on exit together with every server started through
+# cl_spawn), and offers:
+#
+#   cl_port               a free loopback port below 32768 (ports from
+#                         32768 up collide with outgoing connections)
+#   cl_wait_for SECS DESC CMD...   poll CMD until it succeeds or SECS pass
+#   cl_as_pg CMD...       run CMD as the PostgreSQL owner (`postgres` as root)
+#   cl_fail MSG           print MSG and exit 1
+#   cl_check_counter FINAL RESULTS...  the inequality over the drivers' lines
+#
+# CL_MODE=safe (default) makes a lost acknowledged write fatal; CL_MODE=unsafe
+# (the benchmark's deliberately unsafe runs) reports it and exits 0.
+set -u
+CL_MODE=${CL_MODE:-safe}
+for tool in "${FAUCET_BIN:-}" "${FAUCET_COUNTER_DRIVER:-}"; do
+	if [ -z "$tool" ] || [ ! -x "$tool" ]; then
+		echo "FAUCET_BIN and FAUCET_COUNTER_DRIVER must point at the built faucet and" \
+			"tests/cluster/counter_driver (got '${FAUCET_BIN:-}', '${FAUCET_COUNTER_DRIVER:-}')" >&2
+		exit 1
+	fi
+done
+CL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/faucet-cluster.XXXXXX") || exit 1
+chmod 755 "$CL_DIR"
+CL_CLEANUP=()
+cl_cleanup() {
+	local i
+	for ((i = ${#CL_CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${CL_CLEANUP[$i]}" >/dev/null 2>&1 || true
+	done
+	rm -rf "$CL_DIR"
+}
+trap cl_cleanup EXIT
+trap 'exit 1' INT TERM
+
+cl_fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+cl_port() {
+	python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("no free port below 32768")
+PY
+}
+
+cl_as_pg() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# cl_wait_for SECS DESC CMD...: poll (every 50 ms) until CMD succeeds.
+cl_wait_for() {
+	local secs=$1 desc=$2 end
+	shift 2
+	end=$(($(date +%s%N) + secs * 1000000000))
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s%N)" -lt "$end" ] || cl_fail "timed out after ${secs}s waiting for $desc"
+		sleep 0.05
+	done
+}
+
+# cl_sum FIELD RESULTFILES...: the sum of FIELD=N over the drivers' lines.
+cl_sum() {
+	local field=$1 total=0 n
+	shift
+	for f in "$@"; do
+		n=$(sed -n "s/.*\b$field=\([0-9]*\).*/\1/p" "$f")
+		[ -n "$n" ] || cl_fail "driver output $f has no $field= ($(cat "$f"))"
+		total=$((total + n))
+	done
+	echo "$total"
+}
+
+# cl_check_counter FINAL RESULTFILES...: acknowledged <= FINAL <=
+# acknowledged + unknown.  Prints the figures; sets CL_LOST (acknowledged
+# increments missing from FINAL).
+cl_check_counter() {
+	local final=$1 acked unknown
+	shift
+	acked=$(cl_sum acked "$@")
+	unknown=$(cl_sum unknown "$@")
+	CL_LOST=$((acked > final ? acked - final : 0))
+	echo "counter: final=$final acknowledged=$acked unknown=$unknown lost=$CL_LOST"
+	if [ "$CL_MODE" = safe ]; then
+		[ "$final" -ge "$acked" ] || cl_fail "lost acknowledged increments: final $final < acknowledged $acked"
+		[ "$final" -le $((acked + unknown)) ] ||
+			cl_fail "counter $final exceeds acknowledged + unknown = $((acked + unknown)): an increment reported as not written was applied"
+	fi
+}
+
+# cl_first_ack_ms KILL_NS RESULTFILES...: ms from the kill to the earliest
+# first acknowledged write after an error (or "none").
+cl_first_ack_ms() {
+	local kill=$1 best=0 t
+	shift
+	for f in "$@"; do
+		t=$(sed -n 's/.*first_ack_after_error_ns=\([0-9]*\).*/\1/p' "$f")
+		if [ -n "$t" ] && [ "$t" -gt 0 ] && { [ "$best" -eq 0 ] || [ "$t" -lt "$best" ]; }; then
+			best=$t
+		fi
+	done
+	if [ "$best" -eq 0 ]; then echo none; else echo $(((best - kill) / 1000000)); fi
+}
+
+# cl_probe URL NAME: "STATUS REASON" of doctor's probe NAME for the store.
+cl_probe() {
+	"$FAUCET_BIN" --state "$1" doctor --json 2>"$CL_DIR/doctor.err" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d["probes"] if p["name"] == sys.argv[1]]
+print(p[0]["status"], p[0]["reason"] or "") if p else print("missing")
+' "$2"
+}
+
+# cl_expect_probe URL NAME STATUS TEXT: the probe has STATUS and its reason
+# contains TEXT.
+cl_expect_probe() {
+	local got
+	got=$(cl_probe "$1" "$2")
+	case "$got" in
+	"$3 "*"$4"*) echo "doctor $2: $got" ;;
+	*) cl_fail "doctor probe $2: expected $3 with '$4', got: $got $(cat "$CL_DIR/doctor.err")" ;;
+	esac
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# test_pg_failover.sh - no acknowledged write lost across a PostgreSQL
+# failover (doc/design.md §3.9).
+#
+# A primary with a synchronous standby; two counter_driver processes
+# increment one counter by compare-and-put through the multi-host URL
+# (target_session_attrs=read-write); mid-run the primary's whole process
+# tree is SIGKILLed and the standby promoted.  Then acknowledged <= final
+# <= acknowledged + unknown, and the increments go on on the new primary.
+# CL_MODE=unsafe (bench/failover.sh) runs it with asynchronous replication
+# and reports instead of failing.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+. "$here/pg_cluster.sh"
+
+repl=sync
+[ "$CL_MODE" = unsafe ] && repl=async
+pg_cluster_start "$repl"
+url="postgres://faucet:$PG_PASSWORD@127.0.0.1:$PG_P1,127.0.0.1:$PG_P2/postgres?target_session_attrs=read-write&connect_timeout=2&table=cl_counter"
+key=cluster/counter
+counter() { pg_sql "$1" "SELECT coalesce((SELECT value::text FROM cl_counter WHERE key = '$key'), '0')"; }
+counter_at_least() { local v; v=$(counter "$1") && [ "$v" -ge "$2" ]; }
+
+# The table exists before the drivers start, so neither races to create it.
+"$FAUCET_BIN" --state "$url" state put "$key" 0 >/dev/null || cl_fail "first put failed"
+cl_wait_for 30 "the standby to have the table" pg_sql "$PG_P2" "SELECT 1 FROM cl_counter"
+
+# doctor: the role and the synchronous standby, or the warning that a
+# failover can lose acknowledged writes.
+if [ "$repl" = sync ]; then
+	cl_expect_probe "$url" replication pass "s1 at 127.0.0.1 (sync, streaming)"
+else
+	cl_expect_probe "$url" replication warn "primary without a synchronous standby"
+fi
+
+pids=()
+for i in 1 2; do
+	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+	pids+=($!)
+done
+cl_wait_for 30 "the counter to reach 100" counter_at_least "$PG_P1" 100
+
+kill_ns=$(date +%s%N)
+pg_kill_primary
+pg_promote
+promoted=$(counter "$PG_P2")
+cl_wait_for 30 "increments on the new primary" counter_at_least "$PG_P2" $((promoted + 50))
+
+touch "$CL_DIR/stop"
+for i in 0 1; do
+	wait "${pids[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "driver $((i + 1)) failed"; }
+done
+final=$(counter "$PG_P2")
+# The new primary has no standby: doctor says what that costs.
+cl_expect_probe "$url" replication warn "primary without a synchronous standby (standbys: none"
+cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
+echo "replication=$repl lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
+errors=$(cat "$CL_DIR"/driver*.err | wc -l)
+[ "$errors" -gt 0 ] || cl_fail "the drivers saw no error at all: the kill did not reach them"
+echo "ok"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# test_redis_failover.sh - no acknowledged write lost across a Sentinel
+# failover with min_replicas=1 (doc/design.md §3.9).
+#
+# Master + replica + three sentinels; two counter_driver processes
+# increment one counter by compare-and-put through
+# redis-sentinel://S1,S2,S3/cl?min_replicas=1; mid-run the master is
+# SIGKILLed, the sentinels promote the replica, the old master is started
+# again and becomes a replica.  Then acknowledged <= final <= acknowledged
+# + unknown, and the increments go on on the new master.  CL_MODE=unsafe
+# (bench/failover.sh) runs it without min_replicas (no WAIT) and reports
+# instead of failing.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+. "$here/redis_cluster.sh"
+[ -n "${FAUCET_RAW_BIN:-}" ] && [ -x "$FAUCET_RAW_BIN" ] ||
+	cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
+
+redis_cluster_start
+opts="namespace=cl&min_replicas=1&wait_timeout=1s"
+[ "$CL_MODE" = unsafe ] && opts="namespace=cl"
+url="redis-sentinel://:$RD_PASSWORD@127.0.0.1:$RD_S1,127.0.0.1:$RD_S2,127.0.0.1:$RD_S3/cl?$opts"
+key=cluster/counter
+counter() { local v; v=$(rd_cli "$1" get "cl:$key") || return 1; echo "${v:-0}"; }
+counter_at_least() { local v; v=$(counter "$1") && [ -n "$v" ] && [ "$v" -ge "$2" ]; }
+master_is_not() { local m; m=$(rd_master_port) && [ -n "$m" ] && [ "$m" != "$1" ]; }
+is_replica_of() { rd_cli "$1" info replication 2>/dev/null | grep -q "master_port:$2" && rd_replica_synced "$1"; }
+
+# doctor: the master as the sentinels see it, the replica, the quorum;
+# replication is asynchronous unless min_replicas is set.
+cl_expect_probe "$url" sentinels pass "master 'cl' at 127.0.0.1:$RD_M (flags master)"
+cl_expect_probe "$url" sentinels pass "replicas: 127.0.0.1:$RD_R (slave); quorum 2, 2 other sentinel(s)"
+if [ "$CL_MODE" = safe ]; then
+	cl_expect_probe "$url" replication pass "min_replicas=1, wait_timeout=1000ms"
+fi
+cl_expect_probe "${url%%\?*}?namespace=cl" replication warn "Redis replication is asynchronous"
+
+pids=()
+for i in 1 2; do
+	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+	pids+=($!)
+done
+cl_wait_for 30 "the counter to reach 100" counter_at_least "$RD_M" 100
+
+old=$RD_M
+kill_ns=$(date +%s%N)
+rd_kill "$old"
+cl_wait_for 40 "the sentinels to promote the replica" master_is_not "$old"
+new=$(rd_master_port)
+[ "$new" = "$RD_R" ] || cl_fail "the sentinels name port $new as master, not the replica $RD_R"
+# The new master has no replica until the old one comes back: with
+# min_replicas=1 a write now is not acknowledged ("outcome unknown",
+# WAIT 1 answered 0); without WAIT it would be.
+if [ "$CL_MODE" = safe ]; then
+	"$FAUCET_RAW_BIN" put "$url" cluster/alone 1 >"$CL_DIR/alone.out" 2>"$CL_DIR/alone.err"
+	rc=$?
+	echo "write without a replica: exit $rc: $(cat "$CL_DIR/alone.err")"
+	[ "$rc" -ne 0 ] || cl_fail "a write the master alone had was acknowledged with min_replicas=1"
+	grep -q 'only 0 of 1 replica(s) confirmed' "$CL_DIR/alone.err" ||
+		cl_fail "the error does not say that no replica confirmed the write"
+	[ "$(rd_cli "$new" get cl:cluster/alone)" = 1 ] || cl_fail "the unconfirmed write is not on the master"
+fi
+rd_restart "$old"
+cl_wait_for 40 "the old master to follow the new one" is_replica_of "$old" "$new"
+promoted=$(counter "$new")
+cl_wait_for 30 "increments on the new master" counter_at_least "$new" $((promoted + 50))
+
+touch "$CL_DIR/stop"
+for i in 0 1; do
+	wait "${pids[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "driver $((i + 1)) failed"; }
+done
+final=$(counter "$new")
+cl_expect_probe "$url" sentinels pass "master 'cl' at 127.0.0.1:$new (flags master)"
+cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
+echo "wait=$([ "$CL_MODE" = unsafe ] && echo none || echo 'WAIT 1 1000') lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
+errors=$(cat "$CL_DIR"/driver*.err | wc -l)
+[ "$errors" -gt 0 ] || cl_fail "the drivers saw no error at all: the kill did not reach them"
+echo "ok"
