@@ -28,21 +28,6 @@ static int foreign_lease(const char *key)
 				key);
 }
 
-/* A member that must be a string (or, when `nullable`, null / absent):
- * 0, -1 when it is not, FAUCET_ENOMEM. */
-static int member_string(json_object *o, const char *name, int nullable, char **out)
-{
-	json_object *m = NULL;
-
-	*out = NULL;
-	if (!json_object_object_get_ex(o, name, &m) || m == NULL)
-		return nullable ? 0 : -1;
-	if (!json_object_is_type(m, json_type_string))
-		return -1;
-	*out = faucet__strdup(json_object_get_string(m));
-	return *out ? 0 : FAUCET_ENOMEM;
-}
-
 int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out)
 {
 	json_object *root, *e;
@@ -59,8 +44,8 @@ int faucet_lease_parse(const faucet_value *v, const char *key, faucet_lease *out
 	if (!json_object_is_type(root, json_type_object) ||
 	    !json_object_object_get_ex(root, "expires_at", &e) || !json_object_is_type(e, json_type_int))
 		rc = -1;
-	else if ((rc = member_string(root, "holder", 0, &out->holder)) == 0)
-		rc = member_string(root, "run", 1, &out->run);
+	else if ((rc = faucet_value__member_string(root, "holder", 0, &out->holder)) == 0)
+		rc = faucet_value__member_string(root, "run", 1, &out->run);
 	if (rc != 0) {
 		faucet_lease_dispose(out);
 		/* Out of memory says nothing about the document. */

@@ -116,20 +116,6 @@ static int foreign(const char *key, const char *what)
 				key, what);
 }
 
-/* A member that must be a string (or, when `nullable`, null / absent). */
-static int get_string(json_object *o, const char *name, int nullable, char **out)
-{
-	json_object *m = NULL;
-
-	*out = NULL;
-	if (!json_object_object_get_ex(o, name, &m) || m == NULL)
-		return nullable ? 0 : -1;
-	if (!json_object_is_type(m, json_type_string))
-		return -1;
-	*out = faucet__strdup(json_object_get_string(m));
-	return *out ? 0 : FAUCET_ENOMEM;
-}
-
 static int node_value(json_object *node, faucet_value **out)
 {
 	size_t len = 0;
@@ -325,7 +311,7 @@ int run__marker_parse(const faucet_value *v, const char *key, const char *run, r
 	if ((rc = private_tree(v, &root)) != 0)
 		return rc;
 	/* -1 is "foreign"; out of memory copying the id stays itself. */
-	rc = version_one(root) ? get_string(root, "run", 0, &id) : -1;
+	rc = version_one(root) ? faucet_value__member_string(root, "run", 0, &id) : -1;
 	if (rc == 0 && (!json_object_object_get_ex(root, "before", &before) ||
 			!json_object_is_type(before, json_type_object)))
 		rc = -1;
@@ -511,13 +497,13 @@ static int read_entry(json_object *o, run_entry *e)
 	memset(e, 0, sizeof(*e));
 	if (!json_object_is_type(o, json_type_object))
 		return -1;
-	if ((rc = get_string(o, "run", 0, &e->run)) != 0 ||
-	    (rc = get_string(o, "started_at", 1, &e->started_at)) != 0 ||
-	    (rc = get_string(o, "ended_at", 1, &e->ended_at)) != 0 ||
-	    (rc = get_string(o, "outcome", 0, &e->outcome)) != 0 ||
-	    (rc = get_string(o, "message", 1, &e->message)) != 0 ||
-	    (rc = get_string(o, "undoes", 1, &e->undoes)) != 0 ||
-	    (rc = get_string(o, "lease", 1, &e->lease)) != 0)
+	if ((rc = faucet_value__member_string(o, "run", 0, &e->run)) != 0 ||
+	    (rc = faucet_value__member_string(o, "started_at", 1, &e->started_at)) != 0 ||
+	    (rc = faucet_value__member_string(o, "ended_at", 1, &e->ended_at)) != 0 ||
+	    (rc = faucet_value__member_string(o, "outcome", 0, &e->outcome)) != 0 ||
+	    (rc = faucet_value__member_string(o, "message", 1, &e->message)) != 0 ||
+	    (rc = faucet_value__member_string(o, "undoes", 1, &e->undoes)) != 0 ||
+	    (rc = faucet_value__member_string(o, "lease", 1, &e->lease)) != 0)
 		return rc;
 	if (json_object_object_get_ex(o, "exit_status", &m) && m != NULL) {
 		if (!json_object_is_type(m, json_type_int))

@@ -110,23 +110,36 @@ static int postgres_from_url(char *url, faucet_store_config *cfg)
 	return rc;
 }
 
-/* redis://[:password@]host:port/DB?namespace=ns&index=true */
-static int redis_from_url(char *url, faucet_store_config *cfg)
+/* The options of redis:// (the first three) and redis-sentinel:// (all
+ * five): namespace, max_connections, index, min_replicas, wait_timeout. */
+static int redis_options(char *url, faucet_store_config *cfg, const char *type, size_t count)
 {
-	static const char *const names[] = {"namespace", "max_connections", "index"};
-	char *values[3];
-	int rc = faucet__url_take_params(url, names, values, 3);
+	static const char *const names[] = {"namespace", "max_connections", "index",
+					     "min_replicas", "wait_timeout"};
+	char *values[5] = {NULL, NULL, NULL, NULL, NULL};
+	int rc = faucet__url_take_params(url, names, values, count);
 
 	if (rc != 0)
 		return rc;
-	cfg->type = "redis";
+	cfg->type = type;
 	cfg->url = url;
 	cfg->namespace_name = values[0];
 	if (values[1] != NULL)
 		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
 	if (rc == 0 && values[2] != NULL)
 		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
+	if (rc == 0 && values[3] != NULL)
+		rc = faucet__parse_positive(values[3], "min_replicas", 100, &cfg->redis_min_replicas);
+	if (rc == 0 && values[4] != NULL)
+		rc = faucet__parse_duration_ms(values[4], "wait_timeout", 3600000,
+					       &cfg->redis_wait_timeout_ms);
 	return rc;
+}
+
+/* redis://[:password@]host:port/DB?namespace=ns&index=true */
+static int redis_from_url(char *url, faucet_store_config *cfg)
+{
+	return redis_options(url, cfg, "redis", 3);
 }
 
 /* The client libraries of PostgreSQL and Redis are loaded on first use
@@ -165,26 +178,7 @@ static int etcd_open(faucet_store **out, const faucet_store_config *cfg)
  * WAIT's (doc/design.md §3.9). */
 static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
 {
-	static const char *const names[] = {"namespace", "max_connections", "index",
-					     "min_replicas", "wait_timeout"};
-	char *values[5];
-	int rc = faucet__url_take_params(url, names, values, 5);
-
-	if (rc != 0)
-		return rc;
-	cfg->type = "redis-sentinel";
-	cfg->url = url;
-	cfg->namespace_name = values[0];
-	if (values[1] != NULL)
-		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
-	if (rc == 0 && values[2] != NULL)
-		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
-	if (rc == 0 && values[3] != NULL)
-		rc = faucet__parse_positive(values[3], "min_replicas", 100, &cfg->redis_min_replicas);
-	if (rc == 0 && values[4] != NULL)
-		rc = faucet__parse_duration_ms(values[4], "wait_timeout", 3600000,
-					       &cfg->redis_wait_timeout_ms);
-	return rc;
+	return redis_options(url, cfg, "redis-sentinel", 5);
 }
 
 static const char *const memory_schemes[] = {"memory:", NULL};

@@ -785,3 +785,16 @@ int faucet_value_merge_patch(const faucet_value *target, const faucet_value *pat
 	json_object_put(ptree);
 	return rc;
 }
+
+int faucet_value__member_string(json_object *o, const char *name, int nullable, char **out)
+{
+	json_object *m = NULL;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(o, name, &m) || m == NULL)
+		return nullable ? 0 : -1;
+	if (!json_object_is_type(m, json_type_string))
+		return -1;
+	*out = faucet__strdup(json_object_get_string(m));
+	return *out ? 0 : FAUCET_ENOMEM;
+}

@@ -26,6 +26,11 @@ int faucet_value__from_buf(faucet_value **out, faucet_buf *b, const char *where)
  * read-only and shared: never modify it.  Fails only when out of memory. */
 int faucet_value__tree(const faucet_value *v, json_object **out);
 
+/* Member `name` of object `o`, which must be a string (or, when `nullable`,
+ * null or absent: *out NULL), copied into *out (caller frees).  0, -1 when
+ * it is not such a member, FAUCET_ENOMEM. */
+int faucet_value__member_string(json_object *o, const char *name, int nullable, char **out);
+
 /* v with every number spelt canonically - 0, or [-]d[.ddd]e[-]N with only
  * significant digits - the same JSON value (faucet_value_equal) in the
  * fewest digits.  *lowest and *highest are the places (powers of ten) of
