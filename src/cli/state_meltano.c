@@ -36,7 +36,7 @@ static const char export_help[] =
 	"\n"
 	"Print the bookmark of the invocation PIPELINE::R (R defaults to 'default') as\n"
 	"Meltano's state document, {\"singer_state\": BOOKMARK} - what 'meltano state\n"
-	"set ID' accepts.  -o FILE writes it atomically instead (mode 0600).\n"
+	"set ID' accepts.  -o, --output FILE writes it atomically instead (mode 0600).\n"
 	"Exit 1 when the invocation has no bookmark or it is not a JSON object.\n";
 
 static const char import_help[] =

@@ -35,7 +35,7 @@ static const char export_help[] =
 	"namespace (PIPELINE::, or T::PIPELINE:: with --tenant T) with its value.\n"
 	"--format meltano prints one invocation's bookmark as Meltano's state\n"
 	"document instead (see 'faucet state export --format meltano --help').\n"
-	"-o FILE writes it atomically instead (temp file, fsync, rename; created\n"
+	"-o, --output FILE writes it atomically instead (temp file, fsync, rename; created\n"
 	"owner-only, mode 0600); an existing device, FIFO or symlink is written\n"
 	"through, -o - is stdout.\n"
 	"Note: the document holds plaintext values, even from an encrypted store.\n"
