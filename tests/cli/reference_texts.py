@@ -86,6 +86,17 @@ for name, text in texts.items():
     for word in commands + subcommands:
         if not re.search(r"\b%s\b" % re.escape(word), text):
             missing.append("%s lacks the command '%s'" % (name, word))
+# Every variable faucet reads or hands to a command, in the man page.
+env = set()
+for path in glob.glob(os.path.join(cli, "*.c")) + glob.glob(os.path.join(src, "src", "backfill", "*.c")):
+    env.update(re.findall(r'"(FAUCET_[A-Z_]+[A-Z])[="]', read(path)))
+for var in sorted(env):
+    if var not in texts["doc/faucet.1"]:
+        missing.append("doc/faucet.1 lacks the variable %s" % var)
+# The man page's version is the command's.
+version = out("--version").split()[-1]
+if ('"faucet %s"' % version) not in man:
+    missing.append("doc/faucet.1's .TH does not say faucet %s" % version)
 for line in missing:
     print(line)
 print("reference_texts: %d flags, %d commands, %d subcommands, %d omissions"
