@@ -46,6 +46,7 @@
 
 #include "internal.h"
 #include "keys/bookkeeping.h"
+#include "values/value_internal.h"
 #include "store/open_internal.h"
 #include "stores/loaders.h"
 #include "stores/pool.h"
@@ -649,7 +650,7 @@ static int put_range(faucet_buf *b, const etcd_store *s, const char *start, size
 }
 
 static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
-			   const faucet_value *v)
+			   const faucet_value *v, int64_t lease)
 {
 	int rc;
 
@@ -658,8 +659,74 @@ static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
 	(void)faucet_buf_puts(b, "\",\"value\":\"");
 	if (rc == 0)
 		rc = b64_put(b, faucet_value_json(v), faucet_value_len(v));
+	if (lease != 0)
+		(void)faucet_buf_printf(b, "\",\"lease\":\"%lld", (long long)lease);
 	(void)faucet_buf_puts(b, "\"}}");
 	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+/*
+ * Native leases (doc/design.md §3.8).  A faucet lease - a key ending in
+ * "::__lease__" holding {"holder", "expires_at", ...} - is written attached
+ * to an etcd lease that runs out one second after its expires_at, so etcd
+ * itself deletes the lease of a holder that stopped renewing (killed,
+ * frozen, cut off): nothing is left behind for doctor to warn about.  Each
+ * write of a lease key (a claim or a renewal: a compare-and-put on the
+ * key's mod_revision, which is also what fences it) grants a fresh etcd
+ * lease; the one it replaces holds no key any more and simply runs out.
+ * A lease document already expired (or one we cannot read) is written
+ * without one.
+ */
+#define ETCD_LEASE_SUFFIX "::__lease__"
+
+static int64_t lease_ttl_of(const char *key, const faucet_value *v)
+{
+	size_t n = strlen(key), m = sizeof(ETCD_LEASE_SUFFIX) - 1;
+	json_object *tree = NULL, *e = NULL;
+	int64_t ttl;
+
+	if (v == NULL || n < m || strcmp(key + n - m, ETCD_LEASE_SUFFIX) != 0)
+		return 0;
+	if (faucet_value__tree(v, &tree) != 0) {
+		faucet_error_clear();
+		return 0;
+	}
+	if (!json_object_is_type(tree, json_type_object) ||
+	    !json_object_object_get_ex(tree, "expires_at", &e) || !json_object_is_type(e, json_type_int))
+		return 0;
+	ttl = json_object_get_int64(e) - (int64_t)time(NULL) + 1;
+	return ttl > 0 ? ttl : 0;
+}
+
+/* The etcd lease to attach to a write of `v` at `key`, in *lease (0: none).
+ * A grant is safe to send again (an extra lease holds nothing), so it is
+ * not a write for failover's sake. */
+static int lease_for(etcd_store *s, etcd_conn *c, const char *key, const faucet_value *v,
+		     int64_t *lease)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL, *id;
+	int64_t ttl = lease_ttl_of(key, v);
+	int rc;
+
+	*lease = 0;
+	if (ttl == 0)
+		return 0;
+	if (faucet_buf_printf(&b, "{\"TTL\":%lld}", (long long)ttl) != 0)
+		return FAUCET_ENOMEM;
+	rc = etcd_request(c, "/v3/lease/grant", &b, 0, "lease grant", &r);
+	faucet_buf_dispose(&b);
+	if (rc != 0)
+		return rc;
+	id = member(r, "ID");
+	if (id != NULL)
+		*lease = json_object_is_type(id, json_type_string)
+				 ? strtoll(json_object_get_string(id), NULL, 10)
+				 : json_object_get_int64(id);
+	json_object_put(r);
+	if (*lease == 0)
+		return etcd_fail(s, FAUCET_ERROR, "lease grant", "the reply has no lease ID");
+	return 0;
 }
 
 /* ---- operations -------------------------------------------------------- */
@@ -745,13 +812,18 @@ static int op_put(etcd_store *s, etcd_conn *c, etcd_args *a)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	json_object *r = NULL;
+	int64_t lease = 0;
 	int rc;
 
+	if ((rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
+		return rc;
 	(void)faucet_buf_puts(&b, "{\"key\":\"");
 	rc = put_full_key(&b, s, a->key);
 	(void)faucet_buf_puts(&b, "\",\"value\":\"");
 	if (rc == 0)
 		rc = b64_put(&b, faucet_value_json(a->value), faucet_value_len(a->value));
+	if (lease != 0)
+		(void)faucet_buf_printf(&b, "\",\"lease\":\"%lld", (long long)lease);
 	(void)faucet_buf_puts(&b, "\"}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
@@ -976,17 +1048,21 @@ static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
 		rc = matches(s, &kv, a->expected, &eq);
 		if (rc != 0 || !eq)
 			break;
+		int64_t lease = 0;
+
+		if (a->value != NULL && (rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
+			break;
 		(void)faucet_buf_puts(&b, "{\"compare\":[{\"key\":\"");
 		rc = put_full_key(&b, s, guard);
 		(void)faucet_buf_printf(&b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
 					    "\"success\":[",
 					(long long)kv.mod);
 		if (rc == 0 && a->guard != NULL) {
-			rc = put_request_put(&b, s, a->guard, a->guard_value);
+			rc = put_request_put(&b, s, a->guard, a->guard_value, 0);
 			(void)faucet_buf_puts(&b, ",");
 		}
 		if (rc == 0 && a->value != NULL) {
-			rc = put_request_put(&b, s, a->key, a->value);
+			rc = put_request_put(&b, s, a->key, a->value, lease);
 		} else if (rc == 0) {
 			(void)faucet_buf_puts(&b, "{\"request_delete_range\":{\"key\":\"");
 			rc = put_full_key(&b, s, a->key);
@@ -1035,7 +1111,7 @@ static int op_put_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
 	for (size_t i = 0; rc == 0 && i < a->count; i++) {
 		if (i > 0)
 			(void)faucet_buf_puts(&b, ",");
-		rc = put_request_put(&b, s, a->entries[i].key, a->entries[i].value);
+		rc = put_request_put(&b, s, a->entries[i].key, a->entries[i].value, 0);
 	}
 	(void)faucet_buf_puts(&b, "]}");
 	if (rc == 0 && b.failed)

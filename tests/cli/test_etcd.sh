@@ -139,4 +139,34 @@ run --state "etcd://127.0.0.1:1/$P?request_timeout=1s&dial_timeout=200ms" state 
 expect_err_contains "no endpoint answered" "the message says no endpoint answered"
 
 ectl del --prefix "$P/" >/dev/null
+# ---- native leases: a frozen holder's lease goes by itself ----
+# faucet run's lease key is attached to an etcd lease that ends a second
+# after its expires_at: freeze the holder (SIGSTOP, so it neither renews nor
+# releases) and etcd deletes the key without anyone's help.  Without native
+# leases the key stays for ever (an expired lease for doctor to warn about).
+LP="${P}_lease"
+"$FAUCET_BIN" --state "${FAUCET_TEST_ETCD_URL%/*}/$LP" run --pipeline p --lease-ttl 2s -- sleep 60 \
+	>/dev/null 2>&1 &
+holder=$!
+lease_key="$LP/p::default::__lease__"
+for _ in $(seq 1 200); do # poll: until the run has written its lease
+	[ -n "$(ectl get --keys-only "$lease_key")" ] && break
+	sleep 0.05
+done
+lease_id=$(ectl get "$lease_key" -w json | python3 -c \
+	'import json,sys; k=json.load(sys.stdin).get("kvs",[]); print(k[0].get("lease",0) if k else "none")')
+case $lease_id in none | 0) fail "the run's lease key carries an etcd lease (got '$lease_id')" ;; *) pass ;; esac
+kill -STOP "$holder"
+gone=0
+for _ in $(seq 1 300); do # poll: at most 15 s for etcd to delete the key
+	if [ -z "$(ectl get --keys-only "$lease_key")" ]; then gone=1; break; fi
+	sleep 0.05
+done
+[ "$gone" = 1 ] && pass || fail "a frozen holder's lease key was deleted by etcd"
+kill -KILL "$holder"
+wait "$holder" 2>/dev/null
+# A new run of the invocation is not blocked by the frozen one's lease.
+run --state "${FAUCET_TEST_ETCD_URL%/*}/$LP" run --pipeline p -- true
+expect_rc 0 "a new run starts once etcd has dropped the frozen holder's lease"
+
 finish
