@@ -24,11 +24,12 @@ from ._errors import (
     OutcomeUnknown, LeaseLost, ConditionFailed,
 )
 from . import _errors
-from ._store import Store, Probe, CheckReport, ImportReport
+from ._store import Store, Probe, CheckReport, ImportReport, merge_patch, MERGE_ATTEMPTS
 from ._config import read_state as _read_state, open_store_config as _open_config
 from ._config import DEFAULT_URL as _DEFAULT_URL
 
-__version__ = "0.1.0"
+import os as _os
+from typing import Optional as _Optional, Sequence as _Sequence, Union as _Union
 
 __all__ = [
     "open", "open_config", "Store", "Probe", "CheckReport", "ImportReport",
@@ -36,11 +37,12 @@ __all__ = [
     "InvalidDocument", "NotFound", "Unsupported", "ConfigError", "IoError",
     "CryptoError", "OutOfMemory", "Locked", "Contention", "AuthFailed",
     "Unavailable", "Timeout", "OutcomeUnknown", "LeaseLost", "ConditionFailed",
-    "library_path", "library_version",
+    "library_path", "library_version", "merge_patch", "MERGE_ATTEMPTS",
+    "__version__",
 ]
 
 
-def library_version():
+def library_version() -> _Optional[str]:
     """The loaded libfaucet's version ("1.0.0"), or None when the library
     is too old to say."""
     try:
@@ -48,6 +50,12 @@ def library_version():
     except AttributeError:
         return None
     return _ffi.string(fn()).decode("ascii", "replace")
+
+
+# The package is a thin layer over the library it loaded: its version is
+# that library's (faucet_version()), so a bug report names the C code that
+# ran.  "0+unknown" for a library too old to report one.
+__version__: str = library_version() or "0+unknown"
 
 
 def _redacted(url):
@@ -60,7 +68,8 @@ def _redacted(url):
         _lib.faucet_free(text)
 
 
-def open(url, *, encryption_key=None, previous_keys=()):
+def open(url: str, *, encryption_key: _Optional[str] = None,
+         previous_keys: _Sequence[str] = ()) -> Store:
     """Open the store a URL names: "memory:", "file:PATH", "sqlite:PATH",
     "postgres://...?table=t", "redis://host:port/0?namespace=ns".
 
@@ -90,7 +99,7 @@ def open(url, *, encryption_key=None, previous_keys=()):
     return Store(out[0], _redacted(url))
 
 
-def open_config(path):
+def open_config(path: _Union[str, "_os.PathLike[str]"]) -> Store:
     """Open the store a faucet pipeline YAML's `state: {type, config}` block
     describes, read as the `faucet` command reads it (${env:VAR} replaced;
     a relative path is relative to the current directory).  A file without a

@@ -14,7 +14,7 @@ object), then we walk only `state`, with the CLI's rules:
     (memory: none; file: path, encryption; sqlite: path; postgres: url,
     table, ensure_table, max_connections; redis: url, namespace,
     max_connections; redis-sentinel: the same, with min_replicas and
-    wait_timeout in its URL); encryption: {key | key_env, previous_keys, algorithm};
+    wait_timeout, also in its URL); encryption: {key | key_env, previous_keys, algorithm};
   - a plain empty, `~` or `null` scalar is an unset field;
   - ${env:VAR} in any string is replaced by the variable's value; an unset
     variable is a ConfigError naming it, a set-but-empty one is "".
@@ -28,7 +28,7 @@ only for the open call, and that copy is zeroed straight after.
 import os
 import re
 
-from ._ffi import ffi, lib, STORE_CONFIG_VERSION
+from ._ffi import ffi, lib, STORE_CONFIG_VERSION, STORE_CONFIG_VERSION_1
 from . import _errors as E
 
 DEFAULT_URL = "file:.faucet-state"
@@ -41,13 +41,15 @@ _BACKEND_FIELDS = {
     "redis": ("url", "namespace", "index", "max_connections"),
     "etcd": ("endpoints", "prefix", "dial_timeout", "request_timeout",
              "max_connections", "url"),
-    # min_replicas and wait_timeout go in the URL's query here: the binding
-    # fills faucet_store_config version 1, which lacks their fields.
-    "redis-sentinel": ("url", "namespace", "index", "max_connections"),
+    # min_replicas and wait_timeout: faucet_store_config version 2's
+    # redis_min_replicas and redis_wait_timeout_ms (or in the URL's query).
+    "redis-sentinel": ("url", "namespace", "index", "max_connections",
+                       "min_replicas", "wait_timeout"),
 }
 _ALL_FIELDS = ("path", "url", "table", "ensure_table", "max_connections",
                "namespace", "index", "encryption", "endpoints", "prefix",
-               "dial_timeout", "request_timeout")
+               "dial_timeout", "request_timeout", "min_replicas", "wait_timeout")
+_DURATION = re.compile(r"([0-9]+)(ms|s)\Z")
 _ENV_REF = re.compile(r"\$\{env:([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 
@@ -133,6 +135,19 @@ class _Reader:
             raise self.fail(node, f"{field} must be a whole number from {low} to "
                             f"{high}, got '{node.value}'")
         return value
+
+    def duration_ms(self, node, field):
+        """A duration such as 500ms or 1s (1ms to 3600s), in milliseconds,
+        read as the command reads it (read_duration_ms in src/cli/config.c)."""
+        text = self.string(node, field)
+        if text is None:
+            raise self.fail(node, f"{field} must be a duration such as 500ms or 1s")
+        m = _DURATION.match(text)
+        ms = int(m.group(1)) * (1 if m.group(2) == "ms" else 1000) if m else 0
+        if not 1 <= ms <= 3600000:
+            raise self.fail(node, f"{field} must be a duration such as 500ms or 1s "
+                            f"(1ms to 3600s), got '{node.value}'")
+        return ms
 
     def boolean(self, node, field):
         text = self.string(node, field)
@@ -248,6 +263,10 @@ def read_state(path):
             fields[name] = 1 if r.boolean(vnode, field) else 0
         elif name == "max_connections":
             fields[name] = r.integer(vnode, field, 1, 10000)
+        elif name == "min_replicas":
+            fields[name] = r.integer(vnode, field, 1, 100)
+        elif name == "wait_timeout":
+            fields["wait_timeout_ms"] = r.duration_ms(vnode, field)
         elif name == "encryption" and not r.is_null(vnode):
             encryption = _encryption(r, vnode)
         elif name in ("prefix", "dial_timeout", "request_timeout"):
@@ -310,12 +329,18 @@ class CStrings:
 
 def open_store_config(fields, encryption):
     """faucet_store_open_config with `fields` (type, path, url, table,
-    ensure_table, max_connections, namespace) and encryption (key, previous
+    ensure_table, max_connections, namespace, index, min_replicas,
+    wait_timeout_ms) and encryption (key, previous
     keys) or None.  Returns the faucet_store *."""
     c = CStrings()
     try:
         cfg = ffi.new("faucet_store_config *")
-        cfg.version = STORE_CONFIG_VERSION
+        min_replicas = fields.get("min_replicas", 0)
+        wait_timeout_ms = fields.get("wait_timeout_ms", 0)
+        # Version 2 only when one of its fields is set: a 1.0 library, which
+        # refuses a version newer than itself, still opens everything else.
+        cfg.version = (STORE_CONFIG_VERSION if min_replicas or wait_timeout_ms
+                       else STORE_CONFIG_VERSION_1)
         cfg.type = c(fields.get("type"))
         cfg.path = c(fields.get("path"))
         cfg.url = c(fields.get("url"))
@@ -324,6 +349,8 @@ def open_store_config(fields, encryption):
         cfg.ensure_table = fields.get("ensure_table", 0)
         cfg.max_connections = fields.get("max_connections", 0)
         cfg.redis_index = fields.get("index", 0)
+        cfg.redis_min_replicas = min_replicas
+        cfg.redis_wait_timeout_ms = wait_timeout_ms
         keep = []
         if encryption is not None:
             key, previous = encryption

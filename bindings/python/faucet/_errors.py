@@ -10,6 +10,8 @@ library's own, which already names the key, file or server and never holds
 a secret.
 """
 
+from typing import Optional
+
 from ._ffi import ffi, lib
 
 # Codes of include/faucet/common.h.
@@ -41,7 +43,11 @@ class Error(Exception):
                retryable as such: read the state back first
     """
 
-    def __init__(self, message, code=None):
+    message: str
+    code: Optional[int]
+    retryable: bool
+
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
@@ -82,8 +88,10 @@ class ConfigError(Error):
     """Bad configuration: a store URL, a config file, an option (FAUCET_ECONFIG)."""
 
 
-class IoError(Error):
-    """An operating-system I/O call failed (FAUCET_EIO)."""
+class IoError(Error, OSError):
+    """An operating-system I/O call failed (FAUCET_EIO).  Also an OSError,
+    so `except OSError` catches it; its errno and filename are None (the
+    library's message names the file and the system's reason)."""
 
 
 class CryptoError(Error):
@@ -110,8 +118,9 @@ class Unavailable(Error):
     """The server could not be reached (FAUCET_EUNAVAILABLE); retryable."""
 
 
-class Timeout(Error):
-    """The operation ran out of time (FAUCET_ETIMEOUT); retryable."""
+class Timeout(Error, TimeoutError):
+    """The operation ran out of time (FAUCET_ETIMEOUT); retryable.  Also a
+    TimeoutError (and so an OSError; errno None)."""
 
 
 class OutcomeUnknown(Error):

@@ -34,7 +34,11 @@ ABI_MINOR = 0
 # The versions of the options structs declared below (their _VERSION
 # macros in include/faucet/); each struct's first field says which one a
 # caller filled in.
-STORE_CONFIG_VERSION = 1
+# faucet_store_config: version 2 added redis_min_replicas and
+# redis_wait_timeout_ms.  _config.py fills version 2 only when one of them
+# is set, so a library of version 1.0 without them still opens the rest.
+STORE_CONFIG_VERSION = 2
+STORE_CONFIG_VERSION_1 = 1
 CHECK_CONTEXT_VERSION = 1
 IMPORT_OPTIONS_VERSION = 1
 
@@ -64,6 +68,9 @@ typedef struct {
     const char *namespace_name;
     const faucet_encryption_options *encryption;
     int redis_index;
+    /* version 2 */
+    int redis_min_replicas;
+    int redis_wait_timeout_ms;
 } faucet_store_config;
 
 typedef struct { unsigned version; uint64_t timeout_ms; unsigned flags; } faucet_check_context;
@@ -155,6 +162,9 @@ void faucet_import_report_dispose(void *r);
 
 /* Optional: present in later libraries only, looked up with has(). */
 const char *faucet_version(void);
+int faucet_value_equal(const faucet_value *a, const faucet_value *b);
+int faucet_value_merge_patch(const faucet_value *target, const faucet_value *patch,
+                             faucet_value **out);
 
 /* include/faucet/run.h (invocation runs) */
 typedef struct faucet_run faucet_run;

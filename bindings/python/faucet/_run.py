@@ -27,6 +27,7 @@ until the loaded library has it, Store.run() raises Unsupported.
 
 import os
 import threading
+from typing import Any, List
 
 from ._ffi import ffi, lib, has, RUN_CALLS, RUN_OPTIONS_VERSION
 from . import _errors as E
@@ -99,7 +100,7 @@ class Run:
             return run_id
         return None
 
-    def __enter__(self):
+    def __enter__(self) -> "Run":
         out = ffi.new("faucet_run **")
         s = self._store._enter()
         try:
@@ -129,7 +130,7 @@ class Run:
             self._renewer.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
@@ -161,7 +162,7 @@ class Run:
             raise E.Error("the run is not active (use it inside its `with` block)")
         return self._run
 
-    def put(self, key, value):
+    def put(self, key: str, value: Any) -> None:
         """Store `value` under `key` as part of this run."""
         k = _key_bytes(key)
         v = _parse_value(value)
@@ -173,14 +174,14 @@ class Run:
         finally:
             lib.faucet_value_free(v)
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         k = _key_bytes(key)
         with self._lock:
             rc = lib.faucet_run_delete(self._handle(), k)
             if rc != 0:
                 raise E.last_error(rc, E.InvalidKey)
 
-    def compare_and_put(self, key, expected, value):
+    def compare_and_put(self, key: str, expected: Any, value: Any) -> bool:
         k = _key_bytes(key)
         exp = ffi.NULL if expected is None else _parse_value(expected)
         try:
@@ -197,7 +198,7 @@ class Run:
         finally:
             lib.faucet_value_free(exp)
 
-    def compare_and_delete(self, key, expected):
+    def compare_and_delete(self, key: str, expected: Any) -> bool:
         k = _key_bytes(key)
         exp = _parse_value(expected) if expected is not None else None
         if exp is None:
@@ -216,11 +217,11 @@ class Run:
         finally:
             lib.faucet_value_free(exp)
 
-    def get(self, key):
+    def get(self, key: str) -> Any:
         """The store's value under `key` (reads are not part of the run)."""
         return self._store.get(key)
 
-    def renew(self):
+    def renew(self) -> None:
         """Extend the lease now; LeaseLost when another run took it over."""
         with self._lock:
             rc = lib.faucet_run_renew(self._handle())
@@ -228,7 +229,7 @@ class Run:
                 raise E.last_error(rc)
 
     @property
-    def keys(self):
+    def keys(self) -> List[str]:
         with self._lock:
             return _strarray_list(lib.faucet_run_keys(self._handle()))
 

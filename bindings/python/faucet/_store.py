@@ -22,6 +22,10 @@ refused as a value (InvalidValue); nested nulls are fine.
 import queue
 import threading
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
+
+if TYPE_CHECKING:
+    from ._run import Run
 
 from ._ffi import ffi, lib, has, CHECK_CONTEXT_VERSION, IMPORT_OPTIONS_VERSION
 from . import _errors as E
@@ -80,6 +84,73 @@ def _strarray_list(arr):
             for i in range(arr.count)]
 
 
+MERGE_ATTEMPTS = 8
+"""How many times Store.merge() reads, patches and compare-and-puts before
+it gives up on a value other writers keep changing (as `faucet state
+merge` does): with N writers each merging once, N attempts always do."""
+
+
+def _need_merge():
+    if not (has(lib, "faucet_value_merge_patch") and has(lib, "faucet_value_equal")):
+        raise E.Unsupported("this libfaucet has no faucet_value_merge_patch "
+                            "(JSON Merge Patch came after 1.0.0); upgrade it",
+                            E.EUNSUPPORTED)
+
+
+def _null_value():
+    out = _new(_VALUE_OUT)
+    rc = lib.faucet_value_parse(out, b"null", 4)
+    if rc != 0:
+        raise E.last_error(rc, E.InvalidValue)
+    return out[0]
+
+
+def _value_obj(v):
+    """The Python object of a faucet_value * (not freed here)."""
+    return loads(ffi.string(lib.faucet_value_json(v)))
+
+
+def _merged(target, patch):
+    """faucet_value_merge_patch(target, patch) as a new faucet_value *."""
+    out = _new(_VALUE_OUT)
+    rc = lib.faucet_value_merge_patch(target, patch, out)
+    if rc != 0:
+        raise E.last_error(rc, E.InvalidValue)
+    return out[0]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON Merge Patch: `patch` applied to `target`, computed by
+    libfaucet (faucet_value_merge_patch), neither argument changed.
+
+    A None member of an object patch removes that member; nested objects
+    merge member by member; anything else (arrays included) replaces.  A
+    patch that is not an object is the result; an object patch of a target
+    that is not an object starts from {} (as the RFC says; Store.merge()
+    refuses that instead).  target None is "no value" (merged as null), a
+    patch None is JSON null, and a null result is returned as None.
+    Members keep the target's order; new ones follow in the patch's."""
+    _need_merge()
+    t = _NULL if target is None else _parse_value(target)
+    try:
+        p = _null_value() if patch is None else _parse_value(patch)
+        try:
+            m = _merged(t, p)
+        finally:
+            lib.faucet_value_free(p)
+    finally:
+        lib.faucet_value_free(t)
+    try:
+        return _value_obj(m)
+    finally:
+        lib.faucet_value_free(m)
+
+
+def _kind(json_text):
+    return {b"{": "an object", b"[": "an array", b'"': "a string", b"t": "a boolean",
+            b"f": "a boolean", b"n": "null"}.get(json_text[:1], "a number")
+
+
 Probe = namedtuple("Probe", "name status reason elapsed_ms hint")
 Probe.__doc__ = """One doctor probe: status is "pass", "fail", "skip" or "warn"."""
 
@@ -90,11 +161,11 @@ class CheckReport(tuple):
     """The probes of Store.check(), in order.  `ok` is False when any failed."""
 
     @property
-    def failed(self):
+    def failed(self) -> "List[Probe]":
         return [p for p in self if p.status == "fail"]
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return not self.failed
 
 
@@ -112,6 +183,8 @@ class Store:
     """A handle on one libfaucet store.  Use faucet.open() or
     faucet.open_config(); close it (or use `with`) to release files and
     connections.  Safe to share between threads."""
+
+    backend: str  # the backend name: "file", "sqlite", "postgres", ...
 
     def __init__(self, ptr, label):
         self._ptr = ptr
@@ -149,7 +222,7 @@ class Store:
             return
         lib.faucet_store_free(ptr)
 
-    def close(self):
+    def close(self) -> None:
         """Release the store.  Calls still running on other threads finish
         first; the handle is freed when the last of them returns."""
         self._closing = True
@@ -157,13 +230,13 @@ class Store:
             self._free()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closing
 
-    def __enter__(self):
+    def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self):
@@ -184,7 +257,7 @@ class Store:
     # conversion and the _enter/_leave bookkeeping to keep the binding's own
     # cost near 2 us (bench.py).
 
-    def get(self, key):
+    def get(self, key: str) -> Any:
         """The value under `key`, or None when there is no entry."""
         try:
             k = key.encode()
@@ -214,7 +287,8 @@ class Store:
         finally:
             lib.faucet_value_free(v)
 
-    def put(self, key, value, *, if_absent=False, if_equals=_UNSET):
+    def put(self, key: str, value: Any, *, if_absent: bool = False,
+            if_equals: Any = _UNSET) -> None:
         """Store `value` under `key`; durable when this returns.
 
         With if_absent=True (or if_equals=X) it is a compare-and-put that
@@ -262,7 +336,7 @@ class Store:
             raise E.ConditionFailed(f"{key}: the entry is not {what}; "
                                     "nothing was written")
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         """Remove the entry under `key`; an absent key is not an error."""
         k = _key_bytes(key)
         s = self._enter()
@@ -273,7 +347,7 @@ class Store:
         finally:
             self._leave()
 
-    def compare_and_put(self, key, expected, value):
+    def compare_and_put(self, key: str, expected: Any, value: Any) -> bool:
         """Store `value` only when the entry equals `expected` as a JSON
         value (None: only when there is no entry).  True when written."""
         k = _key_bytes(key)
@@ -295,7 +369,98 @@ class Store:
         finally:
             lib.faucet_value_free(exp)
 
-    def compare_and_delete(self, key, expected):
+    def merge(self, key: str, patch: Any, *, if_equals: Any = _UNSET,
+              attempts: int = MERGE_ATTEMPTS) -> Any:
+        """Apply the RFC 7396 JSON Merge Patch `patch` to the value under
+        `key` and store the result; durable when this returns.  Returns the
+        value now stored.
+
+        The merge reads the value, patches it (merge_patch()) and writes the
+        result with a compare-and-put against what it read; when another
+        writer changed the value in between it starts again from the new
+        value, up to `attempts` times, then raises Contention (nothing
+        written).  So writers merging different members of one value at
+        once all keep their members.  An absent key merges into null (the
+        patch with its None members removed is stored); a patch that changes
+        nothing writes nothing.
+
+        Like `faucet state merge`, an object patch of a value that is not
+        an object (a number, a string, a list) raises InvalidValue rather
+        than replacing it by {}: use put() to replace it.  A None patch is
+        refused (its result, null, reads back as "no entry": delete the key
+        instead).  With if_equals=X the merge is done only while the value
+        equals X as a JSON value, else ConditionFailed (nothing written).
+        A store without atomic compare-and-put raises Unsupported."""
+        k = _key_bytes(key)
+        _need_merge()
+        if type(attempts) is not int or attempts < 1:
+            raise ValueError(f"attempts must be a positive int, not {attempts!r}")
+        if patch is None:
+            raise E.InvalidValue(f"{key}: a None patch would make the value null, "
+                                 "which reads back as 'no entry' (delete the key "
+                                 "instead); nothing written", E.EINVALID)
+        if if_equals is None:
+            raise TypeError("if_equals=None is ambiguous (an absent key merges "
+                            "into null; compare with get() first)")
+        p = _parse_value(patch)
+        exp = _NULL
+        current = merged = _NULL
+        try:
+            if if_equals is not _UNSET:
+                exp = _parse_value(if_equals)
+            object_patch = ffi.string(lib.faucet_value_json(p))[:1] == b"{"
+            if not self.atomic_compare_and_put:
+                raise E.Unsupported(f"{key}: the {self.backend} store has no atomic "
+                                    "compare-and-put, which a merge beside other "
+                                    "writers needs; nothing written", E.EUNSUPPORTED)
+            cell = _new(_VALUE_OUT)
+            written = _new(_INT_OUT)
+            for _ in range(attempts):
+                lib.faucet_value_free(current)
+                lib.faucet_value_free(merged)
+                current = merged = _NULL
+                s = self._enter()
+                try:
+                    rc = lib.faucet_store_get(s, k, cell)
+                    if rc != 0:
+                        raise E.last_error(rc, E.InvalidKey)
+                    current = cell[0]
+                finally:
+                    self._leave()
+                if exp != _NULL and not lib.faucet_value_equal(current, exp):
+                    raise E.ConditionFailed(f"{key}: the entry is not equal to "
+                                            "if_equals; nothing was written")
+                if current != _NULL and object_patch:
+                    text = ffi.string(lib.faucet_value_json(current))
+                    if text[:1] != b"{":
+                        raise E.InvalidValue(
+                            f"{key}: the stored value is {_kind(text)}, not an "
+                            "object; merging an object patch would replace it by "
+                            "{} (RFC 7396); nothing written (use put() to replace "
+                            "it)", E.EINVALID)
+                merged = _merged(current, p)
+                if current != _NULL and lib.faucet_value_equal(current, merged):
+                    return _value_obj(merged)   # nothing to change
+                s = self._enter()
+                try:
+                    rc = lib.faucet_store_compare_and_put(s, k, current, merged,
+                                                          written)
+                    if rc != 0:
+                        raise E.last_error(rc, E.InvalidKey)
+                finally:
+                    self._leave()
+                if written[0]:
+                    return _value_obj(merged)
+            raise E.Contention(f"{key}: the value changed under the merge {attempts} "
+                               "times in a row (other writers); nothing written, "
+                               "try again", E.ECONTENTION)
+        finally:
+            lib.faucet_value_free(current)
+            lib.faucet_value_free(merged)
+            lib.faucet_value_free(exp)
+            lib.faucet_value_free(p)
+
+    def compare_and_delete(self, key: str, expected: Any) -> bool:
         """Delete the entry only when it equals `expected` as a JSON value
         (None matches a stored JSON null).  True when deleted."""
         k = _key_bytes(key)
@@ -322,7 +487,7 @@ class Store:
 
     # ---- enumeration -------------------------------------------------------
 
-    def list(self, prefix=""):
+    def list(self, prefix: str = "") -> "List[str]":
         """Every key starting with `prefix`, in byte order."""
         p = _key_bytes(prefix, "prefix")
         arr = ffi.new("faucet_strarray *")
@@ -338,7 +503,7 @@ class Store:
         finally:
             lib.faucet_strarray_dispose(arr)
 
-    def scan(self, prefix="", *, chunk=256):
+    def scan(self, prefix: str = "", *, chunk: int = 256) -> Iterator[str]:
         """An iterator over the keys of list(prefix), in the same order,
         read as they are consumed: memory stays bounded by a few chunks of
         keys, however many there are.  Close the iterator (or exhaust it)
@@ -349,7 +514,7 @@ class Store:
 
     # ---- documents -------------------------------------------------------
 
-    def export_json(self, pipeline, pretty=False):
+    def export_json(self, pipeline: str, pretty: bool = False) -> str:
         """The version-1 export document of `pipeline`'s namespace, as text."""
         name = _key_bytes(pipeline, "pipeline")
         exp = ffi.new("faucet_export **")
@@ -372,12 +537,13 @@ class Store:
         finally:
             lib.faucet_free(text[0])
 
-    def export(self, pipeline):
+    def export(self, pipeline: str) -> Dict[str, Any]:
         """The export document of `pipeline` as a dict: version, pipeline,
         exported_at and keys ({key: value})."""
         return loads(self.export_json(pipeline).encode("utf-8"))
 
-    def import_(self, document, replace=False, *, allow_empty=False, dry_run=False):
+    def import_(self, document: Union[Dict[str, Any], str, bytes], replace: bool = False, *,
+                allow_empty: bool = False, dry_run: bool = False) -> ImportReport:
         """Write an export document (a dict as export() returns, or its JSON
         text) into the store; with replace=True also delete the namespace's
         keys it lacks.  Returns an ImportReport.  A failure part-way raises
@@ -445,7 +611,7 @@ class Store:
 
     # ---- doctor -----------------------------------------------------------------
 
-    def check(self, timeout=None):
+    def check(self, timeout: Optional[float] = None) -> CheckReport:
         """Run the store's doctor probes (`timeout` in seconds for the whole
         report; None = the library's default of 10 s).  A CheckReport."""
         ctx = ffi.NULL
@@ -485,21 +651,21 @@ class Store:
             self._leave()
 
     @property
-    def supports_list(self):
+    def supports_list(self) -> bool:
         return self._supports(lib.faucet_store_supports_list)
 
     @property
-    def atomic_compare_and_put(self):
+    def atomic_compare_and_put(self) -> bool:
         """Whether compare_and_put is atomic across processes and hosts."""
         return self._supports(lib.faucet_store_supports_compare_and_put)
 
     @property
-    def atomic_compare_and_delete(self):
+    def atomic_compare_and_delete(self) -> bool:
         return self._supports(lib.faucet_store_supports_compare_and_delete)
 
     # ---- invocation runs (doc/design.md §8) ----------------------------------
 
-    def run(self, pipeline, row="default", **options):
+    def run(self, pipeline: str, row: str = "default", **options: Any) -> "Run":
         """A run of the invocation {pipeline}::{row} under its lease, as a
         context manager: `with store.run("orders") as run: run.put(k, v)`.
         Every write through the run is fenced by the lease and recorded so

@@ -239,3 +239,78 @@ def test_a_redis_sentinel_config_is_checked_like_the_command_does(tmp_path):
     with pytest.raises(faucet.ConfigError) as e:
         faucet.open_config(other)
     assert "table" in e.value.message
+
+
+def test_redis_sentinel_min_replicas_and_wait_timeout_reach_the_library(tmp_path):
+    # faucet_store_config version 2.  No sentinel is needed: the library
+    # refuses an option given both in the URL and as a field before any
+    # connection, which it can only do when the field reached it.
+    for field, value, in_url in (("min_replicas", "2", "1"),
+                                 ("wait_timeout", "500ms", "1s")):
+        cfg = write(tmp_path, f"""
+            state:
+              type: redis-sentinel
+              config:
+                url: "redis-sentinel://127.0.0.1:1/m?{field}={in_url}"
+                {field}: {value}
+            """, f"{field}.yml")
+        with pytest.raises(faucet.ConfigError) as e:
+            faucet.open_config(cfg)
+        assert f"option '{field}' is given both in the URL" in e.value.message
+    # Valid values open (the store connects on first use, so this opens
+    # without a sentinel; a write through a real one is not tested here).
+    cfg = write(tmp_path, """
+        state:
+          type: redis-sentinel
+          config:
+            url: "redis-sentinel://127.0.0.1:1/m"
+            namespace: ns
+            min_replicas: 2
+            wait_timeout: 2s
+        """, "ok.yml")
+    with faucet.open_config(cfg) as s:
+        assert s.backend == "redis-sentinel"
+
+
+def test_the_library_checks_the_version_2_fields():
+    # What the YAML reader cannot send, sent straight to the library: its
+    # own checks of redis_min_replicas / redis_wait_timeout_ms answer.
+    from faucet._config import open_store_config
+    with pytest.raises(faucet.ConfigError, match="apply to redis-sentinel only"):
+        open_store_config({"type": "redis", "url": "redis://127.0.0.1:1",
+                           "min_replicas": 1}, None)
+    for field in ("min_replicas", "wait_timeout_ms"):
+        with pytest.raises(faucet.ConfigError, match="must not be negative"):
+            open_store_config({"type": "redis-sentinel",
+                               "url": "redis-sentinel://127.0.0.1:1/m",
+                               field: -1}, None)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("min_replicas", "0", "min_replicas must be a whole number from 1 to 100, got '0'"),
+    ("min_replicas", "many", "min_replicas must be a whole number"),
+    ("wait_timeout", "5m", "wait_timeout must be a duration such as 500ms or 1s "
+     "(1ms to 3600s), got '5m'"),
+    ("wait_timeout", "0ms", "(1ms to 3600s), got '0ms'"),
+    ("wait_timeout", "3601s", "got '3601s'"),
+])
+def test_redis_sentinel_fields_are_checked_like_the_command_does(tmp_path, field,
+                                                                 value, message):
+    cfg = write(tmp_path, f"""
+        state:
+          type: redis-sentinel
+          config: {{url: "redis-sentinel://127.0.0.1:1/m", {field}: "{value}"}}
+        """)
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    assert message in e.value.message
+
+
+def test_min_replicas_does_not_apply_to_plain_redis(tmp_path):
+    cfg = write(tmp_path, """
+        state:
+          type: redis
+          config: {url: "redis://127.0.0.1:1", min_replicas: 1}
+        """)
+    with pytest.raises(faucet.ConfigError, match="does not apply to type 'redis'"):
+        faucet.open_config(cfg)

@@ -98,3 +98,33 @@ def test_an_unreachable_server_is_an_error():
             s.get("p::r")
     assert isinstance(e.value, (faucet.Unavailable, faucet.StoreError))
     assert "127.0.0.1:1" in e.value.message
+
+
+def test_io_errors_are_os_errors_and_timeouts_timeout_errors():
+    assert issubclass(faucet.IoError, faucet.Error)
+    assert issubclass(faucet.IoError, OSError)
+    assert issubclass(faucet.Timeout, faucet.Error)
+    assert issubclass(faucet.Timeout, TimeoutError)
+    for code, builtin in ((-6, OSError), (-13, TimeoutError)):
+        with pytest.raises(builtin) as e:
+            raise _errors.error_for(code, "the message")
+        assert isinstance(e.value, faucet.Error)
+        assert str(e.value) == "the message" and e.value.message == "the message"
+        assert e.value.code == code and e.value.errno is None
+    # The others stay plain faucet errors.
+    assert not issubclass(faucet.Unavailable, OSError)
+    assert not issubclass(faucet.ConfigError, OSError)
+
+
+def test_a_real_io_error_is_caught_as_os_error(tmp_path):
+    # A file store whose directory is a regular file: the library's EIO.
+    (tmp_path / "f").write_text("not a directory")
+    try:
+        with faucet.open(f"file:{tmp_path}/f") as s:
+            s.put("p::k", 1)
+    except faucet.Error as e:
+        if e.code != -6:
+            pytest.fail(f"expected FAUCET_EIO, got {type(e).__name__}: {e}")
+        assert isinstance(e, OSError)
+    else:
+        pytest.fail("a file store over a regular file opened")

@@ -27,6 +27,13 @@ def test_pip_installs_the_package_into_a_venv(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     env = dict(os.environ, FAUCET_LIBRARY=os.path.abspath(faucet.library_path))
     env.pop("PYTHONPATH", None)
+    # PEP 561: the type hints' marker is installed with the package.
+    r = subprocess.run([py, "-c", "import faucet, os; print(os.path.isfile(os.path.join("
+                        "os.path.dirname(faucet.__file__), 'py.typed')))"],
+                       cwd=tmp_path, env=dict(os.environ, FAUCET_LIBRARY=os.path.abspath(
+                           faucet.library_path), PYTHONPATH=""),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "True\n", r.stdout + r.stderr
     r = subprocess.run([py, "-c", "import faucet; print(faucet.__file__); "
                         "s = faucet.open('memory:'); s.put('p::r', 0.1); print(s.get('p::r'))"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
