@@ -1129,11 +1129,38 @@ static void report_plan(runner *r, const size_t *todo, size_t ntodo)
 	(void)todo;
 }
 
+/* A range that has no marker yet gets one before its first unit runs: the
+ * plan with every unit pending (no unit recorded) and the zone, so a run
+ * interrupted during its first unit is still seen by `backfill status` and
+ * refused by a fresh run.  Created only where no marker is: a runner that
+ * loses that race leaves the other's in place (its outcomes merge into it). */
+static int create_marker(runner *r)
+{
+	faucet_backfill_marker *m = NULL;
+	faucet_value *v = NULL;
+	int written = 0, rc;
+
+	if (r->initial != NULL)
+		return 0;
+	rc = faucet_backfill_marker_new(&m, faucet_backfill_plan_descriptor(r->plan));
+	if (rc == 0)
+		rc = faucet_backfill_marker_set_timezone(m, faucet_backfill_plan_timezone(r->plan));
+	if (rc == 0)
+		rc = faucet_backfill_marker_to_value(m, &v);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(r->store, r->marker_key, NULL, v, &written);
+	faucet_value_free(v);
+	faucet_backfill_marker_free(m);
+	return rc;
+}
+
 static int run_units(runner *r, const size_t *todo, size_t ntodo)
 {
 	int rc;
 
 	if (r->o->mode == FAUCET_BACKFILL_RESTART && (rc = discard_previous_run(r)) != 0)
+		return rc;
+	if ((rc = create_marker(r)) != 0)
 		return rc;
 	r->ran = 1;
 	memcpy(r->queue, todo, ntodo * sizeof(*todo));

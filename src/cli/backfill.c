@@ -51,6 +51,12 @@ static const char backfill_help[] =
 	"  --metrics-file FILE  Prometheus metrics, rewritten as units end, when\n"
 	"                       interrupted and at the end\n"
 	"  --pipeline NAME      the pipeline (default: the YAML's name)\n"
+	"  --tenant T           refused: a backfill runs for a pipeline, not a\n"
+	"                       tenant's ('backfill status --tenant' reads one)\n"
+	"\n"
+	"The range's marker is written before the first unit runs (every unit\n"
+	"pending), so even a backfill killed during its first unit is shown by\n"
+	"'backfill status' and needs --resume or --restart to run again.\n"
 	"\n"
 	"Each argument may use ${backfill.start}, ${backfill.end}, ${backfill.start_date},\n"
 	"${backfill.end_date}, ${backfill.start_unix}, ${backfill.end_unix} and\n"
@@ -78,6 +84,7 @@ static const char backfill_status_help[] =
 	"       faucet backfill status ... --from A --to B [--window W] [--timezone TZ]\n"
 	"                              [--row R]\n"
 	"       faucet backfill status ... --hash H\n"
+	"       faucet backfill status ... --tenant T\n"
 	"\n"
 	"Without a range: every backfill of the pipeline (one marker per range) with\n"
 	"its range, window, time zone and row, and how many units are done, failed,\n"
@@ -86,7 +93,13 @@ static const char backfill_status_help[] =
 	"With a range (the same options as the backfill; the YAML's backfill block\n"
 	"gives the defaults) or a range hash: one line per unit - its window in the\n"
 	"backfill's zone, status, attempts, last start and end (UTC), and the last\n"
-	"error or the holder of its lease.\n"
+	"error or the holder of its lease.  A range asked for in another --timezone\n"
+	"than its marker records is refused, naming both zones (bare dates are\n"
+	"local midnights, so the zone changes the range).\n"
+	"\n"
+	"--tenant T: the backfills of tenant T's pipeline, whose markers are at\n"
+	"T::NAME::__backfill__::{hash} (and unit leases under T::NAME::backfill::);\n"
+	"they are shown as T::NAME.\n"
 	"\n"
 	"A read command: it never creates a store and writes nothing.  --json prints\n"
 	"one object.  Exit codes: 0; 1 the store or the marker could not be read;\n"
@@ -94,7 +107,7 @@ static const char backfill_status_help[] =
 
 typedef struct {
 	const char *pipeline, *from, *to, *window, *timezone, *row, *metrics_file;
-	const char *lease_ttl, *concurrency, *hash;
+	const char *lease_ttl, *concurrency, *hash, *tenant;
 	int dry_run, resume, restart;
 	int status;              /* `backfill status` */
 	int command_from_argv;   /* the command came after --, not from the YAML */
@@ -132,7 +145,7 @@ typedef struct {
 static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 {
 	enum { O_PIPELINE = 1, O_FROM, O_TO, O_WINDOW, O_TZ, O_CONC, O_ROW, O_DRY, O_RESUME,
-	       O_RESTART, O_TTL, O_METRICS, O_HASH };
+	       O_RESTART, O_TTL, O_METRICS, O_HASH, O_TENANT };
 	static const cli_option opts[] = {
 		{"pipeline", 0, 1, O_PIPELINE}, {"from", 0, 1, O_FROM},
 		{"to", 0, 1, O_TO},             {"window", 0, 1, O_WINDOW},
@@ -140,7 +153,8 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 		{"row", 0, 1, O_ROW},           {"dry-run", 0, 0, O_DRY},
 		{"resume", 0, 0, O_RESUME},     {"restart", 0, 0, O_RESTART},
 		{"lease-ttl", 0, 1, O_TTL},     {"metrics-file", 0, 1, O_METRICS},
-		{"hash", 0, 1, O_HASH},         {NULL, 0, 0, 0}};
+		{"hash", 0, 1, O_HASH},         CLI_TENANT_OPTION(O_TENANT),
+		{NULL, 0, 0, 0}};
 	const char **slot[] = {NULL, &a->pipeline, &a->from, &a->to, &a->window, &a->timezone,
 			       &a->concurrency, &a->row};
 	cli_args it;
@@ -189,6 +203,18 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 			a->metrics_file = v;
 		else if (id == O_HASH)
 			a->hash = v;
+		else if (id == O_TENANT) {
+			int rc = cli_tenant_check(it.command, v, &a->tenant);
+
+			if (rc != 0)
+				return rc;
+			/* A runner's pipeline name has no "::", so it never writes a
+			 * tenant's marker ({tenant}::{pipeline}::__backfill__::{hash}). */
+			if (!a->status)
+				return cli_error(CLI_EXIT_USAGE, "backfill: --tenant %s: a backfill runs "
+						 "for a pipeline, not a tenant's pipeline (--tenant "
+						 "belongs to 'faucet backfill status')", a->tenant);
+		}
 	}
 	if (a->hash != NULL && !a->status)
 		return cli_usage_error("backfill", "--hash belongs to 'faucet backfill status'");
@@ -730,6 +756,7 @@ static int status_main(cli_context *ctx, bf_args *a)
 	memset(&sa, 0, sizeof(sa));
 	sa.pipeline = a->pipeline ? a->pipeline : cfg ? cfg->name : NULL;
 	sa.hash = a->hash;
+	sa.tenant = a->tenant;
 	sa.range.from = a->from;
 	sa.range.to = a->to;
 	sa.range.window = a->window ? a->window : cfg ? cfg->backfill_window : NULL;

@@ -418,6 +418,68 @@ out:
 	return rc;
 }
 
+/* ---- a range asked for in another zone than it ran in ------------------------- */
+
+/* The range's marker records `recorded`, the range was asked for in
+ * `asked`: one line naming both (exit 2). */
+static int zone_mismatch(const cli_backfill_status_args *a, const char *hash,
+			 const char *recorded, const char *asked)
+{
+	return cli_error(CLI_EXIT_USAGE, "backfill status: the backfill of '%s' from %s to %s "
+			 "(range hash %s) ran in time zone '%s', not '%s': give --timezone %s",
+			 a->pipeline, a->range.from, a->range.to, hash, recorded, asked,
+			 recorded);
+}
+
+/* No marker for the range in the zone asked for: is there one for the same
+ * arguments planned in the zone some marker of the pipeline records?  (Bare
+ * dates are local midnights, so another zone is another range and another
+ * hash.)  0 when none is; otherwise the exit code, the mismatch printed. */
+static int ran_in_other_zone(cli_context *ctx, faucet_store *s, const cli_backfill_status_args *a,
+			     const char *asked)
+{
+	faucet_strarray keys = {NULL, 0};
+	char *prefix = cli_sprintf("%s::__backfill__::", a->pipeline);
+	int rc = 0;
+
+	if (prefix == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	if (faucet_store_list(s, prefix, &keys) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the backfills of '%s' in %s",
+			      a->pipeline, ctx->store_label);
+		goto out;
+	}
+	for (size_t i = 0; i < keys.count && rc == 0; i++) {
+		const char *hash = keys.strings[i] + strlen(prefix), *zone;
+		faucet_backfill_marker *m = NULL;
+		faucet_backfill_plan *p = NULL;
+		faucet_backfill_range r = a->range;
+
+		if (!is_hash(hash))
+			continue;
+		if (faucet_backfill_marker_load(s, keys.strings[i], &m) != 0) {
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot read the backfill marker");
+			break;
+		}
+		zone = m ? faucet_backfill_marker_timezone(m) : NULL;
+		if (zone != NULL && strcmp(zone, asked) != 0) {
+			r.timezone = zone;
+			/* A zone this system cannot plan in is no match. */
+			if (faucet_backfill_plan_new(&p, &r) == 0 &&
+			    strcmp(faucet_backfill_plan_hash(p), hash) == 0 &&
+			    strcmp(faucet_backfill_plan_descriptor(p),
+				   faucet_backfill_marker_descriptor(m)) == 0)
+				rc = zone_mismatch(a, hash, zone, asked);
+			faucet_backfill_plan_free(p);
+		}
+		faucet_backfill_marker_free(m);
+	}
+out:
+	faucet_strarray_dispose(&keys);
+	free(prefix);
+	return rc;
+}
+
 /* ---- one range, unit by unit --------------------------------------------------------- */
 
 static void unit_line(cli_buf *b, const faucet_backfill_unit *u, const char *st,
@@ -589,6 +651,19 @@ static int one_range(cli_context *ctx, faucet_store *s, const cli_backfill_statu
 		window = d.window;
 		row = d.row;
 	} else {
+		/* The descriptor does not name the zone: RFC 3339 boundaries give
+		 * the same hash in every zone, but calendar units and the times
+		 * shown differ.  A marker that records no zone (the original's)
+		 * cannot be checked. */
+		const char *asked = faucet_backfill_plan_timezone(p);
+		const char *recorded = m ? faucet_backfill_marker_timezone(m) : NULL;
+
+		if (recorded != NULL && strcmp(recorded, asked) != 0) {
+			rc = zone_mismatch(a, hash, recorded, asked);
+			goto out;
+		}
+		if (m == NULL && (rc = ran_in_other_zone(ctx, s, a, asked)) != 0)
+			goto out;
 		if (split_descriptor(faucet_backfill_plan_descriptor(p), &d) != 0) {
 			rc = cli_fail(CLI_EXIT_FAILED, "backfill status");
 			goto out;
@@ -610,7 +685,9 @@ out:
 
 int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 {
+	cli_backfill_status_args scoped;
 	faucet_store *s = NULL;
+	char *ns = NULL;
 	int rc;
 
 	if (a->pipeline == NULL)
@@ -625,14 +702,36 @@ int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 				       "of a range hash, not '%s'", a->hash);
 	if ((a->range.from == NULL) != (a->range.to == NULL))
 		return cli_usage_error("backfill status", "--from and --to go together");
+	if (a->tenant != NULL) {
+		/* Tenant T's pipeline P has its keys under T::P (the key builder's
+		 * namespace), its markers at T::P::__backfill__::{hash}: read
+		 * them as the pipeline "T::P". */
+		faucet_key *k = NULL;
+
+		if (faucet_key_new_pipeline(&k, a->pipeline) != 0 || faucet_key_set_tenant(k, a->tenant) != 0 ||
+		    (ns = faucet_key_namespace(k)) == NULL) {
+			faucet_key_free(k);
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+		}
+		faucet_key_free(k);
+		if (faucet_validate_key(ns) != 0) {
+			rc = cli_usage_error("backfill status", "invalid tenant and pipeline '%s'", ns);
+			free(ns);
+			return rc;
+		}
+		scoped = *a;
+		scoped.pipeline = ns;
+		a = &scoped;
+	}
 	rc = cli_open_store_existing(ctx, &s);
-	if (rc != 0)
-		return rc;
-	if (a->hash != NULL || a->range.from != NULL)
-		rc = one_range(ctx, s, a);
-	else
-		rc = overview(ctx, s, a->pipeline);
-	faucet_store_free(s);
+	if (rc == 0) {
+		if (a->hash != NULL || a->range.from != NULL)
+			rc = one_range(ctx, s, a);
+		else
+			rc = overview(ctx, s, a->pipeline);
+		faucet_store_free(s);
+	}
+	free(ns);
 	return rc;
 }
 

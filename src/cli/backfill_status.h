@@ -11,6 +11,7 @@ typedef struct {
 	const char *pipeline;        /* required (the YAML's name by default) */
 	faucet_backfill_range range; /* from/to set: one range's units */
 	const char *hash;            /* or one range by its hash */
+	const char *tenant;          /* tenant T's pipeline: markers at T::P::__backfill__:: */
 } cli_backfill_status_args;
 
 /* Print the status the arguments ask for; returns the exit code. */
