@@ -155,8 +155,8 @@ static char *render_as(const faucet_key *k, const char *tenant, const char *pipe
 	if (rc == 0 && (sub = faucet_key_sub(k)) != NULL)
 		rc = faucet_key_set_sub(n, sub);
 	/* The parser reports a shard as the sub (doc/design.md §2): setting it
-	 * back as the sub renders the same text. */
-	if (rc == 0 && faucet_key_sub(k) == NULL && faucet_key_shard(k) != NULL)
+	 * back as the sub renders the same text.  (faucet_key_sub allocates.) */
+	if (rc == 0 && sub == NULL && faucet_key_shard(k) != NULL)
 		rc = faucet_key_set_shard(n, faucet_key_shard(k));
 	if (rc == 0 && faucet_key_suffix(k) != FAUCET_SUFFIX_NONE)
 		rc = faucet_key_set_suffix(n, faucet_key_suffix(k), faucet_key_suffix_arg(k));
