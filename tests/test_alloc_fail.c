@@ -9,7 +9,7 @@
  *
  * The store calls are walked on the memory, file and SQLite stores.
  *
- * The countdown (faucet__alloc_fail_at, src/common/alloc.c) covers
+ * The countdown (faucet__alloc_fail_at, src/util/alloc.c) covers
  * libfaucet's own allocations.  json-c, OpenSSL and libc allocate with
  * plain malloc and json-c has no allocator hook, so the failures of their
  * internal allocations are not walked here.

@@ -7,11 +7,10 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "cli/util.c"
 #include "cli/singer.c"
 
 typedef struct {
-	cli_buf out;
+	faucet_buf out;
 	int calls; /* emit calls: one per feed is the point of gathering spans */
 	int spans; /* spans over all calls */
 } sink;
@@ -24,7 +23,7 @@ static int to_sink(void *ctx, const struct iovec *spans, int n)
 	k->spans += n;
 	assert_true(n >= 1 && n <= SINGER_SPANS);
 	for (int i = 0; i < n; i++)
-		if (cli_buf_put(&k->out, spans[i].iov_base, spans[i].iov_len) != 0)
+		if (faucet_buf_put(&k->out, spans[i].iov_base, spans[i].iov_len) != 0)
 			return -1;
 	return 0;
 }
@@ -80,7 +79,7 @@ static const char passed[] =
 static void feed_in_steps(size_t step)
 {
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
+	sink k = {FAUCET_BUF_INIT, 0, 0};
 	faucet_value *state;
 	size_t len = strlen(input);
 
@@ -97,7 +96,7 @@ static void feed_in_steps(size_t step)
 	assert_int_equal(s.errors, 0);
 	assert_null(s.error);
 	faucet_value_free(state);
-	cli_buf_dispose(&k.out);
+	faucet_buf_dispose(&k.out);
 	singer_dispose(&s);
 }
 
@@ -123,7 +122,7 @@ static void odd_chunks(void **state)
 static void the_state_message_value_is_stored_exactly(void **state)
 {
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
+	sink k = {FAUCET_BUF_INIT, 0, 0};
 	faucet_value *v;
 	const char *line = "{\"type\":\"STATE\",\"value\":{\"n\":18446744073709551615,\"x\":0.1}}\n";
 
@@ -144,13 +143,13 @@ static void the_state_message_value_is_stored_exactly(void **state)
 static void one_emit_per_feed(void **state)
 {
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
-	cli_buf in = CLI_BUF_INIT;
+	sink k = {FAUCET_BUF_INIT, 0, 0};
+	faucet_buf in = FAUCET_BUF_INIT;
 	size_t feeds = 0;
 
 	(void)state;
 	for (int i = 0; i < 2000; i++)
-		assert_int_equal(cli_buf_printf(&in, "INFO wrote record %d to table events\n", i), 0);
+		assert_int_equal(faucet_buf_printf(&in, "INFO wrote record %d to table events\n", i), 0);
 	singer_init(&s, to_sink, &k);
 	for (size_t off = 0, step = 997; off < in.len; off += step, feeds++)
 		assert_int_equal(singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
@@ -159,8 +158,8 @@ static void one_emit_per_feed(void **state)
 	assert_int_equal(k.out.len, in.len);
 	assert_memory_equal(k.out.ptr, in.ptr, in.len);
 	assert_null(singer_take_state(&s));
-	cli_buf_dispose(&k.out);
-	cli_buf_dispose(&in);
+	faucet_buf_dispose(&k.out);
+	faucet_buf_dispose(&in);
 	singer_dispose(&s);
 }
 
@@ -170,7 +169,7 @@ static void carry_reused_within_a_feed(void **state)
 {
 	static const char a[] = "  x", b[] = "yz\n{\"p\":1}\n   ", c[] = "  q\n{\"p\":2}";
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
+	sink k = {FAUCET_BUF_INIT, 0, 0};
 	faucet_value *v;
 
 	(void)state;
@@ -184,7 +183,7 @@ static void carry_reused_within_a_feed(void **state)
 	v = singer_take_state(&s);
 	assert_string_equal(faucet_value_json(v), "{\"p\":2}");
 	faucet_value_free(v);
-	cli_buf_dispose(&k.out);
+	faucet_buf_dispose(&k.out);
 	singer_dispose(&s);
 }
 
@@ -207,9 +206,9 @@ static void a_state_without_a_value_object_keeps_nothing(void **state)
 	};
 
 	(void)state;
-	for (size_t i = 0; i < CLI_ARRAY_LEN(bad); i++) {
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(bad); i++) {
 		singer s;
-		sink k = {CLI_BUF_INIT, 0, 0};
+		sink k = {FAUCET_BUF_INIT, 0, 0};
 		const char *before = "{\"type\":\"STATE\",\"value\":{\"p\":1}}\nlog\n";
 		const char *after = "{\"type\":\"STATE\",\"value\":{\"p\":2}}\n{\"p\":3}\n";
 
@@ -224,7 +223,7 @@ static void a_state_without_a_value_object_keeps_nothing(void **state)
 			fail_msg("'%s': the error '%s' should say '%s'", bad[i], s.error, why[i]);
 		assert_null(singer_take_state(&s));
 		assert_string_equal(k.out.ptr, "log\n");
-		cli_buf_dispose(&k.out);
+		faucet_buf_dispose(&k.out);
 		singer_dispose(&s);
 	}
 }
@@ -234,21 +233,21 @@ static void a_state_without_a_value_object_keeps_nothing(void **state)
  * passes whole; a long state line is held and taken. */
 static void long_lines_across_reads(void **state)
 {
-	cli_buf in = CLI_BUF_INIT, want = CLI_BUF_INIT, filler = CLI_BUF_INIT;
+	faucet_buf in = FAUCET_BUF_INIT, want = FAUCET_BUF_INIT, filler = FAUCET_BUF_INIT;
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
+	sink k = {FAUCET_BUF_INIT, 0, 0};
 	faucet_value *v;
 	size_t step = 65536, held_max = 0;
 
 	(void)state;
 	for (int i = 0; i < 300000; i++)
-		assert_int_equal(cli_buf_puts(&filler, "0123456789"), 0);
-	assert_int_equal(cli_buf_printf(&in, "{\"type\":\"RECORD\",\"record\":{\"s\":\"%s\"}}\n", filler.ptr), 0);
-	assert_int_equal(cli_buf_put(&want, in.ptr, in.len), 0);
-	assert_int_equal(cli_buf_printf(&in, "{\"record\":{\"s\":\"%s\"},\"type\":\"RECORD\"}\n", filler.ptr), 0);
-	assert_int_equal(cli_buf_put(&want, in.ptr + want.len, in.len - want.len), 0);
-	assert_int_equal(cli_buf_printf(&in, "{\"pos\":\"%s\"}\nlast", filler.ptr), 0);
-	assert_int_equal(cli_buf_puts(&want, "last"), 0);
+		assert_int_equal(faucet_buf_puts(&filler, "0123456789"), 0);
+	assert_int_equal(faucet_buf_printf(&in, "{\"type\":\"RECORD\",\"record\":{\"s\":\"%s\"}}\n", filler.ptr), 0);
+	assert_int_equal(faucet_buf_put(&want, in.ptr, in.len), 0);
+	assert_int_equal(faucet_buf_printf(&in, "{\"record\":{\"s\":\"%s\"},\"type\":\"RECORD\"}\n", filler.ptr), 0);
+	assert_int_equal(faucet_buf_put(&want, in.ptr + want.len, in.len - want.len), 0);
+	assert_int_equal(faucet_buf_printf(&in, "{\"pos\":\"%s\"}\nlast", filler.ptr), 0);
+	assert_int_equal(faucet_buf_puts(&want, "last"), 0);
 
 	singer_init(&s, to_sink, &k);
 	for (size_t off = 0; off < in.len; off += step) {
@@ -266,10 +265,10 @@ static void long_lines_across_reads(void **state)
 	assert_int_equal(faucet_value_len(v), filler.len + 10);
 	assert_int_equal(s.errors, 0);
 	faucet_value_free(v);
-	cli_buf_dispose(&k.out);
-	cli_buf_dispose(&in);
-	cli_buf_dispose(&want);
-	cli_buf_dispose(&filler);
+	faucet_buf_dispose(&k.out);
+	faucet_buf_dispose(&in);
+	faucet_buf_dispose(&want);
+	faucet_buf_dispose(&filler);
 	singer_dispose(&s);
 }
 
@@ -281,7 +280,7 @@ static void a_state_line_too_long_to_hold_streams_and_fails(void **state)
 	size_t big = SINGER_LINE_MAX + 1000, step = 1 << 20;
 	char *line = malloc(big + 1);
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
+	sink k = {FAUCET_BUF_INIT, 0, 0};
 	const char *next = "{\"type\":\"STATE\",\"value\":{\"p\":1}}\nend\n";
 
 	(void)state;
@@ -302,7 +301,7 @@ static void a_state_line_too_long_to_hold_streams_and_fails(void **state)
 	assert_non_null(strstr(s.error, "64 MiB"));
 	assert_null(singer_take_state(&s));
 	singer_dispose(&s);
-	cli_buf_dispose(&k.out);
+	faucet_buf_dispose(&k.out);
 	free(line);
 }
 
@@ -312,13 +311,13 @@ static void a_state_line_too_long_to_hold_streams_and_fails(void **state)
 static void record_lines_go_out_in_one_span_per_feed(void **state)
 {
 	singer s;
-	sink k = {CLI_BUF_INIT, 0, 0};
-	cli_buf in = CLI_BUF_INIT;
+	sink k = {FAUCET_BUF_INIT, 0, 0};
+	faucet_buf in = FAUCET_BUF_INIT;
 	size_t feeds = 0;
 
 	(void)state;
 	for (int i = 0; i < 20000; i++)
-		assert_int_equal(cli_buf_printf(&in, "{\"type\":\"RECORD\",\"stream\":\"events\","
+		assert_int_equal(faucet_buf_printf(&in, "{\"type\":\"RECORD\",\"stream\":\"events\","
 						      "\"record\":{\"id\":%d,\"name\":\"n%d\"}}\n", i, i), 0);
 	singer_init(&s, to_sink, &k);
 	for (size_t off = 0, step = 65536; off < in.len; off += step, feeds++)
@@ -331,8 +330,8 @@ static void record_lines_go_out_in_one_span_per_feed(void **state)
 	assert_int_equal(k.out.len, in.len);
 	assert_memory_equal(k.out.ptr, in.ptr, in.len);
 	assert_null(singer_take_state(&s));
-	cli_buf_dispose(&k.out);
-	cli_buf_dispose(&in);
+	faucet_buf_dispose(&k.out);
+	faucet_buf_dispose(&in);
 	singer_dispose(&s);
 }
 
@@ -378,7 +377,7 @@ static void the_scan_agrees_with_the_parser(void **state)
 		size_t len = 0;
 		int count, ref, got;
 		singer s;
-		sink k = {CLI_BUF_INIT, 0, 0};
+		sink k = {FAUCET_BUF_INIT, 0, 0};
 
 		seed = seed * 1103515245 + 12345;
 		if ((seed >> 16) % 10 < 8)
@@ -388,7 +387,7 @@ static void the_scan_agrees_with_the_parser(void **state)
 		for (int i = 0; i < count; i++) {
 			const char *p;
 			seed = seed * 1103515245 + 12345;
-			p = pieces[(seed >> 16) % CLI_ARRAY_LEN(pieces)];
+			p = pieces[(seed >> 16) % FAUCET_ARRAY_LEN(pieces)];
 			memcpy(line + len, p, strlen(p));
 			len += strlen(p);
 		}
@@ -409,7 +408,7 @@ static void the_scan_agrees_with_the_parser(void **state)
 				 got, s.states, s.errors, ref);
 		agreed_state += ref == 1;
 		agreed_pass += ref == 0;
-		cli_buf_dispose(&k.out);
+		faucet_buf_dispose(&k.out);
 		singer_dispose(&s);
 	}
 	/* The pieces do make both kinds of valid line. */

@@ -91,7 +91,7 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 							   "environment variable");
 			return CLI_ARG_ERROR;
 		}
-		if (cli_strarray_push(&it->ctx->previous_key_envs, value) != 0) {
+		if (faucet__strarray_append(&it->ctx->previous_key_envs, value) != 0) {
 			(void)cli_error(CLI_EXIT_FAILED, "out of memory");
 			return CLI_ARG_ERROR;
 		}

@@ -131,10 +131,10 @@ typedef struct {
 	size_t ended_here;       /* units that ended in this run, for the ETA */
 	uint64_t start_ms;
 	unsigned char *started;  /* per plan unit: started by this run */
-	cli_buf units;        /* --json dry run: the units array's members */
+	faucet_buf units;        /* --json dry run: the units array's members */
 	size_t nunits;
-	cli_buf failed_json;  /* --json: the failed windows' objects */
-	cli_buf failed_text;  /* the first FAILED_SHOWN failed windows, one a line */
+	faucet_buf failed_json;  /* --json: the failed windows' objects */
+	faucet_buf failed_text;  /* the first FAILED_SHOWN failed windows, one a line */
 	size_t nfailed;
 } bf_view;
 
@@ -183,13 +183,13 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 				return cli_usage_error(it.command,
 						       "unexpected argument '%s' (put the command after --)", v);
 			}
-			if (cli_strarray_push(&a->command, v) != 0)
+			if (faucet__strarray_append(&a->command, v) != 0)
 				return cli_fail(CLI_EXIT_FAILED, "backfill");
 			a->command_from_argv = 1;
 			continue;
 		}
 		seen_option = 1;
-		if (id < (int)CLI_ARRAY_LEN(slot))
+		if (id < (int)FAUCET_ARRAY_LEN(slot))
 			*slot[id] = v;
 		else if (id == O_DRY)
 			a->dry_run = 1;
@@ -249,16 +249,16 @@ static size_t pending_count(const bf_view *v)
 	return v->total > settled ? v->total - settled : 0;
 }
 
-static void put_duration(cli_buf *b, uint64_t seconds)
+static void put_duration(faucet_buf *b, uint64_t seconds)
 {
 	if (seconds >= 3600)
-		(void)cli_buf_printf(b, "%lluh%02llum", (unsigned long long)(seconds / 3600),
+		(void)faucet_buf_printf(b, "%lluh%02llum", (unsigned long long)(seconds / 3600),
 				     (unsigned long long)(seconds / 60 % 60));
 	else if (seconds >= 60)
-		(void)cli_buf_printf(b, "%llum%02llus", (unsigned long long)(seconds / 60),
+		(void)faucet_buf_printf(b, "%llum%02llus", (unsigned long long)(seconds / 60),
 				     (unsigned long long)(seconds % 60));
 	else
-		(void)cli_buf_printf(b, "%llus", (unsigned long long)seconds);
+		(void)faucet_buf_printf(b, "%llus", (unsigned long long)seconds);
 }
 
 /* Erase the status line (cursor to column 0, clear to the end of line). */
@@ -281,32 +281,32 @@ static size_t stderr_columns(void)
 }
 
 /* The status line's text, with colours or without. */
-static void status_text(bf_view *v, cli_buf *b, int color)
+static void status_text(bf_view *v, faucet_buf *b, int color)
 {
 	const int width = 10;
 	size_t settled = v->done + v->failed + v->elsewhere;
 	int filled = v->total ? (int)((double)settled / (double)v->total * width) : width;
-	uint64_t elapsed_ms = cli_now_ms() - v->start_ms;
+	uint64_t elapsed_ms = faucet__now_ms() - v->start_ms;
 	size_t left = v->total > settled ? v->total - settled : 0;
 
-	(void)cli_buf_putc(b, '[');
+	(void)faucet_buf_putc(b, '[');
 	for (int i = 0; i < width; i++)
-		(void)cli_buf_putc(b, i < filled ? '#' : ' ');
-	(void)cli_buf_printf(b, "] %sdone %zu%s  %sfailed %zu%s  running %zu  pending %zu",
+		(void)faucet_buf_putc(b, i < filled ? '#' : ' ');
+	(void)faucet_buf_printf(b, "] %sdone %zu%s  %sfailed %zu%s  running %zu  pending %zu",
 			     color ? "\033[32m" : "", v->done,
 			     color ? "\033[0m" : "", color && v->failed ? "\033[31m" : "",
 			     v->failed, color && v->failed ? "\033[0m" : "", v->running,
 			     pending_count(v));
 	if (v->elsewhere)
-		(void)cli_buf_printf(b, "  by others %zu", v->elsewhere);
-	(void)cli_buf_puts(b, "  elapsed ");
+		(void)faucet_buf_printf(b, "  by others %zu", v->elsewhere);
+	(void)faucet_buf_puts(b, "  elapsed ");
 	put_duration(b, elapsed_ms / 1000);
-	(void)cli_buf_puts(b, "  ETA ");
+	(void)faucet_buf_puts(b, "  ETA ");
 	if (v->ended_here > 0 && left > 0)
 		put_duration(b, (uint64_t)((double)elapsed_ms / (double)v->ended_here *
 					   (double)left / 1000.0 + 0.5));
 	else
-		(void)cli_buf_puts(b, left ? "--" : "0s");
+		(void)faucet_buf_puts(b, left ? "--" : "0s");
 }
 
 /* Draw the status line: a bar, the counts, elapsed time and an ETA from the
@@ -316,7 +316,7 @@ static void status_text(bf_view *v, cli_buf *b, int color)
  * sequences take no columns). */
 static void draw_status(bf_view *v)
 {
-	cli_buf plain = CLI_BUF_INIT, colored = CLI_BUF_INIT;
+	faucet_buf plain = FAUCET_BUF_INIT, colored = FAUCET_BUF_INIT;
 	size_t cols = stderr_columns();
 
 	if (!v->tty)
@@ -333,8 +333,8 @@ static void draw_status(bf_view *v)
 		fflush(stderr);
 		v->line_drawn = 1;
 	}
-	cli_buf_dispose(&plain);
-	cli_buf_dispose(&colored);
+	faucet_buf_dispose(&plain);
+	faucet_buf_dispose(&colored);
 }
 
 /* Print one line on stderr (or stdout) with the status line out of the
@@ -356,9 +356,9 @@ static void say_line(bf_view *v, FILE *to, const char *text)
 }
 
 /* A unit's window in the backfill's zone, as an RFC 3339 interval. */
-static void put_window(cli_buf *b, const faucet_backfill_unit *u)
+static void put_window(faucet_buf *b, const faucet_backfill_unit *u)
 {
-	(void)cli_buf_printf(b, "%s/%s", u->start, u->end);
+	(void)faucet_buf_printf(b, "%s/%s", u->start, u->end);
 }
 
 static void on_plan(void *ctx, size_t total, size_t skipped, size_t to_run)
@@ -368,7 +368,7 @@ static void on_plan(void *ctx, size_t total, size_t skipped, size_t to_run)
 
 	v->total = total;
 	v->done = skipped;
-	v->start_ms = cli_now_ms();
+	v->start_ms = faucet__now_ms();
 	(void)snprintf(line, sizeof(line), "backfill: %zu unit(s), %zu already done, %zu to run",
 		       total, skipped, to_run);
 	say_line(v, stderr, line);
@@ -387,23 +387,23 @@ static void on_unit_start(void *ctx, const faucet_backfill_unit *u)
 static void note_failure(bf_view *v, const faucet_backfill_unit *u, const char *error)
 {
 	if (v->nfailed < FAILED_SHOWN) {
-		(void)cli_buf_puts(&v->failed_text, "  ");
+		(void)faucet_buf_puts(&v->failed_text, "  ");
 		put_window(&v->failed_text, u);
-		(void)cli_buf_puts(&v->failed_text, "  ");
+		(void)faucet_buf_puts(&v->failed_text, "  ");
 		cli_escape(&v->failed_text, error ? error : "");
-		(void)cli_buf_putc(&v->failed_text, '\n');
+		(void)faucet_buf_putc(&v->failed_text, '\n');
 	}
 	if (v->ctx->json) {
-		(void)cli_buf_puts(&v->failed_json, v->nfailed ? ",{" : "{");
+		(void)faucet_buf_puts(&v->failed_json, v->nfailed ? ",{" : "{");
 		jw_member(&v->failed_json, "unit", 1);
-		jw_string(&v->failed_json, u->id);
+		faucet__json_string(&v->failed_json, u->id);
 		jw_member(&v->failed_json, "start", 0);
-		jw_string(&v->failed_json, u->start);
+		faucet__json_string(&v->failed_json, u->start);
 		jw_member(&v->failed_json, "end", 0);
-		jw_string(&v->failed_json, u->end);
+		faucet__json_string(&v->failed_json, u->end);
 		jw_member(&v->failed_json, "error", 0);
-		jw_string_or_null(&v->failed_json, error);
-		(void)cli_buf_putc(&v->failed_json, '}');
+		faucet__json_string(&v->failed_json, error);
+		(void)faucet_buf_putc(&v->failed_json, '}');
 	}
 	v->nfailed++;
 }
@@ -413,7 +413,7 @@ static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfil
 {
 	bf_view *v = ctx;
 	size_t i = unit_index(v, u);
-	cli_buf line = CLI_BUF_INIT;
+	faucet_buf line = FAUCET_BUF_INIT;
 	int ours = v->started[i];
 
 	if (ours) {
@@ -436,30 +436,30 @@ static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfil
 		draw_status(v);
 		return;
 	}
-	(void)cli_buf_puts(&line, "window ");
+	(void)faucet_buf_puts(&line, "window ");
 	put_window(&line, u);
 	if (st == FAUCET_BACKFILL_DONE) {
-		(void)cli_buf_puts(&line, " done");
+		(void)faucet_buf_puts(&line, " done");
 	} else if (st == FAUCET_BACKFILL_FAILED) {
-		(void)cli_buf_puts(&line, " failed: ");
+		(void)faucet_buf_puts(&line, " failed: ");
 		cli_escape(&line, error ? error : "");
 	} else {
-		(void)cli_buf_puts(&line, " left pending (interrupted)");
+		(void)faucet_buf_puts(&line, " left pending (interrupted)");
 	}
-	(void)cli_buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
+	(void)faucet_buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
 	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
-	cli_buf_dispose(&line);
+	faucet_buf_dispose(&line);
 }
 
 static void on_message(void *ctx, const char *text)
 {
 	bf_view *v = ctx;
-	cli_buf line = CLI_BUF_INIT;
+	faucet_buf line = FAUCET_BUF_INIT;
 
-	(void)cli_buf_puts(&line, "backfill: ");
+	(void)faucet_buf_puts(&line, "backfill: ");
 	cli_escape(&line, text);
 	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
-	cli_buf_dispose(&line);
+	faucet_buf_dispose(&line);
 }
 
 /* The clock moves on while units run: redraw the elapsed time and ETA. */
@@ -473,15 +473,15 @@ static void on_tick(void *ctx)
 static void on_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, const char *text)
 {
 	bf_view *v = ctx;
-	cli_buf line = CLI_BUF_INIT;
+	faucet_buf line = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&line, '[');
+	(void)faucet_buf_putc(&line, '[');
 	put_window(&line, u);
-	(void)cli_buf_puts(&line, "] ");
-	(void)cli_buf_puts(&line, text);
+	(void)faucet_buf_puts(&line, "] ");
+	(void)faucet_buf_puts(&line, text);
 	if (!line.failed && line.ptr != NULL)
 		say_line(v, is_stderr || v->ctx->json ? stderr : stdout, line.ptr);
-	cli_buf_dispose(&line);
+	faucet_buf_dispose(&line);
 }
 
 static const char *status_name(faucet_backfill_status st)
@@ -499,22 +499,22 @@ static void on_planned(void *ctx, const faucet_backfill_unit *u, faucet_backfill
 		       st == FAUCET_BACKFILL_DONE ? "skip (done)" : "run");
 		return;
 	}
-	(void)cli_buf_puts(&v->units, v->nunits++ ? ",{" : "{");
+	(void)faucet_buf_puts(&v->units, v->nunits++ ? ",{" : "{");
 	jw_member(&v->units, "unit", 1);
-	jw_string(&v->units, u->id);
+	faucet__json_string(&v->units, u->id);
 	jw_member(&v->units, "start", 0);
-	jw_string(&v->units, u->start);
+	faucet__json_string(&v->units, u->start);
 	jw_member(&v->units, "end", 0);
-	jw_string(&v->units, u->end);
+	faucet__json_string(&v->units, u->end);
 	jw_member(&v->units, "status", 0);
-	jw_string(&v->units, status_name(st));
-	(void)cli_buf_putc(&v->units, '}');
+	faucet__json_string(&v->units, status_name(st));
+	(void)faucet_buf_putc(&v->units, '}');
 }
 
 /* ---- the resume command ---------------------------------------------------- */
 
 /* Append `arg` quoted for a POSIX shell when it needs it. */
-static void put_shell_word(cli_buf *b, const char *arg)
+static void put_shell_word(faucet_buf *b, const char *arg)
 {
 	const char *p;
 	int plain = *arg != '\0';
@@ -522,22 +522,22 @@ static void put_shell_word(cli_buf *b, const char *arg)
 	for (p = arg; *p && plain; p++)
 		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 			       "_./:=@%+,-", *p) != NULL;
-	(void)cli_buf_putc(b, ' ');
+	(void)faucet_buf_putc(b, ' ');
 	if (plain) {
-		(void)cli_buf_puts(b, arg);
+		(void)faucet_buf_puts(b, arg);
 		return;
 	}
-	(void)cli_buf_putc(b, '\'');
+	(void)faucet_buf_putc(b, '\'');
 	for (p = arg; *p; p++) {
 		if (*p == '\'')
-			(void)cli_buf_puts(b, "'\\''");
+			(void)faucet_buf_puts(b, "'\\''");
 		else
-			(void)cli_buf_putc(b, *p);
+			(void)faucet_buf_putc(b, *p);
 	}
-	(void)cli_buf_putc(b, '\'');
+	(void)faucet_buf_putc(b, '\'');
 }
 
-static void put_option(cli_buf *b, const char *name, const char *value)
+static void put_option(faucet_buf *b, const char *name, const char *value)
 {
 	if (value == NULL)
 		return;
@@ -556,9 +556,9 @@ static void put_option(cli_buf *b, const char *name, const char *value)
  */
 static char *resume_command(const cli_context *ctx, const bf_args *a, const faucet_backfill_plan *p)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_puts(&b, "faucet backfill");
+	(void)faucet_buf_puts(&b, "faucet backfill");
 	/* Both when both were given: --state picks the store, and the YAML
 	 * may still hold the command and the defaults. */
 	if (ctx->state_url != NULL) {
@@ -577,13 +577,13 @@ static char *resume_command(const cli_context *ctx, const bf_args *a, const fauc
 	put_option(&b, "--concurrency", a->concurrency);
 	put_option(&b, "--lease-ttl", a->lease_ttl);
 	put_option(&b, "--metrics-file", a->metrics_file);
-	(void)cli_buf_puts(&b, " --resume");
+	(void)faucet_buf_puts(&b, " --resume");
 	if (a->command_from_argv) {
-		(void)cli_buf_puts(&b, " --");
+		(void)faucet_buf_puts(&b, " --");
 		for (size_t i = 0; i < a->command.count && a->command.strings[i] != NULL; i++)
 			put_shell_word(&b, a->command.strings[i]);
 	}
-	return cli_buf_detach(&b);
+	return faucet_buf_detach(&b);
 }
 
 /* ---- the report ---------------------------------------------------------- */
@@ -598,7 +598,7 @@ static const char *outcome_name(const faucet_backfill_result *r)
 static int report(bf_view *v, const bf_args *a, const faucet_backfill_plan *p,
 		  const faucet_backfill_result *r)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	char *resume = NULL;
 	int unfinished = r->failed > 0 || r->pending > 0;
 
@@ -626,48 +626,48 @@ static int report(bf_view *v, const bf_args *a, const faucet_backfill_plan *p,
 		free(resume);
 		return 0;
 	}
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "outcome", 1);
-	jw_string(&b, a->dry_run ? "ok" : outcome_name(r));
+	faucet__json_string(&b, a->dry_run ? "ok" : outcome_name(r));
 	jw_member(&b, "exit", 0);
-	(void)cli_buf_printf(&b, "%d", r->exit_code);
+	(void)faucet_buf_printf(&b, "%d", r->exit_code);
 	jw_member(&b, "pipeline", 0);
-	jw_string(&b, a->pipeline);
+	faucet__json_string(&b, a->pipeline);
 	jw_member(&b, "descriptor", 0);
-	jw_string(&b, faucet_backfill_plan_descriptor(p));
+	faucet__json_string(&b, faucet_backfill_plan_descriptor(p));
 	jw_member(&b, "range_hash", 0);
-	jw_string(&b, faucet_backfill_plan_hash(p));
+	faucet__json_string(&b, faucet_backfill_plan_hash(p));
 	jw_member(&b, "timezone", 0);
-	jw_string(&b, faucet_backfill_plan_timezone(p));
+	faucet__json_string(&b, faucet_backfill_plan_timezone(p));
 	jw_member(&b, "dry_run", 0);
-	(void)cli_buf_puts(&b, a->dry_run ? "true" : "false");
+	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
 	jw_member(&b, "total", 0);
-	(void)cli_buf_printf(&b, "%zu", r->total);
+	(void)faucet_buf_printf(&b, "%zu", r->total);
 	jw_member(&b, "skipped", 0);
-	(void)cli_buf_printf(&b, "%zu", r->skipped);
+	(void)faucet_buf_printf(&b, "%zu", r->skipped);
 	jw_member(&b, "done", 0);
-	(void)cli_buf_printf(&b, "%zu", r->done);
+	(void)faucet_buf_printf(&b, "%zu", r->done);
 	jw_member(&b, "failed", 0);
-	(void)cli_buf_printf(&b, "%zu", r->failed);
+	(void)faucet_buf_printf(&b, "%zu", r->failed);
 	jw_member(&b, "by_others", 0);
-	(void)cli_buf_printf(&b, "%zu", r->by_others);
+	(void)faucet_buf_printf(&b, "%zu", r->by_others);
 	jw_member(&b, "pending", 0);
-	(void)cli_buf_printf(&b, "%zu", r->pending);
+	(void)faucet_buf_printf(&b, "%zu", r->pending);
 	jw_member(&b, "signal", 0);
-	(void)cli_buf_printf(&b, "%d", r->signal);
+	(void)faucet_buf_printf(&b, "%d", r->signal);
 	jw_member(&b, "failed_windows", 0);
-	(void)cli_buf_putc(&b, '[');
-	(void)cli_buf_put(&b, v->failed_json.ptr ? v->failed_json.ptr : "", v->failed_json.len);
-	(void)cli_buf_putc(&b, ']');
+	(void)faucet_buf_putc(&b, '[');
+	(void)faucet_buf_put(&b, v->failed_json.ptr ? v->failed_json.ptr : "", v->failed_json.len);
+	(void)faucet_buf_putc(&b, ']');
 	jw_member(&b, "resume_command", 0);
-	jw_string_or_null(&b, resume);
+	faucet__json_string(&b, resume);
 	if (a->dry_run) {
 		jw_member(&b, "units", 0);
-		(void)cli_buf_putc(&b, '[');
-		(void)cli_buf_put(&b, v->units.ptr ? v->units.ptr : "", v->units.len);
-		(void)cli_buf_putc(&b, ']');
+		(void)faucet_buf_putc(&b, '[');
+		(void)faucet_buf_put(&b, v->units.ptr ? v->units.ptr : "", v->units.len);
+		(void)faucet_buf_putc(&b, ']');
 	}
-	(void)cli_buf_putc(&b, '}');
+	(void)faucet_buf_putc(&b, '}');
 	free(resume);
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
@@ -699,14 +699,14 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 		if (a->command.count == 0) {
 			const faucet_strarray *c = &cfg->backfill_command;
 			for (size_t i = 0; i < c->count; i++) {
-				if (cli_strarray_push(&a->command, c->strings[i]) != 0)
+				if (faucet__strarray_append(&a->command, c->strings[i]) != 0)
 					return cli_fail(CLI_EXIT_FAILED, "backfill");
 			}
 		}
 	}
 	if (a->command.count > 0) {
 		/* argv must end in NULL: push one past the end. */
-		if (cli_strarray_push(&a->command, "") != 0)
+		if (faucet__strarray_append(&a->command, "") != 0)
 			return cli_fail(CLI_EXIT_FAILED, "backfill");
 		free(a->command.strings[--a->command.count]);
 		a->command.strings[a->command.count] = NULL;
@@ -790,9 +790,9 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	view.tty = isatty(STDERR_FILENO);
 	view.color = view.tty && (no_color == NULL || *no_color == '\0') &&
 		     (term == NULL || strcmp(term, "dumb") != 0);
-	view.units = (cli_buf)CLI_BUF_INIT;
-	view.failed_json = (cli_buf)CLI_BUF_INIT;
-	view.failed_text = (cli_buf)CLI_BUF_INIT;
+	view.units = (faucet_buf)FAUCET_BUF_INIT;
+	view.failed_json = (faucet_buf)FAUCET_BUF_INIT;
+	view.failed_text = (faucet_buf)FAUCET_BUF_INIT;
 	/* With --json, a failure is reported as the run's summary object, so
 	 * an error exit of 1 or 2 cannot be read as a count of failed units. */
 	ctx->json_error_outcome = 1;
@@ -857,9 +857,9 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 out:
 	if (rc == -1) /* --help */
 		rc = 0;
-	cli_buf_dispose(&view.units);
-	cli_buf_dispose(&view.failed_json);
-	cli_buf_dispose(&view.failed_text);
+	faucet_buf_dispose(&view.units);
+	faucet_buf_dispose(&view.failed_json);
+	faucet_buf_dispose(&view.failed_text);
 	free(view.started);
 	faucet_strarray_dispose(&a.command);
 	faucet_backfill_default_host_dispose(&host);

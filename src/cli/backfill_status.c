@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "suggest.h"
 #include "util.h"
 #include "backfill_status.h"
 #include "jsonw.h"
@@ -76,9 +77,9 @@ static int parse_lease(const faucet_value *v, int64_t now, char **holder, int64_
 		live = *expires > now;
 		if (json_object_object_get_ex(tree, "holder", &h) &&
 		    json_object_is_type(h, json_type_string))
-			*holder = cli_strdup(json_object_get_string(h));
+			*holder = faucet__strdup(json_object_get_string(h));
 		else
-			*holder = cli_strdup("?");
+			*holder = faucet__strdup("?");
 		if (*holder == NULL)
 			live = -1;
 	}
@@ -92,7 +93,7 @@ static int load_leases(cli_context *ctx, faucet_store *s, const char *pipeline, 
 		       int64_t now, lease_set *out)
 {
 	faucet_strarray keys = {NULL, 0};
-	char *prefix = cli_sprintf("%s::backfill::%s::", pipeline, hash);
+	char *prefix = faucet__sprintf("%s::backfill::%s::", pipeline, hash);
 	size_t plen, slen = strlen(LEASE_SUFFIX);
 	int rc = 0;
 
@@ -130,8 +131,8 @@ static int load_leases(cli_context *ctx, faucet_store *s, const char *pipeline, 
 			free(l.holder);
 			continue;
 		}
-		l.unit = cli_sprintf("%.*s", (int)(klen - plen - slen), k + plen);
-		live_lease *grown = l.unit ? cli_reserve(out->v, &out->cap, out->count + 1,
+		l.unit = faucet__sprintf("%.*s", (int)(klen - plen - slen), k + plen);
+		live_lease *grown = l.unit ? faucet__reserve(out->v, &out->cap, out->count + 1,
 							 sizeof(*out->v), 8)
 					   : NULL;
 		if (grown == NULL) {
@@ -169,7 +170,7 @@ static int split_descriptor(const char *descriptor, descriptor_parts *d)
 	int n = 0;
 
 	memset(d, 0, sizeof(*d));
-	d->buf = cli_strdup(descriptor);
+	d->buf = faucet__strdup(descriptor);
 	if (d->buf == NULL)
 		return FAUCET_ENOMEM;
 	for (p = d->buf; n < 5;) {
@@ -273,9 +274,9 @@ static void count_units(const faucet_backfill_plan *p, const faucet_backfill_mar
 	}
 }
 
-static void put_counts_json(cli_buf *b, const counts *c)
+static void put_counts_json(faucet_buf *b, const counts *c)
 {
-	(void)cli_buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
+	(void)faucet_buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
 				"\"pending\":%zu",
 			     c->total, c->done, c->failed, c->running, c->pending);
 }
@@ -296,7 +297,7 @@ static int is_hash(const char *h)
 /* One marker's line (text) or object (JSON). */
 static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 			const char *hash, const faucet_backfill_marker *m, int64_t now,
-			cli_buf *b, int first)
+			faucet_buf *b, int first)
 {
 	faucet_backfill_plan *p = NULL;
 	descriptor_parts d;
@@ -319,42 +320,42 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 	count_units(p, m, &ls, &c);
 	window_text(window, sizeof(window), d.window);
 	if (ctx->json) {
-		(void)cli_buf_puts(b, first ? "{" : ",{");
+		(void)faucet_buf_puts(b, first ? "{" : ",{");
 		jw_member(b, "range_hash", 1);
-		jw_string(b, hash);
+		faucet__json_string(b, hash);
 		jw_member(b, "descriptor", 0);
-		jw_string(b, faucet_backfill_marker_descriptor(m));
+		faucet__json_string(b, faucet_backfill_marker_descriptor(m));
 		jw_member(b, "from", 0);
-		jw_string(b, faucet_backfill_plan_from(p));
+		faucet__json_string(b, faucet_backfill_plan_from(p));
 		jw_member(b, "to", 0);
-		jw_string(b, faucet_backfill_plan_to(p));
+		faucet__json_string(b, faucet_backfill_plan_to(p));
 		jw_member(b, "window", 0);
-		jw_string(b, d.window);
+		faucet__json_string(b, d.window);
 		jw_member(b, "timezone", 0);
-		jw_string_or_null(b, zone);
+		faucet__json_string(b, zone);
 		jw_member(b, "row", 0);
-		jw_string(b, d.row);
-		(void)cli_buf_putc(b, ',');
+		faucet__json_string(b, d.row);
+		(void)faucet_buf_putc(b, ',');
 		put_counts_json(b, &c);
 		jw_member(b, "holders", 0);
-		(void)cli_buf_putc(b, '[');
+		(void)faucet_buf_putc(b, '[');
 		for (size_t i = 0; i < ls.count; i++) {
 			if (i)
-				(void)cli_buf_putc(b, ',');
-			jw_string(b, ls.v[i].holder);
+				(void)faucet_buf_putc(b, ',');
+			faucet__json_string(b, ls.v[i].holder);
 		}
-		(void)cli_buf_puts(b, "]}");
+		(void)faucet_buf_puts(b, "]}");
 	} else {
-		(void)cli_buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
+		(void)faucet_buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
 					"failed %zu  running %zu  pending %zu  (of %zu)",
 				     hash, faucet_backfill_plan_from(p), faucet_backfill_plan_to(p),
 				     window, zone ? zone : "UTC (not recorded)", d.row, c.done,
 				     c.failed, c.running, c.pending, c.total);
 		for (size_t i = 0; i < ls.count; i++) {
-			(void)cli_buf_puts(b, i ? ", " : "  held by ");
+			(void)faucet_buf_puts(b, i ? ", " : "  held by ");
 			cli_escape(b, ls.v[i].holder);
 		}
-		(void)cli_buf_putc(b, '\n');
+		(void)faucet_buf_putc(b, '\n');
 	}
 	leases_dispose(&ls);
 	faucet_backfill_plan_free(p);
@@ -365,8 +366,8 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 {
 	faucet_strarray keys = {NULL, 0};
-	cli_buf b = CLI_BUF_INIT;
-	char *prefix = cli_sprintf("%s::__backfill__::", pipeline);
+	faucet_buf b = FAUCET_BUF_INIT;
+	char *prefix = faucet__sprintf("%s::__backfill__::", pipeline);
 	int64_t now = (int64_t)time(NULL);
 	size_t shown = 0;
 	int rc = 0;
@@ -379,11 +380,11 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 		goto out;
 	}
 	if (ctx->json) {
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
-		jw_string(&b, pipeline);
+		faucet__json_string(&b, pipeline);
 		jw_member(&b, "backfills", 0);
-		(void)cli_buf_putc(&b, '[');
+		(void)faucet_buf_putc(&b, '[');
 	}
 	for (size_t i = 0; i < keys.count && rc == 0; i++) {
 		const char *hash = keys.strings[i] + strlen(prefix);
@@ -403,7 +404,7 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 	}
 	if (rc == 0) {
 		if (ctx->json) {
-			(void)cli_buf_puts(&b, "]}");
+			(void)faucet_buf_puts(&b, "]}");
 			rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 		} else if (shown == 0) {
 			printf("no backfill of '%s' in %s\n", pipeline, ctx->store_label);
@@ -412,7 +413,7 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 		}
 	}
 out:
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	free(prefix);
 	return rc;
@@ -439,7 +440,7 @@ static int ran_in_other_zone(cli_context *ctx, faucet_store *s, const cli_backfi
 			     const char *asked)
 {
 	faucet_strarray keys = {NULL, 0};
-	char *prefix = cli_sprintf("%s::__backfill__::", a->pipeline);
+	char *prefix = faucet__sprintf("%s::__backfill__::", a->pipeline);
 	int rc = 0;
 
 	if (prefix == NULL)
@@ -482,98 +483,98 @@ out:
 
 /* ---- one range, unit by unit --------------------------------------------------------- */
 
-static void unit_line(cli_buf *b, const faucet_backfill_unit *u, const char *st,
+static void unit_line(faucet_buf *b, const faucet_backfill_unit *u, const char *st,
 		      const faucet_backfill_unit_info *info, const live_lease *l)
 {
 	char until[40];
 
-	(void)cli_buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
+	(void)faucet_buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
 			     u->end, st, info->attempts, info->started_at ? info->started_at : "-",
 			     info->ended_at ? info->ended_at : "-");
 	if (l != NULL && strcmp(st, "running") == 0) {
 		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
-		(void)cli_buf_puts(b, "  held by ");
+		(void)faucet_buf_puts(b, "  held by ");
 		cli_escape(b, l->holder);
-		(void)cli_buf_printf(b, " until %s", until);
+		(void)faucet_buf_printf(b, " until %s", until);
 	}
 	if (info->error != NULL && info->status == FAUCET_BACKFILL_FAILED) {
-		(void)cli_buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
+		(void)faucet_buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
 		cli_escape(b, info->error);
 	}
-	(void)cli_buf_putc(b, '\n');
+	(void)faucet_buf_putc(b, '\n');
 }
 
-static void unit_json(cli_buf *b, const faucet_backfill_unit *u, const char *st,
+static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *st,
 		      const faucet_backfill_unit_info *info, const live_lease *l, int first)
 {
 	char until[40];
 
-	(void)cli_buf_puts(b, first ? "{" : ",{");
+	(void)faucet_buf_puts(b, first ? "{" : ",{");
 	jw_member(b, "unit", 1);
-	jw_string(b, u->id);
+	faucet__json_string(b, u->id);
 	jw_member(b, "start", 0);
-	jw_string(b, u->start);
+	faucet__json_string(b, u->start);
 	jw_member(b, "end", 0);
-	jw_string(b, u->end);
+	faucet__json_string(b, u->end);
 	jw_member(b, "status", 0);
-	jw_string(b, st);
+	faucet__json_string(b, st);
 	jw_member(b, "attempts", 0);
-	(void)cli_buf_printf(b, "%u", info->attempts);
+	(void)faucet_buf_printf(b, "%u", info->attempts);
 	jw_member(b, "started_at", 0);
-	jw_string_or_null(b, info->started_at);
+	faucet__json_string(b, info->started_at);
 	jw_member(b, "ended_at", 0);
-	jw_string_or_null(b, info->ended_at);
+	faucet__json_string(b, info->ended_at);
 	jw_member(b, "error", 0);
-	jw_string_or_null(b, info->status == FAUCET_BACKFILL_FAILED ? info->error : NULL);
+	faucet__json_string(b, info->status == FAUCET_BACKFILL_FAILED ? info->error : NULL);
 	jw_member(b, "holder", 0);
-	jw_string_or_null(b, l ? l->holder : NULL);
+	faucet__json_string(b, l ? l->holder : NULL);
 	jw_member(b, "lease_expires_at", 0);
 	if (l != NULL) {
 		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
-		jw_string(b, until);
+		faucet__json_string(b, until);
 	} else {
-		(void)cli_buf_puts(b, "null");
+		(void)faucet_buf_puts(b, "null");
 	}
-	(void)cli_buf_putc(b, '}');
+	(void)faucet_buf_putc(b, '}');
 }
 
 static int print_range(cli_context *ctx, const char *pipeline, const faucet_backfill_plan *p,
 		       const faucet_backfill_marker *m, const lease_set *ls, const char *window,
 		       const char *row)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	counts c;
 	size_t n = faucet_backfill_plan_count(p);
 
 	count_units(p, m, ls, &c);
 	if (ctx->json) {
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
-		jw_string(&b, pipeline);
+		faucet__json_string(&b, pipeline);
 		jw_member(&b, "range_hash", 0);
-		jw_string(&b, faucet_backfill_plan_hash(p));
+		faucet__json_string(&b, faucet_backfill_plan_hash(p));
 		jw_member(&b, "descriptor", 0);
-		jw_string(&b, faucet_backfill_plan_descriptor(p));
+		faucet__json_string(&b, faucet_backfill_plan_descriptor(p));
 		jw_member(&b, "from", 0);
-		jw_string(&b, faucet_backfill_plan_from(p));
+		faucet__json_string(&b, faucet_backfill_plan_from(p));
 		jw_member(&b, "to", 0);
-		jw_string(&b, faucet_backfill_plan_to(p));
+		faucet__json_string(&b, faucet_backfill_plan_to(p));
 		jw_member(&b, "window", 0);
-		jw_string(&b, window);
+		faucet__json_string(&b, window);
 		jw_member(&b, "timezone", 0);
-		jw_string(&b, faucet_backfill_plan_timezone(p));
+		faucet__json_string(&b, faucet_backfill_plan_timezone(p));
 		jw_member(&b, "row", 0);
-		jw_string(&b, row);
+		faucet__json_string(&b, row);
 		jw_member(&b, "marker", 0);
-		(void)cli_buf_puts(&b, m ? "true," : "false,");
+		(void)faucet_buf_puts(&b, m ? "true," : "false,");
 		put_counts_json(&b, &c);
 		jw_member(&b, "units", 0);
-		(void)cli_buf_putc(&b, '[');
+		(void)faucet_buf_putc(&b, '[');
 	} else {
 		char w[32];
 
 		window_text(w, sizeof(w), window);
-		(void)cli_buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
+		(void)faucet_buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
 					 "%zu unit(s): %zu done, %zu failed, %zu running, %zu pending%s\n",
 				     pipeline, faucet_backfill_plan_hash(p), faucet_backfill_plan_from(p),
 				     faucet_backfill_plan_to(p), w, faucet_backfill_plan_timezone(p), row,
@@ -597,15 +598,15 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 			unit_line(&b, u, st, &info, l);
 	}
 	if (ctx->json) {
-		(void)cli_buf_puts(&b, "]}");
+		(void)faucet_buf_puts(&b, "]}");
 		return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 	}
 	if (b.failed || b.ptr == NULL) {
-		cli_buf_dispose(&b);
+		faucet_buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	fputs(b.ptr, stdout);
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	return 0;
 }
 

@@ -36,6 +36,7 @@
 #include <faucet/faucet.h>
 
 #include "config.h"
+#include "suggest.h"
 #include "util.h"
 
 /* Exit codes (doc/design.md §5.2). */
@@ -299,7 +300,7 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
 int cli_write_run_end(cli_write_run *w, int ok, const char *message);
 
 /* Append "run" and "undo" members (after a first member) to a JSON object. */
-void cli_write_run_json(const cli_write_run *w, cli_buf *b);
+void cli_write_run_json(const cli_write_run *w, faucet_buf *b);
 
 void cli_write_run_dispose(cli_write_run *w);
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "suggest.h"
 #include "util.h"
 #include "config.h"
 
@@ -40,14 +41,14 @@ int cli_forbid_core_dumps(void)
 	struct rlimit none;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	if (getrlimit(RLIMIT_CORE, &none) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	/* Only the soft limit: lowering it always works, and a child that
 	 * holds no key may raise it again. */
 	none.rlim_cur = 0;
 	if (setrlimit(RLIMIT_CORE, &none) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
 	return 0;
 }
 
@@ -115,21 +116,21 @@ static long env_value_at(const cli_config *c, const char *p)
 
 char *cli_config_scrub(const cli_config *c, const char *text)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
 	if (c == NULL || c->env_values.count == 0)
-		return cli_strdup(text);
+		return faucet__strdup(text);
 	for (const char *p = text; *p;) {
 		long i = env_value_at(c, p);
 
 		if (i < 0) {
-			(void)cli_buf_putc(&b, *p++);
+			(void)faucet_buf_putc(&b, *p++);
 			continue;
 		}
-		(void)cli_buf_puts(&b, c->env_refs.strings[i]);
+		(void)faucet_buf_puts(&b, c->env_refs.strings[i]);
 		p += strlen(c->env_values.strings[i]);
 	}
-	return cli_buf_detach(&b);
+	return faucet_buf_detach(&b);
 }
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
@@ -198,10 +199,10 @@ static int remember_env(cli_config *c, const char *name, const char *value)
 	char *copy;
 
 	/* push_owned frees the string when it cannot keep it. */
-	if (cli_strarray_push_owned(&c->env_refs, cli_sprintf("${env:%s}", name)) != 0)
+	if (faucet__strarray_append_owned(&c->env_refs, faucet__sprintf("${env:%s}", name)) != 0)
 		return FAUCET_ENOMEM;
-	copy = cli_strdup(value);
-	if (copy == NULL || cli_strarray_push_owned(&c->env_values, copy) != 0) {
+	copy = faucet__strdup(value);
+	if (copy == NULL || faucet__strarray_append_owned(&c->env_values, copy) != 0) {
 		c->env_refs.count--;
 		free(c->env_refs.strings[c->env_refs.count]);
 		return FAUCET_ENOMEM;
@@ -257,7 +258,7 @@ static int expand_env(loader *l, const yaml_node_t *node, const char *field, con
 		need += strlen(val);
 		p = end + 1;
 	}
-	res = cli_malloc(need + 1);
+	res = faucet__malloc(need + 1);
 	if (res == NULL)
 		return FAUCET_ENOMEM;
 	w = res;
@@ -387,7 +388,7 @@ static int read_bool(loader *l, const yaml_node_t *node, const char *field, int 
 
 	if (rc != 0)
 		return rc;
-	for (size_t i = 0; text != NULL && i < CLI_ARRAY_LEN(yes); i++) {
+	for (size_t i = 0; text != NULL && i < FAUCET_ARRAY_LEN(yes); i++) {
 		if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
 			*out = strcasecmp(text, yes[i]) == 0;
 			free(text);
@@ -422,7 +423,7 @@ static int read_string_list(loader *l, yaml_node_t *node, const char *field, int
 			free(s);
 			return node_error(l, item, "%s: an entry is empty", field);
 		}
-		if (cli_strarray_push_owned(out, s) != 0)
+		if (faucet__strarray_append_owned(out, s) != 0)
 			return FAUCET_ENOMEM;
 	}
 	return 0;
@@ -458,12 +459,12 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 				break;
 		}
 		if (allowed[i] == NULL) {
-			cli_buf names = CLI_BUF_INIT;
+			faucet_buf names = FAUCET_BUF_INIT;
 			int rc;
 
 			for (i = 0; allowed[i] != NULL; i++) {
-				(void)cli_buf_puts(&names, i ? ", " : "");
-				(void)cli_buf_puts(&names, allowed[i]);
+				(void)faucet_buf_puts(&names, i ? ", " : "");
+				(void)faucet_buf_puts(&names, allowed[i]);
 			}
 			const char *best;
 			size_t count = i;
@@ -476,7 +477,7 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 			else
 				rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
 						scalar_raw(key), names.ptr ? names.ptr : "");
-			cli_buf_dispose(&names);
+			faucet_buf_dispose(&names);
 			return rc;
 		}
 	}
@@ -564,7 +565,7 @@ static int load_encryption(loader *l, yaml_node_t *node)
 			return rc;
 		}
 		free(var);
-		c->encryption_key = cli_strdup(val);
+		c->encryption_key = faucet__strdup(val);
 		if (c->encryption_key == NULL)
 			return FAUCET_ENOMEM;
 	} else {
@@ -600,7 +601,7 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 {
 	const char *type = l->cfg->state_type, *fields = NULL;
 
-	for (size_t i = 0; type != NULL && i < CLI_ARRAY_LEN(backend_fields); i++) {
+	for (size_t i = 0; type != NULL && i < FAUCET_ARRAY_LEN(backend_fields); i++) {
 		if (strcmp(backend_fields[i].type, type) == 0)
 			fields = backend_fields[i].fields;
 	}
@@ -631,7 +632,7 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 static int etcd_url(loader *l, yaml_node_t *node)
 {
 	cli_config *c = l->cfg;
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
 	if (c->state_url != NULL) {
 		if (c->state_etcd_endpoints.count > 0 || c->state_etcd_prefix != NULL)
@@ -662,17 +663,17 @@ static int etcd_url(loader *l, yaml_node_t *node)
 	if (strpbrk(c->state_etcd_prefix, "?&") != NULL)
 		return node_error(l, node, "state.config.prefix '%s' may not hold '?' or '&'",
 				  c->state_etcd_prefix);
-	(void)cli_buf_puts(&b, "etcd://");
+	(void)faucet_buf_puts(&b, "etcd://");
 	for (size_t i = 0; i < c->state_etcd_endpoints.count; i++)
-		(void)cli_buf_printf(&b, "%s%s", i ? "," : "", c->state_etcd_endpoints.strings[i]);
-	(void)cli_buf_printf(&b, "/%s", c->state_etcd_prefix);
+		(void)faucet_buf_printf(&b, "%s%s", i ? "," : "", c->state_etcd_endpoints.strings[i]);
+	(void)faucet_buf_printf(&b, "/%s", c->state_etcd_prefix);
 	if (c->state_etcd_dial_timeout != NULL)
-		(void)cli_buf_printf(&b, "?dial_timeout=%s", c->state_etcd_dial_timeout);
+		(void)faucet_buf_printf(&b, "?dial_timeout=%s", c->state_etcd_dial_timeout);
 	if (c->state_etcd_request_timeout != NULL)
-		(void)cli_buf_printf(&b, "%crequest_timeout=%s",
+		(void)faucet_buf_printf(&b, "%crequest_timeout=%s",
 				     c->state_etcd_dial_timeout ? '&' : '?',
 				     c->state_etcd_request_timeout);
-	c->state_url = cli_buf_detach(&b);
+	c->state_url = faucet_buf_detach(&b);
 	if (c->state_url == NULL)
 		return node_error(l, node, "out of memory");
 	return 0;
@@ -764,10 +765,10 @@ static int load_state(loader *l, yaml_node_t *node)
 		const char *best = NULL;
 		size_t i;
 
-		for (i = 0; i < CLI_ARRAY_LEN(types) && strcmp(types[i], c->state_type) != 0; i++)
+		for (i = 0; i < FAUCET_ARRAY_LEN(types) && strcmp(types[i], c->state_type) != 0; i++)
 			;
-		if (i == CLI_ARRAY_LEN(types) &&
-		    (best = cli_suggest(c->state_type, types, CLI_ARRAY_LEN(types))) != NULL)
+		if (i == FAUCET_ARRAY_LEN(types) &&
+		    (best = cli_suggest(c->state_type, types, FAUCET_ARRAY_LEN(types))) != NULL)
 			return node_error(l, type, "state.type: unknown state store type '%s' (did "
 					  "you mean '%s'?)", c->state_type, best);
 	}
@@ -834,37 +835,37 @@ static int load_root(loader *l)
 
 static int read_config_file(const char *path, char **out, size_t *len)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	struct stat st;
 	int fd;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return cli_error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
+		return faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
 	/* Size the buffer up front so it never moves: it may hold a key. */
-	if (fstat(fd, &st) != 0 || cli_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
+	if (fstat(fd, &st) != 0 || faucet_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
 		int err = errno;
 		close(fd);
-		cli_buf_dispose(&b);
-		return cli_error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+		faucet_buf_dispose(&b);
+		return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 	}
 	for (;;) {
 		ssize_t n;
 
 		if (b.cap - b.len < 2) {
 			/* The file grew while we read it; wipe the old buffer. */
-			cli_buf bigger = CLI_BUF_INIT;
-			if (cli_buf_grow(&bigger, b.cap * 2) != 0 ||
-			    cli_buf_put(&bigger, b.ptr, b.len) != 0) {
+			faucet_buf bigger = FAUCET_BUF_INIT;
+			if (faucet_buf_grow(&bigger, b.cap * 2) != 0 ||
+			    faucet_buf_put(&bigger, b.ptr, b.len) != 0) {
 				explicit_bzero(b.ptr, b.len);
-				cli_buf_dispose(&b);
-				cli_buf_dispose(&bigger);
+				faucet_buf_dispose(&b);
+				faucet_buf_dispose(&bigger);
 				close(fd);
 				return FAUCET_ENOMEM;
 			}
 			explicit_bzero(b.ptr, b.len);
-			cli_buf_dispose(&b);
+			faucet_buf_dispose(&b);
 			b = bigger;
 		}
 		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
@@ -873,9 +874,9 @@ static int read_config_file(const char *path, char **out, size_t *len)
 		if (n < 0) {
 			int err = errno;
 			explicit_bzero(b.ptr, b.len);
-			cli_buf_dispose(&b);
+			faucet_buf_dispose(&b);
 			close(fd);
-			return cli_error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
+			return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 		}
 		if (n == 0)
 			break;
@@ -978,7 +979,7 @@ int cli_config_load(cli_config **out, const char *path)
 	free(text);
 	if (rc != 0)
 		return rc;
-	c = cli_calloc(1, sizeof(*c));
+	c = faucet__calloc(1, sizeof(*c));
 	if (c == NULL) {
 		wipe_document(&doc);
 		yaml_document_delete(&doc);
@@ -991,8 +992,8 @@ int cli_config_load(cli_config **out, const char *path)
 	wipe_document(&doc);
 	yaml_document_delete(&doc);
 	if (rc == 0 && realpath(path, abs) == NULL)
-		rc = cli_error_os(FAUCET_ECONFIG, errno, "config %s: cannot resolve its path", path);
-	if (rc == 0 && (c->path = cli_strdup(abs)) == NULL)
+		rc = faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot resolve its path", path);
+	if (rc == 0 && (c->path = faucet__strdup(abs)) == NULL)
 		rc = FAUCET_ENOMEM;
 	if (rc != 0) {
 		cli_config_free(c);

@@ -107,7 +107,7 @@ static size_t printable_utf8(const unsigned char *p)
 	return n;
 }
 
-void cli_escape(cli_buf *b, const char *text)
+void cli_escape(faucet_buf *b, const char *text)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)text;
@@ -116,37 +116,37 @@ void cli_escape(cli_buf *b, const char *text)
 		size_t n;
 
 		if (*p >= 0x20 && *p < 0x7f) {
-			(void)cli_buf_putc(b, (char)*p++);
+			(void)faucet_buf_putc(b, (char)*p++);
 			continue;
 		}
 		if (*p >= 0x80 && (n = printable_utf8(p)) > 0) {
-			(void)cli_buf_put(b, (const char *)p, n);
+			(void)faucet_buf_put(b, (const char *)p, n);
 			p += n;
 			continue;
 		}
 		switch (*p) {
-		case '\n': (void)cli_buf_puts(b, "\\n"); break;
-		case '\r': (void)cli_buf_puts(b, "\\r"); break;
-		case '\t': (void)cli_buf_puts(b, "\\t"); break;
+		case '\n': (void)faucet_buf_puts(b, "\\n"); break;
+		case '\r': (void)faucet_buf_puts(b, "\\r"); break;
+		case '\t': (void)faucet_buf_puts(b, "\\t"); break;
 		default:
-			(void)cli_buf_puts(b, "\\x");
-			(void)cli_buf_putc(b, hex[*p >> 4]);
-			(void)cli_buf_putc(b, hex[*p & 15]);
+			(void)faucet_buf_puts(b, "\\x");
+			(void)faucet_buf_putc(b, hex[*p >> 4]);
+			(void)faucet_buf_putc(b, hex[*p & 15]);
 		}
 		p++;
 	}
 }
 
-void cli_json_error_object(cli_buf *b, const char *code, const char *message, int exit_code)
+void cli_json_error_object(faucet_buf *b, const char *code, const char *message, int exit_code)
 {
-	(void)cli_buf_putc(b, '{');
+	(void)faucet_buf_putc(b, '{');
 	jw_member(b, "code", 1);
-	jw_string(b, code);
+	faucet__json_string(b, code);
 	jw_member(b, "message", 0);
-	jw_string(b, message);
+	faucet__json_string(b, message);
 	jw_member(b, "exit", 0);
-	(void)cli_buf_printf(b, "%d", exit_code);
-	(void)cli_buf_putc(b, '}');
+	(void)faucet_buf_printf(b, "%d", exit_code);
+	(void)faucet_buf_putc(b, '}');
 }
 
 /* The error code's name for a failure the library did not report. */
@@ -165,7 +165,7 @@ static const char *code_for_exit(int exit_code)
  */
 static void report_failure(int exit_code, const char *code, const char *raw)
 {
-	cli_buf line = CLI_BUF_INIT;
+	faucet_buf line = FAUCET_BUF_INIT;
 	/* No value that came from ${env:...} is ever shown: the config's
 	 * references replace it (library messages name types, paths, ...). */
 	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
@@ -177,26 +177,26 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 		text = both;
 	}
 	if (text == NULL)
-		text = cli_strdup("out of memory");
+		text = faucet__strdup("out of memory");
 	if (text == NULL)
 		return;
 
 	/* Whatever stdout holds so far comes first, so a report and its
 	 * error read in order on a terminal. */
 	(void)fflush(stdout);
-	(void)cli_buf_puts(&line, "faucet: ");
+	(void)faucet_buf_puts(&line, "faucet: ");
 	cli_escape(&line, text);
-	(void)cli_buf_putc(&line, '\n');
+	(void)faucet_buf_putc(&line, '\n');
 	fputs(line.failed || line.ptr == NULL ? "faucet: out of memory\n" : line.ptr, stderr);
-	cli_buf_dispose(&line);
+	faucet_buf_dispose(&line);
 	if (error_ctx != NULL && error_ctx->json && !json_printed) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_puts(&b, error_ctx->json_error_outcome
+		(void)faucet_buf_puts(&b, error_ctx->json_error_outcome
 					       ? "{\"outcome\":\"error\",\"error\":"
 					       : "{\"error\":");
 		cli_json_error_object(&b, code, text, exit_code);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
 	free(text);
@@ -269,7 +269,7 @@ int cli_fail(int exit_code, const char *fmt, ...)
 	va_start(ap, fmt);
 	what = vformat(fmt, ap);
 	va_end(ap);
-	line = what ? cli_sprintf("%s: %s%s", what,
+	line = what ? faucet__sprintf("%s: %s%s", what,
 				  sealed_without_key(last)
 					  ? "this store is encrypted; give --encryption-key-env VAR "
 					    "(VAR holding the key), or state.config.encryption in "
@@ -372,7 +372,7 @@ int cli_print_help(const char *text)
 
 int cli_read_input(const char *path, char **out, size_t *len)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	int use_stdin = strcmp(path, "-") == 0;
 	const char *name = use_stdin ? "standard input" : path;
 	int fd = use_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
@@ -380,14 +380,14 @@ int cli_read_input(const char *path, char **out, size_t *len)
 	*out = NULL;
 	*len = 0;
 	if (fd < 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot open %s", name);
+		return faucet__error_os(FAUCET_EIO, errno, "cannot open %s", name);
 	for (;;) {
 		ssize_t n;
 
-		if (cli_buf_grow(&b, 65536) != 0) {
+		if (faucet_buf_grow(&b, 65536) != 0) {
 			if (!use_stdin)
 				close(fd);
-			cli_buf_dispose(&b);
+			faucet_buf_dispose(&b);
 			return FAUCET_ENOMEM;
 		}
 		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
@@ -397,8 +397,8 @@ int cli_read_input(const char *path, char **out, size_t *len)
 			int err = errno;
 			if (!use_stdin)
 				close(fd);
-			cli_buf_dispose(&b);
-			return cli_error_os(FAUCET_EIO, err, "cannot read %s", name);
+			faucet_buf_dispose(&b);
+			return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
 		}
 		if (n == 0)
 			break;
@@ -456,9 +456,9 @@ static int previous_names(cli_context *ctx)
 		return 0;
 	while (*list) {
 		size_t n = strcspn(list, ",");
-		char *name = n ? cli_sprintf("%.*s", (int)n, list) : NULL;
+		char *name = n ? faucet__sprintf("%.*s", (int)n, list) : NULL;
 
-		if (n && (name == NULL || cli_strarray_push_owned(&ctx->previous_key_envs, name) != 0))
+		if (n && (name == NULL || faucet__strarray_append_owned(&ctx->previous_key_envs, name) != 0))
 			return FAUCET_ENOMEM;
 		list += n;
 		if (*list == ',')
@@ -469,7 +469,7 @@ static int previous_names(cli_context *ctx)
 
 const char *cli_previous_key_env_list(cli_context *ctx)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
 	if (ctx->previous_list != NULL)
 		return ctx->previous_list;
@@ -477,10 +477,10 @@ const char *cli_previous_key_env_list(cli_context *ctx)
 		return NULL;
 	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
 		if (i)
-			(void)cli_buf_putc(&b, ',');
-		(void)cli_buf_puts(&b, ctx->previous_key_envs.strings[i]);
+			(void)faucet_buf_putc(&b, ',');
+		(void)faucet_buf_puts(&b, ctx->previous_key_envs.strings[i]);
 	}
-	ctx->previous_list = cli_buf_detach(&b);
+	ctx->previous_list = faucet_buf_detach(&b);
 	return ctx->previous_list;
 }
 
@@ -501,7 +501,7 @@ static int previous_from_env(cli_context *ctx)
 					 "environment variable %s (a previous key, named by "
 					 "--previous-key-env or FAUCET_PREVIOUS_KEY_ENV) is %s",
 					 name, v == NULL ? "not set" : "empty");
-		if (cli_strarray_push(&ctx->previous_material, v) != 0)
+		if (faucet__strarray_append(&ctx->previous_material, v) != 0)
 			return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	return 0;
@@ -552,7 +552,7 @@ static int key_from_env(cli_context *ctx, const char **key)
 				 "environment variable %s (named by --encryption-key-env) is empty; "
 				 "an encryption key cannot be empty",
 				 ctx->key_env);
-	ctx->key_material = cli_strdup(v);
+	ctx->key_material = faucet__strdup(v);
 	if (ctx->key_material == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "reading the encryption key");
 	/* Any string is a key (its SHA-256 is the AES key), so a short one is
@@ -579,7 +579,7 @@ static const char *url_store_path(const char *url)
 {
 	static const char *const schemes[] = {"file:", "sqlite:"};
 
-	for (size_t i = 0; i < CLI_ARRAY_LEN(schemes); i++) {
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
 		size_t n = strlen(schemes[i]);
 		if (strncmp(url, schemes[i], n) == 0)
 			return strncmp(url + n, "//", 2) == 0 ? url + n + 2 : url + n;
@@ -615,7 +615,7 @@ static int require_existing(const char *path, int mode)
 		return 0;
 	}
 	if (errno == ENOENT || errno == ENOTDIR) {
-		char *msg = cli_sprintf("no state store at %s (write commands create it)", path);
+		char *msg = faucet__sprintf("no state store at %s (write commands create it)", path);
 
 		report_failure(CLI_EXIT_FAILED, faucet_error_name(FAUCET_ENOTFOUND),
 			       msg ? msg : "out of memory");
@@ -633,7 +633,7 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	const char *key = NULL;
 	int rc;
 
-	ctx->selected_url = cli_strdup(url);
+	ctx->selected_url = faucet__strdup(url);
 	ctx->store_label = faucet_url_redact(url);
 	if (ctx->selected_url == NULL || ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
@@ -689,7 +689,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 				 conf->path);
 	ctx->selected_config_path = conf->path;
 	cli_config_store(conf, &cfg, &enc);
-	ctx->store_label = cli_sprintf("'%s' from config %s", conf->state_type, conf->path);
+	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
 	if (must_exist && (strcmp(conf->state_type, "file") == 0 ||
@@ -742,7 +742,7 @@ int cli_check_store_url(const char *url, const char *where)
 	static const char *const schemes[] = {"memory", "file", "sqlite", "postgres", "postgresql",
 					      "redis"};
 	const char *colon = strchr(url, ':'), *dot;
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	struct stat st;
 	int rc;
 
@@ -755,16 +755,16 @@ int cli_check_store_url(const char *url, const char *where)
 			return 0;
 		memcpy(scheme, url, n);
 		scheme[n] = '\0';
-		for (size_t i = 0; i < CLI_ARRAY_LEN(schemes); i++) {
+		for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
 			if (strcmp(schemes[i], scheme) == 0)
 				return 0;
 		}
-		if ((best = cli_suggest(scheme, schemes, CLI_ARRAY_LEN(schemes))) == NULL)
+		if ((best = cli_suggest(scheme, schemes, FAUCET_ARRAY_LEN(schemes))) == NULL)
 			return 0; /* the library's message lists the schemes */
 		cli_escape(&b, colon);
 		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",
 				     where, scheme, best, b.ptr ? b.ptr : "");
-		cli_buf_dispose(&b);
+		faucet_buf_dispose(&b);
 		return rc;
 	}
 	cli_escape(&b, url);
@@ -781,7 +781,7 @@ int cli_check_store_url(const char *url, const char *where)
 				     "directory of JSON files) or sqlite:%s (one SQLite database "
 				     "file)?", where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "",
 				     b.ptr ? b.ptr : "");
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	return rc;
 }
 
@@ -856,7 +856,7 @@ int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out
 		return cli_error(CLI_EXIT_USAGE,
 				 "config %s (--to-config) has no state: block, so it names no store",
 				 conf->path);
-	ctx->to_label = cli_sprintf("'%s' from config %s", conf->state_type, conf->path);
+	ctx->to_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->to_label == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	*label = ctx->to_label;

@@ -67,63 +67,63 @@ static char *shown(const cli_context *ctx, const char *text)
 /* ... and on a terminal, its control characters escaped. */
 static void print_escaped(const cli_context *ctx, const char *text)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	char *safe = shown(ctx, text);
 
 	if (safe != NULL)
 		cli_escape(&b, safe);
 	fputs(safe == NULL || b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	free(safe);
 }
 
-static void json_shown(cli_buf *b, const cli_context *ctx, const char *text)
+static void json_shown(faucet_buf *b, const cli_context *ctx, const char *text)
 {
 	char *safe;
 
 	if (text == NULL) {
-		(void)cli_buf_puts(b, "null");
+		(void)faucet_buf_puts(b, "null");
 		return;
 	}
 	safe = shown(ctx, text);
 	if (safe == NULL)
 		b->failed = 1;
 	else
-		jw_string(b, safe);
+		faucet__json_string(b, safe);
 	free(safe);
 }
 
 static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_report *r)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	size_t n = faucet_check_report_count(r);
 
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "store", 1);
 	json_shown(&b, ctx, ctx->store_label);
 	jw_member(&b, "backend", 0);
-	jw_string(&b, faucet_store_backend_name(s));
+	faucet__json_string(&b, faucet_store_backend_name(s));
 	jw_member(&b, "ok", 0);
-	(void)cli_buf_puts(&b, faucet_check_report_failed_count(r) == 0 ? "true" : "false");
+	(void)faucet_buf_puts(&b, faucet_check_report_failed_count(r) == 0 ? "true" : "false");
 	jw_member(&b, "probes", 0);
-	(void)cli_buf_putc(&b, '[');
+	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < n; i++) {
 		const faucet_probe *p = faucet_check_report_probe(r, i);
 
-		(void)cli_buf_puts(&b, i ? ",{" : "{");
+		(void)faucet_buf_puts(&b, i ? ",{" : "{");
 		jw_member(&b, "name", 1);
-		jw_string(&b, p->name);
+		faucet__json_string(&b, p->name);
 		jw_member(&b, "status", 0);
-		jw_string(&b, status_name(p->status));
+		faucet__json_string(&b, status_name(p->status));
 		jw_member(&b, "reason", 0);
 		json_shown(&b, ctx, p->reason);
 		jw_member(&b, "elapsed_ms", 0);
-		(void)cli_buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
+		(void)faucet_buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
 		jw_member(&b, "hint", 0);
 		json_shown(&b, ctx, p->hint);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 	}
-	(void)cli_buf_puts(&b, "]}");
+	(void)faucet_buf_puts(&b, "]}");
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
@@ -167,7 +167,7 @@ static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_rep
  * least 1 ms: 0 would mean no limit). */
 static uint64_t remaining_ms(uint64_t timeout_ms, uint64_t start_ms)
 {
-	uint64_t used = cli_now_ms() - start_ms;
+	uint64_t used = faucet__now_ms() - start_ms;
 	return used < timeout_ms ? timeout_ms - used : 1;
 }
 
@@ -210,7 +210,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 	 * probes are added here (a warning naming the expired leases,
 	 * doc/design.md §5.3; a failure naming each run document that does
 	 * not parse, which --repair sets aside). */
-	start_ms = cli_now_ms();
+	start_ms = faucet__now_ms();
 	if (faucet_store_check(s, &cctx, &report) != 0 ||
 	    faucet_lease_probe(s, (int64_t)time(NULL), remaining_ms(cctx.timeout_ms, start_ms),
 			       report) != 0 ||

@@ -46,7 +46,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	const char *pipeline = NULL, *arg;
 	faucet_strarray keys = {0};
 	static const char *const heads[] = {"KEY", "HOLDER", "EXPIRES", "STATE", "RUN"};
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	faucet_store *s = NULL;
 	char *prefix = NULL;
 	cli_table t;
@@ -67,7 +67,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 	}
 	if (pipeline != NULL && (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::")))
 		return cli_usage_error("lock list", "invalid pipeline name '%s'", pipeline);
-	prefix = pipeline ? cli_sprintf("%s::", pipeline) : cli_strdup("");
+	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
 	if (prefix == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "lock list");
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0) {
@@ -78,7 +78,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		goto done;
 	}
-	(void)cli_buf_putc(&b, '[');
+	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < keys.count; i++) {
 		faucet_value *v = NULL;
 		faucet_lease l;
@@ -106,21 +106,21 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 						     : "expired";
 		if (ctx->json) {
 			if (n > 0)
-				(void)cli_buf_putc(&b, ',');
-			(void)cli_buf_putc(&b, '{');
+				(void)faucet_buf_putc(&b, ',');
+			(void)faucet_buf_putc(&b, '{');
 			jw_member(&b, "key", 1);
-			jw_string(&b, keys.strings[i]);
+			faucet__json_string(&b, keys.strings[i]);
 			jw_member(&b, "holder", 0);
-			jw_string(&b, l.holder);
+			faucet__json_string(&b, l.holder);
 			jw_member(&b, "run", 0);
-			jw_string_or_null(&b, l.run);
+			faucet__json_string(&b, l.run);
 			jw_member(&b, "expires_at", 0);
-			(void)cli_buf_printf(&b, "%lld", (long long)l.expires_at);
+			(void)faucet_buf_printf(&b, "%lld", (long long)l.expires_at);
 			jw_member(&b, "expires", 0);
-			jw_string(&b, until);
+			faucet__json_string(&b, until);
 			jw_member(&b, "state", 0);
-			jw_string(&b, state);
-			(void)cli_buf_putc(&b, '}');
+			faucet__json_string(&b, state);
+			(void)faucet_buf_putc(&b, '}');
 		} else if (ctx->stdout_tty) {
 			char local[64];
 			const char *cells[5] = {keys.strings[i], l.holder,
@@ -135,7 +135,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		n++;
 		faucet_lease_dispose(&l);
 	}
-	(void)cli_buf_putc(&b, ']');
+	(void)faucet_buf_putc(&b, ']');
 	if (ctx->json)
 		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	else if (ctx->stdout_tty)
@@ -144,7 +144,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = CLI_EXIT_OK;
 done:
 	cli_table_dispose(&t);
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	free(prefix);
@@ -161,9 +161,9 @@ static char *suggest_lease_key(const char *key)
 		const char *at = strstr(key, tails[i]);
 
 		if (at != NULL && at > key)
-			return cli_sprintf("%.*s%s", (int)(at - key), key, lease_tail);
+			return faucet__sprintf("%.*s%s", (int)(at - key), key, lease_tail);
 	}
-	return cli_sprintf("%s%s", key, lease_tail);
+	return faucet__sprintf("%s%s", key, lease_tail);
 }
 
 /* Break the lease at `key` (read, then compare-and-delete). */
@@ -185,13 +185,13 @@ static int break_one(cli_context *ctx, faucet_store *s, const char *key, const c
 			fprintf(stderr, "faucet: no lease at %s\n", key);
 		rc = if_holder ? CLI_EXIT_CONDITION : CLI_EXIT_OK;
 		if (rc == CLI_EXIT_OK && ctx->json) {
-			cli_buf b = CLI_BUF_INIT;
+			faucet_buf b = FAUCET_BUF_INIT;
 
-			(void)cli_buf_putc(&b, '{');
+			(void)faucet_buf_putc(&b, '{');
 			jw_member(&b, "key", 1);
-			jw_string(&b, key);
+			faucet__json_string(&b, key);
 			jw_member(&b, "broken", 0);
-			(void)cli_buf_puts(&b, "false}");
+			(void)faucet_buf_puts(&b, "false}");
 			if (jw_print(&b) != 0)
 				rc = CLI_EXIT_FAILED;
 		}
@@ -220,18 +220,18 @@ static int break_one(cli_context *ctx, faucet_store *s, const char *key, const c
 			l.run ? ", run " : "", l.run ? l.run : "");
 	rc = CLI_EXIT_OK;
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
-		jw_string(&b, key);
+		faucet__json_string(&b, key);
 		jw_member(&b, "broken", 0);
-		(void)cli_buf_puts(&b, "true");
+		(void)faucet_buf_puts(&b, "true");
 		jw_member(&b, "holder", 0);
-		jw_string(&b, l.holder);
+		faucet__json_string(&b, l.holder);
 		jw_member(&b, "run", 0);
-		jw_string_or_null(&b, l.run);
-		(void)cli_buf_putc(&b, '}');
+		faucet__json_string(&b, l.run);
+		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}
@@ -256,11 +256,11 @@ static int pipeline_lease_key(cli_context *ctx, faucet_store *s, const char *pip
 
 	*out = NULL;
 	if (row != NULL) {
-		*out = cli_sprintf("%s::%s%s", pipeline, row, lease_tail);
+		*out = faucet__sprintf("%s::%s%s", pipeline, row, lease_tail);
 		return *out ? 0 : cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
-	level = cli_sprintf("%s%s", pipeline, lease_tail);
-	dflt = cli_sprintf("%s::default%s", pipeline, lease_tail);
+	level = faucet__sprintf("%s%s", pipeline, lease_tail);
+	dflt = faucet__sprintf("%s::default%s", pipeline, lease_tail);
 	if (level == NULL || dflt == NULL) {
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	} else if (faucet_store_get(s, level, &a) != 0 || faucet_store_get(s, dflt, &b) != 0) {

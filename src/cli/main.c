@@ -61,12 +61,12 @@ static const command commands[] = {
 static int print_version(cli_context *ctx)
 {
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "version", 1);
-		jw_string(&b, faucet_version());
-		(void)cli_buf_putc(&b, '}');
+		faucet__json_string(&b, faucet_version());
+		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {

@@ -150,7 +150,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 			if (!it.positional_only)
 				return cli_usage_error("run", "unexpected argument '%s' (put the "
 							      "command after --)", v);
-			if (cli_strarray_push(&a->command, v) != 0)
+			if (faucet__strarray_append(&a->command, v) != 0)
 				return cli_fail(CLI_EXIT_FAILED, "run");
 			/* Everything after the command's name is its own. */
 			continue;
@@ -200,14 +200,14 @@ typedef struct {
 
 static char *join_command(const faucet_strarray *cmd)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
 	for (size_t i = 0; i < cmd->count; i++) {
 		if (i > 0)
-			(void)cli_buf_putc(&b, ' ');
-		(void)cli_buf_puts(&b, cmd->strings[i]);
+			(void)faucet_buf_putc(&b, ' ');
+		(void)faucet_buf_puts(&b, cmd->strings[i]);
 	}
-	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
+	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
 }
 
 /* --singer: write the bookmark to a private file for the command - `{}`
@@ -225,7 +225,7 @@ static int write_state_file(run_state *st)
 	if (faucet_store_get(st->s, st->state_key, &v) != 0)
 		return cli_fail(CLI_EXIT_FAILED, "reading %s", st->state_key);
 	st->before = faucet_value_ref(v);
-	path = cli_sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
+	path = faucet__sprintf("%s/faucet-state.XXXXXX", dir && *dir ? dir : "/tmp");
 	if (path == NULL) {
 		faucet_value_free(v);
 		return cli_fail(CLI_EXIT_FAILED, "run");
@@ -272,16 +272,16 @@ static int write_state_file(run_state *st)
 static char *expand_arg(const char *arg, const char *state_file)
 {
 	static const char ph[] = "${state.file}";
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	const char *p = arg, *hit;
 
 	while ((hit = strstr(p, ph)) != NULL) {
-		(void)cli_buf_put(&b, p, (size_t)(hit - p));
-		(void)cli_buf_puts(&b, state_file ? state_file : "");
+		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
+		(void)faucet_buf_puts(&b, state_file ? state_file : "");
 		p = hit + sizeof(ph) - 1;
 	}
-	(void)cli_buf_puts(&b, p);
-	return b.failed ? (cli_buf_dispose(&b), NULL) : cli_buf_detach(&b);
+	(void)faucet_buf_puts(&b, p);
+	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
 }
 
 /* The command's environment: ours, minus the variables we set, plus the
@@ -297,34 +297,34 @@ static int build_env(run_state *st, char ***env_out)
 	const char *previous = NULL;
 	int rc = 0;
 
-	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_ID=%s", faucet_run_id(st->run)));
-	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
-	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_RUN_ROW=%s", st->row));
-	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_STATE_KEY=%s", st->state_key));
+	rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_RUN_ID=%s", faucet_run_id(st->run)));
+	rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_RUN_PIPELINE=%s", st->pipeline));
+	rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_RUN_ROW=%s", st->row));
+	rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_STATE_KEY=%s", st->state_key));
 	if (st->a->singer)
-		rc |= cli_strarray_push_owned(
-			&set, cli_sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
+		rc |= faucet__strarray_append_owned(
+			&set, faucet__sprintf("FAUCET_STATE_FILE=%s", st->state_file ? st->state_file : ""));
 	if (ctx->selected_config_path != NULL)
-		rc |= cli_strarray_push_owned(
-			&set, cli_sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
+		rc |= faucet__strarray_append_owned(
+			&set, faucet__sprintf("FAUCET_CONFIG=%s", ctx->selected_config_path));
 	else if (ctx->selected_url != NULL)
-		rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_STATE=%s", ctx->selected_url));
+		rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_STATE=%s", ctx->selected_url));
 	/* The key variables' names (never the keys): the current one, and the
 	 * previous ones a store being rotated still needs to read older files
 	 * (the variables themselves are inherited). */
 	if (ctx->key_env != NULL) {
-		rc |= cli_strarray_push_owned(
-			&set, cli_sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
+		rc |= faucet__strarray_append_owned(
+			&set, faucet__sprintf("FAUCET_ENCRYPTION_KEY_ENV=%s", ctx->key_env));
 		previous = cli_previous_key_env_list(ctx);
 		if (previous != NULL)
-			rc |= cli_strarray_push_owned(
-				&set, cli_sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
+			rc |= faucet__strarray_append_owned(
+				&set, faucet__sprintf("FAUCET_PREVIOUS_KEY_ENV=%s", previous));
 		else if (ctx->previous_key_envs.count > 0)
 			rc |= FAUCET_ENOMEM; /* the list could not be made */
 	}
-	rc |= cli_strarray_push_owned(&set, cli_sprintf("FAUCET_BIN=%s", st->self));
+	rc |= faucet__strarray_append_owned(&set, faucet__sprintf("FAUCET_BIN=%s", st->self));
 	/* faucet_proc_env wants a NULL-terminated list. */
-	rc |= cli_strarray_push_owned(&set, cli_strdup(""));
+	rc |= faucet__strarray_append_owned(&set, faucet__strdup(""));
 	if (rc == 0) {
 		free(set.strings[set.count - 1]);
 		set.strings[set.count - 1] = NULL;
@@ -349,10 +349,10 @@ static int spawn_command(run_state *st)
 	int out[2] = {-1, -1}, rc = 0, exec_errno = 0;
 
 	for (size_t i = 0; rc == 0 && i < st->a->command.count; i++)
-		rc = cli_strarray_push_owned(&args, expand_arg(st->a->command.strings[i],
+		rc = faucet__strarray_append_owned(&args, expand_arg(st->a->command.strings[i],
 							       st->state_file));
 	if (rc == 0)
-		rc = cli_strarray_push_owned(&args, cli_strdup(""));
+		rc = faucet__strarray_append_owned(&args, faucet__strdup(""));
 	if (rc == 0) {
 		free(args.strings[args.count - 1]);
 		args.strings[args.count - 1] = NULL;
@@ -446,7 +446,7 @@ static void state_write_failed(run_state *st)
 {
 	if (!st->state_failed) {
 		st->state_failed = 1;
-		st->state_error = cli_sprintf("storing the state: %s", faucet_error_last()->message);
+		st->state_error = faucet__sprintf("storing the state: %s", faucet_error_last()->message);
 		fprintf(stderr, "faucet: run: cannot store the state at %s: %s\n",
 			st->state_key, faucet_error_last()->message);
 	}
@@ -465,7 +465,7 @@ static void store_state(run_state *st)
 	else
 		st->stored = 1;
 	faucet_value_free(v);
-	st->last_state_ms = cli_now_ms();
+	st->last_state_ms = faucet__now_ms();
 }
 
 /* A bad state line fails the run, and a failed capture stores nothing: a
@@ -506,7 +506,7 @@ static void read_output(run_state *st)
 		}
 		if (singer_feed(&st->cap, buf, (size_t)n) != 0 && !st->state_failed) {
 			st->state_failed = 1;
-			st->state_error = cli_strdup(faucet_error_last()->message);
+			st->state_error = faucet__strdup(faucet_error_last()->message);
 		}
 		/* A short read drained the pipe: back to poll() rather than one
 		 * more read() that would only say EAGAIN. */
@@ -530,7 +530,7 @@ static void on_signals(run_state *st)
 			}
 			if (st->interrupted == 0) {
 				st->interrupted = signo;
-				st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+				st->kill_at_ms = faucet__now_ms() + KILL_GRACE_MS;
 			}
 			/* To the whole group: the command's own children too. */
 			if (st->pid > 0 && !st->child_done)
@@ -578,21 +578,21 @@ static void renew(run_state *st)
 			if (!st->child_done) {
 				(void)kill(-st->pid, SIGTERM);
 				if (st->kill_at_ms == 0)
-					st->kill_at_ms = cli_now_ms() + KILL_GRACE_MS;
+					st->kill_at_ms = faucet__now_ms() + KILL_GRACE_MS;
 			}
 		}
 	}
-	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
 }
 
 static void wait_loop(run_state *st)
 {
-	st->renew_at_ms = cli_now_ms() + faucet_run_renew_interval_ms(st->run);
+	st->renew_at_ms = faucet__now_ms() + faucet_run_renew_interval_ms(st->run);
 	st->reap = 1; /* the command may have ended before the loop began */
 	while (!st->child_done || st->out_fd >= 0) {
 		struct pollfd fds[2];
 		nfds_t nf = 0;
-		uint64_t now = cli_now_ms(), due = st->renew_at_ms;
+		uint64_t now = faucet__now_ms(), due = st->renew_at_ms;
 		int timeout;
 
 		if (!st->child_done && st->reap) {
@@ -672,34 +672,34 @@ static int print_run_summary(run_state *st, const char *outcome, int exit_status
 			     size_t changed, const char *message)
 {
 	char *undo = NULL;
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	if (changed > 0 && (undo = cli_sprintf("faucet state undo %s --row %s %s", st->pipeline,
+	if (changed > 0 && (undo = faucet__sprintf("faucet state undo %s --row %s %s", st->pipeline,
 					       st->row, faucet_run_id(st->run))) == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	(void)fflush(stdout);
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "run", 1);
-	jw_string(&b, faucet_run_id(st->run));
+	faucet__json_string(&b, faucet_run_id(st->run));
 	jw_member(&b, "pipeline", 0);
-	jw_string(&b, st->pipeline);
+	faucet__json_string(&b, st->pipeline);
 	jw_member(&b, "row", 0);
-	jw_string(&b, st->row);
+	faucet__json_string(&b, st->row);
 	jw_member(&b, "outcome", 0);
-	jw_string(&b, outcome);
+	faucet__json_string(&b, outcome);
 	jw_member(&b, "exit_status", 0);
-	(void)cli_buf_printf(&b, "%d", exit_status);
+	(void)faucet_buf_printf(&b, "%d", exit_status);
 	jw_member(&b, "exit", 0);
-	(void)cli_buf_printf(&b, "%d", code);
+	(void)faucet_buf_printf(&b, "%d", code);
 	jw_member(&b, "keys_changed", 0);
-	(void)cli_buf_printf(&b, "%zu", changed);
+	(void)faucet_buf_printf(&b, "%zu", changed);
 	jw_member(&b, "state_stored", 0);
-	(void)cli_buf_puts(&b, st->stored ? "true" : "false");
+	(void)faucet_buf_puts(&b, st->stored ? "true" : "false");
 	jw_member(&b, "message", 0);
-	jw_string_or_null(&b, message);
+	faucet__json_string(&b, message);
 	jw_member(&b, "undo", 0);
-	jw_string_or_null(&b, undo);
-	(void)cli_buf_putc(&b, '}');
+	faucet__json_string(&b, undo);
+	(void)faucet_buf_putc(&b, '}');
 	free(undo);
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
@@ -757,7 +757,7 @@ static int self_path(char **out)
 	size_t size = 256;
 
 	for (;;) {
-		char *buf = cli_malloc(size);
+		char *buf = faucet__malloc(size);
 		ssize_t n;
 
 		if (buf == NULL)
@@ -796,7 +796,7 @@ static int resolve(run_state *st)
 	if (st->pipeline == NULL)
 		return cli_usage_error("run", "which pipeline? give --pipeline or -c FILE");
 	st->row = a->row ? a->row : FAUCET_RUN_DEFAULT_ROW;
-	st->state_key = cli_sprintf("%s::%s", st->pipeline, st->row);
+	st->state_key = faucet__sprintf("%s::%s", st->pipeline, st->row);
 	if (st->state_key == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "run");
 	if (faucet_validate_key(st->state_key) != 0 || strstr(st->pipeline, "::") != NULL ||

@@ -62,7 +62,7 @@ void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
 	memset(s, 0, sizeof(*s));
 	s->emit = emit;
 	s->emit_ctx = emit_ctx;
-	s->carry = (cli_buf)CLI_BUF_INIT;
+	s->carry = (faucet_buf)FAUCET_BUF_INIT;
 	s->mode = L_START;
 }
 
@@ -322,7 +322,7 @@ static void note_error(singer *s, const char *what, const char *detail)
 {
 	s->errors++;
 	if (s->error == NULL)
-		s->error = cli_sprintf("%s%.200s", what, detail);
+		s->error = faucet__sprintf("%s%.200s", what, detail);
 	/* A bad state line fails the run, which then stores nothing. */
 	faucet_value_free(s->state);
 	s->state = NULL;
@@ -336,7 +336,7 @@ static int flush_spans(singer *s)
 	s->nspans = 0;
 	s->spans_in_carry = 0;
 	if (n > 0 && s->emit(s->emit_ctx, s->spans, n) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot write the command's output");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot write the command's output");
 	return 0;
 }
 
@@ -376,8 +376,8 @@ static int carry_done(singer *s)
 		return 0;
 	if (flush_spans(s) != 0)
 		return -1;
-	cli_buf_dispose(&s->carry);
-	s->carry = (cli_buf)CLI_BUF_INIT;
+	faucet_buf_dispose(&s->carry);
+	s->carry = (faucet_buf)FAUCET_BUF_INIT;
 	return 0;
 }
 
@@ -389,7 +389,7 @@ static int hold(singer *s, const char *p, size_t n)
 	if (s->carry.len + n <= SINGER_LINE_MAX) {
 		if (s->spans_in_carry && flush_spans(s) != 0)
 			return -1;
-		if (cli_buf_put(&s->carry, p, n) == 0) {
+		if (faucet_buf_put(&s->carry, p, n) == 0) {
 			s->mode = L_GATHER;
 			return 0;
 		}
@@ -397,8 +397,8 @@ static int hold(singer *s, const char *p, size_t n)
 	s->mode = L_OVER;
 	if (emit_carry(s) != 0 || emit(s, p, n) != 0 || flush_spans(s) != 0)
 		return -1;
-	cli_buf_dispose(&s->carry);
-	s->carry = (cli_buf)CLI_BUF_INIT;
+	faucet_buf_dispose(&s->carry);
+	s->carry = (faucet_buf)FAUCET_BUF_INIT;
 	return 0;
 }
 
@@ -569,7 +569,7 @@ faucet_value *singer_take_state(singer *s)
 
 void singer_dispose(singer *s)
 {
-	cli_buf_dispose(&s->carry);
+	faucet_buf_dispose(&s->carry);
 	faucet_value_free(s->state);
 	free(s->error);
 	memset(s, 0, sizeof(*s));

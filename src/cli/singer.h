@@ -57,7 +57,7 @@ typedef struct {
 	int spans_in_carry;    /* a span points into carry: emit before changing it */
 	int mode;              /* what the current line is (singer.c) */
 	singer_scan scan;      /* the current line's scan, while it may be state */
-	cli_buf carry;         /* the current line, begun but not finished, while it
+	faucet_buf carry;         /* the current line, begun but not finished, while it
 				* may be state */
 	faucet_value *state;   /* the newest state not yet taken, or NULL */
 	unsigned long states;  /* state lines taken */

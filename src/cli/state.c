@@ -197,9 +197,9 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 	}
 	if (tenant != NULL && pos == NULL)
 		return cli_usage_error("state list", "--tenant needs a PIPELINE");
-	prefix = pos == NULL ? cli_strdup(raw ? raw : "")
-	       : tenant ? cli_sprintf("%s::%s::", tenant, pos)
-			: cli_sprintf("%s::", pos);
+	prefix = pos == NULL ? faucet__strdup(raw ? raw : "")
+	       : tenant ? faucet__sprintf("%s::%s::", tenant, pos)
+			: faucet__sprintf("%s::", pos);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	rc = cli_open_store_existing(ctx, &s);
@@ -218,7 +218,7 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 	if (!all)
 		drop_bookkeeping(&keys);
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
 		jw_string_array(&b, &keys);
 		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
@@ -266,16 +266,16 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 	}
 	faucet_store_free(s);
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
-		jw_string(&b, key);
+		faucet__json_string(&b, key);
 		jw_member(&b, "found", 0);
-		(void)cli_buf_puts(&b, v ? "true" : "false");
+		(void)faucet_buf_puts(&b, v ? "true" : "false");
 		jw_member(&b, "value", 0);
-		(void)cli_buf_puts(&b, v ? faucet_value_json(v) : "null");
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_puts(&b, v ? faucet_value_json(v) : "null");
+		(void)faucet_buf_putc(&b, '}');
 		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	} else if (v != NULL) {
 		fwrite(faucet_value_json(v), 1, faucet_value_len(v), stdout);
@@ -413,32 +413,32 @@ static void print_plain(const show_row *rows, size_t n)
 static int print_show_json(const char *pipeline, const char *tenant, const char *prefix,
 			   const show_row *rows, size_t n)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "pipeline", 1);
-	jw_string(&b, pipeline);
+	faucet__json_string(&b, pipeline);
 	jw_member(&b, "tenant", 0);
-	jw_string_or_null(&b, tenant);
+	faucet__json_string(&b, tenant);
 	jw_member(&b, "prefix", 0);
-	jw_string(&b, prefix);
+	faucet__json_string(&b, prefix);
 	jw_member(&b, "keys", 0);
-	(void)cli_buf_putc(&b, '[');
+	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < n; i++) {
-		(void)cli_buf_puts(&b, i ? ",{" : "{");
+		(void)faucet_buf_puts(&b, i ? ",{" : "{");
 		jw_member(&b, "key", 1);
-		jw_string(&b, rows[i].key);
+		faucet__json_string(&b, rows[i].key);
 		jw_member(&b, "row", 0);
-		jw_string_or_null(&b, rows[i].row);
+		faucet__json_string(&b, rows[i].row);
 		jw_member(&b, "sub", 0);
-		jw_string_or_null(&b, rows[i].sub);
+		faucet__json_string(&b, rows[i].sub);
 		jw_member(&b, "suffix", 0);
-		jw_string_or_null(&b, rows[i].suffix);
+		faucet__json_string(&b, rows[i].suffix);
 		jw_member(&b, "value", 0);
-		(void)cli_buf_puts(&b, faucet_value_json(rows[i].value));
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_puts(&b, faucet_value_json(rows[i].value));
+		(void)faucet_buf_putc(&b, '}');
 	}
-	(void)cli_buf_puts(&b, "]}");
+	(void)faucet_buf_puts(&b, "]}");
 	return jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
@@ -526,8 +526,8 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 				       pipeline, (int)(strstr(pipeline, "::") - pipeline), pipeline);
 	if (tenant != NULL && faucet_validate_key(tenant) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state show: bad tenant");
-	prefix = tenant ? cli_sprintf("%s::%s::", tenant, pipeline)
-			: cli_sprintf("%s::", pipeline);
+	prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
+			: faucet__sprintf("%s::", pipeline);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	rc = cli_open_store_existing(ctx, &s);

@@ -59,7 +59,7 @@ static int collect_key(const char *key, const faucet_value *value, void *arg)
 	if (c->base != NULL && key[c->base_len] != '\0' &&
 	    strncmp(key + c->base_len, "::", 2) != 0)
 		return 0;
-	copy = cli_strdup(key);
+	copy = faucet__strdup(key);
 	grown = copy ? realloc(c->keys.strings, (c->keys.count + 1) * sizeof(*grown)) : NULL;
 	if (grown == NULL) {
 		free(copy);
@@ -74,30 +74,30 @@ static int collect_key(const char *key, const faucet_value *value, void *arg)
 static int print_clear_json(const char *pipeline, const char *tenant, const char *row,
 			    int dry_run, const faucet_strarray *keys, const cli_write_run *w)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "pipeline", 1);
-	jw_string(&b, pipeline);
+	faucet__json_string(&b, pipeline);
 	jw_member(&b, "tenant", 0);
-	jw_string_or_null(&b, tenant);
+	faucet__json_string(&b, tenant);
 	jw_member(&b, "row", 0);
-	jw_string_or_null(&b, row);
+	faucet__json_string(&b, row);
 	jw_member(&b, "dry_run", 0);
-	(void)cli_buf_puts(&b, dry_run ? "true" : "false");
+	(void)faucet_buf_puts(&b, dry_run ? "true" : "false");
 	jw_member(&b, "count", 0);
-	(void)cli_buf_printf(&b, "%zu", keys->count);
+	(void)faucet_buf_printf(&b, "%zu", keys->count);
 	jw_member(&b, "keys", 0);
 	jw_string_array(&b, keys);
 	if (w != NULL) {
 		cli_write_run_json(w, &b);
 	} else {
 		jw_member(&b, "run", 0);
-		(void)cli_buf_puts(&b, "null");
+		(void)faucet_buf_puts(&b, "null");
 		jw_member(&b, "undo", 0);
-		(void)cli_buf_puts(&b, "null");
+		(void)faucet_buf_puts(&b, "null");
 	}
-	(void)cli_buf_putc(&b, '}');
+	(void)faucet_buf_putc(&b, '}');
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
@@ -158,11 +158,11 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 	if (row != NULL && faucet_validate_key(row) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state clear: bad --row");
 	if (row != NULL)
-		prefix = tenant ? cli_sprintf("%s::%s::%s", tenant, pipeline, row)
-				: cli_sprintf("%s::%s", pipeline, row);
+		prefix = tenant ? faucet__sprintf("%s::%s::%s", tenant, pipeline, row)
+				: faucet__sprintf("%s::%s", pipeline, row);
 	else
-		prefix = tenant ? cli_sprintf("%s::%s::", tenant, pipeline)
-				: cli_sprintf("%s::", pipeline);
+		prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
+				: faucet__sprintf("%s::", pipeline);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (row != NULL && faucet_run_is_bookkeeping_key(prefix)) {
@@ -212,7 +212,7 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 			      "deleted so far are in the run; `faucet state undo` restores them)",
 			      prefix, ctx->store_label);
 		if (!w.joined) {
-			char *msg = cli_strdup(faucet_error_last()->message);
+			char *msg = faucet__strdup(faucet_error_last()->message);
 			(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
 			free(msg);
 		}

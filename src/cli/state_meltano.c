@@ -122,7 +122,7 @@ static int members(const char *s, size_t len, member **out, size_t *n)
 			i = skip_ws(s, len, i + 1);
 		ks = i;
 		i = value_end(s, len, i);
-		if ((grown = cli_reserve(m, &cap, *n + 1, sizeof(*m), 8)) == NULL) {
+		if ((grown = faucet__reserve(m, &cap, *n + 1, sizeof(*m), 8)) == NULL) {
 			free(m);
 			return -1;
 		}
@@ -159,7 +159,7 @@ static const member *find_member(const member *m, size_t n, const member *like)
  * destination's members in their order, each overwritten by source's of
  * the same key (two objects merged recursively), then source's members
  * destination lacks. */
-static int merge_objects(const char *src, size_t slen, const char *dst, size_t dlen, cli_buf *out)
+static int merge_objects(const char *src, size_t slen, const char *dst, size_t dlen, faucet_buf *out)
 {
 	member *sm = NULL, *dm = NULL;
 	size_t sn = 0, dn = 0;
@@ -167,35 +167,35 @@ static int merge_objects(const char *src, size_t slen, const char *dst, size_t d
 
 	if (members(src, slen, &sm, &sn) != 0 || members(dst, dlen, &dm, &dn) != 0)
 		goto done;
-	if (cli_buf_putc(out, '{') != 0)
+	if (faucet_buf_putc(out, '{') != 0)
 		goto done;
 	for (size_t i = 0; i < dn; i++) {
 		const member *s = find_member(sm, sn, &dm[i]);
 
-		if ((!first && cli_buf_putc(out, ',') != 0) ||
-		    cli_buf_put(out, dm[i].key, dm[i].key_len) != 0 || cli_buf_putc(out, ':') != 0)
+		if ((!first && faucet_buf_putc(out, ',') != 0) ||
+		    faucet_buf_put(out, dm[i].key, dm[i].key_len) != 0 || faucet_buf_putc(out, ':') != 0)
 			goto done;
 		first = 0;
 		if (s == NULL) {
-			if (cli_buf_put(out, dm[i].val, dm[i].val_len) != 0)
+			if (faucet_buf_put(out, dm[i].val, dm[i].val_len) != 0)
 				goto done;
 		} else if (is_object(s->val, s->val_len) && is_object(dm[i].val, dm[i].val_len)) {
 			if (merge_objects(s->val, s->val_len, dm[i].val, dm[i].val_len, out) != 0)
 				goto done;
-		} else if (cli_buf_put(out, s->val, s->val_len) != 0) {
+		} else if (faucet_buf_put(out, s->val, s->val_len) != 0) {
 			goto done;
 		}
 	}
 	for (size_t i = 0; i < sn; i++) {
 		if (find_member(dm, dn, &sm[i]) != NULL)
 			continue;
-		if ((!first && cli_buf_putc(out, ',') != 0) ||
-		    cli_buf_put(out, sm[i].key, sm[i].key_len) != 0 || cli_buf_putc(out, ':') != 0 ||
-		    cli_buf_put(out, sm[i].val, sm[i].val_len) != 0)
+		if ((!first && faucet_buf_putc(out, ',') != 0) ||
+		    faucet_buf_put(out, sm[i].key, sm[i].key_len) != 0 || faucet_buf_putc(out, ':') != 0 ||
+		    faucet_buf_put(out, sm[i].val, sm[i].val_len) != 0)
 			goto done;
 		first = 0;
 	}
-	rc = cli_buf_putc(out, '}');
+	rc = faucet_buf_putc(out, '}');
 done:
 	free(sm);
 	free(dm);
@@ -255,7 +255,7 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 	const char *pipeline = NULL, *row = FAUCET_RUN_DEFAULT_ROW, *tenant = NULL;
 	const char *output = NULL, *arg;
 	faucet_value *v = NULL;
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 	faucet_store *s;
 	char *key = NULL;
 	cli_args it;
@@ -299,9 +299,9 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 	if (rc == 0 && !is_object(faucet_value_json(v), faucet_value_len(v)))
 		rc = cli_error(CLI_EXIT_FAILED, "state export: the bookmark at %s is not a JSON "
 			       "object, so it is not Singer state", key);
-	if (rc == 0 && (cli_buf_puts(&b, "{\"singer_state\":") != 0 ||
-			cli_buf_put(&b, faucet_value_json(v), faucet_value_len(v)) != 0 ||
-			cli_buf_puts(&b, "}\n") != 0))
+	if (rc == 0 && (faucet_buf_puts(&b, "{\"singer_state\":") != 0 ||
+			faucet_buf_put(&b, faucet_value_json(v), faucet_value_len(v)) != 0 ||
+			faucet_buf_puts(&b, "}\n") != 0))
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0 && (output == NULL || strcmp(output, "-") == 0)) {
 		if (fwrite(b.ptr, 1, b.len, stdout) != b.len)
@@ -310,22 +310,22 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 		if (faucet_write_file(output, "export file", b.ptr, b.len) != 0)
 			rc = cli_fail(CLI_EXIT_FAILED, "state export");
 		else if (ctx->json) {
-			cli_buf j = CLI_BUF_INIT;
+			faucet_buf j = FAUCET_BUF_INIT;
 
-			(void)cli_buf_putc(&j, '{');
+			(void)faucet_buf_putc(&j, '{');
 			jw_member(&j, "key", 1);
-			jw_string(&j, key);
+			faucet__json_string(&j, key);
 			jw_member(&j, "format", 0);
-			jw_string(&j, "meltano");
+			faucet__json_string(&j, "meltano");
 			jw_member(&j, "output", 0);
-			jw_string(&j, output);
-			(void)cli_buf_putc(&j, '}');
+			faucet__json_string(&j, output);
+			(void)faucet_buf_putc(&j, '}');
 			rc = jw_print(&j) != 0 ? CLI_EXIT_FAILED : 0;
 		} else {
 			printf("exported the bookmark %s as Meltano state to %s\n", key, output);
 		}
 	}
-	cli_buf_dispose(&b);
+	faucet_buf_dispose(&b);
 	faucet_value_free(v);
 	free(key);
 	return rc;
@@ -386,18 +386,18 @@ static int singer_state_of(const char *where, const faucet_value *doc, int merge
 		goto done;
 	}
 	if (partial != NULL) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 		const char *dst = completed ? faucet_value_json(completed) : "{}";
 		size_t dlen = completed ? faucet_value_len(completed) : 2;
 
 		if (merge_objects(faucet_value_json(partial), faucet_value_len(partial), dst, dlen,
 				  &b) != 0) {
-			cli_buf_dispose(&b);
+			faucet_buf_dispose(&b);
 			rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 			goto done;
 		}
 		rc = faucet_value_parse(&merged, b.ptr, b.len);
-		cli_buf_dispose(&b);
+		faucet_buf_dispose(&b);
 		if (rc != 0) {
 			rc = cli_fail(CLI_EXIT_FAILED, "%s: merging \"partial\" over \"completed\"",
 				      where);
@@ -503,7 +503,7 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		rc = cli_write_run_begin(ctx, s, "faucet state import --format meltano", keys, 1,
 					 CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, &w);
 		if (rc == 0 && faucet_run_put(w.run, key, state) != 0) {
-			char *msg = cli_strdup(faucet_error_last()->message);
+			char *msg = faucet__strdup(faucet_error_last()->message);
 
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", key,
 				      ctx->store_label);
@@ -517,30 +517,30 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		changed = current == NULL || !faucet_value_equal(current, state);
 	}
 	if (rc == 0 && ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
-		jw_string(&b, key);
+		faucet__json_string(&b, key);
 		jw_member(&b, "pipeline", 0);
-		jw_string(&b, pipeline);
+		faucet__json_string(&b, pipeline);
 		jw_member(&b, "row", 0);
-		jw_string(&b, row);
+		faucet__json_string(&b, row);
 		jw_member(&b, "tenant", 0);
-		jw_string_or_null(&b, tenant);
+		faucet__json_string(&b, tenant);
 		jw_member(&b, "dry_run", 0);
-		(void)cli_buf_puts(&b, dry_run ? "true" : "false");
+		(void)faucet_buf_puts(&b, dry_run ? "true" : "false");
 		jw_member(&b, "changed", 0);
-		(void)cli_buf_puts(&b, changed ? "true" : "false");
+		(void)faucet_buf_puts(&b, changed ? "true" : "false");
 		jw_member(&b, "value", 0);
-		(void)cli_buf_put(&b, faucet_value_json(state), faucet_value_len(state));
+		(void)faucet_buf_put(&b, faucet_value_json(state), faucet_value_len(state));
 		if (dry_run) {
 			jw_member(&b, "run", 0);
-			(void)cli_buf_puts(&b, "null");
+			(void)faucet_buf_puts(&b, "null");
 		} else {
 			cli_write_run_json(&w, &b);
 		}
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 		rc = jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 	} else if (rc == 0) {
 		printf("%s%s the bookmark %s in %s from Meltano state (%s)%s\n",

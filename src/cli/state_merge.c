@@ -124,30 +124,30 @@ static int print_merge_json(const merge_args *ma, int written, int attempts,
 			    const faucet_value *previous, const faucet_value *value,
 			    const cli_write_run *w)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "key", 1);
-	jw_string(&b, ma->key);
+	faucet__json_string(&b, ma->key);
 	jw_member(&b, "written", 0);
-	(void)cli_buf_puts(&b, written ? "true" : "false");
+	(void)faucet_buf_puts(&b, written ? "true" : "false");
 	jw_member(&b, "dry_run", 0);
-	(void)cli_buf_puts(&b, ma->dry_run ? "true" : "false");
+	(void)faucet_buf_puts(&b, ma->dry_run ? "true" : "false");
 	jw_member(&b, "attempts", 0);
-	(void)cli_buf_printf(&b, "%d", attempts);
+	(void)faucet_buf_printf(&b, "%d", attempts);
 	jw_member(&b, "previous", 0);
-	(void)cli_buf_puts(&b, previous ? faucet_value_json(previous) : "null");
+	(void)faucet_buf_puts(&b, previous ? faucet_value_json(previous) : "null");
 	jw_member(&b, "value", 0);
-	(void)cli_buf_puts(&b, value ? faucet_value_json(value) : "null");
+	(void)faucet_buf_puts(&b, value ? faucet_value_json(value) : "null");
 	if (w != NULL) {
 		cli_write_run_json(w, &b);
 	} else {
 		jw_member(&b, "run", 0);
-		(void)cli_buf_puts(&b, "null");
+		(void)faucet_buf_puts(&b, "null");
 		jw_member(&b, "undo", 0);
-		(void)cli_buf_puts(&b, "null");
+		(void)faucet_buf_puts(&b, "null");
 	}
-	(void)cli_buf_putc(&b, '}');
+	(void)faucet_buf_putc(&b, '}');
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
@@ -189,7 +189,7 @@ static int merge_attempt(cli_context *ctx, faucet_store *s, const merge_args *ma
 	if (faucet_run_compare_and_put(w->run, ma->key, current, merged, written) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", ma->key, ctx->store_label);
 		if (!w->joined) {
-			char *msg = cli_strdup(faucet_error_last()->message);
+			char *msg = faucet__strdup(faucet_error_last()->message);
 			(void)faucet_run_end(w->run, FAUCET_RUN_FAILED, -1, msg);
 			free(msg);
 		}

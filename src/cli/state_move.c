@@ -117,7 +117,7 @@ static int check_format(const char *command, const char *format)
 static FILE *anonymous_temp(void)
 {
 	const char *dir = getenv("TMPDIR");
-	char *path = cli_sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
+	char *path = faucet__sprintf("%s/faucet-move.XXXXXX", dir && *dir ? dir : "/tmp");
 	FILE *f = NULL;
 	int fd;
 
@@ -196,10 +196,10 @@ static int write_temp_atomically(FILE *tmp, const char *path)
 	int rc;
 
 	if (fstat(fileno(tmp), &st) != 0)
-		return cli_error_os(FAUCET_EIO, errno, "cannot read the export temp file");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot read the export temp file");
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(tmp), 0);
 	if (map == MAP_FAILED)
-		return cli_error_os(FAUCET_EIO, errno, "cannot map the export temp file");
+		return faucet__error_os(FAUCET_EIO, errno, "cannot map the export temp file");
 	rc = faucet_write_file(path, "export file", map, (size_t)st.st_size);
 	(void)munmap(map, (size_t)st.st_size);
 	return rc;
@@ -209,16 +209,16 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 				size_t count)
 {
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
-		jw_string(&b, pipeline);
+		faucet__json_string(&b, pipeline);
 		jw_member(&b, "keys", 0);
-		(void)cli_buf_printf(&b, "%zu", count);
+		(void)faucet_buf_printf(&b, "%zu", count);
 		jw_member(&b, "output", 0);
-		jw_string(&b, output);
-		(void)cli_buf_putc(&b, '}');
+		faucet__json_string(&b, output);
+		(void)faucet_buf_putc(&b, '}');
 		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 	}
 	if (!ctx->quiet)
@@ -272,7 +272,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		if (strstr(pipeline, "::") != NULL)
 			return cli_usage_error("state export", "'%s' is not a pipeline name (it "
 					       "contains '::')", pipeline);
-		if ((ns = cli_sprintf("%s::%s", tenant, pipeline)) == NULL)
+		if ((ns = faucet__sprintf("%s::%s", tenant, pipeline)) == NULL)
 			return cli_error(CLI_EXIT_FAILED, "out of memory");
 		pipeline = ns;
 	}
@@ -303,16 +303,16 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 
 /* ---- the import report ------------------------------------------------- */
 
-static void print_json_report(cli_buf *b, const char *pipeline, const char *label,
+static void print_json_report(faucet_buf *b, const char *pipeline, const char *label,
 			      const faucet_import_report *r, const cli_write_run *w)
 {
-	(void)cli_buf_putc(b, '{');
+	(void)faucet_buf_putc(b, '{');
 	jw_member(b, "pipeline", 1);
-	jw_string(b, pipeline);
+	faucet__json_string(b, pipeline);
 	jw_member(b, "store", 0);
-	jw_string(b, label);
+	faucet__json_string(b, label);
 	jw_member(b, "dry_run", 0);
-	(void)cli_buf_puts(b, r->dry_run ? "true" : "false");
+	(void)faucet_buf_puts(b, r->dry_run ? "true" : "false");
 	jw_member(b, "written", 0);
 	jw_string_array(b, &r->written);
 	jw_member(b, "durability_unknown", 0);
@@ -320,22 +320,22 @@ static void print_json_report(cli_buf *b, const char *pipeline, const char *labe
 	jw_member(b, "deleted", 0);
 	jw_string_array(b, &r->deleted);
 	jw_member(b, "atomic", 0);
-	(void)cli_buf_puts(b, r->atomic ? "true" : "false");
+	(void)faucet_buf_puts(b, r->atomic ? "true" : "false");
 	jw_member(b, "error", 0);
 	if (r->error == NULL) {
-		(void)cli_buf_puts(b, "null");
+		(void)faucet_buf_puts(b, "null");
 	} else {
-		(void)cli_buf_putc(b, '{');
+		(void)faucet_buf_putc(b, '{');
 		jw_member(b, "code", 1);
-		jw_string(b, faucet_error_name(r->error_code));
+		faucet__json_string(b, faucet_error_name(r->error_code));
 		jw_member(b, "message", 0);
-		jw_string(b, r->error);
+		faucet__json_string(b, r->error);
 		jw_member(b, "exit", 0);
-		(void)cli_buf_printf(b, "%d", CLI_EXIT_FAILED);
-		(void)cli_buf_putc(b, '}');
+		(void)faucet_buf_printf(b, "%d", CLI_EXIT_FAILED);
+		(void)faucet_buf_putc(b, '}');
 	}
 	cli_write_run_json(w, b);
-	(void)cli_buf_putc(b, '}');
+	(void)faucet_buf_putc(b, '}');
 }
 
 static void print_list(const char *what, const faucet_strarray *keys)
@@ -372,7 +372,7 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 			const faucet_import_report *r, const cli_write_run *w)
 {
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
 		print_json_report(&b, pipeline, label, r, w);
 		if (jw_print(&b) != 0)
@@ -424,7 +424,7 @@ static int begin_import_run(void *arg, const char *pipeline, const char *row, fa
 
 	/* A tenant's document (pipeline "T::P") records where its keys' runs
 	 * live: the run pipeline is a key's first segment (doc/design.md §8.7). */
-	if (sep != NULL && (first = cli_strndup(pipeline, (size_t)(sep - pipeline))) == NULL) {
+	if (sep != NULL && (first = faucet__strndup(pipeline, (size_t)(sep - pipeline))) == NULL) {
 		ir->begin_rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	}
@@ -473,7 +473,7 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 			/* The data landed but its run could not be recorded: the
 			 * report still says exactly what was written, with that
 			 * error (the run reads "abandoned" once we are gone). */
-			report.error = cli_sprintf("the data was written but its run %s could not "
+			report.error = faucet__sprintf("the data was written but its run %s could not "
 						   "be recorded: %s", faucet_run_id(ir.w.run),
 						   faucet_error_last()->message);
 			report.error_code = faucet_error_last()->code;
@@ -519,17 +519,17 @@ static int open_input(const char *input, const char *name, FILE **out)
 
 	*out = NULL;
 	if (f == NULL)
-		return cli_error_os(FAUCET_EIO, errno, "cannot open %s", name);
+		return faucet__error_os(FAUCET_EIO, errno, "cannot open %s", name);
 	if (fstat(fileno(f), &st) != 0) {
 		int err = errno;
 		if (!use_stdin)
 			fclose(f);
-		return cli_error_os(FAUCET_EIO, err, "cannot read %s", name);
+		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		if (!use_stdin)
 			fclose(f);
-		return cli_error_os(FAUCET_EIO, EISDIR, "cannot read %s", name);
+		return faucet__error_os(FAUCET_EIO, EISDIR, "cannot read %s", name);
 	}
 	if (S_ISREG(st.st_mode) && !use_stdin) {
 		*out = f;
@@ -540,7 +540,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 		int err = errno;
 		if (!use_stdin)
 			fclose(f);
-		return cli_error_os(FAUCET_EIO, err, "cannot create a temp file for %s", name);
+		return faucet__error_os(FAUCET_EIO, err, "cannot create a temp file for %s", name);
 	}
 	while ((n = fread(block, 1, sizeof(block), f)) > 0) {
 		if (fwrite(block, 1, n, tmp) != n)
@@ -551,7 +551,7 @@ static int open_input(const char *input, const char *name, FILE **out)
 		if (!use_stdin)
 			fclose(f);
 		fclose(tmp);
-		return cli_error_os(FAUCET_EIO, err, "cannot read %s", name);
+		return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
 	}
 	if (!use_stdin)
 		fclose(f);
@@ -626,7 +626,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		label = ctx->store_label;
 	}
 	if (rc == 0) {
-		char *what = cli_sprintf("state import: %s", name);
+		char *what = faucet__sprintf("state import: %s", name);
 		rc = what ? import_from(ctx, s, label, in, what, &o, "faucet state import", 1)
 			  : cli_error(CLI_EXIT_FAILED, "out of memory");
 		free(what);
@@ -700,7 +700,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		if (strstr(pipeline, "::") != NULL)
 			return cli_usage_error("state copy", "'%s' is not a pipeline name (it "
 					       "contains '::')", pipeline);
-		if ((ns = cli_sprintf("%s::%s", tenant, pipeline)) == NULL)
+		if ((ns = faucet__sprintf("%s::%s", tenant, pipeline)) == NULL)
 			return cli_error(CLI_EXIT_FAILED, "out of memory");
 		pipeline = ns;
 	}
@@ -733,7 +733,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 	 * and their buffers are not held through a long import. */
 	faucet_store_free(src);
 	src = NULL;
-	if (rc == 0 && (what = cli_sprintf("state copy: the source %s of pipeline '%s'",
+	if (rc == 0 && (what = faucet__sprintf("state copy: the source %s of pipeline '%s'",
 					   ctx->store_label, pipeline)) == NULL)
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)

@@ -113,7 +113,7 @@ static int add_row_map(pcopy *p, const char *text)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	p->maps = maps;
 	m = &maps[p->nmaps];
-	if ((m->owned = cli_strdup(text)) == NULL)
+	if ((m->owned = faucet__strdup(text)) == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	p->nmaps++;
 	m->owned[eq - text] = '\0';
@@ -231,8 +231,8 @@ static int plan(pcopy *p, faucet_store *s)
 	faucet_strarray sorted = {NULL, 0};
 	int rc;
 
-	sp = p->tenant ? cli_sprintf("%s::%s::", p->tenant, p->src) : cli_sprintf("%s::", p->src);
-	dp = p->tenant ? cli_sprintf("%s::%s::", p->tenant, p->dst) : cli_sprintf("%s::", p->dst);
+	sp = p->tenant ? faucet__sprintf("%s::%s::", p->tenant, p->src) : faucet__sprintf("%s::", p->src);
+	dp = p->tenant ? faucet__sprintf("%s::%s::", p->tenant, p->dst) : faucet__sprintf("%s::", p->dst);
 	if (sp == NULL || dp == NULL) {
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 		goto done;
@@ -245,7 +245,7 @@ static int plan(pcopy *p, faucet_store *s)
 			       p->tenant ? p->tenant : "", p->ctx->store_label);
 		goto done;
 	}
-	p->src_vals = cli_calloc(p->src_keys.count, sizeof(*p->src_vals));
+	p->src_vals = faucet__calloc(p->src_keys.count, sizeof(*p->src_vals));
 	if (p->src_vals == NULL) {
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 		goto done;
@@ -260,7 +260,7 @@ static int plan(pcopy *p, faucet_store *s)
 		}
 		if ((rc = rekey(p, p->src_keys.strings[i], &nk)) != 0)
 			goto done;
-		if (cli_strarray_push_owned(&p->dst_keys, nk) != 0) {
+		if (faucet__strarray_append_owned(&p->dst_keys, nk) != 0) {
 			free(nk);
 			rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 			goto done;
@@ -269,7 +269,7 @@ static int plan(pcopy *p, faucet_store *s)
 	/* Two source keys landing on one destination key (a --row-map onto a
 	 * row the source has too) would lose one of them. */
 	for (size_t i = 0; i < p->dst_keys.count; i++) {
-		if (cli_strarray_push(&sorted, p->dst_keys.strings[i]) != 0) {
+		if (faucet__strarray_append(&sorted, p->dst_keys.strings[i]) != 0) {
 			rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 			goto done;
 		}
@@ -300,7 +300,7 @@ static int plan(pcopy *p, faucet_store *s)
 		}
 		for (size_t i = 0; i < existing.count && rc == 0; i++) {
 			if (!in_sorted(&sorted, existing.strings[i]) &&
-			    cli_strarray_push(&p->stale, existing.strings[i]) != 0)
+			    faucet__strarray_append(&p->stale, existing.strings[i]) != 0)
 				rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 		}
 		faucet_strarray_dispose(&existing);
@@ -369,7 +369,7 @@ static int apply(pcopy *p, faucet_run *r, faucet_strarray *deleted, const char *
 			*failed_key = p->stale.strings[i];
 			return -1;
 		}
-		if (cli_strarray_push(deleted, p->stale.strings[i]) != 0)
+		if (faucet__strarray_append(deleted, p->stale.strings[i]) != 0)
 			return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; p->move && i < p->src_keys.count; i++) {
@@ -386,7 +386,7 @@ static int apply(pcopy *p, faucet_run *r, faucet_strarray *deleted, const char *
 						"ran; it was not deleted",
 						p->src_keys.strings[i]);
 		}
-		if (cli_strarray_push(deleted, p->src_keys.strings[i]) != 0)
+		if (faucet__strarray_append(deleted, p->src_keys.strings[i]) != 0)
 			return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -399,30 +399,30 @@ static int print_result(pcopy *p, const faucet_strarray *deleted, const cli_writ
 
 	if (p->dry_run) {
 		for (size_t i = 0; i < p->stale.count; i++) {
-			if (cli_strarray_push(&would, p->stale.strings[i]) != 0)
+			if (faucet__strarray_append(&would, p->stale.strings[i]) != 0)
 				goto oom;
 		}
 		for (size_t i = 0; p->move && i < p->src_keys.count; i++) {
-			if (cli_strarray_push(&would, p->src_keys.strings[i]) != 0)
+			if (faucet__strarray_append(&would, p->src_keys.strings[i]) != 0)
 				goto oom;
 		}
 		del = &would;
 	}
 	if (p->ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 		int rc;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "pipeline", 1);
-		jw_string(&b, p->src);
+		faucet__json_string(&b, p->src);
 		jw_member(&b, "to_pipeline", 0);
-		jw_string(&b, p->dst);
+		faucet__json_string(&b, p->dst);
 		jw_member(&b, "tenant", 0);
-		jw_string_or_null(&b, p->tenant);
+		faucet__json_string(&b, p->tenant);
 		jw_member(&b, "move", 0);
-		(void)cli_buf_puts(&b, p->move ? "true" : "false");
+		(void)faucet_buf_puts(&b, p->move ? "true" : "false");
 		jw_member(&b, "dry_run", 0);
-		(void)cli_buf_puts(&b, p->dry_run ? "true" : "false");
+		(void)faucet_buf_puts(&b, p->dry_run ? "true" : "false");
 		jw_member(&b, "written", 0);
 		jw_string_array(&b, &p->dst_keys);
 		jw_member(&b, "deleted", 0);
@@ -431,9 +431,9 @@ static int print_result(pcopy *p, const faucet_strarray *deleted, const cli_writ
 			cli_write_run_json(w, &b);
 		} else {
 			jw_member(&b, "run", 0);
-			(void)cli_buf_puts(&b, "null");
+			(void)faucet_buf_puts(&b, "null");
 		}
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 		rc = jw_print(&b);
 		faucet_strarray_dispose(&would);
 		return rc != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
@@ -487,7 +487,7 @@ static int execute(pcopy *p)
 		char *msg = NULL;
 
 		if (!ok) {
-			msg = cli_sprintf("%s stopped at '%s': %s", cmdline, failed_key,
+			msg = faucet__sprintf("%s stopped at '%s': %s", cmdline, failed_key,
 					  faucet_error_last()->message);
 			rc = cli_error(CLI_EXIT_FAILED, "%s", msg ? msg : "out of memory");
 		}

@@ -71,14 +71,14 @@ static int scan_key(const char *key, void *arg)
 	len = sep != NULL ? (size_t)(sep - key) : strlen(key);
 	p = ps->count ? &ps->items[ps->count - 1] : NULL;
 	if (p == NULL || strlen(p->name) != len || strncmp(p->name, key, len) != 0) {
-		pipe_info *grown = cli_reserve(ps->items, &ps->cap, ps->count + 1, sizeof(*grown), 16);
+		pipe_info *grown = faucet__reserve(ps->items, &ps->cap, ps->count + 1, sizeof(*grown), 16);
 
 		if (grown == NULL)
 			goto oom;
 		ps->items = grown;
 		p = &ps->items[ps->count];
 		memset(p, 0, sizeof(*p));
-		if ((p->name = cli_malloc(len + 1)) == NULL)
+		if ((p->name = faucet__malloc(len + 1)) == NULL)
 			goto oom;
 		memcpy(p->name, key, len);
 		p->name[len] = '\0';
@@ -87,10 +87,10 @@ static int scan_key(const char *key, void *arg)
 	if (!faucet_run_is_bookkeeping_key(key)) {
 		p->keys++;
 	} else if (ends_with(key, "::__status__") != NULL) {
-		if (cli_strarray_push(&p->status_keys, key) != 0)
+		if (faucet__strarray_append(&p->status_keys, key) != 0)
 			goto oom;
 	} else if (ends_with(key, "::__lease__") != NULL) {
-		if (cli_strarray_push(&p->lease_keys, key) != 0)
+		if (faucet__strarray_append(&p->lease_keys, key) != 0)
 			goto oom;
 	}
 	return 0;
@@ -133,8 +133,8 @@ static int read_last_run(cli_context *ctx, faucet_store *s, pipe_info *p)
 				when = json_object_get_string(m);
 			free(p->last_run);
 			free(p->last_change);
-			p->last_run = cli_strdup(run);
-			p->last_change = when ? cli_strdup(when) : NULL;
+			p->last_run = faucet__strdup(run);
+			p->last_change = when ? faucet__strdup(when) : NULL;
 			if (p->last_run == NULL || (when != NULL && p->last_change == NULL)) {
 				json_object_put(root);
 				return cli_error(CLI_EXIT_FAILED, "out of memory");
@@ -175,27 +175,27 @@ static int read_leases(faucet_store *s, pipe_info *p, int64_t now)
 
 static int print_json(const pipe_scan *ps)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&b, '[');
+	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < ps->count; i++) {
 		const pipe_info *p = &ps->items[i];
 
-		(void)cli_buf_puts(&b, i ? ",{" : "{");
+		(void)faucet_buf_puts(&b, i ? ",{" : "{");
 		jw_member(&b, "pipeline", 1);
-		jw_string(&b, p->name);
+		faucet__json_string(&b, p->name);
 		jw_member(&b, "keys", 0);
-		(void)cli_buf_printf(&b, "%zu", p->keys);
+		(void)faucet_buf_printf(&b, "%zu", p->keys);
 		jw_member(&b, "last_run", 0);
-		jw_string_or_null(&b, p->last_run);
+		faucet__json_string(&b, p->last_run);
 		jw_member(&b, "last_change", 0);
-		jw_string_or_null(&b, p->last_change);
+		faucet__json_string(&b, p->last_change);
 		jw_member(&b, "leases", 0);
-		(void)cli_buf_printf(&b, "%zu", p->live_leases);
+		(void)faucet_buf_printf(&b, "%zu", p->live_leases);
 		jw_member(&b, "backfill_running", 0);
-		(void)cli_buf_puts(&b, p->backfill ? "true}" : "false}");
+		(void)faucet_buf_puts(&b, p->backfill ? "true}" : "false}");
 	}
-	(void)cli_buf_putc(&b, ']');
+	(void)faucet_buf_putc(&b, ']');
 	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 

@@ -51,14 +51,14 @@ int cli_state_reindex(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_FAILED, "state reindex of %s stopped", ctx->store_label);
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "added", 1);
-		(void)cli_buf_printf(&b, "%zu", added);
+		(void)faucet_buf_printf(&b, "%zu", added);
 		jw_member(&b, "removed", 0);
-		(void)cli_buf_printf(&b, "%zu", removed);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_printf(&b, "%zu", removed);
+		(void)faucet_buf_putc(&b, '}');
 		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 	}
 	printf("index of %s rebuilt: %zu key(s) added, %zu stale member(s) removed\n",

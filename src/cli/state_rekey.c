@@ -61,14 +61,14 @@ int cli_state_rekey(cli_context *ctx, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "rewritten", 1);
-		(void)cli_buf_printf(&b, "%zu", rewritten);
+		(void)faucet_buf_printf(&b, "%zu", rewritten);
 		jw_member(&b, "skipped", 0);
-		(void)cli_buf_printf(&b, "%zu", skipped);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_printf(&b, "%zu", skipped);
+		(void)faucet_buf_putc(&b, '}');
 		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 	}
 	printf("re-sealed %zu file%s with the current key (%zu changed meanwhile and were left "

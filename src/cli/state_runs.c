@@ -114,7 +114,7 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 		a->pipeline = tenant;
 	}
 	if (a->row != NULL) {
-		char *k = cli_sprintf("%s::%s", a->pipeline, a->row);
+		char *k = faucet__sprintf("%s::%s", a->pipeline, a->row);
 		int bad = k == NULL || faucet_validate_key(k) != 0 || faucet_run_is_bookkeeping_key(k);
 		free(k);
 		if (bad)
@@ -146,13 +146,13 @@ static const char *member(json_object *o, const char *name)
 }
 
 /* A message may hold anything the command printed: keep it on one line. */
-static void put_escaped(cli_buf *b, const char *msg)
+static void put_escaped(faucet_buf *b, const char *msg)
 {
 	for (const char *p = msg; *p; p++) {
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			(void)cli_buf_printf(b, "\\x%02x", (unsigned char)*p);
+			(void)faucet_buf_printf(b, "\\x%02x", (unsigned char)*p);
 		else
-			(void)cli_buf_putc(b, *p);
+			(void)faucet_buf_putc(b, *p);
 	}
 }
 
@@ -170,7 +170,7 @@ static int print_history_table(cli_context *ctx, const history_row *rows, size_t
 		const char *msg = member(e, "message"), *undoes = member(e, "undoes");
 		const char *started = member(e, "started_at"), *ended = member(e, "ended_at");
 		char sbuf[64], ebuf[64], kbuf[32];
-		cli_buf note = CLI_BUF_INIT;
+		faucet_buf note = FAUCET_BUF_INIT;
 		const char *cells[7];
 		size_t nkeys = json_object_object_get_ex(e, "keys", &keys) && keys
 				       ? json_object_array_length(keys) : 0;
@@ -180,7 +180,7 @@ static int print_history_table(cli_context *ctx, const history_row *rows, size_t
 			nkeys = (size_t)json_object_get_int64(total);
 		(void)snprintf(kbuf, sizeof(kbuf), "%zu", nkeys);
 		if (undoes != NULL)
-			(void)cli_buf_printf(&note, "undoes %s%s", undoes, msg ? "; " : "");
+			(void)faucet_buf_printf(&note, "undoes %s%s", undoes, msg ? "; " : "");
 		if (msg != NULL)
 			put_escaped(&note, msg);
 		cells[0] = rows[i].run;
@@ -193,7 +193,7 @@ static int print_history_table(cli_context *ctx, const history_row *rows, size_t
 		if (note.failed)
 			t.failed = 1;
 		(void)cli_table_add(&t, cells);
-		cli_buf_dispose(&note);
+		faucet_buf_dispose(&note);
 	}
 	rc = cli_table_print(&t, ctx, heads);
 	cli_table_dispose(&t);
@@ -215,7 +215,7 @@ static int print_history(cli_context *ctx, const char *json)
 		if (!json_object_object_get_ex(scope, "runs", &runs))
 			continue;
 		for (size_t j = 0; j < json_object_array_length(runs); j++) {
-			history_row *grown = cli_reserve(rows, &cap, n + 1, sizeof(*rows), 64);
+			history_row *grown = faucet__reserve(rows, &cap, n + 1, sizeof(*rows), 64);
 			if (grown == NULL) {
 				rc = cli_fail(CLI_EXIT_FAILED, "state runs");
 				goto done;
@@ -301,8 +301,8 @@ static char *undo_command(const char *pipeline, const char *scope, const char *r
 {
 	const char *row = strchr(scope, ':') ? scope + strlen(pipeline) + 2 : NULL;
 
-	return row ? cli_sprintf("faucet state undo %s --row %s %s", pipeline, row, run)
-		   : cli_sprintf("faucet state undo %s %s", pipeline, run);
+	return row ? faucet__sprintf("faucet state undo %s --row %s %s", pipeline, row, run)
+		   : faucet__sprintf("faucet state undo %s %s", pipeline, run);
 }
 
 static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
@@ -314,28 +314,28 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 						     : "(absent)";
 
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_puts(&b, "{\"error\":{");
+		(void)faucet_buf_puts(&b, "{\"error\":{");
 		jw_member(&b, "code", 1);
-		jw_string(&b, "conflict");
+		faucet__json_string(&b, "conflict");
 		jw_member(&b, "message", 0);
-		jw_string(&b, "a key changed since the run");
+		faucet__json_string(&b, "a key changed since the run");
 		jw_member(&b, "exit", 0);
-		(void)cli_buf_puts(&b, "3}");
+		(void)faucet_buf_puts(&b, "3}");
 		jw_member(&b, "run", 0);
-		jw_string(&b, r->run);
+		faucet__json_string(&b, r->run);
 		jw_member(&b, "key", 0);
-		jw_string(&b, r->conflict_key);
+		faucet__json_string(&b, r->conflict_key);
 		jw_member(&b, "current", 0);
-		(void)cli_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
+		(void)faucet_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
 							    : "null");
 		jw_member(&b, "wrote", 0);
-		(void)cli_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
+		(void)faucet_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
 							 : "null");
 		jw_member(&b, "later_run", 0);
-		jw_string_or_null(&b, r->conflict_run);
-		(void)cli_buf_putc(&b, '}');
+		faucet__json_string(&b, r->conflict_run);
+		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
 	}
 	if (r->conflict_run != NULL)
@@ -350,24 +350,24 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 }
 
 /* "steps": what each restored key held and gets back. */
-static void steps_json(cli_buf *b, const faucet_undo_result *r)
+static void steps_json(faucet_buf *b, const faucet_undo_result *r)
 {
 	jw_member(b, "steps", 0);
-	(void)cli_buf_putc(b, '[');
+	(void)faucet_buf_putc(b, '[');
 	for (size_t i = 0; i < r->restored.count; i++) {
 		if (i > 0)
-			(void)cli_buf_putc(b, ',');
-		(void)cli_buf_putc(b, '{');
+			(void)faucet_buf_putc(b, ',');
+		(void)faucet_buf_putc(b, '{');
 		jw_member(b, "key", 1);
-		jw_string(b, r->restored.strings[i]);
+		faucet__json_string(b, r->restored.strings[i]);
 		jw_member(b, "replaced", 0);
-		(void)cli_buf_puts(b, r->replaced[i] ? faucet_value_json(r->replaced[i]) : "null");
+		(void)faucet_buf_puts(b, r->replaced[i] ? faucet_value_json(r->replaced[i]) : "null");
 		jw_member(b, "restored_to", 0);
-		(void)cli_buf_puts(b, r->restored_to[i] ? faucet_value_json(r->restored_to[i])
+		(void)faucet_buf_puts(b, r->restored_to[i] ? faucet_value_json(r->restored_to[i])
 							 : "null");
-		(void)cli_buf_putc(b, '}');
+		(void)faucet_buf_putc(b, '}');
 	}
-	(void)cli_buf_putc(b, ']');
+	(void)faucet_buf_putc(b, ']');
 }
 
 int cli_state_undo(cli_context *ctx, int argc, char **argv)
@@ -437,23 +437,23 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 				r.undo_run, again);
 	}
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "undone", 1);
-		jw_string(&b, r.run);
+		faucet__json_string(&b, r.run);
 		jw_member(&b, "scope", 0);
-		jw_string(&b, r.scope);
+		faucet__json_string(&b, r.scope);
 		jw_member(&b, "dry_run", 0);
-		(void)cli_buf_puts(&b, a.dry_run ? "true" : "false");
+		(void)faucet_buf_puts(&b, a.dry_run ? "true" : "false");
 		jw_member(&b, "restored", 0);
 		jw_string_array(&b, &r.restored);
 		steps_json(&b, &r);
 		jw_member(&b, "run", 0);
-		jw_string_or_null(&b, r.undo_run);
+		faucet__json_string(&b, r.undo_run);
 		jw_member(&b, "undo", 0);
-		jw_string_or_null(&b, again);
-		(void)cli_buf_putc(&b, '}');
+		faucet__json_string(&b, again);
+		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}

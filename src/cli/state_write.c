@@ -113,19 +113,19 @@ static int read_value(const put_args *pa, faucet_value **out)
 static int print_put_json(const char *key, int written, int conditional, int atomic,
 			  const cli_write_run *w)
 {
-	cli_buf b = CLI_BUF_INIT;
+	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)cli_buf_putc(&b, '{');
+	(void)faucet_buf_putc(&b, '{');
 	jw_member(&b, "key", 1);
-	jw_string(&b, key);
+	faucet__json_string(&b, key);
 	jw_member(&b, "written", 0);
-	(void)cli_buf_puts(&b, written ? "true" : "false");
+	(void)faucet_buf_puts(&b, written ? "true" : "false");
 	if (conditional) {
 		jw_member(&b, "atomic", 0);
-		(void)cli_buf_puts(&b, atomic ? "true" : "false");
+		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
 	}
 	cli_write_run_json(w, &b);
-	(void)cli_buf_putc(&b, '}');
+	(void)faucet_buf_putc(&b, '}');
 	return jw_print(&b);
 }
 
@@ -157,33 +157,33 @@ static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *p
 				pa->key, why);
 	text = found ? faucet_value_json(found) : NULL;
 	if (text == NULL)
-		msg = cli_sprintf("state put '%s': not written: %s; found: absent", pa->key, why);
+		msg = faucet__sprintf("state put '%s': not written: %s; found: absent", pa->key, why);
 	else if (faucet_value_len(found) <= FOUND_SHOWN_MAX)
-		msg = cli_sprintf("state put '%s': not written: %s; found: %s", pa->key, why,
+		msg = faucet__sprintf("state put '%s': not written: %s; found: %s", pa->key, why,
 				  text);
 	else
-		msg = cli_sprintf("state put '%s': not written: %s; found: %.*s... (%zu bytes)",
+		msg = faucet__sprintf("state put '%s': not written: %s; found: %.*s... (%zu bytes)",
 				  pa->key, why, FOUND_SHOWN_MAX, text, faucet_value_len(found));
 	if (msg == NULL) {
 		faucet_value_free(found);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	if (ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
-		jw_string(&b, pa->key);
+		faucet__json_string(&b, pa->key);
 		jw_member(&b, "written", 0);
-		(void)cli_buf_puts(&b, "false");
+		(void)faucet_buf_puts(&b, "false");
 		jw_member(&b, "atomic", 0);
-		(void)cli_buf_puts(&b, atomic ? "true" : "false");
+		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
 		jw_member(&b, "found", 0);
-		(void)cli_buf_puts(&b, text ? text : "null");
+		(void)faucet_buf_puts(&b, text ? text : "null");
 		cli_write_run_json(w, &b);
 		jw_member(&b, "error", 0);
 		cli_json_error_object(&b, faucet_error_name(FAUCET_ERROR), msg, CLI_EXIT_CONDITION);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0) {
 			free(msg);
 			faucet_value_free(found);
@@ -258,7 +258,7 @@ done:
 	if (rc != 0 && w.run != NULL && !w.joined && !w.ended) {
 		/* The write failed: the run ends failed, so it does not stay
 		 * "running" in the history. */
-		char *msg = cli_strdup(faucet_error_last()->message);
+		char *msg = faucet__strdup(faucet_error_last()->message);
 		(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
 		free(msg);
 	}
@@ -310,18 +310,18 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	}
 	faucet_store_free(s);
 	if (rc == 0 && ctx->json) {
-		cli_buf b = CLI_BUF_INIT;
+		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)cli_buf_putc(&b, '{');
+		(void)faucet_buf_putc(&b, '{');
 		jw_member(&b, "key", 1);
-		jw_string(&b, key);
+		faucet__json_string(&b, key);
 		jw_member(&b, "deleted", 0);
 		/* A delete of an absent key deleted nothing (and recorded no run). */
-		(void)cli_buf_puts(&b, w.run == NULL ? "true"
+		(void)faucet_buf_puts(&b, w.run == NULL ? "true"
 				       : (w.joined ? faucet_run_keys(w.run)->count
 						   : faucet_run_changed(w.run)) > 0 ? "true" : "false");
 		cli_write_run_json(&w, &b);
-		(void)cli_buf_putc(&b, '}');
+		(void)faucet_buf_putc(&b, '}');
 		if (jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}

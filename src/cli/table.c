@@ -26,7 +26,7 @@ int cli_table_add(cli_table *t, const char *const *cells)
 	if (row == NULL)
 		goto oom;
 	for (size_t c = 0; c < t->ncols; c++) {
-		if ((row[c] = cli_strdup(cells[c] ? cells[c] : "-")) == NULL) {
+		if ((row[c] = faucet__strdup(cells[c] ? cells[c] : "-")) == NULL) {
 			for (size_t k = 0; k < c; k++)
 				free(row[k]);
 			free(row);

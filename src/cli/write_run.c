@@ -74,7 +74,7 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
 	if (faucet_run_begin(&w->run, s, pipeline, &o) != 0)
 		rc = write_run_fail(command);
 done:
-	w->pipeline = cli_strdup(pipeline ? pipeline : "");
+	w->pipeline = faucet__strdup(pipeline ? pipeline : "");
 	if (rc == 0 && w->pipeline == NULL)
 		rc = cli_fail(CLI_EXIT_FAILED, "%s", command);
 	if (rc != 0)
@@ -119,9 +119,9 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 	if (!ok || faucet_run_changed(w->run) == 0)
 		return 0; /* nothing changed: nothing to undo (a failure's error says why) */
 	row = faucet_run_row(w->run);
-	w->undo = row ? cli_sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
+	w->undo = row ? faucet__sprintf("faucet state undo %s --row %s %s", w->pipeline, row,
 					faucet_run_id(w->run))
-		      : cli_sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
+		      : faucet__sprintf("faucet state undo %s %s", w->pipeline, faucet_run_id(w->run));
 	if (w->undo == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "recording run %s", faucet_run_id(w->run));
 	if (!w->quiet)
@@ -139,12 +139,12 @@ static const char *recorded_run(const cli_write_run *w)
 	return !w->ended || faucet_run_changed(w->run) > 0 ? faucet_run_id(w->run) : NULL;
 }
 
-void cli_write_run_json(const cli_write_run *w, cli_buf *b)
+void cli_write_run_json(const cli_write_run *w, faucet_buf *b)
 {
 	jw_member(b, "run", 0);
-	jw_string_or_null(b, recorded_run(w));
+	faucet__json_string(b, recorded_run(w));
 	jw_member(b, "undo", 0);
-	jw_string_or_null(b, w->undo);
+	faucet__json_string(b, w->undo);
 }
 
 void cli_write_run_dispose(cli_write_run *w)

@@ -24,7 +24,7 @@ endif()
 # The command's YAML loader is not in the library: that target compiles it in.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/config.c)
   list(APPEND FUZZ_TARGETS config)
-  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/util.c)
+  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/suggest.c)
   set(FUZZ_EXTRA_LIBS_config PkgConfig::YAML)
 endif()
 
@@ -70,7 +70,8 @@ foreach(t ${FUZZ_TARGETS})
     add_test(NAME ${exe} COMMAND ${exe} ${seeds})
     set_tests_properties(${exe} PROPERTIES LABELS fuzz TIMEOUT 120)
   endif()
-  target_include_directories(${exe} PRIVATE ${FUZZ_DIR} ${CMAKE_SOURCE_DIR}/src/common
+  target_include_directories(${exe} PRIVATE ${FUZZ_DIR} ${CMAKE_SOURCE_DIR}/src/util
+                             ${CMAKE_SOURCE_DIR}/src/common
                              ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(${exe} PRIVATE faucet_static ${FUZZ_EXTRA_LIBS_${t}})
 endforeach()

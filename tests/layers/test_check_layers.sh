@@ -52,4 +52,14 @@ expect_refused "common including faucet/backfill.h" "src/common/internal.h -> ba
 copy
 printf '#include "stores/pool.h"\n' >>"$work/tree/src/cli/completion.c"
 expect_refused "the command including a backend's header" "src/cli/completion.c -> stores"
-echo "ok: the tree passes; four injected violations are refused"
+# util is below everything: it may not use common (durable writes).
+copy
+sed -i '0,/^#include "util.h"/s//#include "util.h"\n#include "durable.h"/' \
+  "$work/tree/src/util/buf.c"
+expect_refused "util including a common header" "src/util/buf.c -> common"
+
+# The command may use util (it does), but not the library's other internals.
+copy
+printf '#include "internal.h"\n' >>"$work/tree/src/cli/completion.c"
+expect_refused "the command including common's internal.h" "src/cli/completion.c -> common"
+echo "ok: the tree passes; six injected violations are refused"

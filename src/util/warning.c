@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "util.h"
 #include "warning.h"
 
 static pthread_key_t warning_key;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 
 int faucet_utc_text(int64_t t, char *out, size_t size)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "util.h"
 
 typedef struct {
 	int code;
