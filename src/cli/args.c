@@ -15,6 +15,7 @@
 
 #include "util.h"
 #include "cli.h"
+#include "reference.h"
 
 enum {
 	GLOBAL_STATE = 1,
@@ -36,6 +37,18 @@ static const cli_option global_options[] = {
 	{"help", 'h', 0, GLOBAL_HELP},
 	{NULL, 0, 0, 0},
 };
+
+/* The command and options of the scan that last saw --help: the help it
+ * prints is checked against the reference table (cli_args_help_check). */
+static const char *help_command;
+static const cli_option *help_opts;
+
+int cli_args_help_check(void)
+{
+	if (help_command == NULL)
+		return 0;
+	return cli_reference_check(help_command, help_opts, global_options);
+}
 
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv)
 {
@@ -196,6 +209,11 @@ int cli_args_next(cli_args *it, const cli_option *opts, const char **value)
 		}
 		{
 			int rc = apply_global(it, o, inline_value);
+
+			if (rc == CLI_ARG_HELP) {
+				help_command = it->command;
+				help_opts = opts;
+			}
 			if (rc != 0)
 				return rc;
 		}

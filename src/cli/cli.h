@@ -193,8 +193,12 @@ int cli_tenant_check(const char *command, const char *text, const char **tenant)
 int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline);
 
 /* Print a command's help text (on stdout), followed by how a store is
- * chosen and configured (URLs, YAML fields, defaults, keys), and return 0. */
+ * chosen and configured (URLs, YAML fields, defaults, keys), and return 0.
+ * The options of the parser that saw --help are first checked against the
+ * command's row in src/cli/reference.c: a difference is an internal error,
+ * printed, and 1 (the tests run every --help). */
 int cli_print_help(const char *text);
+int cli_args_help_check(void);
 
 /* The value of a duration option (`flag`, e.g. "--lease-ttl", of
  * `command`): a duration such as "500ms", "10s", "2m", "1h" or a bare

@@ -363,6 +363,8 @@ static const char store_help[] =
 
 int cli_print_help(const char *text)
 {
+	if (cli_args_help_check() != 0)
+		return CLI_EXIT_FAILED;
 	fputs(text, stdout);
 	fputs(store_help, stdout);
 	return cli_finish(CLI_EXIT_OK);

@@ -12,34 +12,52 @@
 
 #include "cli.h"
 #include "jsonw.h"
+#include "reference.h"
 
-static const char usage[] =
-	"usage: faucet [OPTIONS] COMMAND [ARGS]\n"
-	"\n"
-	"Inspect, move and repair the durable state of faucet pipelines.\n"
-	"\n"
-	"Commands:\n"
-	"  state list|show|get|put|delete|export|import|copy|rekey|reindex\n"
-	"                     read and write state keys (see 'faucet state --help')\n"
-	"  doctor             run the state store's health probes\n"
-	"  backfill           re-run a pipeline over a past range (see 'faucet backfill --help')\n"
-	"  backfill status    what the backfills of a pipeline have done\n"
-	"  completion bash|zsh|fish  print a shell completion script\n"
-	"  version            print the version (also -V, --version)\n"
-	"  run                run a command as one recorded, undoable run of an invocation\n"
-	"  lock list|break    show the leases of runs and backfill units; remove a stuck one\n"
-	"\n"
-	"Options (accepted before or after the command):\n"
-	"  --state URL        the store (see below)\n"
-	"  -c, --config FILE  a faucet pipeline YAML: its state: block and name:\n"
-	"  --encryption-key-env VAR, --previous-key-env VAR  keys of an encrypted store\n"
-	"  --json             print machine-readable JSON\n"
-	"  -q, --quiet        no run ids, undo commands or progress on stderr; errors only\n"
-	"  -h, --help         show help (also after any command)\n"
-	"  -V, --version      print the version\n"
-	"\n"
-	"Exit codes: 0 success; 1 the operation failed; 2 bad usage, config, key,\n"
-	"JSON or input file (nothing written); 3 a compare-and-put condition did not hold.\n";
+/* The usage text is generated from the table of reference.c. */
+static int print_usage(FILE *to)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
+
+	cli_reference_usage(&b);
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	if (to == stdout) {
+		rc = cli_print_help(b.ptr);
+	} else {
+		(void)fputs(b.ptr, to);
+		rc = CLI_EXIT_USAGE;
+	}
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+/* `faucet help`: the usage; the hidden `help --man` prints the man page
+ * (doc/faucet.1 is its output) and `help --reference` the table, for the
+ * tests. */
+static int help_main(int argc, char **argv)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	if (argc < 2)
+		return print_usage(stdout);
+	if (argc > 2 || (strcmp(argv[1], "--man") != 0 && strcmp(argv[1], "--reference") != 0))
+		return cli_usage_error("help", "unexpected argument '%s'", argv[argc > 2 ? 2 : 1]);
+	if (strcmp(argv[1], "--man") == 0)
+		cli_reference_man(&b);
+	else
+		cli_reference_dump(&b);
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
+	(void)fputs(b.ptr, stdout);
+	faucet_buf_dispose(&b);
+	return CLI_EXIT_OK;
+}
 
 typedef struct {
 	const char *name;
@@ -56,6 +74,7 @@ static const command commands[] = {
 	{"version", version_main},
 	{"run", cli_run_main},
 	{"lock", cli_lock_main},
+	/* A new command: its row here, its reference row in reference.c. */
 };
 
 static int print_version(cli_context *ctx)
@@ -107,7 +126,7 @@ static int run(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(usage);
+			return print_usage(stdout);
 		if (id == OPT_VERSION) {
 			version = 1;
 			continue;
@@ -121,11 +140,10 @@ static int run(cli_context *ctx, int argc, char **argv)
 		 * a person gets the usage. */
 		if (ctx->json)
 			return cli_usage_error("", "no command given");
-		fputs(usage, stderr);
-		return CLI_EXIT_USAGE;
+		return print_usage(stderr);
 	}
 	if (strcmp(arg, "help") == 0)
-		return cli_print_help(usage);
+		return help_main(argc - (it.next - 1), argv + (it.next - 1));
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(commands[i].name, arg) == 0)
 			return commands[i].main(ctx, argc - (it.next - 1), argv + (it.next - 1));

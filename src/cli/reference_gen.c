@@ -1,0 +1,800 @@
+/*
+ * reference_gen.c - the texts generated from the table of reference.c: the
+ * usage text, the man page, the bash/zsh/fish completion scripts, the dump
+ * the tests read, and the check that a parser's options are its row's.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "reference.h"
+
+/* The date on the man page's .TH line: raise it with a change of the page. */
+#define MAN_DATE "2026-12-02"
+
+#include "man_text.inc"
+
+#define PUTS(s) (void)faucet_buf_puts(b, (s))
+#define PRINTF(...) (void)faucet_buf_printf(b, __VA_ARGS__)
+
+/* -V/--version, the one option of the top-level row. */
+static const cli_ref_flag *version_flag(void)
+{
+	return cli_reference_commands[0].flags;
+}
+
+static int is_group(const cli_ref_command *c)
+{
+	/* A row that only picks a subcommand: `state`, `lock`. */
+	return c->subcommands != NULL && c->flags == NULL && strchr(c->name, ' ') == NULL &&
+	       strcmp(c->name, "completion") != 0;
+}
+
+static int is_top(const cli_ref_command *c)
+{
+	return c->name[0] != '\0' && strchr(c->name, ' ') == NULL;
+}
+
+/* The parent's name of "state put" ("state"), in buf. */
+static int split_name(const char *name, char *parent, size_t size, const char **child)
+{
+	const char *sp = strchr(name, ' ');
+	size_t n;
+
+	if (sp == NULL)
+		return 0;
+	n = (size_t)(sp - name);
+	if (n >= size)
+		return 0;
+	memcpy(parent, name, n);
+	parent[n] = '\0';
+	*child = sp + 1;
+	return 1;
+}
+
+/* "-c, --config FILE" */
+static void flag_label(faucet_buf *b, const cli_ref_flag *f)
+{
+	if (f->short_name != 0)
+		PRINTF("-%c, ", f->short_name);
+	PRINTF("--%s", f->long_name);
+	if (f->arg != NULL)
+		PRINTF(f->optional_value ? "[=%s]" : " %s", f->arg);
+}
+
+/* ---- usage -------------------------------------------------------------- */
+
+static void column(faucet_buf *b, size_t start, const char *text)
+{
+	size_t used = b->len - start;
+
+	if (used >= 21) {
+		PUTS("\n");
+		used = 0;
+	}
+	PRINTF("%*s%s\n", (int)(21 - used), "", text);
+}
+
+void cli_reference_usage(faucet_buf *b)
+{
+	PUTS("usage: faucet [OPTIONS] COMMAND [ARGS]\n\n"
+	     "Inspect, move and repair the durable state of faucet pipelines.\n\nCommands:\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+		char parent[32];
+		const char *child;
+		size_t start = b->len;
+
+		if (c->hidden)
+			continue;
+		if (split_name(c->name, parent, sizeof(parent), &child)) {
+			const cli_ref_command *p = cli_reference_find(parent);
+			if (p != NULL && is_group(p))
+				continue; /* said by its group's line */
+		}
+		PRINTF("  %s", c->name);
+		if (is_group(c) || strcmp(c->name, "completion") == 0) {
+			/* its subcommands, as a|b|c */
+			PUTS(" ");
+			for (const char *s = c->subcommands; *s != '\0'; s++)
+				(void)faucet_buf_putc(b, *s == ' ' ? '|' : *s);
+		}
+		column(b, start, c->summary);
+	}
+	PUTS("  help               this text\n"
+	     "\nOptions (accepted before or after the command):\n");
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++) {
+		size_t start = b->len;
+
+		PUTS("  ");
+		flag_label(b, f);
+		column(b, start, f->desc);
+	}
+	{
+		size_t start = b->len;
+
+		PUTS("  ");
+		flag_label(b, version_flag());
+		column(b, start, version_flag()->desc);
+	}
+	PUTS("\nExit codes: 0 success; 1 the operation failed; 2 bad usage, config, key,\n"
+	     "JSON or input file (nothing written); 3 a compare-and-put condition did not hold.\n");
+}
+
+/* ---- man page ----------------------------------------------------------- */
+
+/* Plain text as roff: '-' and '\' escaped, a leading '.' or '\'' protected. */
+static void roff_text(faucet_buf *b, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		PUTS("\\&");
+	for (; *s != '\0'; s++) {
+		if (*s == '-')
+			PUTS("\\-");
+		else if (*s == '\\')
+			PUTS("\\\\");
+		else
+			(void)faucet_buf_putc(b, *s);
+	}
+}
+
+/* A synopsis in roff: flags and literal words bold, NAMEs italic. */
+static void roff_synopsis(faucet_buf *b, const char *s)
+{
+	while (*s != '\0') {
+		size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=-");
+		int upper = 1, bold;
+
+		if (n == 0 || (s[0] == '.' )) {
+			(void)faucet_buf_putc(b, *s);
+			s++;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (islower((unsigned char)s[i]))
+				upper = 0;
+		}
+		bold = s[0] == '-' || !upper;
+		PUTS(bold ? "\\fB" : "\\fI");
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] == '-')
+				PUTS("\\-");
+			else
+				(void)faucet_buf_putc(b, s[i]);
+		}
+		PUTS("\\fR");
+		s += n;
+	}
+}
+
+/* "a description" as "A description." */
+static void roff_sentence(faucet_buf *b, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		PUTS("\\&");
+	if (*s != '\0') {
+		char first[2] = {(char)toupper((unsigned char)*s), '\0'};
+
+		PUTS(first);
+		for (s++; *s != '\0'; s++) {
+			if (*s == '-')
+				PUTS("\\-");
+			else if (*s == '\\')
+				PUTS("\\\\");
+			else
+				(void)faucet_buf_putc(b, *s);
+		}
+	}
+	PUTS(".\n");
+}
+
+static void man_flag(faucet_buf *b, const cli_ref_flag *f)
+{
+	PUTS(".TP\n");
+	if (f->short_name != 0)
+		PRINTF("\\fB\\-%c\\fR, ", f->short_name);
+	PUTS("\\fB\\-\\-");
+	roff_text(b, f->long_name);
+	PUTS("\\fR");
+	if (f->arg != NULL) {
+		PUTS(f->optional_value ? "[=\\fI" : " \\fI");
+		roff_text(b, f->arg);
+		PUTS(f->optional_value ? "\\fR]" : "\\fR");
+	}
+	PUTS("\n");
+	if (f->man != NULL) {
+		PUTS(f->man);
+		return;
+	}
+	roff_sentence(b, f->desc);
+	if (f->with != NULL) {
+		PUTS("Only with\n.BR ");
+		roff_text(b, f->with);
+		PUTS(" .\n");
+	}
+}
+
+static void man_env(faucet_buf *b, int given_to)
+{
+	for (const cli_ref_env *e = cli_reference_env; e->name != NULL; e++) {
+		if (e->given_to != given_to)
+			continue;
+		PRINTF(".TP\n.B %s\n", e->name);
+		PUTS(e->desc);
+		PUTS(".\n");
+	}
+}
+
+void cli_reference_man(faucet_buf *b)
+{
+	PUTS(".\\\" faucet(1) - the durable state layer of faucet pipelines.\n"
+	     ".\\\" Generated by `faucet help --man` from src/cli/reference.c and\n"
+	     ".\\\" src/cli/man_text.inc; do not edit (scripts/update-man.sh rewrites it).\n");
+	PRINTF(".TH FAUCET 1 \"%s\" \"faucet %s\" \"User Commands\"\n", MAN_DATE,
+	       faucet_version());
+	PUTS(".SH NAME\n"
+	     "faucet \\- inspect, move, repair and back-fill the durable state of faucet "
+	     "pipelines\n.SH SYNOPSIS\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+
+		if (c->name[0] == '\0' || is_group(c))
+			continue;
+		PUTS(".B faucet\n.RI [ OPTIONS ]\n");
+		PRINTF(".B %s\n", c->name);
+		if (c->synopsis[0] != '\0') {
+			roff_synopsis(b, c->synopsis);
+			PUTS("\n");
+		}
+		PUTS(".br\n");
+	}
+	PUTS(man_description);
+	PUTS(".SH OPTIONS\nAccepted before the command or anywhere among its arguments.\n");
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
+		man_flag(b, f);
+	man_flag(b, version_flag());
+	PUTS(".SH COMMANDS\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+
+		if (c->name[0] == '\0' || is_group(c))
+			continue;
+		PRINTF(".TP\n\\fB%s\\fR", c->name);
+		if (c->synopsis[0] != '\0') {
+			PUTS(" ");
+			roff_synopsis(b, c->synopsis);
+		}
+		PUTS("\n");
+		if (c->man != NULL)
+			PUTS(c->man);
+		else
+			roff_sentence(b, c->summary);
+		if (c->flags != NULL && c->flags[0].long_name != NULL) {
+			PUTS(".RS\n");
+			for (const cli_ref_flag *f = c->flags; f->long_name != NULL; f++)
+				man_flag(b, f);
+			PUTS(".RE\n");
+		}
+	}
+	PUTS(man_encryption_exit);
+	PUTS(".SH ENVIRONMENT\nRead by faucet:\n");
+	man_env(b, 0);
+	PUTS(".PP\nGiven to the command of\n.BR \"faucet run\" ,\n"
+	     "with the store\n.RB ( FAUCET_CONFIG \" or \" FAUCET_STATE ,\n"
+	     "the key variables' names):\n");
+	man_env(b, 1);
+	PUTS(".PP\nGiven to each backfill unit, with the store as above:\n");
+	man_env(b, 2);
+	PUTS(man_examples);
+}
+
+/* ---- completion --------------------------------------------------------- */
+
+/* The store URL schemes offered after --state and --to. */
+static const char url_schemes[] =
+	"file: sqlite: memory: postgres:// redis:// redis-sentinel:// etcd://";
+
+/* Every flag of the table taking a value (not the store-selecting globals),
+ * each once: what the scripts skip with its value when finding the words. */
+static void value_flags(faucet_buf *b, const char *sep)
+{
+	const char *seen[128];
+	size_t n = 0;
+
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_flag *f = cli_reference_commands[i].flags;
+
+		for (; f != NULL && f->long_name != NULL; f++) {
+			size_t k;
+
+			if (f->arg == NULL || f->optional_value)
+				continue;
+			for (k = 0; k < n && strcmp(seen[k], f->long_name) != 0; k++)
+				;
+			if (k < n || n == sizeof(seen) / sizeof(seen[0]))
+				continue;
+			seen[n++] = f->long_name;
+			PRINTF("%s--%s", n > 1 ? sep : "", f->long_name);
+			if (f->short_name != 0)
+				PRINTF("%s-%c", sep, f->short_name);
+		}
+	}
+}
+
+/* The globals selecting the store, which the scripts hand on to `state
+ * list` when completing keys: with a value, or with "=*" after each. */
+static void store_flags(faucet_buf *b, const char *sep, int eq)
+{
+	int first = 1;
+
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++) {
+		if (f->arg == NULL)
+			continue;
+		if (eq) {
+			PRINTF("%s%s--%s=*%s", first ? "" : sep, eq == 2 ? "'" : "", f->long_name,
+			       eq == 2 ? "'" : "");
+		} else {
+			if (f->short_name != 0)
+				PRINTF("%s-%c", first ? "" : sep, f->short_name), first = 0;
+			PRINTF("%s--%s", first ? "" : sep, f->long_name);
+		}
+		first = 0;
+	}
+}
+
+/* The flags (long names, and -X for a short one) of `kind` values. */
+static void flags_of_value(faucet_buf *b, const char *sep, int kind)
+{
+	int first = 1;
+	const char *seen[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i <= cli_reference_ncommands; i++) {
+		const cli_ref_flag *f = i == cli_reference_ncommands ? cli_reference_globals
+								     : cli_reference_commands[i].flags;
+
+		for (; f != NULL && f->long_name != NULL; f++) {
+			size_t k;
+
+			if (f->arg == NULL || f->value != kind)
+				continue;
+			for (k = 0; k < n && strcmp(seen[k], f->long_name) != 0; k++)
+				;
+			if (k < n || n == sizeof(seen) / sizeof(seen[0]))
+				continue;
+			seen[n++] = f->long_name;
+			if (f->short_name != 0)
+				PRINTF("%s-%c", first ? "" : sep, f->short_name), first = 0;
+			PRINTF("%s--%s", first ? "" : sep, f->long_name);
+			first = 0;
+		}
+	}
+}
+
+static void flag_words(faucet_buf *b, const cli_ref_flag *f)
+{
+	int first = 1;
+
+	for (; f != NULL && f->long_name != NULL; f++) {
+		if (f->short_name != 0 && f->arg != NULL)
+			PRINTF("%s-%c", first ? "" : " ", f->short_name), first = 0;
+		PRINTF("%s--%s", first ? "" : " ", f->long_name);
+		first = 0;
+	}
+}
+
+static void global_words(faucet_buf *b)
+{
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
+		PRINTF("%s--%s", f == cli_reference_globals ? "" : " ", f->long_name);
+}
+
+static void top_words(faucet_buf *b)
+{
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		if (is_top(&cli_reference_commands[i]))
+			PRINTF("%s ", cli_reference_commands[i].name);
+	}
+	PUTS("help");
+}
+
+/* The child name of a row under `parent` ("put" of "state put"), or NULL. */
+static const char *child_of(const cli_ref_command *c, const char *parent)
+{
+	size_t n = strlen(parent);
+
+	if (strncmp(c->name, parent, n) != 0 || c->name[n] != ' ')
+		return NULL;
+	return c->name + n + 1;
+}
+
+static const char bash_head[] =
+	"# bash completion for faucet (from `faucet completion bash`).\n"
+	"# Install: faucet completion bash > /etc/bash_completion.d/faucet, or\n"
+	"# source <(faucet completion bash) in ~/.bashrc.\n"
+	"_faucet_words() {\n"
+	"\t# The command line up to the cursor, split at blanks only: bash also\n"
+	"\t# splits words at ':', which every state key and store URL contains.\n"
+	"\tlocal line=${COMP_LINE:0:COMP_POINT}\n"
+	"\tread -ra _faucet_w <<< \"$line\"\n"
+	"\tif [[ -z $line || $line == *[[:blank:]] ]]; then\n"
+	"\t\t_faucet_w+=(\"\")\n"
+	"\tfi\n"
+	"}\n"
+	"\n"
+	"_faucet_reply() { # _faucet_reply CUR WORD...: the words that start with CUR\n"
+	"\tlocal cur=$1 w\n"
+	"\tshift\n"
+	"\tCOMPREPLY=()\n"
+	"\tfor w in \"$@\"; do\n"
+	"\t\t[[ $w == \"$cur\"* ]] && COMPREPLY+=(\"$w\")\n"
+	"\tdone\n"
+	"}\n"
+	"\n"
+	"_faucet_trim_colons() { # bash replaces only the text after the last ':'\n"
+	"\tlocal cur=$1\n"
+	"\tif [[ $cur == *:* && $COMP_WORDBREAKS == *:* ]]; then\n"
+	"\t\tlocal prefix=${cur%\"${cur##*:}\"} i\n"
+	"\t\tfor i in \"${!COMPREPLY[@]}\"; do\n"
+	"\t\t\tCOMPREPLY[i]=${COMPREPLY[i]#\"$prefix\"}\n"
+	"\t\tdone\n"
+	"\tfi\n"
+	"}\n"
+	"\n"
+	"_faucet_keys() { # the store's keys starting with CUR\n"
+	"\tlocal IFS=$'\\n'\n"
+	"\tCOMPREPLY=($(faucet \"${store[@]}\" state list --prefix=\"$1\" 2>/dev/null))\n"
+	"\t_faucet_trim_colons \"$1\"\n"
+	"}\n"
+	"\n"
+	"_faucet() {\n"
+	"\tlocal _faucet_w cur prev cmd=\"\" sub=\"\" i store=()\n"
+	"\t_faucet_words\n"
+	"\tlocal n=${#_faucet_w[@]}\n"
+	"\tcur=${_faucet_w[n-1]}\n"
+	"\tprev=\"\"\n"
+	"\t((n > 1)) && prev=${_faucet_w[n-2]}\n"
+	"\tfor ((i = 1; i < n - 1; i++)); do\n"
+	"\t\tcase ${_faucet_w[i]} in\n";
+
+static void bash_children(faucet_buf *b, const cli_ref_command *p)
+{
+	PUTS("\t\tcase $sub in\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+		const char *child = child_of(c, p->name);
+
+		if (child == NULL)
+			continue;
+		PRINTF("\t\t%s)\n", child);
+		if (c->complete_keys)
+			PUTS("\t\t\t[[ $cur != -* ]] && { _faucet_keys \"$cur\"; return; }\n");
+		PUTS("\t\t\tflags=\"");
+		flag_words(b, c->flags);
+		PUTS("\"\n\t\t\t;;\n");
+	}
+	PUTS("\t\tesac\n");
+}
+
+/* `--format) _faucet_reply "$cur" faucet meltano` for each flag of words
+ * (the first row's words for a name). */
+static void words_arms(faucet_buf *b)
+{
+	const char *seen[16];
+	size_t n = 0;
+
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_flag *f = cli_reference_commands[i].flags;
+
+		for (; f != NULL && f->long_name != NULL; f++) {
+			size_t k;
+
+			if (f->value != CLI_VALUE_WORDS || f->words == NULL)
+				continue;
+			for (k = 0; k < n && strcmp(seen[k], f->long_name) != 0; k++)
+				;
+			if (k < n || n == sizeof(seen) / sizeof(seen[0]))
+				continue;
+			seen[n++] = f->long_name;
+			PRINTF("\t--%s)\n\t\t_faucet_reply \"$cur\" %s\n\t\treturn\n\t\t;;\n",
+			       f->long_name, f->words);
+		}
+	}
+}
+
+static void bash_script(faucet_buf *b)
+{
+	PUTS(bash_head);
+	PUTS("\t\t");
+	store_flags(b, " | ", 0);
+	PUTS(")\n\t\t\tstore+=(\"${_faucet_w[i]}\" \"${_faucet_w[i + 1]}\")\n"
+	     "\t\t\t((i++))\n\t\t\tcontinue\n\t\t\t;;\n\t\t");
+	store_flags(b, " | ", 1);
+	PUTS(")\n\t\t\tstore+=(\"${_faucet_w[i]}\")\n\t\t\tcontinue\n\t\t\t;;\n\t\t");
+	value_flags(b, " | ");
+	PUTS(")\n\t\t\t((i++))\n\t\t\tcontinue\n\t\t\t;;\n"
+	     "\t\t-*) continue ;;\n\t\tesac\n"
+	     "\t\tif [[ -z $cmd ]]; then\n\t\t\tcmd=${_faucet_w[i]}\n"
+	     "\t\telif [[ -z $sub ]]; then\n\t\t\tsub=${_faucet_w[i]}\n\t\tfi\n\tdone\n"
+	     "\tlocal globals=\"");
+	global_words(b);
+	PUTS("\"\n\tcase $prev in\n\t");
+	flags_of_value(b, " | ", CLI_VALUE_URL);
+	PRINTF(")\n\t\t_faucet_reply \"$cur\" %s\n\t\t_faucet_trim_colons \"$cur\"\n"
+	       "\t\treturn\n\t\t;;\n\t", url_schemes);
+	flags_of_value(b, " | ", CLI_VALUE_FILE);
+	PUTS(")\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\t\treturn\n\t\t;;\n\t");
+	flags_of_value(b, " | ", CLI_VALUE_VAR);
+	PUTS(")\n\t\tCOMPREPLY=($(compgen -v -- \"$cur\"))\n\t\treturn\n\t\t;;\n\t");
+	flags_of_value(b, " | ", CLI_VALUE_ZONE);
+	PUTS(")\n\t\tlocal z=/usr/share/zoneinfo\n"
+	     "\t\tCOMPREPLY=($(cd \"$z\" 2>/dev/null && compgen -f -- \"$cur\"))\n"
+	     "\t\treturn\n\t\t;;\n");
+	words_arms(b);
+	PUTS("\tesac\n\tif [[ -z $cmd ]]; then\n\t\t_faucet_reply \"$cur\" ");
+	top_words(b);
+	PUTS(" --version $globals\n\t\treturn\n\tfi\n\tlocal flags=\"\"\n\tcase $cmd in\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+
+		if (!is_top(c))
+			continue;
+		PRINTF("\t%s)\n", c->name);
+		if (c->subcommands != NULL) {
+			PRINTF("\t\tif [[ -z $sub && $cur != -* ]]; then\n"
+			       "\t\t\t_faucet_reply \"$cur\" %s\n\t\t\treturn\n\t\tfi\n",
+			       c->subcommands);
+		}
+		PUTS("\t\tflags=\"");
+		flag_words(b, c->flags);
+		PUTS("\"\n");
+		if (c->subcommands != NULL && !is_group(c) && strcmp(c->name, "completion") == 0)
+			PUTS("\t\treturn\n");
+		else
+			bash_children(b, c);
+		PUTS("\t\t;;\n");
+	}
+	PUTS("\tesac\n\t_faucet_reply \"$cur\" $flags $globals\n}\n"
+	     "complete -o default -F _faucet faucet\n");
+}
+
+static void zsh_script(faucet_buf *b)
+{
+	PUTS("#compdef faucet\n"
+	     "# zsh completion for faucet (from `faucet completion zsh`).  Install: put it\n"
+	     "# in a directory of $fpath as _faucet, or: source <(faucet completion zsh).\n"
+	     "_faucet() {\n"
+	     "\tlocal cur=${words[CURRENT]} prev=${words[CURRENT-1]} cmd= sub= i\n"
+	     "\tlocal -a store flags\n"
+	     "\tfor ((i = 2; i < CURRENT; i++)); do\n"
+	     "\t\tcase ${words[i]} in\n\t\t");
+	store_flags(b, "|", 0);
+	PUTS(")\n\t\t\tstore+=(${words[i]} ${words[i+1]}); ((i++)); continue ;;\n\t\t");
+	store_flags(b, "|", 1);
+	PUTS(")\n\t\t\tstore+=(${words[i]}); continue ;;\n\t\t");
+	value_flags(b, "|");
+	PUTS(")\n\t\t\t((i++)); continue ;;\n"
+	     "\t\t-*) continue ;;\n\t\tesac\n"
+	     "\t\tif [[ -z $cmd ]]; then cmd=${words[i]}\n"
+	     "\t\telif [[ -z $sub ]]; then sub=${words[i]}\n\t\tfi\n\tdone\n"
+	     "\tlocal -a globals\n\tglobals=(");
+	global_words(b);
+	PUTS(")\n\tcase $prev in\n\t");
+	flags_of_value(b, "|", CLI_VALUE_URL);
+	PRINTF(") compadd -S '' -- %s; return ;;\n\t", url_schemes);
+	flags_of_value(b, "|", CLI_VALUE_FILE);
+	PUTS(") _files; return ;;\n\t");
+	flags_of_value(b, "|", CLI_VALUE_VAR);
+	PUTS(") _parameters; return ;;\n\t");
+	flags_of_value(b, "|", CLI_VALUE_ZONE);
+	PUTS(") _files -W /usr/share/zoneinfo; return ;;\n"
+	     "\t--format) compadd -- faucet meltano; return ;;\n"
+	     "\tesac\n\tif [[ -z $cmd ]]; then\n\t\tcompadd -- ");
+	top_words(b);
+	PUTS(" --version $globals\n\t\treturn\n\tfi\n\tcase $cmd in\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+
+		if (!is_top(c))
+			continue;
+		PRINTF("\t%s)\n", c->name);
+		if (c->subcommands != NULL)
+			PRINTF("\t\tif [[ -z $sub && $cur != -* ]]; then compadd -- %s; return; fi\n",
+			       c->subcommands);
+		if (strcmp(c->name, "completion") == 0) {
+			PUTS("\t\treturn ;;\n");
+			continue;
+		}
+		PUTS("\t\tflags=(");
+		flag_words(b, c->flags);
+		PUTS(")\n\t\tcase $sub in\n");
+		for (size_t k = 0; k < cli_reference_ncommands; k++) {
+			const cli_ref_command *r = &cli_reference_commands[k];
+			const char *child = child_of(r, c->name);
+
+			if (child == NULL)
+				continue;
+			PRINTF("\t\t%s)\n", child);
+			if (r->complete_keys)
+				PUTS("\t\t\tif [[ $cur != -* ]]; then\n"
+				     "\t\t\t\tcompadd -- ${(f)\"$(faucet $store state list "
+				     "--prefix=$cur 2>/dev/null)\"}\n\t\t\t\treturn\n\t\t\tfi\n");
+			PUTS("\t\t\tflags=(");
+			flag_words(b, r->flags);
+			PUTS(") ;;\n");
+		}
+		PUTS("\t\tesac ;;\n");
+	}
+	PUTS("\tesac\n\tcompadd -- $flags $globals\n}\n"
+	     "if [[ $zsh_eval_context[-1] == loadautofunc ]]; then\n"
+	     "\t_faucet \"$@\"\nelse\n\tcompdef _faucet faucet\nfi\n");
+}
+
+/* A description in fish's single quotes. */
+static void fish_quoted(faucet_buf *b, const char *s)
+{
+	(void)faucet_buf_putc(b, '\'');
+	for (; *s != '\0'; s++) {
+		if (*s == '\'' || *s == '\\')
+			(void)faucet_buf_putc(b, '\\');
+		(void)faucet_buf_putc(b, *s);
+	}
+	(void)faucet_buf_putc(b, '\'');
+}
+
+static void fish_flag(faucet_buf *b, const char *condition, const cli_ref_flag *f)
+{
+	PUTS("complete -c faucet");
+	if (condition != NULL)
+		PRINTF(" -n \"%s\"", condition);
+	if (f->short_name != 0)
+		PRINTF(" -s %c", f->short_name);
+	PRINTF(" -l %s", f->long_name);
+	if (f->arg != NULL && !f->optional_value)
+		PUTS(" -r");
+	if (f->value == CLI_VALUE_FILE)
+		PUTS(" -F");
+	if (f->value == CLI_VALUE_WORDS && f->words != NULL)
+		PRINTF(" -a '%s'", f->words);
+	if (f->value == CLI_VALUE_URL) {
+		PRINTF(" -a '%s'", url_schemes);
+	}
+	PUTS(" -d ");
+	fish_quoted(b, f->desc);
+	PUTS("\n");
+}
+
+static void fish_script(faucet_buf *b)
+{
+	PUTS("# fish completion for faucet (from `faucet completion fish`).  Install:\n"
+	     "# faucet completion fish > ~/.config/fish/completions/faucet.fish\n"
+	     "function __faucet_store\n"
+	     "\t# The store options already on the command line, for listing keys.\n"
+	     "\tset -l tokens (commandline -opc)\n"
+	     "\tset -l i 2\n"
+	     "\twhile test $i -le (count $tokens)\n"
+	     "\t\tswitch $tokens[$i]\n\t\t\tcase ");
+	store_flags(b, " ", 0);
+	PUTS("\n\t\t\t\tset -l j (math $i + 1)\n"
+	     "\t\t\t\tif test $j -le (count $tokens)\n"
+	     "\t\t\t\t\techo $tokens[$i]\n\t\t\t\t\techo $tokens[$j]\n\t\t\t\tend\n"
+	     "\t\t\t\tset i $j\n\t\t\tcase ");
+	store_flags(b, " ", 2);
+	PUTS("\n\t\t\t\techo $tokens[$i]\n\t\tend\n\t\tset i (math $i + 1)\n\tend\nend\n"
+	     "function __faucet_keys\n"
+	     "\tfaucet (__faucet_store) state list --prefix=(commandline -ct) 2>/dev/null\n"
+	     "end\nset -l cmds ");
+	top_words(b);
+	PUTS("\ncomplete -c faucet -f\n");
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
+		fish_flag(b, NULL, f);
+	fish_flag(b, NULL, version_flag());
+	PUTS("complete -c faucet -n \"not __fish_seen_subcommand_from $cmds\" -a \"$cmds\"\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+		char cond[256], parent[32];
+		const char *child;
+
+		if (c->name[0] == '\0')
+			continue;
+		if (split_name(c->name, parent, sizeof(parent), &child))
+			(void)snprintf(cond, sizeof(cond),
+				       "__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s",
+				       parent, child);
+		else
+			(void)snprintf(cond, sizeof(cond), "__fish_seen_subcommand_from %s", c->name);
+		if (c->subcommands != NULL)
+			PRINTF("complete -c faucet -n \"__fish_seen_subcommand_from %s; and not "
+			       "__fish_seen_subcommand_from %s\" -a '%s'\n",
+			       c->name, c->subcommands, c->subcommands);
+		if (c->complete_keys)
+			PRINTF("complete -c faucet -n \"%s\" -a '(__faucet_keys)'\n", cond);
+		for (const cli_ref_flag *f = c->flags; f != NULL && f->long_name != NULL; f++)
+			fish_flag(b, cond, f);
+	}
+}
+
+int cli_reference_completion(faucet_buf *b, const char *shell)
+{
+	if (strcmp(shell, "bash") == 0)
+		bash_script(b);
+	else if (strcmp(shell, "zsh") == 0)
+		zsh_script(b);
+	else if (strcmp(shell, "fish") == 0)
+		fish_script(b);
+	else
+		return -1;
+	return 0;
+}
+
+/* ---- the dump and the check --------------------------------------------- */
+
+void cli_reference_dump(faucet_buf *b)
+{
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+
+		PRINTF("command\t%s\n", c->name);
+		for (const cli_ref_flag *f = c->flags; f != NULL && f->long_name != NULL; f++)
+			PRINTF("flag\t%s\t--%s\t%s\t%s\n", c->name, f->long_name,
+			       f->arg == NULL ? "" : f->optional_value ? "=" : f->arg,
+			       f->with == NULL ? "" : f->with);
+	}
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
+		PRINTF("global\t--%s\t%s\n", f->long_name, f->arg == NULL ? "" : f->arg);
+	for (const cli_ref_env *e = cli_reference_env; e->name != NULL; e++)
+		PRINTF("env\t%s\n", e->name);
+}
+
+static int same_flag(const cli_option *o, const cli_ref_flag *f)
+{
+	return f != NULL && f->short_name == o->short_name &&
+	       (f->arg != NULL && !f->optional_value) == (o->takes_value != 0);
+}
+
+int cli_reference_check(const char *command, const cli_option *opts, const cli_option *globals)
+{
+	const cli_ref_command *c = cli_reference_find(command);
+	int bad = 0;
+
+	if (c != NULL && c->parser != NULL)
+		c = cli_reference_find(c->parser);
+
+	if (c == NULL) {
+		(void)fprintf(stderr, "faucet: internal error: src/cli/reference.c has no row "
+				      "for '%s'\n", command);
+		return 1;
+	}
+	for (const cli_option *o = opts; o != NULL && o->long_name != NULL; o++) {
+		if (!same_flag(o, cli_reference_flag(c, o->long_name))) {
+			(void)fprintf(stderr, "faucet: internal error: the row of '%s' in "
+					      "src/cli/reference.c lacks --%s as its parser takes it\n",
+				      command, o->long_name);
+			bad = 1;
+		}
+	}
+	for (const cli_option *o = globals; o->long_name != NULL; o++) {
+		const cli_ref_flag *f = cli_reference_globals;
+
+		while (f->long_name != NULL && strcmp(f->long_name, o->long_name) != 0)
+			f++;
+		if (!same_flag(o, f->long_name != NULL ? f : NULL)) {
+			(void)fprintf(stderr, "faucet: internal error: src/cli/reference.c's "
+					      "global options lack --%s as the parser takes it\n",
+				      o->long_name);
+			bad = 1;
+		}
+	}
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++) {
+		const cli_option *o = globals;
+
+		while (o->long_name != NULL && strcmp(f->long_name, o->long_name) != 0)
+			o++;
+		if (o->long_name == NULL) {
+			(void)fprintf(stderr, "faucet: internal error: src/cli/reference.c has "
+					      "the global option --%s, which the parser lacks\n",
+				      f->long_name);
+			bad = 1;
+		}
+	}
+	return bad;
+}
