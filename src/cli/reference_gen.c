@@ -375,7 +375,7 @@ static void flag_words(faucet_buf *b, const cli_ref_flag *f)
 	int first = 1;
 
 	for (; f != NULL && f->long_name != NULL; f++) {
-		if (f->short_name != 0 && f->arg != NULL)
+		if (f->short_name != 0 && f->value == CLI_VALUE_FILE) /* -o FILE */
 			PRINTF("%s-%c", first ? "" : " ", f->short_name), first = 0;
 		PRINTF("%s--%s", first ? "" : " ", f->long_name);
 		first = 0;
@@ -726,7 +726,7 @@ int cli_reference_completion(faucet_buf *b, const char *shell)
 	return 0;
 }
 
-/* ---- the dump and the check --------------------------------------------- */
+/* ---- the dump (an empty field is "-") and the check --------------------------------------------- */
 
 void cli_reference_dump(faucet_buf *b)
 {
@@ -736,11 +736,11 @@ void cli_reference_dump(faucet_buf *b)
 		PRINTF("command\t%s\n", c->name);
 		for (const cli_ref_flag *f = c->flags; f != NULL && f->long_name != NULL; f++)
 			PRINTF("flag\t%s\t--%s\t%s\t%s\n", c->name, f->long_name,
-			       f->arg == NULL ? "" : f->optional_value ? "=" : f->arg,
-			       f->with == NULL ? "" : f->with);
+			       f->arg == NULL ? "-" : f->optional_value ? "=" : f->arg,
+			       f->with == NULL ? "-" : f->with);
 	}
 	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
-		PRINTF("global\t--%s\t%s\n", f->long_name, f->arg == NULL ? "" : f->arg);
+		PRINTF("global\t--%s\t%s\n", f->long_name, f->arg == NULL ? "-" : f->arg);
 	for (const cli_ref_env *e = cli_reference_env; e->name != NULL; e++)
 		PRINTF("env\t%s\n", e->name);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every command, subcommand and flag the parser accepts (read from the
+# The texts are generated from src/cli/reference.c; this checks what the
+# generation cannot: every command, subcommand and flag the parser accepts (read from the
 # parser's own tables in src/cli) is in every reference text: --help, the
 # bash, zsh and fish completion scripts, and the man page doc/faucet.1.
 # A flag added to a parser and forgotten in any of them fails here.
@@ -30,4 +31,48 @@ else
 	pass
 fi
 expect_file_contains real.out " 0 omissions"
+
+# The man page is generated from the table (faucet help --man): the
+# committed doc/faucet.1 is exactly what the table gives.
+"$FAUCET_BIN" help --man > man.1 || fail "faucet help --man failed"
+if cmp -s man.1 "$FAUCET_SOURCE_DIR/doc/faucet.1"; then
+	pass
+else
+	diff -u "$FAUCET_SOURCE_DIR/doc/faucet.1" man.1 | head -20 >&2
+	fail "doc/faucet.1 differs from 'faucet help --man' (run: build/faucet help --man > doc/faucet.1)"
+fi
+
+# Every flag of the table is accepted by its command's parser: `faucet
+# CMD [WITH] --FLAG [VALUE] --help` never says "unknown option" (a value
+# may be refused: it is checked before --help is seen).
+"$FAUCET_BIN" help --reference > table.txt || fail "faucet help --reference failed"
+n=0
+while IFS=$'\t' read -r kind cmd flag arg with; do
+	[ "$kind" = flag ] || continue
+	value=()
+	[ "$with" = - ] && with=""
+	case $arg in
+	-) ;;
+	=) flag="$flag=1s" ;;
+	*) value=(x) ;;
+	esac
+	# shellcheck disable=SC2086
+	"$FAUCET_BIN" $cmd $with "$flag" "${value[@]}" --help > /dev/null 2> flag.err
+	if grep -q "unknown option" flag.err; then
+		fail "the table gives '$cmd' $flag, which its parser refuses: $(head -1 flag.err)"
+	fi
+	n=$((n + 1))
+done < table.txt
+if [ "$n" -gt 60 ]; then pass; else fail "only $n flags in the table"; fi
+
+# ... and every --help checks its parser against its row: a row without
+# a flag its parser takes is an internal error.  Each command's --help:
+while IFS=$'\t' read -r kind cmd _; do
+	[ "$kind" = command ] || continue
+	# shellcheck disable=SC2086
+	if ! "$FAUCET_BIN" $cmd --help > /dev/null 2> help.err || [ -s help.err ]; then
+		fail "faucet $cmd --help: $(head -1 help.err)"
+	fi
+done < table.txt
+pass
 finish
