@@ -687,6 +687,7 @@ out:
 int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 {
 	cli_backfill_status_args scoped;
+	const char *pipeline = a->pipeline;
 	faucet_store *s = NULL;
 	char *ns = NULL;
 	int rc;
@@ -694,8 +695,8 @@ int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 	if (a->pipeline == NULL)
 		return cli_usage_error("backfill status",
 				       "which pipeline? give -c FILE or --pipeline NAME");
-	if (faucet_validate_key(a->pipeline) != 0 || strstr(a->pipeline, "::") != NULL)
-		return cli_usage_error("backfill status", "invalid pipeline name '%s'", a->pipeline);
+	if ((rc = cli_pipeline_arg(ctx, "backfill status", &pipeline, a->tenant, 0, NULL)) != 0)
+		return rc;
 	if (a->hash != NULL && (a->range.from != NULL || a->range.to != NULL))
 		return cli_usage_error("backfill status", "give either --hash or --from/--to");
 	if (a->hash != NULL && !is_hash(a->hash))

@@ -192,6 +192,16 @@ int cli_tenant_check(const char *command, const char *text, const char **tenant)
  * error has been printed and its exit code is returned. */
 int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline);
 
+/* A command's PIPELINE argument: the default of cli_default_pipeline when
+ * *pipeline is NULL, then checked to be a pipeline name (a valid key of one
+ * segment, no '::'; with CLI_PIPELINE_NAMESPACE and no tenant, a namespace
+ * such as T::P is taken as written) and the tenant, when given, a valid
+ * segment.  With `tenant` and `ns`, *ns becomes "T::P" (caller frees) and
+ * *pipeline points at it.  0, or the usage error printed and its exit code. */
+#define CLI_PIPELINE_NAMESPACE 1u
+int cli_pipeline_arg(cli_context *ctx, const char *command, const char **pipeline,
+		     const char *tenant, unsigned flags, char **ns);
+
 /* Print a command's help text (on stdout), followed by how a store is
  * chosen and configured (URLs, YAML fields, defaults, keys), and return 0. */
 int cli_print_help(const char *text);
