@@ -1,5 +1,6 @@
 # lib.sh - shared helpers of the failover tests (tests/cluster/test_*.sh) and
-# of bench/failover.sh.  Source it first; it makes a work directory
+# of bench/failover.sh, on top of scripts/servers-lib.sh (which it sources:
+# the server set-up has one copy).  Source it first; it makes a work directory
 # ($CL_DIR, removed on exit together with every server started through
 # cl_spawn), and offers:
 #
@@ -14,10 +15,11 @@
 # (the benchmark's deliberately unsafe runs) reports it and exits 0.
 set -u
 CL_MODE=${CL_MODE:-safe}
-for tool in "${FAUCET_BIN:-}" "${FAUCET_COUNTER_DRIVER:-}"; do
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/servers-lib.sh"
+for tool in "${FAUCET_BIN:-}" "${FAUCET_COUNTER_BIN:-}"; do
 	if [ -z "$tool" ] || [ ! -x "$tool" ]; then
-		echo "FAUCET_BIN and FAUCET_COUNTER_DRIVER must point at the built faucet and" \
-			"tests/cluster/counter_driver (got '${FAUCET_BIN:-}', '${FAUCET_COUNTER_DRIVER:-}')" >&2
+		echo "FAUCET_BIN and FAUCET_COUNTER_BIN must point at the built faucet and" \
+			"tests/tools/faucet_counter (got '${FAUCET_BIN:-}', '${FAUCET_COUNTER_BIN:-}')" >&2
 		exit 1
 	fi
 done
@@ -39,43 +41,11 @@ cl_fail() {
 	exit 1
 }
 
-cl_port() {
-	python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port below 32768")
-PY
-}
-
-cl_as_pg() {
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
+cl_port() { sv_low_port; }
+cl_as_pg() { sv_as_pg "$@"; }
 
 # cl_wait_for SECS DESC CMD...: poll (every 50 ms) until CMD succeeds.
-cl_wait_for() {
-	local secs=$1 desc=$2 end
-	shift 2
-	end=$(($(date +%s%N) + secs * 1000000000))
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s%N)" -lt "$end" ] || cl_fail "timed out after ${secs}s waiting for $desc"
-		sleep 0.05
-	done
-}
+cl_wait_for() { sv_wait_for "$@" || cl_fail "timed out waiting for $2"; }
 
 # cl_sum FIELD RESULTFILES...: the sum of FIELD=N over the drivers' lines.
 cl_sum() {
