@@ -2,7 +2,7 @@
 # test_pg_failover.sh - no acknowledged write lost across a PostgreSQL
 # failover (doc/design.md §3.9).
 #
-# A primary with a synchronous standby; two counter_driver processes
+# A primary with a synchronous standby; two faucet_counter processes
 # increment one counter by compare-and-put through the multi-host URL
 # (target_session_attrs=read-write); mid-run the primary's whole process
 # tree is SIGKILLed and the standby promoted.  Then acknowledged <= final
@@ -36,7 +36,7 @@ fi
 
 pids=()
 for i in 1 2; do
-	"$FAUCET_COUNTER_DRIVER" "$url" "$key" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+	"$FAUCET_COUNTER_BIN" "$url" "$key" "$CL_DIR/log$i" "$CL_DIR/stop" 80 >"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
 	pids+=($!)
 done
 cl_wait_for 30 "the counter to reach 100" counter_at_least "$PG_P1" 100
