@@ -10,6 +10,14 @@
 #   sv_as_pg CMD...            run CMD as the PostgreSQL owner (`postgres`
 #                              when we are root)
 #   sv_gone PID                the process PID no longer exists
+#   sv_pg_initdb DATADIR PWFILE [ARGS...]
+#                              initdb as the owner: user faucet with the
+#                              password in PWFILE, scram over TCP
+#   sv_pg_start DATADIR PORT [OPTIONS]
+#                              pg_ctl start on 127.0.0.1:PORT (socket in
+#                              DATADIR.sock), fsync off, ready for
+#                              streaming replication; OPTIONS go to postgres
+#   sv_pg_stop DATADIR [MODE]  pg_ctl stop (fast by default) if it runs
 #   sv_redis_cli PORT ARGS...  redis-cli against a data server
 #                              (password $SV_REDIS_PASSWORD)
 #   sv_redis_start DIR PORT [MASTER_PORT]
@@ -36,24 +44,7 @@
 SV_REDIS_PASSWORD=${SV_REDIS_PASSWORD:-faucet-test-secret}
 if ! declare -p SV_PIN >/dev/null 2>&1; then SV_PIN=(); fi
 
-sv_low_port() {
-	python3 -c '
-import random, socket
-for _ in range(1000):
-    p = random.randint(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port below 32768")
-'
-}
+sv_low_port() { sv_ports 1; }
 
 sv_ports() {
 	python3 -c '
@@ -95,6 +86,28 @@ sv_as_pg() {
 }
 
 sv_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+SV_PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+sv_pg_initdb() {
+	local d=$1 pw=$2
+	shift 2
+	sv_as_pg "$SV_PG_BIN/initdb" -D "$d" -U faucet --pwfile="$pw" -E UTF8 \
+		--auth-local=trust --auth-host=scram-sha-256 "$@" >"$d.initdb.log" 2>&1 ||
+		{ echo "initdb failed:" >&2; cat "$d.initdb.log" >&2; return 1; }
+	sv_as_pg mkdir -p "$d.sock"
+}
+
+sv_pg_start() {
+	sv_as_pg "${SV_PIN[@]}" "$SV_PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
+		-o "-p $2 -k $1.sock -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 -c max_wal_senders=5 -c wal_retrieve_retry_interval=200ms ${3:-}" \
+		start >/dev/null || { echo "PostgreSQL on port $2 did not start:" >&2; cat "$1.log" >&2; return 1; }
+}
+
+sv_pg_stop() {
+	[ -f "$1/postmaster.pid" ] || return 0
+	sv_as_pg "$SV_PG_BIN/pg_ctl" -D "$1" -m "${2:-fast}" -w -t 60 stop >/dev/null 2>&1 || true
+}
 
 sv_redis_cli() {
 	local port=$1

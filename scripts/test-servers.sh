@@ -81,17 +81,8 @@ etcd_stop_cluster() { # dir
 }
 
 as_pg() { sv_as_pg "$@"; }
-
-pg_start_one() { # datadir port
-  as_pg "${pin[@]}" "$PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
-    -o "-p $2 -k $1.sock -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-    start >/dev/null
-}
-
-pg_stop_one() { # datadir
-  [ -f "$1/postmaster.pid" ] || return 0
-  as_pg "$PG_BIN/pg_ctl" -D "$1" -m fast -w -t 60 stop >/dev/null 2>&1 || true
-}
+pg_start_one() { sv_pg_start "$1" "$2"; }
+pg_stop_one() { sv_pg_stop "$1"; }
 
 redis_start_one() { sv_redis_start "$dir/$1" "$2" ${3:+"$3"}; }
 
@@ -130,11 +121,9 @@ start() {
   if "$PG_BIN/postgres" --version >/dev/null && ldd "$PG_BIN/postgres" | grep -q libicu; then
     locale_opts=(--locale-provider=icu --icu-locale=en-US --locale=C.UTF-8)
   fi
-  as_pg "$PG_BIN/initdb" -D "$dir/pg" -U faucet --pwfile="$dir/pwfile" -E UTF8 \
-    --auth-local=trust --auth-host=scram-sha-256 "${locale_opts[@]}" >"$dir/initdb.log" 2>&1 || {
-    echo "test-servers: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
+  sv_pg_initdb "$dir/pg" "$dir/pwfile" "${locale_opts[@]}" || exit 1
   as_pg cp -a "$dir/pg" "$dir/pg2"
-  as_pg mkdir -p "$dir/pg.sock" "$dir/pg2.sock"
+  as_pg mkdir -p "$dir/pg2.sock"
   {
     echo "export FAUCET_TEST_SERVERS_DIR=$dir"
     echo "export FAUCET_TEST_SERVERS_CTL=$here/test-servers.sh"

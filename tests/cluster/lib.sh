@@ -9,6 +9,8 @@
 #   cl_wait_for SECS DESC CMD...   poll CMD until it succeeds or SECS pass
 #   cl_as_pg CMD...       run CMD as the PostgreSQL owner (`postgres` as root)
 #   cl_fail MSG           print MSG and exit 1
+#   cl_start_writers URL KEY   two tests/tools/faucet_counter writers on KEY
+#   cl_stop_writers       stop them; fail if one failed or saw no error at all
 #   cl_check_counter FINAL RESULTS...  the inequality over the drivers' lines
 #
 # CL_MODE=safe (default) makes a lost acknowledged write fatal; CL_MODE=unsafe
@@ -41,11 +43,43 @@ cl_fail() {
 	exit 1
 }
 
+# cl_need_raw: fail unless FAUCET_RAW_BIN is the built tests/tools/faucet_raw.
+cl_need_raw() {
+	[ -n "${FAUCET_RAW_BIN:-}" ] && [ -x "$FAUCET_RAW_BIN" ] ||
+		cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
+}
+
 cl_port() { sv_low_port; }
 cl_as_pg() { sv_as_pg "$@"; }
 
 # cl_wait_for SECS DESC CMD...: poll (every 50 ms) until CMD succeeds.
 cl_wait_for() { sv_wait_for "$@" || cl_fail "timed out waiting for $2"; }
+
+# cl_start_writers URL KEY: two faucet_counter processes increment KEY
+# (logs $CL_DIR/log1 and log2, summaries $CL_DIR/driver1.out and
+# driver2.out) until cl_stop_writers.
+cl_start_writers() {
+	local i
+	CL_WRITERS=()
+	for i in 1 2; do
+		"$FAUCET_COUNTER_BIN" "$1" "$2" "$CL_DIR/log$i" "$CL_DIR/stop" 80 \
+			>"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+		CL_WRITERS+=($!)
+	done
+}
+
+# cl_stop_writers: stop the writers and wait for them; each must have
+# finished cleanly, and between them seen an error (else the kill never
+# reached them and the run proves nothing).
+cl_stop_writers() {
+	local i
+	touch "$CL_DIR/stop"
+	for i in 0 1; do
+		wait "${CL_WRITERS[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "writer $((i + 1)) failed"; }
+	done
+	[ "$(cat "$CL_DIR"/driver*.err | wc -l)" -gt 0 ] ||
+		cl_fail "the writers saw no error at all: the kill did not reach them"
+}
 
 # cl_sum FIELD RESULTFILES...: the sum of FIELD=N over the drivers' lines.
 cl_sum() {
