@@ -64,7 +64,7 @@ ec_start "$work/cluster"
 url="$EC_URL/bench?request_timeout=8s&dial_timeout=300ms"
 writers=()
 for w in 1 2; do
-  "$build/tests/faucet_counter" "$url" bench::counter "$work/log.$w" "$work/stop" 2>/dev/null &
+  "$build/tests/faucet_counter" "$url" bench::counter "$work/log.$w" "$work/stop" >/dev/null 2>&1 &
   writers+=($!)
 done
 deadline=$((SECONDS + 30))
