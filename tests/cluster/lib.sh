@@ -12,6 +12,7 @@
 #   cl_start_writers URL KEY   two tests/tools/faucet_counter writers on KEY
 #   cl_stop_writers       stop them; fail if one failed or saw no error at all
 #   cl_check_counter FINAL RESULTS...  the inequality over the drivers' lines
+#   cl_report WHAT FINAL KILL_NS        cl_check_counter and the figures' line
 #
 # CL_MODE=safe (default) makes a lost acknowledged write fatal; CL_MODE=unsafe
 # (the benchmark's deliberately unsafe runs) reports it and exits 0.
@@ -110,18 +111,20 @@ cl_check_counter() {
 	fi
 }
 
-# cl_first_ack_ms KILL_NS RESULTFILES...: ms from the kill to the earliest
-# first acknowledged write after an error (or "none").
+# cl_first_ack_ms KILL_NS: ms from the kill to the earliest first
+# acknowledged write after an error of the writers (or "none").
 cl_first_ack_ms() {
-	local kill=$1 best=0 t
-	shift
-	for f in "$@"; do
-		t=$(sed -n 's/.*first_ack_after_error_ns=\([0-9]*\).*/\1/p' "$f")
-		if [ -n "$t" ] && [ "$t" -gt 0 ] && { [ "$best" -eq 0 ] || [ "$t" -lt "$best" ]; }; then
-			best=$t
-		fi
-	done
-	if [ "$best" -eq 0 ]; then echo none; else echo $(((best - kill) / 1000000)); fi
+	sed -n 's/.*first_ack_after_error_ns=\([0-9]*\).*/\1/p' "$CL_DIR"/driver*.out |
+		awk -v k="$1" '$1 > 0 && (b == 0 || $1 < b) { b = $1 }
+			END { if (b == 0) print "none"; else printf "%d\n", (b - k) / 1000000 }'
+}
+
+# cl_report WHAT: after cl_stop_writers, with the counter's FINAL value and
+# the kill's time in KILL_NS: check the counter (cl_check_counter) and
+# print one line of figures.
+cl_report() { # what final kill_ns
+	cl_check_counter "$2" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
+	echo "$1 lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$3")"
 }
 
 # cl_probe URL NAME: "STATUS REASON" of doctor's probe NAME for the store.

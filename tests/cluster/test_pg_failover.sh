@@ -47,6 +47,5 @@ cl_stop_writers
 final=$(counter "$PG_P2")
 # The new primary has no standby: doctor says what that costs.
 cl_expect_probe "$url" replication warn "primary without a synchronous standby (standbys: none"
-cl_check_counter "$final" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
-echo "replication=$repl lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$kill_ns" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out")"
+cl_report "replication=$repl" "$final" "$kill_ns"
 echo "ok"
