@@ -1,11 +1,11 @@
 # lib.sh - shared helpers of the failover tests (tests/cluster/test_*.sh) and
 # of bench/failover.sh, on top of scripts/servers-lib.sh (which it sources:
 # the server set-up has one copy).  Source it first; it makes a work directory
-# ($CL_DIR, removed on exit together with every server started through
-# cl_spawn), and offers:
+# ($CL_DIR, removed on exit after every command in CL_CLEANUP - each server
+# a script starts registers its kill there), and offers:
 #
-#   cl_port               a free loopback port below 32768 (ports from
-#                         32768 up collide with outgoing connections)
+#   sv_*                  everything of scripts/servers-lib.sh (ports below
+#                         32768, bounded waits, the servers themselves)
 #   cl_wait_for SECS DESC CMD...   poll CMD until it succeeds or SECS pass
 #   cl_as_pg CMD...       run CMD as the PostgreSQL owner (`postgres` as root)
 #   cl_fail MSG           print MSG and exit 1
@@ -15,7 +15,8 @@
 #   cl_report WHAT FINAL KILL_NS        cl_check_counter and the figures' line
 #
 # CL_MODE=safe (default) makes a lost acknowledged write fatal; CL_MODE=unsafe
-# (the benchmark's deliberately unsafe runs) reports it and exits 0.
+# (the deliberately unsafe runs) reports it instead - and
+# test_redis_failover.sh then fails unless there was one.
 set -u
 CL_MODE=${CL_MODE:-safe}
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/servers-lib.sh"
@@ -50,7 +51,6 @@ cl_need_raw() {
 		cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
 }
 
-cl_port() { sv_low_port; }
 cl_as_pg() { sv_as_pg "$@"; }
 
 # cl_wait_for SECS DESC CMD...: poll (every 50 ms) until CMD succeeds.
