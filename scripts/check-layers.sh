@@ -15,6 +15,9 @@
 #   backfill  plans, markers, leases, the runner
 #   run       invocation runs
 #   cli       the `faucet` command - which may use the public API only
+#   serve     `faucet serve`, the HTTP API: the command's helpers and the
+#             public API only (its one row in main.c's command table is the
+#             dispatcher reaching up)
 #
 # Public headers count as their module's: faucet/common.h, export.h and
 # version.h are common's, value.h the values', store.h and
@@ -45,7 +48,7 @@ if [ "${1:-}" = "--list" ]; then
 fi
 build=${1:-build}
 
-LAYERS=(common proc crypto metrics values keys check store stores lease backfill run cli)
+LAYERS=(common proc crypto metrics values keys check store stores lease backfill run cli serve)
 
 KNOWN=(
   # (none left: a new violation fails the check)
@@ -121,7 +124,7 @@ for file in src/*/*.c src/*/*.h; do
     esac
     target=$(header_module "$file" "$inc" "$quoted")
     [ -n "$target" ] || continue
-    if [ "$module" = cli ] && [ "$target" != cli ] && [ "${inc#faucet/}" = "$inc" ]; then
+    if [ "$module" = cli ] || [ "$module" = serve ] && [ "$target" != cli ] && [ "$target" != serve ] && [ "${inc#faucet/}" = "$inc" ]; then
       add "$file -> $target" "includes $inc: the command may use the public API only"
     elif [ "$(rank "$target")" -gt "$own" ]; then
       add "$file -> $target" "includes $inc ($target is above $module)"
@@ -140,7 +143,8 @@ if [ -d "$objdir" ]; then
     nm --defined-only "$o" | awk -v m="$m" '$2 ~ /^[TDBR]$/ {print $3, m}'
   done | sort -u >"$defs"
   public=$(nm -D --defined-only "$build/libfaucet.so" 2>/dev/null | awk '{print $3}' | sort -u)
-  for o in "$objdir"/*/*.o "$build"/CMakeFiles/faucet.dir/src/cli/*.o; do
+  for o in "$objdir"/*/*.o "$build"/CMakeFiles/faucet.dir/src/cli/*.o \
+    "$build"/CMakeFiles/faucet.dir/src/serve/*.o; do
     [ -f "$o" ] || continue
     module=$(basename "$(dirname "$o")")
     src=src/$module/$(basename "$o" .o)
@@ -148,7 +152,7 @@ if [ -d "$objdir" ]; then
     [ -f "$src" ] || continue
     own=$(rank "$module")
     while read -r sym target; do
-      if [ "$module" = cli ]; then
+      if [ "$module" = cli ] || [ "$module" = serve ]; then
         if ! grep -qx "$sym" <<<"$public"; then
           add "$src -> $target" "calls $sym: the command may use the public API only"
         fi
