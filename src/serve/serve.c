@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -373,15 +374,96 @@ void serve_fail(serve_reply *out, const char *what)
 		    what, e->message);
 }
 
+/* The canonical form the ETag hashes: objects' members sorted by name in
+ * byte order, no white space, strings and numbers as json-c writes them
+ * (numbers keep the text they were read with).  So a value whose members a
+ * backend reorders (PostgreSQL's JSONB) keeps its ETag. */
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int canon(EVP_MD_CTX *md, json_object *o, int depth)
+{
+	const char *t;
+
+	if (depth > 1000)
+		return -1;
+	switch (json_object_get_type(o)) {
+	case json_type_object: {
+		size_t n = (size_t)json_object_object_length(o), i = 0;
+		const char **names = n ? calloc(n, sizeof(*names)) : NULL;
+		int rc = 0;
+
+		if (n && names == NULL)
+			return -1;
+		json_object_object_foreach(o, name, val) {
+			(void)val;
+			if (i < n)
+				names[i++] = name;
+		}
+		qsort(names, i, sizeof(*names), cmp_names);
+		rc = EVP_DigestUpdate(md, "{", 1) == 1 ? 0 : -1;
+		for (size_t j = 0; rc == 0 && j < i; j++) {
+			json_object *jname = json_object_new_string(names[j]), *jval = NULL;
+
+			if (jname == NULL) {
+				rc = -1;
+				break;
+			}
+			t = json_object_to_json_string_ext(jname, JSON_C_TO_STRING_PLAIN |
+									 JSON_C_TO_STRING_NOSLASHESCAPE);
+			if ((j && EVP_DigestUpdate(md, ",", 1) != 1) || EVP_DigestUpdate(md, t, strlen(t)) != 1 ||
+			    EVP_DigestUpdate(md, ":", 1) != 1)
+				rc = -1;
+			json_object_put(jname);
+			(void)json_object_object_get_ex(o, names[j], &jval);
+			if (rc == 0)
+				rc = canon(md, jval, depth + 1);
+		}
+		free(names);
+		return rc == 0 && EVP_DigestUpdate(md, "}", 1) == 1 ? 0 : -1;
+	}
+	case json_type_array: {
+		size_t n = json_object_array_length(o);
+
+		if (EVP_DigestUpdate(md, "[", 1) != 1)
+			return -1;
+		for (size_t j = 0; j < n; j++) {
+			if ((j && EVP_DigestUpdate(md, ",", 1) != 1) ||
+			    canon(md, json_object_array_get_idx(o, j), depth + 1) != 0)
+				return -1;
+		}
+		return EVP_DigestUpdate(md, "]", 1) == 1 ? 0 : -1;
+	}
+	default:
+		t = o == NULL ? "null"
+			      : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+									  JSON_C_TO_STRING_NOSLASHESCAPE);
+		return EVP_DigestUpdate(md, t, strlen(t)) == 1 ? 0 : -1;
+	}
+}
+
 void serve_etag(const faucet_value *v, char out[80])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
 	size_t n = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	const char *text = faucet_value_json(v);
+	json_object *root = NULL;
+	int ok = 0;
 
 	out[0] = '\0';
-	if (EVP_Digest(faucet_value_json(v), faucet_value_len(v), md, &mdlen, EVP_sha256(), NULL) != 1)
-		return;
+	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		goto done;
+	/* A value that is not an object or array is its own canonical form. */
+	if (strpbrk(text, "{[") == NULL || (text[0] == '"' && strchr(text + 1, '"')[1] == '\0'))
+		ok = EVP_DigestUpdate(ctx, text, faucet_value_len(v)) == 1;
+	else if ((root = json_tokener_parse(text)) != NULL)
+		ok = canon(ctx, root, 0) == 0;
+	if (!ok || EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
+		goto done;
 	out[n++] = '"';
 	for (unsigned i = 0; i < mdlen && i < 32 && n + 3 < 80; i++) {
 		static const char hex[] = "0123456789abcdef";
@@ -391,6 +473,9 @@ void serve_etag(const faucet_value *v, char out[80])
 	}
 	out[n++] = '"';
 	out[n] = '\0';
+done:
+	json_object_put(root);
+	EVP_MD_CTX_free(ctx);
 }
 
 int serve_etag_matches(const char *header, const char *etag)
