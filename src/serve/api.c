@@ -829,6 +829,15 @@ static void delete_lock(serve_request *rq, serve_reply *out)
 	serve_json(out, 200, &b);
 }
 
+/* ---- events ----------------------------------------------------------- */
+
+static void get_events(serve_request *rq, serve_reply *out)
+{
+	(void)rq;
+	out->status = 200;
+	out->stream_events = 1; /* events.c streams it */
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 #define JSON "application/json"
@@ -849,6 +858,7 @@ static const serve_route routes[] = {
 	{"POST", "/v1/pipelines/{p}/runs/{run}/undo", 1, JSON, post_undo},
 	{"GET", "/v1/locks", 0, NULL, get_locks},
 	{"DELETE", "/v1/locks/{key}", 1, NULL, delete_lock},
+	{"GET", "/v1/events", 0, NULL, get_events},
 };
 
 const serve_route *serve_routes(size_t *n)
@@ -857,14 +867,3 @@ const serve_route *serve_routes(size_t *n)
 	return routes;
 }
 
-/* The event poller is not built yet (doc/design.md §9 says what is
- * missing); these keep the daemon's start-up and stop in one place. */
-int serve_events_start(faucet_store *s)
-{
-	(void)s;
-	return 0;
-}
-
-void serve_events_stop(void)
-{
-}

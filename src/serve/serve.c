@@ -674,14 +674,21 @@ static enum MHD_Result send_reply(serve_request *rq, size_t route, serve_reply *
 	uint64_t us;
 	size_t len = r->len;
 
-	resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
-					       r->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r->stream_events)
+		resp = serve_events_response(rq->conn);
+	else
+		resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
+						       r->body ? MHD_RESPMEM_MUST_FREE
+							       : MHD_RESPMEM_PERSISTENT);
 	if (resp == NULL) {
 		free(r->body);
 		return MHD_NO;
 	}
 	r->body = NULL;
-	(void)MHD_add_response_header(resp, "Content-Type", r->type ? r->type : "application/json");
+	(void)MHD_add_response_header(resp, "Content-Type",
+				      r->stream_events ? "text/event-stream"
+				      : r->type        ? r->type
+						       : "application/json");
 	(void)MHD_add_response_header(resp, "Cache-Control", "no-store");
 	(void)MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->etag[0] != '\0')
@@ -1104,7 +1111,8 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 		rc = cli_error(CLI_EXIT_FAILED, "serve: cannot block signals");
 		goto done;
 	}
-	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+		MHD_ALLOW_SUSPEND_RESUME;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (cert != NULL)
@@ -1164,6 +1172,7 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 	/* Stop accepting, let the requests in flight finish (up to the
 	 * connection timeout), then stop. */
 	(void)MHD_quiesce_daemon(d);
+	serve_events_end_streams();
 	{
 		uint64_t deadline = now_us() + timeout_ms * 1000u;
 
@@ -1176,8 +1185,9 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 	fprintf(stderr, "faucet serve: stopped\n");
 done:
 	if (d != NULL) {
-		serve_events_stop();
+		serve_events_end_streams();
 		MHD_stop_daemon(d);
+		serve_events_stop();
 	}
 	faucet_store_free(srv.store);
 	srv.store = NULL;

@@ -33,6 +33,7 @@ typedef struct {
 	char run[64];       /* Faucet-Run header, "" = none */
 	const char *allow;  /* Allow header for 405 */
 	int www_auth;       /* WWW-Authenticate: Bearer on a 401 */
+	int stream_events;  /* answer with the event stream (events.c) */
 } serve_reply;
 
 typedef struct {
@@ -78,9 +79,15 @@ int serve_etag_matches(const char *header, const char *etag);
 extern const unsigned char serve_openapi_json[];
 extern const size_t serve_openapi_json_len;
 
-/* Events: the poller shared by every /v1/events client. */
+/* Events (events.c): the poller shared by every /v1/events client.  At
+ * stop: end_streams ends every stream (before waiting for the requests in
+ * flight), stop joins the poller after the daemon stopped. */
 int serve_events_start(faucet_store *s);
+void serve_events_end_streams(void);
 void serve_events_stop(void);
+struct MHD_Connection;
+struct MHD_Response;
+struct MHD_Response *serve_events_response(struct MHD_Connection *conn);
 
 /* Count a store failure for /metrics. */
 void serve_count_store_error(void);

@@ -436,6 +436,31 @@ class StoreTests(Base):
         self.assertError(st, res, 404, "not-found")
         self.stop(s)
 
+    def test_events(self):
+        s = self.serve()
+        c = s.conn()
+        c.request("GET", "/v1/events")
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+        self.assertTrue(r.readline().startswith(b":"))  # connected
+        # a run of the CLI shows as an event of the pipeline's status
+        self.cli("state", "put", "ev::default::pos", "1")
+        events = []
+        while True:
+            line = r.readline()
+            self.assertNotEqual(line, b"", "the stream ended early")
+            if line.startswith(b"data: "):
+                events.append(json.loads(line[6:]))
+                if any(e["kind"] == "run" and e["pipeline"] == "ev" for e in events):
+                    break
+        self.assertEqual(events[-1]["key"], "ev::default::__status__")
+        # a stop ends the stream and the server exits 0
+        self.stop(s)
+        while r.readline():
+            pass
+        c.close()
+
     def test_concurrent_counter_no_lost_update(self):
         s = self.serve("--threads", "4")
         key = "cnt::default::n"
@@ -699,6 +724,12 @@ class ServerTests(Base):
         self.assertEqual(got, doc)
         # each documented route is answered by a route, not "no route"
         for method, path in sorted(documented):
+            if path == "/v1/events":  # a stream: only its status
+                c = s.conn()
+                c.request("GET", path)
+                self.assertEqual(c.getresponse().status, 200)
+                c.close()
+                continue
             concrete = (path.replace("{key}", "p%3A%3Adefault%3A%3A__lease__" if "locks" in path else "p%3A%3Adefault%3A%3Ax")
                         .replace("{p}", "p").replace("{run}", "20200101T000000.000Z-abcdef"))
             st, h, data = s.request(method, concrete, body="{}" if method in ("PUT", "PATCH", "POST") else None,
