@@ -447,7 +447,9 @@ class StoreTests(Base):
         # a run of the CLI shows as an event of the pipeline's status
         self.cli("state", "put", "ev::default::pos", "1")
         events = []
+        end = time.monotonic() + DEADLINE  # keep-alive comments come every 10 s
         while True:
+            self.assertLess(time.monotonic(), end, "no run event within %ds: %s" % (DEADLINE, events))
             line = r.readline()
             self.assertNotEqual(line, b"", "the stream ended early")
             if line.startswith(b"data: "):
