@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "serve.h"
+#include "../cli/backfill_status.h"
 
 #define PATCH_ATTEMPTS 16
 #define LIST_DEFAULT 1000
@@ -829,6 +830,65 @@ static void delete_lock(serve_request *rq, serve_reply *out)
 	serve_json(out, 200, &b);
 }
 
+/* ---- backfills (what `backfill status --json` gives) ------------------ */
+
+static void get_backfills(serve_request *rq, serve_reply *out)
+{
+	const char *p = serve_param(rq, "p");
+	cli_buf b = CLI_BUF_INIT;
+
+	if (!valid_pipeline(out, p))
+		return;
+	faucet_error_clear();
+	if (cli_backfill_status_json(serve_context(), serve_store(rq), p, NULL, &b) != 0) {
+		cli_buf_dispose(&b);
+		serve_fail(out, "reading the backfills");
+		return;
+	}
+	serve_json(out, 200, &b);
+}
+
+static void get_backfill(serve_request *rq, serve_reply *out)
+{
+	const char *p = serve_param(rq, "p"), *hash = serve_param(rq, "hash");
+	faucet_backfill_marker *m = NULL;
+	cli_buf b = CLI_BUF_INIT;
+	char *key;
+	size_t n = strlen(hash);
+
+	if (!valid_pipeline(out, p))
+		return;
+	if (n != 16 || strspn(hash, "0123456789abcdef") != n) {
+		serve_error(out, 400, "invalid", "a range hash is 16 lower-case hex digits, not '%s'",
+			    hash);
+		return;
+	}
+	if ((key = faucet_backfill_marker_key(p, hash)) == NULL) {
+		serve_error(out, 500, "out-of-memory", "out of memory");
+		return;
+	}
+	if (faucet_backfill_marker_load(serve_store(rq), key, &m) != 0) {
+		free(key);
+		serve_fail(out, "reading the backfill marker");
+		return;
+	}
+	if (m == NULL) {
+		serve_error(out, 404, "not-found", "no backfill of %s with range hash %s (no marker at %s)",
+			    p, hash, key);
+		free(key);
+		return;
+	}
+	faucet_backfill_marker_free(m);
+	free(key);
+	faucet_error_clear();
+	if (cli_backfill_status_json(serve_context(), serve_store(rq), p, hash, &b) != 0) {
+		cli_buf_dispose(&b);
+		serve_fail(out, "reading the backfill");
+		return;
+	}
+	serve_json(out, 200, &b);
+}
+
 /* ---- events ----------------------------------------------------------- */
 
 static void get_events(serve_request *rq, serve_reply *out)
@@ -858,6 +918,8 @@ static const serve_route routes[] = {
 	{"POST", "/v1/pipelines/{p}/runs/{run}/undo", 1, JSON, post_undo},
 	{"GET", "/v1/locks", 0, NULL, get_locks},
 	{"DELETE", "/v1/locks/{key}", 1, NULL, delete_lock},
+	{"GET", "/v1/pipelines/{p}/backfills", 0, NULL, get_backfills},
+	{"GET", "/v1/pipelines/{p}/backfills/{hash}", 0, NULL, get_backfill},
 	{"GET", "/v1/events", 0, NULL, get_events},
 };
 

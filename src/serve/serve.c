@@ -82,6 +82,7 @@ typedef struct {
 	atomic_uint connections;
 	atomic_uint inflight;
 	const char *label;
+	cli_context *ctx;
 } serve_state;
 
 static serve_state srv;
@@ -501,6 +502,11 @@ int serve_etag_matches(const char *header, const char *etag)
 }
 
 /* ---- the request -------------------------------------------------------- */
+
+cli_context *serve_context(void)
+{
+	return srv.ctx;
+}
 
 faucet_store *serve_store(serve_request *rq)
 {
@@ -1099,6 +1105,7 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 	if ((rc = cli_open_store(ctx, &srv.store)) != 0)
 		goto done;
 	srv.label = ctx->store_label;
+	srv.ctx = ctx;
 	srv.max_connections = (unsigned)maxc;
 
 	/* Block the stop signals before any thread starts: MHD's threads

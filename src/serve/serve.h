@@ -49,6 +49,8 @@ const serve_route *serve_routes(size_t *n);
 
 /* What a route handler may ask of its request. */
 faucet_store *serve_store(serve_request *rq);
+/* The command's context (for the command's own JSON builders). */
+cli_context *serve_context(void);
 const char *serve_param(serve_request *rq, const char *name); /* {p}, {key}, ...: decoded */
 /* A query argument, percent-decoded (owned by the request), or NULL. */
 const char *serve_arg(serve_request *rq, const char *name);

@@ -436,6 +436,30 @@ class StoreTests(Base):
         self.assertError(st, res, 404, "not-found")
         self.stop(s)
 
+    def test_backfills(self):
+        s = self.serve()
+        st, h, doc = s.json("GET", "/v1/pipelines/bf/backfills")
+        self.assertEqual(st, 200, doc)
+        self.assertEqual(doc["backfills"], [])
+        self.cli("backfill", "--pipeline", "bf", "--from", "2026-01-01", "--to", "2026-01-04",
+                 "--window", "1d", "--", "true")
+        st, h, doc = s.json("GET", "/v1/pipelines/bf/backfills")
+        self.assertEqual(st, 200, doc)
+        cli = json.loads(self.cli("--json", "backfill", "status", "--pipeline", "bf").stdout)
+        self.assertEqual(doc, cli)
+        self.assertEqual(doc["backfills"][0]["done"], 3)
+        h16 = doc["backfills"][0]["range_hash"]
+        st, h, one = s.json("GET", "/v1/pipelines/bf/backfills/" + h16)
+        self.assertEqual(st, 200, one)
+        cli = json.loads(self.cli("--json", "backfill", "status", "--pipeline", "bf", "--hash", h16).stdout)
+        self.assertEqual(one, cli)
+        self.assertEqual([u["status"] for u in one["units"]], ["done"] * 3)
+        st, h, doc = s.json("GET", "/v1/pipelines/bf/backfills/0123456789abcdef")
+        self.assertError(st, doc, 404, "not-found")
+        st, h, doc = s.json("GET", "/v1/pipelines/bf/backfills/XYZ")
+        self.assertError(st, doc, 400, "invalid")
+        self.stop(s)
+
     def test_events(self):
         s = self.serve()
         c = s.conn()
@@ -733,7 +757,8 @@ class ServerTests(Base):
                 c.close()
                 continue
             concrete = (path.replace("{key}", "p%3A%3Adefault%3A%3A__lease__" if "locks" in path else "p%3A%3Adefault%3A%3Ax")
-                        .replace("{p}", "p").replace("{run}", "20200101T000000.000Z-abcdef"))
+                        .replace("{p}", "p").replace("{run}", "20200101T000000.000Z-abcdef")
+                        .replace("{hash}", "0123456789abcdef"))
             st, h, data = s.request(method, concrete, body="{}" if method in ("PUT", "PATCH", "POST") else None,
                                     ctype="application/merge-patch+json" if method == "PATCH" else "application/json")
             self.assertFalse(st == 404 and b"no route" in data, (method, path))
