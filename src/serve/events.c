@@ -164,7 +164,8 @@ static void poll_once(void)
 		now[n].hash = fnv(faucet_value_json(values[i]), faucet_value_len(values[i]));
 		n++;
 	}
-	qsort(now, n, sizeof(*now), seen_cmp);
+	if (n > 1)
+		qsort(now, n, sizeof(*now), seen_cmp);
 	pthread_mutex_lock(&E.mu);
 	if (E.have_baseline) {
 		size_t before = (size_t)E.seq;

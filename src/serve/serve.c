@@ -403,7 +403,8 @@ static int canon(EVP_MD_CTX *md, json_object *o, int depth)
 			if (i < n)
 				names[i++] = name;
 		}
-		qsort(names, i, sizeof(*names), cmp_names);
+		if (i > 1)
+			qsort(names, i, sizeof(*names), cmp_names);
 		rc = EVP_DigestUpdate(md, "{", 1) == 1 ? 0 : -1;
 		for (size_t j = 0; rc == 0 && j < i; j++) {
 			json_object *jname = json_object_new_string(names[j]), *jval = NULL;
