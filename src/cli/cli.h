@@ -232,6 +232,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv);
 int cli_completion_main(cli_context *ctx, int argc, char **argv);
 int cli_run_main(cli_context *ctx, int argc, char **argv);  /* run.c */
 int cli_lock_main(cli_context *ctx, int argc, char **argv); /* lock.c */
+int cli_serve_main(cli_context *ctx, int argc, char **argv); /* src/serve/serve.c */
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -272,6 +273,10 @@ const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const
 			   char *buf, size_t size);
 
 int cli_state_pipelines(cli_context *ctx, int argc, char **argv); /* state_pipelines.c */
+/* Append what `state pipelines --json` prints to `out`; 0, or a FAUCET_E*
+ * code with the library's error set (nothing printed).  faucet serve's
+ * GET /v1/pipelines is this too. */
+int cli_pipelines_json(faucet_store *s, faucet_buf *out);
 int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
 int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
 int cli_state_export_meltano(cli_context *ctx, int argc, char **argv); /* state_meltano.c */

@@ -28,6 +28,7 @@ static const char usage[] =
 	"  version            print the version (also -V, --version)\n"
 	"  run                run a command as one recorded, undoable run of an invocation\n"
 	"  lock list|break    show the leases of runs and backfill units; remove a stuck one\n"
+	"  serve              an HTTP API over the store (see 'faucet serve --help')\n"
 	"\n"
 	"Options (accepted before or after the command):\n"
 	"  --state URL        the store (see below)\n"
@@ -56,6 +57,7 @@ static const command commands[] = {
 	{"version", version_main},
 	{"run", cli_run_main},
 	{"lock", cli_lock_main},
+	{"serve", cli_serve_main},
 };
 
 static int print_version(cli_context *ctx)
