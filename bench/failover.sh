@@ -14,9 +14,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
-export FAUCET_BIN=$build/faucet FAUCET_COUNTER_DRIVER=$build/tests/counter_driver
+export FAUCET_BIN=$build/faucet FAUCET_COUNTER_BIN=$build/tests/faucet_counter
 export FAUCET_RAW_BIN=$build/tests/faucet_raw
-for tool in "$FAUCET_BIN" "$FAUCET_COUNTER_DRIVER" "$FAUCET_RAW_BIN"; do
+for tool in "$FAUCET_BIN" "$FAUCET_COUNTER_BIN" "$FAUCET_RAW_BIN"; do
 	[ -x "$tool" ] || { echo "failover.sh: $tool is not built (cmake --build $build)" >&2; exit 2; }
 done
 status=0

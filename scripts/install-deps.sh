@@ -13,6 +13,7 @@ packages=(
   python3-cffi python3-pytest python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   abigail-tools
+  libmicrohttpd-dev wrk
 )
 
 missing=()

@@ -40,6 +40,10 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        scope (an invocation's later writes go unseen)
 #   run-undo-no-lease    undo without the pipeline lease
 #   run-status-no-cas    the status document written with a plain put
+#   run-after-not-ahead  a CLI write's (unleased run's) after-image left to
+#                        the run's end instead of going with the marker write
+#                        that records its before-image (a killed write then
+#                        has none, and undo restores over a later put)
 run_mutants() {
   local f
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
@@ -50,6 +54,8 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/undo.c\t%s\trun-undo-no-lease\n' "$f"
   f=$(grep -n 'rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);' src/run/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-status-no-cas\n' "$f"
+  f=$(grep -n '!(q->after_ahead && added)' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-after-not-ahead\n' "$f"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -125,6 +131,8 @@ elif kind == 'run-undo-no-lease':
 elif kind == 'run-status-no-cas':
     sub_line(r'faucet_store_compare_and_put\(r->s, r->status_key, cur, next, &written\)',
              '((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))')
+elif kind == 'run-after-not-ahead':
+    sub_line(r'!\(q->after_ahead && added\)', '1')
 elif kind == 'sync-after-rename':
     # Take out the first statement that fsyncs the temp file's descriptor
     # (fd), and sync fd instead just after the first rename that follows it

@@ -21,6 +21,13 @@
 # ICU English (when available), whose order is not byte order: a backend
 # that forgets COLLATE "C" fails the list-order tests.
 #
+# A sentinel trio (FAUCET_TEST_REDIS_SENTINEL_URL,
+# redis-sentinel://:PW@H:P/faucet): a Redis primary, its replica and one
+# sentinel monitoring them, for the contract suite's redis-sentinel row (the
+# failover tests of tests/cluster/ start their own with three sentinels).
+# Every server is set up by scripts/servers-lib.sh, the code tests/cluster/
+# uses too.
+#
 # A 3-member etcd cluster (FAUCET_TEST_ETCD_URL, etcd://H:P,H:P,H:P/faucet)
 # runs too, on ports below 32768 (the ones above collide with outgoing
 # connections, SPEC §7), its data directories under the servers directory.
@@ -40,27 +47,9 @@ if [ -n "${FAUCET_SERVERS_CPUS:-}" ]; then
   pin=(taskset -c "$FAUCET_SERVERS_CPUS")
 fi
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-# A free loopback port below 32768 (etcd needs two per member).
-low_port() {
-  python3 -c '
-import random, socket
-for _ in range(1000):
-    p = random.randint(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-'
-}
+. "$here/servers-lib.sh"
+SV_REDIS_PASSWORD=$PASSWORD
+SV_PIN=("${pin[@]}")
 
 # etcd_start_cluster DIR: three members with client ports $e1 $e2 $e3 and
 # peer ports $p1 $p2 $p3; returns once every member answers /health.
@@ -69,112 +58,72 @@ etcd_start_cluster() {
   for i in 0 1 2; do
     initial+="${initial:+,}${names[$i]}=http://127.0.0.1:${pports[$i]}"
   done
-  mkdir -p "$d"
   for i in 0 1 2; do
-    "${pin[@]}" etcd --name "${names[$i]}" --data-dir "$d/${names[$i]}" \
-      --listen-client-urls "http://127.0.0.1:${cports[$i]}" \
-      --advertise-client-urls "http://127.0.0.1:${cports[$i]}" \
-      --listen-peer-urls "http://127.0.0.1:${pports[$i]}" \
-      --initial-advertise-peer-urls "http://127.0.0.1:${pports[$i]}" \
-      --initial-cluster "$initial" --initial-cluster-state new \
-      --initial-cluster-token "faucet-$$" --max-request-bytes 33554432 >"$d/${names[$i]}.log" 2>&1 &
+    sv_etcd_member "$d" "${names[$i]}" "${cports[$i]}" "${pports[$i]}" "$initial" "faucet-$$" \
+      --max-request-bytes 33554432
     echo $! >"$d/${names[$i]}.pid"
   done
-  for _ in $(seq 1 600); do
-    if curl -sf "http://127.0.0.1:$e1/health" 2>/dev/null | grep -q '"health":"true"' &&
-       curl -sf "http://127.0.0.1:$e2/health" 2>/dev/null | grep -q '"health":"true"' &&
-       curl -sf "http://127.0.0.1:$e3/health" 2>/dev/null | grep -q '"health":"true"'; then
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "test-servers: the etcd cluster in $d did not become healthy (see $d/m*.log)" >&2
-  return 1
+  sv_wait_for 30 "the etcd cluster in $d to become healthy (see $d/m*.log)" \
+    sv_etcd_healthy "$e1" "$e2" "$e3"
 }
 
 etcd_stop_cluster() { # dir
   local f pid
   for f in "$1"/m*.pid; do
     [ -f "$f" ] || continue
-    pid=$(cat "$f")
-    kill "$pid" 2>/dev/null || true
+    kill "$(cat "$f")" 2>/dev/null || true
   done
   for f in "$1"/m*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
-    for _ in $(seq 1 200); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -9 "$pid" 2>/dev/null || true
+    sv_wait_for 10 "etcd (pid $pid) to stop" sv_gone "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
   done
 }
 
-# Run a command as the PostgreSQL owner: `postgres` when we are root.
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
+as_pg() { sv_as_pg "$@"; }
+pg_start_one() { sv_pg_start "$1" "$2"; }
+pg_stop_one() { sv_pg_stop "$1"; }
+
+redis_start_one() { sv_redis_start "$dir/$1" "$2" ${3:+"$3"}; }
+
+# SHUTDOWN SAVE writes the data set even with saving turned off, so a
+# restarted server comes back with the keys it had.
+redis_stop_one() { sv_redis_shutdown "$dir/$1" "$2"; }
+
+# The sentinel trio: a primary, its replica and one sentinel (quorum 1)
+# that monitors it as "faucet"; returns once the sentinel sees the replica.
+sentinel_start() { # primary replica sentinel
+  redis_start_one sentinel-primary "$1"
+  redis_start_one sentinel-replica "$2" "$1"
+  sv_wait_for 30 "the sentinel trio's replica to sync" sv_redis_synced "$2"
+  sv_sentinel_start "$dir/sentinel" "$3" faucet "$1" 1
+  sv_wait_for 30 "the sentinel to see the replica" sv_sentinels_ready faucet 1 0 "$3"
 }
 
-pg_start_one() { # datadir port
-  as_pg "${pin[@]}" "$PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
-    -o "-p $2 -k $1.sock -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-    start >/dev/null
-}
-
-pg_stop_one() { # datadir
-  [ -f "$1/postmaster.pid" ] || return 0
-  as_pg "$PG_BIN/pg_ctl" -D "$1" -m fast -w -t 60 stop >/dev/null 2>&1 || true
-}
-
-redis_start_one() { # name port
-  local d=$dir/$1
-  mkdir -p "$d"
-  "${pin[@]}" redis-server --bind 127.0.0.1 --port "$2" --requirepass "$PASSWORD" --save '' \
-    --appendonly no --dir "$d" --dbfilename dump.rdb --daemonize yes \
-    --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
-  for _ in $(seq 1 200); do
-    if REDISCLI_AUTH=$PASSWORD redis-cli -h 127.0.0.1 -p "$2" ping 2>/dev/null | grep -q PONG; then
-      return 0
-    fi
-    sleep 0.05
-  done
-  echo "test-servers: redis on port $2 did not start (see $d/redis.log)" >&2
-  return 1
-}
-
-redis_stop_one() { # name port
-  # SHUTDOWN SAVE writes the data set even with saving turned off, so a
-  # restarted server comes back with the keys it had.
-  REDISCLI_AUTH=$PASSWORD redis-cli -h 127.0.0.1 -p "$2" shutdown save >/dev/null 2>&1 || true
-  local pidfile=$dir/$1/redis.pid
-  for _ in $(seq 1 200); do
-    [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null || return 0
-    sleep 0.05
-  done
+sentinel_stop() { # primary replica
+  sv_redis_kill "$dir/sentinel" || true
+  redis_stop_one sentinel-replica "$2"
+  redis_stop_one sentinel-primary "$1"
 }
 
 start() {
   dir=$(mktemp -d "${TMPDIR:-/tmp}/faucet-servers.XXXXXX")
   chmod 755 "$dir"
-  local pg1 pg2 r1 r2 locale_opts=()
-  pg1=$(free_port); pg2=$(free_port); r1=$(free_port); r2=$(free_port)
-  local e1 e2 e3 p1 p2 p3
-  e1=$(low_port); e2=$(low_port); e3=$(low_port); p1=$(low_port); p2=$(low_port); p3=$(low_port)
+  local pg1 pg2 r1 r2 locale_opts=() ports
+  local e1 e2 e3 p1 p2 p3 sp sr ss
+  mapfile -t ports < <(sv_ports 13)
+  pg1=${ports[0]} pg2=${ports[1]} r1=${ports[2]} r2=${ports[3]}
+  e1=${ports[4]} e2=${ports[5]} e3=${ports[6]} p1=${ports[7]} p2=${ports[8]} p3=${ports[9]}
+  sp=${ports[10]} sr=${ports[11]} ss=${ports[12]}
   [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
   printf '%s\n' "$PASSWORD" >"$dir/pwfile"
   [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pwfile"
   if "$PG_BIN/postgres" --version >/dev/null && ldd "$PG_BIN/postgres" | grep -q libicu; then
     locale_opts=(--locale-provider=icu --icu-locale=en-US --locale=C.UTF-8)
   fi
-  as_pg "$PG_BIN/initdb" -D "$dir/pg" -U faucet --pwfile="$dir/pwfile" -E UTF8 \
-    --auth-local=trust --auth-host=scram-sha-256 "${locale_opts[@]}" >"$dir/initdb.log" 2>&1 || {
-    echo "test-servers: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
+  sv_pg_initdb "$dir/pg" "$dir/pwfile" "${locale_opts[@]}" || exit 1
   as_pg cp -a "$dir/pg" "$dir/pg2"
-  as_pg mkdir -p "$dir/pg.sock" "$dir/pg2.sock"
+  as_pg mkdir -p "$dir/pg2.sock"
   {
     echo "export FAUCET_TEST_SERVERS_DIR=$dir"
     echo "export FAUCET_TEST_SERVERS_CTL=$here/test-servers.sh"
@@ -184,8 +133,9 @@ start() {
     echo "export FAUCET_TEST_REDIS_RESTART_URL=redis://:$PASSWORD@127.0.0.1:$r2/0"
     echo "export FAUCET_TEST_PASSWORD=$PASSWORD"
     echo "export FAUCET_TEST_ETCD_URL=etcd://127.0.0.1:$e1,127.0.0.1:$e2,127.0.0.1:$e3/faucet"
+    echo "export FAUCET_TEST_REDIS_SENTINEL_URL=redis-sentinel://:$PASSWORD@127.0.0.1:$ss/faucet"
   } >"$dir/env"
-  echo "$pg1 $pg2 $r1 $r2" >"$dir/ports"
+  echo "$pg1 $pg2 $r1 $r2 $sp $sr" >"$dir/ports"
   # From here on a failure must not leave servers behind.
   trap 'stop_dir "$dir"; exit 1' ERR
   pg_start_one "$dir/pg" "$pg1"
@@ -193,6 +143,7 @@ start() {
   redis_start_one redis "$r1"
   redis_start_one redis2 "$r2"
   etcd_start_cluster "$dir/etcd"
+  sentinel_start "$sp" "$sr" "$ss"
   trap - ERR
   cat "$dir/env"
 }
@@ -200,13 +151,14 @@ start() {
 stop_dir() {
   dir=$1
   [ -d "$dir" ] || return 0
-  local pg1=0 pg2=0 r1=0 r2=0
-  [ -f "$dir/ports" ] && read -r pg1 pg2 r1 r2 <"$dir/ports"
+  local pg1=0 pg2=0 r1=0 r2=0 sp=0 sr=0
+  [ -f "$dir/ports" ] && read -r pg1 pg2 r1 r2 sp sr <"$dir/ports"
   pg_stop_one "$dir/pg"
   pg_stop_one "$dir/pg2"
   redis_stop_one redis "$r1"
   redis_stop_one redis2 "$r2"
   etcd_stop_cluster "$dir/etcd"
+  sentinel_stop "$sp" "$sr"
   rm -rf "$dir"
 }
 
@@ -216,7 +168,7 @@ with_dir() {
     echo "test-servers: no server directory (give it or set FAUCET_TEST_SERVERS_DIR)" >&2
     exit 2
   fi
-  read -r pg1 pg2 r1 r2 <"$dir/ports"
+  read -r pg1 pg2 r1 r2 sp sr <"$dir/ports"
 }
 
 cmd=${1:-}

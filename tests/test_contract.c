@@ -21,6 +21,11 @@ static const contract_backend backends[] = {
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}", 1, 1, 1, NULL},
 	/* Again with the namespace index kept and listed from. */
 	{"redis", "${FAUCET_TEST_REDIS_URL}?namespace=contract_{uniq}&index=true", 1, 1, 1, NULL},
+	/* Through a sentinel to its primary, every write WAITing for the
+	 * replica (scripts/test-servers.sh's sentinel trio). */
+	{"redis-sentinel",
+	 "${FAUCET_TEST_REDIS_SENTINEL_URL}?namespace=contract_{uniq}&min_replicas=1", 1, 1, 1,
+	 NULL},
 	/* A 3-member cluster; batches are txns of at most 128 puts each. */
 	{"etcd", "${FAUCET_TEST_ETCD_URL}_contract_{uniq}", 1, 1, 0, NULL},
 };

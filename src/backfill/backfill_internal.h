@@ -15,6 +15,23 @@
 #include <faucet/backfill.h>
 #include <faucet/store.h>
 
+/* ---- the marker --------------------------------------------------------- */
+
+/* The marker as one runner last wrote it (the value and its parse, both
+ * owned), tried first as the expected value of the next outcome's
+ * compare-and-put: a runner that is alone on its range then neither reads
+ * nor parses the marker per unit.  A lost race drops it and re-reads. */
+typedef struct {
+	faucet_value *value;
+	faucet_backfill_marker *parsed;
+} faucet_bf__marker_cache;
+
+/* faucet_backfill_marker_record_outcome, trying `cache` first and keeping
+ * what it wrote there. */
+int faucet_bf__marker_record_cached(faucet_store *s, const char *key,
+				    const faucet_backfill_outcome *o, faucet_bf__marker_cache *cache);
+void faucet_bf__marker_cache_dispose(faucet_bf__marker_cache *cache);
+
 /* ---- civil calendar ---------------------------------------------------- */
 
 /* Days since 1970-01-01 of a proleptic Gregorian date. */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "backfill/backfill_internal.h"
 #include "values/value_internal.h"
 #include <faucet/backfill.h>
 #include <faucet/keys.h>
@@ -508,26 +509,39 @@ static int apply_outcome(faucet_backfill_marker *m, const faucet_backfill_outcom
 	return rc;
 }
 
-/* One read-merge-compare-and-put round; *written says whether it landed. */
+/* One read-merge-compare-and-put round; *written says whether it landed.
+ * With a cache holding our last write, that is the expected value and its
+ * parse the document merged into (taken from the cache either way). */
 static int record_once(faucet_store *s, const char *key, const faucet_backfill_outcome *o,
-		       faucet_backfill_marker **merged, int *written)
+		       faucet_bf__marker_cache *cache, faucet_backfill_marker **merged,
+		       faucet_value **wrote, int *written)
 {
 	faucet_value *current = NULL, *next = NULL;
 	faucet_backfill_marker *m = NULL;
-	int rc;
+	int rc = 0;
 
 	*written = 0;
 	*merged = NULL;
-	if ((rc = faucet_store_get(s, key, &current)) != 0)
-		return rc;
-	if (current == NULL)
-		rc = faucet_backfill_marker_new(&m, o->descriptor);
-	else if ((rc = faucet_backfill_marker_from_value(&m, current)) != 0)
-		rc = faucet__error_wrap("%s", key);
-	else if (strcmp(m->descriptor, o->descriptor) != 0)
-		rc = faucet_error_set(FAUCET_ECONFIG,
-				      "backfill marker %s belongs to another range ('%s')", key,
-				      m->descriptor);
+	*wrote = NULL;
+	if (cache != NULL && cache->value != NULL && cache->parsed != NULL) {
+		current = cache->value;
+		m = cache->parsed;
+		cache->value = NULL;
+		cache->parsed = NULL;
+	} else {
+		if (cache != NULL)
+			faucet_bf__marker_cache_dispose(cache);
+		if ((rc = faucet_store_get(s, key, &current)) != 0)
+			return rc;
+		if (current == NULL)
+			rc = faucet_backfill_marker_new(&m, o->descriptor);
+		else if ((rc = faucet_backfill_marker_from_value(&m, current)) != 0)
+			rc = faucet__error_wrap("%s", key);
+		else if (strcmp(m->descriptor, o->descriptor) != 0)
+			rc = faucet_error_set(FAUCET_ECONFIG,
+					      "backfill marker %s belongs to another range ('%s')",
+					      key, m->descriptor);
+	}
 	if (rc == 0)
 		rc = apply_outcome(m, o);
 	if (rc == 0)
@@ -535,38 +549,67 @@ static int record_once(faucet_store *s, const char *key, const faucet_backfill_o
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(s, key, current, next, written);
 	faucet_value_free(current);
-	faucet_value_free(next);
-	if (rc == 0 && *written)
+	if (rc == 0 && *written) {
 		*merged = m;
-	else
+		*wrote = next;
+	} else {
 		faucet_backfill_marker_free(m);
+		faucet_value_free(next);
+	}
 	return rc;
 }
 
-int faucet_backfill_marker_record_outcome(faucet_store *s, const char *key,
-					  const faucet_backfill_outcome *o,
-					  faucet_backfill_marker **current)
+static int record_outcome(faucet_store *s, const char *key, const faucet_backfill_outcome *o,
+			  faucet_bf__marker_cache *cache, faucet_backfill_marker **current)
 {
 	if (current != NULL)
 		*current = NULL;
 	for (int attempt = 0; attempt < RECORD_MAX_ATTEMPTS; attempt++) {
 		faucet_backfill_marker *merged = NULL;
+		faucet_value *wrote = NULL;
 		int written = 0;
-		int rc = record_once(s, key, o, &merged, &written);
+		int rc = record_once(s, key, o, cache, &merged, &wrote, &written);
 
 		if (rc != 0)
 			return rc;
 		if (written) {
-			if (current != NULL)
-				*current = merged;
-			else
-				faucet_backfill_marker_free(merged);
+			if (cache != NULL) {
+				cache->value = wrote;
+				cache->parsed = merged;
+			} else {
+				faucet_value_free(wrote);
+				if (current != NULL)
+					*current = merged;
+				else
+					faucet_backfill_marker_free(merged);
+			}
 			return 0;
 		}
 	}
 	return faucet_error_set(FAUCET_ECONTENTION,
 				"backfill marker %s: gave up after %d conflicting updates", key,
 				RECORD_MAX_ATTEMPTS);
+}
+
+int faucet_backfill_marker_record_outcome(faucet_store *s, const char *key,
+					  const faucet_backfill_outcome *o,
+					  faucet_backfill_marker **current)
+{
+	return record_outcome(s, key, o, NULL, current);
+}
+
+int faucet_bf__marker_record_cached(faucet_store *s, const char *key,
+				    const faucet_backfill_outcome *o, faucet_bf__marker_cache *cache)
+{
+	return record_outcome(s, key, o, cache, NULL);
+}
+
+void faucet_bf__marker_cache_dispose(faucet_bf__marker_cache *cache)
+{
+	faucet_value_free(cache->value);
+	faucet_backfill_marker_free(cache->parsed);
+	cache->value = NULL;
+	cache->parsed = NULL;
 }
 
 int faucet_backfill_marker_record(faucet_store *s, const char *key, const char *descriptor,

@@ -108,6 +108,7 @@ typedef struct {
 	faucet_backfill_result *res;
 	faucet_backfill_marker *initial; /* the marker as the run began (NULL = none) */
 	char *marker_key;
+	faucet_bf__marker_cache mcache;   /* the marker as this runner last wrote it */
 	char *holder;
 	char *config_abs;
 	char *exe_name, *exe_path;        /* the command last resolved on PATH, and where */
@@ -827,7 +828,7 @@ static int record_outcome(runner *r, const running_unit *ru, const char *error)
 	o.error = error;
 	o.started_at = started[0] ? started : NULL;
 	o.ended_at = ended[0] ? ended : NULL;
-	return faucet_backfill_marker_record_outcome(r->store, r->marker_key, &o, NULL);
+	return faucet_bf__marker_record_cached(r->store, r->marker_key, &o, &r->mcache);
 }
 
 /* The child has exited: record its outcome and give the lease back. */
@@ -1098,6 +1099,7 @@ static void release_runner(runner *r)
 {
 	faucet_backfill_marker_free(r->initial);
 	free(r->marker_key);
+	faucet_bf__marker_cache_dispose(&r->mcache);
 	free(r->holder);
 	free(r->config_abs);
 	free(r->exe_name);

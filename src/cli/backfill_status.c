@@ -363,7 +363,7 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 	return 0;
 }
 
-static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
+static int overview(cli_context *ctx, faucet_store *s, const char *pipeline, faucet_buf *out)
 {
 	faucet_strarray keys = {NULL, 0};
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -405,7 +405,13 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline)
 	if (rc == 0) {
 		if (ctx->json) {
 			(void)faucet_buf_puts(&b, "]}");
-			rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+			if (out != NULL) {
+				*out = b;
+				b = (faucet_buf)FAUCET_BUF_INIT;
+				rc = out->failed ? CLI_EXIT_FAILED : 0;
+			} else {
+				rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+			}
 		} else if (shown == 0) {
 			printf("no backfill of '%s' in %s\n", pipeline, ctx->store_label);
 		} else if (b.ptr != NULL) {
@@ -540,7 +546,7 @@ static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *
 
 static int print_range(cli_context *ctx, const char *pipeline, const faucet_backfill_plan *p,
 		       const faucet_backfill_marker *m, const lease_set *ls, const char *window,
-		       const char *row)
+		       const char *row, faucet_buf *out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	counts c;
@@ -599,6 +605,10 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 	}
 	if (ctx->json) {
 		(void)faucet_buf_puts(&b, "]}");
+		if (out != NULL) {
+			*out = b;
+			return out->failed ? CLI_EXIT_FAILED : 0;
+		}
 		return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 	}
 	if (b.failed || b.ptr == NULL) {
@@ -612,7 +622,8 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 
 /* One range given by its boundaries (planned from the arguments) or by
  * its hash (planned from its marker). */
-static int one_range(cli_context *ctx, faucet_store *s, const cli_backfill_status_args *a)
+static int one_range(cli_context *ctx, faucet_store *s, const cli_backfill_status_args *a,
+		     faucet_buf *out)
 {
 	faucet_backfill_plan *p = NULL;
 	faucet_backfill_marker *m = NULL;
@@ -674,7 +685,7 @@ static int one_range(cli_context *ctx, faucet_store *s, const cli_backfill_statu
 	}
 	rc = load_leases(ctx, s, a->pipeline, hash, (int64_t)time(NULL), &ls);
 	if (rc == 0)
-		rc = print_range(ctx, a->pipeline, p, m, &ls, window, row);
+		rc = print_range(ctx, a->pipeline, p, m, &ls, window, row, out);
 out:
 	leases_dispose(&ls);
 	free(d.buf);
@@ -687,6 +698,7 @@ out:
 int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 {
 	cli_backfill_status_args scoped;
+	const char *pipeline = a->pipeline;
 	faucet_store *s = NULL;
 	char *ns = NULL;
 	int rc;
@@ -694,8 +706,8 @@ int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 	if (a->pipeline == NULL)
 		return cli_usage_error("backfill status",
 				       "which pipeline? give -c FILE or --pipeline NAME");
-	if (faucet_validate_key(a->pipeline) != 0 || strstr(a->pipeline, "::") != NULL)
-		return cli_usage_error("backfill status", "invalid pipeline name '%s'", a->pipeline);
+	if ((rc = cli_pipeline_arg(ctx, "backfill status", &pipeline, a->tenant, 0, NULL)) != 0)
+		return rc;
 	if (a->hash != NULL && (a->range.from != NULL || a->range.to != NULL))
 		return cli_usage_error("backfill status", "give either --hash or --from/--to");
 	if (a->hash != NULL && !is_hash(a->hash))
@@ -727,13 +739,28 @@ int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a)
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc == 0) {
 		if (a->hash != NULL || a->range.from != NULL)
-			rc = one_range(ctx, s, a);
+			rc = one_range(ctx, s, a, NULL);
 		else
-			rc = overview(ctx, s, a->pipeline);
+			rc = overview(ctx, s, a->pipeline, NULL);
 		faucet_store_free(s);
 	}
 	free(ns);
 	return rc;
+}
+
+int cli_backfill_status_json(cli_context *ctx, faucet_store *s, const char *pipeline,
+			     const char *hash, faucet_buf *out)
+{
+	cli_backfill_status_args a;
+	cli_context jctx = *ctx;
+
+	memset(&a, 0, sizeof(a));
+	a.pipeline = pipeline;
+	a.hash = hash;
+	jctx.json = 1;
+	if (hash != NULL && !is_hash(hash))
+		return cli_error(CLI_EXIT_USAGE, "not a range hash: '%s'", hash);
+	return hash != NULL ? one_range(&jctx, s, &a, out) : overview(&jctx, s, pipeline, out);
 }
 
 int cli_plan_failed(const char *command, const char *tz)

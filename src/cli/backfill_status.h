@@ -17,6 +17,12 @@ typedef struct {
 /* Print the status the arguments ask for; returns the exit code. */
 int cli_backfill_status(cli_context *ctx, const cli_backfill_status_args *a);
 
+/* What `backfill status --pipeline P --json` (hash NULL) or `... --hash H
+ * --json` prints, appended to `out` instead (faucet serve's backfill
+ * routes).  Returns the exit code; a failure's message went to stderr. */
+int cli_backfill_status_json(cli_context *ctx, faucet_store *s, const char *pipeline,
+			     const char *hash, faucet_buf *out);
+
 /* After a failed faucet_backfill_plan_new(): when the library refused the
  * time zone `tz`, the error with a "did you mean" when one is near;
  * otherwise the library's error.  Printed; returns CLI_EXIT_USAGE. */

@@ -192,6 +192,16 @@ int cli_tenant_check(const char *command, const char *text, const char **tenant)
  * error has been printed and its exit code is returned. */
 int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline);
 
+/* A command's PIPELINE argument: the default of cli_default_pipeline when
+ * *pipeline is NULL, then checked to be a pipeline name (a valid key of one
+ * segment, no '::'; with CLI_PIPELINE_NAMESPACE and no tenant, a namespace
+ * such as T::P is taken as written) and the tenant, when given, a valid
+ * segment.  With `tenant` and `ns`, *ns becomes "T::P" (caller frees) and
+ * *pipeline points at it.  0, or the usage error printed and its exit code. */
+#define CLI_PIPELINE_NAMESPACE 1u
+int cli_pipeline_arg(cli_context *ctx, const char *command, const char **pipeline,
+		     const char *tenant, unsigned flags, char **ns);
+
 /* Print a command's help text (on stdout), followed by how a store is
  * chosen and configured (URLs, YAML fields, defaults, keys), and return 0.
  * The options of the parser that saw --help are first checked against the
@@ -226,6 +236,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv);
 int cli_completion_main(cli_context *ctx, int argc, char **argv);
 int cli_run_main(cli_context *ctx, int argc, char **argv);  /* run.c */
 int cli_lock_main(cli_context *ctx, int argc, char **argv); /* lock.c */
+int cli_serve_main(cli_context *ctx, int argc, char **argv); /* src/serve/serve.c */
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -266,6 +277,10 @@ const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const
 			   char *buf, size_t size);
 
 int cli_state_pipelines(cli_context *ctx, int argc, char **argv); /* state_pipelines.c */
+/* Append what `state pipelines --json` prints to `out`; 0, or a FAUCET_E*
+ * code with the library's error set (nothing printed).  faucet serve's
+ * GET /v1/pipelines is this too. */
+int cli_pipelines_json(faucet_store *s, faucet_buf *out);
 int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
 int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
 int cli_state_export_meltano(cli_context *ctx, int argc, char **argv); /* state_meltano.c */

@@ -532,6 +532,37 @@ int cli_default_pipeline(cli_context *ctx, const char *command, const char **pip
 				        "the default)");
 }
 
+int cli_pipeline_arg(cli_context *ctx, const char *command, const char **pipeline,
+		     const char *tenant, unsigned flags, char **ns)
+{
+	const char *colons;
+	int rc;
+
+	if (ns != NULL)
+		*ns = NULL;
+	if ((rc = cli_default_pipeline(ctx, command, pipeline)) != 0)
+		return rc;
+	if (**pipeline == '\0' || faucet_validate_key(*pipeline) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "%s: bad pipeline name", command);
+	/* "a::b" would act on pipeline a's row b and everything under it as if
+	 * it were a pipeline of its own. */
+	colons = strstr(*pipeline, "::");
+	if (colons != NULL && (tenant != NULL || !(flags & CLI_PIPELINE_NAMESPACE)))
+		return cli_usage_error(command, "'%s' is not a pipeline name: it contains '::' "
+				       "(give the pipeline, e.g. '%.*s', or --tenant T for a "
+				       "tenant's)",
+				       *pipeline, (int)(colons - *pipeline), *pipeline);
+	if (tenant != NULL && (*tenant == '\0' || faucet_validate_key(tenant) != 0 ||
+			       strstr(tenant, "::") != NULL))
+		return cli_usage_error(command, "bad tenant '%s' (one key segment, no '::')", tenant);
+	if (tenant != NULL && ns != NULL) {
+		if ((*ns = faucet__sprintf("%s::%s", tenant, *pipeline)) == NULL)
+			return cli_error(CLI_EXIT_FAILED, "out of memory");
+		*pipeline = *ns;
+	}
+	return 0;
+}
+
 /* The key named by --encryption-key-env, copied once into the context,
  * with the previous keys. */
 static int key_from_env(cli_context *ctx, const char **key)

@@ -65,8 +65,9 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 			return cli_usage_error("lock list", "unexpected argument '%s'", arg);
 		pipeline = arg;
 	}
-	if (pipeline != NULL && (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::")))
-		return cli_usage_error("lock list", "invalid pipeline name '%s'", pipeline);
+	if (pipeline != NULL &&
+	    (rc = cli_pipeline_arg(ctx, "lock list", &pipeline, NULL, 0, NULL)) != 0)
+		return rc;
 	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
 	if (prefix == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "lock list");
@@ -329,8 +330,8 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 		return cli_usage_error("lock break", "which lease? give its key (...::__lease__) "
 				       "or --pipeline P [--row R]");
 	if (pipeline != NULL) {
-		if (faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::") != NULL)
-			return cli_usage_error("lock break", "invalid pipeline name '%s'", pipeline);
+		if ((rc = cli_pipeline_arg(ctx, "lock break", &pipeline, NULL, 0, NULL)) != 0)
+			return rc;
 		if (row != NULL && (faucet_validate_key(row) != 0 ||
 				    faucet_run_is_bookkeeping_key(row) || strstr(row, "__lease__")))
 			return cli_usage_error("lock break", "invalid --row '%s'", row);

@@ -74,6 +74,7 @@ static const command commands[] = {
 	{"version", version_main},
 	{"run", cli_run_main},
 	{"lock", cli_lock_main},
+	{"serve", cli_serve_main},
 	/* A new command: its row here, its reference row in reference.c. */
 };
 

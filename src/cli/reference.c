@@ -221,6 +221,19 @@ static const cli_ref_flag lock_break_flags[] = {
 	END,
 };
 
+static const cli_ref_flag serve_flags[] = { /* src/serve/serve.c */
+	FLAG("listen", 0, "HOST:PORT", "where to listen (default 127.0.0.1:8421)"),
+	FLAGV("token-file", 0, "FILE", "the bearer tokens (needed off loopback)", CLI_VALUE_FILE),
+	FLAG("read-only", 0, NULL, "refuse every write"),
+	FLAG("threads", 0, "N", "worker threads (default 4)"),
+	FLAG("max-connections", 0, "N", "connections at once (default 64)"),
+	FLAG("timeout", 0, "D", "a connection's idle timeout (default 30s)"),
+	FLAGV("tls-cert", 0, "FILE", "serve HTTPS with this certificate", CLI_VALUE_FILE),
+	FLAGV("tls-key", 0, "FILE", "serve HTTPS with this key", CLI_VALUE_FILE),
+	FLAG("routes", 0, NULL, "print the routes and exit"),
+	END,
+};
+
 /* Each row's man-page paragraphs (roff), after its summary. */
 #include "reference_man.inc"
 
@@ -299,6 +312,8 @@ const cli_ref_command cli_reference_commands[] = {
 	{.name = "completion", .synopsis = "bash|zsh|fish", .subcommands = "bash zsh fish",
 	 .summary = "print a shell completion script", .man = man_completion},
 	{.name = "version", .synopsis = "", .summary = "print the version (also -V, --version)"},
+	{.name = "serve", .synopsis = "[--listen HOST:PORT] [--token-file FILE] [--read-only]",
+	 .summary = "an HTTP API over the store (see 'faucet serve --help')", .flags = serve_flags},
 	/* A command of its own file adds its row here. */
 };
 

@@ -514,18 +514,8 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state show", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state show", &pipeline)) != 0)
+	if ((rc = cli_pipeline_arg(ctx, "state show", &pipeline, tenant, 0, NULL)) != 0)
 		return rc;
-	if (faucet_validate_key(pipeline) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state show: bad pipeline name");
-	/* "a::b" would show pipeline a's row b and everything under it as if
-	 * it were a pipeline of its own. */
-	if (strstr(pipeline, "::") != NULL)
-		return cli_usage_error("state show", "'%s' is not a pipeline name: it contains '::' "
-				       "(give the pipeline, e.g. '%.*s', or --tenant T for a tenant's)",
-				       pipeline, (int)(strstr(pipeline, "::") - pipeline), pipeline);
-	if (tenant != NULL && faucet_validate_key(tenant) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state show: bad tenant");
 	prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
 			: faucet__sprintf("%s::", pipeline);
 	if (prefix == NULL)

@@ -144,17 +144,8 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state clear", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state clear", &pipeline)) != 0)
+	if ((rc = cli_pipeline_arg(ctx, "state clear", &pipeline, tenant, 0, NULL)) != 0)
 		return rc;
-	if (faucet_validate_key(pipeline) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state clear: bad pipeline name");
-	if (strstr(pipeline, "::") != NULL)
-		return cli_usage_error("state clear",
-				       "'%s' is not a pipeline name: it contains '::' (give the "
-				       "pipeline and --row R, or --tenant T)",
-				       pipeline);
-	if (tenant != NULL && (faucet_validate_key(tenant) != 0 || strstr(tenant, "::") != NULL))
-		return cli_usage_error("state clear", "bad tenant '%s'", tenant);
 	if (row != NULL && faucet_validate_key(row) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state clear: bad --row");
 	if (row != NULL)

@@ -263,19 +263,9 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state export", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state export", &pipeline)) != 0)
+	if ((rc = cli_pipeline_arg(ctx, "state export", &pipeline, tenant,
+				   CLI_PIPELINE_NAMESPACE, &ns)) != 0)
 		return rc;
-	if (faucet_validate_key(pipeline) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state export: bad pipeline name");
-	if (tenant != NULL) {
-		/* A tenant's pipeline is the namespace T::PIPELINE (doc/design.md §2). */
-		if (strstr(pipeline, "::") != NULL)
-			return cli_usage_error("state export", "'%s' is not a pipeline name (it "
-					       "contains '::')", pipeline);
-		if ((ns = faucet__sprintf("%s::%s", tenant, pipeline)) == NULL)
-			return cli_error(CLI_EXIT_FAILED, "out of memory");
-		pipeline = ns;
-	}
 	rc = cli_open_store_existing(ctx, &s);
 	if (rc != 0) {
 		free(ns);
@@ -689,21 +679,12 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		else
 			return cli_usage_error("state copy", "unexpected argument '%s'", arg);
 	}
-	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state copy", &pipeline)) != 0)
-		return rc;
 	if ((to == NULL) == (to_config == NULL))
 		return cli_usage_error("state copy", "give the destination store as --to URL or "
 				       "--to-config FILE (one of them)");
-	if (faucet_validate_key(pipeline) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state copy: bad pipeline name");
-	if (tenant != NULL) {
-		if (strstr(pipeline, "::") != NULL)
-			return cli_usage_error("state copy", "'%s' is not a pipeline name (it "
-					       "contains '::')", pipeline);
-		if ((ns = faucet__sprintf("%s::%s", tenant, pipeline)) == NULL)
-			return cli_error(CLI_EXIT_FAILED, "out of memory");
-		pipeline = ns;
-	}
+	if ((rc = cli_pipeline_arg(ctx, "state copy", &pipeline, tenant, CLI_PIPELINE_NAMESPACE,
+				   &ns)) != 0)
+		return rc;
 	if (to != NULL && (rc = cli_check_store_url(to, "--to")) != 0) {
 		free(ns);
 		return rc;

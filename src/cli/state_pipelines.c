@@ -100,7 +100,7 @@ oom:
 }
 
 /* The newest run of the pipeline's __status__ documents. */
-static int read_last_run(cli_context *ctx, faucet_store *s, pipe_info *p)
+static int read_last_run(faucet_store *s, pipe_info *p)
 {
 	for (size_t i = 0; i < p->status_keys.count; i++) {
 		faucet_value *v = NULL;
@@ -108,7 +108,7 @@ static int read_last_run(cli_context *ctx, faucet_store *s, pipe_info *p)
 		const char *run, *when = NULL;
 
 		if (faucet_store_get(s, p->status_keys.strings[i], &v) != 0)
-			return cli_fail(CLI_EXIT_FAILED, "reading %s", p->status_keys.strings[i]);
+			return faucet_error_last()->code;
 		if (v == NULL)
 			continue;
 		root = json_tokener_parse(faucet_value_json(v));
@@ -137,12 +137,11 @@ static int read_last_run(cli_context *ctx, faucet_store *s, pipe_info *p)
 			p->last_change = when ? faucet__strdup(when) : NULL;
 			if (p->last_run == NULL || (when != NULL && p->last_change == NULL)) {
 				json_object_put(root);
-				return cli_error(CLI_EXIT_FAILED, "out of memory");
+				return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 			}
 		}
 		json_object_put(root);
 	}
-	(void)ctx;
 	return 0;
 }
 
@@ -155,7 +154,7 @@ static int read_leases(faucet_store *s, pipe_info *p, int64_t now)
 		faucet_lease l;
 
 		if (faucet_store_get(s, key, &v) != 0)
-			return cli_fail(CLI_EXIT_FAILED, "reading %s", key);
+			return faucet_error_last()->code;
 		if (v == NULL)
 			continue; /* released meanwhile */
 		if (faucet_lease_parse(v, key, &l) != 0) {
@@ -173,9 +172,9 @@ static int read_leases(faucet_store *s, pipe_info *p, int64_t now)
 	return 0;
 }
 
-static int print_json(const pipe_scan *ps)
+static void append_json(const pipe_scan *ps, faucet_buf *out)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
+	faucet_buf b = *out;
 
 	(void)faucet_buf_putc(&b, '[');
 	for (size_t i = 0; i < ps->count; i++) {
@@ -196,7 +195,7 @@ static int print_json(const pipe_scan *ps)
 		(void)faucet_buf_puts(&b, p->backfill ? "true}" : "false}");
 	}
 	(void)faucet_buf_putc(&b, ']');
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	*out = b;
 }
 
 static int print_plain(cli_context *ctx, const pipe_scan *ps)
@@ -228,10 +227,54 @@ static int print_plain(cli_context *ctx, const pipe_scan *ps)
 	return rc;
 }
 
+static void pipe_scan_dispose(pipe_scan *ps)
+{
+	for (size_t i = 0; i < ps->count; i++) {
+		free(ps->items[i].name);
+		free(ps->items[i].last_run);
+		free(ps->items[i].last_change);
+		faucet_strarray_dispose(&ps->items[i].status_keys);
+		faucet_strarray_dispose(&ps->items[i].lease_keys);
+	}
+	free(ps->items);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* One scan and the few reads; 0 or a FAUCET_E* code (error set). */
+static int collect(faucet_store *s, pipe_scan *ps)
+{
+	int64_t now = (int64_t)time(NULL);
+	int rc = faucet_store_scan(s, "", scan_key, ps);
+
+	if (ps->failed)
+		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	if (rc != 0)
+		return rc < 0 ? rc : FAUCET_ERROR;
+	for (size_t i = 0; i < ps->count; i++) {
+		if ((rc = read_last_run(s, &ps->items[i])) != 0 ||
+		    (rc = read_leases(s, &ps->items[i], now)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int cli_pipelines_json(faucet_store *s, faucet_buf *out)
+{
+	pipe_scan ps = {NULL, 0, 0, 0};
+	int rc = collect(s, &ps);
+
+	if (rc == 0) {
+		append_json(&ps, out);
+		if (out->failed)
+			rc = faucet_error_set(FAUCET_ENOMEM, "out of memory");
+	}
+	pipe_scan_dispose(&ps);
+	return rc;
+}
+
 int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 {
 	pipe_scan ps = {NULL, 0, 0, 0};
-	int64_t now = (int64_t)time(NULL);
 	faucet_store *s = NULL;
 	const char *arg;
 	cli_args it;
@@ -247,26 +290,21 @@ int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 	}
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
-	rc = faucet_store_scan(s, "", scan_key, &ps);
-	if (ps.failed)
-		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
-	else if (rc != 0)
-		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
-	for (size_t i = 0; rc == 0 && i < ps.count; i++) {
-		rc = read_last_run(ctx, s, &ps.items[i]);
-		if (rc == 0)
-			rc = read_leases(s, &ps.items[i], now);
+	if (ctx->json) {
+		faucet_buf b = FAUCET_BUF_INIT;
+
+		if (cli_pipelines_json(s, &b) != 0) {
+			faucet_buf_dispose(&b);
+			rc = cli_fail(CLI_EXIT_FAILED, "cannot list the pipelines of %s", ctx->store_label);
+		} else {
+			rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+		}
+	} else if (collect(s, &ps) != 0) {
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the pipelines of %s", ctx->store_label);
+	} else {
+		rc = print_plain(ctx, &ps);
 	}
-	if (rc == 0)
-		rc = ctx->json ? print_json(&ps) : print_plain(ctx, &ps);
-	for (size_t i = 0; i < ps.count; i++) {
-		free(ps.items[i].name);
-		free(ps.items[i].last_run);
-		free(ps.items[i].last_change);
-		faucet_strarray_dispose(&ps.items[i].status_keys);
-		faucet_strarray_dispose(&ps.items[i].lease_keys);
-	}
-	free(ps.items);
+	pipe_scan_dispose(&ps);
 	faucet_store_free(s);
 	return rc;
 }

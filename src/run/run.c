@@ -1311,6 +1311,11 @@ typedef struct {
 	/* n == 1: the key's image before the edit (see forget_intent) */
 	int had_image, had_after;
 	faucet_value *prev_after;
+	/* A plain put or delete by a run that keeps its after-images in
+	 * memory: a key's first write sets its after-image in the marker
+	 * write that records its before-image (that write happens anyway),
+	 * so the end has no marker to rewrite when the write succeeds. */
+	int after_ahead;
 } write_req;
 
 static void req_dispose(write_req *q)
@@ -1323,6 +1328,15 @@ static void req_dispose(write_req *q)
 	q->todo_vals = NULL;
 	q->todo_keys = NULL;
 	q->prev_after = NULL;
+}
+
+/* Whether `key` is one of the keys this write records a before-image of. */
+static int is_todo(const write_req *q, const char *key)
+{
+	for (size_t i = 0; i < q->todo; i++)
+		if (strcmp(q->todo_keys[i], key) == 0)
+			return 1;
+	return 0;
 }
 
 /* Add the missing before-images; for a run that logs them, set each key's
@@ -1345,10 +1359,15 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	if ((rc = run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
 		return rc;
 	*changed = added;
-	if (!logs_after(r) || q->vals == NULL)
+	if (q->vals == NULL || (!logs_after(r) && !(q->after_ahead && added)))
 		return 0;
 	for (size_t i = 0; i < q->n; i++) {
 		run_image *img = run__marker_find(m, q->keys[i]);
+
+		/* Ahead only for a key this edit recorded: a later write of it
+		 * leaves its after-image to the end (edit_final). */
+		if (!logs_after(r) && !is_todo(q, q->keys[i]))
+			continue;
 
 		if (img == NULL) /* our own before-image vanished: not our marker */
 			return faucet_error_set(FAUCET_ERROR, "%s lost the before-image of %s",
@@ -1445,7 +1464,7 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 
 int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 {
-	write_req q = {keys, NULL, n, NULL, NULL, 0, 0, 0, NULL};
+	write_req q = {keys, NULL, n, NULL, NULL, 0, 0, 0, NULL, 0};
 	int rc;
 
 	if (r == NULL || r->joined)
@@ -1459,7 +1478,7 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
-	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL};
+	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL, 1};
 	int rc, put_done = 0, put_rc = 0, noop = 0;
 
 	if (r != NULL && value == NULL)
@@ -1477,7 +1496,7 @@ int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	const faucet_value *none = NULL;
-	write_req q = {&key, &none, 1, NULL, NULL, 0, 0, 0, NULL};
+	write_req q = {&key, &none, 1, NULL, NULL, 0, 0, 0, NULL, 1};
 	int noop = 0, rc = prepare(r, &q, NULL, NULL, NULL, &noop);
 
 	req_dispose(&q);
@@ -1492,7 +1511,7 @@ int faucet_run_delete(faucet_run *r, const char *key)
 static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
 		   const faucet_value *value, int *done)
 {
-	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL};
+	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL, 0};
 	int rc = prepare(r, &q, NULL, NULL, NULL, NULL), ok = 0;
 
 	if (rc == 0) {

@@ -1439,13 +1439,17 @@ static const char settle_script[] =
 
 #define SETTLE_BATCH 1000
 
-/* Settle a list of keys, SETTLE_BATCH scripts per round trip. */
+/* Settle a list of keys, SETTLE_BATCH scripts per round trip.  With
+ * min_replicas the batch ends with a WAIT like every other write: a batch
+ * that changed the index and was confirmed by fewer replicas is
+ * FAUCET_EUNKNOWN. */
 static int settle_keys(redis_store *s, redisContext *c, const faucet_strarray *keys,
 		       size_t *added, size_t *removed)
 {
 	for (size_t from = 0; from < keys->count; from += SETTLE_BATCH) {
 		size_t n = keys->count - from < SETTLE_BATCH ? keys->count - from : SETTLE_BATCH;
-		int rc = 0;
+		size_t changed = *added + *removed;
+		int rc = 0, waiting = 0;
 
 		for (size_t i = 0; i < n; i++) {
 			char *rkey = full_key(s, keys->strings[from + i]);
@@ -1462,6 +1466,11 @@ static int settle_keys(redis_store *s, redisContext *c, const faucet_strarray *k
 				rc = faucet_error_set(FAUCET_ENOMEM, "out of memory");
 				break;
 			}
+		}
+		if (rc == 0 && s->min_replicas > 0) {
+			if ((rc = append_wait(s, c)) != 0)
+				return rc; /* the connection is marked broken */
+			waiting = 1;
 		}
 		for (size_t i = 0; i < n; i++) {
 			void *reply = NULL;
@@ -1481,6 +1490,13 @@ static int settle_keys(redis_store *s, redisContext *c, const faucet_strarray *k
 									     : "unexpected reply");
 			}
 			freeReplyObject(r);
+		}
+		if (waiting) {
+			int wrc = wait_verdict(s, c, "cannot rebuild the namespace index",
+					       rc == 0 && *added + *removed > changed);
+
+			if (rc == 0)
+				rc = wrc;
 		}
 		if (rc != 0)
 			return rc;

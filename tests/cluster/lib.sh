@@ -1,23 +1,29 @@
 # lib.sh - shared helpers of the failover tests (tests/cluster/test_*.sh) and
-# of bench/failover.sh.  Source it first; it makes a work directory
-# ($CL_DIR, removed on exit together with every server started through
-# cl_spawn), and offers:
+# of bench/failover.sh, on top of scripts/servers-lib.sh (which it sources:
+# the server set-up has one copy).  Source it first; it makes a work directory
+# ($CL_DIR, removed on exit after every command in CL_CLEANUP - each server
+# a script starts registers its kill there), and offers:
 #
-#   cl_port               a free loopback port below 32768 (ports from
-#                         32768 up collide with outgoing connections)
+#   sv_*                  everything of scripts/servers-lib.sh (ports below
+#                         32768, bounded waits, the servers themselves)
 #   cl_wait_for SECS DESC CMD...   poll CMD until it succeeds or SECS pass
 #   cl_as_pg CMD...       run CMD as the PostgreSQL owner (`postgres` as root)
 #   cl_fail MSG           print MSG and exit 1
+#   cl_start_writers URL KEY   two tests/tools/faucet_counter writers on KEY
+#   cl_stop_writers       stop them; fail if one failed or saw no error at all
 #   cl_check_counter FINAL RESULTS...  the inequality over the drivers' lines
+#   cl_report WHAT FINAL KILL_NS        cl_check_counter and the figures' line
 #
 # CL_MODE=safe (default) makes a lost acknowledged write fatal; CL_MODE=unsafe
-# (the benchmark's deliberately unsafe runs) reports it and exits 0.
+# (the deliberately unsafe runs) reports it instead - and
+# test_redis_failover.sh then fails unless there was one.
 set -u
 CL_MODE=${CL_MODE:-safe}
-for tool in "${FAUCET_BIN:-}" "${FAUCET_COUNTER_DRIVER:-}"; do
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/servers-lib.sh"
+for tool in "${FAUCET_BIN:-}" "${FAUCET_COUNTER_BIN:-}"; do
 	if [ -z "$tool" ] || [ ! -x "$tool" ]; then
-		echo "FAUCET_BIN and FAUCET_COUNTER_DRIVER must point at the built faucet and" \
-			"tests/cluster/counter_driver (got '${FAUCET_BIN:-}', '${FAUCET_COUNTER_DRIVER:-}')" >&2
+		echo "FAUCET_BIN and FAUCET_COUNTER_BIN must point at the built faucet and" \
+			"tests/tools/faucet_counter (got '${FAUCET_BIN:-}', '${FAUCET_COUNTER_BIN:-}')" >&2
 		exit 1
 	fi
 done
@@ -39,42 +45,41 @@ cl_fail() {
 	exit 1
 }
 
-cl_port() {
-	python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port below 32768")
-PY
+# cl_need_raw: fail unless FAUCET_RAW_BIN is the built tests/tools/faucet_raw.
+cl_need_raw() {
+	[ -n "${FAUCET_RAW_BIN:-}" ] && [ -x "$FAUCET_RAW_BIN" ] ||
+		cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
 }
 
-cl_as_pg() {
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
+cl_as_pg() { sv_as_pg "$@"; }
 
 # cl_wait_for SECS DESC CMD...: poll (every 50 ms) until CMD succeeds.
-cl_wait_for() {
-	local secs=$1 desc=$2 end
-	shift 2
-	end=$(($(date +%s%N) + secs * 1000000000))
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s%N)" -lt "$end" ] || cl_fail "timed out after ${secs}s waiting for $desc"
-		sleep 0.05
+cl_wait_for() { sv_wait_for "$@" || cl_fail "timed out waiting for $2"; }
+
+# cl_start_writers URL KEY: two faucet_counter processes increment KEY
+# (logs $CL_DIR/log1 and log2, summaries $CL_DIR/driver1.out and
+# driver2.out) until cl_stop_writers.
+cl_start_writers() {
+	local i
+	CL_WRITERS=()
+	for i in 1 2; do
+		"$FAUCET_COUNTER_BIN" "$1" "$2" "$CL_DIR/log$i" "$CL_DIR/stop" 80 \
+			>"$CL_DIR/driver$i.out" 2>"$CL_DIR/driver$i.err" &
+		CL_WRITERS+=($!)
 	done
+}
+
+# cl_stop_writers: stop the writers and wait for them; each must have
+# finished cleanly, and between them seen an error (else the kill never
+# reached them and the run proves nothing).
+cl_stop_writers() {
+	local i
+	touch "$CL_DIR/stop"
+	for i in 0 1; do
+		wait "${CL_WRITERS[$i]}" || { cat "$CL_DIR"/driver*.err >&2; cl_fail "writer $((i + 1)) failed"; }
+	done
+	[ "$(cat "$CL_DIR"/driver*.err | wc -l)" -gt 0 ] ||
+		cl_fail "the writers saw no error at all: the kill did not reach them"
 }
 
 # cl_sum FIELD RESULTFILES...: the sum of FIELD=N over the drivers' lines.
@@ -106,18 +111,20 @@ cl_check_counter() {
 	fi
 }
 
-# cl_first_ack_ms KILL_NS RESULTFILES...: ms from the kill to the earliest
-# first acknowledged write after an error (or "none").
+# cl_first_ack_ms KILL_NS: ms from the kill to the earliest first
+# acknowledged write after an error of the writers (or "none").
 cl_first_ack_ms() {
-	local kill=$1 best=0 t
-	shift
-	for f in "$@"; do
-		t=$(sed -n 's/.*first_ack_after_error_ns=\([0-9]*\).*/\1/p' "$f")
-		if [ -n "$t" ] && [ "$t" -gt 0 ] && { [ "$best" -eq 0 ] || [ "$t" -lt "$best" ]; }; then
-			best=$t
-		fi
-	done
-	if [ "$best" -eq 0 ]; then echo none; else echo $(((best - kill) / 1000000)); fi
+	sed -n 's/.*first_ack_after_error_ns=\([0-9]*\).*/\1/p' "$CL_DIR"/driver*.out |
+		awk -v k="$1" '$1 > 0 && (b == 0 || $1 < b) { b = $1 }
+			END { if (b == 0) print "none"; else printf "%d\n", (b - k) / 1000000 }'
+}
+
+# cl_report WHAT: after cl_stop_writers, with the counter's FINAL value and
+# the kill's time in KILL_NS: check the counter (cl_check_counter) and
+# print one line of figures.
+cl_report() { # what final kill_ns
+	cl_check_counter "$2" "$CL_DIR/driver1.out" "$CL_DIR/driver2.out"
+	echo "$1 lost_acknowledged=$CL_LOST first_ack_after_kill_ms=$(cl_first_ack_ms "$3")"
 }
 
 # cl_probe URL NAME: "STATUS REASON" of doctor's probe NAME for the store.

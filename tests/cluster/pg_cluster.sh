@@ -1,5 +1,6 @@
 # pg_cluster.sh - a PostgreSQL primary and a standby on loopback, for the
-# failover test and bench/failover.sh.  Source after lib.sh; then:
+# failover test and bench/failover.sh, set up by scripts/servers-lib.sh (as
+# the shared test servers are).  Source after lib.sh; then:
 #
 #   pg_cluster_start sync|async   primary on $PG_P1, standby on $PG_P2
 #                                 (streaming replication; with sync the
@@ -22,23 +23,19 @@ pg_sql() {
 }
 
 pg_start_server() { # datadir port extra-options
-	cl_as_pg "$PG_BIN/pg_ctl" -D "$1" -l "$1.log" -w -t 60 \
-		-o "-p $2 -k $1.sock -c listen_addresses=127.0.0.1 -c fsync=off -c max_wal_senders=5 -c wal_retrieve_retry_interval=200ms $3" \
-		start >/dev/null || { cat "$1.log" >&2; cl_fail "PostgreSQL on port $2 did not start"; }
+	sv_pg_start "$@" || cl_fail "PostgreSQL on port $2 did not start"
 }
 
 # pg_primary_init: initdb of the primary's data directory ($CL_DIR/pg1).
 pg_primary_init() {
-	PG_P1=$(cl_port)
-	PG_P2=$(cl_port)
-	while [ "$PG_P2" = "$PG_P1" ]; do PG_P2=$(cl_port); done
+	local ports
+	mapfile -t ports < <(sv_ports 2)
+	PG_P1=${ports[0]} PG_P2=${ports[1]}
 	[ "$(id -u)" -eq 0 ] && chown postgres "$CL_DIR"
 	printf '%s\n' "$PG_PASSWORD" >"$CL_DIR/pwfile"
 	[ "$(id -u)" -eq 0 ] && chown postgres "$CL_DIR/pwfile"
-	cl_as_pg "$PG_BIN/initdb" -D "$CL_DIR/pg1" -U faucet --pwfile="$CL_DIR/pwfile" -E UTF8 \
-		--auth-local=trust --auth-host=scram-sha-256 >"$CL_DIR/initdb.log" 2>&1 ||
-		{ cat "$CL_DIR/initdb.log" >&2; cl_fail "initdb failed"; }
-	cl_as_pg mkdir -p "$CL_DIR/pg1.sock" "$CL_DIR/pg2.sock"
+	sv_pg_initdb "$CL_DIR/pg1" "$CL_DIR/pwfile" || cl_fail "initdb failed"
+	cl_as_pg mkdir -p "$CL_DIR/pg2.sock"
 	CL_CLEANUP+=("pg_stop_all")
 }
 
@@ -62,13 +59,8 @@ pg_replicating() {
 
 pg_stop_all() {
 	local d
-	for d in "$CL_DIR/pg1" "$CL_DIR/pg2"; do
-		[ -f "$d/postmaster.pid" ] && cl_as_pg "$PG_BIN/pg_ctl" -D "$d" -m immediate -w -t 30 stop
-	done
-	return 0
+	for d in "$CL_DIR/pg1" "$CL_DIR/pg2"; do sv_pg_stop "$d" immediate; done
 }
-
-pg_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # The postmaster and every backend it forked: SIGKILL of the postmaster
 # alone leaves its backends running (SPEC §7).
@@ -78,8 +70,8 @@ pg_kill_primary() {
 	children=$(pgrep -P "$pid" | tr '\n' ' ')
 	# shellcheck disable=SC2086
 	kill -9 "$pid" $children
-	cl_wait_for 10 "the primary's postmaster $pid to die" pg_gone "$pid"
-	for c in $children; do cl_wait_for 10 "backend $c to die" pg_gone "$c"; done
+	cl_wait_for 10 "the primary's postmaster $pid to die" sv_gone "$pid"
+	for c in $children; do cl_wait_for 10 "backend $c to die" sv_gone "$c"; done
 	rm -f "$CL_DIR/pg1/postmaster.pid"
 }
 

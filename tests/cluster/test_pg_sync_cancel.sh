@@ -12,8 +12,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/pg_cluster.sh"
-[ -n "${FAUCET_RAW_BIN:-}" ] && [ -x "$FAUCET_RAW_BIN" ] ||
-	cl_fail "FAUCET_RAW_BIN must point at the built tests/tools/faucet_raw"
+cl_need_raw
 
 pg_primary_init
 pg_start_server "$CL_DIR/pg1" "$PG_P1" "-c synchronous_standby_names=nobody -c synchronous_commit=on"

@@ -914,6 +914,65 @@ static void a_killed_run_is_abandoned_and_its_marker_undoes_it(void **state)
 	tu_assert_value(s, "p::default::x", "1");
 }
 
+/* A CLI write (a run without a lease) killed after its put landed: its
+ * marker already holds the put's after-image, logged in the marker write
+ * that recorded the before-image.  So a plain put of the key after it is
+ * seen by undo as a change since - a conflict - and not restored over: with
+ * no after-image, undo of the abandoned run would take "anything" for the
+ * run's own value and lose the later write. */
+static void a_killed_cli_write_keeps_its_after_image_so_undo_spares_a_later_put(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s;
+	faucet_undo_result res;
+	run_status st;
+	char dead[FAUCET_RUN_ID_LEN + 1];
+	int status = 0;
+	pid_t pid;
+
+	if (!current->cross_process)
+		skip();
+	tu_put(f->store, "p::default", "1");
+	faucet_store_free(f->store);
+	f->store = NULL;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		faucet_store *cs = NULL;
+		faucet_run *r = NULL;
+		faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+		faucet_value *v = NULL;
+
+		o.no_lease = 1;
+		o.command = "contract";
+		if (faucet_store_open_url(&cs, f->url) != 0 ||
+		    faucet_run_begin(&r, cs, "p", &o) != 0 ||
+		    faucet_value_parse(&v, "2", 1) != 0 || faucet_run_put(r, "p::default", v) != 0)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(faucet_store_open_url(&f->store, f->url), 0);
+	s = f->store;
+	tu_assert_value(s, "p::default", "2");
+	st = status_of(s, "p::default");
+	assert_int_equal(st.count, 1);
+	snprintf(dead, sizeof(dead), "%s", st.items[0].run);
+	run__status_dispose(&st);
+	tu_put(s, "p::default", "3"); /* a plain write, no run */
+
+	res = undo(s, dead, 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default");
+	assert_true(res.conflict_wrote_known);
+	assert_string_equal(faucet_value_json(res.conflict_wrote), "2");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "3");
+}
+
 /* ---- retention, bad documents, pipeline level ------------------------------------------------ */
 
 static void status_keeps_50_runs_and_rollback_20_markers(void **state)
@@ -1410,6 +1469,9 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(an_undo_is_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+		    a_killed_cli_write_keeps_its_after_image_so_undo_spares_a_later_put, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(a_delete_batch_is_recorded_and_undone, setup,
 						teardown),
 	};

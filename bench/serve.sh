@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# serve.sh - the figures of `faucet serve` (doc/design.md §9) on the file store.
+#
+#   bench/serve.sh BUILD_DIR
+#
+#  1. GET /v1/keys/{key} with keep-alive: wrk, 2 threads, 32 connections,
+#     10 s: requests/s (target >= 20,000 on 2 cores) and p99 (target <= 2 ms).
+#  2. PUT /v1/keys/{key}, one connection, each PUT a new value: the mean
+#     latency beside the store's own durable put and beside the same put
+#     recorded as a run (bench_serve_put), which is what every API write is
+#     (target: PUT <= 1.2x the run-recorded put).
+#
+# wrk comes from scripts/install-deps.sh.  Data goes under BUILD_DIR (on
+# the normal disk: fsync on tmpfs is free and would make the ratio a lie).
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+command -v wrk >/dev/null || { echo "serve.sh: wrk is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+data=$(mktemp -d "$build/bench-serve.XXXXXX")
+log=$data/serve.log
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$data"
+}
+trap cleanup EXIT
+"$build/faucet" -q --state "file:$data/state" state put 'bench::default::cursor' '{"cursor":123456,"ts":"2026-01-01T00:00:00Z"}'
+: >"$log"
+"$build/faucet" --state "file:$data/state" serve --listen 127.0.0.1:0 --threads 2 --max-connections 128 2>"$log" &
+pid=$!
+for _ in $(seq 200); do
+  grep -q 'listening on' "$log" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.05
+done
+port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\) .*/\1/p' "$log")
+[ -n "$port" ] || { cat "$log" >&2; exit 1; }
+url="http://127.0.0.1:$port/v1/keys/bench%3A%3Adefault%3A%3Acursor"
+
+# The access log costs a write(2) per request; it goes to a file here.
+out=$(wrk -t2 -c32 -d10s --latency "$url")
+rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+to_ms() { case $1 in *us) awk -v v="${1%us}" 'BEGIN{printf "%.3f", v/1000}' ;; *ms) echo "${1%ms}" ;; *s) awk -v v="${1%s}" 'BEGIN{printf "%.3f", v*1000}' ;; esac; }
+p99ms=$(to_ms "$p99")
+echo "GET /v1/keys/{key}, keep-alive, 32 connections:"
+printf '  %-34s %10.0f req/s  (target >= 20000)\n' "throughput" "$rps"
+printf '  %-34s %10.3f ms     (target <= 2)\n' "p99 latency" "$p99ms"
+
+cat >"$data/put.lua" <<'LUA'
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("PUT", "/v1/keys/bench%3A%3Adefault%3A%3Aput", {["Content-Type"] = "application/json"}, '{"n":' .. n .. '}')
+end
+LUA
+out=$(wrk -t1 -c1 -d5s --latency -s "$data/put.lua" "http://127.0.0.1:$port")
+mean=$(to_ms "$(awk '$1 == "Latency" && $2 ~ /s$/ {print $2; exit}' <<<"$out")")
+floors=$("$build/bench_serve_put" "$data" 100)
+put_us=$(awk '$1 == "put_us" {print $2}' <<<"$floors")
+run_us=$(awk '$1 == "run_put_us" {print $2}' <<<"$floors")
+echo "PUT /v1/keys/{key}, one connection:"
+printf '  %-34s %10.1f us\n' "HTTP PUT (mean)" "$(awk -v m="$mean" 'BEGIN{print m*1000}')"
+printf '  %-34s %10.1f us\n' "store put (durable, no run)" "$put_us"
+printf '  %-34s %10.1f us\n' "store put recorded as a run" "$run_us"
+printf '  %-34s %10.2fx    (target <= 1.2x)\n' "HTTP PUT / run-recorded put" "$(awk -v m="$mean" -v r="$run_us" 'BEGIN{print m*1000/r}')"
+printf '  %-34s %10.2fx\n' "HTTP PUT / bare durable put" "$(awk -v m="$mean" -v r="$put_us" 'BEGIN{print m*1000/r}')"
