@@ -175,8 +175,8 @@ static void a_missing_table_without_ensure_table_is_a_clear_error(void **state)
 static void bad_options_are_config_errors(void **state)
 {
 	static const char *const bad[] = {"table=bad-name", "table=x%3Bdrop", "table=",
-					  "table=a234567890123456789012345678901234567890123456789"
-					  "012345678901234",
+					  ("table=a234567890123456789012345678901234567890123456789"
+					   "012345678901234"),
 					  "max_connections=0", "max_connections=-1",
 					  "ensure_table=maybe", "table=a&table=b"};
 	faucet_store_config cfg = FAUCET_STORE_CONFIG_INIT;
