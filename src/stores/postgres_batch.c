@@ -418,8 +418,11 @@ static int stage_finish(pg_store *s, PGconn *c, int *staged)
 		rc = faucet__pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
 		if (rc == 0) {
 			PQclear(res);
-			rc = faucet__pg_write_result_ok(s, c, PQgetResult(c), PGRES_COMMAND_OK,
+			res = PQgetResult(c); /* the COMMIT's */
+			rc = faucet__pg_write_result_ok(s, c, res, PGRES_COMMAND_OK,
 							"cannot write a batch");
+			if (rc == 0)
+				PQclear(res);
 			*staged = rc == 0;
 		}
 	}
