@@ -3,7 +3,14 @@
  * peak memory, each beside its budget.
  *
  *   bench_bulk DIR [KEYS [BACKENDS]]     KEYS default 1000000,
- *                                        BACKENDS "sqlite,file" by default
+ *                                        BACKENDS "sqlite,file" by default;
+ *                                        "postgres" (FAUCET_TEST_PG_URL)
+ *
+ * PostgreSQL: put_batch of KEYS new keys (COPY into the table) and of the
+ * same keys again with new values (COPY into the staging table, then one
+ * INSERT ... ON CONFLICT DO UPDATE), beside the floor psql's own `\copy`
+ * of the same rows into an empty table of the same layout, in alternating
+ * blocks (floor, store, floor, store, ...); the ratio is the median.
  *
  * The budget (the issue "import of a 1,000,000-key document peaks at
  * 1.2 GB"): peak RSS at most 6x the document's size + 64 MB, and time at
@@ -280,6 +287,132 @@ static void bench_backend(const char *backend, const char *doc, double budget_mb
 	free(out);
 }
 
+/* ---- PostgreSQL: batches beside psql's \copy ------------------------ */
+
+static int step_batch_put_round(const char *url, int round)
+{
+	faucet_store *s = open_store(url);
+	faucet_entry *batch = calloc(FAUCET_IMPORT_CHUNK, sizeof(*batch));
+	faucet_value **vals = calloc(FAUCET_IMPORT_CHUNK, sizeof(*vals));
+	char (*keys)[32] = calloc(FAUCET_IMPORT_CHUNK, sizeof(*keys));
+	char val[96];
+
+	if (batch == NULL || vals == NULL || keys == NULL)
+		bench_die("calloc");
+	for (size_t from = 0; from < n_keys; from += FAUCET_IMPORT_CHUNK) {
+		size_t n = n_keys - from < FAUCET_IMPORT_CHUNK ? n_keys - from : FAUCET_IMPORT_CHUNK;
+
+		for (size_t i = 0; i < n; i++) {
+			key_text(from + i, keys[i], sizeof(keys[i]));
+			snprintf(val, sizeof(val), "{\"offset\":%zu,\"p\":%d}",
+				 (from + i) * 7919 % 1000003, round);
+			if (faucet_value_parse(&vals[i], val, strlen(val)) != 0)
+				bench_die("parse");
+			batch[i].key = keys[i];
+			batch[i].value = vals[i];
+		}
+		if (faucet_store_put_batch(s, batch, n) != 0) {
+			fprintf(stderr, "put_batch: %s\n", faucet_error_last()->message);
+			return 1;
+		}
+		for (size_t i = 0; i < n; i++)
+			faucet_value_free(vals[i]);
+	}
+	faucet_store_free(s);
+	free(batch);
+	free(vals);
+	free(keys);
+	return 0;
+}
+
+static int psql_run(const char *url, const char *sql)
+{
+	char *cmd = NULL;
+	int rc;
+
+	if (asprintf(&cmd, "PGOPTIONS='-c client_min_messages=warning' psql -q -X '%s' -c \"%s\" "
+			   ">/dev/null", url, sql) < 0)
+		bench_die("asprintf");
+	rc = system(cmd);
+	free(cmd);
+	return rc;
+}
+
+static double time_child(const char *url, int round)
+{
+	double t0 = bench_now_s();
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0)
+		_exit(step_batch_put_round(url, round));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		bench_die("a step failed");
+	return bench_now_s() - t0;
+}
+
+static void bench_postgres(void)
+{
+	const char *pg = getenv("FAUCET_TEST_PG_URL");
+	char *rows = path_of("rows.tsv"), *url = NULL, *sql = NULL;
+	char key[64], val[96];
+	enum { ROUNDS = 3 };
+	double floor_s[ROUNDS], new_s[ROUNDS], upd_s[ROUNDS], r_new[ROUNDS], r_upd[ROUNDS];
+	FILE *f;
+
+	if (pg == NULL || *pg == '\0') {
+		printf("postgres: skipped (FAUCET_TEST_PG_URL is not set)\n");
+		free(rows);
+		return;
+	}
+	f = fopen(rows, "w");
+	if (f == NULL)
+		bench_die("rows.tsv");
+	for (size_t i = 0; i < n_keys; i++) {
+		key_text(i, key, sizeof(key));
+		snprintf(val, sizeof(val), "{\"offset\":%zu,\"p\":%d}", i * 7919 % 1000003, 0);
+		fprintf(f, "%s\t%s\n", key, val);
+	}
+	if (fclose(f) != 0)
+		bench_die("rows.tsv");
+	if (asprintf(&url, "%s%stable=bench_bulk_pg", pg, strchr(pg, '?') ? "&" : "?") < 0 ||
+	    asprintf(&sql, "\\copy bench_bulk_floor (key, value) FROM '%s'", rows) < 0)
+		bench_die("asprintf");
+	printf("postgres store, %zu keys (put_batch in chunks of %d), blocks alternating with "
+	       "psql's \\copy:\n", n_keys, FAUCET_IMPORT_CHUNK);
+	for (int r = 0; r < ROUNDS; r++) {
+		double t0;
+
+		if (psql_run(pg, "DROP TABLE IF EXISTS bench_bulk_floor; DROP TABLE IF EXISTS "
+				 "bench_bulk_pg; CREATE TABLE bench_bulk_floor (key TEXT COLLATE "
+				 "\\\"C\\\" PRIMARY KEY, value JSONB NOT NULL, updated_at TIMESTAMPTZ "
+				 "NOT NULL DEFAULT NOW())") != 0)
+			bench_die("psql");
+		t0 = bench_now_s();
+		if (psql_run(pg, sql) != 0)
+			bench_die("psql \\copy");
+		floor_s[r] = bench_now_s() - t0;
+		new_s[r] = time_child(url, 1);
+		upd_s[r] = time_child(url, 2);
+		r_new[r] = new_s[r] / floor_s[r];
+		r_upd[r] = upd_s[r] / floor_s[r];
+		printf("  block %d: \\copy %.2f s, new keys %.2f s (%.2fx), existing keys %.2f s "
+		       "(%.2fx)\n", r + 1, floor_s[r], new_s[r], r_new[r], upd_s[r], r_upd[r]);
+	}
+	printf("  median: \\copy %.2f s; put_batch of new keys %.2f s, %.2fx; over existing "
+	       "keys %.2f s, %.2fx\n", bench_median(floor_s, ROUNDS), bench_median(new_s, ROUNDS),
+	       bench_median(r_new, ROUNDS), bench_median(upd_s, ROUNDS), bench_median(r_upd, ROUNDS));
+	(void)psql_run(pg, "DROP TABLE IF EXISTS bench_bulk_floor; DROP TABLE IF EXISTS bench_bulk_pg");
+	unlink(rows);
+	free(rows);
+	free(url);
+	free(sql);
+}
+
 int main(int argc, char **argv)
 {
 	const char *backends = argc > 3 ? argv[3] : "sqlite,file";
@@ -288,7 +421,7 @@ int main(int argc, char **argv)
 	double budget_mb;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench_bulk DIR [KEYS [sqlite,file]]\n");
+		fprintf(stderr, "usage: bench_bulk DIR [KEYS [sqlite,file,postgres]]\n");
 		return 2;
 	}
 	dir = argv[1];
@@ -305,6 +438,8 @@ int main(int argc, char **argv)
 		bench_backend("sqlite", doc, budget_mb);
 	if (strstr(backends, "file") != NULL)
 		bench_backend("file", doc, budget_mb);
+	if (strstr(backends, "postgres") != NULL)
+		bench_postgres();
 	unlink(doc);
 	free(doc);
 	return 0;

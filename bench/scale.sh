@@ -2,15 +2,17 @@
 # bench/scale.sh - how faucet's CLI scales with the size of a namespace.
 #
 # Usage: bench/scale.sh [BUILD_DIR] [--sizes "10000 100000 1000000"]
-#                       [--backends "file sqlite postgres redis"]
-#                       [--max-file N] [--neighbours N]
+#                       [--backends "file sqlite postgres redis etcd"]
+#                       [--max-file N] [--max-etcd N] [--neighbours N]
 #
 # For each backend and size: import a generated export document of that
 # many keys into an empty store, list the namespace, export it, copy it to
 # a second empty store of the same backend, then a fresh-process get and
 # put of one key.  Every cell is one whole `faucet` process, timed with
 # /usr/bin/time: wall seconds and peak RSS (MB).  --max-file caps the file
-# store's sizes (its import pays two fsyncs per key).  Then, for Redis,
+# store's sizes (its import pays two fsyncs per key), --max-etcd etcd's
+# (default 100000: etcd's gateway answers a range of 100,000 keys in
+# seconds, and its default 2 GB quota holds a few million keys at most).  Then, for Redis,
 # listing a 10-key namespace while the database holds --neighbours (default
 # 2,000,000) other keys, without and with the namespace index.
 #
@@ -24,14 +26,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=build
 sizes="10000 100000 1000000"
-backends="file sqlite postgres redis"
+backends="file sqlite postgres redis etcd"
 max_file=100000
+max_etcd=100000
 neighbours=2000000
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
     --max-file) max_file=$2; shift 2 ;;
+    --max-etcd) max_etcd=$2; shift 2 ;;
     --neighbours) neighbours=$2; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) build=$1; shift ;;
@@ -91,7 +95,14 @@ url_of() { # BACKEND N SUFFIX
     sqlite) echo "sqlite:$data/sqlite-$2$3.db" ;;
     postgres) echo "${FAUCET_TEST_PG_URL}?table=scale_$2$3" ;;
     redis) echo "${FAUCET_TEST_REDIS_URL}?namespace=scale$2$3" ;;
+    etcd) echo "${FAUCET_TEST_ETCD_URL}_scale$2$3" ;;
   esac
+}
+# etcdctl against the test cluster: its endpoints, as http://H:P,...
+ectl() {
+  local eps=${FAUCET_TEST_ETCD_URL#etcd://}
+  eps=${eps%%/*}
+  ETCDCTL_API=3 etcdctl --endpoints="http://${eps//,/,http://}" "$@"
 }
 
 drop() { # BACKEND N SUFFIX
@@ -100,6 +111,7 @@ drop() { # BACKEND N SUFFIX
     sqlite) rm -f "$data/sqlite-$2$3.db"* ;;
     postgres) psql_ -c "DROP TABLE IF EXISTS scale_$2$3" >/dev/null ;;
     redis) rcli EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end" 0 "scale$2$3:*" >/dev/null ;;
+    etcd) ectl del --prefix "${FAUCET_TEST_ETCD_URL##*/}_scale$2$3/" >/dev/null ;;
   esac
 }
 
@@ -120,10 +132,13 @@ for b in $backends; do
     if [ "$b" = file ] && [ "$n" -gt "$max_file" ]; then
       continue
     fi
+    if [ "$b" = etcd ] && [ "$n" -gt "$max_etcd" ]; then
+      continue
+    fi
     # The client is pinned away from the servers only where there is a
     # server: the file store and SQLite run in the process, on both CPUs.
     cpin=()
-    case $b in postgres|redis) cpin=("${pin[@]}") ;; esac
+    case $b in postgres|redis|etcd) cpin=("${pin[@]}") ;; esac
     doc="$data/doc-$n.json"
     [ -f "$doc" ] || make_doc "$n" "$doc"
     drop "$b" "$n" ""

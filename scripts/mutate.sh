@@ -162,7 +162,7 @@ scratch=$(mktemp -d /tmp/faucet-mutate.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 git ls-files -z | (cd "$top" && xargs -0 cp --parents -t "$scratch")
 build="$scratch/build"
-cmake -S "$scratch" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$scratch" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAUCET_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 
 # The unmutated tree must pass, or no kill means anything.

@@ -175,8 +175,8 @@ static void a_missing_table_without_ensure_table_is_a_clear_error(void **state)
 static void bad_options_are_config_errors(void **state)
 {
 	static const char *const bad[] = {"table=bad-name", "table=x%3Bdrop", "table=",
-					  "table=a234567890123456789012345678901234567890123456789"
-					  "012345678901234",
+					  ("table=a234567890123456789012345678901234567890123456789"
+					   "012345678901234"),
 					  "max_connections=0", "max_connections=-1",
 					  "ensure_table=maybe", "table=a&table=b"};
 	faucet_store_config cfg = FAUCET_STORE_CONFIG_INIT;
@@ -414,12 +414,12 @@ static void a_batch_of_new_keys_is_copied_exactly(void **state)
 	assert_logged(name, "WITH");
 	tu_assert_value(s, "d::twice", json[2]);
 	tu_assert_value(s, "d::once", json[1]);
-	/* A new key beside an existing one: the statements.  (A new key
+	/* A new key beside an existing one: the staging table.  (A new key
 	 * alone, even between existing ones, is a plain insert.) */
 	e[0] = (faucet_entry){"c::005", v[3]};
 	e[1] = (faucet_entry){"c::01", v[4]};
 	assert_int_equal(faucet_store_put_batch(s, e, 2), 0);
-	assert_logged(name, "WITH");
+	assert_logged(name, "INSERT");
 	e[0] = (faucet_entry){"c::007", v[5]};
 	assert_int_equal(faucet_store_put_batch(s, e, 1), 0);
 	assert_logged(name, "COPY");
@@ -434,8 +434,123 @@ static void a_batch_of_new_keys_is_copied_exactly(void **state)
 		faucet_value_free(v[i]);
 }
 
+/* A batch over existing keys goes by COPY into the staging table, then one
+ * INSERT ... ON CONFLICT: every value that COPY's text format gives a
+ * meaning (backslash, tab, newline, CR in JSON escapes) arrives as the same
+ * JSONB a put writes, existing keys are updated and new ones inserted, and
+ * a second batch on the same connection writes its own rows only (the
+ * staging table is empty again after each commit). */
+static void a_staged_batch_over_existing_keys_is_exact(void **state)
+{
+	static const char *const json[] = {
+		"{\"s\":\"tab\\there\"}", "{\"s\":\"back\\\\slash\"}", "{\"s\":\"\\\\t\"}",
+		"{\"s\":\"new\\nline\\r\\n\"}", "{\"s\":\"x\\\\\"}", "{\"s\":\"\\\\.\"}",
+		"{\"s\":\"\\\\N\"}", "{\"s\":\"caf\xc3\xa9 \\u00e9\"}", "\"\\\\\\\\n\"",
+		"[1,2.50,18446744073709551615,\"\\b\\f\"]", "null"};
+	enum { N = sizeof(json) / sizeof(json[0]) };
+	char name[64], sql[1024], keys[2 * N][32], want[32];
+	faucet_value *v[N], *old = tu_v("{\"old\":true}");
+	faucet_entry e[N];
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "staged_%d", getpid());
+	s = open_created(name);
+	log_statements(name);
+	for (int i = 0; i < N; i++) {
+		v[i] = tu_v(json[i]);
+		snprintf(keys[i], sizeof(keys[i]), "s::%02d", i);
+		snprintf(keys[N + i], sizeof(keys[N + i]), "p::%02d", i);
+		e[i] = (faucet_entry){keys[i], v[i]};
+		assert_int_equal(faucet_store_put(s, keys[N + i], v[i]), 0);
+		if (i % 2 == 0) /* every other key exists: updates and inserts */
+			assert_int_equal(faucet_store_put(s, keys[i], old), 0);
+	}
+	assert_logged(name, "INSERT");
+	assert_int_equal(faucet_store_put_batch(s, e, N), 0);
+	assert_logged(name, "INSERT");
+	for (int i = 0; i < N; i++) {
+		faucet_value *out = NULL;
+		assert_int_equal(faucet_store_get(s, keys[i], &out), 0);
+		if (out == NULL || !faucet_value_equal(out, v[i]))
+			fail_msg("%s: wrote %s, read %s", keys[i], json[i],
+				 out ? faucet_value_json(out) : "nothing");
+		faucet_value_free(out);
+	}
+	/* The same JSONB as a put's; the strings as they were meant. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM %s c JOIN %s p ON p.key = 'p' || substr(c.key, 2) "
+		 "WHERE c.key LIKE 's::%%' AND c.value = p.value AND c.updated_at > NOW() - "
+		 "interval '1 hour';"
+		 "SELECT value->>'s' = E'tab\\there' FROM %s WHERE key = 's::00';"
+		 "SELECT value->>'s' = E'\\\\t' FROM %s WHERE key = 's::02';"
+		 "SELECT value->>'s' = E'new\\nline\\r\\n' FROM %s WHERE key = 's::03';",
+		 name, name, name, name, name);
+	snprintf(want, sizeof(want), "%d\nt\nt\nt", N);
+	assert_psql(sql, want);
+	/* A second staged batch on the same connection: its rows only. */
+	e[0] = (faucet_entry){"s::00", old};
+	e[1] = (faucet_entry){"s::new", old};
+	assert_int_equal(faucet_store_put_batch(s, e, 2), 0);
+	assert_logged(name, "INSERT");
+	tu_assert_value(s, "s::00", "{\"old\":true}");
+	tu_assert_value(s, "s::new", "{\"old\":true}");
+	tu_assert_value(s, "s::01", json[1]);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE key LIKE 's::%%';", name);
+	snprintf(want, sizeof(want), "%d", N + 1);
+	assert_psql(sql, want);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s; DROP TABLE %s_log; DROP FUNCTION %s_logf();",
+		 name, name, name);
+	free(psql(sql));
+	for (int i = 0; i < N; i++)
+		faucet_value_free(v[i]);
+	faucet_value_free(old);
+}
+
+/* A staged batch is all-or-nothing: one whose last value the table refuses
+ * (a CHECK constraint, met by the INSERT after the COPY into the staging
+ * table succeeded) fails, and neither its updates of existing keys nor its
+ * new keys are visible; the connection goes back to the pool usable (the
+ * transaction rolled back), and the next batch writes exactly its own
+ * rows. */
+static void a_staged_batch_that_fails_writes_nothing(void **state)
+{
+	char name[64], sql[256];
+	faucet_value *old = tu_v("{\"old\":1}"), *ours = tu_v("{\"ours\":1}"),
+		     *bad = tu_v("{\"refused\":\"a\\tb\"}");
+	faucet_entry e[4] = {{"f::a", ours}, {"f::new", ours}, {"f::b", ours}, {"f::c", bad}};
+	faucet_store *s;
+
+	(void)state;
+	snprintf(name, sizeof(name), "stagefail_%d", getpid());
+	s = open_created(name);
+	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CHECK (NOT value ? 'refused');", name);
+	assert_psql(sql, "");
+	assert_int_equal(faucet_store_put(s, "f::a", old), 0);
+	assert_int_equal(faucet_store_put(s, "f::b", old), 0);
+	assert_int_not_equal(faucet_store_put_batch(s, e, 4), 0);
+	assert_non_null(strstr(faucet_error_last()->message, "cannot write a batch"));
+	tu_assert_value(s, "f::a", "{\"old\":1}");
+	tu_assert_value(s, "f::b", "{\"old\":1}");
+	tu_assert_value(s, "f::new", NULL);
+	tu_assert_value(s, "f::c", NULL);
+	for (int round = 0; round < 3; round++) { /* the pool's connections, each used */
+		assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
+		tu_assert_value(s, "f::new", "{\"ours\":1}");
+	}
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE key LIKE 'f::%%';", name);
+	assert_psql(sql, "3");
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(old);
+	faucet_value_free(ours);
+	faucet_value_free(bad);
+}
+
 /* A batch of new keys into a table made another way: one whose key follows
- * the database's collation (the original's layout) goes by the statements,
+ * the database's collation (the original's layout) goes by the staging table,
  * since a range of it does not order keys bytewise; one whose updated_at
  * has no default gets NOW() from the COPY's rows. */
 static void a_batch_follows_the_table_layout(void **state)
@@ -456,7 +571,7 @@ static void a_batch_follows_the_table_layout(void **state)
 		log_statements(name);
 		s = open_table(name, "ensure_table=false");
 		assert_int_equal(faucet_store_put_batch(s, e, 3), 0);
-		assert_logged(name, collated ? "COPY" : "WITH");
+		assert_logged(name, collated ? "COPY" : "INSERT");
 		snprintf(sql, sizeof(sql),
 			 "SELECT count(*) FROM %s WHERE value = '{\"n\":1}' AND "
 			 "updated_at > NOW() - interval '1 hour';",
@@ -613,7 +728,8 @@ static char *wait_until_blocked_by(PGconn *monitor, int pid, batch_call *b)
  * fails with a unique violation once it commits, and the batch is written
  * again as an update of that key.  Every key ends with the batch's value.
  * With `old`, one key exists beforehand, so the batch is no plain insert
- * and goes by the statements; without, it goes by COPY. */
+ * and goes by the staging table, whose INSERT ... ON CONFLICT waits, then
+ * updates the key; without, it goes by COPY, then by the staging table. */
 static void race_a_batch(const char *prefix, int old)
 {
 	char name[64], sql[256];
@@ -646,7 +762,7 @@ static void race_a_batch(const char *prefix, int old)
 	b.count = 4;
 	assert_int_equal(pthread_create(&thread, NULL, run_batch, &b), 0);
 	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
-	assert_string_equal(waiting, old ? "WITH" : "COPY");
+	assert_string_equal(waiting, old ? "INSERT" : "COPY");
 	free(waiting);
 	raw_exec(other, "COMMIT");
 	assert_int_equal(pthread_join(thread, NULL), 0);
@@ -952,6 +1068,8 @@ int main(void)
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
+		cmocka_unit_test(a_staged_batch_over_existing_keys_is_exact),
+		cmocka_unit_test(a_staged_batch_that_fails_writes_nothing),
 		cmocka_unit_test(a_statement_past_statement_timeout_is_a_timeout),
 		cmocka_unit_test(a_lock_wait_past_lock_timeout_is_a_timeout),
 		cmocka_unit_test(a_stream_cut_mid_way_is_an_error),

@@ -32,7 +32,7 @@
  * keys is one COPY ... FROM STDIN, which takes about 60% of the
  * statements' time; any other batch is one statement over a JSON object.
  * Both are single statements, so a batch is all-or-nothing either way
- * (see op_batch and batch_by_copy).
+ * (see faucet__pg_batch_on and batch_by_copy).
  *
  * Connections: a pool (pool.c) of at most max_connections libpq connections,
  * each with its statements prepared once.  A connection found closed by the
@@ -53,27 +53,14 @@
 #include "store/open_internal.h"
 #include "values/value_internal.h"
 #include "stores/pool.h"
+#include "stores/postgres_internal.h"
 
 #define PG_DEFAULT_TABLE "faucet_state"
 #define PG_DEFAULT_POOL 5
 #define PG_CONNECT_TIMEOUT "10"
 #define SENTINEL_JSON "{\"faucet_doctor\":true}"
-#define PG_UNIQUE_VIOLATION "23505" /* SQLSTATE unique_violation */
 
-typedef struct {
-	faucet_store_backend base;
-	char *url;      /* handed to libpq */
-	char *redacted; /* for messages */
-	char *password; /* only to scrub it from libpq's messages; NULL if none */
-	char *table;
-	char quoted[68]; /* "table" */
-	int ensure_table;
-	faucet_pool *pool;
-	pthread_mutex_t table_lock;
-	int table_ready;
-	int key_bytewise; /* the key column compares bytes: batches may COPY (op_batch) */
-	int default_now;  /* updated_at DEFAULT now(): a COPY need not send it */
-} pg_store;
+/* pg_store is in postgres_internal.h. */
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -104,7 +91,7 @@ static char *clean_message(const pg_store *s, const char *msg)
 }
 
 /* Set the last error: what failed, on which server and table, and why. */
-static int pg_fail(const pg_store *s, int code, const char *what, const char *why)
+int faucet__pg_fail(const pg_store *s, int code, const char *what, const char *why)
 {
 	char *clean = clean_message(s, why ? why : "unknown error");
 
@@ -156,7 +143,7 @@ static int connect_code(const char *msg)
 }
 
 /* Check a result; on failure set the last error and free it. */
-static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
+int faucet__pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
 			const char *what)
 {
 	int code;
@@ -164,7 +151,7 @@ static int pg_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusT
 	if (res != NULL && PQresultStatus(res) == want)
 		return 0;
 	code = result_code(c, res);
-	(void)pg_fail(s, code, what,
+	(void)faucet__pg_fail(s, code, what,
 		      res != NULL && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 								 : PQerrorMessage(c));
 	PQclear(res);
@@ -203,7 +190,7 @@ static void notice_receiver(void *arg, const PGresult *res)
  * (FAUCET_EUNKNOWN), unless libpq says it could not even send the request
  * (FAUCET_EUNAVAILABLE: nothing reached the server).  Reporting either as
  * a plain failure would tell an import that nothing was written. */
-static int pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
+int faucet__pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecStatusType want,
 			      const char *what)
 {
 	const char *why;
@@ -221,10 +208,10 @@ static int pg_write_result_ok(const pg_store *s, PGconn *c, PGresult *res, ExecS
 		return 0;
 	if (PQstatus(c) != CONNECTION_BAD ||
 	    (res != NULL && PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL))
-		return pg_result_ok(s, c, res, want, what);
+		return faucet__pg_result_ok(s, c, res, want, what);
 	why = PQerrorMessage(c);
 	code = strstr(why, "could not send data") != NULL ? FAUCET_EUNAVAILABLE : FAUCET_EUNKNOWN;
-	(void)pg_fail(s, code, what, why);
+	(void)faucet__pg_fail(s, code, what, why);
 	if (code == FAUCET_EUNKNOWN)
 		(void)faucet__error_wrap("outcome unknown (the connection was lost after the "
 					 "request was sent; it may have been applied)");
@@ -282,7 +269,7 @@ static const pg_statement statements[] = {
 	 "INSERT INTO {table} (key, value, updated_at) SELECT $4, $5::jsonb, NOW() FROM g "
 	 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = NOW()",
 	 5},
-	/* A batch that is no plain insert (see op_batch) is one statement over
+	/* A batch that is no plain insert (see faucet__pg_batch_on) is one statement over
 	 * a JSON object {key: value, ...}: one round trip, and atomic like any
 	 * single statement.  JSONB keeps the last of duplicate members, so
 	 * each key occurs once.  See batch_by_statement for why there are
@@ -301,13 +288,13 @@ static const pg_statement statements[] = {
 	 1},
 	/* Whether any row lies between a batch's smallest and largest key: one
 	 * index range probe, used only where the key column compares bytes, so
-	 * that the range holds every key of the batch (see op_batch). */
+	 * that the range holds every key of the batch (see faucet__pg_batch_on). */
 	{"faucet_batch_probe",
 	 "SELECT EXISTS (SELECT 1 FROM {table} WHERE key >= $1 AND key <= $2)", 2},
 };
 
 /* A statement's SQL with every TABLE_MARK replaced by the quoted name. */
-static char *statement_sql(const char *sql, const char *quoted)
+char *faucet__pg_statement_sql(const char *sql, const char *quoted)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	const char *hit;
@@ -330,7 +317,7 @@ static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *
 	return PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
 }
 
-/* What the table's layout allows a batch (op_batch).  Whether its key
+/* What the table's layout allows a batch (faucet__pg_batch_on).  Whether its key
  * column compares bytes (collation "C" or "POSIX": every table faucet
  * creates), which lets a batch find out with one range probe whether any
  * of its keys exists; a table made by the original follows the database's
@@ -351,7 +338,7 @@ static int read_table_traits(pg_store *s, PGconn *c)
 		"WHERE d.adrelid = $1::regclass AND a.attname = 'updated_at' AND "
 		"pg_get_expr(d.adbin, d.adrelid) = 'now()')",
 		1, params);
-	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table's layout");
+	int rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table's layout");
 
 	if (rc != 0)
 		return rc;
@@ -371,7 +358,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 	int missing, rc = 0;
 
 	res = exec_sql(c, "SELECT to_regclass($1) IS NULL", 1, params);
-	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table");
+	rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot look up the table");
 	if (rc != 0)
 		return rc;
 	missing = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
@@ -392,7 +379,7 @@ static int ensure_table(pg_store *s, PGconn *c)
 	if (create == NULL)
 		return FAUCET_ENOMEM;
 	res = PQexec(c, create);
-	if (pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot create the table") != 0) {
+	if (faucet__pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot create the table") != 0) {
 		PQclear(PQexec(c, "ROLLBACK"));
 		rc = FAUCET_ERROR;
 	} else {
@@ -407,14 +394,14 @@ static int ensure_table(pg_store *s, PGconn *c)
 static int prepare_statements(pg_store *s, PGconn *c)
 {
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(statements); i++) {
-		char *sql = statement_sql(statements[i].sql, s->quoted);
+		char *sql = faucet__pg_statement_sql(statements[i].sql, s->quoted);
 		PGresult *res;
 
 		if (sql == NULL)
 			return FAUCET_ENOMEM;
 		res = PQprepare(c, statements[i].name, sql, statements[i].nparams, NULL);
 		free(sql);
-		int prc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot prepare a statement");
+		int prc = faucet__pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot prepare a statement");
 
 		if (prc != 0)
 			return prc;
@@ -435,7 +422,7 @@ static int pg_connect(void *owner, void **out)
 	if (c == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "postgres state store: out of memory");
 	if (PQstatus(c) != CONNECTION_OK) {
-		rc = pg_fail(s, connect_code(PQerrorMessage(c)), "cannot connect", PQerrorMessage(c));
+		rc = faucet__pg_fail(s, connect_code(PQerrorMessage(c)), "cannot connect", PQerrorMessage(c));
 		PQfinish(c);
 		return rc;
 	}
@@ -581,7 +568,7 @@ static int expected_for_jsonb(const faucet_value *expected, faucet_value **out, 
 	return rc;
 }
 
-static int bad_stored_value(const pg_store *s, const char *key)
+int faucet__pg_bad_stored_value(const pg_store *s, const char *key)
 {
 	char *why = faucet__strdup(faucet_error_last()->message);
 
@@ -599,7 +586,7 @@ static int bad_stored_value(const pg_store *s, const char *key)
  * pass, instead of parsing it with json-c and printing it again - the
  * larger part of an export's time on our side.  Spaces inside strings
  * stay.  Works in place; returns the new length. */
-static size_t jsonb_squeeze(char *p, size_t len)
+size_t faucet__pg_jsonb_squeeze(char *p, size_t len)
 {
 	size_t w = 0;
 	int in_string = 0;
@@ -635,16 +622,16 @@ static int parse_stored(const pg_store *s, const char *key, const char *text, si
 	if (copy == NULL)
 		return FAUCET_ENOMEM;
 	memcpy(copy, text, len);
-	rc = faucet_value_parse(out, copy, jsonb_squeeze(copy, len));
+	rc = faucet_value_parse(out, copy, faucet__pg_jsonb_squeeze(copy, len));
 	free(copy);
 	if (rc != 0 && rc != FAUCET_ENOMEM)
-		rc = bad_stored_value(s, key);
+		rc = faucet__pg_bad_stored_value(s, key);
 	return rc;
 }
 
 /* ---- operations on one connection ------------------------------------ */
 
-static PGresult *run_prepared(PGconn *c, const char *name, int n, const char *const *params)
+PGresult *faucet__pg_run_prepared(PGconn *c, const char *name, int n, const char *const *params)
 {
 	return PQexecPrepared(c, name, n, params, NULL, NULL, 0);
 }
@@ -652,11 +639,11 @@ static PGresult *run_prepared(PGconn *c, const char *name, int n, const char *co
 static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out)
 {
 	const char *params[1] = {key};
-	PGresult *res = run_prepared(c, "faucet_get", 1, params);
+	PGresult *res = faucet__pg_run_prepared(c, "faucet_get", 1, params);
 	int rc = 0;
 
 	*out = NULL;
-	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key");
+	rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read a key");
 	if (rc != 0)
 		return rc;
 	if (PQntuples(res) == 1)
@@ -665,11 +652,11 @@ static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out
 	return rc;
 }
 
-static int pg_command_on(pg_store *s, PGconn *c, const char *name, int n,
+int faucet__pg_command_on(pg_store *s, PGconn *c, const char *name, int n,
 			 const char *const *params, const char *what, int *affected)
 {
-	PGresult *res = run_prepared(c, name, n, params);
-	int rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, what);
+	PGresult *res = faucet__pg_run_prepared(c, name, n, params);
+	int rc = faucet__pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, what);
 
 	if (rc != 0)
 		return rc;
@@ -683,14 +670,14 @@ static int pg_put_on(pg_store *s, PGconn *c, const char *key, const faucet_value
 {
 	const char *params[2] = {key, faucet_value_json(v)};
 
-	return pg_command_on(s, c, "faucet_put", 2, params, "cannot write a key", NULL);
+	return faucet__pg_command_on(s, c, "faucet_put", 2, params, "cannot write a key", NULL);
 }
 
 static int pg_del_on(pg_store *s, PGconn *c, const char *key)
 {
 	const char *params[1] = {key};
 
-	return pg_command_on(s, c, "faucet_del", 1, params, "cannot delete a key", NULL);
+	return faucet__pg_command_on(s, c, "faucet_del", 1, params, "cannot delete a key", NULL);
 }
 
 /* One statement either way, so the comparison and the write are atomic:
@@ -706,11 +693,11 @@ static int pg_cas_on(pg_store *s, PGconn *c, const char *key, const faucet_value
 
 	if (expected == NULL) {
 		const char *params[2] = {key, faucet_value_json(value)};
-		rc = pg_command_on(s, c, "faucet_cas_absent", 2, params,
+		rc = faucet__pg_command_on(s, c, "faucet_cas_absent", 2, params,
 				   "cannot compare-and-put a key", &affected);
 	} else {
 		const char *params[3] = {key, faucet_value_json(expected), faucet_value_json(value)};
-		rc = pg_command_on(s, c, "faucet_cas_update", 3, params,
+		rc = faucet__pg_command_on(s, c, "faucet_cas_update", 3, params,
 				   "cannot compare-and-put a key", &affected);
 	}
 	*written = rc == 0 && affected == 1;
@@ -796,8 +783,8 @@ static int pg_get_many_on(pg_store *s, PGconn *c, const char *const *keys, size_
 		w[i].slot = i;
 	}
 	qsort(w, count, sizeof(*w), compare_wanted);
-	res = run_prepared(c, "faucet_get_many", 1, params);
-	rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read keys");
+	res = faucet__pg_run_prepared(c, "faucet_get_many", 1, params);
+	rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read keys");
 	if (rc == 0) {
 		rc = fill_slots(s, res, w, count, out);
 		PQclear(res);
@@ -811,149 +798,8 @@ static int pg_get_many_on(pg_store *s, PGconn *c, const char *const *keys, size_
 	return rc;
 }
 
-/* ---- streaming every entry under a prefix ------------------------------ */
-
-/* Undo COPY's text-format escaping of one field in place (PostgreSQL
- * writes \\ \b \f \n \r \t \v; JSON text holds no raw control bytes, so
- * in practice only doubled backslashes occur).  Returns the new length. */
-static size_t copy_unescape(char *p, size_t len)
-{
-	size_t r = 0, w = 0;
-
-	while (r < len) {
-		char c = p[r++];
-
-		if (c == '\\' && r < len) {
-			char e = p[r++];
-			switch (e) {
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			case 'v': c = '\v'; break;
-			default: c = e; break;
-			}
-		}
-		p[w++] = c;
-	}
-	return w;
-}
-
-/* One COPY row "key<TAB>value\n": parse the value, hand both to fn. */
-static int copy_row_to_fn(pg_store *s, char *row, int len, faucet_entry_fn fn, void *ctx,
-			  int *stopped)
-{
-	char *tab = memchr(row, '\t', (size_t)len);
-	faucet_value *v = NULL;
-	size_t vlen;
-	int rc;
-
-	if (tab == NULL || len < 2 || row[len - 1] != '\n')
-		return pg_fail(s, FAUCET_ERROR, "cannot read the entries", "malformed COPY row");
-	*tab = '\0';
-	vlen = copy_unescape(tab + 1, (size_t)(len - 1) - (size_t)(tab + 1 - row));
-	rc = faucet_value_parse(&v, tab + 1, jsonb_squeeze(tab + 1, vlen));
-	if (rc != 0)
-		return rc == FAUCET_ENOMEM ? rc : bad_stored_value(s, row);
-	rc = fn(row, v, ctx);
-	faucet_value_free(v);
-	if (rc != 0)
-		*stopped = rc;
-	return 0;
-}
-
-/*
- * One ordered query streamed with COPY ... TO STDOUT: a single snapshot of
- * the namespace, and the server sends rows while we parse the ones before
- * them - a cursor's FETCHes stop the server at every batch, which made the
- * export twice as slow - and we hold one row at a time however large the
- * namespace.  (A listing followed by reads of each chunk of keys costs an
- * index probe per key, and a listing of a million keys alone is a result
- * of a million rows.)  COPY takes no parameters, so the prefix goes in as a
- * literal quoted by libpq.  JSONB prints with spaces after ':' and ',',
- * which go before the value is parsed (jsonb_squeeze).  When fn stops
- * early, or anything fails, the connection is still inside the COPY and
- * is dropped rather than drained (pg_broken).
- */
-/* What scan_data leaves out, in SQL: the run bookkeeping keys of
- * faucet__is_bookkeeping_key (a segment "__rollback__" after the first, or
- * a last segment "__lease__" or "__status__").  '_' is a LIKE wildcard and
- * is escaped with '!' (a backslash would depend on
- * standard_conforming_strings).  The front-end applies the exact rule
- * again. */
-#define PG_NOT_BOOKKEEPING                                                          \
-	" AND key NOT LIKE '%::!_!_rollback!_!_' ESCAPE '!'"                        \
-	" AND key NOT LIKE '%::!_!_rollback!_!_::%' ESCAPE '!'"                     \
-	" AND key NOT LIKE '%::!_!_lease!_!_' ESCAPE '!'"                           \
-	" AND key NOT LIKE '%::!_!_status!_!_' ESCAPE '!'"
-
-static int pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, int data_only,
-			      faucet_entry_fn fn, void *ctx)
-{
-	char *literal = PQescapeLiteral(c, prefix, strlen(prefix));
-	char *sql = NULL, *quoted;
-	PGresult *res;
-	int rc = 0, stopped = 0;
-
-	if (literal == NULL)
-		return pg_fail(s, FAUCET_ENOMEM, "cannot read the entries", PQerrorMessage(c));
-	quoted = faucet__sprintf("COPY (SELECT key, value::text FROM {table} WHERE starts_with(key, "
-				 "%s)%s ORDER BY key COLLATE \"C\") TO STDOUT",
-				 literal, data_only ? PG_NOT_BOOKKEEPING : "");
-	PQfreemem(literal);
-	if (quoted != NULL)
-		sql = statement_sql(quoted, s->quoted);
-	free(quoted);
-	if (sql == NULL)
-		return FAUCET_ENOMEM;
-	res = PQexec(c, sql);
-	free(sql);
-	rc = pg_result_ok(s, c, res, PGRES_COPY_OUT, "cannot read the entries");
-	if (rc != 0)
-		return rc;
-	PQclear(res);
-	for (;;) {
-		char *row = NULL;
-		int len = PQgetCopyData(c, &row, 0);
-
-		if (len < 0)
-			break; /* -1: done; -2: failed (the result below says why) */
-		rc = copy_row_to_fn(s, row, len, fn, ctx, &stopped);
-		PQfreemem(row);
-		if (rc != 0 || stopped != 0)
-			return rc != 0 ? rc : stopped;
-	}
-	res = PQgetResult(c);
-	rc = pg_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot read the entries");
-	if (rc == 0) {
-		PQclear(res);
-		while ((res = PQgetResult(c)) != NULL)
-			PQclear(res);
-	}
-	return rc;
-}
-
 /* ---- pooled operations ------------------------------------------------- */
 
-typedef struct {
-	const char *key;
-	const faucet_value *value;
-	const faucet_value *expected;
-	faucet_value **out;
-	const char *prefix;
-	PGresult *rows; /* scan: the listed keys, visited after the connection is back */
-	const faucet_entry *entries; /* put_batch, `count` of them */
-	int *written;
-	const char *const *keys; /* get_many */
-	size_t count;
-	faucet_value **values;
-	const char *then_key; /* put_guarded: the key put after the guard (key) */
-	const faucet_value *then_value;
-	faucet_entry_fn fn; /* scan_entries, scan_data */
-	void *ctx;
-	int data_only; /* scan_data */
-} pg_args;
 
 typedef int (*pg_op)(pg_store *s, PGconn *c, pg_args *a);
 
@@ -969,7 +815,7 @@ static int op_get_many(pg_store *s, PGconn *c, pg_args *a)
 
 static int op_scan_entries(pg_store *s, PGconn *c, pg_args *a)
 {
-	return pg_scan_entries_on(s, c, a->prefix, a->data_only, a->fn, a->ctx);
+	return faucet__pg_scan_entries_on(s, c, a->prefix, a->data_only, a->fn, a->ctx);
 }
 
 static int op_put(pg_store *s, PGconn *c, pg_args *a)
@@ -995,13 +841,13 @@ static int op_guarded(pg_store *s, PGconn *c, pg_args *a)
 	if (a->expected == NULL) {
 		const char *params[4] = {a->key, faucet_value_json(a->value), a->then_key,
 					 faucet_value_json(a->then_value)};
-		rc = pg_command_on(s, c, "faucet_guarded_absent", 4, params,
+		rc = faucet__pg_command_on(s, c, "faucet_guarded_absent", 4, params,
 				   "cannot compare-and-put a key", &affected);
 	} else {
 		const char *params[5] = {a->key, faucet_value_json(a->expected),
 					 faucet_value_json(a->value), a->then_key,
 					 faucet_value_json(a->then_value)};
-		rc = pg_command_on(s, c, "faucet_guarded_update", 5, params,
+		rc = faucet__pg_command_on(s, c, "faucet_guarded_update", 5, params,
 				   "cannot compare-and-put a key", &affected);
 	}
 	*a->written = rc == 0 && affected == 1;
@@ -1014,7 +860,7 @@ static int op_cad(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[2] = {a->key, faucet_value_json(a->expected)};
 	int affected = 0;
-	int rc = pg_command_on(s, c, "faucet_cad", 2, params, "cannot compare-and-delete a key",
+	int rc = faucet__pg_command_on(s, c, "faucet_cad", 2, params, "cannot compare-and-delete a key",
 			       &affected);
 
 	*a->written = rc == 0 && affected == 1;
@@ -1024,258 +870,13 @@ static int op_cad(pg_store *s, PGconn *c, pg_args *a)
 static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 {
 	const char *params[1] = {a->prefix};
-	PGresult *res = run_prepared(c, "faucet_list", 1, params);
-	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys");
+	PGresult *res = faucet__pg_run_prepared(c, "faucet_list", 1, params);
+	int rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list keys");
 
 	if (rc != 0)
 		return rc;
 	a->rows = res;
 	return 0;
-}
-
-/* ---- writing a batch ---------------------------------------------------- */
-
-/* The batch as one JSON object {key: value, ...}.  Keys are valid state
- * keys ([A-Za-z0-9_.:/-]), so they need no JSON escaping; a key given
- * twice keeps its last value (JSONB keeps the last of duplicate members),
- * as one-by-one puts would. */
-static char *batch_object(const faucet_entry *entries, size_t count)
-{
-	faucet_buf doc = FAUCET_BUF_INIT;
-
-	(void)faucet_buf_putc(&doc, '{');
-	for (size_t i = 0; i < count; i++) {
-		(void)faucet_buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
-		(void)faucet_buf_put(&doc, faucet_value_json(entries[i].value),
-				     faucet_value_len(entries[i].value));
-	}
-	(void)faucet_buf_putc(&doc, '}');
-	if (doc.failed) {
-		faucet_buf_dispose(&doc);
-		return NULL;
-	}
-	return faucet_buf_detach(&doc);
-}
-
-/* Two statements, because the one that is right in every case is not the
- * fast one.  INSERT ... ON CONFLICT DO UPDATE is safe against concurrent
- * writers, but every new row costs a speculative insertion (and its WAL
- * records) in case another session inserts the same key meanwhile.  So a
- * batch first updates the keys that exist and plain-inserts the others in
- * one statement.  That INSERT fails with unique_violation only when another
- * session inserted one of our keys after our snapshot; the statement
- * is atomic, so nothing was written and the batch runs again as the upsert,
- * on the same connection.  Any other error is the batch's error. */
-static int batch_by_statement(pg_store *s, PGconn *c, pg_args *a)
-{
-	char *doc = batch_object(a->entries, a->count);
-	const char *params[1] = {doc};
-	PGresult *res;
-	const char *state;
-	int rc;
-
-	if (doc == NULL)
-		return FAUCET_ENOMEM;
-	res = run_prepared(c, "faucet_batch_split", 1, params);
-	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
-		PQclear(res);
-		free(doc);
-		return 0;
-	}
-	state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	if (state == NULL || strcmp(state, PG_UNIQUE_VIOLATION) != 0) {
-		rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
-	} else {
-		PQclear(res);
-		rc = pg_command_on(s, c, "faucet_batch_upsert", 1, params, "cannot write a batch",
-				   NULL);
-	}
-	free(doc);
-	return rc;
-}
-
-/* Append one field in COPY's text format: backslash, tab, newline and
- * carriage return mean escape, column end and row end there, so each goes
- * as its backslash escape; every other byte goes as it is.  Compact JSON
- * holds no raw tab, newline or CR, but its string escapes are full of
- * backslashes - the JSON text "\\t" (a backslash, then t) sent unescaped
- * would arrive as a tab. */
-static void copy_field(faucet_buf *b, const char *p)
-{
-	for (;;) {
-		size_t run = strcspn(p, "\\\t\n\r");
-
-		(void)faucet_buf_put(b, p, run);
-		p += run;
-		if (*p == '\0')
-			return;
-		(void)faucet_buf_putc(b, '\\');
-		(void)faucet_buf_putc(b, *p == '\t' ? 't' : *p == '\n' ? 'n' : *p == '\r' ? 'r' : '\\');
-		p++;
-	}
-}
-
-/* The batch's smallest and largest key, bytewise. */
-static void batch_range(const faucet_entry *entries, size_t count, const char **lo,
-			const char **hi)
-{
-	*lo = *hi = entries[0].key;
-	for (size_t i = 1; i < count; i++) {
-		if (strcmp(entries[i].key, *lo) < 0)
-			*lo = entries[i].key;
-		else if (strcmp(entries[i].key, *hi) > 0)
-			*hi = entries[i].key;
-	}
-}
-
-/* The batch as COPY rows "key<TAB>value", with "<TAB>now" for updated_at
- * unless it defaults to now(): the timestamp input "now" is the
- * transaction's start time, what NOW() returns in the statements. */
-static int batch_rows(const faucet_entry *entries, size_t count, int with_now,
-		      faucet_buf *rows)
-{
-	for (size_t i = 0; i < count; i++) {
-		copy_field(rows, entries[i].key);
-		(void)faucet_buf_putc(rows, '\t');
-		copy_field(rows, faucet_value_json(entries[i].value));
-		(void)faucet_buf_puts(rows, with_now ? "\tnow\n" : "\n");
-	}
-	return rows->failed ? FAUCET_ENOMEM : 0;
-}
-
-/* Whether any row lies between lo and hi: then some key of the batch may
- * exist, and the batch is no plain insert. */
-static int batch_range_taken(pg_store *s, PGconn *c, const char *lo, const char *hi, int *taken)
-{
-	const char *params[2] = {lo, hi};
-	PGresult *res = run_prepared(c, "faucet_batch_probe", 2, params);
-	int rc = pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot write a batch");
-
-	if (rc != 0)
-		return rc;
-	*taken = strcmp(PQgetvalue(res, 0, 0), "f") != 0;
-	PQclear(res);
-	return 0;
-}
-
-/* Read the end of a COPY: its result, then nothing, so that the connection
- * is idle again.  A unique_violation - a key inserted by another session
- * since the probe, or a key given twice in the batch - wrote nothing (the
- * COPY is one statement) and leaves *copied 0 for the statement path. */
-static int copy_finish(pg_store *s, PGconn *c, int *copied)
-{
-	PGresult *res = PQgetResult(c), *more;
-	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	int rc = 0;
-
-	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
-		*copied = 1;
-		PQclear(res);
-	} else if (state != NULL && strcmp(state, PG_UNIQUE_VIOLATION) == 0) {
-		PQclear(res);
-	} else {
-		rc = pg_write_result_ok(s, c, res, PGRES_COMMAND_OK, "cannot write a batch");
-	}
-	while ((more = PQgetResult(c)) != NULL)
-		PQclear(more);
-	return rc;
-}
-
-/* Send the rows and the end of data, then read the server's answer.  When
- * libpq cannot send them: a lost connection wrote nothing (the COPY had
- * not ended); a COPY the server already ended with an error has that
- * error waiting in its result; else libpq itself failed (out of memory),
- * and the COPY is abandoned with CopyFail. */
-static int copy_send(pg_store *s, PGconn *c, const faucet_buf *rows, int *copied)
-{
-	char *why;
-	PGresult *res;
-	int rc;
-
-	if (PQputCopyData(c, rows->ptr, (int)rows->len) == 1 && PQputCopyEnd(c, NULL) == 1)
-		return copy_finish(s, c, copied);
-	if (PQstatus(c) == CONNECTION_BAD)
-		return pg_fail(s, FAUCET_EUNAVAILABLE, "cannot write a batch", PQerrorMessage(c));
-	why = faucet__strdup(PQerrorMessage(c));
-	if (PQputCopyEnd(c, "faucet could not send the rows") != 1) {
-		free(why);
-		return copy_finish(s, c, copied);
-	}
-	while ((res = PQgetResult(c)) != NULL)
-		PQclear(res);
-	rc = pg_fail(s, FAUCET_ERROR, "cannot write a batch", why ? why : "libpq failed");
-	free(why);
-	return rc;
-}
-
-/*
- * The fast way to write new keys: COPY, which takes about 60% of the
- * statements' time per row (no JSON object to parse and take apart, no
- * join against the rows updated; 25 ms instead of 40 for 10,000 keys).  COPY only inserts, so it is used when
- * one index range probe shows that no row lies between the batch's
- * smallest and largest key - which proves that none of its keys exists
- * only where the index orders by bytes, as the range was computed
- * (key_bytewise).  That is the import into a new namespace, and a copy.
- * The COPY is one statement, so the batch stays all-or-nothing: when it
- * meets a key that exists after all (another session inserted it since
- * the probe) it fails with unique_violation, nothing is written, and the
- * batch is written by the statements instead, as op_batch's comment says.
- * *copied says whether the COPY wrote the batch.
- *
- * What reached the server: the COPY commits only once the server has read
- * the end-of-data message, so a connection lost before PQputCopyEnd
- * queued it wrote nothing (FAUCET_EUNAVAILABLE); lost after that, the
- * outcome is unknown (pg_write_result_ok).
- */
-static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
-{
-	faucet_buf rows = FAUCET_BUF_INIT;
-	const char *lo, *hi;
-	char *sql;
-	PGresult *res;
-	int taken = 1, rc;
-
-	*copied = 0;
-	batch_range(a->entries, a->count, &lo, &hi);
-	rc = batch_range_taken(s, c, lo, hi, &taken);
-	if (rc == 0 && !taken)
-		rc = batch_rows(a->entries, a->count, !s->default_now, &rows);
-	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
-	 * by the statements.) */
-	if (rc != 0 || taken || rows.len > INT_MAX - 5) {
-		faucet_buf_dispose(&rows);
-		return rc;
-	}
-	sql = statement_sql(s->default_now ? "COPY {table} (key, value) FROM STDIN"
-					   : "COPY {table} (key, value, updated_at) FROM STDIN",
-			    s->quoted);
-	if (sql == NULL) {
-		faucet_buf_dispose(&rows);
-		return FAUCET_ENOMEM;
-	}
-	res = PQexec(c, sql);
-	free(sql);
-	rc = pg_result_ok(s, c, res, PGRES_COPY_IN, "cannot write a batch");
-	if (rc == 0) {
-		PQclear(res);
-		rc = copy_send(s, c, &rows, copied);
-	}
-	faucet_buf_dispose(&rows);
-	return rc;
-}
-
-/* A batch of new keys goes by COPY where that is known to be safe, every
- * other batch (or one that meets a key after all) by the statements. */
-static int op_batch(pg_store *s, PGconn *c, pg_args *a)
-{
-	int copied = 0, rc;
-
-	if (s->key_bytewise) {
-		rc = batch_by_copy(s, c, a, &copied);
-		if (rc != 0 || copied)
-			return rc;
-	}
-	return batch_by_statement(s, c, a);
 }
 
 /* One operation bound to its store and arguments, for faucet_pool_run. */
@@ -1441,7 +1042,7 @@ static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, si
 		if (check_jsonb_safe(s, entries[i].key, entries[i].value) != 0)
 			return FAUCET_EINVALID;
 	}
-	return pg_run(s, op_batch, &a, 1);
+	return pg_run(s, faucet__pg_batch_on, &a, 1);
 }
 
 /* ---- doctor ------------------------------------------------------------ */
@@ -1510,7 +1111,7 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 	faucet_buf bad = FAUCET_BUF_INIT;
 
 	/* Not being able to look is no failure of the store: say so, skip. */
-	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the server's settings") != 0)
+	if (faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the server's settings") != 0)
 		return faucet_check_report_add(r, "durability", FAUCET_PROBE_SKIP,
 					       faucet_error_last()->message,
 					       faucet__now_ms() - start,
@@ -1557,7 +1158,7 @@ static int replication_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 	int standby, rc, waits;
 	char *reason;
 
-	if (pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the replication state") != 0)
+	if (faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot read the replication state") != 0)
 		return faucet_check_report_add(r, "replication", FAUCET_PROBE_SKIP,
 					       faucet_error_last()->message,
 					       faucet__now_ms() - start,
@@ -1644,10 +1245,10 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	if (!failed) {
 		PGresult *res;
 		if (set_timeout(c, timeout) != 0)
-			failed = pg_fail(s, FAUCET_ERROR, "cannot set statement_timeout",
+			failed = faucet__pg_fail(s, FAUCET_ERROR, "cannot set statement_timeout",
 					 PQerrorMessage(c)) != 0;
 		res = failed ? NULL : PQexec(c, "SELECT 1");
-		if (!failed && pg_result_ok(s, c, res, PGRES_TUPLES_OK, "SELECT 1 failed") != 0)
+		if (!failed && faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "SELECT 1 failed") != 0)
 			failed = 1;
 		else if (res != NULL)
 			PQclear(res);
