@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <microhttpd.h>
+#include "mhd.h"
 
 #include "serve.h"
 

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
-#include <microhttpd.h>
+#include "mhd.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -947,7 +947,7 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 	return strlen(s);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char text[512];
 
@@ -1089,6 +1089,8 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 				       listen);
 	if ((cert == NULL) != (key == NULL))
 		return cli_usage_error("serve", "--tls-cert and --tls-key go together");
+	if ((rc = serve_mhd_load()) != 0)
+		return rc;
 	if (cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return cli_error(CLI_EXIT_USAGE, "serve: this libmicrohttpd has no TLS support");
 	if (tokens != NULL && (rc = load_tokens(tokens)) != 0)
