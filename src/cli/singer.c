@@ -80,17 +80,6 @@ static int is_scalar(unsigned char c)
 	       c == '-' || c == '+' || c == '.';
 }
 
-static int hex_digit(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A decoded byte of the string being read: kept when it is a member's name
  * or the type, as far as `text` goes (enough to compare with "type" and
  * "STATE"). */
@@ -193,7 +182,7 @@ static int scan_string(singer_scan *sc, unsigned char c)
 		sc->in_str = 1;
 		return SCAN_MORE;
 	default:
-		if ((d = hex_digit(c)) < 0)
+		if ((d = faucet__hex_digit((char)c)) < 0)
 			return SCAN_PASS;
 		sc->code = sc->code * 16 + (unsigned)d;
 		if (--sc->hex == 0) {

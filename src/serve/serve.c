@@ -523,17 +523,6 @@ const char *serve_param(serve_request *rq, const char *name)
 	return NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decode n bytes of `s` (a "%00" or a bad escape: NULL). */
 static char *decode(const char *s, size_t n)
 {
@@ -546,7 +535,7 @@ static char *decode(const char *s, size_t n)
 		if (s[i] == '%') {
 			int hi, lo;
 
-			if (i + 2 >= n || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0 ||
+			if (i + 2 >= n || (hi = faucet__hex_digit(s[i + 1])) < 0 || (lo = faucet__hex_digit(s[i + 2])) < 0 ||
 			    (hi == 0 && lo == 0)) {
 				free(out);
 				return NULL;
