@@ -187,7 +187,9 @@ sv_sentinel_start() {
 		echo "sentinel failover-timeout $3 10000"
 		echo "sentinel parallel-syncs $3 1"
 	} >"$d/sentinel.conf"
-	"${SV_PIN[@]}" redis-sentinel "$d/sentinel.conf" >/dev/null ||
+	# redis-server in sentinel mode: Debian's redis-sentinel package is
+	# only a link to it, and install-deps.sh installs redis-server alone.
+	"${SV_PIN[@]}" redis-server "$d/sentinel.conf" --sentinel >/dev/null ||
 		{ echo "sentinel on port $port did not start (see $d/sentinel.log)" >&2; return 1; }
 }
 
