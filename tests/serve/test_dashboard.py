@@ -68,7 +68,10 @@ class Dashboard(unittest.TestCase):
     def get(self, key):
         return self.cli("state", "get", key).stdout.strip()
 
-    def shot(self, name):
+    def shot(self, name, css=None):
+        if css:
+            self.browser.execute_script("arguments[0].scrollIntoView()",
+                                        self.browser.find_element(By.CSS_SELECTOR, css))
         os.makedirs(ARTIFACTS, exist_ok=True)
         self.assertTrue(self.browser.save_screenshot(os.path.join(ARTIFACTS, "dashboard-%s.png" % name)))
 
@@ -191,13 +194,13 @@ class Dashboard(unittest.TestCase):
         self.open(s, "#/p/bf")
         self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, '.unit.status-running[data-status="running"]')))
         self.wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".unit.status-pending")) == 3)
-        self.shot("backfill-running")
+        self.shot("backfill-running", "#backfills")
         open(go, "w").close()
         self.wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".unit.status-done")) == 4)
         self.assertEqual(p.wait(timeout=WAIT), 0, p.stderr.read())
         u = self.browser.find_element(By.CSS_SELECTOR, ".unit.status-done")
         self.assertIn("attempts 1", u.get_attribute("title"))
-        self.shot("backfill-done")
+        self.shot("backfill-done", "#backfills")
 
     def test_phone_width(self):
         self.cli("state", "put", "ph::default::pos", "1")

@@ -147,7 +147,10 @@ async function pipelineView(name) {
   return view;
 }
 
-function bookmarksSection(keys) {
+function bookmarksSection(all) {
+  // the pipeline's own keys: not the run and backfill bookkeeping (::__x__)
+  const keys = {};
+  for (const [k, v] of Object.entries(all)) if (!/::__[a-z_]+__(::|$)/.test(k)) keys[k] = v;
   const text = JSON.stringify(keys, null, 2);
   const pre = el('pre', { id: 'bookmarks', tabindex: '0', text });
   const status = el('span', { role: 'status' });
