@@ -6,10 +6,12 @@ A missing browser, driver or selenium module is a failure, never a skip.
 Every wait is an explicit WebDriverWait condition.  Screenshots go to
 $FAUCET_ARTIFACTS (default build/artifacts)/dashboard-*.png.
 """
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -201,6 +203,21 @@ class Dashboard(unittest.TestCase):
         u = self.browser.find_element(By.CSS_SELECTOR, ".unit.status-done")
         self.assertIn("attempts 1", u.get_attribute("title"))
         self.shot("backfill-done", "#backfills")
+
+    def test_break_lock(self):
+        lease_key = "lk::default::__lease__"
+        lease = {"holder": "otherhost:1:0123456789abcdef", "expires_at": int(time.time()) + 3600,
+                 "run": "20260101T000000.000Z-abcdef"}
+        p = subprocess.run([test_api.RAW, "put", self.store, lease_key, json.dumps(lease)],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = self.serve()
+        self.open(s, "#/p/lk")
+        self.wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, 'tr[data-lock="%s"] button.break' % lease_key))).click()
+        self.wait.until(EC.alert_is_present()).accept()
+        self.text_in("#locks", "No lease held.")
+        st, h, doc = s.json("GET", "/v1/locks")
+        self.assertEqual(doc, [])
 
     def test_phone_width(self):
         self.cli("state", "put", "ph::default::pos", "1")
