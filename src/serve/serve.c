@@ -695,6 +695,11 @@ static enum MHD_Result send_reply(serve_request *rq, size_t route, serve_reply *
 		(void)MHD_add_response_header(resp, "Allow", r->allow);
 	if (r->www_auth)
 		(void)MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"faucet\"");
+	if (r->csp != NULL) {
+		(void)MHD_add_response_header(resp, "Content-Security-Policy", r->csp);
+		(void)MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+		(void)MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	}
 	ret = MHD_queue_response(rq->conn, r->status, resp);
 	MHD_destroy_response(resp);
 	us = now_us() - rq->t0;
@@ -736,6 +741,10 @@ static enum MHD_Result dispatch(serve_request *rq)
 	const char *auth, *origin;
 
 	memset(&r, 0, sizeof(r));
+	/* The dashboard's static files: no data in them, so no token needed
+	 * (the page asks for one when the API answers 401). */
+	if (serve_dashboard(rq->method, rq->url, &r))
+		return send_reply(rq, route, &r);
 	for (size_t i = 0; i < n; i++) {
 		int m = match(rq, routes[i].path, rq->url);
 

@@ -34,6 +34,7 @@ typedef struct {
 	const char *allow;  /* Allow header for 405 */
 	int www_auth;       /* WWW-Authenticate: Bearer on a 401 */
 	int stream_events;  /* answer with the event stream (events.c) */
+	const char *csp;    /* Content-Security-Policy header, NULL = none */
 } serve_reply;
 
 typedef struct {
@@ -80,6 +81,11 @@ int serve_etag_matches(const char *header, const char *etag);
 /* The command's compiled-in OpenAPI document (doc/openapi.json). */
 extern const unsigned char serve_openapi_json[];
 extern const size_t serve_openapi_json_len;
+
+/* The dashboard (dashboard.c): its static files at /, /app.js and
+ * /style.css.  1 when `url` is one of them (the reply set: 200, or 405 for
+ * a method other than GET/HEAD), 0 when it is not. */
+int serve_dashboard(const char *method, const char *url, serve_reply *out);
 
 /* Events (events.c): the poller shared by every /v1/events client.  At
  * stop: end_streams ends every stream (before waiting for the requests in

@@ -731,6 +731,28 @@ class ServerTests(Base):
         self.assertRegex(data.decode(), r"faucet_serve_store_errors_total [1-9]")
         self.stop(s)
 
+    def test_dashboard_headers(self):
+        s = self.serve()
+        st, h, body = s.request("GET", "/")
+        self.assertEqual(st, 200)
+        self.assertTrue(h["content-type"].startswith("text/html"), h)
+        csp = h["content-security-policy"]
+        self.assertTrue(csp.startswith("default-src 'self'"), csp)
+        self.assertNotIn("unsafe-inline", csp)
+        self.assertEqual(h["x-content-type-options"], "nosniff")
+        # no inline script or style: every <script> has a src
+        html = body.decode()
+        self.assertEqual(re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html), [])
+        self.assertNotIn("<style", html)
+        self.assertNotRegex(html, r"\son[a-z]+=")
+        for path, ctype in (("/app.js", "text/javascript"), ("/style.css", "text/css")):
+            st, h, body = s.request("GET", path)
+            self.assertEqual(st, 200, path)
+            self.assertTrue(h["content-type"].startswith(ctype), h)
+            self.assertIn("content-security-policy", h)
+        self.assertEqual(s.request("POST", "/", body="{}")[0], 405)
+        self.stop(s)
+
     def test_openapi_matches_routes(self):
         with open(os.path.join(SOURCE, "doc", "openapi.json")) as f:
             doc = json.load(f)
