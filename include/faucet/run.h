@@ -157,7 +157,10 @@ FAUCET_EXTERN int faucet_run_is_bookkeeping_key(const char *key);
 
 /* ---- undo ----------------------------------------------------------------- */
 
-#define FAUCET_UNDO_OPTIONS_VERSION 2
+#define FAUCET_UNDO_OPTIONS_VERSION 3
+
+/* How many conflicting keys an undo lists at most (faucet_undo_result.conflicts). */
+#define FAUCET_UNDO_CONFLICTS_MAX 1000
 
 typedef struct {
 	unsigned version;    /* FAUCET_UNDO_OPTIONS_VERSION */
@@ -171,9 +174,27 @@ typedef struct {
 	 * write or another undo of the pipeline in flight); 0 = FAUCET_EBUSY
 	 * at once.  At most FAUCET_RUN_MAX_TTL_MS, or FAUCET_RUN_WAIT_FOREVER. */
 	uint64_t wait_ms;
+	/* Version 3: list at most this many conflicting keys in the result
+	 * (0 = FAUCET_UNDO_CONFLICTS_MAX, larger values are capped to it).
+	 * Version 3 options also say that the result is the version 3 struct:
+	 * its conflict list is filled only then (an older caller's is shorter). */
+	size_t max_conflicts;
 } faucet_undo_options;
 
-#define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0}
+#define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0, 0}
+
+/* One key an undo refused over: changed since the run.  Every member is
+ * owned by the faucet_undo_result that lists it. */
+typedef struct {
+	char *key;
+	faucet_value *current; /* what it holds now; NULL = absent */
+	faucet_value *wrote;   /* what the run left there; NULL = absent or unknown */
+	int wrote_known;       /* 0 when the run's last write of it has no after-image */
+	char *run;             /* the later run that changed it, or NULL (a plain write) */
+} faucet_undo_conflict;
+
+/* Set in faucet_undo_result.conflict when the conflict list was filled. */
+#define FAUCET_UNDO_CONFLICT_LISTED 2
 
 typedef struct {
 	char *run;                 /* the run undone (or to be) */
@@ -181,8 +202,9 @@ typedef struct {
 	char *undo_run;            /* the undo's own run id (NULL on a dry run, a conflict, or
 				    * when nothing was left to restore) */
 	faucet_strarray restored;  /* keys restored (or, dry run, to restore) */
-	int conflict;              /* a key changed since: nothing was written (or what was,
-				    * was put back) */
+	int conflict;              /* nonzero: a key changed since: nothing was written (or
+				    * what was, was put back); test it as a boolean */
+	/* The first conflicting key (the list below has all of them). */
 	char *conflict_key;
 	faucet_value *conflict_current; /* NULL = absent */
 	faucet_value *conflict_wrote;   /* what the run left there; NULL = absent or unknown */
@@ -192,6 +214,12 @@ typedef struct {
 	 * replaced it, and the value put back (NULL = absent). */
 	faucet_value **replaced;
 	faucet_value **restored_to;
+	/* Filled only with version 3 options, not NULL ones (FAUCET_UNDO_CONFLICT_LISTED
+	 * then set in `conflict`); freed by faucet_undo_result_dispose. */
+	faucet_undo_conflict *conflicts; /* owned array, in marker key order; [0] = conflict_key's */
+	size_t conflict_count;           /* entries in `conflicts` (at most max_conflicts) */
+	size_t conflict_total;           /* conflicting keys in all, listed or not */
+	int conflicts_truncated;         /* conflict_total > conflict_count */
 } faucet_undo_result;
 
 /* Undo a run.  Under the pipeline lease, each
@@ -199,7 +227,9 @@ typedef struct {
  * compare-and-put, but only when it still holds what the run last wrote
  * (its after-image) and no later run of any scope of the pipeline changed
  * it; otherwise that key is a conflict (result->conflict, return 0, nothing
- * written) unless forced.  A failed or interrupted undo is finished by the
+ * written) unless forced.  Every key is checked before refusing: with
+ * version 3 options result->conflicts lists each conflicting key (up to
+ * max_conflicts; conflict_total counts them all).  A failed or interrupted undo is finished by the
  * same call again; an undo run is never picked as "the newest run".  An
  * unknown run is FAUCET_ENOTFOUND, a run already undone FAUCET_EINVALID, a
  * pipeline held by a run, bulk write or undo FAUCET_EBUSY.  The undo is

@@ -305,6 +305,39 @@ static char *undo_command(const char *pipeline, const char *scope, const char *r
 		   : faucet__sprintf("faucet state undo %s %s", pipeline, run);
 }
 
+/* One conflicting key, its line of the text report: who changed it. */
+static void conflict_line(const faucet_undo_conflict *c)
+{
+	const char *cur = c->current ? faucet_value_json(c->current) : "(absent)";
+	const char *wrote = !c->wrote_known ? "(unknown)"
+			    : c->wrote      ? faucet_value_json(c->wrote)
+					    : "(absent)";
+
+	if (c->run != NULL)
+		fprintf(stderr, "faucet: conflict: %s changed by later run %s (now %.200s; the run "
+			"wrote %.200s)\n", c->key, c->run, cur, wrote);
+	else
+		fprintf(stderr,
+			"faucet: conflict: %s changed by a write outside any run (now %.200s; the run "
+			"wrote %.200s)\n", c->key, cur, wrote);
+}
+
+static void conflict_json(faucet_buf *b, const faucet_undo_conflict *c)
+{
+	(void)faucet_buf_putc(b, '{');
+	jw_member(b, "key", 1);
+	faucet__json_string(b, c->key);
+	jw_member(b, "current", 0);
+	(void)faucet_buf_puts(b, c->current ? faucet_value_json(c->current) : "null");
+	jw_member(b, "wrote", 0);
+	(void)faucet_buf_puts(b, c->wrote ? faucet_value_json(c->wrote) : "null");
+	jw_member(b, "wrote_known", 0);
+	(void)faucet_buf_puts(b, c->wrote_known ? "true" : "false");
+	jw_member(b, "later_run", 0);
+	faucet__json_string(b, c->run);
+	(void)faucet_buf_putc(b, '}');
+}
+
 static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 {
 	const char *cur = r->conflict_current ? faucet_value_json(r->conflict_current) : "(absent)";
@@ -335,14 +368,38 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 							 : "null");
 		jw_member(&b, "later_run", 0);
 		faucet__json_string(&b, r->conflict_run);
+		jw_member(&b, "conflicts", 0);
+		(void)faucet_buf_putc(&b, '[');
+		for (size_t i = 0; i < r->conflict_count; i++) {
+			if (i > 0)
+				(void)faucet_buf_putc(&b, ',');
+			conflict_json(&b, &r->conflicts[i]);
+		}
+		(void)faucet_buf_putc(&b, ']');
+		jw_member(&b, "conflict_total", 0);
+		(void)faucet_buf_printf(&b, "%zu", r->conflict_total);
+		jw_member(&b, "truncated", 0);
+		(void)faucet_buf_puts(&b, r->conflicts_truncated ? "true" : "false");
 		(void)faucet_buf_putc(&b, '}');
 		(void)jw_print(&b);
+	} else if (r->conflict_total > 1) {
+		/* Every key, so that one retry after fixing them is enough. */
+		for (size_t i = 0; i < r->conflict_count; i++)
+			conflict_line(&r->conflicts[i]);
+		if (r->conflicts_truncated)
+			fprintf(stderr, "faucet: conflict: ... and %zu more keys\n",
+				r->conflict_total - r->conflict_count);
 	}
+	if (r->conflict_total > 1)
+		return cli_error(CLI_EXIT_CONDITION,
+				 "cannot undo run %s: %zu keys changed since (listed above); "
+				 "nothing written - undo the later runs first, or use --force to "
+				 "restore anyway", r->run, r->conflict_total);
 	if (r->conflict_run != NULL)
 		return cli_error(CLI_EXIT_CONDITION,
-				 "cannot undo run %s: the later run %s changed %s (now %.200s); "
-				 "nothing written - undo that run first, or use --force to restore "
-				 "anyway", r->run, r->conflict_run, r->conflict_key, cur);
+				 "cannot undo run %s: the later run %s changed %s (now %.200s; the run "
+				 "wrote %.200s); nothing written - undo that run first, or use --force "
+				 "to restore anyway", r->run, r->conflict_run, r->conflict_key, cur, wrote);
 	return cli_error(CLI_EXIT_CONDITION,
 			 "cannot undo run %s: %s changed since (now %.200s; the run wrote %.200s); "
 			 "nothing written - use --force to restore anyway",

@@ -33,10 +33,28 @@
 #include "run/run_internal.h"
 #include <faucet/keys.h>
 
+/* The struct before version 3 appended the conflict list: what an older
+ * caller allocated. */
+#define UNDO_RESULT_V2_SIZE offsetof(faucet_undo_result, conflicts)
+
 void faucet_undo_result_dispose(faucet_undo_result *r)
 {
 	if (r == NULL)
 		return;
+	/* The list exists only when the library said so: an older caller's
+	 * struct ends before it. */
+	if ((r->conflict & FAUCET_UNDO_CONFLICT_LISTED) != 0) {
+		for (size_t i = 0; i < r->conflict_count; i++) {
+			free(r->conflicts[i].key);
+			free(r->conflicts[i].run);
+			faucet_value_free(r->conflicts[i].current);
+			faucet_value_free(r->conflicts[i].wrote);
+		}
+		free(r->conflicts);
+		r->conflicts = NULL;
+		r->conflict_count = r->conflict_total = 0;
+		r->conflicts_truncated = 0;
+	}
 	for (size_t i = 0; i < r->restored.count; i++) {
 		if (r->replaced != NULL)
 			faucet_value_free(r->replaced[i]);
@@ -53,7 +71,7 @@ void faucet_undo_result_dispose(faucet_undo_result *r)
 	faucet_value_free(r->conflict_current);
 	faucet_value_free(r->conflict_wrote);
 	faucet_strarray_dispose(&r->restored);
-	memset(r, 0, sizeof(*r));
+	memset(r, 0, UNDO_RESULT_V2_SIZE);
 }
 
 /* ---- finding status documents ---------------------------------------------------------- */
@@ -446,9 +464,10 @@ static int plan(faucet_store *s, const run_marker *m, const later_set *later, st
 			return rc;
 		if (faucet_value_equal(steps[i].current, img->before))
 			steps[i].kind = STEP_DONE;
-		else if (img->after_known && !faucet_value_equal(steps[i].current, img->after))
+		else if (img->after_known && !faucet_value_equal(steps[i].current, img->after)) {
 			steps[i].kind = STEP_CONFLICT;
-		else if ((steps[i].later = later_changed(later, img->key)) != NULL)
+			steps[i].later = later_changed(later, img->key); /* who, if a run */
+		} else if ((steps[i].later = later_changed(later, img->key)) != NULL)
 			steps[i].kind = STEP_CONFLICT;
 		else
 			steps[i].kind = STEP_RESTORE;
@@ -466,6 +485,48 @@ static int note_conflict(faucet_undo_result *res, const step *st)
 	res->conflict_run = st->later ? faucet__strdup(st->later) : NULL;
 	if (res->conflict_key == NULL || (st->later && res->conflict_run == NULL))
 		return FAUCET_ENOMEM;
+	return 0;
+}
+
+/* Every planned conflict into the result: the first into the single-key
+ * fields, up to `max` into the list when `listed`, all of them counted. */
+static int note_conflicts(faucet_undo_result *res, const step *steps, size_t n, int listed,
+			  size_t max)
+{
+	size_t total = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += steps[i].kind == STEP_CONFLICT;
+	for (size_t i = 0; i < n; i++) {
+		if (steps[i].kind == STEP_CONFLICT) {
+			rc = note_conflict(res, &steps[i]);
+			break;
+		}
+	}
+	if (rc != 0 || !listed)
+		return rc;
+	res->conflict |= FAUCET_UNDO_CONFLICT_LISTED;
+	res->conflict_total = total;
+	res->conflicts = faucet__calloc(total < max ? total : max, sizeof(*res->conflicts));
+	if (res->conflicts == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n && res->conflict_count < max; i++) {
+		const step *st = &steps[i];
+		faucet_undo_conflict *c = &res->conflicts[res->conflict_count];
+
+		if (st->kind != STEP_CONFLICT)
+			continue;
+		res->conflict_count++; /* counted first: dispose frees what is there */
+		c->key = faucet__strdup(st->img->key);
+		c->current = faucet_value_ref(st->current);
+		c->wrote_known = st->img->after_known;
+		c->wrote = st->img->after_known ? faucet_value_ref(st->img->after) : NULL;
+		c->run = st->later ? faucet__strdup(st->later) : NULL;
+		if (c->key == NULL || (st->later && c->run == NULL))
+			return FAUCET_ENOMEM;
+	}
+	res->conflicts_truncated = res->conflict_count < total;
 	return 0;
 }
 
@@ -543,7 +604,7 @@ static int roll_back(faucet_run *u, step *steps, size_t upto)
 
 /* Restore every planned key; on a conflict met on the way, roll back. */
 static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force,
-		 faucet_undo_result *res)
+		 int listed, size_t max, faucet_undo_result *res)
 {
 	int rc = 0;
 
@@ -557,8 +618,10 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 			/* Someone wrote the key between the plan and now. */
 			faucet_value_free(steps[i].current);
 			steps[i].current = NULL;
+			/* The only conflict: the plan had none. */
+			steps[i].kind = STEP_CONFLICT;
 			if ((rc = faucet_store_get(s, steps[i].img->key, &steps[i].current)) == 0)
-				rc = note_conflict(res, &steps[i]);
+				rc = note_conflicts(res, steps, n, listed, max);
 			if (rc == 0)
 				rc = roll_back(u, steps, i);
 			return rc;
@@ -570,6 +633,7 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 static int load_undo_options(const faucet_undo_options *opts, faucet_undo_options *o)
 {
 	static const size_t sizes[] = {offsetof(faucet_undo_options, wait_ms),
+				       offsetof(faucet_undo_options, max_conflicts),
 				       sizeof(faucet_undo_options)};
 	faucet_undo_options def = FAUCET_UNDO_OPTIONS_INIT;
 
@@ -648,16 +712,22 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	run_marker m;
 	later_set later;
 	step *steps = NULL;
-	int rc, ended = 0;
+	size_t max_conflicts;
+	int rc, ended = 0, listed;
 
 	if (res == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_undo: result is NULL");
-	memset(res, 0, sizeof(*res));
+	/* Version 3 options come with the version 3 result (the conflict list). */
+	listed = opts != NULL && opts->version >= 3;
+	memset(res, 0, listed ? sizeof(*res) : UNDO_RESULT_V2_SIZE);
 	memset(&m, 0, sizeof(m));
 	memset(&loc, 0, sizeof(loc));
 	memset(&later, 0, sizeof(later));
 	if ((rc = load_undo_options(opts, &o)) != 0)
 		return rc;
+	max_conflicts = o.max_conflicts == 0 || o.max_conflicts > FAUCET_UNDO_CONFLICTS_MAX
+				? FAUCET_UNDO_CONFLICTS_MAX
+				: o.max_conflicts;
 	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::"))
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
@@ -693,9 +763,10 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 		rc = FAUCET_ENOMEM;
 		goto done;
 	}
-	for (size_t i = 0; i < m.count; i++) {
-		if (steps[i].kind == STEP_CONFLICT && !o.force) {
-			rc = note_conflict(res, &steps[i]);
+	/* Every key checked before refusing: all the conflicts reported. */
+	for (size_t i = 0; !o.force && i < m.count; i++) {
+		if (steps[i].kind == STEP_CONFLICT) {
+			rc = note_conflicts(res, steps, m.count, listed, max_conflicts);
 			goto done;
 		}
 	}
@@ -709,7 +780,7 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	 * that failed after restoring): the target must still be marked. */
 	rc = faucet_run__start(u);
 	if (rc == 0)
-		rc = apply(s, u, steps, m.count, o.force, res);
+		rc = apply(s, u, steps, m.count, o.force, listed, max_conflicts, res);
 	if (rc == 0 && res->conflict) {
 		char msg[FAUCET_KEY_MAX + 64];
 

@@ -657,9 +657,15 @@ static void post_undo(serve_request *rq, serve_reply *out)
 	if (res.conflict) {
 		faucet_buf msg = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_printf(&msg, "%s changed since run %s wrote it; nothing was restored "
-					   "(?force=true restores anyway)",
-				     res.conflict_key ? res.conflict_key : "a key", res.run);
+		if (res.conflict_total > 1)
+			(void)faucet_buf_printf(&msg, "%zu keys changed since run %s wrote them (see "
+						      "conflicts); nothing was restored (?force=true "
+						      "restores anyway)",
+						res.conflict_total, res.run);
+		else
+			(void)faucet_buf_printf(&msg, "%s changed since run %s wrote it; nothing was "
+						      "restored (?force=true restores anyway)",
+						res.conflict_key ? res.conflict_key : "a key", res.run);
 		(void)faucet_buf_puts(&b, "\"error\":{");
 		jw_member(&b, "code", 1);
 		faucet__json_string(&b, "conflict");
@@ -691,24 +697,29 @@ static void post_undo(serve_request *rq, serve_reply *out)
 	(void)faucet_buf_putc(&b, ']');
 	jw_member(&b, "conflicts", 0);
 	(void)faucet_buf_putc(&b, '[');
-	if (res.conflict) {
-		(void)faucet_buf_putc(&b, '{');
+	/* Every conflicting key (the library lists up to max_conflicts). */
+	for (size_t i = 0; res.conflict && i < res.conflict_count; i++) {
+		const faucet_undo_conflict *c = &res.conflicts[i];
+
+		(void)faucet_buf_puts(&b, i ? ",{" : "{");
 		jw_member(&b, "key", 1);
-		faucet__json_string(&b, res.conflict_key);
+		faucet__json_string(&b, c->key);
 		jw_member(&b, "current", 0);
-		value_or_null(&b, res.conflict_current);
+		value_or_null(&b, c->current);
 		jw_member(&b, "wrote", 0);
-		if (res.conflict_wrote_known)
-			value_or_null(&b, res.conflict_wrote);
-		else
-			(void)faucet_buf_puts(&b, "null");
+		value_or_null(&b, c->wrote_known ? c->wrote : NULL);
 		jw_member(&b, "wrote_known", 0);
-		(void)faucet_buf_puts(&b, res.conflict_wrote_known ? "true" : "false");
+		(void)faucet_buf_puts(&b, c->wrote_known ? "true" : "false");
 		jw_member(&b, "changed_by", 0);
-		faucet__json_string(&b, res.conflict_run);
+		faucet__json_string(&b, c->run);
 		(void)faucet_buf_putc(&b, '}');
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)faucet_buf_putc(&b, ']');
+	jw_member(&b, "conflict_total", 0);
+	(void)faucet_buf_printf(&b, "%zu", res.conflict_total);
+	jw_member(&b, "conflicts_truncated", 0);
+	(void)faucet_buf_puts(&b, res.conflicts_truncated ? "true" : "false");
+	(void)faucet_buf_putc(&b, '}');
 	serve_json(out, res.conflict ? 409 : 200, &b);
 	faucet_undo_result_dispose(&res);
 }

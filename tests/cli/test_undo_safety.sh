@@ -152,4 +152,23 @@ else
 	echo "note: FAUCET_FAULTSHIM is not set (a sanitizer build): the failed-end case is left out"
 fi
 
+# ---- a refused undo lists every key changed since, not only the first ----
+"$F" run --pipeline q -- sh -c '"$F" state put q::default::a 1 && "$F" state put q::default::b 2 &&
+	"$F" state put q::default::c 3' >/dev/null 2>run3.err || fail "the three-key run"
+RUN3=$(grep -o 'run [0-9A-Za-z.-]*' run3.err | head -1 | cut -d' ' -f2)
+run state put q::default::a 10
+run state put q::default::c 30
+run state undo q --row default "$RUN3"
+expect_rc 3 "the undo of the three-key run is a conflict"
+expect_err_contains "conflict: q::default::a changed by" "the first changed key is listed"
+expect_err_contains "conflict: q::default::c changed by" "and the second"
+expect_err_contains "2 keys changed since" "and the count"
+[ "$(printf '%s' "$ERR" | grep -c '^faucet: conflict:')" = 2 ] || fail "exactly two conflict lines"
+run --json state undo q --row default "$RUN3"
+expect_rc 3 "--json: the same conflict"
+expect_json "sorted(c['key'] for c in d['conflicts']) == ['q::default::a', 'q::default::c'] and d['conflict_total'] == 2 and d['truncated'] is False and all(c['later_run'] for c in d['conflicts'])" \
+	"--json lists exactly the two changed keys, each with the later run"
+run state get q::default::b
+expect_out '2' "nothing was written"
+
 finish

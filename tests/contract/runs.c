@@ -544,6 +544,92 @@ static void undo_refuses_a_key_changed_since_unless_forced(void **state)
 	tu_assert_value(s, "p::default::b", "10");
 }
 
+static const faucet_undo_conflict *find_conflict(const faucet_undo_result *res, const char *key)
+{
+	for (size_t i = 0; i < res->conflict_count; i++)
+		if (strcmp(res->conflicts[i].key, key) == 0)
+			return &res->conflicts[i];
+	return NULL;
+}
+
+/* Every key is checked before the undo refuses: the operator sees all the
+ * keys to settle at once, not one per retry. */
+static void undo_reports_every_conflicting_key(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r;
+	faucet_undo_result res;
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	const faucet_undo_conflict *c;
+	char first[FAUCET_RUN_ID_LEN + 1], later[FAUCET_RUN_ID_LEN + 1];
+
+	r = begin(s, NULL);
+	run_put(r, "p::default::a", "1");
+	run_put(r, "p::default::b", "2");
+	run_put(r, "p::default::c", "3");
+	(void)snprintf(first, sizeof(first), "%s", faucet_run_id(r));
+	end_ok(r);
+	tu_put(s, "p::default::a", "10"); /* a plain write */
+	{
+		/* Run ids sort by their start millisecond. */
+		struct timespec ms2 = {0, 2000000};
+
+		(void)nanosleep(&ms2, NULL);
+	}
+	r = begin(s, NULL); /* a later run */
+	run_put(r, "p::default::c", "30");
+	(void)snprintf(later, sizeof(later), "%s", faucet_run_id(r));
+	end_ok(r);
+
+	o.run = first; /* not the newest */
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_true(res.conflict);
+	assert_true(res.conflict & FAUCET_UNDO_CONFLICT_LISTED);
+	assert_int_equal(res.conflict_count, 2);
+	assert_int_equal(res.conflict_total, 2);
+	assert_false(res.conflicts_truncated);
+	assert_null(find_conflict(&res, "p::default::b"));
+	c = find_conflict(&res, "p::default::a");
+	assert_non_null(c);
+	assert_string_equal(faucet_value_json(c->current), "10");
+	assert_true(c->wrote_known);
+	assert_string_equal(faucet_value_json(c->wrote), "1");
+	assert_null(c->run);
+	c = find_conflict(&res, "p::default::c");
+	assert_non_null(c);
+	assert_string_equal(faucet_value_json(c->current), "30");
+	assert_non_null(c->run);
+	assert_string_equal(c->run, later);
+	/* The single-key fields: the first of the list. */
+	assert_string_equal(res.conflict_key, res.conflicts[0].key);
+	assert_null(res.undo_run);
+	faucet_undo_result_dispose(&res);
+	assert_null(res.conflicts);
+	assert_int_equal(res.conflict_count, 0);
+	/* Nothing written, not even the key without a conflict. */
+	tu_assert_value(s, "p::default::a", "10");
+	tu_assert_value(s, "p::default::b", "2");
+	tu_assert_value(s, "p::default::c", "30");
+
+	/* Capped: the first listed, both counted. */
+	o.max_conflicts = 1;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_int_equal(res.conflict_count, 1);
+	assert_int_equal(res.conflict_total, 2);
+	assert_true(res.conflicts_truncated);
+	faucet_undo_result_dispose(&res);
+
+	/* Version 2 options: an older caller's shorter struct; no list. */
+	o.version = 2;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_true(res.conflict);
+	assert_false(res.conflict & FAUCET_UNDO_CONFLICT_LISTED);
+	assert_non_null(res.conflict_key);
+	assert_null(res.conflicts);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::b", "2");
+}
+
 /* A run that took no lease (every CLI write) knows what its own writes
  * left and records that as the after-image, rather than reading the keys
  * back at the end: a key another writer changed after the run wrote it is
@@ -1434,6 +1520,7 @@ int contract_runs_run(const contract_backend *b)
 						teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_before_images_and_is_a_run, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(undo_reports_every_conflicting_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(undo_refuses_a_key_changed_since_unless_forced, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_crashed_undo_run_again_finishes_the_job, setup,

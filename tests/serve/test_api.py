@@ -369,6 +369,27 @@ class StoreTests(Base):
         self.assertTrue(entries is not None)
         self.stop(s)
 
+    def test_undo_conflict_lists_every_key(self):
+        s = self.serve()
+        sh = ('"$0" --state "$1" state put w::default::a 1 && "$0" --state "$1" state put w::default::b 2 '
+              '&& "$0" --state "$1" state put w::default::c 3')
+        self.cli("run", "--pipeline", "w", "--", "sh", "-c", sh, FAUCET, self.store)
+        st, h, hist = s.json("GET", "/v1/pipelines/w/runs")
+        self.assertEqual(st, 200)
+        runs = [r["run"] for scope in hist for r in scope["runs"]]
+        self.assertEqual(len(runs), 1, hist)
+        s.json("PUT", k("w::default::a"), 10)
+        self.cli("state", "put", "w::default::c", "30")
+        st, h, doc = s.json("POST", "/v1/pipelines/w/runs/%s/undo" % runs[0])
+        self.assertEqual(st, 409, doc)
+        self.assertEqual(doc["error"]["code"], "conflict")
+        got = sorted((c["key"], c["current"], c["wrote"]) for c in doc["conflicts"])
+        self.assertEqual(got, [("w::default::a", 10, 1), ("w::default::c", 30, 3)])
+        self.assertTrue(all(c["changed_by"] for c in doc["conflicts"]), doc)
+        self.assertEqual(doc["conflict_total"], 2)
+        self.assertFalse(doc["conflicts_truncated"])
+        self.assertEqual(s.json("GET", k("w::default::b"))[2], 2)
+
     def test_runs_and_undo(self):
         s = self.serve()
         key = "u::default::pos"
