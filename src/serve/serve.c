@@ -45,15 +45,17 @@ static const char serve_help[] =
 	"Serve the store over HTTP: a JSON API under /v1/ (described by the OpenAPI\n"
 	"document at /v1/openapi.json), GET /v1/health and GET /metrics.  Every write\n"
 	"is one run (undoable like a CLI write) and answers with its run id in the\n"
-	"Faucet-Run header.\n"
+	"Faucet-Run header.  A browser at / gets the dashboard: pipelines, their\n"
+	"bookmarks and runs (with undo), locks and backfills, updated live.\n"
 	"\n"
 	"  --listen HOST:PORT   where to listen (default 127.0.0.1:8421; port 0 picks\n"
 	"                       one, printed on stderr).  A non-loopback address needs\n"
 	"                       --token-file.\n"
-	"  --token-file FILE    bearer tokens, one per line as 'read TOKEN' or 'write\n"
-	"                       TOKEN' ('#' starts a comment); FILE must not be readable\n"
-	"                       by group or others (chmod 600).  Every request except\n"
-	"                       GET /v1/health then needs 'Authorization: Bearer TOKEN'.\n"
+	"  --token-file FILE    bearer tokens, one per line as 'TOKEN read' or 'TOKEN\n"
+	"                       write' ('#' starts a comment; a token has at least 16\n"
+	"                       characters); FILE must not be readable by group or\n"
+	"                       others (chmod 600).  Every request except GET\n"
+	"                       /v1/health then needs 'Authorization: Bearer TOKEN'.\n"
 	"  --read-only          refuse every write (403)\n"
 	"  --threads N          worker threads (default 4)\n"
 	"  --max-connections N  open connections served (default 64; 503 beyond)\n"
@@ -123,6 +125,11 @@ static void wipe_tokens(void)
 
 /* Read the token file: mode 0600 (no group/other bits), lines "read T" or
  * "write T".  Prints the error and returns CLI_EXIT_USAGE when it is bad. */
+static int is_scope(const char *word)
+{
+	return strcmp(word, "read") == 0 || strcmp(word, "write") == 0;
+}
+
 static int load_tokens(const char *path)
 {
 	struct stat st;
@@ -161,14 +168,21 @@ static int load_tokens(const char *path)
 			line++;
 		if (*line == '\0' || *line == '#')
 			continue;
-		scope = strtok_r(line, " \t", &s2);
-		tok = strtok_r(NULL, " \t", &s2);
+		tok = strtok_r(line, " \t", &s2);
+		scope = strtok_r(NULL, " \t", &s2);
 		rest = strtok_r(NULL, " \t", &s2);
-		if (scope == NULL || tok == NULL || rest != NULL ||
-		    (strcmp(scope, "read") != 0 && strcmp(scope, "write") != 0)) {
+		/* "TOKEN SCOPE"; the older "SCOPE TOKEN" too: a token has at
+		 * least 16 characters, so it is never a scope word. */
+		if (tok != NULL && scope != NULL && !is_scope(scope) && is_scope(tok)) {
+			char *t = tok;
+
+			tok = scope;
+			scope = t;
+		}
+		if (tok == NULL || scope == NULL || rest != NULL || !is_scope(scope)) {
 			rc = cli_error(CLI_EXIT_USAGE,
-				       "serve: token file %s line %zu: expected 'read TOKEN' or "
-				       "'write TOKEN'",
+				       "serve: token file %s line %zu: expected 'TOKEN read' or "
+				       "'TOKEN write'",
 				       path, lineno);
 			break;
 		}

@@ -565,7 +565,8 @@ class ServerTests(Base):
         s.reader.join(DEADLINE)
         self.assertIn("mode 0644", s.log())
         self.assertIn("chmod 600", s.log())
-        for bad in ["admin " + "x" * 32, "write short", "write a b", "# only a comment\n"]:
+        for bad in ["admin " + "x" * 32, "x" * 32 + " admin", "x" * 32, "write short",
+                    "short read", "read write", "write a b", "# only a comment\n"]:
             path = self.token_file(bad + "\n")
             s = self.serve("--token-file", path, expect_start=False)
             self.assertEqual(s.proc.wait(timeout=DEADLINE), 2, bad)
@@ -594,7 +595,8 @@ class ServerTests(Base):
 
     def test_tokens(self):
         rtok, wtok = "r" * 20 + "READ", "w" * 20 + "WRITE"
-        path = self.token_file("# tokens\nread %s\n\nwrite %s\n" % (rtok, wtok))
+        # SPEC's order (TOKEN SCOPE) and the older one (SCOPE TOKEN) both read
+        path = self.token_file("# tokens\n%s read\n\nwrite %s\n" % (rtok, wtok))
         s = self.serve("--token-file", path)
         st, h, doc = s.json("GET", "/v1/health")
         self.assertEqual(st, 200)  # no token needed
