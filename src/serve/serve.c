@@ -33,7 +33,10 @@
 #include <json-c/json.h>
 #include "mhd.h"
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "serve.h"
 
@@ -1032,6 +1035,52 @@ static int read_pem(const char *path, const char *what, char **out)
 	return 0;
 }
 
+/* A passphrase callback that has none: an encrypted key is refused instead
+ * of prompting on the terminal of a daemon. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return 0;
+}
+
+/* The certificate, the key and that they are a pair, checked before the
+ * server starts: a wrong file is then one line naming it (GnuTLS would
+ * print three, ending in an unrelated errno). */
+static int check_tls_files(const char *cert, const char *cert_pem, const char *key,
+			   const char *key_pem)
+{
+	BIO *b = BIO_new_mem_buf(cert_pem, -1);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, no_passphrase, NULL) : NULL;
+	EVP_PKEY *k = NULL;
+	int rc = 0;
+
+	BIO_free(b);
+	if (x == NULL) {
+		rc = cli_error(CLI_EXIT_USAGE, "serve: --tls-cert %s is not a PEM certificate",
+			       cert);
+		goto done;
+	}
+	b = BIO_new_mem_buf(key_pem, -1);
+	k = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
+	BIO_free(b);
+	if (k == NULL)
+		rc = cli_error(CLI_EXIT_USAGE,
+			       "serve: --tls-key %s is not a PEM private key without a passphrase",
+			       key);
+	else if (X509_check_private_key(x, k) != 1)
+		rc = cli_error(CLI_EXIT_USAGE,
+			       "serve: --tls-key %s is not the key of the certificate in %s", key,
+			       cert);
+done:
+	EVP_PKEY_free(k);
+	X509_free(x);
+	ERR_clear_error();
+	return rc;
+}
+
 int cli_serve_main(cli_context *ctx, int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_TOKENS, O_RO, O_THREADS, O_MAXC, O_TIMEOUT, O_CERT, O_KEY, O_ROUTES };
@@ -1115,7 +1164,8 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 		goto done;
 	}
 	if (cert != NULL && ((rc = read_pem(cert, "certificate", &cert_pem)) != 0 ||
-			     (rc = read_pem(key, "key", &key_pem)) != 0))
+			     (rc = read_pem(key, "key", &key_pem)) != 0 ||
+			     (rc = check_tls_files(cert, cert_pem, key, key_pem)) != 0))
 		goto done;
 	if ((rc = cli_open_store(ctx, &srv.store)) != 0)
 		goto done;

@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -572,6 +573,79 @@ class ServerTests(Base):
             self.assertEqual(s.proc.wait(timeout=DEADLINE), 2, bad)
             s.reader.join(DEADLINE)
             self.assertRegex(s.log(), r"token file .*(line 1|no token)")
+
+    def make_cert(self):
+        """A self-signed certificate for 127.0.0.1 (openssl req), and its key."""
+        cert, key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
+        p = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return cert, key
+
+    def test_tls(self):
+        cert, key = self.make_cert()
+        wtok = "t" * 24 + "WRITE"
+        tokens = self.token_file("%s write\n" % wtok)
+        s = self.serve("--tls-cert", cert, "--tls-key", key, "--token-file", tokens)
+        self.assertIn("listening on https://127.0.0.1:", s.log())
+        ctx = ssl.create_default_context(cafile=cert)
+        s.conn = lambda: http.client.HTTPSConnection("127.0.0.1", s.port, timeout=DEADLINE,
+                                                     context=ctx)
+        st, h, doc = s.json("GET", "/v1/health")
+        self.assertEqual(st, 200, doc)
+        st, h, doc = s.json("PUT", k("p::default::a"), {"v": 1}, token=wtok)
+        self.assertEqual(st, 200, doc)
+        st, h, doc = s.json("GET", k("p::default::a"), token=wtok)
+        self.assertEqual((st, doc), (200, {"v": 1}))
+        self.assertEqual(json.loads(self.cli("state", "get", "p::default::a").stdout), {"v": 1})
+        # a client that does not trust the certificate is refused by TLS itself
+        strict = ssl.create_default_context()
+        c = http.client.HTTPSConnection("127.0.0.1", s.port, timeout=DEADLINE, context=strict)
+        with self.assertRaises(ssl.SSLError):
+            c.request("GET", "/v1/health")
+        c.close()
+        # plain HTTP to the TLS port gets no API answer
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=DEADLINE)
+        try:
+            c.request("GET", "/v1/health")
+            status = c.getresponse().status
+        except (http.client.HTTPException, OSError):
+            status = None
+        finally:
+            c.close()
+        self.assertNotEqual(status, 200)
+        self.stop(s)
+        self.assertNotIn(wtok, s.log())
+
+    def test_tls_bad_files(self):
+        cert, key = self.make_cert()
+        other_key = os.path.join(self.tmp, "other-key.pem")
+        os.rename(key, other_key)
+        cert, key = self.make_cert()  # a second pair: other_key is not its key
+        locked = os.path.join(self.tmp, "locked.pem")
+        p = subprocess.run(["openssl", "pkey", "-in", key, "-out", locked, "-aes256",
+                            "-passout", "pass:secret-pass"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        garbage = os.path.join(self.tmp, "garbage.pem")
+        with open(garbage, "w") as f:
+            f.write("not a certificate\n")
+        for args, want in [(["--tls-cert", cert], "go together"),
+                           (["--tls-key", key], "go together"),
+                           (["--tls-cert", os.path.join(self.tmp, "missing.pem"), "--tls-key", key],
+                            "missing.pem"),
+                           (["--tls-cert", garbage, "--tls-key", key], "not a PEM certificate"),
+                           (["--tls-cert", cert, "--tls-key", garbage], "not a PEM private key"),
+                           (["--tls-cert", key, "--tls-key", cert], "not a PEM certificate"),
+                           (["--tls-cert", cert, "--tls-key", other_key], "not the key of"),
+                           (["--tls-cert", cert, "--tls-key", locked], "passphrase")]:
+            s = self.serve(*args, expect_start=False)
+            rc = s.proc.wait(timeout=DEADLINE)
+            s.reader.join(DEADLINE)
+            self.assertEqual(rc, 2, (args, s.log()))
+            self.assertIn(want, s.log(), args)
+            self.assertEqual(len(s.log().strip().splitlines()), 1, s.log())
 
     def test_non_loopback_needs_tokens(self):
         p = subprocess.run([FAUCET, "--state", self.store, "serve", "--listen", "0.0.0.0:0"],
