@@ -969,13 +969,19 @@ def check_undo_clobber(ops, runs_doc):
                 if w.kind == "undo" and w.undone and (w.undone == u or w.undone > u):
                     continue
                 # V was undone first: by an undo that finished before this
-                # one started, or that overlapped it - two undos of one
-                # pipeline exclude each other (the pipeline lease) and
-                # these do not wait, so the one whose run id (taken just
-                # before the lease) is smaller held the lease first.
+                # one started, or that overlapped it.  Two undos of one
+                # pipeline exclude each other (the pipeline lease), and of
+                # two overlapping ones either may have held it first - not
+                # always the one with the smaller run id: the id is taken
+                # before the lease is claimed, and a process can be
+                # descheduled in between (seen: sqlite seed 2103898511 on a
+                # loaded machine).  Had this undo gone first and restored K
+                # over V's write, the undo of V would have met K changed
+                # since V and refused (every value is unique), so a
+                # successful undo of V that overlapped this one went first.
+                # R1 still checks that the values agree with that order.
                 undone_before = any(
-                    y.undone == v and (y.cmp < x.inv or (y.run and x.run and y.run < x.run))
-                    for y in ok_undos)
+                    y.undone == v and y is not x and y.inv < x.cmp for y in ok_undos)
                 if undone_before:
                     continue
                 if w.kind in ("delete",) and changed_key_per_history(index, v, key) is not True:

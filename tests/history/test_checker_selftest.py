@@ -162,6 +162,23 @@ class UndoClobber(unittest.TestCase):
     def test_undo_stack_popping_accepted(self):
         self.assertEqual(ch.check_undo_clobber(self.history(later_write_undone=True), runs_doc()), [])
 
+    def test_overlapping_undo_of_later_run_accepted(self):
+        # The undo of R2 overlaps the undo of R1 and got the pipeline lease
+        # first although its run id is larger (taken before the lease).
+        ops = self.history()
+        ops.append(op("undo", inv=62, cmp=66, run="20260101T000009.000Z-ffffff",
+                      out={"undone": R2, "run": "20260101T000009.000Z-ffffff",
+                           "restored": ["P::a"]}))
+        self.assertEqual(ch.check_undo_clobber(ops, runs_doc()), [])
+
+    def test_undo_of_later_run_after_the_undo_flagged(self):
+        # Undone only after this undo ended: the restore went over R2's write.
+        ops = self.history()
+        ops.append(op("undo", inv=75, cmp=80, run="20260101T000009.000Z-ffffff",
+                      out={"undone": R2, "run": "20260101T000009.000Z-ffffff",
+                           "restored": ["P::a"]}))
+        self.assertEqual(rules(ch.check_undo_clobber(ops, runs_doc())), ["R2"])
+
     def test_write_after_undo_started_not_counted(self):
         ops = [op("put", "P::a", v("1"), 0, 10, run=R1),
                op("put", "P::a", v("2"), 55, 80, run=R2),
