@@ -9,6 +9,16 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 status=0
 
+# stage NAME: print the stage's heading, and how long the one before took
+# (the whole run must stay within CI's budget: these say where it goes).
+stage_name= stage_start=$SECONDS
+stage() {
+  [ -n "$stage_name" ] && echo "-- $stage_name: $((SECONDS - stage_start)) s"
+  stage_name=$1 stage_start=$SECONDS
+  [ -n "$1" ] && echo "== $1 =="
+  return 0
+}
+
 # Throw-away PostgreSQL and Redis servers for the backend tests; their URLs
 # reach the tests through the environment (FAUCET_TEST_PG_URL, ...).  They
 # are stopped on every exit, failure included.
@@ -25,7 +35,7 @@ run_suite() {
   (cd "$dir" && ctest --output-on-failure -j"$jobs" ${ctest_args:-}) || status=1
 }
 
-echo "== normal build =="
+stage "normal build"
 run_suite build
 
 # The other build types compile warning-free too (-O2/-Os see different
@@ -33,7 +43,7 @@ run_suite build
 # and go with the optimizer), with GCC and with clang: compiled only, every
 # target, tests and benchmarks included.  A user's build of a released tree
 # does not use -Werror (FAUCET_WERROR is OFF by default); CI does.
-echo "== other build types (compile only) =="
+stage "other build types (compile only)"
 compile_only() { # DIR CMAKE_ARGS...
   local dir=$1; shift
   if ! { cmake -S . -B "$dir" -DFAUCET_WERROR=ON "$@" && cmake --build "$dir" -j"$jobs"; } \
@@ -55,18 +65,18 @@ fi
 
 # The shared library's ABI against the committed baseline abi/libfaucet.abi
 # (scripts/abi-check.sh --update records an intended change).
-echo "== ABI check =="
+stage "ABI check"
 ./scripts/abi-check.sh build || status=1
 
 # Modules depend on the ones below them only (the order is in the script).
-echo "== layer check =="
+stage "layer check"
 ./scripts/check-layers.sh build || status=1
 
 # The Python binding (bindings/python) against the library just built, on
 # the file, SQLite, PostgreSQL and Redis stores.  Debian's interpreter has
 # pytest (python3-pytest); a `python3` earlier on PATH may not, so the
 # package is also imported with that one, which is all it must do there.
-echo "== Python binding =="
+stage "Python binding"
 FAUCET_LIBRARY=build/libfaucet.so /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   bindings/python/tests || status=1
 if [ "$(command -v python3)" != /usr/bin/python3 ]; then
@@ -77,10 +87,10 @@ fi
 # The durability proof must be able to fail: every fsync removed, every
 # directory sync dropped, the temp file synced after its rename, SQLite at
 # synchronous=OFF/NORMAL - each must turn a durability test red.
-echo "== mutation check of the durability tests =="
+stage "mutation check of the durability tests"
 ./scripts/mutate.sh || status=1
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
+stage "AddressSanitizer + UndefinedBehaviorSanitizer build"
 # The failover tests (label cluster: servers killed, leaders elected) and
 # the history checker's schedules exercise timing across processes, which
 # the normal build has just proven; under the sanitizers every other test
@@ -91,7 +101,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # A long file-store batch commits each group on a second thread while the
 # next is written (faucet__durable_stream): the tests that drive it, under
 # ThreadSanitizer, which fails them on any data race.
-echo "== ThreadSanitizer build (file-store batches) =="
+stage "ThreadSanitizer build (file-store batches)"
 tsan_tests="test_durability test_file_store test_file_faults"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAUCET_WERROR=ON -DFAUCET_TSAN=ON \
   >/dev/null
@@ -104,7 +114,7 @@ cmake --build build-tsan -j"$jobs" --target $tsan_tests >/dev/null
 # the library write past the end of what Python allocated, which ASan sees
 # once Python allocates with malloc.  (Leak detection stays off: the
 # interpreter does not free everything at exit.)
-echo "== Python binding over the ASan/UBSan library =="
+stage "Python binding over the ASan/UBSan library"
 LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
   PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 FAUCET_LIBRARY=build-asan/libfaucet.so \
@@ -128,7 +138,7 @@ fuzzer_available() {
   return $rc
 }
 
-echo "== libFuzzer build (clang 14) =="
+stage "libFuzzer build (clang 14)"
 if fuzzer_available; then
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
     -DFAUCET_WERROR=ON -DFAUCET_FUZZ=ON >/dev/null
@@ -141,4 +151,6 @@ else
   echo "skipped: clang-14 with libFuzzer is not installed (scripts/install-deps.sh installs it)"
 fi
 
+stage ""
+echo "-- the whole run: $SECONDS s"
 exit $status
