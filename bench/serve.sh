@@ -64,3 +64,34 @@ printf '  %-34s %10.1f us\n' "store put (durable, no run)" "$put_us"
 printf '  %-34s %10.1f us\n' "store put recorded as a run" "$run_us"
 printf '  %-34s %10.2fx    (target <= 1.2x)\n' "HTTP PUT / run-recorded put" "$(awk -v m="$mean" -v r="$run_us" 'BEGIN{print m*1000/r}')"
 printf '  %-34s %10.2fx\n' "HTTP PUT / bare durable put" "$(awk -v m="$mean" -v r="$put_us" 'BEGIN{print m*1000/r}')"
+
+# 3. The server idle with an open dashboard: one /v1/events stream for
+#    $BENCH_SERVE_IDLE_S seconds (default 30), the server's CPU time from
+#    /proc (utime + stime) over that time; with the one key above, then with
+#    $BENCH_SERVE_KEYS more (default 20000: the poller's scan grows with
+#    the store, and its rate adapts to what a scan costs).  Target < 1%.
+idle_s=${BENCH_SERVE_IDLE_S:-30}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+idle_cpu() { # LABEL
+  local stream t0 t1
+  curl -sN "http://127.0.0.1:$port/v1/events" >/dev/null &
+  stream=$!
+  sleep 3 # the stream's baseline poll and the first interval pass
+  t0=$(cpu_ticks)
+  sleep "$idle_s"
+  t1=$(cpu_ticks)
+  kill "$stream" 2>/dev/null; wait "$stream" 2>/dev/null || true
+  printf '  %-34s %10.2f %%     (target < 1%%)\n' "$1" \
+    "$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v s="$idle_s" 'BEGIN{print 100 * d / hz / s}')"
+}
+echo "Idle with an open /v1/events stream (${idle_s} s, server CPU):"
+idle_cpu "1 key"
+nkeys=${BENCH_SERVE_KEYS:-20000}
+python3 - "$nkeys" >"$data/big.json" <<'PY'
+import json, sys
+n = int(sys.argv[1])
+print(json.dumps({"version": 1, "pipeline": "big",
+                  "keys": {"big::r%d" % i: {"cursor": i} for i in range(n)}}))
+PY
+"$build/faucet" -q --state "file:$data/state" state import "$data/big.json"
+idle_cpu "$nkeys more keys"

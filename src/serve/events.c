@@ -2,12 +2,14 @@
  * events.c - GET /v1/events: Server-Sent Events of the bookkeeping that
  * changed (doc/design.md §9).
  *
- * One poller thread serves every client: once a second, while at least one
- * client listens, it scans the store's keys, reads the run status
- * documents, the leases and the backfill markers, and compares a hash of
- * each with the last poll's.  Each difference is one event in a ring of
- * the last SERVE_EVENTS_RING; a client that fell further behind is told to
- * reload ("event: reset").  The store is read once a second however many
+ * One poller thread serves every client: while at least one client
+ * listens, it scans the store's keys, reads the run status documents, the
+ * leases and the backfill markers, and compares a hash of each with the
+ * last poll's - once a second, or, on a store so large that a poll takes
+ * more than 10 ms, after 100 times what the last poll took (at most 30 s):
+ * an open dashboard then costs the server under 1% of a core.  Each
+ * difference is one event in a ring of the last SERVE_EVENTS_RING; a client that fell further behind is told to
+ * reload ("event: reset").  The store is read at that rate however many
  * clients there are.
  *
  * A client's connection is suspended (MHD_suspend_connection) while it has
@@ -27,7 +29,9 @@
 #include "serve.h"
 
 #define SERVE_EVENTS_RING 1024
-#define POLL_MS 1000
+#define POLL_MIN_MS 1000
+#define POLL_MAX_MS 30000
+#define POLL_DUTY 100
 #define HEARTBEAT_MS 10000
 
 typedef struct {
@@ -56,7 +60,7 @@ static struct {
 	ev ring[SERVE_EVENTS_RING];
 	unsigned long long seq; /* of the newest event; 0 none */
 	client *clients;
-	size_t nclients;
+	size_t nclients, nconnecting;
 	seen *last;
 	size_t nlast;
 	int have_baseline;
@@ -218,35 +222,76 @@ static void wake(int heartbeat)
 	}
 }
 
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The wait before the next poll, given what the last one took: at least a
+ * second, and at least POLL_DUTY times the poll, so that a store too large
+ * to read every second costs a listened-to server under 1% of a core. */
+static long long next_poll_wait_ms(long long took_ms)
+{
+	long long w = took_ms * POLL_DUTY;
+
+	return w < POLL_MIN_MS ? POLL_MIN_MS : w > POLL_MAX_MS ? POLL_MAX_MS : w;
+}
+
+/* Wait on E.cv (E.mu held) until `ms` milliseconds from now at most. */
+static void wait_ms(long long ms)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	(void)pthread_cond_timedwait(&E.cv, &E.mu, &ts);
+}
+
 static void *poller(void *arg)
 {
 	unsigned long long last_seq = 0;
-	unsigned ticks = 0;
+	long long next_poll = mono_ms() + POLL_MIN_MS, next_beat = next_poll + HEARTBEAT_MS;
 
 	(void)arg;
 	pthread_mutex_lock(&E.mu);
 	while (!E.stopping) {
-		struct timespec ts;
+		long long now = mono_ms(), due = next_poll < next_beat ? next_poll : next_beat;
 
-		(void)clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += POLL_MS / 1000;
-		(void)pthread_cond_timedwait(&E.cv, &E.mu, &ts);
-		if (E.stopping)
-			break;
-		if (E.nclients == 0) {
-			E.have_baseline = 0; /* nobody listens: no polling */
+		if (due > now) {
+			wait_ms(due - now);
 			continue;
 		}
-		pthread_mutex_unlock(&E.mu);
-		poll_once();
-		pthread_mutex_lock(&E.mu);
-		ticks++;
-		if (E.seq != last_seq) {
-			last_seq = E.seq;
-			wake(0);
-		} else if (ticks * POLL_MS >= HEARTBEAT_MS) {
-			ticks = 0;
+		if (E.nclients == 0) {
+			/* Nobody listens: no polling, and the baseline goes stale -
+			 * unless a client is taking it to connect. */
+			if (E.nconnecting == 0)
+				E.have_baseline = 0;
+			next_poll = now + POLL_MIN_MS;
+			next_beat = next_poll + HEARTBEAT_MS;
+			continue;
+		}
+		if (now >= next_poll) {
+			pthread_mutex_unlock(&E.mu);
+			poll_once();
+			pthread_mutex_lock(&E.mu);
+			next_poll = mono_ms() + next_poll_wait_ms(mono_ms() - now);
+			if (E.seq != last_seq) {
+				last_seq = E.seq;
+				wake(0);
+				next_beat = mono_ms() + HEARTBEAT_MS;
+			}
+		}
+		if (mono_ms() >= next_beat) {
 			wake(1);
+			next_beat = mono_ms() + HEARTBEAT_MS;
 		}
 	}
 	pthread_mutex_unlock(&E.mu);
@@ -358,8 +403,10 @@ struct MHD_Response *serve_events_response(struct MHD_Connection *conn)
 		return NULL;
 	c->conn = conn;
 	/* The first listener takes the baseline now, so a change made right
-	 * after it connected is an event, not part of the baseline. */
+	 * after it connected is an event, not part of the baseline.	 * Counted as connecting meanwhile, so that the poller, seeing no
+	 * client, does not drop that baseline before this one is added. */
 	pthread_mutex_lock(&E.mu);
+	E.nconnecting++;
 	{
 		int need = !E.have_baseline;
 
@@ -368,11 +415,13 @@ struct MHD_Response *serve_events_response(struct MHD_Connection *conn)
 			poll_once();
 	}
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, c, reader_done);
+	pthread_mutex_lock(&E.mu);
+	E.nconnecting--;
 	if (r == NULL) {
+		pthread_mutex_unlock(&E.mu);
 		free(c);
 		return NULL;
 	}
-	pthread_mutex_lock(&E.mu);
 	c->next = E.seq + 1;
 	c->heartbeat = 1; /* a first line at once, so the client knows it is connected */
 	c->nextc = E.clients;
