@@ -98,7 +98,7 @@ cl_sum() {
 # acknowledged + unknown.  Prints the figures; sets CL_LOST (acknowledged
 # increments missing from FINAL).
 cl_check_counter() {
-	local final=$1 acked unknown
+	local final=$1 acked unknown dup max
 	shift
 	acked=$(cl_sum acked "$@")
 	unknown=$(cl_sum unknown "$@")
@@ -108,6 +108,13 @@ cl_check_counter() {
 		[ "$final" -ge "$acked" ] || cl_fail "lost acknowledged increments: final $final < acknowledged $acked"
 		[ "$final" -le $((acked + unknown)) ] ||
 			cl_fail "counter $final exceeds acknowledged + unknown = $((acked + unknown)): an increment reported as not written was applied"
+		# Two writers never both won one step: each acknowledged value
+		# is distinct (a value acknowledged twice means a lost write
+		# and the counter went back), and none is above the final.
+		dup=$(cat "$CL_DIR"/log[12] | awk '$1 == "ack" { print $2 }' | sort | uniq -d | head -1)
+		[ -z "$dup" ] || cl_fail "the value $dup was acknowledged to both writers"
+		max=$(cat "$CL_DIR"/log[12] | awk '$1 == "ack" { if ($2 > m) m = $2 } END { print m + 0 }')
+		[ "$max" -le "$final" ] || cl_fail "the increment to $max was acknowledged, the final value is $final"
 	fi
 }
 
