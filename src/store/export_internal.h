@@ -59,6 +59,21 @@ typedef struct {
 	void *ctx;
 } faucet__import_writer;
 
+/* The checks export.c and import.c share (each sets the last error):
+ * a pipeline name; a document member's key inside pipeline[0, plen); run
+ * bookkeeping refused in a document; a key given twice. */
+int faucet__export_validate_pipeline(const char *pipeline);
+int faucet__export_validate_member(const char *pipeline, size_t plen, const char *key);
+int faucet__export_refuse_bookkeeping(const char *key);
+int faucet__export_duplicate_key(const char *key);
+
+/* Parse one member's value text as a put would (own tree; caller frees). */
+int faucet__export_parse_entry_value(const char *key, const char *text, size_t len,
+				     uint64_t offset, faucet_value **out);
+
+/* Drop run bookkeeping keys from `keys`, in place. */
+void faucet__export_drop_bookkeeping(faucet_strarray *keys);
+
 /* faucet_import_file() with its writes made through `w` (NULL = the store). */
 int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_options *opts,
 			    const faucet__import_writer *w, faucet_import_report *report);
