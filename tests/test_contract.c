@@ -6,6 +6,7 @@
  * starts it); an unset server URL fails the suite, it never skips it.
  * Arguments, if any, name the backends to run (e.g. `test_contract sqlite`).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -44,6 +45,19 @@ static int wanted(const char *name, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	int failures = 0;
+
+	/* A name that is no row is a typo (tests/CMakeLists.txt groups the
+	 * rows by name): it fails rather than running nothing. */
+	for (int a = 1; a < argc; a++) {
+		int known = 0;
+
+		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+			known |= strcmp(backends[i].name, argv[a]) == 0;
+		if (!known) {
+			fprintf(stderr, "test_contract: no backend row named '%s'\n", argv[a]);
+			return 2;
+		}
+	}
 
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
 		if (wanted(backends[i].name, argc, argv)) {
