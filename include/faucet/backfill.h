@@ -330,8 +330,8 @@ FAUCET_EXTERN int faucet_backfill_default_host(faucet_backfill_host *host, int h
 					       const char *metrics_file);
 FAUCET_EXTERN void faucet_backfill_default_host_dispose(faucet_backfill_host *host);
 
-/* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT, then set
- * what you need; the struct may grow at its end (see faucet/store.h on
+/* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT (or
+ * faucet_backfill_run_options_init), then set what you need; the struct may grow at its end (see faucet/store.h on
  * options structs). */
 #define FAUCET_BACKFILL_RUN_OPTIONS_VERSION 1
 #define FAUCET_BACKFILL_RUN_OPTIONS_INIT {.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION}
@@ -364,6 +364,12 @@ typedef struct {
 	 * handle_signals and metrics_file.  Borrowed for the call. */
 	const faucet_backfill_host *host;
 } faucet_backfill_run_options;
+
+/* Fill `o` with the defaults of options version `version` (what FAUCET_BACKFILL_RUN_OPTIONS_INIT
+ * gives, writing only that version's struct); FAUCET_EINVALID for a version
+ * this library does not know. */
+FAUCET_EXTERN int faucet_backfill_run_options_init(faucet_backfill_run_options *o,
+						   unsigned int version);
 
 typedef struct {
 	size_t total;      /* units in the plan */

@@ -79,6 +79,11 @@ typedef struct {
 
 #define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL, 0}
 
+/* Fill `o` with the defaults of options version `version` (what FAUCET_RUN_OPTIONS_INIT
+ * gives, writing only that version's struct); FAUCET_EINVALID for a version
+ * this library does not know. */
+FAUCET_EXTERN int faucet_run_options_init(faucet_run_options *o, unsigned int version);
+
 /* Begin a run of `pipeline` (its invocation `opts->row`).  A live lease
  * held by another run is FAUCET_EBUSY, its message naming the holder, the
  * run and the expiry (after waiting up to opts->wait_ms for it to go).  A
@@ -182,6 +187,11 @@ typedef struct {
 } faucet_undo_options;
 
 #define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0, 0}
+
+/* Fill `o` with the defaults of options version `version` (what FAUCET_UNDO_OPTIONS_INIT
+ * gives, writing only that version's struct); FAUCET_EINVALID for a version
+ * this library does not know. */
+FAUCET_EXTERN int faucet_undo_options_init(faucet_undo_options *o, unsigned int version);
 
 /* One key an undo refused over: changed since the run.  Every member is
  * owned by the faucet_undo_result that lists it. */

@@ -67,8 +67,9 @@ typedef struct {
 /*
  * Options structs that may grow (this one, faucet_store_config,
  * faucet_import_options, faucet_check_context, faucet_backfill_run_options)
- * start with `version`: initialise one with its _INIT macro, then set what
- * you need.  A struct only ever grows at its end; the library reads an
+ * start with `version`: initialise one with its _INIT macro (or, from a
+ * binding that cannot use a macro, its faucet_*_options_init function),
+ * then set what you need.  A struct only ever grows at its end; the library reads an
  * older version's struct with defaults for the fields it lacks, and refuses
  * version 0 (not initialised) or a version newer than itself
  * (FAUCET_EINVALID).
@@ -81,6 +82,11 @@ typedef struct {
 	unsigned version;                            /* FAUCET_FILE_OPTIONS_VERSION */
 	const faucet_encryption_options *encryption; /* NULL = plaintext */
 } faucet_file_options;
+
+/* Fill `o` with the defaults of options version `version` (what FAUCET_FILE_OPTIONS_INIT
+ * gives, writing only that version's struct); FAUCET_EINVALID for a version
+ * this library does not know. */
+FAUCET_EXTERN int faucet_file_options_init(faucet_file_options *o, unsigned int version);
 
 /* An empty in-process store. */
 FAUCET_EXTERN int faucet_store_open_memory(faucet_store **out);
@@ -320,8 +326,8 @@ typedef struct {
 /* Keys per write of a chunked import (one put_batch call each). */
 #define FAUCET_IMPORT_CHUNK 10000
 
-/* How to import.  Initialise with FAUCET_IMPORT_OPTIONS_INIT, then set what
- * you need. */
+/* How to import.  Initialise with FAUCET_IMPORT_OPTIONS_INIT (or
+ * faucet_import_options_init), then set what you need. */
 #define FAUCET_IMPORT_OPTIONS_VERSION 1
 #define FAUCET_IMPORT_OPTIONS_INIT {.version = FAUCET_IMPORT_OPTIONS_VERSION}
 typedef struct {
@@ -330,6 +336,11 @@ typedef struct {
 	int allow_empty; /* with replace: accept a document without keys (else refused) */
 	int dry_run;     /* report what would be written and deleted; write nothing */
 } faucet_import_options;
+
+/* Fill `o` with the defaults of options version `version` (what FAUCET_IMPORT_OPTIONS_INIT
+ * gives, writing only that version's struct); FAUCET_EINVALID for a version
+ * this library does not know. */
+FAUCET_EXTERN int faucet_import_options_init(faucet_import_options *o, unsigned int version);
 
 /* Write the document into `s`.  With `replace`, keys of the namespace that
  * the document lacks are deleted afterwards.  A document that fails

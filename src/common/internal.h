@@ -21,6 +21,13 @@
 int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
 			 unsigned current, const char *what);
 
+/* Fill the caller's options struct `dst` of version `version` with
+ * `defaults` (the current struct's _INIT): only sizes[version - 1] bytes
+ * are written, and dst->version becomes `version`.  NULL `dst`, version 0
+ * or one above `current` is FAUCET_EINVALID naming `what`. */
+int faucet__options_init(void *dst, const void *defaults, const size_t *sizes, unsigned version,
+			 unsigned current, const char *what);
+
 /* "{host}:{pid}:{16 random hex}": who holds a lease (backfill units and
  * invocation runs alike).  Caller frees; NULL when out of memory. */
 char *faucet__holder_id(void);

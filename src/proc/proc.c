@@ -28,16 +28,15 @@
 
 extern char **environ;
 
+/* Each version's size of faucet_proc_options. */
+static const size_t proc_options_sizes[] = {sizeof(faucet_proc_options)};
+
 int faucet_proc_options_init(faucet_proc_options *o, unsigned int version)
 {
 	static const faucet_proc_options defaults = FAUCET_PROC_OPTIONS_INIT;
 
-	if (o == NULL || version == 0 || version > FAUCET_PROC_OPTIONS_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "unknown process options version %u",
-					version);
-	*o = defaults;
-	o->version = version;
-	return 0;
+	return faucet__options_init(o, &defaults, proc_options_sizes, version,
+				    FAUCET_PROC_OPTIONS_VERSION, "faucet_proc_options");
 }
 
 /* ---- finding the command ---------------------------------------------------------------- */

@@ -630,18 +630,28 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 	return rc;
 }
 
+/* Each version's size of faucet_undo_options. */
+static const size_t undo_options_sizes[] = {offsetof(faucet_undo_options, wait_ms),
+					    offsetof(faucet_undo_options, max_conflicts),
+					    sizeof(faucet_undo_options)};
+
+int faucet_undo_options_init(faucet_undo_options *o, unsigned int version)
+{
+	static const faucet_undo_options defaults = FAUCET_UNDO_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, undo_options_sizes, version,
+				    FAUCET_UNDO_OPTIONS_VERSION, "faucet_undo_options");
+}
+
 static int load_undo_options(const faucet_undo_options *opts, faucet_undo_options *o)
 {
-	static const size_t sizes[] = {offsetof(faucet_undo_options, wait_ms),
-				       offsetof(faucet_undo_options, max_conflicts),
-				       sizeof(faucet_undo_options)};
 	faucet_undo_options def = FAUCET_UNDO_OPTIONS_INIT;
 
 	if (opts == NULL) {
 		*o = def;
 		return 0;
 	}
-	if (faucet__options_load(o, sizeof(*o), opts, sizes, FAUCET_UNDO_OPTIONS_VERSION,
+	if (faucet__options_load(o, sizeof(*o), opts, undo_options_sizes, FAUCET_UNDO_OPTIONS_VERSION,
 				 "faucet_undo_options") != 0)
 		return FAUCET_EINVALID;
 	if (o->wait_ms > FAUCET_RUN_MAX_TTL_MS && o->wait_ms != FAUCET_RUN_WAIT_FOREVER)
