@@ -256,7 +256,9 @@ typedef enum {
 	FAUCET_BACKFILL_RESTART    /* discard the marker and every unit's scoped key */
 } faucet_backfill_mode;
 
-/* Progress callbacks, all optional, all called on the runner's thread. */
+/* Progress callbacks, all optional, all called on the runner's thread; each
+ * takes the struct's own `ctx` first (a hook of a struct that holds its
+ * ctx: doc/design.md §1). */
 typedef struct {
 	void *ctx;
 	/* Once, before anything runs: units in the plan, already done, to run. */

@@ -162,7 +162,8 @@ FAUCET_EXTERN int faucet_store_delete(faucet_store *s, const char *key);
 FAUCET_EXTERN int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
 
 /* Called by faucet_store_scan for each key; `key` is borrowed until it
- * returns.  Return 0 to go on, anything else to stop the scan. */
+ * returns.  Return 0 to go on, anything else to stop the scan.  A callback
+ * passed beside a `ctx` argument takes it last (doc/design.md §1). */
 typedef int (*faucet_key_fn)(const char *key, void *ctx);
 
 /* The keys of faucet_store_list, in the same order, handed to fn one at a
