@@ -333,8 +333,8 @@ FAUCET_EXTERN int faucet_backfill_default_host(faucet_backfill_host *host, int h
 FAUCET_EXTERN void faucet_backfill_default_host_dispose(faucet_backfill_host *host);
 
 /* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT (or
- * faucet_backfill_run_options_init), then set what you need; the struct may grow at its end (see faucet/store.h on
- * options structs). */
+ * faucet_backfill_run_options_init), then set what you need; the struct
+ * may grow at its end (see faucet/store.h on options structs). */
 #define FAUCET_BACKFILL_RUN_OPTIONS_VERSION 1
 #define FAUCET_BACKFILL_RUN_OPTIONS_INIT {.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION}
 typedef struct {
@@ -367,9 +367,8 @@ typedef struct {
 	const faucet_backfill_host *host;
 } faucet_backfill_run_options;
 
-/* Fill `o` with the defaults of options version `version` (what FAUCET_BACKFILL_RUN_OPTIONS_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_backfill_run_options_init(faucet_backfill_run_options *o,
 						   unsigned int version);
 

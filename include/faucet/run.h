@@ -79,9 +79,8 @@ typedef struct {
 
 #define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL, 0}
 
-/* Fill `o` with the defaults of options version `version` (what FAUCET_RUN_OPTIONS_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_run_options_init(faucet_run_options *o, unsigned int version);
 
 /* Begin a run of `pipeline` (its invocation `opts->row`).  A live lease
@@ -186,9 +185,8 @@ typedef struct {
 
 #define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0, 0}
 
-/* Fill `o` with the defaults of options version `version` (what FAUCET_UNDO_OPTIONS_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_undo_options_init(faucet_undo_options *o, unsigned int version);
 
 /* One key an undo refused over: changed since the run.  Every member is
@@ -235,9 +233,8 @@ typedef struct {
 
 #define FAUCET_UNDO_RESULT_INIT {.version = FAUCET_UNDO_RESULT_VERSION}
 
-/* Make `r` an empty result of version `version` (what FAUCET_UNDO_RESULT_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Make `r` an empty result of version `version`, as FAUCET_UNDO_RESULT_INIT does
+ * (writing no more than that version's struct); FAUCET_EINVALID for one unknown here. */
 FAUCET_EXTERN int faucet_undo_result_init(faucet_undo_result *r, unsigned int version);
 
 /* Undo a run.  Under the pipeline lease, each

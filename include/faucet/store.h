@@ -83,9 +83,8 @@ typedef struct {
 	const faucet_encryption_options *encryption; /* NULL = plaintext */
 } faucet_file_options;
 
-/* Fill `o` with the defaults of options version `version` (what FAUCET_FILE_OPTIONS_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_file_options_init(faucet_file_options *o, unsigned int version);
 
 /* An empty in-process store. */
@@ -338,9 +337,8 @@ typedef struct {
 	int dry_run;     /* report what would be written and deleted; write nothing */
 } faucet_import_options;
 
-/* Fill `o` with the defaults of options version `version` (what FAUCET_IMPORT_OPTIONS_INIT
- * gives, writing only that version's struct); FAUCET_EINVALID for a version
- * this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_import_options_init(faucet_import_options *o, unsigned int version);
 
 /* Write the document into `s`.  With `replace`, keys of the namespace that

@@ -17,18 +17,28 @@
 
 #include "internal.h"
 
-int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
-			 unsigned current, const char *what)
+int faucet__options_check(const void *src, unsigned current, const char *what)
 {
 	unsigned version;
 
-	memset(dst, 0, dst_size);
 	memcpy(&version, src, sizeof(version));
 	if (version == 0 || version > current)
 		return faucet_error_set(FAUCET_EINVALID,
 					"%s version %u is not one this libfaucet (%s) knows "
 					"(1 to %u); initialise it with its _INIT macro",
 					what, version, FAUCET_VERSION_STRING, current);
+	return 0;
+}
+
+int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
+			 unsigned current, const char *what)
+{
+	unsigned version;
+
+	memset(dst, 0, dst_size);
+	if (faucet__options_check(src, current, what) != 0)
+		return FAUCET_EINVALID;
+	memcpy(&version, src, sizeof(version));
 	memcpy(dst, src, sizes[version - 1] < dst_size ? sizes[version - 1] : dst_size);
 	memcpy(dst, &current, sizeof(current));
 	return 0;

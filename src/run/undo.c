@@ -737,13 +737,8 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 
 	if (res == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_undo: result is NULL");
-	if (res->version == 0 || res->version > FAUCET_UNDO_RESULT_VERSION)
-		return faucet_error_set(FAUCET_EINVALID,
-					"faucet_undo_result version %u is not one this libfaucet "
-					"(%s) knows (1 to %u); initialise it with "
-					"FAUCET_UNDO_RESULT_INIT",
-					res->version, FAUCET_VERSION_STRING,
-					FAUCET_UNDO_RESULT_VERSION);
+	if (faucet__options_check(res, FAUCET_UNDO_RESULT_VERSION, "faucet_undo_result") != 0)
+		return FAUCET_EINVALID;
 	undo_result_clear(res);
 	memset(&m, 0, sizeof(m));
 	memset(&loc, 0, sizeof(loc));
