@@ -247,6 +247,8 @@ static void each_options_init_sets_the_defaults(void **state)
 			     FAUCET_RUN_OPTIONS_VERSION, (void)0);
 	ASSERT_INIT_DEFAULTS(faucet_undo_options, faucet_undo_options_init,
 			     FAUCET_UNDO_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_check_context, faucet_check_context_init,
+			     FAUCET_CHECK_CONTEXT_VERSION, (void)0);
 	ASSERT_INIT_DEFAULTS(faucet_proc_options, faucet_proc_options_init,
 			     FAUCET_PROC_OPTIONS_VERSION,
 			     want_.fd[0] = want_.fd[1] = want_.fd[2] = -1);
@@ -261,6 +263,8 @@ static void each_options_init_sets_the_defaults(void **state)
 			    FAUCET_RUN_OPTIONS_VERSION, "faucet_run_options");
 	ASSERT_INIT_REFUSES(faucet_undo_options, faucet_undo_options_init,
 			    FAUCET_UNDO_OPTIONS_VERSION, "faucet_undo_options");
+	ASSERT_INIT_REFUSES(faucet_check_context, faucet_check_context_init,
+			    FAUCET_CHECK_CONTEXT_VERSION, "faucet_check_context");
 	ASSERT_INIT_REFUSES(faucet_proc_options, faucet_proc_options_init,
 			    FAUCET_PROC_OPTIONS_VERSION, "faucet_proc_options");
 }
