@@ -66,13 +66,15 @@ typedef struct {
 
 /*
  * Options structs that may grow (this one, faucet_store_config,
- * faucet_import_options, faucet_check_context, faucet_backfill_run_options)
- * start with `version`: initialise one with its _INIT macro (or, from a
- * binding that cannot use a macro, its faucet_*_options_init function),
- * then set what you need.  A struct only ever grows at its end; the library reads an
- * older version's struct with defaults for the fields it lacks, and refuses
+ * faucet_import_options, faucet_check_context, faucet_backfill_run_options,
+ * faucet_run_options, faucet_undo_options, faucet_proc_options) start with
+ * `version`: initialise one with its _INIT macro (or, from a binding that
+ * cannot expand a macro, its faucet_*_init function), then set what you
+ * need.  A struct only ever grows at its end; the library reads an older
+ * version's struct with defaults for the fields it lacks, and refuses
  * version 0 (not initialised) or a version newer than itself
- * (FAUCET_EINVALID).
+ * (FAUCET_EINVALID).  faucet_undo_result, which the library fills, carries
+ * a version the caller sets in the same way.
  */
 
 /* Options of the file store. */
