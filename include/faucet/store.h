@@ -69,8 +69,8 @@ typedef struct {
  * faucet_import_options, faucet_check_context, faucet_backfill_run_options,
  * faucet_run_options, faucet_undo_options, faucet_proc_options) start with
  * `version`: initialise one with its _INIT macro (or, from a binding that
- * cannot expand a macro, its faucet_*_init function), then set what you
- * need.  A struct only ever grows at its end; the library reads an older
+ * cannot expand a macro, its faucet_*_init function: every one but
+ * faucet_store_config has one), then set what you need.  A struct only ever grows at its end; the library reads an older
  * version's struct with defaults for the fields it lacks, and refuses
  * version 0 (not initialised) or a version newer than itself
  * (FAUCET_EINVALID).  faucet_undo_result, which the library fills, carries
