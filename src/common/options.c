@@ -48,7 +48,7 @@ int faucet__options_init(void *dst, const void *defaults, const size_t *sizes, u
 			 unsigned current, const char *what)
 {
 	if (dst == NULL)
-		return faucet_error_set(FAUCET_EINVALID, "%s_init: the options are NULL", what);
+		return faucet_error_set(FAUCET_EINVALID, "%s_init: the struct is NULL", what);
 	if (version == 0 || version > current)
 		return faucet_error_set(FAUCET_EINVALID,
 					"%s version %u is not one this libfaucet (%s) knows "
