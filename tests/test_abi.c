@@ -184,6 +184,118 @@ static void backfill_run_options_check_the_version(void **state)
 	faucet_store_free(s);
 }
 
+/* An init of an older version writes that version's struct and no more:
+ * the bytes of a smaller, older caller's struct are all it touches. */
+static void an_older_init_writes_only_its_version(void **state)
+{
+	static const opts_v2 defaults = {2, 3, "three", 4};
+	opts_v2 got;
+	unsigned char tail[sizeof(got) - sizeof(opts_v1)];
+
+	(void)state;
+	memset(&got, 0x5a, sizeof(got));
+	memset(tail, 0x5a, sizeof(tail));
+	assert_int_equal(faucet__options_init(&got, &defaults, grown_sizes, 1, 2, "opts"), 0);
+	assert_int_equal(got.version, 1);
+	assert_int_equal(got.a, 3);
+	assert_string_equal(got.b, "three");
+	assert_memory_equal((unsigned char *)&got + sizeof(opts_v1), tail, sizeof(tail));
+	assert_int_equal(faucet__options_init(NULL, &defaults, grown_sizes, 1, 2, "opts"),
+			 FAUCET_EINVALID);
+}
+
+/* `got` (filled with junk, then initialised) equals `want` (zeroed, then
+ * given its non-zero defaults) byte for byte: every other field is 0/NULL. */
+#define ASSERT_INIT_DEFAULTS(type, init, ver, ...)                           \
+	do {                                                                 \
+		type got_, want_;                                            \
+		memset(&got_, 0x5a, sizeof(got_));                           \
+		memset(&want_, 0, sizeof(want_));                            \
+		want_.version = (ver);                                       \
+		__VA_ARGS__;                                                 \
+		assert_int_equal(init(&got_, (ver)), 0);                     \
+		assert_memory_equal(&got_, &want_, sizeof(got_));            \
+	} while (0)
+
+/* Version 0 and one above the current are FAUCET_EINVALID naming the struct,
+ * and the caller's struct is left alone. */
+#define ASSERT_INIT_REFUSES(type, init, current, name)                        \
+	do {                                                                  \
+		type got_;                                                    \
+		memset(&got_, 0x5a, sizeof(got_));                            \
+		assert_int_equal(init(&got_, 0), FAUCET_EINVALID);            \
+		tu_assert_error_contains(name " version 0 is not one");       \
+		assert_int_equal(init(&got_, (current) + 1), FAUCET_EINVALID); \
+		tu_assert_error_contains(name " version");                    \
+		assert_int_equal(got_.version, 0x5a5a5a5au);                  \
+		assert_int_equal(init(NULL, (current)), FAUCET_EINVALID);     \
+	} while (0)
+
+/* Each faucet_*_options_init gives what its _INIT macro documents: the
+ * version asked for, every field zero/NULL (their documented defaults) but
+ * the process options' descriptors (-1, inherited). */
+static void each_options_init_sets_the_defaults(void **state)
+{
+	(void)state;
+	ASSERT_INIT_DEFAULTS(faucet_file_options, faucet_file_options_init,
+			     FAUCET_FILE_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_import_options, faucet_import_options_init,
+			     FAUCET_IMPORT_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_backfill_run_options, faucet_backfill_run_options_init,
+			     FAUCET_BACKFILL_RUN_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_run_options, faucet_run_options_init,
+			     FAUCET_RUN_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_undo_options, faucet_undo_options_init,
+			     FAUCET_UNDO_OPTIONS_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_check_context, faucet_check_context_init,
+			     FAUCET_CHECK_CONTEXT_VERSION, (void)0);
+	ASSERT_INIT_DEFAULTS(faucet_proc_options, faucet_proc_options_init,
+			     FAUCET_PROC_OPTIONS_VERSION,
+			     want_.fd[0] = want_.fd[1] = want_.fd[2] = -1);
+
+	ASSERT_INIT_REFUSES(faucet_file_options, faucet_file_options_init,
+			    FAUCET_FILE_OPTIONS_VERSION, "faucet_file_options");
+	ASSERT_INIT_REFUSES(faucet_import_options, faucet_import_options_init,
+			    FAUCET_IMPORT_OPTIONS_VERSION, "faucet_import_options");
+	ASSERT_INIT_REFUSES(faucet_backfill_run_options, faucet_backfill_run_options_init,
+			    FAUCET_BACKFILL_RUN_OPTIONS_VERSION, "faucet_backfill_run_options");
+	ASSERT_INIT_REFUSES(faucet_run_options, faucet_run_options_init,
+			    FAUCET_RUN_OPTIONS_VERSION, "faucet_run_options");
+	ASSERT_INIT_REFUSES(faucet_undo_options, faucet_undo_options_init,
+			    FAUCET_UNDO_OPTIONS_VERSION, "faucet_undo_options");
+	ASSERT_INIT_REFUSES(faucet_check_context, faucet_check_context_init,
+			    FAUCET_CHECK_CONTEXT_VERSION, "faucet_check_context");
+	ASSERT_INIT_REFUSES(faucet_proc_options, faucet_proc_options_init,
+			    FAUCET_PROC_OPTIONS_VERSION, "faucet_proc_options");
+}
+
+/* An older version's init leaves the fields it lacks untouched, and the
+ * struct it gives is one the library then reads (the same loader). */
+static void an_older_run_or_undo_init_is_read_back(void **state)
+{
+	faucet_undo_options undo;
+	faucet_run_options ro;
+	faucet_run *r = NULL;
+	faucet_store *s;
+
+	(void)state;
+	memset(&undo, 0x5a, sizeof(undo));
+	assert_int_equal(faucet_undo_options_init(&undo, 2), 0);
+	assert_int_equal(undo.version, 2);
+	assert_int_equal(undo.wait_ms, 0);
+	assert_int_equal(undo.max_conflicts, (size_t)0x5a5a5a5a5a5a5a5aULL); /* version 3's */
+	memset(&ro, 0x5a, sizeof(ro));
+	assert_int_equal(faucet_run_options_init(&ro, 1), 0);
+	assert_int_equal(ro.version, 1);
+	assert_null(ro.row);
+	assert_int_equal(ro.exclusive, 0x5a5a5a5a); /* version 2's */
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_run_begin(&r, s, "p", &ro), 0);
+	assert_int_equal(faucet_run_end(r, FAUCET_RUN_OK, 0, NULL), 0);
+	faucet_run_free(r);
+	faucet_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +307,9 @@ int main(void)
 		cmocka_unit_test(check_context_checks_the_version),
 		cmocka_unit_test(import_options_check_the_version),
 		cmocka_unit_test(backfill_run_options_check_the_version),
+		cmocka_unit_test(an_older_init_writes_only_its_version),
+		cmocka_unit_test(each_options_init_sets_the_defaults),
+		cmocka_unit_test(an_older_run_or_undo_init_is_read_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

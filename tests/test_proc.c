@@ -284,6 +284,9 @@ static void test_exec_failure(void **state)
 	/* Options without a command, or of an unknown version. */
 	o.argv = NULL;
 	assert_int_equal(faucet_proc_spawn(&o, &pid, &exec_errno), FAUCET_EINVALID);
+	o.version = 0; /* read through the same loader as every options struct */
+	assert_int_equal(faucet_proc_spawn(&o, &pid, &exec_errno), FAUCET_EINVALID);
+	assert_non_null(strstr(faucet_error_last()->message, "faucet_proc_options version 0"));
 	assert_int_equal(faucet_proc_options_init(&o, 99), FAUCET_EINVALID);
 	assert_int_equal(faucet_proc_options_init(&o, FAUCET_PROC_OPTIONS_VERSION), 0);
 	assert_int_equal(o.fd[0], -1);

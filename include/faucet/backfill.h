@@ -256,7 +256,9 @@ typedef enum {
 	FAUCET_BACKFILL_RESTART    /* discard the marker and every unit's scoped key */
 } faucet_backfill_mode;
 
-/* Progress callbacks, all optional, all called on the runner's thread. */
+/* Progress callbacks, all optional, all called on the runner's thread; each
+ * takes the struct's own `ctx` first (a hook of a struct that holds its
+ * ctx: doc/design.md §1). */
 typedef struct {
 	void *ctx;
 	/* Once, before anything runs: units in the plan, already done, to run. */
@@ -330,9 +332,9 @@ FAUCET_EXTERN int faucet_backfill_default_host(faucet_backfill_host *host, int h
 					       const char *metrics_file);
 FAUCET_EXTERN void faucet_backfill_default_host_dispose(faucet_backfill_host *host);
 
-/* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT, then set
- * what you need; the struct may grow at its end (see faucet/store.h on
- * options structs). */
+/* How to run.  Initialise with FAUCET_BACKFILL_RUN_OPTIONS_INIT (or
+ * faucet_backfill_run_options_init), then set what you need; the struct
+ * may grow at its end (see faucet/store.h on options structs). */
 #define FAUCET_BACKFILL_RUN_OPTIONS_VERSION 1
 #define FAUCET_BACKFILL_RUN_OPTIONS_INIT {.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION}
 typedef struct {
@@ -364,6 +366,11 @@ typedef struct {
 	 * handle_signals and metrics_file.  Borrowed for the call. */
 	const faucet_backfill_host *host;
 } faucet_backfill_run_options;
+
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_backfill_run_options_init(faucet_backfill_run_options *o,
+						   unsigned int version);
 
 typedef struct {
 	size_t total;      /* units in the plan */

@@ -33,8 +33,8 @@ typedef struct {
 } faucet_probe;
 
 /* What a check may use: a deadline for the whole report, and flags.
- * Initialise with FAUCET_CHECK_CONTEXT_INIT; the struct may grow at its end
- * (see faucet/store.h on options structs). */
+ * Initialise with FAUCET_CHECK_CONTEXT_INIT (or faucet_check_context_init);
+ * the struct may grow at its end (see faucet/store.h on options structs). */
 #define FAUCET_CHECK_CONTEXT_VERSION 1
 #define FAUCET_CHECK_CONTEXT_INIT {.version = FAUCET_CHECK_CONTEXT_VERSION}
 typedef struct {
@@ -42,6 +42,10 @@ typedef struct {
 	uint64_t timeout_ms; /* 0 = the default, 10 000 ms */
 	unsigned flags;      /* FAUCET_CHECK_* */
 } faucet_check_context;
+
+/* Fill `c` as its _INIT macro does, for context version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_check_context_init(faucet_check_context *c, unsigned int version);
 
 /* Repair what is safe to repair: the file store removes the temp files no
  * live writer holds (`faucet doctor --repair`). */

@@ -6,6 +6,26 @@
  * recent failure on the calling thread is kept in a thread-local slot and read
  * with faucet_error_last(); it always says what failed and where (the key, the
  * file, the byte offset), and never contains key material or credentials.
+ *
+ * The error model (doc/design.md §10, §11):
+ *   - The last error is set by a call that fails and is not cleared by one
+ *     that succeeds (which may even leave behind the message of a failure it
+ *     recovered from): read it only right after a call returned non-zero.
+ *   - A call that fills a report returns 0 with a failure in the report when
+ *     the request was valid and was carried out as far as it could go: an
+ *     import whose write failed midway (faucet_import_report.error, `written`
+ *     saying what landed), a backfill whose units failed
+ *     (faucet_backfill_result.failed), an undo refused over a conflict
+ *     (faucet_undo_result.conflict, nothing written), a doctor probe that
+ *     failed (faucet_check_report_failed_count); read the report then, not
+ *     the last error.
+ *   - Threads: a store and the metrics registry may be used from any
+ *     number of threads at once; values, time zones and backfill plans
+ *     are immutable once built and may be shared freely; keys, exports,
+ *     backfill markers and check reports may be read (their const calls) by
+ *     several threads at once, but a thread changing one (set, mark, add)
+ *     must be its only user meanwhile; a run handle is used by one thread at
+ *     a time.  The last error and the last warning are per thread.
  */
 #ifndef FAUCET_COMMON_H
 #define FAUCET_COMMON_H

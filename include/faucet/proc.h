@@ -47,8 +47,8 @@ typedef struct {
 
 #define FAUCET_PROC_OPTIONS_INIT {FAUCET_PROC_OPTIONS_VERSION, NULL, NULL, NULL, {-1, -1, -1}, 0}
 
-/* Fill `o` with the defaults of options version `version`; FAUCET_EINVALID
- * for a version this library does not know. */
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
 FAUCET_EXTERN int faucet_proc_options_init(faucet_proc_options *o, unsigned int version);
 
 /* Where `name` is, as execvp would find it: a name with a '/' is taken as

@@ -79,6 +79,10 @@ typedef struct {
 
 #define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL, 0}
 
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_run_options_init(faucet_run_options *o, unsigned int version);
+
 /* Begin a run of `pipeline` (its invocation `opts->row`).  A live lease
  * held by another run is FAUCET_EBUSY, its message naming the holder, the
  * run and the expiry (after waiting up to opts->wait_ms for it to go).  A
@@ -175,13 +179,15 @@ typedef struct {
 	 * at once.  At most FAUCET_RUN_MAX_TTL_MS, or FAUCET_RUN_WAIT_FOREVER. */
 	uint64_t wait_ms;
 	/* Version 3: list at most this many conflicting keys in the result
-	 * (0 = FAUCET_UNDO_CONFLICTS_MAX, larger values are capped to it).
-	 * Version 3 options also say that the result is the version 3 struct:
-	 * its conflict list is filled only then (an older caller's is shorter). */
+	 * (0 = FAUCET_UNDO_CONFLICTS_MAX, larger values are capped to it). */
 	size_t max_conflicts;
 } faucet_undo_options;
 
 #define FAUCET_UNDO_OPTIONS_INIT {FAUCET_UNDO_OPTIONS_VERSION, NULL, 0, NULL, 0, 0, NULL, 0, 0}
+
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_undo_options_init(faucet_undo_options *o, unsigned int version);
 
 /* One key an undo refused over: changed since the run.  Every member is
  * owned by the faucet_undo_result that lists it. */
@@ -193,17 +199,21 @@ typedef struct {
 	char *run;             /* the later run that changed it, or NULL (a plain write) */
 } faucet_undo_conflict;
 
-/* Set in faucet_undo_result.conflict when the conflict list was filled. */
-#define FAUCET_UNDO_CONFLICT_LISTED 2
+#define FAUCET_UNDO_RESULT_VERSION 1
 
+/* What an undo did or would do.  The caller sets `version` (initialise with
+ * FAUCET_UNDO_RESULT_INIT or faucet_undo_result_init); the library fills the
+ * rest as far as that version's struct goes, the caller frees it with
+ * faucet_undo_result_dispose.  The struct may grow at its end. */
 typedef struct {
+	unsigned int version;      /* FAUCET_UNDO_RESULT_VERSION; kept by undo and dispose */
 	char *run;                 /* the run undone (or to be) */
 	char *scope;               /* its "{p}::{r}" or "{p}" */
 	char *undo_run;            /* the undo's own run id (NULL on a dry run, a conflict, or
 				    * when nothing was left to restore) */
 	faucet_strarray restored;  /* keys restored (or, dry run, to restore) */
-	int conflict;              /* nonzero: a key changed since: nothing was written (or
-				    * what was, was put back); test it as a boolean */
+	int conflict;              /* 1: a key changed since: nothing was written (or what
+				    * was, was put back); 0: no conflict */
 	/* The first conflicting key (the list below has all of them). */
 	char *conflict_key;
 	faucet_value *conflict_current; /* NULL = absent */
@@ -214,22 +224,30 @@ typedef struct {
 	 * replaced it, and the value put back (NULL = absent). */
 	faucet_value **replaced;
 	faucet_value **restored_to;
-	/* Filled only with version 3 options, not NULL ones (FAUCET_UNDO_CONFLICT_LISTED
-	 * then set in `conflict`); freed by faucet_undo_result_dispose. */
+	/* Every conflicting key; freed by faucet_undo_result_dispose. */
 	faucet_undo_conflict *conflicts; /* owned array, in marker key order; [0] = conflict_key's */
 	size_t conflict_count;           /* entries in `conflicts` (at most max_conflicts) */
 	size_t conflict_total;           /* conflicting keys in all, listed or not */
 	int conflicts_truncated;         /* conflict_total > conflict_count */
 } faucet_undo_result;
 
+#define FAUCET_UNDO_RESULT_INIT {.version = FAUCET_UNDO_RESULT_VERSION}
+
+/* Make `r` an empty result of version `version`, as FAUCET_UNDO_RESULT_INIT does
+ * (writing no more than that version's struct); FAUCET_EINVALID for one unknown here. */
+FAUCET_EXTERN int faucet_undo_result_init(faucet_undo_result *r, unsigned int version);
+
 /* Undo a run.  Under the pipeline lease, each
  * key of the run's marker is put back to its before-image with
  * compare-and-put, but only when it still holds what the run last wrote
  * (its after-image) and no later run of any scope of the pipeline changed
  * it; otherwise that key is a conflict (result->conflict, return 0, nothing
- * written) unless forced.  Every key is checked before refusing: with
- * version 3 options result->conflicts lists each conflicting key (up to
- * max_conflicts; conflict_total counts them all).  A failed or interrupted undo is finished by the
+ * written) unless forced.  Every key is checked before refusing:
+ * result->conflicts lists each conflicting key (up to max_conflicts;
+ * conflict_total counts them all).  `result` must carry its version
+ * (FAUCET_UNDO_RESULT_INIT; version 0 or an unknown one is FAUCET_EINVALID,
+ * the struct untouched); everything after it is overwritten, so dispose a
+ * result before reusing it.  A failed or interrupted undo is finished by the
  * same call again; an undo run is never picked as "the newest run".  An
  * unknown run is FAUCET_ENOTFOUND, a run already undone FAUCET_EINVALID, a
  * pipeline held by a run, bulk write or undo FAUCET_EBUSY.  The undo is
@@ -237,6 +255,9 @@ typedef struct {
 FAUCET_EXTERN int faucet_run_undo(faucet_store *s, const char *pipeline,
 				  const faucet_undo_options *opts, faucet_undo_result *result);
 
+/* Free what `r` holds and empty it, keeping its version for reuse.  NULL
+ * and a result of a version this library does not know (which no undo
+ * filled) are left alone. */
 FAUCET_EXTERN void faucet_undo_result_dispose(faucet_undo_result *r);
 
 /* ---- imports recorded as runs ------------------------------------------------- */

@@ -66,12 +66,15 @@ typedef struct {
 
 /*
  * Options structs that may grow (this one, faucet_store_config,
- * faucet_import_options, faucet_check_context, faucet_backfill_run_options)
- * start with `version`: initialise one with its _INIT macro, then set what
- * you need.  A struct only ever grows at its end; the library reads an
- * older version's struct with defaults for the fields it lacks, and refuses
+ * faucet_import_options, faucet_check_context, faucet_backfill_run_options,
+ * faucet_run_options, faucet_undo_options, faucet_proc_options) start with
+ * `version`: initialise one with its _INIT macro (or, from a binding that
+ * cannot expand a macro, its faucet_*_init function: every one but
+ * faucet_store_config has one), then set what you need.  A struct only ever grows at its end; the library reads an older
+ * version's struct with defaults for the fields it lacks, and refuses
  * version 0 (not initialised) or a version newer than itself
- * (FAUCET_EINVALID).
+ * (FAUCET_EINVALID).  faucet_undo_result, which the library fills, carries
+ * a version the caller sets in the same way.
  */
 
 /* Options of the file store. */
@@ -81,6 +84,10 @@ typedef struct {
 	unsigned version;                            /* FAUCET_FILE_OPTIONS_VERSION */
 	const faucet_encryption_options *encryption; /* NULL = plaintext */
 } faucet_file_options;
+
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_file_options_init(faucet_file_options *o, unsigned int version);
 
 /* An empty in-process store. */
 FAUCET_EXTERN int faucet_store_open_memory(faucet_store **out);
@@ -156,7 +163,8 @@ FAUCET_EXTERN int faucet_store_delete(faucet_store *s, const char *key);
 FAUCET_EXTERN int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out);
 
 /* Called by faucet_store_scan for each key; `key` is borrowed until it
- * returns.  Return 0 to go on, anything else to stop the scan. */
+ * returns.  Return 0 to go on, anything else to stop the scan.  A callback
+ * passed beside a `ctx` argument takes it last (doc/design.md §1). */
 typedef int (*faucet_key_fn)(const char *key, void *ctx);
 
 /* The keys of faucet_store_list, in the same order, handed to fn one at a
@@ -320,8 +328,8 @@ typedef struct {
 /* Keys per write of a chunked import (one put_batch call each). */
 #define FAUCET_IMPORT_CHUNK 10000
 
-/* How to import.  Initialise with FAUCET_IMPORT_OPTIONS_INIT, then set what
- * you need. */
+/* How to import.  Initialise with FAUCET_IMPORT_OPTIONS_INIT (or
+ * faucet_import_options_init), then set what you need. */
 #define FAUCET_IMPORT_OPTIONS_VERSION 1
 #define FAUCET_IMPORT_OPTIONS_INIT {.version = FAUCET_IMPORT_OPTIONS_VERSION}
 typedef struct {
@@ -330,6 +338,10 @@ typedef struct {
 	int allow_empty; /* with replace: accept a document without keys (else refused) */
 	int dry_run;     /* report what would be written and deleted; write nothing */
 } faucet_import_options;
+
+/* Fill `o` as its _INIT macro does, for options version `version` (writing no
+ * more than that version's struct); FAUCET_EINVALID for a version unknown here. */
+FAUCET_EXTERN int faucet_import_options_init(faucet_import_options *o, unsigned int version);
 
 /* Write the document into `s`.  With `replace`, keys of the namespace that
  * the document lacks are deleted afterwards.  A document that fails

@@ -1183,10 +1183,21 @@ static int run_units(runner *r, const size_t *todo, size_t ntodo)
 	return rc;
 }
 
+/* Each version's size of faucet_backfill_run_options. */
+static const size_t backfill_run_options_sizes[] = {sizeof(faucet_backfill_run_options)};
+
+int faucet_backfill_run_options_init(faucet_backfill_run_options *o, unsigned int version)
+{
+	static const faucet_backfill_run_options defaults = FAUCET_BACKFILL_RUN_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, backfill_run_options_sizes, version,
+				    FAUCET_BACKFILL_RUN_OPTIONS_VERSION,
+				    "faucet_backfill_run_options");
+}
+
 int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 			const faucet_backfill_run_options *opts, faucet_backfill_result *result)
 {
-	static const size_t sizes[] = {sizeof(faucet_backfill_run_options)};
 	runner r;
 	size_t *todo = NULL, ntodo = 0;
 	int rc;
@@ -1195,7 +1206,7 @@ int faucet_backfill_run(faucet_store *s, const faucet_backfill_plan *plan,
 		return faucet_error_set(FAUCET_EINVALID, "faucet_backfill_run: NULL argument");
 	memset(result, 0, sizeof(*result));
 	memset(&r, 0, sizeof(r));
-	rc = faucet__options_load(&r.opts, sizeof(r.opts), opts, sizes,
+	rc = faucet__options_load(&r.opts, sizeof(r.opts), opts, backfill_run_options_sizes,
 				  FAUCET_BACKFILL_RUN_OPTIONS_VERSION, "faucet_backfill_run_options");
 	if (rc != 0)
 		return rc;

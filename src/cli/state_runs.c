@@ -430,7 +430,7 @@ static void steps_json(faucet_buf *b, const faucet_undo_result *r)
 int cli_state_undo(cli_context *ctx, int argc, char **argv)
 {
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_undo_result r;
+	faucet_undo_result r = FAUCET_UNDO_RESULT_INIT;
 	runs_args a;
 	faucet_store *s = NULL;
 	char *again = NULL;

@@ -21,6 +21,18 @@
 int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
 			 unsigned current, const char *what);
 
+/* Whether the versioned struct `src` is of a version from 1 to `current`;
+ * FAUCET_EINVALID naming `what` otherwise (what faucet__options_load refuses,
+ * for a struct the library fills rather than reads). */
+int faucet__options_check(const void *src, unsigned current, const char *what);
+
+/* Fill the caller's options struct `dst` of version `version` with
+ * `defaults` (the current struct's _INIT): only sizes[version - 1] bytes
+ * are written, and dst->version becomes `version`.  NULL `dst`, version 0
+ * or one above `current` is FAUCET_EINVALID naming `what`. */
+int faucet__options_init(void *dst, const void *defaults, const size_t *sizes, unsigned version,
+			 unsigned current, const char *what);
+
 /* "{host}:{pid}:{16 random hex}": who holds a lease (backfill units and
  * invocation runs alike).  Caller frees; NULL when out of memory. */
 char *faucet__holder_id(void);

@@ -28,16 +28,15 @@
 
 extern char **environ;
 
+/* Each version's size of faucet_proc_options. */
+static const size_t proc_options_sizes[] = {sizeof(faucet_proc_options)};
+
 int faucet_proc_options_init(faucet_proc_options *o, unsigned int version)
 {
 	static const faucet_proc_options defaults = FAUCET_PROC_OPTIONS_INIT;
 
-	if (o == NULL || version == 0 || version > FAUCET_PROC_OPTIONS_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "unknown process options version %u",
-					version);
-	*o = defaults;
-	o->version = version;
-	return 0;
+	return faucet__options_init(o, &defaults, proc_options_sizes, version,
+				    FAUCET_PROC_OPTIONS_VERSION, "faucet_proc_options");
 }
 
 /* ---- finding the command ---------------------------------------------------------------- */
@@ -241,8 +240,10 @@ static void read_exec_report(int report, pid_t pid, int *exec_errno)
 		;
 }
 
-int faucet_proc_spawn(const faucet_proc_options *o, pid_t *pid, int *exec_errno)
+int faucet_proc_spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_errno)
 {
+	faucet_proc_options opts;
+	const faucet_proc_options *o = &opts;
 	child_plan c;
 	int rep[2] = {-1, -1}, mine[3] = {-1, -1, -1}, err = 0;
 	sigset_t all, old;
@@ -250,8 +251,12 @@ int faucet_proc_spawn(const faucet_proc_options *o, pid_t *pid, int *exec_errno)
 
 	*pid = 0;
 	*exec_errno = 0;
-	if (o == NULL || o->version == 0 || o->version > FAUCET_PROC_OPTIONS_VERSION ||
-	    o->path == NULL || o->argv == NULL || o->argv[0] == NULL)
+	if (caller == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_proc_spawn: the options are NULL");
+	if (faucet__options_load(&opts, sizeof(opts), caller, proc_options_sizes,
+				 FAUCET_PROC_OPTIONS_VERSION, "faucet_proc_options") != 0)
+		return FAUCET_EINVALID;
+	if (o->path == NULL || o->argv == NULL || o->argv[0] == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "process options without a command");
 	memset(&c, 0, sizeof(c));
 	c.o = o;

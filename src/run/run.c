@@ -800,17 +800,27 @@ static int start_entry(faucet_run *r, const char *dead, const faucet_strarray *d
 	return rc;
 }
 
+/* Each version's size of faucet_run_options. */
+static const size_t run_options_sizes[] = {offsetof(faucet_run_options, exclusive),
+					   sizeof(faucet_run_options)};
+
+int faucet_run_options_init(faucet_run_options *o, unsigned int version)
+{
+	static const faucet_run_options defaults = FAUCET_RUN_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, run_options_sizes, version,
+				    FAUCET_RUN_OPTIONS_VERSION, "faucet_run_options");
+}
+
 static int load_run_options(const faucet_run_options *opts, faucet_run_options *o)
 {
-	static const size_t sizes[] = {offsetof(faucet_run_options, exclusive),
-				       sizeof(faucet_run_options)};
 	faucet_run_options def = FAUCET_RUN_OPTIONS_INIT;
 
 	if (opts == NULL) {
 		*o = def;
 		return 0;
 	}
-	if (faucet__options_load(o, sizeof(*o), opts, sizes, FAUCET_RUN_OPTIONS_VERSION,
+	if (faucet__options_load(o, sizeof(*o), opts, run_options_sizes, FAUCET_RUN_OPTIONS_VERSION,
 				 "faucet_run_options") != 0)
 		return FAUCET_EINVALID;
 	if (o->lease_ttl_ms != 0 && o->lease_ttl_ms < 1000)

@@ -33,28 +33,40 @@
 #include "run/run_internal.h"
 #include <faucet/keys.h>
 
-/* The struct before version 3 appended the conflict list: what an older
- * caller allocated. */
-#define UNDO_RESULT_V2_SIZE offsetof(faucet_undo_result, conflicts)
+/* Each version's size of faucet_undo_result: what a caller of that
+ * version allocated, and all the library may write. */
+static const size_t undo_result_sizes[] = {sizeof(faucet_undo_result)};
+
+int faucet_undo_result_init(faucet_undo_result *r, unsigned int version)
+{
+	static const faucet_undo_result empty = FAUCET_UNDO_RESULT_INIT;
+
+	return faucet__options_init(r, &empty, undo_result_sizes, version,
+				    FAUCET_UNDO_RESULT_VERSION, "faucet_undo_result");
+}
+
+/* Empty the caller's result `r` of a known version: everything after the
+ * version zeroed, as far as that version's struct goes. */
+static void undo_result_clear(faucet_undo_result *r)
+{
+	unsigned int version = r->version;
+
+	memset(r, 0, undo_result_sizes[version - 1]);
+	r->version = version;
+}
 
 void faucet_undo_result_dispose(faucet_undo_result *r)
 {
-	if (r == NULL)
+	/* A version this library does not know was never filled by it. */
+	if (r == NULL || r->version == 0 || r->version > FAUCET_UNDO_RESULT_VERSION)
 		return;
-	/* The list exists only when the library said so: an older caller's
-	 * struct ends before it. */
-	if ((r->conflict & FAUCET_UNDO_CONFLICT_LISTED) != 0) {
-		for (size_t i = 0; i < r->conflict_count; i++) {
-			free(r->conflicts[i].key);
-			free(r->conflicts[i].run);
-			faucet_value_free(r->conflicts[i].current);
-			faucet_value_free(r->conflicts[i].wrote);
-		}
-		free(r->conflicts);
-		r->conflicts = NULL;
-		r->conflict_count = r->conflict_total = 0;
-		r->conflicts_truncated = 0;
+	for (size_t i = 0; i < r->conflict_count; i++) {
+		free(r->conflicts[i].key);
+		free(r->conflicts[i].run);
+		faucet_value_free(r->conflicts[i].current);
+		faucet_value_free(r->conflicts[i].wrote);
 	}
+	free(r->conflicts);
 	for (size_t i = 0; i < r->restored.count; i++) {
 		if (r->replaced != NULL)
 			faucet_value_free(r->replaced[i]);
@@ -71,7 +83,7 @@ void faucet_undo_result_dispose(faucet_undo_result *r)
 	faucet_value_free(r->conflict_current);
 	faucet_value_free(r->conflict_wrote);
 	faucet_strarray_dispose(&r->restored);
-	memset(r, 0, UNDO_RESULT_V2_SIZE);
+	undo_result_clear(r);
 }
 
 /* ---- finding status documents ---------------------------------------------------------- */
@@ -489,9 +501,8 @@ static int note_conflict(faucet_undo_result *res, const step *st)
 }
 
 /* Every planned conflict into the result: the first into the single-key
- * fields, up to `max` into the list when `listed`, all of them counted. */
-static int note_conflicts(faucet_undo_result *res, const step *steps, size_t n, int listed,
-			  size_t max)
+ * fields, up to `max` into the list, all of them counted. */
+static int note_conflicts(faucet_undo_result *res, const step *steps, size_t n, size_t max)
 {
 	size_t total = 0;
 	int rc = 0;
@@ -504,9 +515,8 @@ static int note_conflicts(faucet_undo_result *res, const step *steps, size_t n, 
 			break;
 		}
 	}
-	if (rc != 0 || !listed)
+	if (rc != 0)
 		return rc;
-	res->conflict |= FAUCET_UNDO_CONFLICT_LISTED;
 	res->conflict_total = total;
 	res->conflicts = faucet__calloc(total < max ? total : max, sizeof(*res->conflicts));
 	if (res->conflicts == NULL)
@@ -603,8 +613,8 @@ static int roll_back(faucet_run *u, step *steps, size_t upto)
 }
 
 /* Restore every planned key; on a conflict met on the way, roll back. */
-static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force,
-		 int listed, size_t max, faucet_undo_result *res)
+static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force, size_t max,
+		 faucet_undo_result *res)
 {
 	int rc = 0;
 
@@ -621,7 +631,7 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 			/* The only conflict: the plan had none. */
 			steps[i].kind = STEP_CONFLICT;
 			if ((rc = faucet_store_get(s, steps[i].img->key, &steps[i].current)) == 0)
-				rc = note_conflicts(res, steps, n, listed, max);
+				rc = note_conflicts(res, steps, n, max);
 			if (rc == 0)
 				rc = roll_back(u, steps, i);
 			return rc;
@@ -630,18 +640,28 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 	return rc;
 }
 
+/* Each version's size of faucet_undo_options. */
+static const size_t undo_options_sizes[] = {offsetof(faucet_undo_options, wait_ms),
+					    offsetof(faucet_undo_options, max_conflicts),
+					    sizeof(faucet_undo_options)};
+
+int faucet_undo_options_init(faucet_undo_options *o, unsigned int version)
+{
+	static const faucet_undo_options defaults = FAUCET_UNDO_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, undo_options_sizes, version,
+				    FAUCET_UNDO_OPTIONS_VERSION, "faucet_undo_options");
+}
+
 static int load_undo_options(const faucet_undo_options *opts, faucet_undo_options *o)
 {
-	static const size_t sizes[] = {offsetof(faucet_undo_options, wait_ms),
-				       offsetof(faucet_undo_options, max_conflicts),
-				       sizeof(faucet_undo_options)};
 	faucet_undo_options def = FAUCET_UNDO_OPTIONS_INIT;
 
 	if (opts == NULL) {
 		*o = def;
 		return 0;
 	}
-	if (faucet__options_load(o, sizeof(*o), opts, sizes, FAUCET_UNDO_OPTIONS_VERSION,
+	if (faucet__options_load(o, sizeof(*o), opts, undo_options_sizes, FAUCET_UNDO_OPTIONS_VERSION,
 				 "faucet_undo_options") != 0)
 		return FAUCET_EINVALID;
 	if (o->wait_ms > FAUCET_RUN_MAX_TTL_MS && o->wait_ms != FAUCET_RUN_WAIT_FOREVER)
@@ -713,13 +733,13 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	later_set later;
 	step *steps = NULL;
 	size_t max_conflicts;
-	int rc, ended = 0, listed;
+	int rc, ended = 0;
 
 	if (res == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_undo: result is NULL");
-	/* Version 3 options come with the version 3 result (the conflict list). */
-	listed = opts != NULL && opts->version >= 3;
-	memset(res, 0, listed ? sizeof(*res) : UNDO_RESULT_V2_SIZE);
+	if (faucet__options_check(res, FAUCET_UNDO_RESULT_VERSION, "faucet_undo_result") != 0)
+		return FAUCET_EINVALID;
+	undo_result_clear(res);
 	memset(&m, 0, sizeof(m));
 	memset(&loc, 0, sizeof(loc));
 	memset(&later, 0, sizeof(later));
@@ -766,7 +786,7 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	/* Every key checked before refusing: all the conflicts reported. */
 	for (size_t i = 0; !o.force && i < m.count; i++) {
 		if (steps[i].kind == STEP_CONFLICT) {
-			rc = note_conflicts(res, steps, m.count, listed, max_conflicts);
+			rc = note_conflicts(res, steps, m.count, max_conflicts);
 			goto done;
 		}
 	}
@@ -780,7 +800,7 @@ int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_opt
 	 * that failed after restoring): the target must still be marked. */
 	rc = faucet_run__start(u);
 	if (rc == 0)
-		rc = apply(s, u, steps, m.count, o.force, listed, max_conflicts, res);
+		rc = apply(s, u, steps, m.count, o.force, max_conflicts, res);
 	if (rc == 0 && res->conflict) {
 		char msg[FAUCET_KEY_MAX + 64];
 

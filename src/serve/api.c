@@ -634,10 +634,9 @@ static void post_undo(serve_request *rq, serve_reply *out)
 {
 	const char *p = serve_param(rq, "p"), *run = serve_param(rq, "run");
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	memset(&res, 0, sizeof(res));
 	if (!valid_pipeline(out, p))
 		return;
 	if (serve_bool_arg(rq, out, "force", &o.force) != 0 ||

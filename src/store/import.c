@@ -375,17 +375,28 @@ static int copy_names(const faucet_export *e, char ***names, size_t *count)
 	return 0;
 }
 
+/* Each version's size of faucet_import_options. */
+static const size_t import_options_sizes[] = {sizeof(faucet_import_options)};
+
+int faucet_import_options_init(faucet_import_options *o, unsigned int version)
+{
+	static const faucet_import_options defaults = FAUCET_IMPORT_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, import_options_sizes, version,
+				    FAUCET_IMPORT_OPTIONS_VERSION, "faucet_import_options");
+}
+
 /* The caller's options (NULL = the defaults) as the current struct. */
 static int load_import_options(faucet_import_options *o, const faucet_import_options *caller)
 {
-	static const size_t sizes[] = {sizeof(faucet_import_options)};
 	faucet_import_options defaults = FAUCET_IMPORT_OPTIONS_INIT;
 
 	if (caller == NULL) {
 		*o = defaults;
 		return 0;
 	}
-	return faucet__options_load(o, sizeof(*o), caller, sizes, FAUCET_IMPORT_OPTIONS_VERSION,
+	return faucet__options_load(o, sizeof(*o), caller, import_options_sizes,
+				    FAUCET_IMPORT_OPTIONS_VERSION,
 				    "faucet_import_options");
 }
 

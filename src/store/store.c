@@ -400,11 +400,20 @@ int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_
 	return rc;
 }
 
+/* The size of each version of faucet_check_context, oldest first. */
+static const size_t check_context_sizes[] = {sizeof(faucet_check_context)};
+
+int faucet_check_context_init(faucet_check_context *c, unsigned int version)
+{
+	static const faucet_check_context defaults = FAUCET_CHECK_CONTEXT_INIT;
+
+	return faucet__options_init(c, &defaults, check_context_sizes, version,
+				    FAUCET_CHECK_CONTEXT_VERSION, "faucet_check_context");
+}
+
 int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 		       faucet_check_report **out)
 {
-	/* The size of each version of faucet_check_context, oldest first. */
-	static const size_t sizes[] = {sizeof(faucet_check_context)};
 	faucet_check_context c = FAUCET_CHECK_CONTEXT_INIT;
 
 	if (out == NULL)
@@ -413,8 +422,8 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 	c.timeout_ms = 10000;
 	/* Backends always see the current struct, whatever the caller had. */
 	if (ctx != NULL) {
-		int rc = faucet__options_load(&c, sizeof(c), ctx, sizes, FAUCET_CHECK_CONTEXT_VERSION,
-					      "faucet_check_context");
+		int rc = faucet__options_load(&c, sizeof(c), ctx, check_context_sizes,
+					      FAUCET_CHECK_CONTEXT_VERSION, "faucet_check_context");
 		if (rc != 0)
 			return rc;
 	}

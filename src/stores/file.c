@@ -2258,10 +2258,20 @@ static void file_free(faucet_store_backend *b)
 	free(fs);
 }
 
+/* Each version's size of faucet_file_options. */
+static const size_t file_options_sizes[] = {sizeof(faucet_file_options)};
+
+int faucet_file_options_init(faucet_file_options *o, unsigned int version)
+{
+	static const faucet_file_options defaults = FAUCET_FILE_OPTIONS_INIT;
+
+	return faucet__options_init(o, &defaults, file_options_sizes, version,
+				    FAUCET_FILE_OPTIONS_VERSION, "faucet_file_options");
+}
+
 int faucet_store_open_file(faucet_store **out, const char *root,
 			   const faucet_file_options *caller_opts)
 {
-	static const size_t sizes[] = {sizeof(faucet_file_options)};
 	faucet_file_options o = FAUCET_FILE_OPTIONS_INIT;
 	const faucet_file_options *opts = &o;
 	file_store *fs;
@@ -2271,7 +2281,8 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_file: out is NULL");
 	*out = NULL;
 	if (caller_opts != NULL &&
-	    faucet__options_load(&o, sizeof(o), caller_opts, sizes, FAUCET_FILE_OPTIONS_VERSION,
+	    faucet__options_load(&o, sizeof(o), caller_opts, file_options_sizes,
+				 FAUCET_FILE_OPTIONS_VERSION,
 				 "faucet_file_options") != 0)
 		return FAUCET_EINVALID;
 	if (root == NULL || root[0] == '\0')

@@ -139,7 +139,7 @@ static void expire_lease(faucet_store *s, const char *scope)
 static faucet_undo_result undo(faucet_store *s, const char *run, int force)
 {
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 
 	o.run = run;
 	o.force = force;
@@ -457,7 +457,7 @@ static void undo_restores_before_images_and_is_a_run(void **state)
 {
 	faucet_store *s = S(state);
 	faucet_run *r;
-	faucet_undo_result res, again;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT, again = FAUCET_UNDO_RESULT_INIT;
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	char id[FAUCET_RUN_ID_LEN + 1];
 	run_status st;
@@ -509,7 +509,7 @@ static void undo_refuses_a_key_changed_since_unless_forced(void **state)
 {
 	faucet_store *s = S(state);
 	faucet_run *r;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 
 	tu_put(s, "p::default", "1");
@@ -558,7 +558,7 @@ static void undo_reports_every_conflicting_key(void **state)
 {
 	faucet_store *s = S(state);
 	faucet_run *r;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	const faucet_undo_conflict *c;
 	char first[FAUCET_RUN_ID_LEN + 1], later[FAUCET_RUN_ID_LEN + 1];
@@ -583,8 +583,7 @@ static void undo_reports_every_conflicting_key(void **state)
 
 	o.run = first; /* not the newest */
 	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
-	assert_true(res.conflict);
-	assert_true(res.conflict & FAUCET_UNDO_CONFLICT_LISTED);
+	assert_int_equal(res.conflict, 1); /* a boolean, no bits */
 	assert_int_equal(res.conflict_count, 2);
 	assert_int_equal(res.conflict_total, 2);
 	assert_false(res.conflicts_truncated);
@@ -606,6 +605,7 @@ static void undo_reports_every_conflicting_key(void **state)
 	faucet_undo_result_dispose(&res);
 	assert_null(res.conflicts);
 	assert_int_equal(res.conflict_count, 0);
+	assert_int_equal(res.version, FAUCET_UNDO_RESULT_VERSION); /* kept for reuse */
 	/* Nothing written, not even the key without a conflict. */
 	tu_assert_value(s, "p::default::a", "10");
 	tu_assert_value(s, "p::default::b", "2");
@@ -619,15 +619,38 @@ static void undo_reports_every_conflicting_key(void **state)
 	assert_true(res.conflicts_truncated);
 	faucet_undo_result_dispose(&res);
 
-	/* Version 2 options: an older caller's shorter struct; no list. */
+	/* Version 2 options (no max_conflicts): the list still comes, at
+	 * the default cap - the result's version says what it holds. */
 	o.version = 2;
 	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
-	assert_true(res.conflict);
-	assert_false(res.conflict & FAUCET_UNDO_CONFLICT_LISTED);
+	assert_int_equal(res.conflict, 1);
 	assert_non_null(res.conflict_key);
-	assert_null(res.conflicts);
+	assert_int_equal(res.conflict_count, 2);
+	assert_false(res.conflicts_truncated);
 	faucet_undo_result_dispose(&res);
 	tu_assert_value(s, "p::default::b", "2");
+
+	/* A result without its version (not initialised) or of a newer
+	 * library: refused, the struct untouched, nothing written. */
+	o.version = FAUCET_UNDO_OPTIONS_VERSION;
+	for (unsigned v = 0; v <= FAUCET_UNDO_RESULT_VERSION + 1; v += FAUCET_UNDO_RESULT_VERSION + 1) {
+		faucet_undo_result bad;
+
+		memset(&bad, 0, sizeof(bad));
+		bad.version = v;
+		assert_int_equal(faucet_run_undo(s, "p", &o, &bad), FAUCET_EINVALID);
+		tu_assert_error_contains("faucet_undo_result version");
+		assert_null(bad.run);
+		faucet_undo_result_dispose(&bad); /* a no-op on an unknown version */
+	}
+	assert_int_equal(faucet_undo_result_init(&res, FAUCET_UNDO_RESULT_VERSION), 0);
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_int_equal(res.conflict_total, 2);
+	faucet_undo_result_dispose(&res);
+	assert_int_equal(faucet_undo_result_init(&res, 0), FAUCET_EINVALID);
+	assert_int_equal(faucet_undo_result_init(&res, FAUCET_UNDO_RESULT_VERSION + 1),
+			 FAUCET_EINVALID);
+	tu_assert_value(s, "p::default::a", "10");
 }
 
 /* A run that took no lease (every CLI write) knows what its own writes
@@ -641,7 +664,7 @@ static void a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict(void **st
 	faucet_store *s = S(state);
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_value *one = tu_v("1"), *nine = tu_v("9");
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r = NULL;
 	run_status st;
 	int written = 1;
@@ -686,7 +709,7 @@ static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **
 	faucet_store *s = S(state);
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	const char *keys[] = {"p::default", "p::default::b"};
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r = NULL;
 	run_status st;
 	char *id;
@@ -759,7 +782,7 @@ static void a_big_runs_status_lists_some_keys_and_the_count(void **state)
 	faucet_entry *e = calloc(N, sizeof(*e));
 	char (*names)[32] = calloc(N, sizeof(*names));
 	faucet_value *v = tu_v("1");
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	char id[FAUCET_RUN_ID_LEN + 1];
 	run_status st;
 	run_entry *entry;
@@ -860,7 +883,7 @@ static void a_crashed_undo_run_again_finishes_the_job(void **state)
 {
 	faucet_store *s = S(state);
 	faucet_run *r;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 
 	tu_put(s, "p::default::a", "1");
 	tu_put(s, "p::default::b", "1");
@@ -886,7 +909,7 @@ static void a_dead_undo_run_is_finished_not_undone(void **state)
 	faucet_store *s = S(state);
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_run *r, *dead = NULL;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	char id[FAUCET_RUN_ID_LEN + 1], dead_id[FAUCET_RUN_ID_LEN + 1];
 
 	tu_put(s, "p::default::a", "1");
@@ -922,7 +945,7 @@ static void a_killed_run_is_abandoned_and_its_marker_undoes_it(void **state)
 	fixture *f = *state;
 	faucet_store *s;
 	faucet_run *b;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	run_status st;
 	char dead[FAUCET_RUN_ID_LEN + 1];
 	int status = 0;
@@ -1010,7 +1033,7 @@ static void a_killed_cli_write_keeps_its_after_image_so_undo_spares_a_later_put(
 {
 	fixture *f = *state;
 	faucet_store *s;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	run_status st;
 	char dead[FAUCET_RUN_ID_LEN + 1];
 	int status = 0;
@@ -1108,7 +1131,7 @@ static void foreign_json_in_bookkeeping_keys_is_refused_and_nothing_written(void
 	faucet_store *s = S(state);
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_undo_options uo = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r = NULL;
 
 	tu_put(s, "p::default::__status__", "{\"mine\":true}");
@@ -1149,7 +1172,7 @@ static void a_pipeline_level_run_takes_no_lease(void **state)
 	faucet_store *s = S(state);
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_run *r = NULL;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_undo_options uo = FAUCET_UNDO_OPTIONS_INIT;
 
 	o.pipeline_level = 1;
@@ -1224,7 +1247,7 @@ static faucet_run *join(faucet_store *s, const faucet_run *r)
 static void undo_of_a_run_never_clobbers_a_later_write(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r, *child, *op;
 	char id[FAUCET_RUN_ID_LEN + 1];
 
@@ -1255,7 +1278,7 @@ static void undo_of_a_run_never_clobbers_a_later_write(void **state)
 static void undo_of_a_killed_run_respects_a_later_import(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r, *child, *imp;
 	faucet_entry e[2];
 	char id[FAUCET_RUN_ID_LEN + 1];
@@ -1299,7 +1322,7 @@ static void undo_of_a_killed_run_respects_a_later_import(void **state)
 static void undo_sees_a_later_run_of_any_scope(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *w, *v;
 	char id[FAUCET_RUN_ID_LEN + 1], later[FAUCET_RUN_ID_LEN + 1];
 
@@ -1330,7 +1353,7 @@ static void undo_bulk_writes_and_runs_exclude_each_other(void **state)
 	faucet_store *s = S(state);
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *w, *imp, *r, *blocked = NULL;
 
 	tu_put(s, "p::default", "1");
@@ -1382,7 +1405,7 @@ static void a_retried_undo_finishes_and_never_reverses_itself(void **state)
 	faucet_store *s = S(state);
 	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *w, *d = NULL;
 	char id[FAUCET_RUN_ID_LEN + 1], did[FAUCET_RUN_ID_LEN + 1];
 
@@ -1452,7 +1475,7 @@ static void a_write_that_changes_nothing_records_no_run(void **state)
 static void an_undo_is_all_or_nothing(void **state)
 {
 	faucet_store *s = S(state);
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *w, *op;
 	char id[FAUCET_RUN_ID_LEN + 1];
 
@@ -1481,7 +1504,7 @@ static void a_delete_batch_is_recorded_and_undone(void **state)
 {
 	faucet_store *s = S(state);
 	const char *keys[] = {"p::default", "p::default::a", "p::default::b"};
-	faucet_undo_result res;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	faucet_run *r;
 
 	tu_put(s, "p::default", "{\"c\":1}");
