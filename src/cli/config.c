@@ -579,15 +579,30 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	return 0;
 }
 
-/* The backend of config type `type` in the library's table, or NULL (an
- * unknown type is left to the library, which lists the types it knows). */
-static const faucet_backend_info *backend_of(const char *type)
+/* The library's table of backends, by type or by URL scheme (config.h). */
+const faucet_backend_info *cli_backend_of_type(const char *type)
 {
 	const faucet_backend_info *be;
 
 	for (size_t i = 0; type != NULL && (be = faucet_store_backend_info(i)) != NULL; i++) {
 		if (strcmp(be->type, type) == 0)
 			return be;
+	}
+	return NULL;
+}
+
+const faucet_backend_info *cli_backend_of_url(const char *url, const char **rest)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const char *const *s = be->schemes; *s != NULL; s++) {
+			if (strncmp(url, *s, strlen(*s)) == 0) {
+				if (rest != NULL)
+					*rest = url + strlen(*s);
+				return be;
+			}
+		}
 	}
 	return NULL;
 }
@@ -631,7 +646,7 @@ static int all_backend_fields(const char **names, size_t max)
  * store is configured as written. */
 static int check_backend_fields(loader *l, const yaml_node_t *node)
 {
-	const faucet_backend_info *be = backend_of(l->cfg->state_type);
+	const faucet_backend_info *be = cli_backend_of_type(l->cfg->state_type);
 
 	if (be == NULL)
 		return 0;
@@ -802,7 +817,7 @@ static int load_state(loader *l, yaml_node_t *node)
 		return node_error(l, type, "state.type is empty");
 	/* A near miss of a known type (sqllite) is named here; any other
 	 * unknown type is the library's to refuse, with its list. */
-	if (backend_of(c->state_type) == NULL &&
+	if (cli_backend_of_type(c->state_type) == NULL &&
 	    (best = cli_suggest(c->state_type, types, nt)) != NULL)
 		return node_error(l, type,
 				  "state.type: unknown state store type '%s' (did you mean '%s'?)",

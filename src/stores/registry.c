@@ -184,7 +184,7 @@ static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
 #define END_FIELDS {0}
 
 /* Fields several backends share. */
-#define PATH_FIELD FIELD("path", "string", NULL, NULL, "relative to the current directory")
+#define PATH_FIELD FIELD("path", "string", NULL, NULL, NULL)
 #define URL_FIELD FIELD("url", "string", NULL, NULL, NULL)
 #define POOL_FIELD FIELD("max_connections", "number", "N", "5", NULL)
 #define NAMESPACE_FIELD FIELD("namespace", "string", "NS", "faucet", "non-empty, no ':'")
