@@ -99,7 +99,7 @@ FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root,
 #define FAUCET_STORE_CONFIG_INIT {.version = FAUCET_STORE_CONFIG_VERSION}
 typedef struct {
 	unsigned version;           /* FAUCET_STORE_CONFIG_VERSION */
-	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis", "redis-sentinel" */
+	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis", "redis-sentinel", "etcd": faucet_store_backend_info() lists them */
 	const char *path;           /* file, sqlite: the directory / database file */
 	const char *url;            /* postgres, redis, redis-sentinel: the server URL, without faucet's options */
 	const char *table;          /* postgres: NULL = "faucet_state"; [A-Za-z0-9_]{1,63} */
