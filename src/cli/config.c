@@ -607,8 +607,7 @@ const faucet_backend_info *cli_backend_of_url(const char *url, const char **rest
 	return NULL;
 }
 
-/* Whether `name` is a field of `be`. */
-static int backend_has_field(const faucet_backend_info *be, const char *name)
+int cli_backend_has_field(const faucet_backend_info *be, const char *name)
 {
 	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
 		if (strcmp(f->name, name) == 0)
@@ -657,7 +656,7 @@ static int check_backend_fields(loader *l, const yaml_node_t *node)
 		faucet_buf takes = FAUCET_BUF_INIT;
 		int rc;
 
-		if (backend_has_field(be, name))
+		if (cli_backend_has_field(be, name))
 			continue;
 		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++)
 			(void)faucet_buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);

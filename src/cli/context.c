@@ -648,6 +648,7 @@ static int require_existing(const char *path, int mode)
 
 static int open_from_url(cli_context *ctx, const char *url, int must_exist, faucet_store **out)
 {
+	const faucet_backend_info *be;
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
 	const char *key = NULL;
@@ -666,9 +667,11 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 			return open_failed(ctx);
 		return 0;
 	}
-	/* A key only makes sense for the file store; its URL is simple enough
-	 * to take apart here so the key can travel in a config. */
-	if (strncmp(url, "file:", 5) != 0)
+	/* A key only makes sense for a store with an `encryption` field (the
+	 * file store); its URL is a path, simple enough to take apart here so
+	 * the key can travel in a config. */
+	be = cli_backend_of_url(url, NULL);
+	if (be == NULL || !be->local_path || !cli_backend_has_field(be, "encryption"))
 		return cli_error(CLI_EXIT_USAGE,
 				 "--encryption-key-env applies to the file store only, not to %s",
 				 ctx->store_label);
@@ -681,10 +684,8 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	enc.key = key;
 	enc.previous_keys = (const char *const *)ctx->previous_material.strings;
 	enc.previous_count = ctx->previous_material.count;
-	cfg.type = "file";
-	cfg.path = url + 5;
-	if (strncmp(cfg.path, "//", 2) == 0)
-		cfg.path += 2;
+	cfg.type = be->type;
+	cfg.path = url_store_path(url);
 	cfg.encryption = &enc;
 	if (faucet_store_open_config(out, &cfg) != 0)
 		return open_failed(ctx);
@@ -720,7 +721,7 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	if (store_absent)
 		return faucet_store_open_url(out, "memory:") != 0 ? open_failed(ctx) : 0;
 	if (ctx->key_env != NULL) {
-		if (strcmp(conf->state_type, "file") != 0)
+		if (local == NULL || !cli_backend_has_field(local, "encryption"))
 			return cli_error(CLI_EXIT_USAGE,
 					 "--encryption-key-env applies to the file store only, "
 					 "not to %s",
