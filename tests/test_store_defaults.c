@@ -364,6 +364,60 @@ static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
 	assert_int_equal(faucet_store_new(NULL, NULL), FAUCET_EINVALID);
 }
 
+/* The table of backends (src/stores/registry.c, faucet_store_backend_info):
+ * each row complete, types unique, each field once with a known kind, a
+ * local store with a `path`, and every type in the library's own list. */
+static void backend_table_is_well_formed(void **state)
+{
+	static const char *const kinds[] = {"string", "bool", "number", "duration", "list",
+					    "mapping"};
+	faucet_store_config cfg = FAUCET_STORE_CONFIG_INIT;
+	const faucet_backend_info *be;
+	faucet_store *s = NULL;
+	const char *msg;
+	size_t n = 0;
+
+	(void)state;
+	cfg.type = "no-such-backend";
+	assert_int_equal(faucet_store_open_config(&s, &cfg), FAUCET_ECONFIG);
+	assert_null(s);
+	msg = faucet_error_last()->message;
+	for (; (be = faucet_store_backend_info(n)) != NULL; n++) {
+		int has_path = 0, scheme_matches = 0;
+
+		assert_non_null(be->type);
+		assert_true(be->type[0] != '\0');
+		assert_non_null(strstr(msg, be->type));
+		for (size_t j = 0; j < n; j++)
+			assert_string_not_equal(faucet_store_backend_info(j)->type, be->type);
+		assert_non_null(be->schemes);
+		assert_non_null(be->schemes[0]);
+		for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
+			assert_non_null(strchr(*sc, ':'));
+			if (strncmp(be->url_form, *sc, strlen(*sc)) == 0)
+				scheme_matches = 1;
+		}
+		assert_true(scheme_matches);
+		assert_non_null(be->fields);
+		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+			size_t k;
+
+			for (const faucet_backend_field *g = be->fields; g < f; g++)
+				assert_string_not_equal(g->name, f->name);
+			for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+				if (strcmp(kinds[k], f->kind) == 0)
+					break;
+			}
+			assert_true(k < sizeof(kinds) / sizeof(kinds[0]));
+			if (strcmp(f->name, "path") == 0)
+				has_path = 1;
+		}
+		assert_int_equal(has_path, be->local_path);
+	}
+	assert_true(n >= 7);
+	assert_null(faucet_store_backend_info(n + 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +429,7 @@ int main(void)
 		cmocka_unit_test(supports_queries_follow_the_backend_slots),
 		cmocka_unit_test(reindex_goes_to_the_backend_slot),
 		cmocka_unit_test(faucet_store_new_refuses_a_backend_it_cannot_use),
+		cmocka_unit_test(backend_table_is_well_formed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,7 +106,7 @@ FAUCET_EXTERN int faucet_store_open_file(faucet_store **out, const char *root,
 #define FAUCET_STORE_CONFIG_INIT {.version = FAUCET_STORE_CONFIG_VERSION}
 typedef struct {
 	unsigned version;           /* FAUCET_STORE_CONFIG_VERSION */
-	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis", "redis-sentinel" */
+	const char *type;           /* "memory", "file", "sqlite", "postgres", "redis", "redis-sentinel", "etcd": faucet_store_backend_info() lists them */
 	const char *path;           /* file, sqlite: the directory / database file */
 	const char *url;            /* postgres, redis, redis-sentinel: the server URL, without faucet's options */
 	const char *table;          /* postgres: NULL = "faucet_state"; [A-Za-z0-9_]{1,63} */
@@ -132,6 +132,31 @@ FAUCET_EXTERN int faucet_store_open_config(faucet_store **out, const faucet_stor
  * the query before the URL reaches the driver.  An unknown scheme is
  * FAUCET_ECONFIG listing the known ones. */
 FAUCET_EXTERN int faucet_store_open_url(faucet_store **out, const char *url);
+
+/* One field of a backend's `state: config` block, as the store reference
+ * and a config reader need it.  The library owns it; it only grows at its end. */
+typedef struct {
+	const char *name;          /* the YAML field, e.g. "table" */
+	const char *kind;          /* "string", "bool", "number", "duration", "list" or "mapping" */
+	const char *placeholder;   /* its value in a URL synopsis ("T"), or NULL: not a URL option */
+	const char *default_value; /* as shown to people, or NULL (none, or required) */
+	const char *doc;           /* a short note for the reference, or NULL */
+	int secret;                /* it may hold a password or key: never shown */
+} faucet_backend_field;
+
+/* A backend this build can open: its config `type`, URL schemes, config
+ * fields and a line of documentation.  Owned by the library; only grows at its end. */
+typedef struct {
+	const char *type;                   /* config `type` */
+	const char *const *schemes;         /* URL prefixes ("postgres://"), NULL-terminated */
+	const faucet_backend_field *fields; /* ends with a NULL name */
+	const char *url_form;               /* the URL without options: "sqlite:PATH" */
+	const char *doc;                    /* one sentence, or NULL */
+	int local_path; /* 1: a file or directory at `path` (opening it creates it) */
+} faucet_backend_info;
+
+/* The i-th backend this build knows (i = 0, 1, ...); NULL past the last. */
+FAUCET_EXTERN const faucet_backend_info *faucet_store_backend_info(size_t i);
 
 /* The URL with any password replaced by "***", for messages.  Caller frees. */
 FAUCET_EXTERN char *faucet_url_redact(const char *url);

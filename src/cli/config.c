@@ -579,48 +579,91 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	return 0;
 }
 
-/* The state.config fields each backend takes; an unknown type is left to
- * the library, which lists the types it knows. */
-static const struct {
-	const char *type;
-	const char *fields; /* ", "-separated, for the message too */
-} backend_fields[] = {
-	{"memory", ""},
-	{"file", "path, encryption"},
-	{"sqlite", "path"},
-	{"postgres", "url, table, ensure_table, max_connections"},
-	{"redis", "url, namespace, index, max_connections"},
-	{"etcd", "endpoints, prefix, dial_timeout, request_timeout, max_connections, url"},
-	{"redis-sentinel", "url, namespace, index, max_connections, min_replicas, wait_timeout"},
-};
+/* The library's table of backends, by type or by URL scheme (config.h). */
+const faucet_backend_info *cli_backend_of_type(const char *type)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; type != NULL && (be = faucet_store_backend_info(i)) != NULL; i++) {
+		if (strcmp(be->type, type) == 0)
+			return be;
+	}
+	return NULL;
+}
+
+const faucet_backend_info *cli_backend_of_url(const char *url, const char **rest)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const char *const *s = be->schemes; *s != NULL; s++) {
+			if (strncmp(url, *s, strlen(*s)) == 0) {
+				if (rest != NULL)
+					*rest = url + strlen(*s);
+				return be;
+			}
+		}
+	}
+	return NULL;
+}
+
+int cli_backend_has_field(const faucet_backend_info *be, const char *name)
+{
+	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+		if (strcmp(f->name, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Every field of every backend, each once, NULL-terminated: what
+ * state.config may hold at all.  Returns 0, or -1 when `max` is too few. */
+static int all_backend_fields(const char **names, size_t max)
+{
+	const faucet_backend_info *be;
+	size_t n = 0;
+
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+			size_t k;
+
+			for (k = 0; k < n && strcmp(names[k], f->name) != 0; k++)
+				;
+			if (k < n)
+				continue;
+			if (n + 1 >= max)
+				return -1;
+			names[n++] = f->name;
+		}
+	}
+	names[n] = NULL;
+	return 0;
+}
 
 /* A field of another backend (type: file with table:) is an error naming
  * it: left alone it would be ignored, and the operator would believe the
  * store is configured as written. */
 static int check_backend_fields(loader *l, const yaml_node_t *node)
 {
-	const char *type = l->cfg->state_type, *fields = NULL;
+	const faucet_backend_info *be = cli_backend_of_type(l->cfg->state_type);
 
-	for (size_t i = 0; type != NULL && i < FAUCET_ARRAY_LEN(backend_fields); i++) {
-		if (strcmp(backend_fields[i].type, type) == 0)
-			fields = backend_fields[i].fields;
-	}
-	if (fields == NULL)
+	if (be == NULL)
 		return 0;
 	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
 	     p++) {
 		yaml_node_t *key = node_at(l, p->key);
 		const char *name = scalar_raw(key);
-		const char *at = strstr(fields, name);
-		size_t n = strlen(name);
+		faucet_buf takes = FAUCET_BUF_INIT;
+		int rc;
 
-		/* A whole entry of the list, not a part of one. */
-		while (at != NULL && !((at == fields || at[-1] == ' ') && (at[n] == ',' || at[n] == '\0')))
-			at = strstr(at + 1, name);
-		if (at == NULL)
-			return node_error(l, key,
-					  "state.config.%s does not apply to type '%s' (it takes: %s)",
-					  name, type, *fields ? fields : "no options");
+		if (cli_backend_has_field(be, name))
+			continue;
+		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++)
+			(void)faucet_buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);
+		rc = node_error(l, key, "state.config.%s does not apply to type '%s' (it takes: %s)",
+				name, be->type, takes.ptr ? takes.ptr : "no options");
+		faucet_buf_dispose(&takes);
+		return rc;
 	}
 	return 0;
 }
@@ -681,16 +724,15 @@ static int etcd_url(loader *l, yaml_node_t *node)
 
 static int load_state_config(loader *l, yaml_node_t *node)
 {
-	static const char *const fields[] = {"path", "url", "table", "ensure_table",
-					     "max_connections", "namespace", "index", "encryption",
-					     "endpoints", "prefix", "dial_timeout", "request_timeout",
-					     "min_replicas", "wait_timeout", NULL};
+	const char *fields[64];
 	cli_config *c = l->cfg;
 	yaml_node_t *v;
 	int rc;
 
 	if (node_is_null(node))
 		return 0;
+	if (all_backend_fields(fields, FAUCET_ARRAY_LEN(fields)) != 0)
+		return node_error(l, node, "state.config: too many backend fields");
 	rc = check_mapping(l, node, "state.config", fields);
 	if (rc == 0)
 		rc = check_backend_fields(l, node);
@@ -742,6 +784,8 @@ static int load_state(loader *l, yaml_node_t *node)
 	static const char *const fields[] = {"type", "config", NULL};
 	cli_config *c = l->cfg;
 	yaml_node_t *type, *conf;
+	const char *types[32], *best;
+	size_t nt;
 	int rc;
 
 	if (node_is_null(node))
@@ -751,27 +795,32 @@ static int load_state(loader *l, yaml_node_t *node)
 		return rc;
 	c->has_state = 1;
 	type = field_of(l, node, "type", NULL);
-	if (type == NULL)
-		return node_error(l, node, "state needs a `type` (file, memory, sqlite, postgres, redis, redis-sentinel, etcd)");
+	nt = 0;
+	for (const faucet_backend_info *be; nt + 1 < FAUCET_ARRAY_LEN(types) &&
+					    (be = faucet_store_backend_info(nt)) != NULL;
+	     nt++)
+		types[nt] = be->type;
+	if (type == NULL) {
+		faucet_buf known = FAUCET_BUF_INIT;
+
+		for (size_t i = 0; i < nt; i++)
+			(void)faucet_buf_printf(&known, "%s%s", i ? ", " : "", types[i]);
+		rc = node_error(l, node, "state needs a `type` (%s)", known.ptr ? known.ptr : "");
+		faucet_buf_dispose(&known);
+		return rc;
+	}
 	rc = read_string(l, type, "state.type", &c->state_type);
 	if (rc != 0)
 		return rc;
 	if (c->state_type == NULL || *c->state_type == '\0')
 		return node_error(l, type, "state.type is empty");
-	{
-		/* A near miss of a known type (sqllite) is named here; any other
-		 * unknown type is the library's to refuse, with its list. */
-		static const char *const types[] = {"file", "memory", "sqlite", "postgres", "redis"};
-		const char *best = NULL;
-		size_t i;
-
-		for (i = 0; i < FAUCET_ARRAY_LEN(types) && strcmp(types[i], c->state_type) != 0; i++)
-			;
-		if (i == FAUCET_ARRAY_LEN(types) &&
-		    (best = cli_suggest(c->state_type, types, FAUCET_ARRAY_LEN(types))) != NULL)
-			return node_error(l, type, "state.type: unknown state store type '%s' (did "
-					  "you mean '%s'?)", c->state_type, best);
-	}
+	/* A near miss of a known type (sqllite) is named here; any other
+	 * unknown type is the library's to refuse, with its list. */
+	if (cli_backend_of_type(c->state_type) == NULL &&
+	    (best = cli_suggest(c->state_type, types, nt)) != NULL)
+		return node_error(l, type,
+				  "state.type: unknown state store type '%s' (did you mean '%s'?)",
+				  c->state_type, best);
 	conf = field_of(l, node, "config", NULL);
 	return conf == NULL ? 0 : load_state_config(l, conf);
 }

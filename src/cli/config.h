@@ -69,6 +69,14 @@ void cli_config_store(const cli_config *c, faucet_store_config *cfg,
 
 void cli_config_free(cli_config *c);
 
+/* The backend of a config type, or of the scheme starting `url` (then
+ * *rest, when not NULL, is what follows the scheme); NULL when unknown. */
+const faucet_backend_info *cli_backend_of_type(const char *type);
+const faucet_backend_info *cli_backend_of_url(const char *url, const char **rest);
+
+/* Whether `name` is one of the state.config fields of `be`. */
+int cli_backend_has_field(const faucet_backend_info *be, const char *name);
+
 /* A copy of `text` with every value that came from ${env:VAR} (and is at
  * least CLI_SCRUB_MIN bytes long) replaced by "${env:VAR}"; NULL when out of
  * memory.  `c` may be NULL (then a plain copy).  Shorter values are left:

@@ -19,6 +19,7 @@
 #include "util.h"
 #include "cli.h"
 #include "jsonw.h"
+#include "reference.h"
 
 #define DEFAULT_STATE_URL "file:.faucet-state"
 
@@ -316,32 +317,10 @@ static const char store_help[] =
 	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
 	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
 	"\n"
-	"Store URLs and their YAML form, state: {type: T, config: {...}}, with defaults:\n"
-	"  file:PATH                type: file, config: path; encryption: {key,\n"
-	"                           previous_keys: [...], algorithm: aes-256-gcm}\n"
-	"  sqlite:PATH              type: sqlite, config: path\n"
-	"  memory:                  type: memory (in-process; gone when the command ends)\n"
-	"  postgres://USER[:PW]@HOST:PORT/DB?table=T&ensure_table=B&max_connections=N\n"
-	"                           type: postgres, config: url, table (default\n"
-	"                           faucet_state; [A-Za-z0-9_]{1,63}), ensure_table (default\n"
-	"                           true: create a missing table; false: never),\n"
-	"                           max_connections (default 5)\n"
-	"  redis://[:PW@]HOST:PORT/DB?namespace=NS&max_connections=N\n"
-	"                           type: redis, config: url, namespace (default faucet;\n"
-	"                           non-empty, no ':'), max_connections (default 5)\n"
-	"  postgres://USER@H1:P1,H2:P2/DB?target_session_attrs=read-write&connect_timeout=2\n"
-	"                           libpq's multi-host form: the first host that is a\n"
-	"                           primary; libpq's own options pass through\n"
-	"  redis-sentinel://[:PW@]H:P[,H:P...]/MASTER[/DB]?namespace=NS&min_replicas=N\n"
-	"         &wait_timeout=1s  type: redis-sentinel, config: url, namespace,\n"
-	"                           min_replicas (default none: a failover may lose\n"
-	"                           acknowledged writes), wait_timeout (default 1s)\n"
-	"  etcd://HOST:PORT[,HOST:PORT...]/PREFIX?dial_timeout=D&request_timeout=D\n"
-	"                           type: etcd, config: endpoints: [HOST:PORT, ...], prefix\n"
-	"                           (required; keys live at PREFIX/KEY), dial_timeout\n"
-	"                           (default 2s), request_timeout (default 10s),\n"
-	"                           max_connections (default 5)\n"
-	"  A relative PATH is relative to the current directory.\n"
+	"\n";
+
+/* After the store reference generated from the table of backends. */
+static const char store_help_tail[] =
 	"\n"
 	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
 	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
@@ -363,10 +342,20 @@ static const char store_help[] =
 
 int cli_print_help(const char *text)
 {
+	faucet_buf b = FAUCET_BUF_INIT;
+
 	if (cli_args_help_check() != 0)
 		return CLI_EXIT_FAILED;
+	cli_reference_stores(&b);
+	if (b.failed) {
+		faucet_buf_dispose(&b);
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	}
 	fputs(text, stdout);
 	fputs(store_help, stdout);
+	fputs(b.ptr, stdout);
+	fputs(store_help_tail, stdout);
+	faucet_buf_dispose(&b);
 	return cli_finish(CLI_EXIT_OK);
 }
 
@@ -606,18 +595,16 @@ static int open_failed(cli_context *ctx)
 	return cli_fail(exit_code, "cannot open the state store %s", ctx->store_label);
 }
 
-/* The path of a file: or sqlite: store URL ("file:P" or "file://P"), or
- * NULL for the other schemes. */
+/* The path of a store URL whose backend lives at a local path (file:P,
+ * sqlite://P), or NULL for the other schemes. */
 static const char *url_store_path(const char *url)
 {
-	static const char *const schemes[] = {"file:", "sqlite:"};
+	const char *rest;
+	const faucet_backend_info *be = cli_backend_of_url(url, &rest);
 
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
-		size_t n = strlen(schemes[i]);
-		if (strncmp(url, schemes[i], n) == 0)
-			return strncmp(url + n, "//", 2) == 0 ? url + n + 2 : url + n;
-	}
-	return NULL;
+	if (be == NULL || !be->local_path)
+		return NULL;
+	return strncmp(rest, "//", 2) == 0 ? rest + 2 : rest;
 }
 
 /*
@@ -661,6 +648,7 @@ static int require_existing(const char *path, int mode)
 
 static int open_from_url(cli_context *ctx, const char *url, int must_exist, faucet_store **out)
 {
+	const faucet_backend_info *be;
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
 	const char *key = NULL;
@@ -679,9 +667,11 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 			return open_failed(ctx);
 		return 0;
 	}
-	/* A key only makes sense for the file store; its URL is simple enough
-	 * to take apart here so the key can travel in a config. */
-	if (strncmp(url, "file:", 5) != 0)
+	/* A key only makes sense for a store with an `encryption` field (the
+	 * file store); its URL is a path, simple enough to take apart here so
+	 * the key can travel in a config. */
+	be = cli_backend_of_url(url, NULL);
+	if (be == NULL || !be->local_path || !cli_backend_has_field(be, "encryption"))
 		return cli_error(CLI_EXIT_USAGE,
 				 "--encryption-key-env applies to the file store only, not to %s",
 				 ctx->store_label);
@@ -694,10 +684,8 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	enc.key = key;
 	enc.previous_keys = (const char *const *)ctx->previous_material.strings;
 	enc.previous_count = ctx->previous_material.count;
-	cfg.type = "file";
-	cfg.path = url + 5;
-	if (strncmp(cfg.path, "//", 2) == 0)
-		cfg.path += 2;
+	cfg.type = be->type;
+	cfg.path = url_store_path(url);
 	cfg.encryption = &enc;
 	if (faucet_store_open_config(out, &cfg) != 0)
 		return open_failed(ctx);
@@ -707,6 +695,7 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 static int open_from_config(cli_context *ctx, const cli_config *conf, int must_exist,
 			    faucet_store **out)
 {
+	const faucet_backend_info *local;
 	faucet_encryption_options enc;
 	faucet_store_config cfg;
 	const char *key = NULL;
@@ -725,14 +714,14 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
 	if (ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
-	if (must_exist && (strcmp(conf->state_type, "file") == 0 ||
-			   strcmp(conf->state_type, "sqlite") == 0) &&
+	local = cli_backend_of_type(conf->state_type);
+	if (must_exist && local != NULL && local->local_path &&
 	    (rc = require_existing(conf->state_path, must_exist)) != 0)
 		return rc;
 	if (store_absent)
 		return faucet_store_open_url(out, "memory:") != 0 ? open_failed(ctx) : 0;
 	if (ctx->key_env != NULL) {
-		if (strcmp(conf->state_type, "file") != 0)
+		if (local == NULL || !cli_backend_has_field(local, "encryption"))
 			return cli_error(CLI_EXIT_USAGE,
 					 "--encryption-key-env applies to the file store only, "
 					 "not to %s",
@@ -772,9 +761,10 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
  * known one (sqllite:) is named with the URL it was meant to be. */
 int cli_check_store_url(const char *url, const char *where)
 {
-	static const char *const schemes[] = {"memory", "file", "sqlite", "postgres", "postgresql",
-					      "redis"};
-	const char *colon = strchr(url, ':'), *dot;
+	const char *schemes[32], *colon = strchr(url, ':'), *dot;
+	char names[32][24];
+	size_t count = 0;
+	const faucet_backend_info *be;
 	faucet_buf b = FAUCET_BUF_INIT;
 	struct stat st;
 	int rc;
@@ -788,11 +778,22 @@ int cli_check_store_url(const char *url, const char *where)
 			return 0;
 		memcpy(scheme, url, n);
 		scheme[n] = '\0';
-		for (size_t i = 0; i < FAUCET_ARRAY_LEN(schemes); i++) {
-			if (strcmp(schemes[i], scheme) == 0)
-				return 0;
+		/* The schemes of the table without their ':' or '://'. */
+		for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+			for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
+				size_t len = strcspn(*sc, ":");
+
+				if (len == n && strncmp(*sc, scheme, n) == 0)
+					return 0;
+				if (count == FAUCET_ARRAY_LEN(names) || len >= sizeof(names[0]))
+					continue;
+				memcpy(names[count], *sc, len);
+				names[count][len] = '\0';
+				schemes[count] = names[count];
+				count++;
+			}
 		}
-		if ((best = cli_suggest(scheme, schemes, FAUCET_ARRAY_LEN(schemes))) == NULL)
+		if ((best = cli_suggest(scheme, schemes, count)) == NULL)
 			return 0; /* the library's message lists the schemes */
 		cli_escape(&b, colon);
 		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",

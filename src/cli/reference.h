@@ -81,6 +81,11 @@ void cli_reference_man(faucet_buf *b);
 int cli_reference_completion(faucet_buf *b, const char *shell);
 void cli_reference_dump(faucet_buf *b);
 
+/* The store reference of every --help, generated from the library's table
+ * of backends (faucet_store_backend_info): each URL form with its options,
+ * its YAML type and fields with their defaults. */
+void cli_reference_stores(faucet_buf *b);
+
 /* Called when a parser has seen --help (args.c): whether the options it
  * accepts (`opts`, the global ones included) are all in the row of
  * `command`, with the same short name and value.  Prints the difference as

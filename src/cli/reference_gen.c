@@ -4,6 +4,7 @@
  * the tests read, and the check that a parser's options are its row's.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "reference.h"
@@ -213,6 +214,167 @@ static void man_flag(faucet_buf *b, const cli_ref_flag *f)
 	}
 }
 
+/* ---- the backends ------------------------------------------------------ */
+
+/* The URL form with the options faucet takes off it: "?table=T&...". */
+static void backend_url(faucet_buf *b, const faucet_backend_info *be)
+{
+	char sep = '?';
+
+	PUTS(be->url_form);
+	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+		if (f->placeholder == NULL)
+			continue;
+		PRINTF("%c%s=%s", sep, f->name, f->placeholder);
+		sep = '&';
+	}
+}
+
+/* A field's note and default in parentheses, or nothing; `sp` is the space
+ * before the note and inside "default X" (NOBREAK keeps them on one line). */
+static void field_note(faucet_buf *b, const faucet_backend_field *f, const char *sp)
+{
+	if (f->default_value == NULL && f->doc == NULL)
+		return;
+	PRINTF("%s(", sp);
+	if (f->default_value != NULL)
+		PRINTF("default%s%s%s", sp, f->default_value, f->doc != NULL ? "; " : "");
+	if (f->doc != NULL)
+		PUTS(f->doc);
+	PUTS(")");
+}
+
+/* A space wrap() never breaks a line at. */
+#define NOBREAK "\001"
+
+/* Append `text` to b word by word, breaking lines before column `width`
+ * and indenting each new one by `indent`; `col` is the current column. */
+static void wrap(faucet_buf *b, const char *text, size_t indent, size_t width, size_t col)
+{
+	while (*text != '\0') {
+		size_t n = strcspn(text, " ");
+
+		if (col > indent && col + 1 + n > width) {
+			PRINTF("\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			PUTS(" ");
+			col++;
+		}
+		for (size_t i = 0; i < n; i++)
+			(void)faucet_buf_putc(b, text[i] == NOBREAK[0] ? ' ' : text[i]);
+		col += n;
+		text += n;
+		text += strspn(text, " ");
+	}
+	PUTS("\n");
+}
+
+#define STORE_COLUMN 27
+#define URL_INDENT 9
+
+void cli_reference_stores(faucet_buf *b)
+{
+	const faucet_backend_info *be;
+
+	PUTS("Store URLs and their YAML form, state: {type: T, config: {...}}, with defaults:\n");
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		faucet_buf url = FAUCET_BUF_INIT, text = FAUCET_BUF_INIT;
+		size_t col;
+
+		backend_url(&url, be);
+		PUTS("  ");
+		col = 2;
+		/* A long URL goes on at its next option, indented. */
+		for (const char *p = url.ptr ? url.ptr : ""; *p != '\0';) {
+			size_t n = 1 + strcspn(p + 1, "&");
+
+			if (*p == '&' && col + n > 80) {
+				PRINTF("\n%*s", URL_INDENT, "");
+				col = URL_INDENT;
+			}
+			(void)faucet_buf_put(b, p, n);
+			col += n;
+			p += n;
+		}
+		if (col + 1 > STORE_COLUMN) {
+			PUTS("\n");
+			col = 0;
+		}
+		PRINTF("%*s", (int)(STORE_COLUMN - col), "");
+		(void)faucet_buf_printf(&text, "type: %s", be->type);
+		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+			(void)faucet_buf_printf(&text, "%s%s", f == be->fields ? ", config: " : ", ",
+						f->name);
+			field_note(&text, f, NOBREAK);
+		}
+		(void)faucet_buf_printf(&text, ".%s%s", be->doc != NULL ? " " : "",
+					be->doc != NULL ? be->doc : "");
+		wrap(b, text.ptr ? text.ptr : "", STORE_COLUMN, 80, STORE_COLUMN);
+		if (url.failed || text.failed)
+			b->failed = 1;
+		faucet_buf_dispose(&url);
+		faucet_buf_dispose(&text);
+	}
+	PUTS("  A relative PATH is relative to the current directory.\n");
+}
+
+/* The --state paragraph's list of schemes. */
+static void man_schemes(faucet_buf *b)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
+			PUTS(".BR ");
+			roff_text(b, *sc);
+			PUTS(sc[1] != NULL || faucet_store_backend_info(i + 1) != NULL ? " ,\n" : " .\n");
+		}
+	}
+}
+
+/* The man page's "Store URLs and YAML" subsection. */
+static void man_stores(faucet_buf *b)
+{
+	const faucet_backend_info *be;
+
+	PUTS(".SS Store URLs and YAML\n"
+	     "The YAML form is\n"
+	     ".BR \"state: {type: \" \\fIT\\fB \", config: {\" ... }} .\n");
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		faucet_buf url = FAUCET_BUF_INIT;
+
+		backend_url(&url, be);
+		PUTS(".TP\n.B ");
+		roff_text(b, url.ptr ? url.ptr : "");
+		if (url.failed)
+			b->failed = 1;
+		faucet_buf_dispose(&url);
+		PRINTF("\n.BR \"type: %s\" %s\n", be->type, be->fields[0].name != NULL ? ";" : ".");
+		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+			faucet_buf note = FAUCET_BUF_INIT;
+
+			const char *end = f[1].name != NULL ? "," : ".";
+
+			field_note(&note, f, " ");
+			if (note.ptr == NULL) {
+				PRINTF(".BR %s %s\n", f->name, end);
+			} else {
+				PRINTF(".B %s\n", f->name);
+				roff_text(b, note.ptr + 1);
+				PRINTF("%s\n", end);
+			}
+			if (note.failed)
+				b->failed = 1;
+			faucet_buf_dispose(&note);
+		}
+		if (be->doc != NULL) {
+			roff_text(b, be->doc);
+			PUTS("\n");
+		}
+	}
+}
+
 static void man_env(faucet_buf *b, int given_to)
 {
 	for (const cli_ref_env *e = cli_reference_env; e->name != NULL; e++) {
@@ -248,6 +410,10 @@ void cli_reference_man(faucet_buf *b)
 		PUTS(".br\n");
 	}
 	PUTS(man_description);
+	man_schemes(b);
+	PUTS(man_selection);
+	man_stores(b);
+	PUTS(man_yaml);
 	PUTS(".SH OPTIONS\nAccepted before the command or anywhere among its arguments.\n");
 	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
 		man_flag(b, f);
@@ -289,9 +455,29 @@ void cli_reference_man(faucet_buf *b)
 
 /* ---- completion --------------------------------------------------------- */
 
-/* The store URL schemes offered after --state and --to. */
-static const char url_schemes[] =
-	"file: sqlite: memory: postgres:// redis:// redis-sentinel:// etcd://";
+/* The store URL schemes offered after --state and --to, from the table of
+ * backends, space-separated.  Returns a static buffer. */
+static const char *url_schemes(void)
+{
+	static char text[512];
+	const faucet_backend_info *be;
+	size_t n = 0;
+
+	if (text[0] != '\0')
+		return text;
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
+			int w = snprintf(text + n, sizeof(text) - n, "%s%s", n ? " " : "", *sc);
+
+			if (w < 0 || (size_t)w >= sizeof(text) - n) {
+				text[n] = '\0';
+				return text;
+			}
+			n += (size_t)w;
+		}
+	}
+	return text;
+}
 
 /* Every flag of the table taking a value (not the store-selecting globals),
  * each once: what the scripts skip with its value when finding the words. */
@@ -520,7 +706,7 @@ static void bash_script(faucet_buf *b)
 	PUTS("\"\n\tcase $prev in\n\t");
 	flags_of_value(b, " | ", CLI_VALUE_URL);
 	PRINTF(")\n\t\t_faucet_reply \"$cur\" %s\n\t\t_faucet_trim_colons \"$cur\"\n"
-	       "\t\treturn\n\t\t;;\n\t", url_schemes);
+	       "\t\treturn\n\t\t;;\n\t", url_schemes());
 	flags_of_value(b, " | ", CLI_VALUE_FILE);
 	PUTS(")\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\t\treturn\n\t\t;;\n\t");
 	flags_of_value(b, " | ", CLI_VALUE_VAR);
@@ -580,7 +766,7 @@ static void zsh_script(faucet_buf *b)
 	global_words(b);
 	PUTS(")\n\tcase $prev in\n\t");
 	flags_of_value(b, "|", CLI_VALUE_URL);
-	PRINTF(") compadd -S '' -- %s; return ;;\n\t", url_schemes);
+	PRINTF(") compadd -S '' -- %s; return ;;\n\t", url_schemes());
 	flags_of_value(b, "|", CLI_VALUE_FILE);
 	PUTS(") _files; return ;;\n\t");
 	flags_of_value(b, "|", CLI_VALUE_VAR);
@@ -656,7 +842,7 @@ static void fish_flag(faucet_buf *b, const char *condition, const cli_ref_flag *
 	if (f->value == CLI_VALUE_WORDS && f->words != NULL)
 		PRINTF(" -a '%s'", f->words);
 	if (f->value == CLI_VALUE_URL) {
-		PRINTF(" -a '%s'", url_schemes);
+		PRINTF(" -a '%s'", url_schemes());
 	}
 	PUTS(" -d ");
 	fish_quoted(b, f->desc);

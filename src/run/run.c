@@ -39,6 +39,7 @@
 
 #include "run/run_internal.h"
 #include "store/open_internal.h"
+#include "stores/registry.h"
 #include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 

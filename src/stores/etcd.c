@@ -48,6 +48,7 @@
 #include "keys/bookkeeping.h"
 #include "values/value_internal.h"
 #include "store/open_internal.h"
+#include "stores/registry.h"
 #include "stores/loaders.h"
 #include "stores/pool.h"
 

@@ -3,7 +3,7 @@
  *
  * URLs and configs meet here: a URL is turned into a faucet_store_config by
  * its backend's from_url, then both paths go through the same open call.
- * Adding a backend means one row in `backends` below.
+ * The backends are the rows of the table in registry.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,208 +12,36 @@
 #include <string.h>
 
 #include "internal.h"
-#include "store/open_internal.h"
-#include "stores/loaders.h"
-
-static int memory_from_url(char *url, faucet_store_config *cfg)
-{
-	if (strcmp(url, "memory:") != 0 && strcmp(url, "memory://") != 0) {
-		char *shown = faucet_url_redact(url);
-
-		(void)faucet_error_set(FAUCET_ECONFIG,
-				       "store URL 'memory:' takes no path or options (got '%s')",
-				       shown ? shown : "?");
-		free(shown);
-		return FAUCET_ECONFIG;
-	}
-	cfg->type = "memory";
-	return 0;
-}
-
-static int memory_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	(void)cfg;
-	return faucet_store_open_memory(out);
-}
-
-/* "file:PATH" or "file://PATH" (so file:///abs is /abs). */
-static int file_from_url(char *url, faucet_store_config *cfg)
-{
-	char *path = url + strlen("file:");
-
-	if (strncmp(path, "//", 2) == 0)
-		path += 2;
-	if (*path == '\0')
-		return faucet_error_set(FAUCET_ECONFIG, "store URL '%s' has no path (file:PATH)", url);
-	cfg->type = "file";
-	cfg->path = path;
-	return 0;
-}
-
-static int file_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	faucet_file_options opts = FAUCET_FILE_OPTIONS_INIT;
-
-	opts.encryption = cfg->encryption;
-
-	if (cfg->path == NULL || *cfg->path == '\0')
-		return faucet_error_set(FAUCET_ECONFIG, "file state store needs a `path`");
-	return faucet_store_open_file(out, cfg->path, &opts);
-}
-
-/* "sqlite:PATH" or "sqlite://PATH" (so sqlite:///abs is /abs). */
-static int sqlite_from_url(char *url, faucet_store_config *cfg)
-{
-	char *path = url + strlen("sqlite:");
-
-	if (strncmp(path, "//", 2) == 0)
-		path += 2;
-	if (*path == '\0')
-		return faucet_error_set(FAUCET_ECONFIG, "store URL '%s' has no path (sqlite:PATH)", url);
-	cfg->type = "sqlite";
-	cfg->path = path;
-	return 0;
-}
-
-static int sqlite_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	if (cfg->path == NULL || *cfg->path == '\0')
-		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
-	return faucet_store_open_sqlite(out, cfg->path);
-}
-
-/* postgres://...?table=t&ensure_table=true&max_connections=5: faucet's
- * options come off the query; the rest (sslmode, ...) goes to libpq. */
-static int postgres_from_url(char *url, faucet_store_config *cfg)
-{
-	static const char *const names[] = {"table", "ensure_table", "max_connections"};
-	char *values[3];
-	int rc = faucet__url_take_params(url, names, values, 3);
-
-	if (rc != 0)
-		return rc;
-	rc = faucet__check_pg_hosts(url);
-	if (rc != 0)
-		return rc;
-	cfg->type = "postgres";
-	cfg->url = url;
-	cfg->table = values[0];
-	if (values[1] != NULL) {
-		int on;
-		rc = faucet__parse_bool(values[1], "ensure_table", &on);
-		if (rc != 0)
-			return rc;
-		cfg->ensure_table = on ? 1 : -1;
-	}
-	if (values[2] != NULL)
-		rc = faucet__parse_positive(values[2], "max_connections", 1000, &cfg->max_connections);
-	return rc;
-}
-
-/* The options of redis:// (the first three) and redis-sentinel:// (all
- * five): namespace, max_connections, index, min_replicas, wait_timeout. */
-static int redis_options(char *url, faucet_store_config *cfg, const char *type, size_t count)
-{
-	static const char *const names[] = {"namespace", "max_connections", "index",
-					     "min_replicas", "wait_timeout"};
-	char *values[5] = {NULL, NULL, NULL, NULL, NULL};
-	int rc = faucet__url_take_params(url, names, values, count);
-
-	if (rc != 0)
-		return rc;
-	cfg->type = type;
-	cfg->url = url;
-	cfg->namespace_name = values[0];
-	if (values[1] != NULL)
-		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
-	if (rc == 0 && values[2] != NULL)
-		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
-	if (rc == 0 && values[3] != NULL)
-		rc = faucet__parse_positive(values[3], "min_replicas", 100, &cfg->redis_min_replicas);
-	if (rc == 0 && values[4] != NULL)
-		rc = faucet__parse_duration_ms(values[4], "wait_timeout", 3600000,
-					       &cfg->redis_wait_timeout_ms);
-	return rc;
-}
-
-/* redis://[:password@]host:port/DB?namespace=ns&index=true */
-static int redis_from_url(char *url, faucet_store_config *cfg)
-{
-	return redis_options(url, cfg, "redis", 3);
-}
-
-/* The client libraries of PostgreSQL and Redis are loaded on first use
- * (loaders.h): a program that never opens such a store never maps them. */
-static int postgres_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	int rc = faucet__libpq_load();
-
-	return rc ? rc : faucet_store_open_postgres(out, cfg);
-}
-
-static int redis_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	int rc = faucet__hiredis_load();
-
-	return rc ? rc : faucet_store_open_redis(out, cfg);
-}
-
-/* etcd://H:P[,H:P...]/PREFIX?dial_timeout=2s&request_timeout=10s: the
- * store reads its own options off the URL (etcd.c), so a config of type
- * etcd is its url alone. */
-static int etcd_from_url(char *url, faucet_store_config *cfg)
-{
-	cfg->type = "etcd";
-	cfg->url = url;
-	return 0;
-}
-
-static int etcd_open(faucet_store **out, const faucet_store_config *cfg)
-{
-	return faucet_store_open_etcd(out, cfg);
-}
-
-/* redis-sentinel://[[user]:password@]H:P[,H:P...]/MASTER[/DB]?namespace=ns&
- * min_replicas=N&wait_timeout=1s: faucet's options as redis://'s, plus
- * WAIT's (doc/design.md §3.9). */
-static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
-{
-	return redis_options(url, cfg, "redis-sentinel", 5);
-}
-
-static const char *const memory_schemes[] = {"memory:", NULL};
-static const char *const file_schemes[] = {"file:", NULL};
-static const char *const sqlite_schemes[] = {"sqlite:", NULL};
-static const char *const postgres_schemes[] = {"postgres://", "postgresql://", NULL};
-static const char *const redis_schemes[] = {"redis://", NULL};
-static const char *const etcd_schemes[] = {"etcd://", NULL};
-static const char *const redis_sentinel_schemes[] = {"redis-sentinel://", NULL};
-
-static const faucet_backend_entry backends[] = {
-	{"memory", memory_schemes, memory_from_url, memory_open},
-	{"file", file_schemes, file_from_url, file_open},
-	{"sqlite", sqlite_schemes, sqlite_from_url, sqlite_open},
-	{"postgres", postgres_schemes, postgres_from_url, postgres_open},
-	{"redis", redis_schemes, redis_from_url, redis_open},
-	{"etcd", etcd_schemes, etcd_from_url, etcd_open},
-	{"redis-sentinel", redis_sentinel_schemes, redis_sentinel_from_url, redis_open},
-};
+#include "stores/registry.h"
 
 static void list_known(faucet_buf *b, int schemes)
 {
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
+	const faucet__backend_desc *be;
+
+	for (size_t i = 0; (be = faucet__backend_at(i)) != NULL; i++) {
 		if (i > 0)
 			(void)faucet_buf_puts(b, ", ");
 		if (!schemes) {
-			(void)faucet_buf_puts(b, backends[i].type);
+			(void)faucet_buf_puts(b, be->info.type);
 			continue;
 		}
-		for (size_t j = 0; backends[i].url_schemes[j] != NULL; j++) {
+		for (size_t j = 0; be->info.schemes[j] != NULL; j++) {
 			if (j > 0)
 				(void)faucet_buf_puts(b, ", ");
-			(void)faucet_buf_puts(b, backends[i].url_schemes[j]);
+			(void)faucet_buf_puts(b, be->info.schemes[j]);
 		}
 	}
+}
+
+/* Whether some field of the backend is also a URL option (its placeholder
+ * says how a URL spells it), so a config's url may carry faucet's options. */
+static int takes_url_options(const faucet__backend_desc *be)
+{
+	for (const faucet_backend_field *f = be->info.fields; f->name != NULL; f++) {
+		if (f->placeholder != NULL)
+			return 1;
+	}
+	return 0;
 }
 
 /* One option given both ways: an error naming both places (the values may
@@ -232,7 +60,7 @@ static int given_twice(const char *name)
  * faucet_store_open_url takes them off, and join the config's own fields;
  * one given in both places is an error rather than a silent choice.
  */
-static int open_config_with_url(const faucet_backend_entry *be, faucet_store **out,
+static int open_config_with_url(const faucet__backend_desc *be, faucet_store **out,
 				const faucet_store_config *cfg)
 {
 	faucet_store_config from, merged = *cfg;
@@ -285,6 +113,7 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *call
 				       sizeof(faucet_store_config)};
 	faucet_store_config current;
 	const faucet_store_config *cfg = &current;
+	const faucet__backend_desc *be;
 	faucet_buf known = FAUCET_BUF_INIT;
 
 	if (out == NULL || caller_cfg == NULL)
@@ -295,19 +124,16 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *call
 		return FAUCET_EINVALID;
 	if (cfg->type == NULL || *cfg->type == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "state store config has no `type`");
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
-		if (strcmp(backends[i].type, cfg->type) != 0)
-			continue;
-		if (cfg->url != NULL && strchr(cfg->url, '?') != NULL &&
-		    (strcmp(cfg->type, "postgres") == 0 || strcmp(cfg->type, "redis") == 0 ||
-		     strcmp(cfg->type, "redis-sentinel") == 0))
-			return open_config_with_url(&backends[i], out, cfg);
-		if (cfg->url != NULL && strcmp(cfg->type, "postgres") == 0) {
-			int rc = faucet__check_pg_hosts(cfg->url);
+	be = faucet__backend_by_type(cfg->type);
+	if (be != NULL) {
+		if (cfg->url != NULL && strchr(cfg->url, '?') != NULL && takes_url_options(be))
+			return open_config_with_url(be, out, cfg);
+		if (cfg->url != NULL && be->check_url != NULL) {
+			int rc = be->check_url(cfg->url);
 			if (rc != 0)
 				return rc;
 		}
-		return backends[i].open(out, cfg);
+		return be->open(out, cfg);
 	}
 	list_known(&known, 0);
 	(void)faucet_error_set(FAUCET_ECONFIG,
@@ -319,31 +145,27 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *call
 
 int faucet_store_open_url(faucet_store **out, const char *url)
 {
+	const faucet__backend_desc *be;
 	faucet_buf known = FAUCET_BUF_INIT;
 	char *redacted;
 
 	if (out == NULL || url == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_open_url: NULL argument");
 	*out = NULL;
-	for (size_t i = 0; i < FAUCET_ARRAY_LEN(backends); i++) {
-		for (size_t j = 0; backends[i].url_schemes[j] != NULL; j++) {
-			const char *scheme = backends[i].url_schemes[j];
-			faucet_store_config cfg;
-			char *copy;
-			int rc;
+	be = faucet__backend_by_url(url, 0);
+	if (be != NULL) {
+		faucet_store_config cfg;
+		char *copy = faucet__strdup(url);
+		int rc;
 
-			if (strncmp(url, scheme, strlen(scheme)) != 0)
-				continue;
-			copy = faucet__strdup(url);
-			if (copy == NULL)
-				return FAUCET_ENOMEM;
-			memset(&cfg, 0, sizeof(cfg));
-			rc = backends[i].from_url(copy, &cfg);
-			if (rc == 0)
-				rc = backends[i].open(out, &cfg);
-			free(copy);
-			return rc;
-		}
+		if (copy == NULL)
+			return FAUCET_ENOMEM;
+		memset(&cfg, 0, sizeof(cfg));
+		rc = be->from_url(copy, &cfg);
+		if (rc == 0)
+			rc = be->open(out, &cfg);
+		free(copy);
+		return rc;
 	}
 	list_known(&known, 1);
 	redacted = faucet_url_redact(url);

@@ -51,6 +51,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
+#include "stores/registry.h"
 #include "values/value_internal.h"
 #include "stores/pool.h"
 #include "stores/postgres_internal.h"

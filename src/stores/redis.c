@@ -43,6 +43,7 @@
 
 #include "internal.h"
 #include "store/open_internal.h"
+#include "stores/registry.h"
 #include "stores/pool.h"
 
 #define REDIS_DEFAULT_NAMESPACE "faucet"

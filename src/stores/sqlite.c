@@ -45,6 +45,7 @@
 #include "internal.h"
 #include "values/value_internal.h"
 #include "store/open_internal.h"
+#include "stores/registry.h"
 #include "stores/loaders.h"
 #include "stores/pool.h"
 #include "stores/sqlite_internal.h"

@@ -10,11 +10,9 @@ and `null` stay the text they are, and no YAML tag can build a Python
 object), then we walk only `state`, with the CLI's rules:
 
   - one document; every mapping key a string, given once;
-  - state: {type, config}; config takes the fields of its backend only
-    (memory: none; file: path, encryption; sqlite: path; postgres: url,
-    table, ensure_table, max_connections; redis: url, namespace,
-    max_connections; redis-sentinel: the same, with min_replicas and
-    wait_timeout, also in its URL); encryption: {key | key_env, previous_keys, algorithm};
+  - state: {type, config}; config takes the fields of its backend only,
+    as the library's table of backends lists them (faucet_store_backend_info,
+    src/stores/registry.c); encryption: {key | key_env, previous_keys, algorithm};
   - a plain empty, `~` or `null` scalar is an unset field;
   - ${env:VAR} in any string is replaced by the variable's value; an unset
     variable is a ConfigError naming it, a set-but-empty one is "".
@@ -33,22 +31,28 @@ from . import _errors as E
 
 DEFAULT_URL = "file:.faucet-state"
 
-_BACKEND_FIELDS = {
-    "memory": (),
-    "file": ("path", "encryption"),
-    "sqlite": ("path",),
-    "postgres": ("url", "table", "ensure_table", "max_connections"),
-    "redis": ("url", "namespace", "index", "max_connections"),
-    "etcd": ("endpoints", "prefix", "dial_timeout", "request_timeout",
-             "max_connections", "url"),
-    # min_replicas and wait_timeout: faucet_store_config version 2's
-    # redis_min_replicas and redis_wait_timeout_ms (or in the URL's query).
-    "redis-sentinel": ("url", "namespace", "index", "max_connections",
-                       "min_replicas", "wait_timeout"),
-}
-_ALL_FIELDS = ("path", "url", "table", "ensure_table", "max_connections",
-               "namespace", "index", "encryption", "endpoints", "prefix",
-               "dial_timeout", "request_timeout", "min_replicas", "wait_timeout")
+
+
+def _backend_table():
+    """The library's table of backends (faucet_store_backend_info): a dict
+    of each type's state.config fields, in the library's order."""
+    table = {}
+    i = 0
+    while True:
+        be = lib.faucet_store_backend_info(i)
+        if be == ffi.NULL:
+            return table
+        names = []
+        f = be.fields
+        while f.name != ffi.NULL:
+            names.append(ffi.string(f.name).decode("utf-8"))
+            f += 1
+        table[ffi.string(be.type).decode("utf-8")] = tuple(names)
+        i += 1
+
+
+_BACKEND_FIELDS = _backend_table()
+_ALL_FIELDS = tuple(dict.fromkeys(n for names in _BACKEND_FIELDS.values() for n in names))
 _DURATION = re.compile(r"([0-9]+)(ms|s)\Z")
 _ENV_REF = re.compile(r"\$\{env:([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
@@ -238,7 +242,7 @@ def read_state(path):
     state = r.mapping(top["state"][1], "state", ("type", "config"))
     if "type" not in state:
         raise r.fail(top["state"][1],
-                     "state needs a `type` (file, memory, sqlite, postgres, redis, redis-sentinel, etcd)")
+                     "state needs a `type` (" + ", ".join(_BACKEND_FIELDS) + ")")
     tnode = state["type"][1]
     stype = r.string(tnode, "state.type")
     if not stype:

@@ -111,6 +111,16 @@ typedef struct {
 
 typedef int (*faucet_key_fn)(const char *key, void *ctx);
 
+typedef struct {
+    const char *name; const char *kind; const char *placeholder;
+    const char *default_value; const char *doc; int secret;
+} faucet_backend_field;
+typedef struct {
+    const char *type; const char *const *schemes; const faucet_backend_field *fields;
+    const char *url_form; const char *doc; int local_path;
+} faucet_backend_info;
+const faucet_backend_info *faucet_store_backend_info(size_t i);
+
 int faucet_error_retryable(int code);
 const faucet_error *faucet_error_last(void);
 void faucet_error_clear(void);
@@ -220,6 +230,7 @@ REQUIRED = (
     "faucet_value_parse", "faucet_value_json", "faucet_value_len",
     "faucet_value_free", "faucet_validate_key",
     "faucet_store_open_url", "faucet_store_open_config", "faucet_url_redact",
+    "faucet_store_backend_info",
     "faucet_store_free", "faucet_store_backend_name", "faucet_store_get",
     "faucet_store_put", "faucet_store_delete", "faucet_store_list",
     "faucet_store_scan", "faucet_store_compare_and_put",

@@ -8,9 +8,10 @@
  *   - the URL's user information:  postgres://user:pw@host, redis://:pw@host
  *     (everything between the first ':' and the last '@' of the authority,
  *     since an unescaped '@' may sit inside the password);
- *   - a Redis URL whose user information has no ':' (redis://pw@host,
- *     redis-sentinel://pw@host): the
- *     Redis store refuses that form, but its message must not show it;
+ *   - the user information without a ':' of a backend whose row in the
+ *     table (registry.c) says it is a password (redis://pw@host,
+ *     redis-sentinel://pw@host): the Redis store refuses that form, but
+ *     its message must not show it;
  *   - a query option named password, or ending in it (?password=...,
  *     &sslpassword=...), which libpq accepts as well as the user-info form;
  *   - libpq's keyword/value form ("host=h password='p w'"), which a config's
@@ -25,7 +26,7 @@
 
 #include "internal.h"
 #include <faucet/store.h>
-#include "store/open_internal.h"
+#include "stores/registry.h"
 
 /* Whether an option name names a secret: password, sslpassword, ... */
 static int secret_option(const char *name, size_t len)
@@ -109,6 +110,7 @@ static void redact_conninfo(faucet_buf *b, const char *p)
 char *faucet_url_redact(const char *url)
 {
 	const char *scheme_end, *auth, *auth_end, *at = NULL, *rest, *q;
+	const faucet__backend_desc *be;
 	faucet_buf b = FAUCET_BUF_INIT;
 
 	if (url == NULL)
@@ -136,8 +138,7 @@ char *faucet_url_redact(const char *url)
 			(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
 			(void)faucet_buf_puts(&b, "***");
 			rest = at;
-		} else if (strncasecmp(url, "redis://", 8) == 0 ||
-			   strncasecmp(url, "redis-sentinel://", 17) == 0) {
+		} else if ((be = faucet__backend_by_url(url, 1)) != NULL && be->userinfo_is_secret) {
 			(void)faucet_buf_put(&b, url, (size_t)(auth - url));
 			(void)faucet_buf_puts(&b, "***");
 			rest = at;

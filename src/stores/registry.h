@@ -1,0 +1,72 @@
+/*
+ * registry.h - the one table of backends (registry.c).  Not installed.
+ *
+ * Each row says everything the rest of faucet knows about a backend: its
+ * config `type`, URL schemes, `state: config` fields (kind, default,
+ * whether secret, a note), a line of documentation - the public part,
+ * faucet_backend_info, which faucet_store_backend_info() hands to the command
+ * for its YAML reader, --help, man page and completion - and the private
+ * part: how a URL becomes a config, how the store is opened, and how its
+ * URL is redacted.  Adding a backend is its file plus one row.
+ *
+ * Also the store openers of src/stores/ and the URL option helpers of
+ * open.c that the backends share.
+ */
+#ifndef FAUCET_STORES_REGISTRY_H
+#define FAUCET_STORES_REGISTRY_H
+
+#include <faucet/store.h>
+
+typedef struct {
+	faucet_backend_info info; /* first: faucet_store_backend_info() returns &row->info */
+	/* Fill cfg from a URL (a private copy the function may modify; the
+	 * strings it points cfg at must live in that copy). */
+	int (*from_url)(char *url_copy, faucet_store_config *cfg);
+	int (*open)(faucet_store **out, const faucet_store_config *cfg);
+	/* Check a config's own `url` before it is opened, or NULL. */
+	int (*check_url)(const char *url);
+	/* User information without ':' (redis://PW@host) is a password. */
+	int userinfo_is_secret;
+} faucet__backend_desc;
+
+/* The row of config type `type`, or NULL. */
+const faucet__backend_desc *faucet__backend_by_type(const char *type);
+
+/* The row whose scheme starts `url` (case-insensitively when `nocase`), or NULL. */
+const faucet__backend_desc *faucet__backend_by_url(const char *url, int nocase);
+
+/* The row at index i, or NULL past the last. */
+const faucet__backend_desc *faucet__backend_at(size_t i);
+
+/* The stores opened through the table (src/stores/). */
+int faucet_store_open_sqlite(faucet_store **out, const char *path);
+int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
+int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg);
+
+/* A command line with the secrets it may carry replaced by *** - the
+ * passwords of URLs (user:pw@, ?password=), libpq's password=, and any
+ * NAME=VALUE word whose name ends in password, secret, token or key.
+ * Caller frees; NULL when out of memory (redact.c). */
+char *faucet__redact_command(const char *cmd);
+
+/* Remove the query options `names` (at most 8) from a URL copy in place;
+ * values[i] points at option i's percent-decoded value, stored inside the
+ * copy behind the URL's terminator, or is NULL when the option is absent.
+ * Other options stay in the URL.  An option given twice is FAUCET_ECONFIG. */
+int faucet__url_take_params(char *url, const char *const *names, char **values, size_t count);
+
+/* Parse "true"/"false"/"1"/"0"/"yes"/"no" for option `name`. */
+int faucet__parse_bool(const char *text, const char *name, int *out);
+
+/* Parse a positive integer (1..max) for option `name`. */
+int faucet__parse_positive(const char *text, const char *name, long max, int *out);
+
+/* Parse a duration "NNNms" or "NNs" (1 ms .. max_ms) for option `name`. */
+int faucet__parse_duration_ms(const char *text, const char *name, long max_ms, int *out);
+
+/* Check the host list of a postgres:// URL (multi-host form included):
+ * every host non-empty, every port 1..65535; FAUCET_ECONFIG naming which. */
+int faucet__check_pg_hosts(const char *url);
+
+#endif
