@@ -103,6 +103,15 @@ static int64_t wall_now(void)
 	return (int64_t)time(NULL);
 }
 
+/* A lease's expires_at is whole seconds and the clock is read in whole
+ * seconds: written at second s (anywhere in it) with a TTL of t, it says
+ * s + t + 1, so it lasts at least t - with s + t, a 1 s lease written late
+ * in a second read as expired to everyone a few milliseconds later. */
+static int64_t lease_until(const faucet_run *r, int64_t now)
+{
+	return now + r->ttl_s + 1;
+}
+
 /* ---- naming -------------------------------------------------------------------- */
 
 int faucet_run_is_bookkeeping_key(const char *key)
@@ -571,7 +580,7 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 			sleep_ms(nap ? nap : 1);
 			continue;
 		}
-		rc = faucet__lease_doc(r->holder, now + r->ttl_s, r->id, &mine);
+		rc = faucet__lease_doc(r->holder, lease_until(r, now), r->id, &mine);
 		if (rc == 0) {
 			rc = faucet_store_compare_and_put(r->s, key, cur, mine, &written);
 			if (rc != 0)
@@ -579,7 +588,7 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 		}
 		if (written) {
 			*mine_out = mine;
-			*expires = now + r->ttl_s;
+			*expires = lease_until(r, now);
 			mine = NULL;
 			if (dead != NULL && held.run != NULL) {
 				*dead = held.run;
@@ -975,11 +984,17 @@ static int renew_one(faucet_run *r, const char *key, faucet_value **held, int64_
 		     int64_t *renewed_at)
 {
 	faucet_value *next = NULL;
-	int64_t now = wall_now(), until = now + r->ttl_s;
+	int64_t now = wall_now(), until = lease_until(r, now);
 	int rc, written = 0;
 
 	if (*held == NULL)
 		return 0;
+	/* Past its expiry the lease may already have been judged gone - the
+	 * run abandoned, undone, its invocation taken by another run - so it
+	 * is lost, never brought back: renewing it would let this run write
+	 * on after an undo of it (history seed redis 1395586430). */
+	if (*expires <= now)
+		return lease_lost(r, "it expired before it was renewed");
 	rc = faucet__lease_doc(r->holder, until, r->id, &next);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(r->s, key, *held, next, &written);

@@ -407,6 +407,44 @@ static void an_expired_lease_is_taken_over_and_the_old_run_is_fenced(void **stat
 	faucet_value_free(v);
 }
 
+/* A run whose own lease ran out (its holder stalled past the TTL) may
+ * already be judged abandoned and undone: it must not renew the lease and
+ * write on.  The lease it wrote lasts at least its TTL. */
+static void an_own_lease_past_its_expiry_is_lost_not_renewed(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+	faucet_value *v = tu_v("\"late\""), *lease = NULL, *after = NULL;
+	faucet_lease l;
+	int64_t t0 = (int64_t)time(NULL);
+	struct timespec nap = {0, 50 * 1000 * 1000};
+
+	o.command = "contract";
+	o.lease_ttl_ms = 1000;
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	assert_int_equal(faucet_store_get(s, "p::default::__lease__", &lease), 0);
+	assert_non_null(lease);
+	assert_int_equal(faucet_lease_parse(lease, "p::default::__lease__", &l), 0);
+	assert_true(l.expires_at >= t0 + 1 + 1); /* at least the TTL, whole seconds */
+	/* Time is what is tested: wait, by the clock, until the lease is past. */
+	while ((int64_t)time(NULL) < l.expires_at)
+		(void)nanosleep(&nap, NULL);
+	faucet_lease_dispose(&l);
+	assert_int_equal(faucet_run_put(r, "p::default", v), FAUCET_ELEASELOST);
+	tu_assert_error_contains("expired");
+	tu_assert_value(s, "p::default", NULL);
+	/* The stored lease is as it was: not renewed. */
+	assert_int_equal(faucet_store_get(s, "p::default::__lease__", &after), 0);
+	assert_non_null(after);
+	assert_true(faucet_value_equal(lease, after));
+	(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, "lease lost");
+	faucet_run_free(r);
+	faucet_value_free(lease);
+	faucet_value_free(after);
+	faucet_value_free(v);
+}
+
 static void a_broken_lease_fences_the_run(void **state)
 {
 	faucet_store *s = S(state);
@@ -1538,6 +1576,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(eight_racing_begins_one_winner, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			an_expired_lease_is_taken_over_and_the_old_run_is_fenced, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_own_lease_past_its_expiry_is_lost_not_renewed, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_broken_lease_fences_the_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_joined_run_records_into_the_runs_marker, setup,
 						teardown),
