@@ -17,17 +17,24 @@
 
 #include "internal.h"
 
+/* FAUCET_EINVALID unless `version` is from 1 to `current`; `hint` ends
+ * the message. */
+static int check_version(unsigned version, unsigned current, const char *what, const char *hint)
+{
+	if (version == 0 || version > current)
+		return faucet_error_set(FAUCET_EINVALID,
+					"%s version %u is not one this libfaucet (%s) knows "
+					"(1 to %u)%s",
+					what, version, FAUCET_VERSION_STRING, current, hint);
+	return 0;
+}
+
 int faucet__options_check(const void *src, unsigned current, const char *what)
 {
 	unsigned version;
 
 	memcpy(&version, src, sizeof(version));
-	if (version == 0 || version > current)
-		return faucet_error_set(FAUCET_EINVALID,
-					"%s version %u is not one this libfaucet (%s) knows "
-					"(1 to %u); initialise it with its _INIT macro",
-					what, version, FAUCET_VERSION_STRING, current);
-	return 0;
+	return check_version(version, current, what, "; initialise it with its _INIT macro");
 }
 
 int faucet__options_load(void *dst, size_t dst_size, const void *src, const size_t *sizes,
@@ -49,11 +56,8 @@ int faucet__options_init(void *dst, const void *defaults, const size_t *sizes, u
 {
 	if (dst == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "%s_init: the struct is NULL", what);
-	if (version == 0 || version > current)
-		return faucet_error_set(FAUCET_EINVALID,
-					"%s version %u is not one this libfaucet (%s) knows "
-					"(1 to %u)",
-					what, version, FAUCET_VERSION_STRING, current);
+	if (check_version(version, current, what, "") != 0)
+		return FAUCET_EINVALID;
 	memcpy(dst, defaults, sizes[version - 1]);
 	memcpy(dst, &version, sizeof(version));
 	return 0;

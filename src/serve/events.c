@@ -8,9 +8,9 @@
  * last poll's - once a second, or, on a store so large that a poll takes
  * more than 10 ms, after 100 times what the last poll took (at most 30 s):
  * an open dashboard then costs the server under 1% of a core.  Each
- * difference is one event in a ring of the last SERVE_EVENTS_RING; a client that fell further behind is told to
- * reload ("event: reset").  The store is read at that rate however many
- * clients there are.
+ * difference is one event in a ring of the last SERVE_EVENTS_RING; a
+ * client that fell further behind is told to reload ("event: reset").  The
+ * store is read at that rate however many clients there are.
  *
  * A client's connection is suspended (MHD_suspend_connection) while it has
  * nothing to send, so it holds no worker thread; the poller resumes the
@@ -282,7 +282,9 @@ static void *poller(void *arg)
 			pthread_mutex_unlock(&E.mu);
 			poll_once();
 			pthread_mutex_lock(&E.mu);
-			next_poll = mono_ms() + next_poll_wait_ms(mono_ms() - now);
+			long long done = mono_ms();
+
+			next_poll = done + next_poll_wait_ms(done - now);
 			if (E.seq != last_seq) {
 				last_seq = E.seq;
 				wake(0);
@@ -403,8 +405,9 @@ struct MHD_Response *serve_events_response(struct MHD_Connection *conn)
 		return NULL;
 	c->conn = conn;
 	/* The first listener takes the baseline now, so a change made right
-	 * after it connected is an event, not part of the baseline.	 * Counted as connecting meanwhile, so that the poller, seeing no
-	 * client, does not drop that baseline before this one is added. */
+	 * after it connected is an event, not part of the baseline.  Counted
+	 * as connecting meanwhile, so that the poller, seeing no client, does
+	 * not drop that baseline before this one is added. */
 	pthread_mutex_lock(&E.mu);
 	E.nconnecting++;
 	{

@@ -126,13 +126,14 @@ static void wipe_tokens(void)
 	srv.ntokens = 0;
 }
 
-/* Read the token file: mode 0600 (no group/other bits), lines "read T" or
- * "write T".  Prints the error and returns CLI_EXIT_USAGE when it is bad. */
 static int is_scope(const char *word)
 {
 	return strcmp(word, "read") == 0 || strcmp(word, "write") == 0;
 }
 
+/* Read the token file: mode 0600 (no group/other bits), lines "T read" or
+ * "T write" (or the older "read T").  Prints the error and returns
+ * CLI_EXIT_USAGE when it is bad. */
 static int load_tokens(const char *path)
 {
 	struct stat st;
