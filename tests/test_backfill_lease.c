@@ -92,36 +92,66 @@ static void one_claim_wins_until_it_expires_on(int with_cad)
 	int claimed = 0, kept = 0;
 	int64_t until = 0;
 
+	/* Written anywhere in second 1000, a 60 s lease lasts at least 60 s. */
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &a, &claimed, NULL), 0);
 	assert_true(claimed);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 
 	/* A live lease is left alone, and says when it ends. */
-	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1059, 60, &b, &claimed, &until), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1060, 60, &b, &claimed, &until), 0);
 	assert_false(claimed);
-	assert_int_equal(until, 1060);
+	assert_int_equal(until, 1061);
 	assert_null(b.key);
 
 	/* Renewal moves the expiry. */
 	assert_int_equal(faucet_bf__lease_renew(s, &a, 1020, 60, &kept), 0);
 	assert_true(kept);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1080}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1081}");
 
 	/* Once expired, another runner takes it over... */
-	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1080, 60, &b, &claimed, NULL), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:2:b", 1081, 60, &b, &claimed, NULL), 0);
 	assert_true(claimed);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1140}");
-	/* ...and the old holder can neither renew nor release it. */
-	assert_int_equal(faucet_bf__lease_renew(s, &a, 1081, 60, &kept), 0);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1142}");
+	/* ...and the old holder can neither renew nor release it: seen from
+	 * a clock behind (it thinks its lease live) its renewal finds the
+	 * lease changed; from the same clock its lease is past and lost. */
+	assert_int_equal(faucet_bf__lease_renew(s, &a, 1070, 60, &kept), 0);
+	assert_false(kept);
+	assert_int_equal(faucet_bf__lease_renew(s, &a, 1082, 60, &kept), FAUCET_ELEASELOST);
 	assert_false(kept);
 	assert_int_equal(faucet_bf__lease_release(s, &a), 0);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1140}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:2:b\",\"expires_at\":1142}");
 
 	/* The holder's release removes it. */
 	assert_int_equal(faucet_bf__lease_release(s, &b), 0);
 	tu_assert_value(s, LEASE, NULL);
 	faucet_bf__lease_dispose(&a);
 	faucet_bf__lease_dispose(&b);
+	faucet_store_free(s);
+}
+
+/* A lease of ours past its expiry is not brought back by a renewal, even
+ * with nobody's claim in its place: others may have judged it gone. */
+static void a_lease_past_its_expiry_is_lost_not_renewed(void **state)
+{
+	faucet_store *s = NULL;
+	faucet_bf_lease l;
+	int claimed = 0, kept = 1;
+	(void)state;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 10, &l, &claimed, NULL), 0);
+	assert_true(claimed);
+	assert_int_equal(faucet_bf__lease_renew(s, &l, 1011, 10, &kept), FAUCET_ELEASELOST);
+	assert_false(kept);
+	assert_non_null(strstr(faucet_error_last()->message, "expired"));
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1011}");
+	/* One second earlier it was still in force and is renewed. */
+	assert_int_equal(faucet_bf__lease_renew(s, &l, 1010, 10, &kept), 0);
+	assert_true(kept);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1021}");
+	assert_int_equal(faucet_bf__lease_release(s, &l), 0);
+	faucet_bf__lease_dispose(&l);
 	faucet_store_free(s);
 }
 
@@ -255,18 +285,18 @@ static void a_claim_whose_reply_was_lost_is_ours(void **state)
 	f->landed = 1;
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &l, &claimed, NULL), 0);
 	assert_true(claimed);
-	assert_int_equal(l.expires_at, 1060);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	assert_int_equal(l.expires_at, 1061);
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 
 	/* The same for a renewal... */
 	f->landed = 1;
 	assert_int_equal(faucet_bf__lease_renew(s, &l, 1020, 60, &kept), 0);
 	assert_true(kept);
-	assert_int_equal(l.expires_at, 1080);
+	assert_int_equal(l.expires_at, 1081);
 	/* ...which goes on from the renewed value. */
 	assert_int_equal(faucet_bf__lease_renew(s, &l, 1040, 60, &kept), 0);
 	assert_true(kept);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1100}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1101}");
 
 	/* ...and for a release: the lease is gone, so it was released. */
 	f->landed = 1;
@@ -292,11 +322,11 @@ static void our_own_live_lease_is_recognised(void **state)
 	assert_false(claimed);
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1000, 60, &l, &claimed, &until), 0);
 	assert_true(claimed);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 	faucet_bf__lease_dispose(&l);
 	assert_int_equal(faucet_bf__lease_claim(s, UNIT, "h:1:a", 1010, 60, &l, &claimed, &until), 0);
 	assert_true(claimed);
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1070}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1071}");
 	assert_int_equal(faucet_bf__lease_release(s, &l), 0);
 	tu_assert_value(s, LEASE, NULL);
 	faucet_bf__lease_dispose(&l);
@@ -324,11 +354,11 @@ static void lease_writes_that_did_not_land_are_errors(void **state)
 	f->refused = 1;
 	assert_int_equal(faucet_bf__lease_renew(s, &l, 1020, 60, &kept), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("connection dropped");
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 	f->refused = 1;
 	assert_int_equal(faucet_bf__lease_release(s, &l), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("connection dropped");
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 	assert_int_equal(faucet_bf__lease_release(s, &l), 0);
 	tu_assert_value(s, LEASE, NULL);
 	faucet_bf__lease_dispose(&l);
@@ -476,7 +506,7 @@ static void the_two_step_release_settles_lost_replies(void **state)
 	f->refused = 1;
 	assert_int_equal(faucet_bf__lease_release(s, &l), FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("connection dropped");
-	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1060}");
+	tu_assert_value(s, LEASE, "{\"holder\":\"h:1:a\",\"expires_at\":1061}");
 	f->landed = 1;
 	assert_int_equal(faucet_bf__lease_release(s, &l), 0);
 	tu_assert_value(s, LEASE, NULL);
@@ -536,6 +566,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_claim_wins_until_it_expires),
 		cmocka_unit_test(one_claim_wins_until_it_expires_without_compare_and_delete),
+		cmocka_unit_test(a_lease_past_its_expiry_is_lost_not_renewed),
 		cmocka_unit_test(unreadable_or_released_leases_can_be_claimed),
 		cmocka_unit_test(a_runs_release_settles_a_lost_reply),
 		cmocka_unit_test(a_claim_whose_reply_was_lost_is_ours),

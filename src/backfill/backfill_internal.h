@@ -109,7 +109,8 @@ typedef struct {
 /* "{host}:{pid}:{16 random hex}" naming this runner.  Caller frees. */
 char *faucet_bf__lease_holder(void);
 
-/* Try to take the lease of `unit_key` until now + ttl: granted when there is
+/* Try to take the lease of `unit_key` for ttl seconds (until
+ * faucet__lease_until(now, ttl)): granted when there is
  * no lease, the one there expired, or it names `holder` (an earlier claim of
  * ours), by compare-and-put against exactly what was read.  A write that
  * reports an error is settled by reading the lease back: our holder id there
@@ -120,9 +121,10 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 			   int64_t now, int64_t ttl, faucet_bf_lease *out, int *claimed,
 			   int64_t *held_until);
 
-/* Extend our lease to now + ttl.  *kept = 0 when it is no longer ours.  A
- * failed write that left our lease as it was is returned as an error (the
- * lease is still ours; try again later). */
+/* Extend our lease by ttl seconds from now.  *kept = 0 when it is no longer
+ * ours.  A lease already past its expiry is not renewed: FAUCET_ELEASELOST,
+ * *kept = 0.  A failed write that left our lease as it was is returned as
+ * an error (the lease is still ours; try again later). */
 int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int64_t ttl,
 			   int *kept);
 

@@ -102,7 +102,7 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 		return 0;
 	}
 	if (rc == 0)
-		rc = faucet__lease_doc(holder, now + ttl, NULL, &mine);
+		rc = faucet__lease_doc(holder, faucet__lease_until(now, ttl), NULL, &mine);
 	if (rc == 0) {
 		rc = faucet_store_compare_and_put(s, out->key, current, mine, &written);
 		if (rc != 0) {
@@ -120,7 +120,7 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 			if (written)
 				lease_adopt(out, after, expires_at);
 		} else if (written) {
-			lease_adopt(out, mine, now + ttl);
+			lease_adopt(out, mine, faucet__lease_until(now, ttl));
 		}
 	}
 	faucet_value_free(current);
@@ -148,7 +148,14 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 	int rc, written = 0, ours = 0;
 
 	*kept = 0;
-	rc = faucet__lease_doc(l->holder, now + ttl, NULL, &next);
+	/* Past its expiry another runner may already have judged the unit's
+	 * lease gone; bringing it back would hide that the unit may be running
+	 * twice, so it is lost (as a run's own lease is: run/run.c). */
+	if (l->expires_at <= now)
+		return faucet_error_set(FAUCET_ELEASELOST,
+					"its lease expired (at %lld, now %lld) before it was renewed",
+					(long long)l->expires_at, (long long)now);
+	rc = faucet__lease_doc(l->holder, faucet__lease_until(now, ttl), NULL, &next);
 	if (rc != 0)
 		return rc;
 	rc = faucet_store_compare_and_put(s, l->key, l->value, next, &written);
@@ -165,7 +172,7 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 			lease_adopt(l, after, expires_at);
 		*kept = rc == 0 && ours;
 	} else if (written) {
-		lease_adopt(l, next, now + ttl);
+		lease_adopt(l, next, faucet__lease_until(now, ttl));
 		*kept = 1;
 	}
 	faucet_value_free(after);

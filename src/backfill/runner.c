@@ -916,17 +916,23 @@ static void renew_leases(runner *r, uint64_t now_ms)
 {
 	for (size_t i = 0; i < r->nrun; i++) {
 		running_unit *ru = &r->run[i];
-		int kept = 0;
+		int kept = 0, rc;
 
 		if (ru->exited || now_ms < ru->renew_at_ms)
 			continue;
 		ru->renew_at_ms = now_ms + (uint64_t)r->ttl * 1000 / 3;
-		if (faucet_bf__lease_renew(r->store, &ru->lease, wall_now(), r->ttl, &kept) != 0)
+		rc = faucet_bf__lease_renew(r->store, &ru->lease, wall_now(), r->ttl, &kept);
+		if (rc == FAUCET_ELEASELOST)
+			say(r, "unit %s: %s", unit_at(r, ru->index)->id, faucet_error_last()->message);
+		else if (rc != 0)
 			say(r, "unit %s: lease renewal failed: %s", unit_at(r, ru->index)->id,
 			    faucet_error_last()->message);
 		else if (!kept)
 			say(r, "unit %s: its lease was taken over by another runner",
 			    unit_at(r, ru->index)->id);
+		/* A lost lease is never tried again: it would only say so again. */
+		if (rc == FAUCET_ELEASELOST || (rc == 0 && !kept))
+			ru->renew_at_ms = UINT64_MAX;
 	}
 }
 

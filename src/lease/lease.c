@@ -91,6 +91,11 @@ int faucet__lease_doc(const char *holder, int64_t expires_at, const char *run, f
 	return rc;
 }
 
+int64_t faucet__lease_until(int64_t now, int64_t ttl_s)
+{
+	return now + ttl_s + 1;
+}
+
 int faucet__lease_live(const faucet_lease *l, int64_t now)
 {
 	return l->expires_at > now && !faucet__holder_dead(l->holder);

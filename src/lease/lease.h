@@ -15,6 +15,12 @@
  * unit's claim, no "run" member).  0 and *out, or FAUCET_ENOMEM. */
 int faucet__lease_doc(const char *holder, int64_t expires_at, const char *run, faucet_value **out);
 
+/* The expires_at of a lease written at `now` (whole seconds) with a TTL of
+ * `ttl_s`: now + ttl_s + 1, so that it lasts at least its TTL wherever in
+ * the second it was written - with now + ttl_s a 1 s lease written late in
+ * a second reads as expired to everyone a few milliseconds later. */
+int64_t faucet__lease_until(int64_t now, int64_t ttl_s);
+
 /* Whether lease `l` is in force at `now`: not expired, and its holder not
  * known dead (a process of this host that is gone holds nothing). */
 int faucet__lease_live(const faucet_lease *l, int64_t now);

@@ -103,13 +103,10 @@ static int64_t wall_now(void)
 	return (int64_t)time(NULL);
 }
 
-/* A lease's expires_at is whole seconds and the clock is read in whole
- * seconds: written at second s (anywhere in it) with a TTL of t, it says
- * s + t + 1, so it lasts at least t - with s + t, a 1 s lease written late
- * in a second read as expired to everyone a few milliseconds later. */
+/* When a lease of this run written now ends (lease/lease.c says why +1). */
 static int64_t lease_until(const faucet_run *r, int64_t now)
 {
-	return now + r->ttl_s + 1;
+	return faucet__lease_until(now, r->ttl_s);
 }
 
 /* ---- naming -------------------------------------------------------------------- */
