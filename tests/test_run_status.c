@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include <faucet/sys/store_backend.h>
@@ -191,12 +193,59 @@ static void the_end_merges_a_status_changed_meanwhile(void **state)
 	faucet_store_free(s);
 }
 
+/* The status of p::default holding one unleased "running" run (a CLI
+ * write) by `host`:`pid`, started `age` seconds ago; what every reader
+ * shows its outcome as. */
+static int unleased_run_shows_abandoned(const char *host, long pid, int64_t age)
+{
+	faucet_store *s = NULL;
+	char when[32], doc[512], *json = NULL;
+	int abandoned;
+
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_utc_text((int64_t)time(NULL) - age, when, sizeof(when)), 0);
+	snprintf(doc, sizeof(doc),
+		 "{\"version\":1,\"runs\":[{\"run\":\"20260101T000000.000Z-abcdef\","
+		 "\"started_at\":\"%s\",\"ended_at\":null,\"outcome\":\"running\","
+		 "\"exit_status\":null,\"message\":null,\"keys\":[],\"undoes\":null,"
+		 "\"by\":{\"host\":\"%s\",\"pid\":%ld,\"user\":\"u\",\"command\":\"put\"}}]}",
+		 when, host, pid);
+	tu_put(s, "p::default::__status__", doc);
+	assert_int_equal(faucet_run_history_json(s, "p", "default", &json), 0);
+	abandoned = strstr(json, "\"outcome\":\"abandoned\"") != NULL;
+	assert_true(abandoned || strstr(json, "\"outcome\":\"running\"") != NULL);
+	faucet_free(json);
+	faucet_store_free(s);
+	return abandoned;
+}
+
+static const char *this_host(void)
+{
+	static char host[256];
+
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	return host;
+}
+
+/* Fails before unleased runs had an age bound: one of another host (whose
+ * pid no reader can check) read "running" for ever, and so did one of
+ * this host whose pid was reused by a live process. */
+static void an_unleased_run_older_than_a_day_is_abandoned(void **state)
+{
+	(void)state;
+	assert_false(unleased_run_shows_abandoned("elsewhere.invalid", 1, 3600));
+	assert_true(unleased_run_shows_abandoned("elsewhere.invalid", 1, 25 * 3600));
+	assert_false(unleased_run_shows_abandoned(this_host(), (long)getpid(), 3600));
+	assert_true(unleased_run_shows_abandoned(this_host(), (long)getpid(), 25 * 3600));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_end_does_not_read_the_status_again),
 		cmocka_unit_test(the_end_merges_a_status_changed_meanwhile),
 		cmocka_unit_test(the_end_does_not_read_the_marker_back),
+		cmocka_unit_test(an_unleased_run_older_than_a_day_is_abandoned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,26 +107,6 @@ void cli_table_dispose(cli_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* "YYYY-MM-DDTHH:MM:SS+00:00" (or ...Z) as Unix seconds; -1 when it is not. */
-static long long parse_utc(const char *text)
-{
-	struct tm tm;
-	int y, mo, d, h, mi, s, n = 0;
-
-	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &n) != 6 || n == 0)
-		return -1;
-	if (strcmp(text + n, "+00:00") != 0 && strcmp(text + n, "Z") != 0)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = s;
-	return (long long)timegm(&tm);
-}
-
 const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const char *utc,
 			   char *buf, size_t size)
 {
@@ -140,7 +120,7 @@ const char *cli_time_shown(const cli_context *ctx, long long unix_seconds, const
 			return "-";
 		return buf;
 	}
-	if (utc != NULL && (unix_seconds = parse_utc(utc)) < 0)
+	if (utc != NULL && (unix_seconds = faucet__utc_parse(utc)) < 0)
 		return utc; /* not a time we can read: shown as it is */
 	t = (time_t)unix_seconds;
 	if (localtime_r(&t, &tm) == NULL || strftime(buf, size, "%Y-%m-%d %H:%M:%S %z", &tm) == 0)

@@ -571,9 +571,16 @@ int run__entry_gone(faucet_store *s, const run_entry *e, int *gone)
 	if (strcmp(e->outcome, "running") != 0)
 		return 0;
 	if (e->lease == NULL) {
-		/* A run that took no lease (a CLI write): only its process tells. */
+		/* A run that took no lease (a CLI write of one key or a joined
+		 * few): its process tells, when it is of this host.  One of
+		 * another host, or whose pid was reused, would read "running"
+		 * for ever; such a write lasts seconds, so once it is older than
+		 * RUN_UNLEASED_MAX_S (far beyond any clock skew) it is gone. */
+		int64_t started = faucet__utc_parse(e->started_at);
+
 		holder = by_holder(e->by);
-		*gone = holder != NULL && faucet__holder_dead(holder);
+		*gone = (holder != NULL && faucet__holder_dead(holder)) ||
+			(started >= 0 && (int64_t)time(NULL) - started > RUN_UNLEASED_MAX_S);
 		free(holder);
 		return 0;
 	}

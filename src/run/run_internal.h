@@ -106,10 +106,14 @@ int run__entry_set_keys(run_entry *e, const faucet_strarray *keys);
 void run__status_dispose(run_status *st);
 /* One entry as JSON text appended to b. */
 void run__entry_json(faucet_buf *b, const run_entry *e);
+/* An unleased run (a CLI write) still "running" this long after it started
+ * is gone, whatever host it ran on (doc/design.md §8.3). */
+#define RUN_UNLEASED_MAX_S (24 * 3600)
+
 /* Whether a "running" entry's holder is gone - the lease it holds is
  * absent, expired, taken or its holder dead, or (no lease) its process is
- * dead on this host: every reader then shows it "abandoned".  0 for an
- * entry that is not running. */
+ * dead on this host or it started over RUN_UNLEASED_MAX_S ago: every reader
+ * then shows it "abandoned".  0 for an entry that is not running. */
 int run__entry_gone(faucet_store *s, const run_entry *e, int *gone);
 
 /* ---- rollback index ------------------------------------------------------------ */

@@ -1,8 +1,10 @@
 /*
- * utc.c - faucet_utc_text(): the one place that writes a time as doc/design.md
- * §8.1's documents and the command's messages show it.
+ * utc.c - faucet_utc_text() and faucet__utc_parse(): the one place that
+ * writes and reads a time as doc/design.md §8.1's documents and the
+ * command's messages show it.
  */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "util.h"
@@ -27,4 +29,24 @@ int faucet_utc_text(int64_t t, char *out, size_t size)
 					(long long)t, size);
 	}
 	return 0;
+}
+
+int64_t faucet__utc_parse(const char *text)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, s, n = 0;
+
+	if (text == NULL ||
+	    sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &n) != 6 || n == 0)
+		return -1;
+	if (strcmp(text + n, "+00:00") != 0 && strcmp(text + n, "Z") != 0)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = s;
+	return (int64_t)timegm(&tm);
 }

@@ -99,6 +99,9 @@ void faucet_strarray_sort_unique(faucet_strarray *arr);
 int faucet__hex_digit(char c);
 
 /* Monotonic milliseconds / nanoseconds. */
+/* "YYYY-MM-DDTHH:MM:SS+00:00" (or with "Z"), as faucet_utc_text writes it,
+ * in Unix seconds; -1 when `text` is NULL or not such a time. */
+int64_t faucet__utc_parse(const char *text);
 uint64_t faucet__now_ms(void);
 uint64_t faucet__now_ns(void);
 
