@@ -343,11 +343,26 @@ static void faucet_store_new_refuses_a_backend_it_cannot_use(void **state)
 	assert_null(s);
 	assert_true(freed); /* the store owned it from the call on */
 
-	/* A required slot left NULL. */
+	/* One older than any that had get, put, del and free. */
+	freed = 0;
+	b = new_bare(&freed);
+	b->base.version = 1;
+	assert_int_equal(faucet_store_new(&s, &b->base), FAUCET_EINVALID);
+	{
+		char want[96];
+		snprintf(want, sizeof(want), "or 2 to %d without the later slots",
+			 FAUCET_STORE_BACKEND_VERSION - 1);
+		tu_assert_error_contains(want);
+	}
+	assert_null(s);
+	assert_true(freed);
+
+	/* A required slot left NULL: named. */
 	freed = 0;
 	b = new_bare(&freed);
 	b->base.put = NULL;
 	assert_int_equal(faucet_store_new(&s, &b->base), FAUCET_EINVALID);
+	tu_assert_error_contains("has no put (get, put, del and free are required)");
 	assert_null(s);
 	assert_true(freed);
 

@@ -26,17 +26,28 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 	if (out == NULL || backend == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_new: NULL argument");
 	*out = NULL;
-	if (backend->version < 2 || backend->version > FAUCET_STORE_BACKEND_VERSION ||
-	    backend->get == NULL ||
-	    backend->put == NULL || backend->del == NULL || backend->free == NULL) {
+	if (backend->version < 2 || backend->version > FAUCET_STORE_BACKEND_VERSION) {
 		int version = (int)backend->version;
 		if (backend->free)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
-					"state store backend version %d is not supported "
-					"(expected %d, or 2 to 4 without the later slots, with get, put, del "
-					"and free)",
-					version, FAUCET_STORE_BACKEND_VERSION);
+					"state store backend version %d is not supported (expected %d, "
+					"or 2 to %d without the later slots)",
+					version, FAUCET_STORE_BACKEND_VERSION,
+					FAUCET_STORE_BACKEND_VERSION - 1);
+	}
+	if (backend->get == NULL || backend->put == NULL || backend->del == NULL ||
+	    backend->free == NULL) {
+		const char *missing = backend->get == NULL   ? "get"
+				      : backend->put == NULL ? "put"
+				      : backend->del == NULL ? "del"
+							     : "free";
+		if (backend->free)
+			backend->free(backend);
+		return faucet_error_set(FAUCET_EINVALID,
+					"state store backend '%s' has no %s (get, put, del and free "
+					"are required)",
+					backend->name != NULL ? backend->name : "custom", missing);
 	}
 	s = faucet__calloc(1, sizeof(*s));
 	if (s == NULL) {
