@@ -670,175 +670,215 @@ static int load_undo_options(const faucet_undo_options *opts, faucet_undo_option
 	return 0;
 }
 
-/* Begin the undo run: the pipeline lease (exclusive), recorded in the
- * target's scope. */
-static int begin_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
-		      const located *loc, faucet_run **u)
-{
-	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
-
-	ro.row = *loc->row ? loc->row : NULL;
-	ro.pipeline_level = *loc->row == '\0';
-	ro.no_lease = 1;
-	ro.exclusive = 1;
-	ro.wait_ms = o->wait_ms;
-	ro.command = o->command;
-	ro.undoes = loc->entry.run;
-	return faucet_run_begin(u, s, pipeline, &ro);
-}
-
-/* Under the pipeline lease: the target again (another undo may have got
- * there first), its marker, the later runs, the plan. */
-static int prepare_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *o,
-			located *loc, const char *self, run_marker *m, later_set *later,
-			step **steps)
-{
-	char *scope = NULL;
-	int rc, exists = 0;
-
-	if ((rc = find_target(s, pipeline, o, loc)) != 0)
-		return rc;
-	if ((scope = scope_of(pipeline, loc->row)) == NULL)
-		return FAUCET_ENOMEM;
-	rc = load_marker(s, scope, loc->entry.run, m, &exists);
-	if (rc == 0 && !exists)
-		rc = faucet_error_set(FAUCET_ENOTFOUND,
-				      "run %s has nothing to undo (it changed no key, or its "
-				      "rollback marker was retired: only the last %d are kept)",
-				      loc->entry.run, FAUCET_RUN_ROLLBACK_MAX);
-	free(scope);
-	if (rc == 0 && strcmp(loc->entry.outcome, "running") == 0) {
-		int gone = 0;
-
-		if ((rc = run__entry_gone(s, &loc->entry, &gone)) == 0 && !gone)
-			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running",
-					      loc->entry.run);
-	}
-	if (rc == 0)
-		rc = later_runs(s, pipeline, loc->entry.run, self, later);
-	if (rc == 0 && (*steps = faucet__calloc(m->count ? m->count : 1, sizeof(**steps))) == NULL)
-		rc = FAUCET_ENOMEM;
-	if (rc == 0)
-		rc = plan(s, m, later, *steps);
-	return rc;
-}
-
-int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *opts,
-		    faucet_undo_result *res)
-{
+/* One undo on its way: what faucet_run_undo's steps share. */
+typedef struct {
+	faucet_store *s;
+	const char *pipeline;
 	faucet_undo_options o;
-	faucet_run *u = NULL;
-	located loc;
-	run_marker m;
-	later_set later;
-	step *steps = NULL;
 	size_t max_conflicts;
-	int rc, ended = 0;
+	faucet_undo_result *res;
+	faucet_run *u;     /* the undo's own run; NULL on a dry run */
+	located loc;       /* the target */
+	run_marker m;      /* the target's marker */
+	later_set later;   /* the keys later runs changed, and which run */
+	step *steps;       /* the plan: one step a key of the marker */
+	int ended;         /* u's outcome is recorded */
+} undo_job;
 
+/* The arguments: the result cleared, the options loaded, the pipeline and
+ * a named run id checked.  Nothing is held when this fails. */
+static int undo_start(undo_job *j, faucet_store *s, const char *pipeline,
+		      const faucet_undo_options *opts, faucet_undo_result *res)
+{
+	int rc;
+
+	memset(j, 0, sizeof(*j));
+	j->s = s;
+	j->pipeline = pipeline;
+	j->res = res;
 	if (res == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_undo: result is NULL");
 	if (faucet__options_check(res, FAUCET_UNDO_RESULT_VERSION, "faucet_undo_result") != 0)
 		return FAUCET_EINVALID;
 	undo_result_clear(res);
-	memset(&m, 0, sizeof(m));
-	memset(&loc, 0, sizeof(loc));
-	memset(&later, 0, sizeof(later));
-	if ((rc = load_undo_options(opts, &o)) != 0)
+	if ((rc = load_undo_options(opts, &j->o)) != 0)
 		return rc;
-	max_conflicts = o.max_conflicts == 0 || o.max_conflicts > FAUCET_UNDO_CONFLICTS_MAX
-				? FAUCET_UNDO_CONFLICTS_MAX
-				: o.max_conflicts;
+	j->max_conflicts = j->o.max_conflicts == 0 || j->o.max_conflicts > FAUCET_UNDO_CONFLICTS_MAX
+				   ? FAUCET_UNDO_CONFLICTS_MAX
+				   : j->o.max_conflicts;
 	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::"))
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
-	if (o.run != NULL && !run__valid_id(o.run))
+	if (j->o.run != NULL && !run__valid_id(j->o.run))
 		return faucet_error_set(FAUCET_EINVALID,
-					"'%s' is not a run id (YYYYMMDDTHHMMSS.mmmZ-xxxxxx)", o.run);
-	/* Which scope the undo run records in; found again under the lease. */
-	if ((rc = find_target(s, pipeline, &o, &loc)) != 0)
-		goto done;
-	if (!o.dry_run && (rc = begin_undo(s, pipeline, &o, &loc, &u)) != 0)
-		goto done;
-	located_dispose(&loc);
-	rc = prepare_undo(s, pipeline, &o, &loc, u ? faucet_run_id(u) : NULL, &m, &later, &steps);
-	if (rc == 0 && u != NULL) {
-		char *scope = scope_of(pipeline, loc.row);
+					"'%s' is not a run id (YYYYMMDDTHHMMSS.mmmZ-xxxxxx)", j->o.run);
+	return 0;
+}
 
-		/* Another writer changed which run is newest between the two looks
-		 * and it lives in another scope: the undo must record there. */
-		if (scope == NULL)
-			rc = FAUCET_ENOMEM;
-		else if (strcmp(scope, faucet_run_scope(u)) != 0)
-			rc = faucet_error_set(FAUCET_ECONTENTION,
-					      "the newest run of %s changed while the undo started; "
-					      "run it again", pipeline);
-		else /* the same scope, maybe another run: the one found under the lease */
-			rc = faucet_run__set_undoes(u, loc.entry.run);
-		free(scope);
+/* Step 1: the target (to know which scope the undo records in), then the
+ * undo's own run under the pipeline lease (exclusive), so that no run,
+ * bulk write or other undo of the pipeline is in flight from here on.  A
+ * dry run takes no lease. */
+static int undo_lock(undo_job *j)
+{
+	faucet_run_options ro = FAUCET_RUN_OPTIONS_INIT;
+	int rc;
+
+	if ((rc = find_target(j->s, j->pipeline, &j->o, &j->loc)) != 0 || j->o.dry_run)
+		return rc;
+	ro.row = *j->loc.row ? j->loc.row : NULL;
+	ro.pipeline_level = *j->loc.row == '\0';
+	ro.no_lease = 1;
+	ro.exclusive = 1;
+	ro.wait_ms = j->o.wait_ms;
+	ro.command = j->o.command;
+	ro.undoes = j->loc.entry.run;
+	return faucet_run_begin(&j->u, j->s, j->pipeline, &ro);
+}
+
+/* Step 2, under the lease: the target found again (another undo or run may
+ * have got there first), its marker, the keys later runs of any scope
+ * changed, and the plan of every key. */
+static int undo_plan(undo_job *j)
+{
+	char *scope = NULL;
+	int rc, exists = 0;
+
+	located_dispose(&j->loc);
+	if ((rc = find_target(j->s, j->pipeline, &j->o, &j->loc)) != 0)
+		return rc;
+	if ((scope = scope_of(j->pipeline, j->loc.row)) == NULL)
+		return FAUCET_ENOMEM;
+	rc = load_marker(j->s, scope, j->loc.entry.run, &j->m, &exists);
+	if (rc == 0 && !exists)
+		rc = faucet_error_set(FAUCET_ENOTFOUND,
+				      "run %s has nothing to undo (it changed no key, or its "
+				      "rollback marker was retired: only the last %d are kept)",
+				      j->loc.entry.run, FAUCET_RUN_ROLLBACK_MAX);
+	if (rc == 0 && strcmp(j->loc.entry.outcome, "running") == 0) {
+		int gone = 0;
+
+		if ((rc = run__entry_gone(j->s, &j->loc.entry, &gone)) == 0 && !gone)
+			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running",
+					      j->loc.entry.run);
 	}
-	if (rc != 0)
-		goto done;
-	if ((res->run = faucet__strdup(loc.entry.run)) == NULL ||
-	    (res->scope = scope_of(pipeline, loc.row)) == NULL) {
+	/* The newest run may have changed between the two looks; one in
+	 * another scope than the undo run records in means starting again. */
+	if (rc == 0 && j->u != NULL && strcmp(scope, faucet_run_scope(j->u)) != 0)
+		rc = faucet_error_set(FAUCET_ECONTENTION,
+				      "the newest run of %s changed while the undo started; "
+				      "run it again", j->pipeline);
+	else if (rc == 0 && j->u != NULL)
+		rc = faucet_run__set_undoes(j->u, j->loc.entry.run);
+	free(scope);
+	if (rc == 0)
+		rc = later_runs(j->s, j->pipeline, j->loc.entry.run,
+				j->u ? faucet_run_id(j->u) : NULL, &j->later);
+	if (rc == 0 &&
+	    (j->steps = faucet__calloc(j->m.count ? j->m.count : 1, sizeof(*j->steps))) == NULL)
 		rc = FAUCET_ENOMEM;
-		goto done;
+	if (rc == 0)
+		rc = plan(j->s, &j->m, &j->later, j->steps);
+	return rc;
+}
+
+/* Step 3: the target named in the result; then, unless forced, any key in
+ * conflict refuses the whole undo, every one of them checked and reported
+ * (res->conflict set, nothing written); else the restores planned. */
+static int undo_refuse(undo_job *j)
+{
+	faucet_undo_result *res = j->res;
+
+	if ((res->run = faucet__strdup(j->loc.entry.run)) == NULL ||
+	    (res->scope = scope_of(j->pipeline, j->loc.row)) == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; !j->o.force && i < j->m.count; i++) {
+		if (j->steps[i].kind == STEP_CONFLICT)
+			return note_conflicts(res, j->steps, j->m.count, j->max_conflicts);
 	}
-	/* Every key checked before refusing: all the conflicts reported. */
-	for (size_t i = 0; !o.force && i < m.count; i++) {
-		if (steps[i].kind == STEP_CONFLICT) {
-			rc = note_conflicts(res, steps, m.count, max_conflicts);
-			goto done;
-		}
-	}
-	if ((rc = report_plan(res, steps, m.count, o.force)) != 0 || o.dry_run)
-		goto done;
-	if ((res->undo_run = faucet__strdup(faucet_run_id(u))) == NULL) {
-		rc = FAUCET_ENOMEM;
-		goto done;
-	}
+	return report_plan(res, j->steps, j->m.count, j->o.force);
+}
+
+/* Step 4: restore every key by compare-and-put against what the plan saw,
+ * through the undo run; a write that slipped in puts the restored keys
+ * back and fails the undo as a conflict.  The undo's "ok" and its target's
+ * "undone" are written together, last. */
+static int undo_write(undo_job *j)
+{
+	faucet_undo_result *res = j->res;
+	int rc;
+
+	if ((res->undo_run = faucet__strdup(faucet_run_id(j->u))) == NULL)
+		return FAUCET_ENOMEM;
 	/* Recorded even when every key is back already (a retry of an undo
 	 * that failed after restoring): the target must still be marked. */
-	rc = faucet_run__start(u);
+	rc = faucet_run__start(j->u);
 	if (rc == 0)
-		rc = apply(s, u, steps, m.count, o.force, max_conflicts, res);
-	if (rc == 0 && res->conflict) {
+		rc = apply(j->s, j->u, j->steps, j->m.count, j->o.force, j->max_conflicts, res);
+	if (rc != 0)
+		return rc;
+	j->ended = 1;
+	if (!res->conflict)
+		return faucet_run_end(j->u, FAUCET_RUN_OK, 0, NULL);
+	{
 		char msg[FAUCET_KEY_MAX + 64];
 
 		(void)snprintf(msg, sizeof(msg), "conflict: %s changed during the undo",
 			       res->conflict_key);
-		rc = faucet_run_end(u, FAUCET_RUN_FAILED, -1, msg);
-		ended = 1;
-		free(res->undo_run);
-		res->undo_run = NULL;
-		for (size_t i = 0; i < res->restored.count; i++) {
-			faucet_value_free(res->replaced[i]);
-			faucet_value_free(res->restored_to[i]);
-		}
-		faucet_strarray_dispose(&res->restored);
-	} else if (rc == 0) {
-		rc = faucet_run_end(u, FAUCET_RUN_OK, 0, NULL);
-		ended = 1;
+		rc = faucet_run_end(j->u, FAUCET_RUN_FAILED, -1, msg);
 	}
-done:
-	if (u != NULL && !ended) {
-		/* Failed, or stopped at a conflict before writing: recorded as
-		 * failed when it wrote, no trace when not; the lease released. */
+	free(res->undo_run);
+	res->undo_run = NULL;
+	for (size_t i = 0; i < res->restored.count; i++) {
+		faucet_value_free(res->replaced[i]);
+		faucet_value_free(res->restored_to[i]);
+	}
+	faucet_strarray_dispose(&res->restored);
+	return rc;
+}
+
+/* The end: an undo run that failed, or stopped at a conflict before
+ * writing, is recorded as failed when it wrote and leaves no trace when
+ * not; its lease is released.  Everything held is freed; `rc` returned with
+ * its message. */
+static int undo_finish(undo_job *j, int rc)
+{
+	if (j->u != NULL && !j->ended) {
 		int keep = rc;
 		char *msg = faucet__strdup(faucet_error_last()->message);
 
-		(void)faucet_run_end(u, FAUCET_RUN_FAILED, -1, rc ? msg : "conflict");
+		(void)faucet_run_end(j->u, FAUCET_RUN_FAILED, -1, rc ? msg : "conflict");
 		if (rc != 0)
 			(void)faucet_error_set(keep, "%s", msg ? msg : "undo failed");
 		free(msg);
 	}
-	for (size_t i = 0; steps != NULL && i < m.count; i++)
-		faucet_value_free(steps[i].current);
-	free(steps);
-	faucet_run_free(u); /* an unended run releases nothing: end it first */
-	later_dispose(&later);
-	run__marker_dispose(&m);
-	located_dispose(&loc);
+	for (size_t i = 0; j->steps != NULL && i < j->m.count; i++)
+		faucet_value_free(j->steps[i].current);
+	free(j->steps);
+	faucet_run_free(j->u); /* an unended run releases nothing: ended above */
+	later_dispose(&j->later);
+	run__marker_dispose(&j->m);
+	located_dispose(&j->loc);
 	return rc;
+}
+
+/* SPEC's undo (doc/design.md §8.5), one step a function. */
+int faucet_run_undo(faucet_store *s, const char *pipeline, const faucet_undo_options *opts,
+		    faucet_undo_result *res)
+{
+	undo_job j;
+	int rc = undo_start(&j, s, pipeline, opts, res);
+
+	if (rc != 0)
+		return rc;
+	rc = undo_lock(&j);
+	if (rc == 0)
+		rc = undo_plan(&j);
+	if (rc == 0)
+		rc = undo_refuse(&j);
+	if (rc == 0 && !res->conflict && !j.o.dry_run)
+		rc = undo_write(&j);
+	return undo_finish(&j, rc);
 }
 
 /* ---- history ------------------------------------------------------------------------------------ */
