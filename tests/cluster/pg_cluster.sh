@@ -7,6 +7,8 @@
 #                                 standby is the synchronous one)
 #   pg_primary_init               initdb only (then pg_start_server)
 #   pg_sql PORT SQL               run SQL on one server, print the result
+#   pg_cut_standby                stop the standby's streaming (it keeps what
+#                                 it has; the primary goes on alone)
 #   pg_kill_primary               SIGKILL the primary's whole process tree
 #   pg_promote                    promote the standby and wait for it
 #
@@ -61,6 +63,18 @@ pg_stop_all() {
 	local d
 	for d in "$CL_DIR/pg1" "$CL_DIR/pg2"; do sv_pg_stop "$d" immediate; done
 }
+
+# Cut the standby off: no primary_conninfo (reloaded, so its WAL receiver
+# stops and none starts again), then wait until the primary sees no
+# standby.  Deterministic: from here the standby has exactly what it has.
+pg_cut_standby() {
+	pg_sql "$PG_P2" "ALTER SYSTEM SET primary_conninfo = ''" >/dev/null &&
+		pg_sql "$PG_P2" "SELECT pg_reload_conf()" >/dev/null || cl_fail "could not cut the standby off"
+	cl_wait_for 10 "the standby's WAL receiver to stop" pg_no_receiver
+	cl_wait_for 10 "the primary to see no standby" pg_no_standby
+}
+pg_no_receiver() { [ "$(pg_sql "$PG_P2" "SELECT count(*) FROM pg_stat_wal_receiver")" = 0 ]; }
+pg_no_standby() { [ "$(pg_sql "$PG_P1" "SELECT count(*) FROM pg_stat_replication")" = 0 ]; }
 
 # The postmaster and every backend it forked: SIGKILL of the postmaster
 # alone leaves its backends running (SPEC §7).
