@@ -1700,6 +1700,10 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 		rc = settle_legacy(fs, dfd, key);
 	if (rc != 0)
 		return rc;
+	/* A keyless write to an encrypted store is refused before the lock,
+	 * so that it leaves no lock file of a key it never wrote. */
+	if (fs->keyring == NULL && store_is_marked(*dfd))
+		return keyless_write_refused(fs);
 	(void)faucet_file__stem(key, stem);
 	if ((rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
 		return rc;

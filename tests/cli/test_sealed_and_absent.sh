@@ -7,9 +7,9 @@
 # creates nothing.
 . "$(dirname "$0")/lib.sh"
 
-# The store's values and documents (a refused write may leave an empty lock
-# file behind: the library takes a key's lock before it looks at the marker).
-values() { (cd "$1" && find . -type f ! -name '*.lock' -print0 | sort -z | xargs -0r sha256sum); }
+# Every file of the store with its bytes, lock files too: a refused write
+# leaves none behind (it is refused before the key's lock is taken).
+values() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0r sha256sum); }
 
 export K=sealed-test-key-0123456789
 run --state file:enc --encryption-key-env K state put p::a '{"v":1}'
