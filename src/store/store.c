@@ -42,12 +42,14 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 				      : backend->put == NULL ? "put"
 				      : backend->del == NULL ? "del"
 							     : "free";
+		/* The message reads the backend's name: set it before the backend is freed. */
+		int rc = faucet_error_set(FAUCET_EINVALID,
+					  "state store backend '%s' has no %s (get, put, del and free "
+					  "are required)",
+					  backend->name != NULL ? backend->name : "custom", missing);
 		if (backend->free)
 			backend->free(backend);
-		return faucet_error_set(FAUCET_EINVALID,
-					"state store backend '%s' has no %s (get, put, del and free "
-					"are required)",
-					backend->name != NULL ? backend->name : "custom", missing);
+		return rc;
 	}
 	s = faucet__calloc(1, sizeof(*s));
 	if (s == NULL) {
