@@ -280,7 +280,7 @@ int cli_state_pipelines(cli_context *ctx, int argc, char **argv); /* state_pipel
 /* Append what `state pipelines --json` prints to `out`; 0, or a FAUCET_E*
  * code with the library's error set (nothing printed).  faucet serve's
  * GET /v1/pipelines is this too. */
-int cli_pipelines_json(faucet_store *s, faucet_buf *out);
+int cli_pipelines_json(faucet_store *s, const char *tenant, faucet_buf *out);
 int cli_state_move(cli_context *ctx, int argc, char **argv); /* state_pipeline.c */
 int cli_state_copy_pipeline(cli_context *ctx, int argc, char **argv); /* copy --to-pipeline */
 int cli_state_export_meltano(cli_context *ctx, int argc, char **argv); /* state_meltano.c */

@@ -152,6 +152,11 @@ static const cli_ref_flag move_flags[] = {
 	END,
 };
 
+static const cli_ref_flag pipelines_flags[] = {
+	TENANT("the pipelines of tenant T (its keys T::PIPELINE::...)"),
+	END,
+};
+
 static const cli_ref_flag runs_flags[] = {
 	FLAG("row", 0, "R", "only the runs of the invocation PIPELINE::R"),
 	TENANT("the runs of tenant T's PIPELINE"),
@@ -263,8 +268,9 @@ const cli_ref_command cli_reference_commands[] = {
 	{.name = "state clear", .synopsis = "PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]",
 	 .summary = "delete a pipeline's data keys (one run)", .flags = clear_flags,
 	 .man = man_state_clear},
-	{.name = "state pipelines", .synopsis = "",
-	 .summary = "every pipeline: keys, last run, leases", .man = man_state_pipelines},
+	{.name = "state pipelines", .synopsis = "[--tenant T]",
+	 .summary = "every pipeline: keys, last run, leases", .flags = pipelines_flags,
+	 .man = man_state_pipelines},
 	{.name = "state export", .synopsis = "[PIPELINE] [--tenant T] [-o FILE] [--format meltano [--row R]]",
 	 .summary = "the version-1 export document", .flags = export_flags,
 	 .man = man_state_export},

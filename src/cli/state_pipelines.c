@@ -11,7 +11,9 @@
  * component is what the run machinery calls the pipeline, so a tenant's
  * pipelines ("acme::orders::...") show under the tenant's name, as their
  * runs do (doc/design.md §8.7), and a key without "::" is a pipeline of
- * its own name.
+ * its own name.  A key alone cannot say whether its first component is a
+ * tenant, so `--tenant T` asks: it scans "T::" and groups by the second
+ * component, skipping T's own keys ("T::x", which have no third).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,7 @@
 #include "jsonw.h"
 
 static const char pipelines_help[] =
-	"usage: faucet state pipelines [OPTIONS]\n"
+	"usage: faucet state pipelines [--tenant T] [OPTIONS]\n"
 	"\n"
 	"Every pipeline in the store (the first component of its keys; a tenant's\n"
 	"pipelines show under the tenant, as their runs do): its number of data keys,\n"
@@ -33,7 +35,12 @@ static const char pipelines_help[] =
 	"tab-separated lines (pipeline, keys, last run, last change, live leases,\n"
 	"backfill) without a header, UTC times.  One scan of the store.\n"
 	"With --json: [{\"pipeline\", \"keys\", \"last_run\", \"last_change\", \"leases\",\n"
-	"\"backfill_running\"}] (times RFC 3339 UTC).\n";
+	"\"backfill_running\"}] (times RFC 3339 UTC).\n"
+	"\n"
+	"--tenant T: the pipelines of tenant T instead (its keys T::PIPELINE::...,\n"
+	"grouped by PIPELINE; a key T::x with nothing after x is T's own and not\n"
+	"counted, though its history, T::x::__status__, shows x with no keys); with\n"
+	"--json each entry also has \"tenant\": T.\n";
 
 typedef struct {
 	char *name;
@@ -49,6 +56,8 @@ typedef struct {
 	pipe_info *items;
 	size_t count, cap;
 	int failed;
+	const char *tenant; /* NULL, or the tenant whose pipelines these are */
+	size_t skip;        /* bytes of "T::" before each key's pipeline name */
 } pipe_scan;
 
 static const char *ends_with(const char *s, const char *tail)
@@ -61,16 +70,19 @@ static const char *ends_with(const char *s, const char *tail)
 static int scan_key(const char *key, void *arg)
 {
 	pipe_scan *ps = arg;
-	const char *sep = strstr(key, "::");
+	const char *name = key + ps->skip, *sep = strstr(name, "::");
 	size_t len;
 	pipe_info *p;
 
-	if (sep == key)
+	if (sep == name)
 		return 0; /* no first component: no pipeline's */
-	/* A key without "::" is its own pipeline's, as its runs are. */
-	len = sep != NULL ? (size_t)(sep - key) : strlen(key);
+	/* A key without "::" is its own pipeline's, as its runs are; under a
+	 * tenant such a key (T::x) is the tenant's own. */
+	if (sep == NULL && ps->tenant != NULL)
+		return 0;
+	len = sep != NULL ? (size_t)(sep - name) : strlen(name);
 	p = ps->count ? &ps->items[ps->count - 1] : NULL;
-	if (p == NULL || strlen(p->name) != len || strncmp(p->name, key, len) != 0) {
+	if (p == NULL || strlen(p->name) != len || strncmp(p->name, name, len) != 0) {
 		pipe_info *grown = faucet__reserve(ps->items, &ps->cap, ps->count + 1, sizeof(*grown), 16);
 
 		if (grown == NULL)
@@ -80,7 +92,7 @@ static int scan_key(const char *key, void *arg)
 		memset(p, 0, sizeof(*p));
 		if ((p->name = faucet__malloc(len + 1)) == NULL)
 			goto oom;
-		memcpy(p->name, key, len);
+		memcpy(p->name, name, len);
 		p->name[len] = '\0';
 		ps->count++;
 	}
@@ -181,7 +193,11 @@ static void append_json(const pipe_scan *ps, faucet_buf *out)
 		const pipe_info *p = &ps->items[i];
 
 		(void)faucet_buf_puts(&b, i ? ",{" : "{");
-		jw_member(&b, "pipeline", 1);
+		if (ps->tenant != NULL) {
+			jw_member(&b, "tenant", 1);
+			faucet__json_string(&b, ps->tenant);
+		}
+		jw_member(&b, "pipeline", ps->tenant == NULL);
 		faucet__json_string(&b, p->name);
 		jw_member(&b, "keys", 0);
 		(void)faucet_buf_printf(&b, "%zu", p->keys);
@@ -240,12 +256,22 @@ static void pipe_scan_dispose(pipe_scan *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-/* One scan and the few reads; 0 or a FAUCET_E* code (error set). */
+/* One scan (of "T::" under a tenant) and the few reads; 0 or a FAUCET_E*
+ * code (error set). */
 static int collect(faucet_store *s, pipe_scan *ps)
 {
 	int64_t now = (int64_t)time(NULL);
-	int rc = faucet_store_scan(s, "", scan_key, ps);
+	char prefix[FAUCET_KEY_MAX + 3] = "";
+	int rc;
 
+	if (ps->tenant != NULL) {
+		int n = snprintf(prefix, sizeof(prefix), "%s::", ps->tenant);
+
+		if (n < 0 || (size_t)n >= sizeof(prefix))
+			return faucet_error_set(FAUCET_EINVALID, "tenant name too long");
+		ps->skip = (size_t)n;
+	}
+	rc = faucet_store_scan(s, prefix, scan_key, ps);
 	if (ps->failed)
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	if (rc != 0)
@@ -258,9 +284,9 @@ static int collect(faucet_store *s, pipe_scan *ps)
 	return 0;
 }
 
-int cli_pipelines_json(faucet_store *s, faucet_buf *out)
+int cli_pipelines_json(faucet_store *s, const char *tenant, faucet_buf *out)
 {
-	pipe_scan ps = {NULL, 0, 0, 0};
+	pipe_scan ps = {NULL, 0, 0, 0, tenant, 0};
 	int rc = collect(s, &ps);
 
 	if (rc == 0) {
@@ -274,18 +300,25 @@ int cli_pipelines_json(faucet_store *s, faucet_buf *out)
 
 int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 {
-	pipe_scan ps = {NULL, 0, 0, 0};
+	enum { OPT_TENANT = 1 };
+	static const cli_option opts[] = {CLI_TENANT_OPTION(OPT_TENANT), {NULL, 0, 0, 0}};
+	pipe_scan ps = {NULL, 0, 0, 0, NULL, 0};
 	faucet_store *s = NULL;
 	const char *arg;
 	cli_args it;
 	int id, rc;
 
 	cli_args_init(&it, ctx, "state pipelines", argc, argv);
-	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
+	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_help(pipelines_help);
+		if (id == OPT_TENANT) {
+			if ((rc = cli_tenant_check("state pipelines", arg, &ps.tenant)) != 0)
+				return rc;
+			continue;
+		}
 		return cli_usage_error("state pipelines", "unexpected argument '%s'", arg);
 	}
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
@@ -293,7 +326,7 @@ int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		if (cli_pipelines_json(s, &b) != 0) {
+		if (cli_pipelines_json(s, ps.tenant, &b) != 0) {
 			faucet_buf_dispose(&b);
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot list the pipelines of %s", ctx->store_label);
 		} else {

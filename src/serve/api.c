@@ -129,11 +129,19 @@ static void get_metrics(serve_request *rq, serve_reply *out)
 
 /* ---- pipelines -------------------------------------------------------- */
 
+/* ?tenant=T: the pipelines of tenant T, as `state pipelines --tenant T`. */
 static void get_pipelines(serve_request *rq, serve_reply *out)
 {
+	const char *tenant = serve_arg(rq, "tenant");
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	if (cli_pipelines_json(serve_store(rq), &b) != 0) {
+	if (tenant != NULL &&
+	    (*tenant == '\0' || faucet_validate_key(tenant) != 0 || strstr(tenant, "::") != NULL)) {
+		serve_error(out, 400, "invalid", "tenant: '%s' is not a tenant name (one key segment)",
+			    tenant);
+		return;
+	}
+	if (cli_pipelines_json(serve_store(rq), tenant, &b) != 0) {
 		faucet_buf_dispose(&b);
 		serve_fail(out, "listing the pipelines");
 		return;

@@ -72,6 +72,41 @@ expect_out_contains "PIPELINE" "terminal: a header"
 expect_out_contains "+0900" "terminal: local times"
 case "$OUT" in *$'\t'*) fail "terminal: no tabs" ;; *) pass ;; esac
 
+# ---- state pipelines --tenant ----
+# acme::orders::eu::bm reads as tenant acme's pipeline orders or as pipeline
+# acme's row orders; without --tenant it is the latter (as its runs are).
+tst="file:$PWD/tenants"
+FAUCET_STATE=$tst run -q state put acme::orders::eu::bm '{"n":1}'
+FAUCET_STATE=$tst run -q state put acme::orders::us::bm '{"n":2}'
+FAUCET_STATE=$tst run -q state put acme::billing::x::bm '{"n":3}'
+FAUCET_STATE=$tst run -q state put acme::own 1
+FAUCET_STATE=$tst run -q state put acmex::orders::eu::bm 1
+raw_put "$tst" acme::billing::x::__lease__ "{\"holder\":\"elsewhere:4:d\",\"expires_at\":$future,\"run\":null}"
+FAUCET_STATE=$tst run state pipelines --json
+expect_json '[p["pipeline"] for p in d] == ["acme", "acmex"] and d[0]["keys"] == 4' \
+	"without --tenant the first component is the pipeline"
+FAUCET_STATE=$tst run state pipelines --tenant acme --json
+expect_rc 0 "state pipelines --tenant acme --json"
+# acme::own is no tenant pipeline's key; its put's history (acme::own::__status__)
+# is all that shows of it: "own", with no data keys.
+expect_json '[(p["tenant"], p["pipeline"], p["keys"]) for p in d] == [("acme", "billing", 1), ("acme", "orders", 2), ("acme", "own", 0)]' \
+	"--tenant: the tenant's pipelines by their second component (T::x is not counted; acmex is another)"
+expect_json 'd[0]["leases"] == 1 and d[1]["leases"] == 0' "--tenant: each pipeline's live leases"
+last=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[1]["last_run"])' "$OUT")
+FAUCET_STATE=$tst run state runs orders --tenant acme --json
+expect_json "max(r['run'] for s in d for r in s['runs']) == '$last'" \
+	"--tenant: last_run is the newest run of the tenant's pipeline (as state runs --tenant sees it)"
+FAUCET_STATE=$tst run state pipelines -t acme
+expect_rc 0 "state pipelines -t acme, piped"
+expect_out_contains $'billing\t1\t' "--tenant, piped: the pipeline's name without the tenant"
+FAUCET_STATE=$tst run state pipelines --tenant nobody --json
+expect_json 'd == []' "--tenant of no keys: an empty list"
+FAUCET_STATE=$tst run state pipelines --tenant 'a::b'
+expect_rc 2 "--tenant a::b is refused"
+expect_err_contains "is not a tenant name" "--tenant a::b: what is wrong"
+FAUCET_STATE=$tst run state pipelines --tenant
+expect_rc 2 "--tenant without a value is refused"
+
 # ---- state runs ----
 run state runs orders
 expect_out_lacks "RUN" "runs piped: no header"

@@ -328,6 +328,16 @@ class StoreTests(Base):
         cli = json.loads(self.cli("--json", "state", "pipelines").stdout)
         self.assertEqual(doc, cli)
         self.assertEqual([p["pipeline"] for p in doc], ["alpha", "beta"])
+        # ?tenant=T is `state pipelines --tenant T`.
+        self.cli("state", "put", "acme::orders::eu::pos", "3")
+        st, h, doc = s.json("GET", "/v1/pipelines?tenant=acme")
+        self.assertEqual(st, 200, doc)
+        cli = json.loads(self.cli("--json", "state", "pipelines", "--tenant", "acme").stdout)
+        self.assertEqual(doc, cli)
+        self.assertEqual([(p["tenant"], p["pipeline"], p["keys"]) for p in doc],
+                         [("acme", "orders", 1)])
+        st, h, doc = s.json("GET", "/v1/pipelines?tenant=a::b")
+        self.assertError(st, doc, 400, "invalid")
         self.stop(s)
 
     def test_export_import(self):
