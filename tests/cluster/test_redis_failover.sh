@@ -80,7 +80,16 @@ if [ "$CL_MODE" = safe ]; then
 		cl_fail "the reindex error does not say that no replica confirmed it"
 fi
 rd_restart "$old"
-cl_wait_for 40 "the old master to follow the new one" is_replica_of "$old" "$new"
+# Sentinel re-points a returning master only after it has reported its role
+# for 4 publish periods (8 s) and an INFO round (up to 10 s), and the sync
+# waits out repl-diskless-sync-delay (5 s): ~25 s idle, longer under load.
+t0=$(date +%s)
+if ! sv_wait_for 90 "the old master to follow the new one" is_replica_of "$old" "$new"; then
+	rd_cli "$old" info replication >&2
+	tail -n 20 "$CL_DIR"/sentinel-*/sentinel.log "$CL_DIR/redis-$old/redis.log" >&2
+	cl_fail "timed out waiting for the old master to follow the new one"
+fi
+echo "the old master followed the new one after $(($(date +%s) - t0)) s"
 promoted=$(counter "$new")
 cl_wait_for 30 "increments on the new master" counter_at_least "$new" $((promoted + 50))
 
