@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
 #include "internal.h"
 #include "crypto/envelope.h"
+#include "crypto/libcrypto_load.h"
 
 #define KEY_LEN 32
 
@@ -105,6 +105,8 @@ int faucet__keyring_new(faucet_keyring **out, const char *key,
 	*out = NULL;
 	if ((rc = check_key_strings(key, previous, nprev)) != 0)
 		return rc;
+	if ((rc = faucet__libcrypto_load()) != 0)
+		return rc;
 	if (nprev > (SIZE_MAX - sizeof(*kr)) / KEY_LEN - 1)
 		return faucet_error_set(FAUCET_EINVALID, "too many previous keys (%zu)", nprev);
 	count = nprev + 1;
@@ -140,7 +142,7 @@ void faucet__keyring_free(faucet_keyring *kr)
 {
 	if (kr == NULL)
 		return;
-	OPENSSL_cleanse(kr->keys, kr->count * KEY_LEN);
+	explicit_bzero(kr->keys, kr->count * KEY_LEN);
 	/* EVP_CIPHER_CTX_free wipes each context's key schedule. */
 	for (size_t i = 0; i < 2 * kr->count; i++) {
 		for (size_t j = 0; j < kr->pools[i].n; j++)
@@ -449,7 +451,7 @@ int faucet__unseal(const faucet_keyring *kr, const char *state_key, const char *
 		result = gcm_open(kr, i, nonce, aad, aad_len, ct, ct_len, tag, buf);
 	if (result != GCM_OK) {
 		ERR_clear_error();
-		OPENSSL_cleanse(buf, ct_len + 1);
+		explicit_bzero(buf, ct_len + 1);
 		free(buf);
 		if (result == GCM_AUTH_FAILED)
 			return auth_failed(kr, path);

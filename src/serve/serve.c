@@ -32,11 +32,7 @@
 
 #include <json-c/json.h>
 #include "mhd.h"
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
+#include "ssl.h"
 
 #include "serve.h"
 
@@ -118,7 +114,7 @@ static uint64_t now_us(void)
 static void wipe_tokens(void)
 {
 	for (size_t i = 0; i < srv.ntokens; i++) {
-		OPENSSL_cleanse(srv.tokens[i].token, srv.tokens[i].len);
+		explicit_bzero(srv.tokens[i].token, srv.tokens[i].len);
 		free(srv.tokens[i].token);
 	}
 	free(srv.tokens);
@@ -213,7 +209,7 @@ static int load_tokens(const char *path)
 	}
 	if (rc == 0 && srv.ntokens == 0)
 		rc = cli_error(CLI_EXIT_USAGE, "serve: token file %s holds no token", path);
-	OPENSSL_cleanse(text, len);
+	explicit_bzero(text, len);
 	free(text);
 	return rc;
 }
@@ -1151,7 +1147,7 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 				       listen);
 	if ((cert == NULL) != (key == NULL))
 		return cli_usage_error("serve", "--tls-cert and --tls-key go together");
-	if ((rc = serve_mhd_load()) != 0)
+	if ((rc = serve_mhd_load()) != 0 || (rc = serve_ssl_load()) != 0)
 		return rc;
 	if (cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return cli_error(CLI_EXIT_USAGE, "serve: this libmicrohttpd has no TLS support");
@@ -1266,7 +1262,7 @@ done:
 	srv.store = NULL;
 	wipe_tokens();
 	if (key_pem != NULL) {
-		OPENSSL_cleanse(key_pem, strlen(key_pem));
+		explicit_bzero(key_pem, strlen(key_pem));
 		free(key_pem);
 	}
 	free(cert_pem);

@@ -60,7 +60,7 @@
 #include "values/value_internal.h"
 #include "file_internal.h"
 #include "crypto/envelope.h"
-#include <openssl/crypto.h>
+#include "crypto/libcrypto_load.h"
 #include <faucet/keys.h>
 
 /* Room for "{root}/{name}" in messages; a longer root is cut (the message
@@ -738,7 +738,7 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 			return rc;
 		describe_file(where, "failed to parse state file ", fs, name);
 		rc = faucet_value_parse_at(out, (const char *)plain, plain_len, where);
-		OPENSSL_cleanse(plain, plain_len);
+		explicit_bzero(plain, plain_len);
 		free(plain);
 	} else {
 		describe_file(where, "failed to parse state file ", fs, name);
@@ -1071,6 +1071,20 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
  * "users:x" would otherwise open the legacy file of "Users:x".
  */
 
+/* The current stem of `key` into stem[FILE_STEM_MAX + 1] (its length in
+ * *len unless len is NULL): 0, or the error of a long key whose SHA-256
+ * cannot be computed (libcrypto is loaded on the first such key). */
+static int key_stem(const char *key, char *stem, size_t *len)
+{
+	size_t n = faucet_file__stem(key, stem);
+
+	if (n == 0)
+		return faucet_error_last()->code;
+	if (len != NULL)
+		*len = n;
+	return 0;
+}
+
 /* If `name` is a value file, put its key in key[FILE_KEY_CAP] and return
  * the key's length (0 otherwise).  When `legacy` is not NULL it receives
  * whether the name is not the key's current one.  Hashed names are resolved
@@ -1147,6 +1161,10 @@ static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *
 		/* Only migration asks for no keys, and hashed names are current. */
 		if (keys == NULL && strchr(e->d_name, '~') != NULL)
 			continue;
+		/* A hashed name is checked against its key's SHA-256: without
+		 * libcrypto the listing fails rather than leave the key out. */
+		if (strchr(e->d_name, '~') != NULL && (rc = faucet__libcrypto_load()) != 0)
+			return rc;
 		klen = classify_entry(dfd, e->d_name, strlen(e->d_name), key,
 				      legacy != NULL ? &is_legacy : NULL);
 		if (klen == 0)
@@ -1169,12 +1187,13 @@ static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
 {
 	char key[FILE_KEY_CAP], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
 	char from[PATH_CAP], to[PATH_CAP];
-	size_t len = strlen(legacy_name), stem_len;
+	size_t len = strlen(legacy_name), stem_len = 0;
 	int rc;
 
 	if (faucet_file__decode_stem(legacy_name, len - 5, key) == 0)
 		return 0;
-	stem_len = faucet_file__stem(key, stem);
+	if ((rc = key_stem(key, stem, &stem_len)) != 0)
+		return rc;
 	if (faucet_file__stem_is_hashed(stem, stem_len)) {
 		rc = ensure_sidecar(fs, dfd, stem, key);
 		if (rc != 0)
@@ -1332,12 +1351,14 @@ static int settle_legacy(file_store *fs, int *dfd, const char *key)
 {
 	char stem[FILE_STEM_MAX + 1], legacy[FILE_NAME_CAP], path[PATH_CAP];
 	struct stat st;
+	int rc;
 
 	if (*dfd < 0)
 		return 0;
 	if (root_folds_case(fs, *dfd))
 		return migrate_once(fs);
-	(void)faucet_file__stem(key, stem);
+	if ((rc = key_stem(key, stem, NULL)) != 0)
+		return rc;
 	if (!legacy_name_of(key, stem, legacy))
 		return 0;
 	if (fstatat(*dfd, legacy, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1372,7 +1393,8 @@ static int file_get_many(faucet_store_backend *b, const char *const *keys, size_
 	for (size_t i = 0; rc == 0 && i < count; i++) {
 		if ((rc = settle_legacy(fs, &dfd, keys[i])) != 0)
 			break;
-		(void)faucet_file__stem(keys[i], stem);
+		if ((rc = key_stem(keys[i], stem, NULL)) != 0)
+			break;
 		name_from_stem(name, stem, ".json");
 		rc = read_entry(fs, keys[i], name, &verified, &out[i]);
 	}
@@ -1403,13 +1425,14 @@ static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_v
 		       int marker_seen, char *stem, char *name, const char **bytes, size_t *len,
 		       char **owned)
 {
-	size_t stem_len;
+	size_t stem_len = 0;
 	int rc = settle_legacy(fs, dfd, key);
 
 	*owned = NULL;
+	if (rc == 0)
+		rc = key_stem(key, stem, &stem_len);
 	if (rc != 0)
 		return rc;
-	stem_len = faucet_file__stem(key, stem);
 	name_from_stem(name, stem, ".json");
 	/* doctor's sentinel is removed at once: it must not mark a plaintext
 	 * store encrypted. */
@@ -1704,8 +1727,8 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 	 * so that it leaves no lock file of a key it never wrote. */
 	if (fs->keyring == NULL && store_is_marked(*dfd))
 		return keyless_write_refused(fs);
-	(void)faucet_file__stem(key, stem);
-	if ((rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
+	if ((rc = key_stem(key, stem, NULL)) != 0 ||
+	    (rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
 		return rc;
 	name_from_stem(name, stem, ".json");
 	rc = read_entry(fs, key, name, NULL, &current);
@@ -1848,7 +1871,8 @@ static int lock_for_removal(file_store *fs, const char *key, char *stem, size_t 
 		rc = settle_legacy(fs, dfd, key);
 	if (rc != 0 || *dfd < 0)
 		return rc;
-	*stem_len = faucet_file__stem(key, stem);
+	if ((rc = key_stem(key, stem, stem_len)) != 0)
+		return rc;
 	return take_key_lock(fs, dfd, 0, stem, lock_fd);
 }
 
@@ -1982,11 +2006,18 @@ static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w
 	faucet_value *v = NULL;
 	int rc;
 
-	if (w->values >= DOCTOR_READ_MAX ||
-	    classify_entry(dfd, name, strlen(name), key, NULL) == 0)
+	if (w->values >= DOCTOR_READ_MAX)
 		return;
-	w->values++;
-	rc = read_entry(fs, key, name, NULL, &v);
+	/* Without libcrypto a hashed name cannot be checked: unreadable, not
+	 * silently left out. */
+	if (strchr(name, '~') != NULL && (rc = faucet__libcrypto_load()) != 0) {
+		w->values++;
+	} else if (classify_entry(dfd, name, strlen(name), key, NULL) == 0) {
+		return;
+	} else {
+		w->values++;
+		rc = read_entry(fs, key, name, NULL, &v);
+	}
 	faucet_value_free(v);
 	if (rc == 0)
 		return;

@@ -12,6 +12,7 @@
 
 #include "file_names.h"
 #include "internal.h"
+#include "crypto/libcrypto_load.h"
 #include <openssl/sha.h>
 #include <faucet/keys.h>
 
@@ -82,9 +83,15 @@ size_t faucet_file__stem(const char *key, char *out)
 	 * readable prefix never ends in half an escape. */
 	while (cut > 0 && (escaped[cut - 1] == '%' || (cut >= 2 && escaped[cut - 2] == '%')))
 		cut--;
+	/* libcrypto is loaded here, not at exec: most keys are never hashed. */
+	if (faucet__libcrypto_load() != 0)
+		return 0;
+	if (SHA256((const unsigned char *)key, strlen(key), digest) == NULL) {
+		(void)faucet_error_set(FAUCET_ECRYPTO, "cannot compute the SHA-256 of key '%s'", key);
+		return 0;
+	}
 	memcpy(out, escaped, cut);
 	out[cut] = '~';
-	(void)SHA256((const unsigned char *)key, strlen(key), digest);
 	for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++) {
 		out[cut + 1 + 2 * i] = lower_hex[digest[i] >> 4];
 		out[cut + 2 + 2 * i] = lower_hex[digest[i] & 15];

@@ -35,7 +35,8 @@
 #define FILE_KEY_CAP 257
 
 /* Write the current stem of `key` (a valid key) into out[FILE_STEM_MAX + 1];
- * returns its length. */
+ * returns its length, or 0 (error set) when the key is too long to be its
+ * own name and its SHA-256 cannot be computed (libcrypto cannot be loaded). */
 size_t faucet_file__stem(const char *key, char *out);
 
 /* Whether a stem is the hashed form (and so has a sidecar). */
