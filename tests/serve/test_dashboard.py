@@ -219,6 +219,39 @@ class Dashboard(unittest.TestCase):
         st, h, doc = s.json("GET", "/v1/locks")
         self.assertEqual(doc, [])
 
+    def test_polling_fallback(self):
+        # With the event stream unreachable the page says it polls, and a
+        # write still shows up: remove startPolling() and nothing updates.
+        self.cli("state", "put", "pa::default::pos", "1")
+        s = self.serve()
+        self.browser.execute_cdp_cmd("Network.enable", {})
+        self.browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/v1/events*"]})
+        self.open(s)
+        self.text_in("#live", "polling")
+        self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-pipeline="pa"]')))
+        self.cli("state", "put", "pb::default::pos", "2")
+        self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-pipeline="pb"]')))
+        self.assertIn("polling", self.browser.find_element(By.ID, "live").text)
+
+    def test_copy_bookmarks(self):
+        self.cli("state", "put", "cp::default::pos", '{"offset":42}')
+        self.cli("state", "put", "cp::eu::pos", '"x"')
+        s = self.serve()
+        origin = "http://127.0.0.1:%d" % s.port
+        self.browser.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": origin, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        self.open(s, "#/p/cp")
+        pre = self.wait.until(EC.presence_of_element_located((By.ID, "bookmarks")))
+        shown = json.loads(pre.text)
+        self.assertEqual(shown, {"cp::default::pos": {"offset": 42}, "cp::eu::pos": "x"})
+        btn = self.browser.find_element(By.XPATH, "//button[normalize-space()='Copy bookmarks']")
+        btn.click()
+        self.wait.until(lambda b: "copied" in btn.find_element(By.XPATH, "following-sibling::span[1]").text)
+        got = self.browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "navigator.clipboard.readText().then(done, e => done('ERROR ' + e));")
+        self.assertEqual(json.loads(got), shown, got)
+
     def test_phone_width(self):
         self.cli("state", "put", "ph::default::pos", "1")
         s = self.serve()
