@@ -24,11 +24,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "suggest.h"
 #include "util.h"
 #include "config.h"
+#include "yaml_load.h"
 
 typedef struct {
 	const char *path;     /* as given, for messages */
@@ -962,8 +962,10 @@ static void wipe_document(yaml_document_t *doc)
 static int parse_yaml(const char *path, const char *text, size_t len, yaml_document_t *doc)
 {
 	yaml_parser_t parser;
-	int ok;
+	int ok, rc;
 
+	if ((rc = cli_yaml_load()) != 0)
+		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

@@ -3,7 +3,8 @@
  */
 #include <stddef.h>
 
-#include "dl.h"
+#include "../cli/dl.h"
+#include "serve.h"
 #include "mhd.h"
 
 serve_mhd_table serve_mhd;
@@ -13,7 +14,7 @@ static const char *const sonames[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"}
 
 int serve_mhd_load(void)
 {
-	static const serve_dl_sym syms[] = {
+	static const cli_dl_sym syms[] = {
 #define SYM(n) {"MHD_" #n, offsetof(serve_mhd_table, n)}
 		SYM(start_daemon),
 		SYM(stop_daemon),
@@ -32,7 +33,9 @@ int serve_mhd_load(void)
 	};
 	static int done;
 
-	return serve_dl_load("libmicrohttpd", "libmicrohttpd12", sonames,
+	if (cli_dl_load("libmicrohttpd", "libmicrohttpd12", sonames,
 			     sizeof(sonames) / sizeof(sonames[0]), syms, sizeof(syms) / sizeof(syms[0]),
-			     &serve_mhd, sizeof(serve_mhd), &done);
+			     &serve_mhd, sizeof(serve_mhd), &done) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "serve");
+	return 0;
 }

@@ -5,7 +5,8 @@
 
 #include <openssl/opensslv.h>
 
-#include "dl.h"
+#include "../cli/dl.h"
+#include "serve.h"
 #include "ssl.h"
 
 #define SSL_STR_(x) #x
@@ -18,7 +19,7 @@ static const char *const sonames[] = {"libcrypto.so." SSL_STR(OPENSSL_VERSION_MA
 
 int serve_ssl_load(void)
 {
-	static const serve_dl_sym syms[] = {
+	static const cli_dl_sym syms[] = {
 #define SYM(name, slot) {#name, offsetof(serve_ssl_table, slot)}
 		SYM(CRYPTO_memcmp, crypto_memcmp),
 		SYM(ERR_clear_error, err_clear_error),
@@ -39,7 +40,9 @@ int serve_ssl_load(void)
 	};
 	static int done;
 
-	return serve_dl_load("libcrypto", "libssl" SSL_STR(OPENSSL_VERSION_MAJOR), sonames,
+	if (cli_dl_load("libcrypto", "libssl" SSL_STR(OPENSSL_VERSION_MAJOR), sonames,
 			     sizeof(sonames) / sizeof(sonames[0]), syms, sizeof(syms) / sizeof(syms[0]),
-			     &serve_ssl, sizeof(serve_ssl), &done);
+			     &serve_ssl, sizeof(serve_ssl), &done) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "serve");
+	return 0;
 }

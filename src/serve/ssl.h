@@ -1,6 +1,6 @@
 /*
  * ssl.h - the libcrypto functions `faucet serve` calls, loaded when serve
- * starts (see dl.h).
+ * starts (see src/cli/dl.h).
  *
  * `faucet` is not linked against libcrypto: relocating it at exec costs
  * every command - a `faucet state get` most of its time - some 120 page

@@ -5,7 +5,8 @@
 # neither the command nor libfaucet.so lists them as needed, and a run on a
 # plain file store never maps them; nor libmicrohttpd (and its GnuTLS),
 # which only `faucet serve` opens; nor libcrypto, which only an encrypted
-# store, a key too long to be its own file name and `faucet serve` load.  (The stores themselves are tested
+# store, a key too long to be its own file name and `faucet serve` load;
+# nor libyaml, which only a --config file loads.  (The stores themselves are tested
 # against real servers by the contract suite.)
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +70,20 @@ expect_err_contains "libssl3" "without libcrypto: the encrypted store's message 
 unset LD_LIBRARY_PATH
 run --state "file:$PWD/st" state get "$long"
 expect_out_contains 2 "the long key's value is as it was"
+
+# libyaml is opened only to read a --config file.
+printf 'state:\n  type: file\n  config:\n    path: %s\n' "$PWD/st" >"$WORK/c.yaml"
+LD_DEBUG=files "$FAUCET_BIN" --state "file:$PWD/st" state get p::r::short >/dev/null 2>"$WORK/ld.log"
+if grep -q 'file=libyaml' "$WORK/ld.log"; then fail "a get without --config maps libyaml"; else pass; fi
+LD_DEBUG=files "$FAUCET_BIN" --config "$WORK/c.yaml" state get p::r::short >/dev/null 2>"$WORK/ld.log"
+if grep -q 'file=libyaml' "$WORK/ld.log"; then pass; else fail "--config loads libyaml"; fi
+cc -shared -o "$WORK/nolib/libyaml-0.so.2" -x c /dev/null || fail "cc builds an empty library"
+LD_LIBRARY_PATH="$WORK/nolib" run --config "$WORK/c.yaml" state get p::r::short
+expect_rc 2 "without libyaml: --config fails"
+expect_err_contains "libyaml (for --config files) lacks yaml_parser_initialize (install a current libyaml-0-2)" \
+	"without libyaml: the message names the package"
+LD_LIBRARY_PATH="$WORK/nolib" run --state "file:$PWD/st" state get p::r::short
+expect_rc 0 "without libyaml: a command without --config works"
 
 # Opening a PostgreSQL store loads libpq (the pool connects lazily, so the
 # store opens; the first read is what fails, with no server listening).

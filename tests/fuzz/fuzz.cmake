@@ -24,8 +24,11 @@ endif()
 # The command's YAML loader is not in the library: that target compiles it in.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/config.c)
   list(APPEND FUZZ_TARGETS config)
-  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/suggest.c)
-  set(FUZZ_EXTRA_LIBS_config PkgConfig::YAML)
+  # libyaml is opened by src/cli/yaml_load.c (its headers come with the
+  # imported target).
+  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/suggest.c
+      ${CMAKE_SOURCE_DIR}/src/cli/yaml_load.c ${CMAKE_SOURCE_DIR}/src/cli/dl.c)
+  set(FUZZ_EXTRA_LIBS_config PkgConfig::YAML ${CMAKE_DL_LIBS})
 endif()
 
 # Targets that read JSON get a dictionary of its tokens.
