@@ -17,6 +17,20 @@
 
 #include <faucet/faucet.h>
 
+/* The work directory argument (argv[1]), or the usage and exit: none
+ * given, or one that reads as an option ("--help" is not a directory to
+ * fill with a benchmark's store). */
+static inline const char *bench_dir_arg(int argc, char **argv, const char *usage)
+{
+	if (argc < 2 || argv[1][0] == '-') {
+		int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+
+		fprintf(help ? stdout : stderr, "usage: %s\n", usage);
+		exit(help ? 0 : 2);
+	}
+	return argv[1];
+}
+
 /* Monotonic seconds. */
 static inline double bench_now_s(void)
 {

@@ -642,7 +642,7 @@ static void print_store(const char *name, store_figures f, const char *rt_name,
 
 int main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1] : ".";
+	const char *dir = argc > 1 ? bench_dir_arg(argc, argv, "bench_backends [DIR]") : ".";
 	const char *pg = getenv("FAUCET_TEST_PG_URL");
 	const char *redis = getenv("FAUCET_TEST_REDIS_URL");
 	char path[4096], raw_path[4096], url[4200];

@@ -43,7 +43,7 @@ static double floor_ms(const char *dir, int n)
 
 int main(int argc, char **argv)
 {
-	const char *base = argc > 1 ? argv[1] : "bench-data";
+	const char *base = argc > 1 ? bench_dir_arg(argc, argv, "bench_backfill [DIR]") : "bench-data";
 	faucet_backfill_range big = {"2026-01-01T00:00:00Z", "2027-02-21T16:00:00Z", "1h",
 				     "America/New_York", NULL};
 	faucet_backfill_range units = {"2026-01-01T00:00:00Z", "2026-01-01T16:40:00Z", "60",

@@ -420,10 +420,7 @@ int main(int argc, char **argv)
 	off_t size;
 	double budget_mb;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: bench_bulk DIR [KEYS [sqlite,file,postgres]]\n");
-		return 2;
-	}
+	(void)bench_dir_arg(argc, argv, "bench_bulk DIR [KEYS [sqlite,file,postgres]]");
 	dir = argv[1];
 	if (argc > 2)
 		n_keys = (size_t)strtoull(argv[2], NULL, 10);

@@ -276,7 +276,7 @@ static void line(const char *what, double value, const char *unit, double ratio,
 
 int main(int argc, char **argv)
 {
-	const char *base = argc > 1 ? argv[1] : "bench-data";
+	const char *base = argc > 1 ? bench_dir_arg(argc, argv, "bench_core [DIR]") : "bench-data";
 	char *wdir, *small, *big;
 	faucet_store *s, *mem;
 	faucet_strarray keys;

@@ -68,10 +68,7 @@ int main(int argc, char **argv)
 	faucet_store *s = NULL;
 	faucet_value *v;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: bench_process DIR\n");
-		return 2;
-	}
+	(void)bench_dir_arg(argc, argv, "bench_process DIR");
 	self = strdup(argv[0]);
 	if (self == NULL)
 		bench_die("strdup");

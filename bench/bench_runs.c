@@ -466,10 +466,7 @@ int main(int argc, char **argv)
 {
 	char *dir, faucet[PATH_MAX];
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: bench_runs DIR [FAUCET_BIN]\n");
-		return 2;
-	}
+	(void)bench_dir_arg(argc, argv, "bench_runs DIR [FAUCET_BIN]");
 	if (asprintf(&dir, "%s/runs", argv[1]) < 0)
 		bench_die("asprintf");
 	bench_rmrf(dir);

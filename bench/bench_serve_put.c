@@ -31,6 +31,13 @@ int main(int argc, char **argv)
 	faucet_store *s = NULL;
 	double t0, put, run_put;
 
+	if (dir[0] == '-') { /* "--help" is not a directory to fill */
+		int help = strcmp(dir, "--help") == 0 || strcmp(dir, "-h") == 0;
+
+		fprintf(help ? stdout : stderr, "usage: bench_serve_put [DIR [N]]\n");
+		return help ? 0 : 2;
+	}
+
 	snprintf(path, sizeof(path), "%s/bench-serve-put", dir);
 	if (n < 1 || faucet_store_open_file(&s, path, NULL) != 0) {
 		fprintf(stderr, "bench_serve_put: %s\n", faucet_error_last()->message);
