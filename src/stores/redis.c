@@ -45,40 +45,8 @@
 #include "store/open_internal.h"
 #include "stores/registry.h"
 #include "stores/pool.h"
+#include "stores/redis_internal.h"
 
-#define REDIS_DEFAULT_NAMESPACE "faucet"
-#define REDIS_DEFAULT_POOL 5
-#define REDIS_CONNECT_TIMEOUT_MS 5000
-#define REDIS_COMMAND_TIMEOUT_MS 10000
-#define REDIS_CAS_ATTEMPTS 1000
-#define SENTINEL_JSON "{\"faucet_doctor\":true}"
-#define REDIS_SENTINEL_TIMEOUT_MS 1000 /* per sentinel: one that hangs must not stall */
-#define REDIS_DEFAULT_WAIT_MS 1000
-#define REDIS_SENTINEL_PORT 26379
-
-typedef struct {
-	char *host;
-	int port;
-} redis_addr;
-
-typedef struct {
-	faucet_store_backend base;
-	char *redacted; /* the URL for messages */
-	char *host;
-	int port;
-	int db;
-	char *user;     /* NULL = default user */
-	char *password; /* NULL = no AUTH */
-	char *ns;       /* namespace */
-	char *index;    /* "{ns}.index", the namespace's key index, when kept; else NULL */
-	faucet_pool *pool;
-	/* Sentinel mode: master != NULL, host/port unused. */
-	redis_addr *sentinels;
-	size_t nsentinels;
-	char *master;
-	int min_replicas;    /* 0 = no WAIT */
-	int wait_timeout_ms; /* WAIT's timeout, >= 1 */
-} redis_store;
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -88,7 +56,7 @@ static int redis_fail_code(const redis_store *s, int code, const char *what, con
 				s->ns, what, why ? why : "unknown error");
 }
 
-static int redis_fail(const redis_store *s, const char *what, const char *why)
+int faucet_redis__fail(const redis_store *s, const char *what, const char *why)
 {
 	return redis_fail_code(s, FAUCET_ERROR, what, why);
 }
@@ -139,8 +107,8 @@ static void mark_moved(redisContext *c)
 
 /* Check a reply's type; on failure set the last error (a connection error,
  * a Redis error reply or an unexpected type) and free the reply. */
-static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int type,
-		    const char *what)
+int faucet_redis__reply_ok(const redis_store *s, redisContext *c, redisReply *r, int type,
+			   const char *what)
 {
 	if (r != NULL && (int)r->type == type)
 		return 0;
@@ -157,7 +125,7 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
 		if (code == FAUCET_EUNAVAILABLE)
 			mark_moved(c);
 	} else {
-		(void)redis_fail(s, what, "unexpected reply type");
+		(void)faucet_redis__fail(s, what, "unexpected reply type");
 	}
 	if (r != NULL)
 		freeReplyObject(r);
@@ -169,30 +137,30 @@ static int reply_ok(const redis_store *s, redisContext *c, redisReply *r, int ty
  * socket and may have been applied - the outcome is unknown
  * (FAUCET_EUNKNOWN).  Bytes still unsent mean the server never had the
  * whole command (FAUCET_EUNAVAILABLE). */
-static int lost_write(const redis_store *s, redisContext *c, const char *what)
+int faucet_redis__lost_write(const redis_store *s, redisContext *c, const char *what)
 {
 	int sent = c->obuf != NULL && c->obuf[0] == '\0';
 	int code = sent ? FAUCET_EUNKNOWN : connection_code(c);
 
-	(void)redis_fail(s, what, c->err ? c->errstr : "no reply");
+	(void)faucet_redis__fail(s, what, c->err ? c->errstr : "no reply");
 	return faucet_error_set(code, "%s%s", faucet_error_last()->message,
 				sent ? " - outcome unknown (the connection was lost after the "
 				       "request was sent; it may have been applied)"
 				     : "");
 }
 
-static redisReply *command(redisContext *c, int argc, const char **argv, const size_t *lens)
+redisReply *faucet_redis__command(redisContext *c, int argc, const char **argv, const size_t *lens)
 {
 	return redisCommandArgv(c, argc, argv, lens);
 }
 
-/* Run a command whose reply only has to be of `type`: 0, or reply_ok's
+/* Run a command whose reply only has to be of `type`: 0, or faucet_redis__reply_ok's
  * error. */
-static int command_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
-		      const size_t *lens, int type, const char *what)
+int faucet_redis__command_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
+			     const size_t *lens, int type, const char *what)
 {
-	redisReply *r = command(c, argc, argv, lens);
-	int rc = reply_ok(s, c, r, type, what);
+	redisReply *r = faucet_redis__command(c, argc, argv, lens);
+	int rc = faucet_redis__reply_ok(s, c, r, type, what);
 
 	if (rc == 0)
 		freeReplyObject(r);
@@ -200,7 +168,7 @@ static int command_ok(const redis_store *s, redisContext *c, int argc, const cha
 }
 
 /* Queue WAIT min_replicas wait_timeout behind a write (never timeout 0). */
-static int append_wait(const redis_store *s, redisContext *c)
+int faucet_redis__append_wait(const redis_store *s, redisContext *c)
 {
 	char n[16], t[16];
 	const char *argv[3] = {"WAIT", n, t};
@@ -218,16 +186,17 @@ static int append_wait(const redis_store *s, redisContext *c)
 /* Read the reply of the WAIT queued behind a write.  `applied`: the write
  * took effect, so fewer confirmations than min_replicas leave it on the
  * master alone - acknowledged by nobody, lost if the master fails now:
- * FAUCET_EUNKNOWN.  A WAIT reply that never came is lost_write's unknown
+ * FAUCET_EUNKNOWN.  A WAIT reply that never came is faucet_redis__lost_write's unknown
  * outcome too. */
-static int wait_verdict(const redis_store *s, redisContext *c, const char *what, int applied)
+int faucet_redis__wait_verdict(const redis_store *s, redisContext *c, const char *what,
+			       int applied)
 {
 	void *reply = NULL;
 	redisReply *r;
 	long long got = -1;
 
 	if (redisGetReply(c, &reply) != REDIS_OK)
-		return applied ? lost_write(s, c, what) : 0;
+		return applied ? faucet_redis__lost_write(s, c, what) : 0;
 	r = reply;
 	if (r->type == REDIS_REPLY_INTEGER)
 		got = r->integer;
@@ -256,24 +225,25 @@ static int write_wait_ok(const redis_store *s, redisContext *c, int argc, const 
 	int rc;
 
 	if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
-		return redis_fail(s, what, c->errstr);
-	if (append_wait(s, c) != 0)
+		return faucet_redis__fail(s, what, c->errstr);
+	if (faucet_redis__append_wait(s, c) != 0)
 		return FAUCET_ENOMEM;
 	if (redisGetReply(c, &reply) != REDIS_OK)
-		return lost_write(s, c, what);
-	rc = reply_ok(s, c, reply, type, what);
+		return faucet_redis__lost_write(s, c, what);
+	rc = faucet_redis__reply_ok(s, c, reply, type, what);
 	if (rc == 0)
 		freeReplyObject(reply);
 	if (c->err != 0)
 		return rc; /* dropped by the pool; WAIT's reply goes with it */
 	if (rc != 0) {
-		(void)wait_verdict(s, c, what, 0);
+		(void)faucet_redis__wait_verdict(s, c, what, 0);
 		return rc;
 	}
-	return wait_verdict(s, c, what, 1);
+	return faucet_redis__wait_verdict(s, c, what, 1);
 }
 
-/* command_ok for a write: a lost reply is an unknown outcome (lost_write). */
+/* faucet_redis__command_ok for a write: a lost reply is an unknown outcome
+ * (faucet_redis__lost_write). */
 static int write_ok(const redis_store *s, redisContext *c, int argc, const char **argv,
 		    const size_t *lens, int type, const char *what)
 {
@@ -282,11 +252,11 @@ static int write_ok(const redis_store *s, redisContext *c, int argc, const char 
 
 	if (s->min_replicas > 0)
 		return write_wait_ok(s, c, argc, argv, lens, type, what);
-	r = command(c, argc, argv, lens);
+	r = faucet_redis__command(c, argc, argv, lens);
 
 	if (r == NULL)
-		return lost_write(s, c, what);
-	rc = reply_ok(s, c, r, type, what);
+		return faucet_redis__lost_write(s, c, what);
+	rc = faucet_redis__reply_ok(s, c, r, type, what);
 	if (rc == 0)
 		freeReplyObject(r);
 	return rc;
@@ -294,7 +264,7 @@ static int write_ok(const redis_store *s, redisContext *c, int argc, const char 
 
 /* ---- connections ------------------------------------------------------- */
 
-static struct timeval ms_to_tv(uint64_t ms)
+struct timeval faucet_redis__ms_to_tv(uint64_t ms)
 {
 	struct timeval tv;
 
@@ -306,10 +276,10 @@ static struct timeval ms_to_tv(uint64_t ms)
 /* A connection to host:port with the timeouts given, authenticated with
  * the URL's credentials.  A sentinel may run without a password while the
  * data servers have one: its "no password is set" refusal is no error. */
-static int connect_node(redis_store *s, const char *host, int port, uint64_t connect_ms,
-			uint64_t command_ms, int sentinel, redisContext **out)
+int faucet_redis__connect_node(redis_store *s, const char *host, int port, uint64_t connect_ms,
+			       uint64_t command_ms, int sentinel, redisContext **out)
 {
-	redisContext *c = redisConnectWithTimeout(host, port, ms_to_tv(connect_ms));
+	redisContext *c = redisConnectWithTimeout(host, port, faucet_redis__ms_to_tv(connect_ms));
 	int rc = 0;
 
 	*out = NULL;
@@ -323,18 +293,18 @@ static int connect_node(redis_store *s, const char *host, int port, uint64_t con
 		redisFree(c);
 		return rc;
 	}
-	if (redisSetTimeout(c, ms_to_tv(command_ms)) != REDIS_OK)
-		rc = redis_fail(s, "cannot set the command timeout", c->errstr);
+	if (redisSetTimeout(c, faucet_redis__ms_to_tv(command_ms)) != REDIS_OK)
+		rc = faucet_redis__fail(s, "cannot set the command timeout", c->errstr);
 	if (rc == 0 && s->password != NULL) {
 		const char *argv[3] = {"AUTH", s->user ? s->user : s->password, s->password};
-		redisReply *r = command(c, s->user ? 3 : 2, argv, NULL);
+		redisReply *r = faucet_redis__command(c, s->user ? 3 : 2, argv, NULL);
 
 		/* Redis's own reply names no secret ("invalid username-password
 		 * pair" / "WRONGPASS ..."). */
 		if (sentinel && r != NULL && r->type == REDIS_REPLY_ERROR &&
 		    strstr(r->str, "without any password configured") != NULL)
 			freeReplyObject(r);
-		else if ((rc = reply_ok(s, c, r, REDIS_REPLY_STATUS, "authentication failed")) == 0)
+		else if ((rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_STATUS, "authentication failed")) == 0)
 			freeReplyObject(r);
 	}
 	if (rc != 0) {
@@ -351,19 +321,20 @@ static int ask_sentinel(redis_store *s, const redis_addr *at, char **host, int *
 	const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->master};
 	redisContext *c;
 	redisReply *r;
-	int rc = connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
+	int rc = faucet_redis__connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
 			      REDIS_SENTINEL_TIMEOUT_MS, 1, &c);
 
 	if (rc != 0)
 		return rc;
-	r = command(c, 3, argv, NULL);
+	r = faucet_redis__command(c, 3, argv, NULL);
 	if (r != NULL && r->type == REDIS_REPLY_NIL) {
 		rc = faucet_error_set(FAUCET_EUNAVAILABLE,
 				      "redis state store %s: sentinel %s:%d knows no master named "
 				      "'%s'",
 				      s->redacted, at->host, at->port, s->master);
 		freeReplyObject(r);
-	} else if ((rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot ask a sentinel")) == 0) {
+	} else if ((rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY,
+						  "cannot ask a sentinel")) == 0) {
 		char *end = NULL;
 		long p = 0;
 
@@ -412,8 +383,8 @@ static int resolve_master(redis_store *s, char **host, int *port)
 static int check_role(redis_store *s, redisContext *c, const char *host, int port)
 {
 	const char *argv[1] = {"ROLE"};
-	redisReply *r = command(c, 1, argv, NULL);
-	int rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot ask the server's role");
+	redisReply *r = faucet_redis__command(c, 1, argv, NULL);
+	int rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot ask the server's role");
 
 	if (rc != 0)
 		return rc;
@@ -442,7 +413,7 @@ static int redis_connect(void *owner, void **out)
 		if (rc != 0)
 			return rc;
 	}
-	rc = connect_node(s, host ? host : s->host, port, REDIS_CONNECT_TIMEOUT_MS,
+	rc = faucet_redis__connect_node(s, host ? host : s->host, port, REDIS_CONNECT_TIMEOUT_MS,
 			  REDIS_COMMAND_TIMEOUT_MS, 0, &c);
 	if (rc == 0 && s->master != NULL)
 		rc = check_role(s, c, host, port);
@@ -451,7 +422,8 @@ static int redis_connect(void *owner, void **out)
 		const char *argv[2] = {"SELECT", db};
 
 		snprintf(db, sizeof(db), "%d", s->db);
-		rc = command_ok(s, c, 2, argv, NULL, REDIS_REPLY_STATUS, "cannot select the database");
+		rc = faucet_redis__command_ok(s, c, 2, argv, NULL, REDIS_REPLY_STATUS,
+					      "cannot select the database");
 	}
 	free(host);
 	if (rc != 0) {
@@ -502,7 +474,7 @@ static const faucet_pool_ops redis_pool_ops = {redis_connect, redis_disconnect, 
 /* ---- keys and values --------------------------------------------------- */
 
 /* "{ns}:{key}" (built by hand: a million-key batch formats a million). */
-static char *full_key(const redis_store *s, const char *key)
+char *faucet_redis__full_key(const redis_store *s, const char *key)
 {
 	size_t ns_len = strlen(s->ns), key_len = strlen(key);
 	char *out = faucet__malloc(ns_len + 1 + key_len + 1);
@@ -629,13 +601,13 @@ static int send_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n
 	if (big && c->obuf != NULL && sdslen(c->obuf) == 0)
 		return send_by_writev(s, c, cmds, n, what);
 	if (redisAppendCommand(c, "MULTI") != REDIS_OK)
-		return redis_fail(s, what, c->errstr);
+		return faucet_redis__fail(s, what, c->errstr);
 	for (size_t i = 0; i < n; i++) {
 		if (redisAppendCommandArgv(c, cmds[i].argc, cmds[i].argv, cmds[i].lens) != REDIS_OK)
-			return redis_fail(s, what, c->errstr);
+			return faucet_redis__fail(s, what, c->errstr);
 	}
 	if (redisAppendCommand(c, "EXEC") != REDIS_OK)
-		return redis_fail(s, what, c->errstr);
+		return faucet_redis__fail(s, what, c->errstr);
 	return 0;
 }
 
@@ -644,7 +616,7 @@ static int send_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n
  * *aborted = 1 when EXEC answered nil (a WATCHed key changed: nothing was
  * applied); *executed (when given) = 1 when it answered the commands'
  * results (they ran, even if one of them failed).  A reply that never came
- * is lost_write's unknown outcome. */
+ * is faucet_redis__lost_write's unknown outcome. */
 static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 		  const char *what, int *aborted, int *executed)
 {
@@ -653,7 +625,7 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 	*aborted = 0;
 	if ((rc = send_tx(s, c, cmds, n, what)) != 0)
 		return rc;
-	if (s->min_replicas > 0 && (rc = append_wait(s, c)) != 0)
+	if (s->min_replicas > 0 && (rc = faucet_redis__append_wait(s, c)) != 0)
 		return rc;
 	for (size_t i = 0; i < n + 2; i++) {
 		void *reply = NULL;
@@ -661,12 +633,12 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 
 		/* The first redisGetReply sends the whole block. */
 		if (redisGetReply(c, &reply) != REDIS_OK)
-			return lost_write(s, c, what);
+			return faucet_redis__lost_write(s, c, what);
 		r = reply;
 		if (rc != 0) {
 			/* an earlier reply already failed */
 		} else if (i < n + 1 && r->type != REDIS_REPLY_STATUS) {
-			rc = redis_fail(s, what,
+			rc = faucet_redis__fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 			if (r->type == REDIS_REPLY_ERROR && is_moved_error(r->str)) {
 				moved = 1;
@@ -676,7 +648,7 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 		} else if (i == n + 1 && r->type == REDIS_REPLY_NIL) {
 			*aborted = 1;
 		} else if (i == n + 1 && r->type != REDIS_REPLY_ARRAY) {
-			rc = redis_fail(s, what,
+			rc = faucet_redis__fail(s, what,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		} else if (i == n + 1) {
 			if (executed != NULL)
@@ -685,7 +657,7 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 			 * others are applied: say which. */
 			for (size_t k = 0; k < r->elements && rc == 0; k++) {
 				if (r->element[k]->type == REDIS_REPLY_ERROR)
-					rc = redis_fail(s, what, r->element[k]->str);
+					rc = faucet_redis__fail(s, what, r->element[k]->str);
 			}
 		}
 		freeReplyObject(r);
@@ -693,7 +665,7 @@ static int run_tx(redis_store *s, redisContext *c, const tx_cmd *cmds, size_t n,
 	if (s->min_replicas > 0) {
 		/* Applied when EXEC ran the block (executed, not aborted). */
 		int applied = rc == 0 && !*aborted;
-		int wrc = wait_verdict(s, c, what, applied);
+		int wrc = faucet_redis__wait_verdict(s, c, what, applied);
 
 		if (rc == 0)
 			rc = wrc;
@@ -737,17 +709,18 @@ static char *lex_max(const char *prefix)
 /* The index's members starting with prefix, in byte order, appended to
  * out: one ZRANGEBYLEX per page, each page starting after the last member
  * of the one before. */
-static int index_range(redis_store *s, redisContext *c, const char *prefix, faucet_strarray *out)
+int faucet_redis__index_range(redis_store *s, redisContext *c, const char *prefix,
+			      faucet_strarray *out)
 {
 	char *min = lex_min(prefix), *max = lex_max(prefix);
 	int rc = min && max ? 0 : FAUCET_ENOMEM;
 
 	while (rc == 0) {
 		const char *argv[7] = {"ZRANGEBYLEX", s->index, min, max, "LIMIT", "0", "10000"};
-		redisReply *r = command(c, 7, argv, NULL);
+		redisReply *r = faucet_redis__command(c, 7, argv, NULL);
 		size_t got;
 
-		rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read the namespace index");
+		rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read the namespace index");
 		if (rc != 0)
 			break;
 		got = r->elements;
@@ -797,7 +770,7 @@ static int value_from_reply(const redis_store *s, redisContext *c, redisReply *r
 		freeReplyObject(r);
 		return rc;
 	}
-	rc = reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key");
+	rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_STRING, "cannot read a key");
 	if (rc != 0)
 		return rc;
 	if (faucet_value_parse(out, r->str, r->len) != 0) {
@@ -811,34 +784,15 @@ static int value_from_reply(const redis_store *s, redisContext *c, redisReply *r
 
 /* ---- operations on one connection ------------------------------------ */
 
-typedef struct {
-	const char *key;
-	const char *rkey; /* "{ns}:{key}" */
-	const faucet_value *value;
-	const faucet_value *expected;
-	faucet_value **out;
-	const char *prefix;
-	faucet_strarray *list;
-	const faucet_entry *entries;
-	size_t count;
-	int *written;
-	const char *const *keys; /* get_many */
-	faucet_value **values;
-	/* put_guarded: the key set in the guard's (key's) MULTI when it holds */
-	const char *then_key, *then_rkey;
-	const faucet_value *then_value;
-} redis_args;
 
-typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
-
-static int op_get(redis_store *s, redisContext *c, redis_args *a)
+int faucet_redis__op_get(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[2] = {"GET", a->rkey};
 
-	return value_from_reply(s, c, command(c, 2, argv, NULL), a->key, a->out);
+	return value_from_reply(s, c, faucet_redis__command(c, 2, argv, NULL), a->key, a->out);
 }
 
-static int op_put(redis_store *s, redisContext *c, redis_args *a)
+int faucet_redis__op_put(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[3] = {"SET", a->rkey, faucet_value_json(a->value)};
 	size_t lens[3] = {3, strlen(a->rkey), faucet_value_len(a->value)};
@@ -851,7 +805,7 @@ static int op_put(redis_store *s, redisContext *c, redis_args *a)
 	return run_tx(s, c, tx, 2, "cannot write a key", &aborted, NULL);
 }
 
-static int op_del(redis_store *s, redisContext *c, redis_args *a)
+int faucet_redis__op_del(redis_store *s, redisContext *c, redis_args *a)
 {
 	const char *argv[2] = {"DEL", a->rkey};
 	const char *zrem[3] = {"ZREM", s->index, a->key};
@@ -879,7 +833,7 @@ static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 		if (got[i] != NULL)
 			continue;
 		if (redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK)
-			return redis_fail(s, "cannot read keys", c->errstr);
+			return faucet_redis__fail(s, "cannot read keys", c->errstr);
 		asked++;
 	}
 	for (size_t i = 0; i < count && asked > 0; i++) {
@@ -890,7 +844,7 @@ static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 			continue;
 		asked--;
 		if (redisGetReply(c, &reply) != REDIS_OK)
-			return reply_ok(s, c, NULL, REDIS_REPLY_INTEGER, "cannot read keys");
+			return faucet_redis__reply_ok(s, c, NULL, REDIS_REPLY_INTEGER, "cannot read keys");
 		r = reply;
 		if (rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer != 0)
 			rc = faucet_error_set(FAUCET_ERROR,
@@ -898,7 +852,7 @@ static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 					      "'%s' is not a string",
 					      s->ns, rkeys[i], keys[i]);
 		else if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-			rc = redis_fail(s, "cannot read keys",
+			rc = faucet_redis__fail(s, "cannot read keys",
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		freeReplyObject(r);
 	}
@@ -914,18 +868,18 @@ static int op_get_many(redis_store *s, redisContext *c, redis_args *a)
 	int rc = argv && rkeys ? 0 : FAUCET_ENOMEM;
 
 	for (size_t i = 0; i < a->count && rc == 0; i++) {
-		if ((rkeys[i] = full_key(s, a->keys[i])) == NULL)
+		if ((rkeys[i] = faucet_redis__full_key(s, a->keys[i])) == NULL)
 			rc = FAUCET_ENOMEM;
 		argv[i + 1] = rkeys[i];
 	}
 	if (rc == 0) {
 		argv[0] = "MGET";
-		r = command(c, (int)a->count + 1, argv, NULL);
-		rc = reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read keys");
+		r = faucet_redis__command(c, (int)a->count + 1, argv, NULL);
+		rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read keys");
 	}
 	if (rc == 0 && r->elements != a->count) {
 		freeReplyObject(r);
-		rc = redis_fail(s, "cannot read keys", "MGET answered the wrong number of values");
+		rc = faucet_redis__fail(s, "cannot read keys", "MGET answered the wrong number of values");
 	} else if (rc == 0) {
 		for (size_t i = 0; i < a->count && rc == 0; i++) {
 			redisReply *v = r->element[i];
@@ -954,25 +908,23 @@ static int op_get_many(redis_store *s, redisContext *c, redis_args *a)
 }
 
 /* SCAN, never KEYS: it does not block the server on a large data set.  SCAN
- * may return a key twice, so the result is sorted and deduplicated. */
-static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
-			  faucet_strarray *out);
-
+ * may return a key twice, so the result is sorted and deduplicated
+ * (faucet_redis__scan_namespace, below). */
 static int op_list(redis_store *s, redisContext *c, redis_args *a)
 {
 	int rc;
 
 	if (s->index == NULL)
-		return scan_namespace(s, c, a->prefix, a->list);
-	rc = index_range(s, c, a->prefix, a->list);
+		return faucet_redis__scan_namespace(s, c, a->prefix, a->list);
+	rc = faucet_redis__index_range(s, c, a->prefix, a->list);
 	if (rc != 0)
 		faucet_strarray_dispose(a->list);
 	return rc;
 }
 
 /* The namespace's keys starting with prefix, by SCAN: sorted, unique. */
-static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
-			  faucet_strarray *out)
+int faucet_redis__scan_namespace(redis_store *s, redisContext *c, const char *prefix,
+				 faucet_strarray *out)
 {
 	faucet_buf pattern = FAUCET_BUF_INIT;
 	size_t nslen = strlen(s->ns) + 1;
@@ -989,9 +941,9 @@ static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
 	}
 	do {
 		const char *argv[6] = {"SCAN", cursor, "MATCH", pattern.ptr, "COUNT", "10000"};
-		redisReply *r = command(c, 6, argv, NULL);
+		redisReply *r = faucet_redis__command(c, 6, argv, NULL);
 
-		if (reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot list keys") != 0) {
+		if (faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot list keys") != 0) {
 			rc = FAUCET_ERROR;
 			break;
 		}
@@ -999,7 +951,7 @@ static int scan_namespace(redis_store *s, redisContext *c, const char *prefix,
 		    r->element[1]->type != REDIS_REPLY_ARRAY ||
 		    r->element[0]->len >= sizeof(cursor)) {
 			freeReplyObject(r);
-			rc = redis_fail(s, "cannot list keys", "malformed SCAN reply");
+			rc = faucet_redis__fail(s, "cannot list keys", "malformed SCAN reply");
 			break;
 		}
 		memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
@@ -1066,15 +1018,15 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 	int aborted, executed = 0, holds = 0, rc;
 
 	*done = 1;
-	rc = command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key");
+	rc = faucet_redis__command_ok(s, c, 2, watch, NULL, REDIS_REPLY_STATUS, "cannot watch a key");
 	if (rc != 0)
 		return rc;
-	rc = current_matches(s, c, a, command(c, 2, get, NULL), &holds);
+	rc = current_matches(s, c, a, faucet_redis__command(c, 2, get, NULL), &holds);
 	if (rc != 0 || !holds) {
 		const char *unwatch[1] = {"UNWATCH"};
 		redisReply *r;
 
-		r = command(c, 1, unwatch, NULL);
+		r = faucet_redis__command(c, 1, unwatch, NULL);
 		if (r != NULL)
 			freeReplyObject(r);
 		return rc;
@@ -1102,7 +1054,7 @@ static int op_cas(redis_store *s, redisContext *c, redis_args *a)
 		if (rc != 0 || done)
 			return rc;
 	}
-	return redis_fail(s,
+	return faucet_redis__fail(s,
 			  a->value ? "cannot compare-and-put a key" : "cannot compare-and-delete a key",
 			  "the key kept changing under us; gave up after 1000 attempts");
 }
@@ -1143,7 +1095,7 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	if (argv == NULL || lens == NULL || keys == NULL)
 		rc = FAUCET_ENOMEM;
 	for (size_t i = 0; i < a->count && rc == 0; i++) {
-		keys[i] = full_key(s, a->entries[i].key);
+		keys[i] = faucet_redis__full_key(s, a->entries[i].key);
 		if (keys[i] == NULL) {
 			rc = FAUCET_ENOMEM;
 			break;
@@ -1188,7 +1140,7 @@ static int redis_call_on(void *conn, void *ctx)
 
 /* Run op on a pooled connection; the pool retries an idempotent op once
  * after a broken connection (faucet_pool_run). */
-static int redis_run(redis_store *s, redis_op op, redis_args *a, int idempotent)
+int faucet_redis__run(redis_store *s, redis_op op, redis_args *a, int idempotent)
 {
 	redis_call k = {s, op, a};
 
@@ -1197,13 +1149,13 @@ static int redis_run(redis_store *s, redis_op op, redis_args *a, int idempotent)
 
 static int run_on_key(redis_store *s, redis_op op, redis_args *a, int idempotent)
 {
-	char *rkey = full_key(s, a->key);
+	char *rkey = faucet_redis__full_key(s, a->key);
 	int rc;
 
 	if (rkey == NULL)
 		return FAUCET_ENOMEM;
 	a->rkey = rkey;
-	rc = redis_run(s, op, a, idempotent);
+	rc = faucet_redis__run(s, op, a, idempotent);
 	free(rkey);
 	return rc;
 }
@@ -1212,7 +1164,7 @@ static int redis_get(faucet_store_backend *b, const char *key, faucet_value **ou
 {
 	redis_args a = {.key = key, .out = out};
 
-	return run_on_key((redis_store *)b, op_get, &a, 1);
+	return run_on_key((redis_store *)b, faucet_redis__op_get, &a, 1);
 }
 
 static int redis_get_many(faucet_store_backend *b, const char *const *keys, size_t count,
@@ -1222,28 +1174,28 @@ static int redis_get_many(faucet_store_backend *b, const char *const *keys, size
 
 	if (count == 0)
 		return 0;
-	return redis_run((redis_store *)b, op_get_many, &a, 1);
+	return faucet_redis__run((redis_store *)b, op_get_many, &a, 1);
 }
 
 static int redis_put(faucet_store_backend *b, const char *key, const faucet_value *value)
 {
 	redis_args a = {.key = key, .value = value};
 
-	return run_on_key((redis_store *)b, op_put, &a, 1);
+	return run_on_key((redis_store *)b, faucet_redis__op_put, &a, 1);
 }
 
 static int redis_del(faucet_store_backend *b, const char *key)
 {
 	redis_args a = {.key = key};
 
-	return run_on_key((redis_store *)b, op_del, &a, 1);
+	return run_on_key((redis_store *)b, faucet_redis__op_del, &a, 1);
 }
 
 static int redis_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
 {
 	redis_args a = {.prefix = prefix, .list = out};
 
-	return redis_run((redis_store *)b, op_list, &a, 1);
+	return faucet_redis__run((redis_store *)b, op_list, &a, 1);
 }
 
 static int redis_compare_and_put(faucet_store_backend *b, const char *key,
@@ -1269,7 +1221,7 @@ static int redis_put_guarded(faucet_store_backend *b, const char *guard,
 	int rc;
 
 	*written = 0;
-	if ((a.then_rkey = full_key(s, key)) == NULL)
+	if ((a.then_rkey = faucet_redis__full_key(s, key)) == NULL)
 		return FAUCET_ENOMEM;
 	rc = run_on_key(s, op_cas, &a, 0);
 	free((char *)a.then_rkey);
@@ -1292,540 +1244,9 @@ static int redis_put_batch(faucet_store_backend *b, const faucet_entry *entries,
 
 	if (count == 0)
 		return 0;
-	return redis_run((redis_store *)b, op_batch, &a, 1);
+	return faucet_redis__run((redis_store *)b, op_batch, &a, 1);
 }
 
-/* ---- doctor ------------------------------------------------------------ */
-
-static int sentinel_round_trip(redis_store *s, redisContext *c)
-{
-	char *key = faucet_doctor_sentinel_key();
-	faucet_value *probe = NULL, *got = NULL;
-	redis_args a = {0};
-	int rc;
-
-	if (key == NULL)
-		return FAUCET_ENOMEM;
-	a.key = key;
-	a.rkey = full_key(s, key);
-	rc = a.rkey ? faucet_value_parse(&probe, SENTINEL_JSON, strlen(SENTINEL_JSON))
-		    : FAUCET_ENOMEM;
-	a.value = probe;
-	a.out = &got;
-	if (rc == 0)
-		rc = op_put(s, c, &a);
-	if (rc == 0)
-		rc = op_get(s, c, &a);
-	if (a.rkey != NULL && op_del(s, c, &a) != 0 && rc == 0)
-		rc = FAUCET_ERROR;
-	if (rc == 0 && !faucet_value_equal(got, probe))
-		rc = faucet_error_set(FAUCET_ERROR,
-				      "sentinel readback did not match what was written");
-	faucet_value_free(probe);
-	faucet_value_free(got);
-	free((char *)a.rkey);
-	free(key);
-	return rc;
-}
-
-
-/* One configuration parameter's value (CONFIG GET), or NULL with the last
- * error set: CONFIG may be renamed away or denied by an ACL, as managed
- * Redis services do. */
-static char *config_get(redis_store *s, redisContext *c, const char *name)
-{
-	const char *argv[3] = {"CONFIG", "GET", name};
-	redisReply *r = command(c, 3, argv, NULL);
-	char *value;
-
-	if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
-		if (r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
-			value = faucet__strdup(r->element[1]->str);
-		} else {
-			(void)redis_fail(s, "cannot read the server's configuration", name);
-			value = NULL;
-		}
-		freeReplyObject(r);
-		return value;
-	}
-	(void)reply_ok(s, c, r, REDIS_REPLY_ARRAY, "cannot read the server's configuration");
-	return NULL;
-}
-
-/* The "durability" probe.  Redis answers a SET once the write is in memory;
- * only with the append-only file on and fsync'd on every write
- * (appendonly yes, appendfsync always) is an acknowledged bookmark still
- * there after a crash or power cut.  Anything else is a WARN naming each
- * setting at fault; a server that will not show its configuration is a
- * SKIP saying the settings could not be checked. */
-static int durability_probe(redis_store *s, redisContext *c, faucet_check_report *r)
-{
-	uint64_t start = faucet__now_ms();
-	char *aof = config_get(s, c, "appendonly");
-	char *fsync_mode = aof ? config_get(s, c, "appendfsync") : NULL;
-	faucet_buf bad = FAUCET_BUF_INIT;
-	char *reason = NULL;
-	int rc;
-
-	if (fsync_mode == NULL) {
-		free(aof);
-		reason = faucet__sprintf("the durability settings could not be checked: %s",
-					 faucet_error_last()->message);
-		if (reason == NULL)
-			return FAUCET_ENOMEM;
-		rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_SKIP, reason,
-					     faucet__now_ms() - start,
-					     "make sure the server runs with appendonly yes and "
-					     "appendfsync always (CONFIG GET is not available to "
-					     "this connection)");
-		free(reason);
-		return rc;
-	}
-	if (strcmp(aof, "yes") != 0)
-		(void)faucet_buf_printf(&bad, "appendonly %s", aof);
-	if (strcmp(fsync_mode, "always") != 0)
-		(void)faucet_buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
-	free(aof);
-	free(fsync_mode);
-	return faucet__check_durability_verdict(
-		r, &bad, start,
-		"it acknowledges writes before they are on disk, so a bookmark written just "
-		"before a crash or power cut may be lost",
-		"set appendonly yes and appendfsync always in redis.conf (or CONFIG SET "
-		"appendonly yes, CONFIG SET appendfsync always, CONFIG REWRITE)");
-}
-
-
-static void redis_free_store(faucet_store_backend *b);
-
-/* ---- the index against the namespace ----------------------------------- */
-
-/* What SCAN finds and what the index lists, both sorted: *missing = keys
- * not in the index, *stale = members with no key.  The two lists are taken
- * one after the other, so a writer in between can show up as a difference;
- * reindex settles each one by looking again, atomically. */
-static int index_diff(redis_store *s, redisContext *c, faucet_strarray *missing,
-		      faucet_strarray *stale)
-{
-	faucet_strarray scanned = {NULL, 0}, indexed = {NULL, 0};
-	size_t i = 0, j = 0;
-	int rc = scan_namespace(s, c, "", &scanned);
-
-	if (rc == 0)
-		rc = index_range(s, c, "", &indexed);
-	while (rc == 0 && (i < scanned.count || j < indexed.count)) {
-		int cmp = i == scanned.count ? 1
-			: j == indexed.count ? -1
-					     : strcmp(scanned.strings[i], indexed.strings[j]);
-		if (cmp < 0)
-			rc = faucet_strarray_push(missing, scanned.strings[i++]);
-		else if (cmp > 0)
-			rc = faucet_strarray_push(stale, indexed.strings[j++]);
-		else
-			i++, j++;
-	}
-	faucet_strarray_dispose(&scanned);
-	faucet_strarray_dispose(&indexed);
-	return rc;
-}
-
-/* Make the index agree with one key, atomically: member when the key
- * exists, no member when it does not.  Answers 1 = added, -1 = removed,
- * 0 = already right.  A Lua script, so a write landing between our look
- * and our change cannot be undone by it. */
-static const char settle_script[] =
-	"if redis.call('EXISTS', KEYS[1]) == 1 then "
-	"return redis.call('ZADD', KEYS[2], 0, ARGV[1]) "
-	"else return -redis.call('ZREM', KEYS[2], ARGV[1]) end";
-
-#define SETTLE_BATCH 1000
-
-/* Settle a list of keys, SETTLE_BATCH scripts per round trip.  With
- * min_replicas the batch ends with a WAIT like every other write: a batch
- * that changed the index and was confirmed by fewer replicas is
- * FAUCET_EUNKNOWN. */
-static int settle_keys(redis_store *s, redisContext *c, const faucet_strarray *keys,
-		       size_t *added, size_t *removed)
-{
-	for (size_t from = 0; from < keys->count; from += SETTLE_BATCH) {
-		size_t n = keys->count - from < SETTLE_BATCH ? keys->count - from : SETTLE_BATCH;
-		size_t changed = *added + *removed;
-		int rc = 0, waiting = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			char *rkey = full_key(s, keys->strings[from + i]);
-			const char *argv[6] = {"EVAL", settle_script, "2", rkey, s->index,
-					       keys->strings[from + i]};
-			int ok = rkey != NULL &&
-				 redisAppendCommandArgv(c, 6, argv, NULL) == REDIS_OK;
-
-			free(rkey);
-			if (!ok) {
-				/* Nothing sent yet for this batch's tail: the
-				 * replies of what was queued are read below. */
-				n = i;
-				rc = faucet_error_set(FAUCET_ENOMEM, "out of memory");
-				break;
-			}
-		}
-		if (rc == 0 && s->min_replicas > 0) {
-			if ((rc = append_wait(s, c)) != 0)
-				return rc; /* the connection is marked broken */
-			waiting = 1;
-		}
-		for (size_t i = 0; i < n; i++) {
-			void *reply = NULL;
-			redisReply *r;
-
-			if (redisGetReply(c, &reply) != REDIS_OK)
-				return lost_write(s, c, "cannot rebuild the namespace index");
-			r = reply;
-			if (rc == 0 && r->type == REDIS_REPLY_INTEGER) {
-				if (r->integer > 0)
-					(*added)++;
-				else if (r->integer < 0)
-					(*removed)++;
-			} else if (rc == 0) {
-				rc = redis_fail(s, "cannot rebuild the namespace index",
-						r->type == REDIS_REPLY_ERROR ? r->str
-									     : "unexpected reply");
-			}
-			freeReplyObject(r);
-		}
-		if (waiting) {
-			int wrc = wait_verdict(s, c, "cannot rebuild the namespace index",
-					       rc == 0 && *added + *removed > changed);
-
-			if (rc == 0)
-				rc = wrc;
-		}
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
-}
-
-typedef struct {
-	size_t *added, *removed;
-} reindex_args;
-
-static int op_reindex(redis_store *s, redisContext *c, redis_args *a)
-{
-	reindex_args *out = (reindex_args *)a->written;
-	faucet_strarray missing = {NULL, 0}, stale = {NULL, 0};
-	int rc = index_diff(s, c, &missing, &stale);
-
-	if (rc == 0)
-		rc = settle_keys(s, c, &missing, out->added, out->removed);
-	if (rc == 0)
-		rc = settle_keys(s, c, &stale, out->added, out->removed);
-	faucet_strarray_dispose(&missing);
-	faucet_strarray_dispose(&stale);
-	return rc;
-}
-
-/* The reindex slot: faucet_store_reindex. */
-static int redis_reindex(faucet_store_backend *b, size_t *added, size_t *removed)
-{
-	redis_store *s = (redis_store *)b;
-	reindex_args out = {added, removed};
-	redis_args a = {.written = (int *)(void *)&out};
-
-	*added = *removed = 0;
-	if (s->index == NULL)
-		return faucet_error_set(FAUCET_EUNSUPPORTED,
-					"redis state store namespace '%s' keeps no index: open it "
-					"with ?index=true (config: index: true) to build one",
-					s->ns);
-	/* Every step only adds what exists and removes what does not, so a
-	 * retry after a broken connection does no harm. */
-	return redis_run(s, op_reindex, &a, 1);
-}
-
-/* The "index" probe.  With index=true: the index and a SCAN of the
- * namespace agree, else a WARN with the counts (someone wrote the
- * namespace without going through an index-keeping store: lists miss
- * keys or show deleted ones).  Without it: a WARN if an index is lying
- * around, since our writes no longer keep it and turning index on again
- * would trust a stale one. */
-static int index_probe(redis_store *s, redisContext *c, faucet_check_report *r)
-{
-	uint64_t start = faucet__now_ms();
-	faucet_strarray missing = {NULL, 0}, stale = {NULL, 0};
-	char *reason = NULL;
-	int rc;
-
-	if (s->index == NULL) {
-		char *name = faucet__sprintf("%s.index", s->ns);
-		const char *argv[2] = {"EXISTS", name};
-		redisReply *rep = name ? command(c, 2, argv, NULL) : NULL;
-		int exists;
-
-		if (name == NULL)
-			return FAUCET_ENOMEM;
-		free(name);
-		if (reply_ok(s, c, rep, REDIS_REPLY_INTEGER, "cannot look for an index") != 0)
-			return faucet__check_report_probe(r, "index", 1, start,
-							  "check the connection to the server");
-		exists = rep->integer != 0;
-		freeReplyObject(rep);
-		if (!exists)
-			return faucet_check_report_add(r, "index", FAUCET_PROBE_PASS, NULL,
-						       faucet__now_ms() - start, NULL);
-		reason = faucet__sprintf("Redis key '%s.index' holds a namespace index, but this "
-					 "store is opened without index=true, so its writes do "
-					 "not keep it up to date",
-					 s->ns);
-		rc = reason ? faucet_check_report_add(r, "index", FAUCET_PROBE_WARN, reason,
-						      faucet__now_ms() - start,
-						      "open the store with index=true everywhere and run "
-						      "`faucet state reindex`, or delete the index key")
-			    : FAUCET_ENOMEM;
-		free(reason);
-		return rc;
-	}
-	rc = index_diff(s, c, &missing, &stale);
-	if (rc != 0)
-		return faucet__check_report_probe(r, "index", 1, start,
-						  "check the connection to the server");
-	if (missing.count == 0 && stale.count == 0) {
-		rc = faucet_check_report_add(r, "index", FAUCET_PROBE_PASS, NULL,
-					     faucet__now_ms() - start, NULL);
-	} else {
-		reason = faucet__sprintf(
-			"the namespace index has drifted from the keys: %zu key(s) missing from "
-			"it (first: '%s'), %zu member(s) whose key no longer exists (first: '%s'); "
-			"list and export do not see the missing ones",
-			missing.count, missing.count ? missing.strings[0] : "",
-			stale.count, stale.count ? stale.strings[0] : "");
-		rc = reason ? faucet_check_report_add(r, "index", FAUCET_PROBE_WARN, reason,
-						      faucet__now_ms() - start,
-						      "run `faucet state reindex`; make every writer of "
-						      "the namespace use index=true")
-			    : FAUCET_ENOMEM;
-		free(reason);
-	}
-	faucet_strarray_dispose(&missing);
-	faucet_strarray_dispose(&stale);
-	return rc;
-}
-
-/* ---- doctor: Sentinel ---------------------------------------------------- */
-
-/* The value of `name` in a flat [name, value, ...] reply, or NULL. */
-static const char *flat_field(const redisReply *r, const char *name)
-{
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
-		if (r->element[i]->type == REDIS_REPLY_STRING &&
-		    r->element[i + 1]->type == REDIS_REPLY_STRING &&
-		    strcmp(r->element[i]->str, name) == 0)
-			return r->element[i + 1]->str;
-	}
-	return NULL;
-}
-
-/* One sentinel's view: "master H:P (flags F); replicas: ...; quorum Q,
- * N other sentinels" appended to b; *master_at = "H:P" (caller frees). */
-static int sentinel_view(redis_store *s, const redis_addr *at, faucet_buf *b, char **master_at)
-{
-	const char *master_argv[3] = {"SENTINEL", "master", s->master};
-	const char *replicas_argv[3] = {"SENTINEL", "replicas", s->master};
-	redisContext *c;
-	redisReply *m, *rs;
-	int rc = connect_node(s, at->host, at->port, REDIS_SENTINEL_TIMEOUT_MS,
-			      REDIS_SENTINEL_TIMEOUT_MS, 1, &c);
-
-	*master_at = NULL;
-	if (rc != 0)
-		return rc;
-	m = command(c, 3, master_argv, NULL);
-	rc = reply_ok(s, c, m, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the master");
-	if (rc != 0) {
-		redisFree(c);
-		return rc;
-	}
-	*master_at = faucet__sprintf("%s:%s", flat_field(m, "ip") ? flat_field(m, "ip") : "?",
-				     flat_field(m, "port") ? flat_field(m, "port") : "?");
-	(void)faucet_buf_printf(b, "master '%s' at %s (flags %s) as sentinel %s:%d sees it; ",
-				s->master, *master_at ? *master_at : "?",
-				flat_field(m, "flags") ? flat_field(m, "flags") : "?", at->host,
-				at->port);
-	rs = command(c, 3, replicas_argv, NULL);
-	if (reply_ok(s, c, rs, REDIS_REPLY_ARRAY, "cannot ask a sentinel about the replicas") == 0) {
-		(void)faucet_buf_puts(b, "replicas: ");
-		for (size_t i = 0; i < rs->elements; i++) {
-			const redisReply *one = rs->element[i];
-			(void)faucet_buf_printf(b, "%s%s:%s (%s)", i ? ", " : "",
-						flat_field(one, "ip") ? flat_field(one, "ip") : "?",
-						flat_field(one, "port") ? flat_field(one, "port") : "?",
-						flat_field(one, "flags") ? flat_field(one, "flags") : "?");
-		}
-		if (rs->elements == 0)
-			(void)faucet_buf_puts(b, "none");
-		freeReplyObject(rs);
-	}
-	(void)faucet_buf_printf(b, "; quorum %s, %s other sentinel(s)",
-				flat_field(m, "quorum") ? flat_field(m, "quorum") : "?",
-				flat_field(m, "num-other-sentinels") ? flat_field(m, "num-other-sentinels")
-								     : "?");
-	freeReplyObject(m);
-	redisFree(c);
-	return *master_at != NULL ? 0 : FAUCET_ENOMEM;
-}
-
-/* The "sentinels" probe: the master, its replicas and the quorum as the
- * first sentinel that answers sees them; a WARN when sentinels name
- * different masters or some do not answer (fewer left to reach a quorum). */
-static int sentinels_probe(redis_store *s, faucet_check_report *r)
-{
-	uint64_t start = faucet__now_ms();
-	faucet_buf view = FAUCET_BUF_INIT, odd = FAUCET_BUF_INIT;
-	char *first = NULL;
-	int rc = 0, status;
-
-	for (size_t i = 0; i < s->nsentinels && rc != FAUCET_ENOMEM; i++) {
-		faucet_buf mine = FAUCET_BUF_INIT;
-		char *at = NULL;
-		int one = sentinel_view(s, &s->sentinels[i], first == NULL ? &view : &mine, &at);
-
-		if (one == FAUCET_ENOMEM)
-			rc = FAUCET_ENOMEM;
-		else if (one != 0)
-			(void)faucet_buf_printf(&odd, "; sentinel %s:%d did not answer",
-						s->sentinels[i].host, s->sentinels[i].port);
-		else if (first == NULL)
-			first = at, at = NULL;
-		else if (strcmp(first, at) != 0)
-			(void)faucet_buf_printf(&odd, "; sentinel %s:%d names %s as master",
-						s->sentinels[i].host, s->sentinels[i].port, at);
-		free(at);
-		faucet_buf_dispose(&mine);
-	}
-	if (rc == 0) {
-		status = first == NULL ? FAUCET_PROBE_FAIL
-			 : odd.len ? FAUCET_PROBE_WARN
-				   : FAUCET_PROBE_PASS;
-		(void)faucet_buf_puts(&view, first == NULL ? "no sentinel answered" : "");
-		(void)faucet_buf_puts(&view, odd.ptr ? odd.ptr : "");
-		rc = view.failed ? FAUCET_ENOMEM
-				 : faucet_check_report_add(
-					   r, "sentinels", (faucet_probe_status)status, view.ptr,
-					   faucet__now_ms() - start,
-					   status == FAUCET_PROBE_PASS
-						   ? NULL
-						   : "check that every sentinel in the URL runs and "
-						     "monitors the master under this name");
-	}
-	free(first);
-	faucet_buf_dispose(&view);
-	faucet_buf_dispose(&odd);
-	return rc;
-}
-
-/* The "replication" probe of a Sentinel store: Redis replicates
- * asynchronously, so without min_replicas an acknowledged write may be on
- * the master alone when it fails (WARN); with it, a PASS when the master
- * has that many replicas connected, else a WARN that every write will
- * end FAUCET_EUNKNOWN. */
-static int sentinel_replication_probe(redis_store *s, redisContext *c, faucet_check_report *r)
-{
-	const char *argv[2] = {"INFO", "replication"};
-	uint64_t start = faucet__now_ms();
-	redisReply *rep = command(c, 2, argv, NULL);
-	long connected = -1;
-	char *reason;
-	int rc, ok;
-
-	if (reply_ok(s, c, rep, REDIS_REPLY_STRING, "cannot read INFO replication") == 0) {
-		const char *at = strstr(rep->str, "connected_slaves:");
-		if (at != NULL)
-			connected = strtol(at + strlen("connected_slaves:"), NULL, 10);
-		freeReplyObject(rep);
-	}
-	if (s->min_replicas == 0) {
-		reason = faucet__sprintf("Redis replication is asynchronous and min_replicas is not "
-					 "set: a write is acknowledged once the master has it, so a "
-					 "failover can lose it (%ld replica(s) connected)",
-					 connected);
-		ok = 0;
-	} else {
-		ok = connected >= s->min_replicas;
-		reason = faucet__sprintf("min_replicas=%d, wait_timeout=%dms: a write is "
-					 "acknowledged once %d replica(s) have it; %ld connected%s",
-					 s->min_replicas, s->wait_timeout_ms, s->min_replicas,
-					 connected,
-					 ok ? "" : " - every write ends 'outcome unknown' until "
-						   "enough replicas are back");
-	}
-	if (reason == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_add(r, "replication", ok ? FAUCET_PROBE_PASS : FAUCET_PROBE_WARN,
-				     reason, faucet__now_ms() - start,
-				     ok ? NULL
-					: s->min_replicas == 0
-					? "add ?min_replicas=1 (or more) to the URL so a write counts "
-					  "only once a replica has it (README: When one server is not "
-					  "enough)"
-					: "start the replicas, or lower min_replicas");
-	free(reason);
-	return rc;
-}
-
-/* Four probes: "connect" (a connection, AUTH, SELECT and PING),
- * "sentinel" (SET, GET and DEL of a unique key), "durability" (the
- * server keeps acknowledged writes) and "index" (index_probe), with the
- * doctor's timeout on every command. */
-static int redis_check(faucet_store_backend *b, const faucet_check_context *ctx,
-		       faucet_check_report **out)
-{
-	redis_store *s = (redis_store *)b;
-	uint64_t timeout = ctx->timeout_ms ? ctx->timeout_ms : 10000;
-	uint64_t start = faucet__now_ms();
-	char *hint = faucet__sprintf("check that the Redis server in %s is reachable and the "
-				     "password and database are right",
-				     s->redacted);
-	redisContext *c = NULL;
-	int rc, failed;
-
-	if (hint == NULL)
-		return FAUCET_ENOMEM;
-	rc = faucet_check_report_new(out);
-	if (rc != 0) {
-		free(hint);
-		return rc;
-	}
-	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
-	if (!failed) {
-		const char *ping[1] = {"PING"};
-
-		(void)redisSetTimeout(c, ms_to_tv(timeout));
-		failed = command_ok(s, c, 1, ping, NULL, REDIS_REPLY_STATUS, "PING failed") != 0;
-	}
-	rc = faucet__check_report_probe(*out, "connect", failed, start, hint);
-	if (rc == 0 && !failed) {
-		start = faucet__now_ms();
-		rc = faucet__check_report_probe(*out, "sentinel", sentinel_round_trip(s, c) != 0, start, hint);
-		if (rc == 0 && c->err == 0)
-			rc = durability_probe(s, c, *out);
-		if (rc == 0 && c->err == 0)
-			rc = index_probe(s, c, *out);
-		if (rc == 0 && c->err == 0 && s->master != NULL)
-			rc = sentinel_replication_probe(s, c, *out);
-	}
-	if (rc == 0 && s->master != NULL)
-		rc = sentinels_probe(s, *out);
-	if (c != NULL) {
-		if (c->err == 0)
-			(void)redisSetTimeout(c, ms_to_tv(REDIS_COMMAND_TIMEOUT_MS));
-		faucet_pool_release(s->pool, c, c->err != 0);
-	}
-	free(hint);
-	if (rc != 0) {
-		faucet_check_report_free(*out);
-		*out = NULL;
-	}
-	return rc;
-}
 
 /* ---- open / free ------------------------------------------------------- */
 
@@ -2114,8 +1535,8 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.put_guarded = redis_put_guarded;
 	s->base.compare_and_delete = redis_compare_and_delete;
 	s->base.put_batch = redis_put_batch;
-	s->base.check = redis_check;
+	s->base.check = faucet_redis__check;
 	s->base.free = redis_free_store;
-	s->base.reindex = redis_reindex;
+	s->base.reindex = faucet_redis__reindex;
 	return faucet_store_new(out, &s->base);
 }
