@@ -33,6 +33,10 @@
  *    removed, or removed and created again), the descriptor is reopened
  *    once.  A replaced descriptor is kept open until the store is freed, so
  *    a thread still using it never sees its number reused for another file.
+ *
+ * The legacy-name migration (file_legacy.c), batches (file_batch.c) and the
+ * doctor probes (file_doctor.c) are files of their own; file_store.h is
+ * what the four share.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,49 +47,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/fs.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-#include "check/check_internal.h"
-#include "store/sentinel.h"
 #include "durable.h"
 #include "sys.h"
 #include "warning.h"
 #include "values/value_internal.h"
 #include "file_internal.h"
+#include "file_store.h"
 #include "crypto/envelope.h"
-#include "crypto/libcrypto_load.h"
 #include <faucet/keys.h>
 
-/* Room for "{root}/{name}" in messages; a longer root is cut (the message
- * only). */
-#define PATH_CAP (PATH_MAX + FILE_NAME_CAP)
-
-typedef struct {
-	faucet_store_backend base;
-	char *root;               /* as configured, without trailing slashes */
-	atomic_int dirfd;         /* the open root, -1 until first needed */
-	/* dirfd's device and inode, read at open (under dir_lock): a get that
-	 * misses compares them with the root path's (one stat, not two). */
-	unsigned long long root_dev, root_ino;
-	pthread_mutex_t dir_lock; /* opening or replacing dirfd */
-	int *retired;             /* replaced root descriptors, closed at free */
-	size_t nretired;
-	atomic_int migrated;      /* legacy names renamed (or nothing to do) */
-	atomic_int fold_case;     /* -1 unknown, 1 the root ignores case, 0 not */
-	pthread_mutex_t migrate_lock;
-	faucet_keyring *keyring; /* NULL = plaintext; else every write seals */
-	atomic_int marked;        /* the encrypted-store marker is known to exist */
-} file_store;
-
 /* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
-static void name_from_stem(char *out, const char *stem, const char *suffix)
+void faucet_file__name_from_stem(char *out, const char *stem, const char *suffix)
 {
 	size_t stem_len = strlen(stem), suffix_len = strlen(suffix);
 
@@ -93,7 +71,8 @@ static void name_from_stem(char *out, const char *stem, const char *suffix)
 	memcpy(out + stem_len, suffix, suffix_len + 1);
 }
 
-static void path_of(const file_store *fs, const char *name, char *out)
+/* "{root}/{name}" into out[PATH_CAP], for messages. */
+void faucet_file__path_of(const file_store *fs, const char *name, char *out)
 {
 	(void)snprintf(out, PATH_CAP, "%s/%s", fs->root, name);
 }
@@ -200,7 +179,7 @@ static int lower_hex_run(const char *p, size_t n)
 
 /* A hashed stem exactly as faucet_file__stem makes one: an escaped prefix,
  * '~', the key's SHA-256 in 64 lower-case hex digits. */
-static int hashed_stem_ok(const char *stem, size_t len)
+int faucet_file__hashed_stem_ok(const char *stem, size_t len)
 {
 	const char *tilde = memchr(stem, '~', len);
 
@@ -245,11 +224,11 @@ int faucet_file__is_temp_name(const char *name)
 	if (name[0] == '.')
 		return 0;
 	if (kind_len == 3 && memcmp(kind, "key", 3) == 0)
-		return hashed_stem_ok(name, stem_len);
+		return faucet_file__hashed_stem_ok(name, stem_len);
 	if (kind_len != 4 || memcmp(kind, "json", 4) != 0)
 		return 0;
 	if (faucet_file__stem_is_hashed(name, stem_len))
-		return hashed_stem_ok(name, stem_len);
+		return faucet_file__hashed_stem_ok(name, stem_len);
 	return faucet_file__decode_stem(name, stem_len, key) != 0;
 }
 
@@ -508,7 +487,7 @@ static int root_reopen(file_store *fs, int stale, int create, int *dfd)
 }
 
 /* The root's descriptor, opened (and with `create`, made) on first use. */
-static int root_get(file_store *fs, int create, int *dfd)
+int faucet_file__root_get(file_store *fs, int create, int *dfd)
 {
 	int fd = atomic_load(&fs->dirfd);
 
@@ -572,7 +551,7 @@ static int miss_means_stale(file_store *fs, int dfd, int *verified)
 static int open_entry(file_store *fs, const char *name, int *verified, int *fd_out)
 {
 	char path[PATH_CAP];
-	int dfd, fd, err, rc = root_get(fs, 0, &dfd);
+	int dfd, fd, err, rc = faucet_file__root_get(fs, 0, &dfd);
 
 	*fd_out = -1;
 	if (rc != 0 || dfd < 0)
@@ -587,12 +566,12 @@ static int open_entry(file_store *fs, const char *name, int *verified, int *fd_o
 		err = errno;
 	}
 	if (fd < 0 && err == ELOOP) {
-		path_of(fs, name, path);
+		faucet_file__path_of(fs, name, path);
 		return faucet_error_set(FAUCET_ERROR,
 					"state file %s is a symbolic link; refusing to follow it", path);
 	}
 	if (fd < 0 && err != ENOENT) {
-		path_of(fs, name, path);
+		faucet_file__path_of(fs, name, path);
 		return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
 	}
 	*fd_out = fd;
@@ -661,7 +640,7 @@ static int read_whole(int fd, const file_store *fs, const char *name, char *inli
 os_error:
 	free(*heap);
 	*heap = NULL;
-	path_of(fs, name, path);
+	faucet_file__path_of(fs, name, path);
 	return faucet__error_os(FAUCET_EIO, err, "failed to read state file %s", path);
 }
 
@@ -752,8 +731,8 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 
 /* The value of `key` from its file `name`; *out NULL when there is none.
  * `verified` as for open_entry. */
-static int read_entry(file_store *fs, const char *key, const char *name, int *verified,
-		      faucet_value **out)
+int faucet_file__read_entry(file_store *fs, const char *key, const char *name, int *verified,
+			    faucet_value **out)
 {
 	char inline_buf[READ_INLINE];
 	char *bytes = NULL, *heap = NULL;
@@ -781,14 +760,8 @@ static int sync_root(const file_store *fs, int dfd)
 	return 0;
 }
 
-/* The temp name of one write: doc/design.md §3.3's
- * "{stem}.{32-hex random per process}.{counter}.{kind}.tmp". */
-typedef struct {
-	const char *stem;
-	const char *kind;
-} temp_spec;
-
-static int file_temp_namer(void *arg, char *out, size_t cap)
+/* A durable write's temp namer: a fresh temp name for the temp_spec `arg`. */
+int faucet_file__temp_namer(void *arg, char *out, size_t cap)
 {
 	const temp_spec *spec = arg;
 
@@ -819,11 +792,11 @@ static int write_durably(file_store *fs, int *dfd, const char *stem, const char 
 {
 	char path[PATH_CAP];
 	temp_spec spec = {stem, kind};
-	faucet_durable_target t = {*dfd, name, path, "state file", file_temp_namer, &spec,
+	faucet_durable_target t = {*dfd, name, path, "state file", faucet_file__temp_namer, &spec,
 				   file_reopen_root, fs};
 	int rc;
 
-	path_of(fs, name, path);
+	faucet_file__path_of(fs, name, path);
 	rc = faucet__durable_replace(&t, bytes, len);
 	*dfd = t.dirfd;
 	return rc;
@@ -831,7 +804,7 @@ static int write_durably(file_store *fs, int *dfd, const char *stem, const char 
 
 /* Read a small file (a sidecar) into buf[cap]; 0 with *len set, or -1 with
  * errno (ENOENT: absent; EFBIG: longer than cap - 1). */
-static int read_small(int dfd, const char *name, char *buf, size_t cap, size_t *len)
+int faucet_file__read_small(int dfd, const char *name, char *buf, size_t cap, size_t *len)
 {
 	int fd = openat(dfd, name, ENTRY_OPEN_FLAGS);
 	size_t got = 0;
@@ -871,14 +844,15 @@ static int read_small(int dfd, const char *name, char *buf, size_t cap, size_t *
  * depends on it can be renamed into place, so a crash never leaves a hashed
  * value that the listing cannot name.
  */
-static int ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char *key)
+int faucet_file__ensure_sidecar(file_store *fs, int *dfd, const char *stem, const char *key)
 {
 	char name[FILE_NAME_CAP], have[FILE_KEY_CAP + 1];
 	size_t len;
 	int rc;
 
-	name_from_stem(name, stem, ".key");
-	if (read_small(*dfd, name, have, sizeof(have), &len) == 0 && strcmp(have, key) == 0)
+	faucet_file__name_from_stem(name, stem, ".key");
+	if (faucet_file__read_small(*dfd, name, have, sizeof(have), &len) == 0 &&
+	    strcmp(have, key) == 0)
 		return 0;
 	rc = write_durably(fs, dfd, stem, "key", name, key, strlen(key));
 	/* The value is not written after this: its put failed, whatever
@@ -980,12 +954,12 @@ static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
 }
 
 /* The keys a listing found, with their first chunk, in readdir order. */
-typedef struct {
+struct key_list {
 	sort_item *items;
 	size_t count, cap;
-} key_list;
+};
 
-static int key_list_push(key_list *l, const char *key, size_t len)
+int faucet_file__key_list_push(key_list *l, const char *key, size_t len)
 {
 	sort_item *grown;
 	char *copy;
@@ -1062,19 +1036,12 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
 	return 0;
 }
 
-/* ---- legacy names ----------------------------------------------------------
- *
- * Releases before escaped capitals and hashed long names wrote "Users:x" as
- * "Users%3Ax.json" and long keys unhashed.  Those files are renamed to their
- * current names once per store, eagerly, rather than looked up as a fallback
- * on each read: on a case-insensitive filesystem the current name of
- * "users:x" would otherwise open the legacy file of "Users:x".
- */
+/* ---- the backend slots ------------------------------------------------------ */
 
 /* The current stem of `key` into stem[FILE_STEM_MAX + 1] (its length in
  * *len unless len is NULL): 0, or the error of a long key whose SHA-256
  * cannot be computed (libcrypto is loaded on the first such key). */
-static int key_stem(const char *key, char *stem, size_t *len)
+int faucet_file__key_stem(const char *key, char *stem, size_t *len)
 {
 	size_t n = faucet_file__stem(key, stem);
 
@@ -1085,299 +1052,6 @@ static int key_stem(const char *key, char *stem, size_t *len)
 	return 0;
 }
 
-/* If `name` is a value file, put its key in key[FILE_KEY_CAP] and return
- * the key's length (0 otherwise).  When `legacy` is not NULL it receives
- * whether the name is not the key's current one.  Hashed names are resolved
- * through their sidecar. */
-static size_t classify_entry(int dfd, const char *name, size_t name_len, char *key, int *legacy)
-{
-	char stem[FILE_STEM_MAX + 1], side[FILE_NAME_CAP];
-	size_t stem_len, key_len;
-
-	if (legacy != NULL)
-		*legacy = 0;
-	if (name_len <= 5 || name[0] == '.' || memcmp(name + name_len - 5, ".json", 5) != 0)
-		return 0;
-	stem_len = name_len - 5;
-	if (!faucet_file__stem_is_hashed(name, stem_len)) {
-		key_len = faucet_file__decode_stem(name, stem_len, key);
-		if (key_len == 0)
-			return 0;
-		/* Current names are exactly what encoding the key gives back. */
-		if (legacy != NULL)
-			*legacy = faucet_file__stem(key, stem) != stem_len ||
-				  memcmp(stem, name, stem_len) != 0;
-		return key_len;
-	}
-	if (stem_len > FILE_STEM_MAX)
-		return 0;
-	memcpy(side, name, stem_len);
-	memcpy(side + stem_len, ".key", 5);
-	if (read_small(dfd, side, key, FILE_KEY_CAP, &key_len) != 0)
-		return 0;
-	if (!faucet_file__key_is_valid(key, key_len))
-		return 0;
-	/* Only a sidecar that matches its name counts; a stray one is ignored. */
-	if (faucet_file__stem(key, stem) != stem_len || memcmp(stem, name, stem_len) != 0)
-		return 0;
-	return key_len;
-}
-
-/* For filesystems whose readdir gives no type. */
-static int entry_is_symlink(int dfd, const char *name)
-{
-	struct stat st;
-
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-}
-
-/*
- * Walk the directory once.  Keys starting with `prefix` go to `keys` (when
- * not NULL); names of legacy files go to `legacy` (when not NULL).
- * Everything that is not a value file - temp files, lock files, sidecars,
- * hidden and foreign files, directories - is skipped.
- */
-static int scan_dir(const file_store *fs, DIR *d, const char *prefix, key_list *keys,
-		    faucet_strarray *legacy)
-{
-	size_t plen = prefix ? strlen(prefix) : 0;
-	int dfd = dirfd(d), rc = 0;
-	struct dirent *e;
-
-	for (;;) {
-		char key[FILE_KEY_CAP];
-		size_t klen;
-		int is_legacy = 0;
-
-		errno = 0;
-		e = readdir(d);
-		if (e == NULL)
-			break;
-		/* A symlink is never a key (doc/design.md §3.3: nothing in a
-		 * store follows one); doctor reports it. */
-		if (e->d_type == DT_DIR || e->d_type == DT_LNK ||
-		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name)))
-			continue;
-		/* Only migration asks for no keys, and hashed names are current. */
-		if (keys == NULL && strchr(e->d_name, '~') != NULL)
-			continue;
-		/* A hashed name is checked against its key's SHA-256: without
-		 * libcrypto the listing fails rather than leave the key out. */
-		if (strchr(e->d_name, '~') != NULL && (rc = faucet__libcrypto_load()) != 0)
-			return rc;
-		klen = classify_entry(dfd, e->d_name, strlen(e->d_name), key,
-				      legacy != NULL ? &is_legacy : NULL);
-		if (klen == 0)
-			continue;
-		if (legacy != NULL && is_legacy)
-			rc = faucet_strarray_push(legacy, e->d_name);
-		if (rc == 0 && keys != NULL && klen >= plen && memcmp(key, prefix, plen) == 0)
-			rc = key_list_push(keys, key, klen);
-		if (rc != 0)
-			return rc;
-	}
-	if (errno != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s", fs->root);
-	return 0;
-}
-
-/* Move one legacy file to its current name, or drop it when the current name
- * exists already (the current file is newer by construction). */
-static int migrate_one(file_store *fs, int *dfd, const char *legacy_name)
-{
-	char key[FILE_KEY_CAP], stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	char from[PATH_CAP], to[PATH_CAP];
-	size_t len = strlen(legacy_name), stem_len = 0;
-	int rc;
-
-	if (faucet_file__decode_stem(legacy_name, len - 5, key) == 0)
-		return 0;
-	if ((rc = key_stem(key, stem, &stem_len)) != 0)
-		return rc;
-	if (faucet_file__stem_is_hashed(stem, stem_len)) {
-		rc = ensure_sidecar(fs, dfd, stem, key);
-		if (rc != 0)
-			return rc;
-	}
-	name_from_stem(name, stem, ".json");
-	/* RENAME_NOREPLACE decides "current name exists" and the move in one
-	 * atomic step, so a value written meanwhile is never overwritten. */
-	if (renameat2(*dfd, legacy_name, *dfd, name, RENAME_NOREPLACE) == 0 || errno == ENOENT)
-		return 0;
-	if (errno == EINVAL || errno == ENOSYS) {
-		/* A filesystem without RENAME_NOREPLACE: check, then move. */
-		struct stat st;
-		if (fstatat(*dfd, name, &st, 0) == 0)
-			errno = EEXIST;
-		else if (errno == ENOENT &&
-			 (faucet__sys()->renameat(*dfd, legacy_name, *dfd, name) == 0 || errno == ENOENT))
-			return 0;
-	}
-	if (errno == EEXIST) {
-		if (faucet__sys()->unlinkat(*dfd, legacy_name, 0) == 0 || errno == ENOENT)
-			return 0;
-		path_of(fs, legacy_name, from);
-		return faucet__error_os(FAUCET_EIO, errno, "failed to remove legacy state file %s",
-					from);
-	}
-	path_of(fs, legacy_name, from);
-	path_of(fs, name, to);
-	return faucet__error_os(FAUCET_EIO, errno, "failed to rename legacy state file %s to %s",
-				from, to);
-}
-
-static int migrate_names(file_store *fs, int dfd, const faucet_strarray *legacy)
-{
-	int rc = 0;
-
-	/* No directory sync follows the renames: a value lives under exactly
-	 * one of its two names at every moment, and both are read, so a crash
-	 * that undoes a rename only brings the legacy name back, to be renamed
-	 * again (and a legacy file left beside a current one loses to it).
-	 * The next write of the key syncs the directory as every write does. */
-	for (size_t i = 0; i < legacy->count && rc == 0; i++)
-		rc = migrate_one(fs, &dfd, legacy->strings[i]);
-	return rc;
-}
-
-/* A second descriptor of the root for readdir (fdopendir owns it). */
-static int open_dir_stream(const file_store *fs, int dfd, DIR **out)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	*out = fd >= 0 ? fdopendir(fd) : NULL;
-	if (*out == NULL) {
-		int err = errno;
-		if (fd >= 0)
-			(void)close(fd);
-		return faucet__error_os(FAUCET_EIO, err, "failed to list state dir %s", fs->root);
-	}
-	return 0;
-}
-
-/* Rename legacy files, the first time this store is used (see above).  A
- * failure is returned and the work tried again on the next call. */
-static int migrate_once(file_store *fs)
-{
-	faucet_strarray legacy = {NULL, 0};
-	DIR *d;
-	int dfd, rc;
-
-	if (atomic_load_explicit(&fs->migrated, memory_order_acquire))
-		return 0;
-	(void)pthread_mutex_lock(&fs->migrate_lock);
-	rc = atomic_load(&fs->migrated) ? 0 : root_get(fs, 0, &dfd);
-	if (rc == 0 && !atomic_load(&fs->migrated) && dfd >= 0) {
-		rc = open_dir_stream(fs, dfd, &d);
-		if (rc == 0) {
-			rc = scan_dir(fs, d, NULL, NULL, &legacy);
-			(void)closedir(d);
-		}
-		if (rc == 0)
-			rc = migrate_names(fs, dfd, &legacy);
-		faucet_strarray_dispose(&legacy);
-	}
-	if (rc == 0)
-		atomic_store_explicit(&fs->migrated, 1, memory_order_release);
-	(void)pthread_mutex_unlock(&fs->migrate_lock);
-	return rc;
-}
-
-/*
- * Per key, not per store.  Renaming every legacy file on a store's first
- * use read and classified the whole directory before the first get or put
- * of each process: 330 ms at a million keys.  On a case-sensitive
- * filesystem a key's legacy file can only be found under one name, so each
- * operation looks there instead - a single fstatat, and only for keys whose
- * legacy name differs from the current one (keys with capitals, long
- * keys).  A listing still migrates every legacy file it walks (file_list).
- * A filesystem that ignores case keeps the eager migration: there, opening
- * "users%3Ax.json" would open the legacy "Users%3Ax.json" of another key.
- */
-
-/* The name an earlier release gave `key` - ':' and '/' escaped, capitals
- * as they are, never hashed - into out[FILE_NAME_CAP].  0 when it is the
- * current name or too long to exist. */
-static int legacy_name_of(const char *key, const char *stem, char *out)
-{
-	size_t n = 0;
-
-	for (const char *p = key; *p != '\0'; p++) {
-		if (n + 3 + 5 >= FILE_NAME_CAP)
-			return 0;
-		if (*p == ':' || *p == '/') {
-			out[n++] = '%';
-			out[n++] = *p == ':' ? '3' : '2';
-			out[n++] = *p == ':' ? 'A' : 'F';
-		} else {
-			out[n++] = *p;
-		}
-	}
-	out[n] = '\0';
-	if (strcmp(out, stem) == 0)
-		return 0;
-	memcpy(out + n, ".json", 6);
-	return 1;
-}
-
-/* Whether the root's filesystem ignores case: FAT, exFAT, NTFS, SMB/CIFS
- * and HFS+ by their type, ext4/f2fs directories by their casefold flag.
- * Decided once per store. */
-static int root_folds_case(file_store *fs, int dfd)
-{
-	static const long folding[] = {0x4d44 /* msdos */,      0x2011BAB0 /* exfat */,
-				       0x5346544e /* ntfs */,  0x7366746e /* ntfs3 */,
-				       (long)0xFF534D42 /* cifs */, (long)0xFE534D42 /* smb2 */,
-				       0x517B /* smb */,       0x482b /* hfs+ */};
-	int known = atomic_load(&fs->fold_case), folds = 0, flags = 0;
-	struct statfs sf;
-
-	if (known >= 0)
-		return known;
-	if (fstatfs(dfd, &sf) == 0) {
-		for (size_t i = 0; i < FAUCET_ARRAY_LEN(folding); i++)
-			folds |= (long)sf.f_type == folding[i];
-	}
-	if (ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_CASEFOLD_FL) != 0)
-		folds = 1;
-	atomic_store(&fs->fold_case, folds);
-	return folds;
-}
-
-/* Before an operation on `key`: move its legacy file, if it has one, to
- * the current name (or drop it when the current one exists: that one is
- * newer).  A root that does not exist holds nothing. */
-static int settle_legacy(file_store *fs, int *dfd, const char *key)
-{
-	char stem[FILE_STEM_MAX + 1], legacy[FILE_NAME_CAP], path[PATH_CAP];
-	struct stat st;
-	int rc;
-
-	if (*dfd < 0)
-		return 0;
-	if (root_folds_case(fs, *dfd))
-		return migrate_once(fs);
-	if ((rc = key_stem(key, stem, NULL)) != 0)
-		return rc;
-	if (!legacy_name_of(key, stem, legacy))
-		return 0;
-	if (fstatat(*dfd, legacy, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		path_of(fs, legacy, path);
-		return faucet__error_os(FAUCET_EIO, errno, "failed to look for legacy state file %s",
-					path);
-	}
-	if (!S_ISREG(st.st_mode))
-		return 0; /* a symlink or a directory is never a key (doctor says so) */
-	/* No directory sync: as in migrate_names(), a value is under one of
-	 * its two names at every moment and both are read, so a crash that
-	 * undoes the rename loses nothing; the write that follows syncs. */
-	return migrate_one(fs, dfd, legacy);
-}
-
-/* ---- the backend slots ------------------------------------------------------ */
-
 /* Many gets in one call: the same reads, but a miss asks whether the root
  * was replaced only once per call (a before-image read of a big import
  * misses on every key). */
@@ -1386,17 +1060,17 @@ static int file_get_many(faucet_store_backend *b, const char *const *keys, size_
 {
 	file_store *fs = (file_store *)b;
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	int dfd, verified = 0, rc = root_get(fs, 0, &dfd);
+	int dfd, verified = 0, rc = faucet_file__root_get(fs, 0, &dfd);
 
 	for (size_t i = 0; i < count; i++)
 		out[i] = NULL;
 	for (size_t i = 0; rc == 0 && i < count; i++) {
-		if ((rc = settle_legacy(fs, &dfd, keys[i])) != 0)
+		if ((rc = faucet_file__settle_legacy(fs, &dfd, keys[i])) != 0)
 			break;
-		if ((rc = key_stem(keys[i], stem, NULL)) != 0)
+		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
 			break;
-		name_from_stem(name, stem, ".json");
-		rc = read_entry(fs, keys[i], name, &verified, &out[i]);
+		faucet_file__name_from_stem(name, stem, ".json");
+		rc = faucet_file__read_entry(fs, keys[i], name, &verified, &out[i]);
 	}
 	if (rc != 0) {
 		for (size_t i = 0; i < count; i++) {
@@ -1421,19 +1095,19 @@ static int refuse_keyless_write(const file_store *fs, int dfd, const char *name,
  * sealed: the caller frees it) and, for a hashed name, its sidecar.
  * marker_seen: a batch has looked for the store marker once for its group
  * (keyless writes then look only at the file about to be replaced). */
-static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_value *value,
-		       int marker_seen, char *stem, char *name, const char **bytes, size_t *len,
-		       char **owned)
+int faucet_file__prepare_put(file_store *fs, int *dfd, const char *key,
+			     const faucet_value *value, int marker_seen, char *stem, char *name,
+			     const char **bytes, size_t *len, char **owned)
 {
 	size_t stem_len = 0;
-	int rc = settle_legacy(fs, dfd, key);
+	int rc = faucet_file__settle_legacy(fs, dfd, key);
 
 	*owned = NULL;
 	if (rc == 0)
-		rc = key_stem(key, stem, &stem_len);
+		rc = faucet_file__key_stem(key, stem, &stem_len);
 	if (rc != 0)
 		return rc;
-	name_from_stem(name, stem, ".json");
+	faucet_file__name_from_stem(name, stem, ".json");
 	/* doctor's sentinel is removed at once: it must not mark a plaintext
 	 * store encrypted. */
 	if (fs->keyring == NULL)
@@ -1444,7 +1118,7 @@ static int prepare_put(file_store *fs, int *dfd, const char *key, const faucet_v
 	if (rc == 0)
 		rc = encode_value(fs, key, value, bytes, len, owned);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len))
-		rc = ensure_sidecar(fs, dfd, stem, key);
+		rc = faucet_file__ensure_sidecar(fs, dfd, stem, key);
 	return rc;
 }
 
@@ -1455,10 +1129,11 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
 	const char *bytes = NULL;
 	char *owned = NULL;
 	size_t len = 0;
-	int dfd, rc = root_get(fs, 1, &dfd);
+	int dfd, rc = faucet_file__root_get(fs, 1, &dfd);
 
 	if (rc == 0)
-		rc = prepare_put(fs, &dfd, key, value, 0, stem, name, &bytes, &len, &owned);
+		rc = faucet_file__prepare_put(fs, &dfd, key, value, 0, stem, name, &bytes, &len,
+					      &owned);
 	if (rc == 0)
 		rc = write_durably(fs, &dfd, stem, "json", name, bytes, len);
 	free(owned);
@@ -1476,7 +1151,6 @@ static int store_value(file_store *fs, const char *key, const faucet_value *valu
  * about to replace.  Both checks cost a syscall or three next to a put's
  * two fsyncs.
  */
-#define STORE_MARKER ".faucet-encrypted"
 static const char marker_text[] =
 	"This faucet state store holds sealed (encrypted) values: open it with the key.\n";
 
@@ -1496,7 +1170,7 @@ static int holds_sealed_file(int dfd, const char *name)
 	return n > 0 && faucet__is_sealed(head, (size_t)n);
 }
 
-static int keyless_write_refused(const file_store *fs)
+int faucet_file__keyless_write_refused(const file_store *fs)
 {
 	return faucet_error_set(FAUCET_EINVALID,
 				"this store (%s) is encrypted; give --encryption-key-env "
@@ -1505,7 +1179,7 @@ static int keyless_write_refused(const file_store *fs)
 }
 
 /* 1 when the store's marker is there (or cannot be ruled out). */
-static int store_is_marked(int dfd)
+int faucet_file__store_is_marked(int dfd)
 {
 	struct stat st;
 
@@ -1518,9 +1192,9 @@ static int store_is_marked(int dfd)
 static int refuse_keyless_write(const file_store *fs, int dfd, const char *name,
 				int marker_seen)
 {
-	if ((marker_seen || !store_is_marked(dfd)) && !holds_sealed_file(dfd, name))
+	if ((marker_seen || !faucet_file__store_is_marked(dfd)) && !holds_sealed_file(dfd, name))
 		return 0;
-	return keyless_write_refused(fs);
+	return faucet_file__keyless_write_refused(fs);
 }
 
 /* Make sure the marker exists before a sealed value is written. */
@@ -1532,7 +1206,7 @@ static int ensure_marker(file_store *fs, int *dfd)
 
 	if (atomic_load_explicit(&fs->marked, memory_order_acquire))
 		return 0;
-	path_of(fs, STORE_MARKER, path);
+	faucet_file__path_of(fs, STORE_MARKER, path);
 	if (fstatat(*dfd, STORE_MARKER, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISREG(st.st_mode))
 			return faucet_error_set(FAUCET_ERROR,
@@ -1556,137 +1230,7 @@ static int file_put(faucet_store_backend *b, const char *key, const faucet_value
 	return store_value((file_store *)b, key, value);
 }
 
-/* ---- batches ----------------------------------------------------------------
- *
- * A put pays two fsyncs - its temp file's and the directory's - and an
- * import of a million keys paid two million (377 s).  put_many writes a
- * group of values as temp files, makes all their data durable with one
- * syncfs, renames each into place and syncs the directory once
- * (faucet__durable_stream): the same guarantee per file, one barrier per
- * group, and each group is prepared and written while the one before it
- * commits on a second thread.  Not all-or-nothing: a crash
- * or a failure leaves a prefix of the entries written, and says how long.
- */
-
-/* What one group of a batch needs to live until its files are written. */
-typedef struct {
-	char stem[FILE_STEM_MAX + 1];
-	char name[FILE_NAME_CAP];
-	char path[PATH_CAP];
-	temp_spec spec;
-	char *owned; /* a sealed value's bytes */
-} batch_slot;
-
-/* Everything a put checks and prepares before its write, for one entry. */
-static int prepare_slot(file_store *fs, int *dfd, const faucet_entry *e, batch_slot *slot,
-			faucet_durable_item *item)
-{
-	const char *bytes = NULL;
-	size_t len = 0;
-	/* put_group has looked for the store marker once for the group. */
-	int rc = prepare_put(fs, dfd, e->key, e->value, 1, slot->stem, slot->name, &bytes, &len,
-			     &slot->owned);
-
-	if (rc != 0)
-		return rc;
-	path_of(fs, slot->name, slot->path);
-	slot->spec.stem = slot->stem;
-	slot->spec.kind = "json";
-	*item = (faucet_durable_item){slot->name, slot->path, file_temp_namer, &slot->spec,
-				      bytes, len};
-	return 0;
-}
-
-/* Free the sealed values of slots[0..n). */
-static void free_owned(batch_slot *slots, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(slots[i].owned);
-		slots[i].owned = NULL;
-	}
-}
-
-/* Prepare entries[0..n) into slots and items (the store marker checked
- * once for them all); on failure nothing is left owned. */
-static int prepare_group(file_store *fs, int *dfd, const faucet_entry *entries, size_t n,
-			 batch_slot *slots, faucet_durable_item *items)
-{
-	size_t ready = 0;
-	int rc = 0;
-
-	if (fs->keyring == NULL && store_is_marked(*dfd))
-		return keyless_write_refused(fs);
-	for (; ready < n && rc == 0; ready++)
-		rc = prepare_slot(fs, dfd, &entries[ready], &slots[ready], &items[ready]);
-	if (rc != 0)
-		free_owned(slots, ready);
-	return rc;
-}
-
-/* The batch as a stream of groups (faucet__durable_stream): each group is
- * prepared and written while the one before it commits.  With more than
- * one group, two sets of slots take turns, as a group's names must live
- * until the next group is added; a single set serves a batch of one group
- * (its commit is over when the add returns). */
-static int put_groups(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
-		      size_t group, int sets, batch_slot *slots[2],
-		      faucet_durable_item *items[2], size_t *written, size_t *unknown_from)
-{
-	faucet_durable_stream *stream;
-	size_t from = 0;
-	int turn = 0, end_rc, rc = faucet__durable_stream_open(dfd, "state file", group, &stream);
-
-	while (rc == 0 && from < count) {
-		size_t n = count - from < group ? count - from : group, accepted = 0;
-
-		rc = prepare_group(fs, &dfd, entries + from, n, slots[turn], items[turn]);
-		if (rc != 0)
-			break;
-		rc = faucet__durable_stream_add(stream, items[turn], n, from + n < count,
-						&accepted);
-		free_owned(slots[turn], n);
-		if (rc == 0 && accepted == 0) /* cannot happen: a short group lands one */
-			rc = faucet_error_set(FAUCET_ERROR, "a batch group landed nothing");
-		from += accepted;
-		turn = (turn + 1) % sets;
-	}
-	end_rc = faucet__durable_stream_close(stream, written, unknown_from);
-	/* A failure to prepare comes after what the stream committed. */
-	return rc != 0 && end_rc == 0 ? rc : end_rc;
-}
-
-static int file_put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
-			 size_t *written, size_t *unknown_from)
-{
-	file_store *fs = (file_store *)b;
-	size_t group = faucet__durable_batch_size();
-	batch_slot *slots[2] = {NULL, NULL};
-	faucet_durable_item *items[2] = {NULL, NULL};
-	int dfd, sets = count > group ? 2 : 1, rc;
-
-	*written = *unknown_from = 0;
-	if (count == 0)
-		return 0;
-	if (group > count)
-		group = count;
-	rc = root_get(fs, 1, &dfd);
-	if (rc != 0)
-		return rc;
-	for (int i = 0; i < sets && rc == 0; i++) {
-		slots[i] = faucet__calloc(group, sizeof(*slots[i]));
-		items[i] = faucet__calloc(group, sizeof(*items[i]));
-		if (slots[i] == NULL || items[i] == NULL)
-			rc = FAUCET_ENOMEM;
-	}
-	if (rc == 0)
-		rc = put_groups(fs, dfd, entries, count, group, sets, slots, items, written,
-				unknown_from);
-	for (int i = 0; i < 2; i++) {
-		free(slots[i]);
-		free(items[i]);
-	}
-	return rc;
-}
+/* ---- compare-and-put, delete and the listing ------------------------------ */
 
 /* Take the key's lock "{stem}.json.lock", following a replaced root once.
  * Without `create`, a root that no longer exists gives *fd_out = -1, rc 0. */
@@ -1695,8 +1239,8 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	char name[FILE_NAME_CAP], path[PATH_CAP];
 	int open_err = 0, rc;
 
-	name_from_stem(name, stem, ".json.lock");
-	path_of(fs, name, path);
+	faucet_file__name_from_stem(name, stem, ".json.lock");
+	faucet_file__path_of(fs, name, path);
 	*fd_out = -1;
 	rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
 	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
@@ -1716,22 +1260,22 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 {
 	char name[FILE_NAME_CAP];
 	faucet_value *current = NULL;
-	int rc = root_get(fs, 1, dfd);
+	int rc = faucet_file__root_get(fs, 1, dfd);
 
 	*holds = 0;
 	if (rc == 0)
-		rc = settle_legacy(fs, dfd, key);
+		rc = faucet_file__settle_legacy(fs, dfd, key);
 	if (rc != 0)
 		return rc;
 	/* A keyless write to an encrypted store is refused before the lock,
 	 * so that it leaves no lock file of a key it never wrote. */
-	if (fs->keyring == NULL && store_is_marked(*dfd))
-		return keyless_write_refused(fs);
-	if ((rc = key_stem(key, stem, NULL)) != 0 ||
+	if (fs->keyring == NULL && faucet_file__store_is_marked(*dfd))
+		return faucet_file__keyless_write_refused(fs);
+	if ((rc = faucet_file__key_stem(key, stem, NULL)) != 0 ||
 	    (rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
 		return rc;
-	name_from_stem(name, stem, ".json");
-	rc = read_entry(fs, key, name, NULL, &current);
+	faucet_file__name_from_stem(name, stem, ".json");
+	rc = faucet_file__read_entry(fs, key, name, NULL, &current);
 	*holds = rc == 0 && faucet_value_equal(current, expected);
 	faucet_value_free(current);
 	if (rc != 0)
@@ -1787,19 +1331,20 @@ static int file_put_guarded(faucet_store_backend *b, const char *guard,
 			(void)close(lock_fd);
 		return rc;
 	}
-	rc = prepare_put(fs, &dfd, guard, guard_value, 0, gstem, gname, &gbytes, &glen,
-			 &gowned);
+	rc = faucet_file__prepare_put(fs, &dfd, guard, guard_value, 0, gstem, gname, &gbytes,
+				      &glen, &gowned);
 	if (rc == 0)
-		rc = prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen, &kowned);
+		rc = faucet_file__prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen,
+					      &kowned);
 	if (rc == 0) {
 		temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
-		faucet_durable_target g = {dfd, gname, gpath, "state file", file_temp_namer, &gspec,
-					   file_reopen_root, fs};
-		faucet_durable_target k = {dfd, kname, kpath, "state file", file_temp_namer, &kspec,
-					   file_reopen_root, fs};
+		faucet_durable_target g = {dfd, gname, gpath, "state file", faucet_file__temp_namer,
+					   &gspec, file_reopen_root, fs};
+		faucet_durable_target k = {dfd, kname, kpath, "state file", faucet_file__temp_namer,
+					   &kspec, file_reopen_root, fs};
 
-		path_of(fs, gname, gpath);
-		path_of(fs, kname, kpath);
+		faucet_file__path_of(fs, gname, gpath);
+		faucet_file__path_of(fs, kname, kpath);
 		rc = faucet__durable_replace_pair(&g, gbytes, glen, &k, kbytes, klen, written);
 	}
 	free(gowned);
@@ -1820,7 +1365,7 @@ static int unlink_present(const file_store *fs, int dfd, const char *name, const
 	}
 	if (errno == ENOENT)
 		return 0;
-	path_of(fs, name, path);
+	faucet_file__path_of(fs, name, path);
 	return faucet__error_os(FAUCET_EIO, errno, "failed to delete %s %s", what, path);
 }
 
@@ -1832,10 +1377,10 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 	char name[FILE_NAME_CAP];
 	int rc;
 
-	name_from_stem(name, stem, ".json");
+	faucet_file__name_from_stem(name, stem, ".json");
 	rc = unlink_present(fs, dfd, name, "state file", removed);
 	if (rc == 0 && faucet_file__stem_is_hashed(stem, stem_len)) {
-		name_from_stem(name, stem, ".key");
+		faucet_file__name_from_stem(name, stem, ".key");
 		rc = unlink_present(fs, dfd, name, "state key file", removed);
 	}
 	/* A delete that returned must not be undone by a crash either.  When
@@ -1852,7 +1397,7 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 	 * with a warning, rather than "failed" after the fact. */
 	if (rc == 0) {
 		int ignored = 0;
-		name_from_stem(name, stem, ".json.lock");
+		faucet_file__name_from_stem(name, stem, ".json.lock");
 		if (unlink_present(fs, dfd, name, "state lock", &ignored) != 0)
 			faucet__warning_set("deleted, but %s", faucet_error_last()->message);
 	}
@@ -1864,14 +1409,14 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 static int lock_for_removal(file_store *fs, const char *key, char *stem, size_t *stem_len,
 			    int *dfd, int *lock_fd)
 {
-	int rc = root_get(fs, 0, dfd);
+	int rc = faucet_file__root_get(fs, 0, dfd);
 
 	*lock_fd = -1;
 	if (rc == 0)
-		rc = settle_legacy(fs, dfd, key);
+		rc = faucet_file__settle_legacy(fs, dfd, key);
 	if (rc != 0 || *dfd < 0)
 		return rc;
-	if ((rc = key_stem(key, stem, stem_len)) != 0)
+	if ((rc = faucet_file__key_stem(key, stem, stem_len)) != 0)
 		return rc;
 	return take_key_lock(fs, dfd, 0, stem, lock_fd);
 }
@@ -1905,8 +1450,8 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	*deleted = 0;
 	if (rc != 0 || lock_fd < 0)
 		return rc;
-	name_from_stem(name, stem, ".json");
-	rc = read_entry(fs, key, name, NULL, &current);
+	faucet_file__name_from_stem(name, stem, ".json");
+	rc = faucet_file__read_entry(fs, key, name, NULL, &current);
 	if (rc == 0 && current != NULL && faucet_value_equal(current, expected)) {
 		rc = remove_locked(fs, dfd, stem, stem_len, &removed);
 		*deleted = rc == 0;
@@ -1941,13 +1486,13 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 		if (!pending)
 			(void)pthread_mutex_unlock(&fs->migrate_lock);
 	}
-	rc = scan_dir(fs, d, prefix, &found, pending ? &legacy : NULL);
+	rc = faucet_file__scan_dir(fs, d, prefix, &found, pending ? &legacy : NULL);
 	(void)closedir(d);
 	if (pending) {
 		if (rc == 0)
-			rc = root_get(fs, 0, &dfd);
+			rc = faucet_file__root_get(fs, 0, &dfd);
 		if (rc == 0 && dfd >= 0)
-			rc = migrate_names(fs, dfd, &legacy);
+			rc = faucet_file__migrate_names(fs, dfd, &legacy);
 		if (rc == 0)
 			atomic_store_explicit(&fs->migrated, 1, memory_order_release);
 		(void)pthread_mutex_unlock(&fs->migrate_lock);
@@ -1958,320 +1503,6 @@ static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 		return rc;
 	}
 	return key_list_finish(&found, out);
-}
-
-/* ---- the doctor probes ------------------------------------------------------
- *
- * Besides the sentinel round trip, doctor walks the root once and reports
- * what a put or get never looks at: value files it cannot open (a wrong key
- * opens nothing, so every value file is read when the store is small, the
- * first DOCTOR_READ_MAX otherwise), symlinks (never followed: a FAIL), and
- * temp files of writers that died (a WARN; with FAUCET_CHECK_REPAIR they
- * are removed).  A temp file is a dead writer's only when nobody holds its
- * flock (durable.c): age says nothing about a writer stalled on a slow
- * disk.
- *
- * Only faucet's own temp names count (faucet_file__is_temp_name): a root
- * may be any directory (`file:/tmp`), and another program's "*.tmp" is not
- * ours to remove.  Even those are removed only from a directory recognised
- * as a faucet store: one that others cannot write (faucet makes its store
- * directories 0700; a shared directory like /tmp, 1777, never is one) and
- * that holds a file only faucet writes - an owner-only value file
- * "{stem}.json" of a valid key (faucet creates them 0600 whatever the umask,
- * as the original faucet does) or the encrypted store's marker.  Otherwise
- * the orphans are reported, and the repair says why it leaves them.
- */
-
-#define DOCTOR_READ_MAX 1000
-
-typedef struct {
-	size_t values;                /* value files read */
-	size_t unreadable;            /* ... of which failed to open or parse */
-	char *first_error;            /* the first one's message */
-	int first_code;
-	size_t symlinks;
-	char first_link[FILE_NAME_CAP];
-	size_t orphans;               /* temp files no writer holds */
-	long long orphan_bytes, oldest;
-	int repair;
-	size_t removed;
-	faucet_strarray temps;        /* faucet temp names seen, looked at after the walk */
-	int store_file;               /* a file only faucet writes was seen */
-	char not_store[160];          /* why the root is not recognised ("" = it is) */
-} doctor_walk;
-
-static void walk_value(file_store *fs, int dfd, const char *name, doctor_walk *w)
-{
-	char key[FILE_KEY_CAP];
-	faucet_value *v = NULL;
-	int rc;
-
-	if (w->values >= DOCTOR_READ_MAX)
-		return;
-	/* Without libcrypto a hashed name cannot be checked: unreadable, not
-	 * silently left out. */
-	if (strchr(name, '~') != NULL && (rc = faucet__libcrypto_load()) != 0) {
-		w->values++;
-	} else if (classify_entry(dfd, name, strlen(name), key, NULL) == 0) {
-		return;
-	} else {
-		w->values++;
-		rc = read_entry(fs, key, name, NULL, &v);
-	}
-	faucet_value_free(v);
-	if (rc == 0)
-		return;
-	if (w->unreadable++ == 0) {
-		w->first_code = rc;
-		w->first_error = faucet__strdup(faucet_error_last()->message);
-	}
-}
-
-static int walk_temp(int dfd, const char *name, int remove, doctor_walk *w)
-{
-	long long bytes = 0, mtime = 0;
-	int rc = faucet__temp_is_orphan(dfd, name, remove, &bytes, &mtime);
-
-	if (rc <= 0)
-		return rc;
-	if (w->orphans == 0 || mtime < w->oldest)
-		w->oldest = mtime;
-	w->orphans++;
-	w->orphan_bytes += bytes;
-	w->removed += (size_t)remove;
-	return 0;
-}
-
-/* Whether `name` is a file only faucet writes: the encrypted store's
- * marker, or an owner-only regular "{stem}.json" whose stem is a key's. */
-static int is_store_file(int dfd, const char *name, size_t len)
-{
-	char key[FILE_KEY_CAP];
-	struct stat st;
-
-	if (strcmp(name, STORE_MARKER) != 0) {
-		if (len <= 5 || name[0] == '.' || strcmp(name + len - 5, ".json") != 0)
-			return 0;
-		if (faucet_file__stem_is_hashed(name, len - 5) ? !hashed_stem_ok(name, len - 5)
-							       : faucet_file__decode_stem(name, len - 5,
-											  key) == 0)
-			return 0;
-	}
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       (st.st_mode & 077) == 0;
-}
-
-/* Sets w->not_store to why the root is not recognised as a faucet store,
- * or leaves it empty. */
-static int recognise_store(const file_store *fs, int dfd, doctor_walk *w)
-{
-	struct stat st;
-
-	if (fstat(dfd, &st) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot stat state dir %s", fs->root);
-	if ((st.st_mode & S_IWOTH) != 0)
-		(void)snprintf(w->not_store, sizeof(w->not_store),
-			       "every user may write to it (mode %04o), which a faucet store "
-			       "never allows",
-			       (unsigned)(st.st_mode & 07777));
-	else if (!w->store_file)
-		(void)snprintf(w->not_store, sizeof(w->not_store),
-			       "it holds no file faucet writes (an owner-only {stem}.json value "
-			       "file or the %s marker)",
-			       STORE_MARKER);
-	return 0;
-}
-
-static int walk_root(file_store *fs, int dfd, doctor_walk *w)
-{
-	struct dirent *e;
-	DIR *d;
-	int rc = open_dir_stream(fs, dfd, &d);
-
-	while (rc == 0) {
-		size_t len;
-
-		errno = 0;
-		e = readdir(d);
-		if (e == NULL) {
-			if (errno != 0)
-				rc = faucet__error_os(FAUCET_EIO, errno, "failed to list state dir %s",
-						      fs->root);
-			break;
-		}
-		len = strlen(e->d_name);
-		if (e->d_type == DT_DIR)
-			continue;
-		if (e->d_type == DT_LNK ||
-		    (e->d_type == DT_UNKNOWN && entry_is_symlink(dfd, e->d_name))) {
-			if (w->symlinks++ == 0)
-				(void)snprintf(w->first_link, sizeof(w->first_link), "%s", e->d_name);
-		} else if (faucet_file__is_temp_name(e->d_name)) {
-			rc = faucet_strarray_push(&w->temps, e->d_name);
-		} else {
-			if (!w->store_file)
-				w->store_file = is_store_file(dfd, e->d_name, len);
-			walk_value(fs, dfd, e->d_name, w);
-		}
-	}
-	(void)closedir(d);
-	/* The temp files once the whole root has been seen: whether they may
-	 * be removed depends on what else it holds. */
-	if (rc == 0)
-		rc = recognise_store(fs, dfd, w);
-	for (size_t i = 0; rc == 0 && i < w->temps.count; i++)
-		rc = walk_temp(dfd, w->temps.strings[i], w->repair && w->not_store[0] == '\0', w);
-	return rc;
-}
-
-static int add_values_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w,
-			    uint64_t elapsed)
-{
-	char *reason, *hint;
-	int rc;
-
-	if (w->unreadable == 0)
-		return faucet_check_report_add(r, "values", FAUCET_PROBE_PASS, NULL, elapsed, NULL);
-	reason = w->unreadable == 1
-			 ? faucet__sprintf("%s", w->first_error ? w->first_error : "unreadable")
-			 : faucet__sprintf("%s (and %zu more of %zu files read)",
-					   w->first_error ? w->first_error : "unreadable",
-					   w->unreadable - 1, w->values);
-	hint = w->first_code == FAUCET_ECRYPTO
-		       ? faucet__sprintf("give the key these files were sealed with "
-					 "(--encryption-key-env, --previous-key-env)")
-		       : faucet__sprintf("restore the file from a backup or remove it from %s",
-					 fs->root);
-	rc = reason == NULL || hint == NULL
-		     ? FAUCET_ENOMEM
-		     : faucet_check_report_add(r, "values", FAUCET_PROBE_FAIL, reason, elapsed, hint);
-	free(reason);
-	free(hint);
-	return rc;
-}
-
-static int add_symlink_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w)
-{
-	char *reason;
-	int rc;
-
-	if (w->symlinks == 0)
-		return faucet_check_report_add(r, "symlinks", FAUCET_PROBE_PASS, NULL, 0, NULL);
-	reason = faucet__sprintf("%zu symbolic link%s in the store, never followed: %s/%s%s",
-				 w->symlinks, w->symlinks == 1 ? "" : "s", fs->root, w->first_link,
-				 w->symlinks == 1 ? "" : ", ...");
-	rc = reason == NULL ? FAUCET_ENOMEM
-			    : faucet_check_report_add(r, "symlinks", FAUCET_PROBE_FAIL, reason, 0,
-						      "a state store holds no links: remove them");
-	free(reason);
-	return rc;
-}
-
-static int add_temp_probe(faucet_check_report *r, const file_store *fs, const doctor_walk *w)
-{
-	char when[FAUCET_UTC_TEXT_SIZE], *text, *hint;
-	int removed = w->repair && w->not_store[0] == '\0';
-	int rc;
-
-	if (w->orphans == 0)
-		return faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, NULL);
-	if (faucet_utc_text(w->oldest, when, sizeof(when)) != 0)
-		(void)snprintf(when, sizeof(when), "%lld", w->oldest);
-	text = faucet__sprintf("%s %zu orphaned temp file%s (%lld bytes, oldest %s) of writers "
-			       "that died%s%s%s%s",
-			       removed ? "removed" : "found", w->orphans,
-			       w->orphans == 1 ? "" : "s", w->orphan_bytes, when,
-			       w->repair && !removed ? "; not removed: " : "",
-			       w->repair && !removed ? fs->root : "",
-			       w->repair && !removed ? " is not recognised as a faucet store: " : "",
-			       w->repair && !removed ? w->not_store : "");
-	if (w->not_store[0] == '\0')
-		hint = faucet__strdup("run `faucet doctor --repair` to remove them");
-	else
-		hint = faucet__sprintf("--repair removes temp files only from a faucet store, and %s "
-				       "is not recognised as one: %s",
-				       fs->root, w->not_store);
-	if (text == NULL || hint == NULL) {
-		free(text);
-		free(hint);
-		return FAUCET_ENOMEM;
-	}
-	/* Removed: nothing is left to look at, so a pass that says what it did. */
-	if (removed)
-		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_PASS, NULL, 0, text);
-	else
-		rc = faucet_check_report_add(r, "temp files", FAUCET_PROBE_WARN, text, 0, hint);
-	free(text);
-	free(hint);
-	return rc;
-}
-
-/* The walk's probes; a root that does not exist has nothing to walk. */
-static int add_walk_probes(file_store *fs, int repair, faucet_check_report *r)
-{
-	doctor_walk w;
-	uint64_t started = faucet__now_ms();
-	int dfd, rc = root_get(fs, 0, &dfd);
-
-	/* No root, or one that cannot be opened: the sentinel probe has said
-	 * so already. */
-	if (rc != 0 || dfd < 0)
-		return 0;
-	memset(&w, 0, sizeof(w));
-	w.repair = repair;
-	rc = walk_root(fs, dfd, &w);
-	faucet_strarray_dispose(&w.temps);
-	if (rc == FAUCET_ENOMEM) {
-		free(w.first_error);
-		return rc;
-	}
-	if (rc != 0) {
-		free(w.first_error);
-		return faucet__check_report_probe(r, "values", 1, started, NULL);
-	}
-	rc = add_values_probe(r, fs, &w, faucet__now_ms() - started);
-	if (rc == 0)
-		rc = add_symlink_probe(r, fs, &w);
-	if (rc == 0)
-		rc = add_temp_probe(r, fs, &w);
-	free(w.first_error);
-	return rc;
-}
-
-static int file_check(faucet_store_backend *b, const faucet_check_context *ctx,
-		      faucet_check_report **out)
-{
-	file_store *fs = (file_store *)b;
-	uint64_t started = faucet__now_ms(), elapsed;
-	char *reason = NULL, *hint = NULL;
-	int rc, probe_rc;
-
-	probe_rc = faucet__sentinel_round_trip(&fs->base);
-	elapsed = faucet__now_ms() - started;
-	if (probe_rc != 0) {
-		reason = faucet__strdup(faucet_error_last()->message);
-		hint = faucet__sprintf("ensure %s exists and is writable", fs->root);
-		if (reason == NULL || hint == NULL) {
-			free(reason);
-			free(hint);
-			return FAUCET_ENOMEM;
-		}
-	}
-	rc = faucet_check_report_new(out);
-	if (rc == 0)
-		rc = faucet_check_report_add(*out, "sentinel",
-					     probe_rc == 0 ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL,
-					     reason, elapsed, hint);
-	if (rc == 0)
-		rc = add_walk_probes(fs, ctx != NULL && (ctx->flags & FAUCET_CHECK_REPAIR) != 0,
-				     *out);
-	if (rc != 0) {
-		faucet_check_report_free(*out);
-		*out = NULL;
-	}
-	free(reason);
-	free(hint);
-	return rc;
 }
 
 /* ---- open and free ----------------------------------------------------------- */
@@ -2372,9 +1603,9 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.put_guarded = file_put_guarded;
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
-	fs->base.put_many = file_put_many;
+	fs->base.put_many = faucet_file__put_many;
 	fs->base.get_many = file_get_many;
-	fs->base.check = file_check;
+	fs->base.check = faucet_file__check;
 	fs->base.free = file_free;
 	return faucet_store_new(out, &fs->base);
 }

@@ -3,8 +3,9 @@
  *
  * The tests use these to look at what the public API hides (the temp names a
  * put uses, the per-key advisory lock) and to shorten the 10 s a
- * compare-and-put waits for a busy lock.  Library code other than
- * src/stores/file.c has no reason to include this header.
+ * compare-and-put waits for a busy lock.  Library code other than the file
+ * store's own sources (src/stores/file*.c) has no reason to include this
+ * header; what those share among themselves is in file_store.h.
  */
 #ifndef FAUCET_FILE_INTERNAL_H
 #define FAUCET_FILE_INTERNAL_H
