@@ -116,9 +116,14 @@ static int apply_global(cli_args *it, const cli_option *o, const char *value)
 	return 0;
 }
 
+int cli_is_tenant_name(const char *text)
+{
+	return *text != '\0' && faucet_validate_key(text) == 0 && strstr(text, "::") == NULL;
+}
+
 int cli_tenant_check(const char *command, const char *text, const char **tenant)
 {
-	if (*text == '\0' || faucet_validate_key(text) != 0 || strstr(text, "::") != NULL)
+	if (!cli_is_tenant_name(text))
 		return cli_usage_error(command, "--tenant '%s' is not a tenant name (one key "
 				       "segment: [A-Za-z0-9_.:/-], no '::')", text);
 	*tenant = text;

@@ -186,6 +186,9 @@ int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
  * and returns CLI_EXIT_USAGE. */
 #define CLI_TENANT_OPTION(id) {"tenant", 't', 1, (id)}
 int cli_tenant_check(const char *command, const char *text, const char **tenant);
+/* Whether text is a tenant name: one non-empty key segment, no "::"
+ * (what cli_tenant_check accepts; serve's ?tenant= uses it too). */
+int cli_is_tenant_name(const char *text);
 
 /* The default PIPELINE of a command given none: the YAML's `name` when -c
  * or FAUCET_CONFIG names a config.  Otherwise (or on a config error) the

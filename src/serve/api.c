@@ -135,8 +135,7 @@ static void get_pipelines(serve_request *rq, serve_reply *out)
 	const char *tenant = serve_arg(rq, "tenant");
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	if (tenant != NULL &&
-	    (*tenant == '\0' || faucet_validate_key(tenant) != 0 || strstr(tenant, "::") != NULL)) {
+	if (tenant != NULL && !cli_is_tenant_name(tenant)) {
 		serve_error(out, 400, "invalid", "tenant: '%s' is not a tenant name (one key segment)",
 			    tenant);
 		return;
