@@ -198,7 +198,7 @@ temp_error:
 	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, t->what, shown);
 }
 
-/* ---- two files, the first durable before the second changes ------------- */
+/* ---- files durable before another changes ---------------------------------- */
 
 /* Commit a written, synced temp file: renamed while still open, so the lock
  * covers it for as long as it has its temp name (a repair never sees it
@@ -225,52 +225,117 @@ static int commit_temp(const faucet_sys *sys, faucet_durable_target *t, const ch
 	return 0;
 }
 
-int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes1, size_t len1,
-				 faucet_durable_target *second, const void *bytes2, size_t len2,
-				 int *first_done)
+/* Give up the temp files of guards[0..n) and of `last` (fds < 0 are
+ * skipped). */
+static void discard_group(const faucet_sys *sys, faucet_durable_target *guards,
+			  char (*tmps)[TEMP_NAME_CAP], int *fds, size_t n,
+			  faucet_durable_target *last, const char *last_tmp, int last_fd)
+{
+	if (last_fd >= 0)
+		discard_temp(sys, last->dirfd, last_tmp, last_fd);
+	for (size_t i = n; i-- > 0;)
+		if (fds[i] >= 0)
+			discard_temp(sys, guards[i].dirfd, tmps[i], fds[i]);
+}
+
+/* Name the guards' synced temp files, in order, then sync the directory
+ * once.  *named counts the guards renamed; a failure after the first
+ * leaves those in place, their durability unknown (FAUCET_EUNKNOWN). */
+static int commit_guards(const faucet_sys *sys, faucet_durable_target *guards,
+			 char (*tmps)[TEMP_NAME_CAP], int *fds, size_t n,
+			 const faucet_durable_hook *hook, size_t *named)
+{
+	int err;
+
+	for (*named = 0; *named < n; (*named)++) {
+		faucet_durable_target *g = &guards[*named];
+
+		if (sys->renameat(g->dirfd, tmps[*named], g->dirfd, g->name) != 0) {
+			err = errno;
+			discard_temp(sys, g->dirfd, tmps[*named], fds[*named]);
+			fds[*named] = -1;
+			return faucet__error_os(*named > 0 ? FAUCET_EUNKNOWN : FAUCET_EIO, err,
+						"failed to commit %s %s", g->what, g->display);
+		}
+		err = sys->close(fds[*named]);
+		fds[*named] = -1;
+		if (err != 0)
+			return faucet__error_os(FAUCET_EUNKNOWN, errno,
+						"%s %s was replaced, but closing it failed", g->what,
+						g->display);
+	}
+	if (hook != NULL)
+		hook->fn(hook->arg);
+	if (sys->fsync(guards[0].dirfd) != 0)
+		return faucet__error_os(FAUCET_EUNKNOWN, errno,
+					"%s %s was replaced, but its directory could not be synced "
+					"(it may not survive a crash)", guards[0].what,
+					guards[0].display);
+	return 0;
+}
+
+int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *const *bytes,
+				    const size_t *lens, size_t n, faucet_durable_target *last,
+				    const void *last_bytes, size_t last_len,
+				    const faucet_durable_hook *hook, int *guards_done)
 {
 	const faucet_sys *sys = faucet__sys();
-	char tmp1[TEMP_NAME_CAP], tmp2[TEMP_NAME_CAP], shown[PATH_MAX + TEMP_NAME_CAP];
-	faucet_durable_target *failed = first;
-	const char *step = "write", *failed_tmp = tmp1;
-	int fd1 = -1, fd2 = -1, err, rc;
+	char tmps[FAUCET_DURABLE_GUARDS_MAX][TEMP_NAME_CAP], tmp[TEMP_NAME_CAP];
+	char shown[PATH_MAX + TEMP_NAME_CAP];
+	int fds[FAUCET_DURABLE_GUARDS_MAX], fd = -1, err, rc;
+	faucet_durable_target *failed = NULL;
+	const char *step = "write", *failed_tmp = tmp;
+	size_t made = 0, named = 0;
 
-	*first_done = 0;
-	if ((rc = create_temp(first, sys, tmp1, &fd1)) != 0)
-		return rc;
-	second->dirfd = first->dirfd; /* create_temp may have reopened it */
-	if (write_all(sys, fd1, bytes1, len1) != 0)
-		goto temp_error;
-	if ((rc = create_temp(second, sys, tmp2, &fd2)) != 0) {
-		discard_temp(sys, first->dirfd, tmp1, fd1);
-		return rc;
+	*guards_done = 0;
+	if (n == 0 || n > FAUCET_DURABLE_GUARDS_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "a guarded write takes 1 to %d guards",
+					FAUCET_DURABLE_GUARDS_MAX);
+	for (; made < n; made++) {
+		fds[made] = -1;
+		/* create_temp may reopen the directory: every file follows. */
+		guards[made].dirfd = guards[0].dirfd;
+		if ((rc = create_temp(&guards[made], sys, tmps[made], &fds[made])) != 0)
+			goto fail;
+		guards[0].dirfd = guards[made].dirfd;
+		if (write_all(sys, fds[made], bytes[made], lens[made]) != 0) {
+			failed = &guards[made];
+			failed_tmp = tmps[made];
+			made++;
+			goto temp_error;
+		}
 	}
-	failed = second;
-	failed_tmp = tmp2;
-	if (write_all(sys, fd2, bytes2, len2) != 0)
+	for (size_t i = 0; i < n; i++)
+		guards[i].dirfd = guards[0].dirfd;
+	last->dirfd = guards[0].dirfd;
+	if ((rc = create_temp(last, sys, tmp, &fd)) != 0)
+		goto fail;
+	failed = last;
+	if (write_all(sys, fd, last_bytes, last_len) != 0)
 		goto temp_error;
-	/* One barrier for both files' data. */
-	if (sys->syncfs(first->dirfd) != 0) {
+	/* One barrier for every file's data. */
+	if (sys->syncfs(last->dirfd) != 0) {
 		step = "sync";
 		goto temp_error;
 	}
-	rc = commit_temp(sys, first, tmp1, fd1);
-	*first_done = rc == 0 || rc == FAUCET_EUNKNOWN;
-	/* Failed, or in place but maybe not durable: the second must wait. */
+	rc = commit_guards(sys, guards, tmps, fds, n, hook, &named);
+	/* Every guard in place, maybe not durable: the last one must wait. */
+	*guards_done = named == n;
 	if (rc != 0) {
-		discard_temp(sys, second->dirfd, tmp2, fd2);
+		discard_group(sys, guards, tmps, fds, n, last, tmp, fd);
 		return rc;
 	}
-	return commit_temp(sys, second, tmp2, fd2);
+	return commit_temp(sys, last, tmp, fd);
 
 temp_error:
 	err = errno;
-	if (fd2 >= 0)
-		discard_temp(sys, second->dirfd, tmp2, fd2);
-	discard_temp(sys, first->dirfd, tmp1, fd1);
+	discard_group(sys, guards, tmps, fds, made, last, tmp, fd);
 	temp_display(failed, failed_tmp, shown, sizeof(shown));
 	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, failed->what,
 				shown);
+fail:
+	discard_group(sys, guards, tmps, fds, made, last, tmp, -1);
+	return rc;
 }
 
 /* ---- a batch of files with one barrier ------------------------------------ */

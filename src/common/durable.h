@@ -39,15 +39,30 @@ typedef struct {
  * and then the old file is untouched and no temp file is left. */
 int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t len);
 
-/* Replace two files of one directory, the first durable before the second
- * changes: both temp files written, one syncfs for their data, then the
- * first renamed and the directory synced, then the second (three barriers
- * instead of the four of two faucet__durable_replace calls).  *first_done
- * says whether the first is in place; errors as faucet__durable_replace's,
- * and the second is untouched unless the first is durably in place. */
-int faucet__durable_replace_pair(faucet_durable_target *first, const void *bytes1, size_t len1,
-				 faucet_durable_target *second, const void *bytes2, size_t len2,
-				 int *first_done);
+/* Most guards of one faucet__durable_replace_guarded. */
+#define FAUCET_DURABLE_GUARDS_MAX 4
+
+/* Called by faucet__durable_replace_guarded once every guard is renamed,
+ * before the directory sync that makes them durable: a change of the
+ * directory made here (an unlink) is made durable by that same sync. */
+typedef struct {
+	void (*fn)(void *arg);
+	void *arg;
+} faucet_durable_hook;
+
+/* Replace the files guards[0..n) and `last` of one directory, every guard
+ * durable before `last` changes: all temp files written, one syncfs for
+ * their data, the guards renamed in order, `hook` called (NULL: none) and
+ * the directory synced, then `last` renamed and the directory synced (a
+ * single guard: three barriers instead of the four of two
+ * faucet__durable_replace calls).  *guards_done says whether every guard
+ * is in place; errors as faucet__durable_replace's (FAUCET_EUNKNOWN also
+ * when only some guards were renamed), and `last` is
+ * untouched unless every guard is durably in place. */
+int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *const *bytes,
+				    const size_t *lens, size_t n, faucet_durable_target *last,
+				    const void *last_bytes, size_t last_len,
+				    const faucet_durable_hook *hook, int *guards_done);
 
 /* One file of a durable batch. */
 typedef struct {

@@ -96,6 +96,13 @@ struct faucet_run {
 	faucet_value *plock;
 	int64_t plock_expires;
 	int64_t lease_renewed_at, plock_renewed_at; /* when each was last written */
+	/* The index as begin read it (index_seen_ok), tried first as the
+	 * expected value by a lazy run's first put, which puts the run in the
+	 * index with its first change (indexed) - the end then has no index
+	 * to write, only the markers it pushed out (retire) to delete. */
+	faucet_value *index_seen;
+	int index_seen_ok, indexed;
+	faucet_strarray retire;
 };
 
 static int64_t wall_now(void)
@@ -288,6 +295,8 @@ void faucet_run_free(faucet_run *r)
 	free(r->after);
 	free(r->after_known);
 	faucet_strarray_dispose(&r->recorded);
+	faucet_value_free(r->index_seen);
+	faucet_strarray_dispose(&r->retire);
 	free(r);
 }
 
@@ -427,6 +436,10 @@ static int edit_start(run_status *st, void *arg)
 				return FAUCET_ENOMEM;
 		}
 	}
+	/* A first put that lost a race after its status write landed (a
+	 * backend without put_guarded_many) tries again: it is there. */
+	if (run__status_find(st, c->r->id) != NULL)
+		return 0;
 	memset(&e, 0, sizeof(e));
 	(void)faucet_utc_text(wall_now(), when, sizeof(when));
 	e.run = faucet__strdup(c->r->id);
@@ -448,43 +461,100 @@ static int edit_start(run_status *st, void *arg)
 
 /* ---- rollback index -------------------------------------------------------------------- */
 
+/* The scope's index `cur` (NULL = none) with `run` put first: *next, and
+ * in *dropped the runs pushed beyond 20, whose markers go once *next is
+ * written (index_retire). */
+static int index_next(const faucet_value *cur, const char *index_key, const char *run,
+		      faucet_value **next, faucet_strarray *dropped)
+{
+	faucet_strarray runs = {0}, next_runs = {0};
+	int rc = run__index_parse(cur, index_key, &runs);
+
+	*next = NULL;
+	if (rc == 0)
+		rc = faucet_strarray_push(&next_runs, run);
+	for (size_t i = 0; rc == 0 && i < runs.count; i++) {
+		if (strcmp(runs.strings[i], run) == 0)
+			continue;
+		if (next_runs.count < FAUCET_RUN_ROLLBACK_MAX)
+			rc = faucet_strarray_push(&next_runs, runs.strings[i]);
+		else
+			rc = faucet_strarray_push(dropped, runs.strings[i]);
+	}
+	if (rc == 0)
+		rc = run__index_value(&next_runs, next);
+	faucet_strarray_dispose(&runs);
+	faucet_strarray_dispose(&next_runs);
+	return rc;
+}
+
+/* Delete the markers of runs the index no longer names. */
+static int index_retire(faucet_store *s, const char *scope, const faucet_strarray *dropped)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < dropped->count; i++) {
+		char *mk = run__marker_key(scope, dropped->strings[i]);
+
+		rc = mk ? faucet_store_delete(s, mk) : FAUCET_ENOMEM;
+		free(mk);
+	}
+	return rc;
+}
+
 /* Put `run` first in the scope's index; markers pushed beyond 20 are
  * deleted once the index no longer names them. */
 static int index_add(faucet_store *s, const char *scope, const char *index_key, const char *run)
 {
 	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
 		faucet_value *cur = NULL, *next = NULL;
-		faucet_strarray runs = {0}, next_runs = {0}, dropped = {0};
+		faucet_strarray dropped = {0};
 		int rc, written = 0;
 
 		if ((rc = faucet_store_get(s, index_key, &cur)) != 0)
 			return rc;
-		rc = run__index_parse(cur, index_key, &runs);
-		if (rc == 0)
-			rc = faucet_strarray_push(&next_runs, run);
-		for (size_t i = 0; rc == 0 && i < runs.count; i++) {
-			if (strcmp(runs.strings[i], run) == 0)
-				continue;
-			if (next_runs.count < FAUCET_RUN_ROLLBACK_MAX)
-				rc = faucet_strarray_push(&next_runs, runs.strings[i]);
-			else
-				rc = faucet_strarray_push(&dropped, runs.strings[i]);
-		}
-		if (rc == 0)
-			rc = run__index_value(&next_runs, &next);
+		rc = index_next(cur, index_key, run, &next, &dropped);
 		if (rc == 0)
 			rc = faucet_store_compare_and_put(s, index_key, cur, next, &written);
-		for (size_t i = 0; rc == 0 && written && i < dropped.count; i++) {
-			char *mk = run__marker_key(scope, dropped.strings[i]);
-			rc = mk ? faucet_store_delete(s, mk) : FAUCET_ENOMEM;
-			free(mk);
+		if (rc == 0 && written)
+			rc = index_retire(s, scope, &dropped);
+		faucet_value_free(cur);
+		faucet_value_free(next);
+		faucet_strarray_dispose(&dropped);
+		if (rc != 0 || written)
+			return rc;
+	}
+	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", index_key,
+				CAS_ATTEMPTS);
+}
+
+/* Take `run` out of the scope's index (its marker is gone). */
+static int index_drop(faucet_store *s, const char *index_key, const char *run)
+{
+	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+		faucet_value *cur = NULL, *next = NULL;
+		faucet_strarray runs = {0};
+		int rc, written = 0, found = 0;
+
+		if ((rc = faucet_store_get(s, index_key, &cur)) != 0)
+			return rc;
+		rc = run__index_parse(cur, index_key, &runs);
+		for (size_t i = 0; rc == 0 && i < runs.count; i++) {
+			if (strcmp(runs.strings[i], run) != 0)
+				continue;
+			free(runs.strings[i]);
+			memmove(&runs.strings[i], &runs.strings[i + 1],
+				(runs.count - i - 1) * sizeof(runs.strings[0]));
+			runs.count--;
+			found = 1;
+			break;
 		}
+		if (rc == 0 && found && (rc = run__index_value(&runs, &next)) == 0)
+			rc = faucet_store_compare_and_put(s, index_key, cur, next, &written);
 		faucet_value_free(cur);
 		faucet_value_free(next);
 		faucet_strarray_dispose(&runs);
-		faucet_strarray_dispose(&next_runs);
-		faucet_strarray_dispose(&dropped);
-		if (rc != 0 || written)
+		if (rc != 0 || written || !found)
 			return rc;
 	}
 	return faucet_error_set(FAUCET_ECONTENTION, "%s: gave up after %d lost races", index_key,
@@ -792,7 +862,12 @@ static int check_index(faucet_run *r)
 	if (rc == 0)
 		rc = run__index_parse(v, r->index_key, &runs);
 	faucet_strarray_dispose(&runs);
-	faucet_value_free(v);
+	if (rc == 0) {
+		r->index_seen = v;
+		r->index_seen_ok = 1;
+	} else {
+		faucet_value_free(v);
+	}
 	return rc;
 }
 
@@ -1256,6 +1331,128 @@ static int same_value(const faucet_value *a, const faucet_value *b)
 typedef int (*marker_edit_fn)(faucet_run *r, run_marker *m, void *ctx, int *changed);
 
 /*
+ * A lazy run's first change, when it is one key's put, records the run
+ * with it: the status entry "running" and the run in the index are two
+ * more guards of the marker's guarded write (faucet__store_put_guarded_many:
+ * on the file store one data barrier for all four files, the key renamed
+ * only once the other three are durable) instead of two writes of their
+ * own.  The order every reader relies on holds: the run is recorded, and
+ * its before-image durable, before the key changes.
+ */
+typedef struct {
+	faucet_value *scur, *snext, *icur, *inext;
+	run_status st;
+	int st_ok;
+	faucet_strarray dropped;
+} first_guards;
+
+static void first_guards_dispose(first_guards *g)
+{
+	faucet_value_free(g->scur);
+	faucet_value_free(g->snext);
+	faucet_value_free(g->icur);
+	faucet_value_free(g->inext);
+	if (g->st_ok)
+		run__status_dispose(&g->st);
+	faucet_strarray_dispose(&g->dropped);
+	memset(g, 0, sizeof(*g));
+}
+
+/* The status and index documents as they are to be written; attempt 0
+ * expects the index begin read, later attempts read both again. */
+static int first_guards_build(faucet_run *r, int attempt, first_guards *g)
+{
+	start_ctx c = {r, r->command, NULL, NULL};
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	if ((rc = faucet_store_get(r->s, r->status_key, &g->scur)) != 0 ||
+	    (rc = run__status_parse(g->scur, r->status_key, &g->st)) != 0)
+		return rc;
+	g->st_ok = 1;
+	if ((rc = edit_start(&g->st, &c)) != 0 || (rc = run__status_value(&g->st, &g->snext)) != 0)
+		return rc;
+	if (attempt == 0 && r->index_seen_ok)
+		g->icur = r->index_seen ? faucet_value_ref(r->index_seen) : NULL;
+	else if ((rc = faucet_store_get(r->s, r->index_key, &g->icur)) != 0)
+		return rc;
+	return index_next(g->icur, r->index_key, r->id, &g->inext, &g->dropped);
+}
+
+/* The first `done` pushed-out runs had their markers dropped with the
+ * guards: only the rest is left for the end to retire. */
+static void first_guards_unretired(first_guards *g, size_t done)
+{
+	if (done == 0)
+		return;
+	for (size_t i = 0; i < done && i < g->dropped.count; i++)
+		free(g->dropped.strings[i]);
+	memmove(g->dropped.strings, g->dropped.strings + done,
+		(g->dropped.count - done) * sizeof(g->dropped.strings[0]));
+	g->dropped.count -= done;
+}
+
+/* The guards were written: the run is recorded and indexed, its status
+ * kept as the expected value of the end's update. */
+static void first_guards_keep(faucet_run *r, first_guards *g)
+{
+	faucet_value_free(r->status);
+	if (r->scache_ok)
+		run__status_dispose(&r->scache);
+	r->status = g->snext;
+	r->scache = g->st;
+	r->scache_ok = 1;
+	g->snext = NULL;
+	g->st_ok = 0;
+	faucet_strarray_dispose(&r->retire);
+	r->retire = g->dropped;
+	memset(&g->dropped, 0, sizeof(g->dropped));
+	r->started = r->indexed = 1;
+}
+
+/* The marker's write `cur` -> `next` with the put of put_key; for a run
+ * not yet recorded, with its status and index entries (first_guards). */
+static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_value *next,
+		       const char *put_key, const faucet_value *put, int *written)
+{
+	first_guards g;
+	int rc;
+
+	if (!r->lazy || r->started)
+		return faucet__store_put_guarded(r->s, r->marker_key, cur, next, put_key, put,
+						 written);
+	*written = 0;
+	if ((rc = first_guards_build(r, attempt, &g)) == 0) {
+		faucet_store_guard gs[3] = {{r->status_key, g.scur, g.snext},
+					    {r->index_key, g.icur, g.inext},
+					    {r->marker_key, cur, next}};
+		char *drop[FAUCET_STORE_GUARDS_MAX];
+		size_t ndrop = 0;
+
+		/* The markers the index pushes out go with it (one run's
+		 * index, full, drops one); any beyond are left to the end. */
+		for (; rc == 0 && ndrop < g.dropped.count && ndrop < FAUCET_STORE_GUARDS_MAX;
+		     ndrop++)
+			if ((drop[ndrop] = run__marker_key(r->scope, g.dropped.strings[ndrop])) ==
+			    NULL)
+				rc = FAUCET_ENOMEM;
+		if (rc == 0)
+			rc = faucet__store_put_guarded_many(r->s, gs, 3, (const char *const *)drop,
+							    ndrop, put_key, put, written);
+		if (*written)
+			first_guards_unretired(&g, ndrop);
+		for (size_t i = 0; i < ndrop; i++)
+			free(drop[i]);
+		if (*written)
+			first_guards_keep(r, &g);
+		else if (rc != 0)
+			r->started = 1; /* some may have landed: the end records the failure */
+	}
+	first_guards_dispose(&g);
+	return rc;
+}
+
+/*
  * Read-modify-write of the run's marker with compare-and-put, like
  * status_update.  Our own last write of the marker is tried first as the
  * expected value (kept parsed in mcache: a run's next write of a key then
@@ -1290,10 +1487,13 @@ static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *c
 		/* From here the cache is ahead of the store until the write lands. */
 		r->mcache_ok = 0;
 		rc = edit(r, &r->mcache, ctx, &changed);
+		/* A run not yet recorded whose put records nothing (prepare
+		 * leaves its start to the guarded put) is recorded on its own. */
+		if (rc == 0 && !changed && put_key != NULL && r->lazy && !r->started)
+			rc = start_entry(r, NULL, NULL);
 		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0) {
 			if (put_key != NULL) {
-				*put_rc = faucet__store_put_guarded(r->s, r->marker_key, cur, next,
-								    put_key, put, &written);
+				*put_rc = guarded_put(r, attempt, cur, next, put_key, put, &written);
 				/* The marker was written and the put failed after it:
 				 * the marker is ours, the put's error the caller's. */
 				*put_done = written;
@@ -1468,7 +1668,9 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 		*noop = 1;
 		return 0;
 	}
-	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL))
+	/* A put's marker write records the run too (guarded_put). */
+	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL) &&
+	    !(put != NULL && !r->joined))
 		rc = start_entry(r, NULL, NULL);
 	/* A joined handle (a command of a `faucet run`) writes its images
 	 * apart from the key and looks at the lease again in between: a run
@@ -1918,8 +2120,12 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 	if ((rc = fence(r)) != 0)
 		return rc;
 	rc = record_after(r, &keys, &has_marker);
-	if (rc == 0 && has_marker)
+	if (rc == 0 && has_marker && !r->indexed)
 		rc = index_add(r->s, r->scope, r->index_key, r->id);
+	else if (rc == 0 && !has_marker && r->indexed)
+		rc = index_drop(r->s, r->index_key, r->id);
+	if (rc == 0)
+		rc = index_retire(r->s, r->scope, &r->retire);
 	if (rc == 0) {
 		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
 		rc = status_update(r, edit_end, &c);

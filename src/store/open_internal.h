@@ -27,6 +27,16 @@ int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_v
 			      const faucet_value *guard_value, const char *key,
 			      const faucet_value *value, int *written);
 
+/* faucet__store_put_guarded with 1 to FAUCET_STORE_GUARDS_MAX guards (see
+ * put_guarded_many in faucet/sys/store_backend.h).  Without the backend's
+ * slot the guards are written one by one: a guard that does not hold then
+ * leaves those before it written (*written 0), so the caller's retry must
+ * find its own earlier writes in place; the keys to drop are deleted once
+ * the guards are written. */
+int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				   const char *const *drop, size_t ndrop, const char *key,
+				   const faucet_value *value, int *written);
+
 /* Whether the store's backend streams faucet_store_scan_entries itself. */
 int faucet__store_has_scan_entries(const faucet_store *s);
 

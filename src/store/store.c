@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "warning.h"
 #include <faucet/sys/store_backend.h>
 #include "store/open_internal.h"
 #include "keys/bookkeeping.h"
@@ -304,6 +305,75 @@ int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_v
 	if (rc != 0 || !*written)
 		return rc;
 	return faucet_store_put(s, key, value);
+}
+
+/* The checks every guarded write makes, whichever way it is written. */
+static int check_guarded(const faucet_store_guard *guards, size_t n, const char *const *drop,
+			 size_t ndrop, const char *key)
+{
+	int rc;
+
+	if (n == 0 || n > FAUCET_STORE_GUARDS_MAX || ndrop > FAUCET_STORE_GUARDS_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s': 1 to %d guards and at most %d "
+					"keys to drop", key, FAUCET_STORE_GUARDS_MAX,
+					FAUCET_STORE_GUARDS_MAX);
+	if ((rc = faucet_validate_key(key)) != 0)
+		return rc;
+	for (size_t i = 0; i < n + ndrop; i++) {
+		const char *k = i < n ? guards[i].key : drop[i - n];
+
+		if ((rc = faucet_validate_key(k)) != 0)
+			return rc;
+		if ((i < n && guards[i].value == NULL) || strcmp(k, key) == 0)
+			return faucet_error_set(FAUCET_EINVALID, "put '%s': guard '%s' has no value "
+						"or is the key", key, k);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(k, j < n ? guards[j].key : drop[j - n]) == 0)
+				return faucet_error_set(FAUCET_EINVALID,
+							"put '%s': '%s' given twice", key, k);
+	}
+	return 0;
+}
+
+int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				   const char *const *drop, size_t ndrop, const char *key,
+				   const faucet_value *value, int *written)
+{
+	int rc;
+
+	*written = 0;
+	if ((rc = check_guarded(guards, n, drop, ndrop, key)) != 0)
+		return rc;
+	if (s->backend->version >= 7 && s->backend->put_guarded_many != NULL)
+		return s->backend->put_guarded_many(s->backend, guards, n, drop, ndrop, key, value,
+						    written);
+	/* One by one: a guard that does not hold stops here, those before it
+	 * written - the caller reads again and retries, with edits that find
+	 * their own earlier write in place. */
+	for (size_t i = 0; i + 1 < n; i++) {
+		rc = faucet_store_compare_and_put(s, guards[i].key, guards[i].expected,
+						  guards[i].value, written);
+		if (rc != 0 || !*written) {
+			*written = 0;
+			return rc;
+		}
+	}
+	*written = 0;
+	rc = faucet__store_put_guarded(s, guards[n - 1].key, guards[n - 1].expected,
+				       guards[n - 1].value, key, value, written);
+	if (*written && ndrop > 0) {
+		/* Cleanup: the put's own outcome (and error) stands. */
+		char *msg = rc != 0 ? faucet__strdup(faucet_error_last()->message) : NULL;
+
+		for (size_t i = 0; i < ndrop; i++)
+			if (faucet_store_delete(s, drop[i]) != 0)
+				faucet__warning_set("%s was not deleted: %s", drop[i],
+						    faucet_error_last()->message);
+		if (rc != 0)
+			(void)faucet_error_set(rc, "%s", msg ? msg : "");
+		free(msg);
+	}
+	return rc;
 }
 
 int faucet_store_compare_and_put(faucet_store *s, const char *key,

@@ -1309,48 +1309,177 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 	return rc;
 }
 
-/* compare_and_put of the guard, then the key's put, with one data barrier
- * for both files (faucet__durable_replace_pair): the guard's new file is
- * in place and durable before the key's is renamed. */
+static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_len, int sync,
+			 int *removed);
+
+/* One guard (or key to drop) of a guarded put, from its lock to its
+ * write. */
+typedef struct {
+	const char *key;
+	const faucet_store_guard *g; /* NULL: a key to drop */
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
+	size_t stem_len;
+	const char *bytes;
+	size_t len;
+	char *owned; /* a sealed value's bytes */
+	int lock_fd;
+	temp_spec spec;
+} guard_slot;
+
+static int by_stem(const void *a, const void *b)
+{
+	return strcmp(((const guard_slot *)a)->stem, ((const guard_slot *)b)->stem);
+}
+
+/* Lock every slot's key in the order of their stems (two guarded puts of
+ * the same keys never wait for each other in a circle) and compare each
+ * guard: *holds when all are as expected.  A key to drop that has no lock
+ * file has nothing to delete (lock_fd -1).  On error no lock is held. */
+static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, int *holds)
+{
+	int rc = 0, one = 1;
+	size_t locked = 0;
+
+	*holds = 1;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = faucet_file__key_stem(slots[i].key, slots[i].stem, &slots[i].stem_len);
+	if (rc != 0)
+		return rc;
+	qsort(slots, n, sizeof(*slots), by_stem);
+	for (; locked < n; locked++) {
+		guard_slot *sl = &slots[locked];
+
+		if (sl->g != NULL)
+			rc = lock_and_compare(fs, dfd, sl->key, sl->g->expected, sl->stem,
+					      &sl->lock_fd, &one);
+		else
+			rc = take_key_lock(fs, dfd, 0, sl->stem, &sl->lock_fd);
+		if (rc != 0)
+			break; /* neither holds a lock on error */
+		*holds = *holds && (sl->g == NULL || one);
+	}
+	if (rc != 0)
+		for (size_t i = 0; i < locked; i++)
+			if (slots[i].lock_fd >= 0)
+				(void)close(slots[i].lock_fd);
+	return rc;
+}
+
+typedef struct {
+	file_store *fs;
+	int dfd;
+	guard_slot *slots;
+	size_t n;
+} drop_ctx;
+
+/* The guards are in place: delete the keys to drop, their unlinks made
+ * durable by the sync that follows (faucet_durable_hook). */
+static void drop_keys(void *arg)
+{
+	drop_ctx *d = arg;
+
+	for (size_t i = 0; i < d->n; i++) {
+		guard_slot *sl = &d->slots[i];
+		int removed = 0;
+
+		if (sl->g == NULL && sl->lock_fd >= 0 &&
+		    remove_locked(d->fs, d->dfd, sl->stem, sl->stem_len, 0, &removed) != 0)
+			faucet__warning_set("%s was not deleted: %s", sl->key,
+					    faucet_error_last()->message);
+	}
+}
+
+/* Point each guard's target at its slot, in the caller's order: the last
+ * guard is its own commit point (a run's marker after its status). */
+static void guard_targets(file_store *fs, int dfd, const faucet_store_guard *guards, size_t n,
+			  guard_slot *slots, size_t nslots, faucet_durable_target *targets,
+			  const void **bytes, size_t *lens)
+{
+	for (size_t i = 0; i < n; i++) {
+		guard_slot *sl = NULL;
+
+		for (size_t j = 0; j < nslots && sl == NULL; j++)
+			if (slots[j].g == &guards[i])
+				sl = &slots[j];
+		sl->spec = (temp_spec){sl->stem, "json"};
+		faucet_file__path_of(fs, sl->name, sl->path);
+		targets[i] = (faucet_durable_target){dfd, sl->name, sl->path, "state file",
+						     faucet_file__temp_namer, &sl->spec,
+						     file_reopen_root, fs};
+		bytes[i] = sl->bytes;
+		lens[i] = sl->len;
+	}
+}
+
+/* Every guard compared-and-put and, only when all held, the keys to drop
+ * deleted and the key's put, with one data barrier for all the files
+ * (faucet__durable_replace_guarded): the guards' new files are in place
+ * and durable before the key's is renamed. */
+static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_guard *guards,
+				 size_t n, const char *const *drop, size_t ndrop, const char *key,
+				 const faucet_value *value, int *written)
+{
+	file_store *fs = (file_store *)b;
+	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX];
+	faucet_durable_target targets[FAUCET_STORE_GUARDS_MAX];
+	const void *bytes[FAUCET_STORE_GUARDS_MAX];
+	size_t lens[FAUCET_STORE_GUARDS_MAX], nslots = n + ndrop;
+	char kstem[FILE_STEM_MAX + 1], kname[FILE_NAME_CAP], kpath[PATH_CAP];
+	const char *kbytes = NULL;
+	char *kowned = NULL;
+	size_t klen = 0;
+	int dfd = -1, holds = 0, rc;
+
+	*written = 0;
+	if (n == 0 || n > FAUCET_STORE_GUARDS_MAX || ndrop > FAUCET_STORE_GUARDS_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "a guarded put takes 1 to %d guards",
+					FAUCET_STORE_GUARDS_MAX);
+	memset(slots, 0, sizeof(slots));
+	for (size_t i = 0; i < nslots; i++) {
+		slots[i].g = i < n ? &guards[i] : NULL;
+		slots[i].key = i < n ? guards[i].key : drop[i - n];
+		slots[i].lock_fd = -1;
+	}
+	if ((rc = faucet_file__root_get(fs, 1, &dfd)) != 0 ||
+	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds)) != 0)
+		return rc;
+	for (size_t i = 0; holds && rc == 0 && i < nslots; i++)
+		if (slots[i].g != NULL)
+			rc = faucet_file__prepare_put(fs, &dfd, slots[i].key, slots[i].g->value, 0,
+						      slots[i].stem, slots[i].name, &slots[i].bytes,
+						      &slots[i].len, &slots[i].owned);
+	if (holds && rc == 0)
+		rc = faucet_file__prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen,
+					      &kowned);
+	if (holds && rc == 0) {
+		temp_spec kspec = {kstem, "json"};
+		faucet_durable_target k = {dfd, kname, kpath, "state file", faucet_file__temp_namer,
+					   &kspec, file_reopen_root, fs};
+		drop_ctx d = {fs, dfd, slots, nslots};
+		faucet_durable_hook hook = {drop_keys, &d};
+
+		guard_targets(fs, dfd, guards, n, slots, nslots, targets, bytes, lens);
+		faucet_file__path_of(fs, kname, kpath);
+		rc = faucet__durable_replace_guarded(targets, bytes, lens, n, &k, kbytes, klen,
+						     ndrop > 0 ? &hook : NULL, written);
+	}
+	free(kowned);
+	for (size_t i = 0; i < nslots; i++) {
+		free(slots[i].owned);
+		if (slots[i].lock_fd >= 0)
+			(void)close(slots[i].lock_fd); /* releases the lock */
+	}
+	return rc;
+}
+
+/* put_guarded_many with one guard. */
 static int file_put_guarded(faucet_store_backend *b, const char *guard,
 			    const faucet_value *expected, const faucet_value *guard_value,
 			    const char *key, const faucet_value *value, int *written)
 {
-	file_store *fs = (file_store *)b;
-	char gstem[FILE_STEM_MAX + 1], gname[FILE_NAME_CAP], gpath[PATH_CAP];
-	char kstem[FILE_STEM_MAX + 1], kname[FILE_NAME_CAP], kpath[PATH_CAP];
-	const char *gbytes = NULL, *kbytes = NULL;
-	char *gowned = NULL, *kowned = NULL;
-	size_t glen = 0, klen = 0;
-	int dfd, lock_fd, holds, rc = lock_and_compare(fs, &dfd, guard, expected, gstem, &lock_fd,
-						       &holds);
+	faucet_store_guard g = {guard, expected, guard_value};
 
-	*written = 0;
-	if (rc != 0 || !holds) {
-		if (rc == 0)
-			(void)close(lock_fd);
-		return rc;
-	}
-	rc = faucet_file__prepare_put(fs, &dfd, guard, guard_value, 0, gstem, gname, &gbytes,
-				      &glen, &gowned);
-	if (rc == 0)
-		rc = faucet_file__prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen,
-					      &kowned);
-	if (rc == 0) {
-		temp_spec gspec = {gstem, "json"}, kspec = {kstem, "json"};
-		faucet_durable_target g = {dfd, gname, gpath, "state file", faucet_file__temp_namer,
-					   &gspec, file_reopen_root, fs};
-		faucet_durable_target k = {dfd, kname, kpath, "state file", faucet_file__temp_namer,
-					   &kspec, file_reopen_root, fs};
-
-		faucet_file__path_of(fs, gname, gpath);
-		faucet_file__path_of(fs, kname, kpath);
-		rc = faucet__durable_replace_pair(&g, gbytes, glen, &k, kbytes, klen, written);
-	}
-	free(gowned);
-	free(kowned);
-	(void)close(lock_fd); /* releases the lock */
-	return rc;
+	return file_put_guarded_many(b, &g, 1, NULL, 0, key, value, written);
 }
 
 /* Remove `name` under dfd; *removed is set when a file went away. */
@@ -1370,8 +1499,9 @@ static int unlink_present(const file_store *fs, int dfd, const char *name, const
 }
 
 /* Remove a key's files and then its lock file, holding the key's lock;
- * *removed says whether a file went away. */
-static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_len,
+ * *removed says whether a file went away.  Without `sync` the directory
+ * is left for the caller to sync (a guarded put's drops). */
+static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_len, int sync,
 			 int *removed)
 {
 	char name[FILE_NAME_CAP];
@@ -1386,7 +1516,7 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 	/* A delete that returned must not be undone by a crash either.  When
 	 * the sync fails the value is gone but may come back after a crash:
 	 * the outcome is unknown, not a failure that left the value in place. */
-	if (rc == 0 && *removed && sync_root(fs, dfd) != 0) {
+	if (rc == 0 && *removed && sync && sync_root(fs, dfd) != 0) {
 		(void)faucet__error_wrap("deleted, but the delete may not survive a crash");
 		rc = faucet_error_set(FAUCET_EUNKNOWN, "%s", faucet_error_last()->message);
 	}
@@ -1431,7 +1561,7 @@ static int file_del(faucet_store_backend *b, const char *key)
 
 	if (rc != 0 || lock_fd < 0)
 		return rc;
-	rc = remove_locked(fs, dfd, stem, stem_len, &removed);
+	rc = remove_locked(fs, dfd, stem, stem_len, 1, &removed);
 	(void)close(lock_fd);
 	return rc;
 }
@@ -1453,7 +1583,7 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	faucet_file__name_from_stem(name, stem, ".json");
 	rc = faucet_file__read_entry(fs, key, name, NULL, &current);
 	if (rc == 0 && current != NULL && faucet_value_equal(current, expected)) {
-		rc = remove_locked(fs, dfd, stem, stem_len, &removed);
+		rc = remove_locked(fs, dfd, stem, stem_len, 1, &removed);
 		*deleted = rc == 0;
 	}
 	faucet_value_free(current);
@@ -1601,6 +1731,7 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.list = file_list;
 	fs->base.compare_and_put = file_compare_and_put;
 	fs->base.put_guarded = file_put_guarded;
+	fs->base.put_guarded_many = file_put_guarded_many;
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = faucet_file__put_many;

@@ -22,19 +22,30 @@ extern "C" {
 #endif
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
- * reindex, version 6 scan_data and put_guarded; a version-2 to -5 struct
- * (without them) is still accepted.
+ * reindex, version 6 scan_data and put_guarded, version 7 put_guarded_many;
+ * a version-2 to -6 struct (without them) is still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 6
+#define FAUCET_STORE_BACKEND_VERSION 7
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
 #define FAUCET_STORE_BACKEND_INIT {.version = FAUCET_STORE_BACKEND_VERSION}
 
 typedef struct faucet_store_backend faucet_store_backend;
+
+/* One compare-and-put of a guarded write: `key` from `expected` (NULL = no
+ * entry) to `value`. */
+typedef struct {
+	const char *key;
+	const faucet_value *expected;
+	const faucet_value *value;
+} faucet_store_guard;
+
+/* Most guards put_guarded_many is given. */
+#define FAUCET_STORE_GUARDS_MAX 4
 
 struct faucet_store_backend {
 	unsigned int version; /* FAUCET_STORE_BACKEND_VERSION */
@@ -118,6 +129,21 @@ struct faucet_store_backend {
 	int (*put_guarded)(faucet_store_backend *b, const char *guard,
 			   const faucet_value *expected, const faucet_value *guard_value,
 			   const char *key, const faucet_value *value, int *written);
+
+	/* Optional: put_guarded with 1 to FAUCET_STORE_GUARDS_MAX guards (keys
+	 * distinct, none of them `key`): only when every guard holds are they
+	 * all written, and durable before `key` changes; one that does not
+	 * hold leaves everything as it was (*written 0).  The keys drop[0..ndrop)
+	 * (at most FAUCET_STORE_GUARDS_MAX, none a guard or `key`) are deleted
+	 * once the guards are in place - cleanup, not a promise: a failure to
+	 * delete one is a warning.  A run's first write of a CLI put records
+	 * its status, index and marker this way, retiring the marker the index
+	 * pushed out, with the key behind one data barrier.  NULL: the
+	 * front-end writes the guards one by one (see
+	 * faucet__store_put_guarded_many).  (Version 7.) */
+	int (*put_guarded_many)(faucet_store_backend *b, const faucet_store_guard *guards,
+				size_t n, const char *const *drop, size_t ndrop, const char *key,
+				const faucet_value *value, int *written);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
