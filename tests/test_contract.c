@@ -63,6 +63,7 @@ int main(int argc, char **argv)
 		if (wanted(backends[i].name, argc, argv)) {
 			failures += contract_run(&backends[i]);
 			failures += contract_runs_run(&backends[i]);
+			failures += contract_iter_run(&backends[i]);
 		}
 	}
 	return failures != 0;

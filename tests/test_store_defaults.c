@@ -4,13 +4,15 @@
  * a list made from a scan slot), one-by-one batches that leave a prefix
  * written, read-compare-write compare-and-put and read-compare-delete
  * compare-and-delete, a skipped doctor probe, reindex only through the
- * slot - and the checks faucet_store_new makes on a backend struct.
+ * slot, the key iterator over a list_page slot or over a listing taken
+ * once - and the checks faucet_store_new makes on a backend struct.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "util.h"
 #include <faucet/sys/store_backend.h>
 
 /* A bare backend over a memory store.  put fails for keys ending "::boom";
@@ -139,6 +141,250 @@ static void list_from_scan_copies_and_cleans_up(void **state)
 	tu_assert_error_contains("connection lost mid-scan");
 	assert_null(listed.strings);
 	assert_int_equal(listed.count, 0);
+	faucet_store_free(s);
+}
+
+/* ---- the key iterator over a list_page slot ---------------------------- */
+
+/* How the paging slot below behaves: it counts its calls, fails the
+ * fail_at-th with FAUCET_EUNAVAILABLE, and, told to, breaks its promise. */
+static struct {
+	int calls, fail_at;
+	enum { PAGE_GOOD, PAGE_FROM_START, PAGE_OVERFULL, PAGE_OUTSIDE } mode;
+} pager;
+
+/* list_page from the inner store's list: the keys after `after`, `limit`
+ * of them. */
+static int bare_list_page(faucet_store_backend *b, const char *prefix, const char *after,
+			  size_t limit, faucet_strarray *out)
+{
+	faucet_strarray all = {NULL, 0};
+	int rc;
+
+	if (++pager.calls == pager.fail_at)
+		return faucet_error_set(FAUCET_EUNAVAILABLE, "server went away");
+	rc = faucet_store_list(((bare_backend *)b)->inner,
+			       pager.mode == PAGE_OUTSIDE ? "" : prefix, &all);
+	if (pager.mode == PAGE_OVERFULL)
+		limit++;
+	for (size_t i = 0; rc == 0 && i < all.count && out->count < limit; i++) {
+		if (after == NULL || pager.mode == PAGE_FROM_START || strcmp(all.strings[i], after) > 0)
+			rc = faucet_strarray_push(out, all.strings[i]);
+	}
+	faucet_strarray_dispose(&all);
+	return rc;
+}
+
+static faucet_store *open_pager(unsigned version)
+{
+	bare_backend *b = new_bare(NULL);
+	faucet_store *s = NULL;
+
+	memset(&pager, 0, sizeof(pager));
+	b->base.version = version;
+	b->base.list_page = bare_list_page;
+	assert_int_equal(faucet_store_new(&s, &b->base), 0);
+	return s;
+}
+
+/* Keys prefix0 .. prefix{n-1}, the numbers `width` digits wide. */
+static void put_keys(faucet_store *s, const char *prefix, int width, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s%0*d", prefix, width, i);
+		tu_put(s, key, "1");
+	}
+}
+
+/* The next key, which must be `want` ("" = the end). */
+static void next_is(faucet_store_iter *it, const char *want)
+{
+	const char *key = NULL;
+	int rc = faucet_store_iter_next(it, &key);
+
+	if (*want == '\0') {
+		assert_int_equal(rc, 0);
+		assert_null(key);
+	} else {
+		if (rc != 1)
+			fail_msg("iter_next: %d (%s), want '%s'", rc, faucet_error_last()->message, want);
+		assert_string_equal(key, want);
+	}
+}
+
+/* Pages of 3 over 10 keys: four calls, the short last page ending it
+ * without a fifth; a failed page read returns the error and the next call
+ * retries it, so no key is lost or repeated. */
+static void iterator_pages_by_the_slot_and_retries_a_failed_page(void **state)
+{
+	faucet_store *s = open_pager(FAUCET_STORE_BACKEND_VERSION);
+	faucet_store_iter *it = NULL;
+	const char *key = "x";
+	(void)state;
+
+	assert_true(faucet_store_supports_list(s));
+	put_keys(s, "p::", 2, 10);
+	tu_put(s, "q::x", "1");
+	assert_int_equal(faucet_store_iter_new(s, "p::", &it), 0);
+	assert_int_equal(pager.calls, 0); /* nothing read before the first next */
+	assert_int_equal(faucet_store_iter_set_page_size(it, 3), 0);
+	pager.fail_at = 2;
+	next_is(it, "p::00");
+	next_is(it, "p::01");
+	next_is(it, "p::02");
+	assert_int_equal(faucet_store_iter_next(it, &key), FAUCET_EUNAVAILABLE);
+	tu_assert_error_contains("server went away");
+	assert_null(key);
+	for (int i = 3; i < 10; i++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "p::%02d", i);
+		next_is(it, want);
+	}
+	next_is(it, "");
+	next_is(it, "");
+	assert_int_equal(pager.calls, 5); /* 4 pages and the failed one */
+	faucet_store_iter_free(it);
+
+	/* Exactly three pages' worth: the fourth, empty page says so. */
+	tu_put(s, "p::10", "1");
+	tu_put(s, "p::11", "1");
+	pager.calls = pager.fail_at = 0;
+	assert_int_equal(faucet_store_iter_new(s, "p::", &it), 0);
+	assert_int_equal(faucet_store_iter_set_page_size(it, 4), 0);
+	for (int i = 0; i < 12; i++)
+		assert_int_equal(faucet_store_iter_next(it, &key), 1);
+	next_is(it, "");
+	assert_int_equal(pager.calls, 4);
+	faucet_store_iter_free(it);
+	faucet_store_free(s);
+}
+
+/* Paging by the last key handed out: a key written ahead of the iterator
+ * is seen, one behind it is not, one deleted ahead is gone. */
+static void iterator_pages_from_the_last_key(void **state)
+{
+	faucet_store *s = open_pager(FAUCET_STORE_BACKEND_VERSION);
+	faucet_store_iter *it = NULL;
+	(void)state;
+
+	put_keys(s, "k::", 1, 5);
+	assert_int_equal(faucet_store_iter_new(s, "k::", &it), 0);
+	assert_int_equal(faucet_store_iter_set_page_size(it, 2), 0);
+	next_is(it, "k::0");
+	next_is(it, "k::1");
+	tu_put(s, "k::00", "1");
+	tu_put(s, "k::15", "1");
+	assert_int_equal(faucet_store_delete(s, "k::2"), 0);
+	next_is(it, "k::15");
+	next_is(it, "k::3");
+	next_is(it, "k::4");
+	next_is(it, "");
+	faucet_store_iter_free(it);
+	faucet_store_free(s);
+}
+
+/* A slot that breaks its promise is an error, not a loop for ever. */
+static void iterator_refuses_a_page_out_of_order(void **state)
+{
+	static const struct {
+		int mode;
+		const char *message;
+	} cases[] = {{PAGE_FROM_START, "returned 'p::0' out of order (after 'p::1'"},
+		     {PAGE_OVERFULL, "returned 3 keys, more than the 2 asked for"},
+		     {PAGE_OUTSIDE, "returned 'a::x' out of order (after '', prefix 'p::')"}};
+	(void)state;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		faucet_store *s = open_pager(FAUCET_STORE_BACKEND_VERSION);
+		faucet_store_iter *it = NULL;
+		const char *key;
+		int rc = 0;
+
+		put_keys(s, "p::", 1, 5);
+		tu_put(s, "a::x", "1");
+		pager.mode = cases[c].mode;
+		assert_int_equal(faucet_store_iter_new(s, "p::", &it), 0);
+		assert_int_equal(faucet_store_iter_set_page_size(it, 2), 0);
+		for (int i = 0; i < 10 && (rc = faucet_store_iter_next(it, &key)) == 1; i++)
+			;
+		assert_int_equal(rc, FAUCET_ERROR);
+		tu_assert_error_contains(cases[c].message);
+		faucet_store_iter_free(it);
+		faucet_store_free(s);
+	}
+}
+
+/* list and scan are made from the slot when it is the only one. */
+static void list_and_scan_from_list_page(void **state)
+{
+	faucet_store *s = open_pager(FAUCET_STORE_BACKEND_VERSION);
+	faucet_strarray listed = {NULL, 0};
+	int n = 0;
+	(void)state;
+
+	put_keys(s, "p::", 1, 7);
+	tu_put(s, "q", "1");
+	assert_int_equal(faucet_store_list(s, "p::", &listed), 0);
+	assert_int_equal(listed.count, 7);
+	assert_string_equal(listed.strings[6], "p::6");
+	faucet_strarray_dispose(&listed);
+	assert_int_equal(faucet_store_scan(s, "", count_key, &n), 0);
+	assert_int_equal(n, 8);
+	pager.fail_at = pager.calls + 1;
+	assert_int_equal(faucet_store_list(s, "p::", &listed), FAUCET_EUNAVAILABLE);
+	assert_null(listed.strings);
+	faucet_store_free(s);
+}
+
+/* Past the end of a version-6 struct: the front-end must never call it. */
+static int list_page_not_expected(faucet_store_backend *b, const char *prefix, const char *after,
+				  size_t limit, faucet_strarray *out)
+{
+	(void)b;
+	(void)prefix;
+	(void)after;
+	(void)limit;
+	(void)out;
+	fail_msg("the list_page slot of a version-6 backend was called");
+	return 0;
+}
+
+/* Without the slot (or before version 7) the iterator takes the listing
+ * once, and its error is the iterator's; with no listing at all there is
+ * no iterator. */
+static void iterator_without_the_slot_lists_once(void **state)
+{
+	faucet_store *s = open_pager(6);
+	faucet_store_iter *it = NULL;
+	bare_backend *b = (bare_backend *)faucet_store_backend_of(s);
+	const char *key;
+	(void)state;
+
+	b->base.list_page = list_page_not_expected;
+	b->base.scan = bare_scan_failing;
+	put_keys(s, "p::", 1, 2);
+	assert_int_equal(faucet_store_iter_new(s, "p::", &it), 0);
+	next_is(it, "p::0");
+	tu_put(s, "p::05", "1"); /* after the listing: not seen */
+	next_is(it, "p::1");
+	next_is(it, "");
+	faucet_store_iter_free(it);
+	/* Three keys: the scan fails at the third, and so does the iterator. */
+	assert_int_equal(faucet_store_iter_new(s, "p::", &it), 0);
+	assert_int_equal(faucet_store_iter_next(it, &key), FAUCET_EIO);
+	tu_assert_error_contains("connection lost mid-scan");
+	assert_int_equal(faucet_store_iter_next(it, &key), FAUCET_EIO);
+	faucet_store_iter_free(it);
+	faucet_store_free(s);
+
+	s = open_bare();
+	it = (faucet_store_iter *)0x1;
+	assert_int_equal(faucet_store_iter_new(s, "", &it), FAUCET_EUNSUPPORTED);
+	tu_assert_error_contains("cannot enumerate its keys");
+	assert_null(it);
 	faucet_store_free(s);
 }
 
@@ -438,6 +684,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_cannot_list_and_batch_sequentially),
 		cmocka_unit_test(list_from_scan_copies_and_cleans_up),
+		cmocka_unit_test(iterator_pages_by_the_slot_and_retries_a_failed_page),
+		cmocka_unit_test(iterator_pages_from_the_last_key),
+		cmocka_unit_test(iterator_refuses_a_page_out_of_order),
+		cmocka_unit_test(list_and_scan_from_list_page),
+		cmocka_unit_test(iterator_without_the_slot_lists_once),
 		cmocka_unit_test(default_compare_and_put_reads_compares_and_writes),
 		cmocka_unit_test(default_compare_and_delete_reads_compares_and_deletes),
 		cmocka_unit_test(default_check_reports_one_skipped_probe),

@@ -10,8 +10,10 @@
  *   put_batch        in order, by the backend's put_many (one durability barrier
  *                    for the file store) or one put after another - an error
  *                    leaves a prefix written
- *   list, scan       each from the other; with neither, FAUCET_EUNSUPPORTED
- *                    "this state store cannot enumerate its keys"
+ *   list, scan       each from the other (or from list_page); with none,
+ *                    FAUCET_EUNSUPPORTED "this state store cannot enumerate
+ *                    its keys"
+ *   iterator         faucet_store_list once, handed out key by key
  *   check            one skipped probe "no check implemented"
  *
  * The faucet_store_supports_* queries say which of these a backend does
@@ -199,6 +201,45 @@ typedef int (*faucet_key_fn)(const char *key, void *ctx);
  * use the store; on SQLite the scan holds one pooled connection meanwhile. */
 FAUCET_EXTERN int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn,
 				    void *ctx);
+
+/* A pull iterator over the keys of faucet_store_list: the same keys in the
+ * same byte order, handed out one at a time, for a caller that cannot take
+ * a callback (a binding's for loop).  Where the backend pages (list_page in
+ * faucet/sys/store_backend.h: SQLite, PostgreSQL, etcd, Redis with
+ * index=true) it reads FAUCET_STORE_ITER_PAGE keys at a time, each page
+ * one query that starts after the last key handed out, so memory stays at
+ * one page and no connection or lock is held between calls; elsewhere (the
+ * file and memory stores, Redis without the index) the first call takes
+ * faucet_store_list once and hands it out.  Either way every key comes
+ * once, in strictly increasing order: a key written or deleted meanwhile
+ * is seen when the listing has not passed it yet (paged) or not at all
+ * (listed once), and never twice.  One thread uses an iterator at a time;
+ * the store must outlive it. */
+typedef struct faucet_store_iter faucet_store_iter;
+
+/* Keys per page an iterator reads by default. */
+#define FAUCET_STORE_ITER_PAGE 1000
+
+/* A new iterator over the keys starting with `prefix` (NULL or "" = all);
+ * nothing is read until the first faucet_store_iter_next.  `prefix` is
+ * copied.  Caller frees *out with faucet_store_iter_free. */
+FAUCET_EXTERN int faucet_store_iter_new(faucet_store *s, const char *prefix,
+					faucet_store_iter **out);
+
+/* Read `n` keys per page from the next page on (1 to 100000, else
+ * FAUCET_EINVALID); a store that lists once ignores it. */
+FAUCET_EXTERN int faucet_store_iter_set_page_size(faucet_store_iter *it, size_t n);
+
+/* The next key: returns 1 with *key set (borrowed: valid until the next
+ * call on `it` or its free), 0 after the last key (and on every call after
+ * that), or a FAUCET_E* error with the last error set and *key NULL.  An
+ * error leaves the iterator where it was, so calling again retries the
+ * read (worth it when faucet_error_retryable says so). */
+FAUCET_EXTERN int faucet_store_iter_next(faucet_store_iter *it, const char **key);
+
+/* Free the iterator and its page; NULL is ignored.  Any time, also before
+ * the end. */
+FAUCET_EXTERN void faucet_store_iter_free(faucet_store_iter *it);
 
 /* Called by faucet_store_scan_entries for each entry; key and value are
  * borrowed until it returns (take a reference to keep the value).  Return

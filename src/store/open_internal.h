@@ -37,6 +37,10 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 				   const char *const *drop, size_t ndrop, const char *key,
 				   const faucet_value *value, int *written);
 
+/* Whether the store's backend reads its listing a page at a time
+ * (list_page, version 7): what the key iterator pages with. */
+int faucet__store_has_list_page(const faucet_store *s);
+
 /* Whether the store's backend streams faucet_store_scan_entries itself. */
 int faucet__store_has_scan_entries(const faucet_store *s);
 

@@ -80,9 +80,15 @@ const char *faucet_store_backend_name(const faucet_store *s)
 	return s->backend->name ? s->backend->name : "custom";
 }
 
+int faucet__store_has_list_page(const faucet_store *s)
+{
+	return s->backend->version >= 7 && s->backend->list_page != NULL;
+}
+
 int faucet_store_supports_list(const faucet_store *s)
 {
-	return s->backend->list != NULL || s->backend->scan != NULL;
+	return s->backend->list != NULL || s->backend->scan != NULL ||
+	       faucet__store_has_list_page(s);
 }
 
 int faucet_store_supports_compare_and_put(const faucet_store *s)
@@ -162,6 +168,26 @@ static int push_key(const char *key, void *arr)
 	return faucet_strarray_push(arr, key);
 }
 
+#define LIST_BY_PAGES 10000
+
+/* A backend with only list_page: its pages one after another, through the
+ * iterator, which checks that each page goes on from the one before. */
+static int list_by_pages(faucet_store *s, const char *prefix, faucet_strarray *out)
+{
+	faucet_store_iter *it = NULL;
+	const char *key;
+	int rc = faucet_store_iter_new(s, prefix, &it);
+
+	if (rc == 0)
+		rc = faucet_store_iter_set_page_size(it, LIST_BY_PAGES);
+	while (rc == 0 && (rc = faucet_store_iter_next(it, &key)) == 1)
+		rc = faucet_strarray_push(out, key);
+	faucet_store_iter_free(it);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
 int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out)
 {
 	int rc;
@@ -173,6 +199,8 @@ int faucet_store_list(faucet_store *s, const char *prefix, faucet_strarray *out)
 	prefix = prefix ? prefix : "";
 	if (s->backend->list != NULL)
 		return s->backend->list(s->backend, prefix, out);
+	if (s->backend->scan == NULL && faucet__store_has_list_page(s))
+		return list_by_pages(s, prefix, out);
 	if (s->backend->scan == NULL)
 		return cannot_enumerate();
 	/* Default: copy what a scan hands over. */
@@ -192,10 +220,10 @@ int faucet_store_scan(faucet_store *s, const char *prefix, faucet_key_fn fn, voi
 	prefix = prefix ? prefix : "";
 	if (s->backend->scan != NULL)
 		return s->backend->scan(s->backend, prefix, fn, ctx);
-	if (s->backend->list == NULL)
+	if (!faucet_store_supports_list(s))
 		return cannot_enumerate();
 	/* Default: visit a list.  No lock is held while fn runs. */
-	rc = s->backend->list(s->backend, prefix, &keys);
+	rc = faucet_store_list(s, prefix, &keys);
 	for (size_t i = 0; rc == 0 && i < keys.count; i++)
 		rc = fn(keys.strings[i], ctx);
 	faucet_strarray_dispose(&keys);
@@ -344,7 +372,7 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 	*written = 0;
 	if ((rc = check_guarded(guards, n, drop, ndrop, key)) != 0)
 		return rc;
-	if (s->backend->version >= 7 && s->backend->put_guarded_many != NULL)
+	if (s->backend->version >= 8 && s->backend->put_guarded_many != NULL)
 		return s->backend->put_guarded_many(s->backend, guards, n, drop, ndrop, key, value,
 						    written);
 	/* One by one: a guard that does not hold stops here, those before it

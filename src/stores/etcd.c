@@ -1550,6 +1550,35 @@ static int etcd_list(faucet_store_backend *b, const char *prefix, faucet_strarra
 	return rc;
 }
 
+/* One range request: from just after `after` (its etcd key and a NUL, the
+ * smallest key above it) when that lies in the prefix's range, `limit`
+ * keys, read linearizably on its own (each page is its own snapshot). */
+static int etcd_list_page(faucet_store_backend *b, const char *prefix, const char *after,
+			  size_t limit, faucet_strarray *out)
+{
+	etcd_store *s = (etcd_store *)b;
+	etcd_args a = {0};
+	int rc = range_begin(s, &a, prefix);
+
+	if (rc == 0 && after != NULL && strcmp(after, prefix) >= 0) {
+		free(a.start);
+		a.start = faucet__sprintf("%s%s", s->prefix, after);
+		rc = a.start != NULL ? 0 : FAUCET_ENOMEM;
+		a.start_len = rc == 0 ? strlen(a.start) + 1 : 0; /* with the NUL */
+	}
+	a.keys_only = 1;
+	a.limit = limit;
+	if (rc == 0)
+		rc = etcd_run(s, op_page, &a);
+	if (rc == 0)
+		rc = collect_keys(s, &a, out);
+	page_free(&a);
+	free(a.start);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
 static int etcd_scan_entries(faucet_store_backend *b, const char *prefix, faucet_entry_fn fn,
 			     void *ctx)
 {
@@ -1992,6 +2021,7 @@ int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 	s->base.put = etcd_put;
 	s->base.del = etcd_del;
 	s->base.list = etcd_list;
+	s->base.list_page = etcd_list_page;
 	s->base.scan_entries = etcd_scan_entries;
 	s->base.scan_data = etcd_scan_data;
 	s->base.compare_and_put = etcd_compare_and_put;

@@ -246,6 +246,14 @@ static const pg_statement statements[] = {
 	 * COLLATE "C" orders by bytes whatever the database's collation. */
 	{"faucet_list",
 	 "SELECT key FROM {table} WHERE starts_with(key, $1) ORDER BY key COLLATE \"C\"", 1},
+	/* list_page: the same keys from just after $2 ('' = from the first:
+	 * keys are never empty), $3 of them.  The range bounds let a COLLATE
+	 * "C" key index start at the page's first key; on a table of the
+	 * original's layout each page is one top-$3 sort of the prefix's rest. */
+	{"faucet_list_page",
+	 "SELECT key FROM {table} WHERE starts_with(key, $1) AND key COLLATE \"C\" >= $1 "
+	 "AND key COLLATE \"C\" > $2 ORDER BY key COLLATE \"C\" LIMIT $3::bigint",
+	 3},
 	{"faucet_cas_absent",
 	 "INSERT INTO {table} (key, value, updated_at) VALUES ($1, $2::jsonb, NOW()) "
 	 "ON CONFLICT (key) DO NOTHING",
@@ -880,6 +888,22 @@ static int op_scan(pg_store *s, PGconn *c, pg_args *a)
 	return 0;
 }
 
+static int op_list_page(pg_store *s, PGconn *c, pg_args *a)
+{
+	char limit[32];
+	const char *params[3] = {a->prefix, a->key != NULL ? a->key : "", limit};
+	PGresult *res;
+	int rc;
+
+	snprintf(limit, sizeof(limit), "%zu", a->count);
+	res = faucet__pg_run_prepared(c, "faucet_list_page", 3, params);
+	rc = faucet__pg_result_ok(s, c, res, PGRES_TUPLES_OK, "cannot list a page of keys");
+	if (rc != 0)
+		return rc;
+	a->rows = res;
+	return 0;
+}
+
 /* One operation bound to its store and arguments, for faucet_pool_run. */
 typedef struct {
 	pg_store *s;
@@ -968,6 +992,21 @@ static int pg_scan(faucet_store_backend *b, const char *prefix, faucet_key_fn fn
 	for (int i = 0; rc == 0 && i < PQntuples(a.rows); i++)
 		rc = fn(PQgetvalue(a.rows, i, 0), ctx);
 	PQclear(a.rows);
+	return rc;
+}
+
+/* One statement a page, its rows copied after the connection is back. */
+static int pg_list_page(faucet_store_backend *b, const char *prefix, const char *after,
+			size_t limit, faucet_strarray *out)
+{
+	pg_args a = {.prefix = prefix, .key = after, .count = limit};
+	int rc = pg_run((pg_store *)b, op_list_page, &a, 1);
+
+	for (int i = 0; rc == 0 && i < PQntuples(a.rows); i++)
+		rc = faucet_strarray_push(out, PQgetvalue(a.rows, i, 0));
+	PQclear(a.rows);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
 	return rc;
 }
 
@@ -1382,6 +1421,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 	s->base.put = pg_put;
 	s->base.del = pg_del;
 	s->base.scan = pg_scan;
+	s->base.list_page = pg_list_page;
 	s->base.compare_and_put = pg_compare_and_put;
 	s->base.put_guarded = pg_put_guarded;
 	s->base.compare_and_delete = pg_compare_and_delete;

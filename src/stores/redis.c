@@ -743,6 +743,39 @@ int faucet_redis__index_range(redis_store *s, redisContext *c, const char *prefi
 	return rc;
 }
 
+/* One page of the index: ZRANGEBYLEX from just after a->key (when it lies
+ * in the prefix's range; else from the prefix), a->count members at most. */
+static int op_list_page(redis_store *s, redisContext *c, redis_args *a)
+{
+	int from_after = a->key != NULL && strcmp(a->key, a->prefix) >= 0;
+	char *min = from_after ? faucet__sprintf("(%s", a->key) : lex_min(a->prefix);
+	char *max = lex_max(a->prefix);
+	char limit[32];
+	const char *argv[7] = {"ZRANGEBYLEX", s->index, min, max, "LIMIT", "0", limit};
+	redisReply *r;
+	int rc = min && max ? 0 : FAUCET_ENOMEM;
+
+	snprintf(limit, sizeof(limit), "%zu", a->count);
+	if (rc == 0) {
+		r = faucet_redis__command(c, 7, argv, NULL);
+		/* reply_ok frees a reply it refuses. */
+		rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_ARRAY,
+					    "cannot read the namespace index");
+		if (rc == 0) {
+			for (size_t i = 0; rc == 0 && i < r->elements; i++) {
+				if (r->element[i]->type == REDIS_REPLY_STRING)
+					rc = faucet_strarray_push(a->list, r->element[i]->str);
+			}
+			freeReplyObject(r);
+		}
+	}
+	free(min);
+	free(max);
+	if (rc != 0)
+		faucet_strarray_dispose(a->list);
+	return rc;
+}
+
 static int bad_stored_value(const redis_store *s, const char *key, const char *why)
 {
 	return faucet_error_set(FAUCET_ERROR,
@@ -1198,6 +1231,15 @@ static int redis_list(faucet_store_backend *b, const char *prefix, faucet_strarr
 	return faucet_redis__run((redis_store *)b, op_list, &a, 1);
 }
 
+/* Only with the index: a SCAN has no order to page by. */
+static int redis_list_page(faucet_store_backend *b, const char *prefix, const char *after,
+			   size_t limit, faucet_strarray *out)
+{
+	redis_args a = {.prefix = prefix, .key = after, .count = limit, .list = out};
+
+	return faucet_redis__run((redis_store *)b, op_list_page, &a, 1);
+}
+
 static int redis_compare_and_put(faucet_store_backend *b, const char *key,
 				 const faucet_value *expected, const faucet_value *value,
 				 int *written)
@@ -1531,6 +1573,8 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.put = redis_put;
 	s->base.del = redis_del;
 	s->base.list = redis_list;
+	if (s->index != NULL)
+		s->base.list_page = redis_list_page;
 	s->base.compare_and_put = redis_compare_and_put;
 	s->base.put_guarded = redis_put_guarded;
 	s->base.compare_and_delete = redis_compare_and_delete;

@@ -62,6 +62,10 @@ enum {
 	ST_LIST_ALL,
 	ST_LIST_FROM,
 	ST_LIST_RANGE,
+	ST_PAGE_GE, /* list_page: these four in this order (see sq_list_page) */
+	ST_PAGE_GT,
+	ST_PAGE_GE_LT,
+	ST_PAGE_GT_LT,
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
@@ -80,6 +84,12 @@ static const char *const statement_sql[ST_COUNT] = {
 	"SELECT key FROM faucet_state ORDER BY key",
 	"SELECT key FROM faucet_state WHERE key >= ?1 ORDER BY key",
 	"SELECT key FROM faucet_state WHERE key >= ?1 AND key < ?2 ORDER BY key",
+	/* One bound each side, so the page is one walk of the key index from
+	 * its first row; ?3 is the page's size. */
+	"SELECT key FROM faucet_state WHERE key >= ?1 ORDER BY key LIMIT ?3",
+	"SELECT key FROM faucet_state WHERE key > ?1 ORDER BY key LIMIT ?3",
+	"SELECT key FROM faucet_state WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+	"SELECT key FROM faucet_state WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT ?3",
 	"BEGIN IMMEDIATE",
 	"COMMIT",
 	"ROLLBACK",
@@ -498,6 +508,62 @@ static int sq_scan(faucet_store_backend *b, const char *prefix, faucet_key_fn fn
 	return rc;
 }
 
+/* The page's statement with its bounds bound: from just after `after` when
+ * that lies inside the prefix's range, else from the prefix; up to the
+ * prefix's successor when it has one. */
+static int bind_page(sq_conn *c, const char *prefix, const char *after, const char *succ,
+		     size_t limit, sqlite3_stmt **out)
+{
+	int gt = after != NULL && strcmp(after, prefix) >= 0;
+	int upper = succ != NULL && *succ != '\0';
+	sqlite3_stmt *st = c->st[ST_PAGE_GE + gt + 2 * upper];
+	int rc = sqlite3_bind_text(st, 1, gt ? after : prefix, -1, SQLITE_STATIC);
+
+	if (rc == SQLITE_OK && upper)
+		rc = sqlite3_bind_text(st, 2, succ, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 3, (sqlite3_int64)limit);
+	*out = st;
+	return rc;
+}
+
+/* One page: one statement on one pooled connection, given back before
+ * returning, so an iterator holds no connection between pages. */
+static int sq_list_page(faucet_store_backend *b, const char *prefix, const char *after,
+			size_t limit, faucet_strarray *out)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	char *succ = faucet__malloc(strlen(prefix) + 1);
+	sqlite3_stmt *st = NULL;
+	sq_conn *c;
+	int rc, step = SQLITE_DONE;
+
+	if (succ == NULL)
+		return FAUCET_ENOMEM;
+	if (prefix_successor(prefix, succ) == 0)
+		*succ = '\0';
+	rc = with_conn(s, &c);
+	if (rc != 0) {
+		free(succ);
+		return rc;
+	}
+	if (bind_page(c, prefix, after, succ, limit, &st) != SQLITE_OK)
+		rc = sq_error(s, c->db, "cannot bind a page's bounds");
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		if (key != NULL)
+			rc = faucet_strarray_push(out, key);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = sq_error(s, c->db, "cannot list a page of keys");
+	st_done(st);
+	give_back(s, c);
+	free(succ);
+	if (rc != 0)
+		faucet_strarray_dispose(out);
+	return rc;
+}
+
 /* Undo an open transaction after an error, keeping the first error's
  * message (the rollback's own failure would only hide it). */
 static void rollback_quietly(sq_conn *c)
@@ -674,6 +740,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->base.put = sq_put;
 	s->base.del = sq_del;
 	s->base.scan = sq_scan;
+	s->base.list_page = sq_list_page;
 	s->base.compare_and_put = sq_compare_and_put;
 	s->base.put_guarded = sq_put_guarded;
 	s->base.compare_and_delete = sq_compare_and_delete;

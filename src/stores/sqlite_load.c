@@ -44,6 +44,8 @@ static const char not_loaded[] = "SQLite could not be loaded";
 	FN(int, sqlite3_bind_text,                                                             \
 	   (sqlite3_stmt * stmt, int i, const char *text, int n, void (*destructor)(void *)),  \
 	   (stmt, i, text, n, destructor), SQLITE_ERROR)                                       \
+	FN(int, sqlite3_bind_int64, (sqlite3_stmt * stmt, int i, sqlite3_int64 value),        \
+	   (stmt, i, value), SQLITE_ERROR)                                                     \
 	FN(int, sqlite3_step, (sqlite3_stmt * stmt), (stmt), SQLITE_ERROR)                     \
 	FN(int, sqlite3_reset, (sqlite3_stmt * pStmt), (pStmt), SQLITE_ERROR)                  \
 	FN(int, sqlite3_clear_bindings, (sqlite3_stmt * stmt), (stmt), SQLITE_ERROR)           \

@@ -366,6 +366,8 @@ static void assert_list(faucet_store *s, const char *prefix, const char **want, 
 			fail_msg("%s: list '%s' [%zu] = '%s', want '%s'", current->name, prefix, i,
 				 got.strings[i], want[i]);
 	}
+	/* So does the iterator, whatever its page size. */
+	contract_assert_iter_matches(s, prefix, &got, current->name);
 	/* A scan visits the same keys in the same order. */
 	if (faucet_store_scan(s, prefix, collect_key, &scanned) != 0)
 		fail_msg("%s: scan '%s': %s", current->name, prefix, faucet_error_last()->message);

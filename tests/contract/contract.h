@@ -46,6 +46,14 @@ int contract_run(const contract_backend *b);
 /* Run the invocation-run contract (runs.c) against one backend. */
 int contract_runs_run(const contract_backend *b);
 
+/* Run the key iterator's contract (iter.c) against one backend. */
+int contract_iter_run(const contract_backend *b);
+
+/* Fail the test unless iterators over `prefix` (default and small pages)
+ * give exactly `want`, faucet_store_list's answer, in its order. */
+void contract_assert_iter_matches(faucet_store *s, const char *prefix, const faucet_strarray *want,
+				  const char *backend);
+
 /* Expand a URL template (see above); NULL with a message on stderr when an
  * environment variable is missing.  *tmp receives the {tmp} directory or
  * NULL.  Caller frees both. */

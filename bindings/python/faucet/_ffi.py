@@ -172,6 +172,11 @@ void faucet_import_report_dispose(void *r);
 
 /* Optional: present in later libraries only, looked up with has(). */
 const char *faucet_version(void);
+typedef struct faucet_store_iter faucet_store_iter;
+int faucet_store_iter_new(faucet_store *s, const char *prefix, faucet_store_iter **out);
+int faucet_store_iter_set_page_size(faucet_store_iter *it, size_t n);
+int faucet_store_iter_next(faucet_store_iter *it, const char **key);
+void faucet_store_iter_free(faucet_store_iter *it);
 int faucet_value_equal(const faucet_value *a, const faucet_value *b);
 int faucet_value_merge_patch(const faucet_value *target, const faucet_value *patch,
                              faucet_value **out);

@@ -19,7 +19,6 @@ no entry".  A top-level JSON null would read back as None too, so it is
 refused as a value (InvalidValue); nested nulls are fine.
 """
 
-import queue
 import threading
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
@@ -503,13 +502,20 @@ class Store:
         finally:
             lib.faucet_strarray_dispose(arr)
 
-    def scan(self, prefix: str = "", *, chunk: int = 256) -> Iterator[str]:
+    def scan(self, prefix: str = "", *,
+             chunk: Optional[int] = None) -> Iterator[str]:
         """An iterator over the keys of list(prefix), in the same order,
-        read as they are consumed: memory stays bounded by a few chunks of
-        keys, however many there are.  Close the iterator (or exhaust it)
-        to end the scan early; a `for` loop that breaks out does that when
-        the iterator is collected."""
+        read as they are consumed: memory stays bounded by one page of
+        `chunk` keys (None: the library's default, 1000), however many
+        there are, on the stores that read a page at a time (SQLite,
+        PostgreSQL, etcd, Redis with index=true; the others list once).
+        Each key comes once, in increasing order, also while others write.
+        Close the iterator (or exhaust it) to end the scan early; a `for`
+        loop that breaks out does that when the iterator is collected."""
         p = _key_bytes(prefix, "prefix")
+        if not has(lib, "faucet_store_iter_new"):
+            # A libfaucet from before the iterator: the keys listed once.
+            return iter(self.list(prefix))
         return _Scan(self, p, chunk)
 
     # ---- documents -------------------------------------------------------
@@ -675,111 +681,68 @@ class Store:
         return begin(self, pipeline, row, **options)
 
 
-class _ScanFeed:
-    """What the scan thread and the iterator share.  The thread holds only
-    this, never the iterator, so dropping the iterator collects it (and its
-    __del__ stops the scan) even while the thread waits on a full queue."""
-
-    DONE = object()
-
-    def __init__(self, chunk):
-        self.queue = queue.Queue(maxsize=4)
-        self.stop = False
-        self.chunk = chunk
-        self.pending = []
-
-
-def _scan_thread(feed, store, ptr, prefix):
-    error = None
-    failed = []
-
-    def on_error(exc_type, exc, tb):
-        # An exception inside the callback (out of memory, say) must not
-        # look like the end of the keys: keep it, and stop the scan.
-        failed.append(exc)
-        return 1
-
-    @ffi.callback("int(const char *, void *)", onerror=on_error)
-    def on_key(key, ctx):
-        if feed.stop:
-            return 1
-        feed.pending.append(ffi.string(key).decode("utf-8", "surrogateescape"))
-        if len(feed.pending) >= feed.chunk:
-            chunk, feed.pending = feed.pending, []
-            feed.queue.put(chunk)
-        return 0
-
-    try:
-        rc = lib.faucet_store_scan(ptr, prefix, on_key, ffi.NULL)
-        if rc < 0:
-            error = E.last_error(rc, E.InvalidKey)
-        elif failed:
-            error = failed[0]
-    except BaseException as e:  # noqa: B902 - handed to the consumer
-        error = e
-    finally:
-        store._leave()
-        if feed.pending and not feed.stop:
-            feed.queue.put(feed.pending)
-        feed.pending = []
-        feed.queue.put((feed.DONE, error))
-
-
 class _Scan:
-    """The iterator of Store.scan().
+    """The iterator of Store.scan(): a faucet_store_iter, pulled one key at
+    a time on the caller's own thread.
 
-    faucet_store_scan hands keys to a callback on the thread that called it,
-    so to give them out one at a time the scan runs on a thread of its own
-    and passes chunks of keys through a small bounded queue: the scan waits
-    while the consumer is a few chunks behind.  Closing the iterator (or
-    dropping it) sets `stop`, which the callback turns into a non-zero
-    return that ends the scan, and drains the queue until the scan thread
-    says it is done, so the thread never stays blocked on a full queue."""
+    The C iterator borrows the store handle, so from its creation until it
+    is freed it counts as a call in progress (_enter/_leave): a close() of
+    the store meanwhile leaves the handle's free to the iterator's.  It is
+    freed at the end of the keys, on an error, by close() and by __del__.
+    A lock keeps two threads from using it at once (the C iterator is one
+    thread's at a time) and close() from freeing it under a running
+    next()."""
 
     def __init__(self, store, prefix, chunk):
-        self._feed = _ScanFeed(max(1, int(chunk)))
-        self._current = iter(())
-        self._finished = True
+        self._store = store
+        self._it = None
+        self._lock = threading.Lock()
+        out = ffi.new("faucet_store_iter **")
         ptr = store._enter()
-        self._thread = threading.Thread(target=_scan_thread,
-                                        args=(self._feed, store, ptr, prefix),
-                                        name="faucet-scan", daemon=True)
         try:
-            self._thread.start()
+            rc = lib.faucet_store_iter_new(ptr, prefix, out)
+            if rc != 0:
+                raise E.last_error(rc, E.InvalidKey)
+            if chunk is not None:
+                n = max(1, min(int(chunk), 100000))
+                rc = lib.faucet_store_iter_set_page_size(out[0], n)
+                if rc != 0:
+                    lib.faucet_store_iter_free(out[0])
+                    raise E.last_error(rc, E.InvalidArgument)
         except BaseException:
             store._leave()
             raise
-        self._finished = False
+        self._it = out[0]
+        self._key = ffi.new("const char **")
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        while True:
-            for key in self._current:
-                return key
-            if self._finished:
+        with self._lock:
+            if self._it is None:
                 raise StopIteration
-            item = self._feed.queue.get()
-            if type(item) is tuple and item[0] is _ScanFeed.DONE:
-                self._finished = True
-                self._thread.join()
-                if item[1] is not None:
-                    raise item[1]
-                raise StopIteration
-            self._current = iter(item)
+            rc = lib.faucet_store_iter_next(self._it, self._key)
+            if rc == 1:
+                return ffi.string(self._key[0]).decode("utf-8", "surrogateescape")
+            # Read the last error before the free can touch it.
+            error = E.last_error(rc, E.InvalidKey) if rc < 0 else None
+            self._release()
+        if error is not None:
+            raise error
+        raise StopIteration
+
+    def _release(self):
+        """Free the C iterator and leave the store; under the lock."""
+        it, self._it = self._it, None
+        if it is not None:
+            lib.faucet_store_iter_free(it)
+            self._store._leave()
 
     def close(self):
         """End the scan early; safe to call more than once."""
-        if self._finished:
-            return
-        self._feed.stop = True
-        while True:
-            item = self._feed.queue.get()
-            if type(item) is tuple and item[0] is _ScanFeed.DONE:
-                break
-        self._finished = True
-        self._thread.join()
+        with self._lock:
+            self._release()
 
     def __enter__(self):
         return self
@@ -788,7 +751,9 @@ class _Scan:
         self.close()
 
     def __del__(self):
+        # A half-built iterator (its __init__ raised) has nothing to free.
         try:
-            self.close()
+            if getattr(self, "_it", None) is not None:
+                self.close()
         except Exception:
             pass

@@ -74,6 +74,8 @@ def test_scan_can_stop_early_and_the_store_stays_usable(store):
         store.put(f"p::k{i:03d}", i)
     it = store.scan("p::", chunk=1)
     first = [next(it) for _ in range(3)]
+    assert len(store._calls) == 1  # the open iterator holds the handle
+    it.close()
     it.close()
     assert first == ["p::k000", "p::k001", "p::k002"]
     with pytest.raises(StopIteration):
@@ -81,10 +83,81 @@ def test_scan_can_stop_early_and_the_store_stays_usable(store):
     # Breaking out of a loop and dropping the iterator ends the scan too.
     for key in store.scan("p::", chunk=1):
         break
+    del key
     gc.collect()
-    assert [t for t in threading.enumerate() if t.name == "faucet-scan"] == []
+    assert store._calls == []
+    with store.scan("p::") as it:
+        assert next(it) == "p::k000"
+    assert store._calls == []
     store.put("p::after", 1)
     assert store.get("p::after") == 1
+
+
+def test_scan_pulls_on_the_callers_thread(store):
+    for i in range(20):
+        store.put(f"p::k{i:02d}", i)
+    before = threading.active_count()
+    it = store.scan("p::", chunk=3)
+    assert next(it) == "p::k00"
+    assert threading.active_count() == before  # no helper thread
+    assert list(it) == [f"p::k{i:02d}" for i in range(1, 20)]
+    assert store._calls == []  # exhausted: freed
+
+
+def test_scan_of_many_keys_in_pages(store):
+    keys = {f"m::{i:05d}": i for i in range(1500)}
+    store.import_({"version": 1, "pipeline": "m", "keys": keys})
+    store.put("n::other", 0)
+    want = sorted(keys)
+    assert list(store.scan("m::")) == want
+    assert list(store.scan("m::", chunk=7)) == want
+    assert list(store.scan("m::", chunk=1500)) == want
+    assert list(store.scan("m::", chunk=10**9)) == want  # clamped, not refused
+    assert list(store.scan("m::", chunk=0)) == want  # as before: at least 1
+    assert list(store.scan("")) == store.list()
+
+
+def test_scan_keeps_a_closed_store_alive_until_it_ends(store):
+    for i in range(5):
+        store.put(f"p::k{i}", i)
+    it = store.scan("p::", chunk=2)
+    assert next(it) == "p::k0"
+    store.close()
+    assert store._handle  # not freed under the iterator
+    assert list(it) == ["p::k1", "p::k2", "p::k3", "p::k4"]
+    assert store._handle == []  # the iterator's end freed it
+    with pytest.raises(faucet.Error, match="closed"):
+        store.scan("p::")
+
+
+def test_scan_raises_a_listing_failure(tmp_path):
+    root = tmp_path / "state"
+    s = faucet.open(f"file:{root}")
+    try:
+        s.put("p::a", 1)
+        it = s.scan("p::")
+        for f in root.iterdir():
+            f.unlink()
+        root.rmdir()
+        root.write_text("not a directory")
+        with pytest.raises(faucet.Error) as e:
+            next(it)
+        assert str(root) in str(e.value)
+        with pytest.raises(StopIteration):  # the failure ended it
+            next(it)
+        assert s._calls == []
+    finally:
+        s.close()
+
+
+def test_scan_lists_once_with_a_library_without_the_iterator(memory, monkeypatch):
+    from faucet import _store
+    memory.put("p::a", 1)
+    memory.put("p::b", 2)
+    real = _store.has
+    monkeypatch.setattr(_store, "has",
+                        lambda lib, name: name != "faucet_store_iter_new" and real(lib, name))
+    assert list(memory.scan("p::")) == ["p::a", "p::b"]
 
 
 def test_scan_may_use_the_store_while_it_runs(store):

@@ -22,13 +22,14 @@ extern "C" {
 #endif
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
- * reindex, version 6 scan_data and put_guarded, version 7 put_guarded_many;
- * a version-2 to -6 struct (without them) is still accepted.
+ * reindex, version 6 scan_data and put_guarded, version 7 list_page,
+ * version 8 put_guarded_many; a version-2 to -7 struct (without them) is
+ * still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 7
+#define FAUCET_STORE_BACKEND_VERSION 8
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -130,6 +131,16 @@ struct faucet_store_backend {
 			   const faucet_value *expected, const faucet_value *guard_value,
 			   const char *key, const faucet_value *value, int *written);
 
+	/* Optional: one page of list's keys: those starting with prefix and
+	 * greater than `after` (NULL = from the first; else a key an earlier
+	 * page returned), in strcmp order, at most `limit` (>= 1) of them and
+	 * fewer only when no more are left.  A page is one query, so the
+	 * store's iterator (faucet_store_iter_*) holds nothing between pages.
+	 * NULL: the iterator takes the whole list once.  On error *out is
+	 * empty.  (Version 7.) */
+	int (*list_page)(faucet_store_backend *b, const char *prefix, const char *after,
+			 size_t limit, faucet_strarray *out);
+
 	/* Optional: put_guarded with 1 to FAUCET_STORE_GUARDS_MAX guards (keys
 	 * distinct, none of them `key`): only when every guard holds are they
 	 * all written, and durable before `key` changes; one that does not
@@ -140,7 +151,7 @@ struct faucet_store_backend {
 	 * its status, index and marker this way, retiring the marker the index
 	 * pushed out, with the key behind one data barrier.  NULL: the
 	 * front-end writes the guards one by one (see
-	 * faucet__store_put_guarded_many).  (Version 7.) */
+	 * faucet__store_put_guarded_many).  (Version 8.) */
 	int (*put_guarded_many)(faucet_store_backend *b, const faucet_store_guard *guards,
 				size_t n, const char *const *drop, size_t ndrop, const char *key,
 				const faucet_value *value, int *written);
