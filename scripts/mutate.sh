@@ -44,6 +44,9 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        the run's end instead of going with the marker write
 #                        that records its before-image (a killed write then
 #                        has none, and undo restores over a later put)
+#   run-no-watchdog      `faucet run` starts no watchdog (a killed run's
+#                        command dies by its parent-death signal, what the
+#                        command started lives on)
 run_mutants() {
   local f
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
@@ -56,6 +59,8 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-status-no-cas\n' "$f"
   f=$(grep -n '!(q->after_ahead && added)' src/run/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-after-not-ahead\n' "$f"
+  f=$(grep -n 'if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)' src/cli/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/cli/run.c\t%s\trun-no-watchdog\n' "$f"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -133,6 +138,8 @@ elif kind == 'run-status-no-cas':
              '((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))')
 elif kind == 'run-after-not-ahead':
     sub_line(r'!\(q->after_ahead && added\)', '1')
+elif kind == 'run-no-watchdog':
+    sub_line(r'faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0', '1')
 elif kind == 'sync-after-rename':
     # Take out the first statement that fsyncs the temp file's descriptor
     # (fd), and sync fd instead just after the first rename that follows it

@@ -207,8 +207,21 @@ def store_url(backend, seed, n, workdir):
     raise SystemExit("unknown backend %r" % backend)
 
 
-def process_group_alive(pgid):
-    """Pids of live (non-zombie) processes in process group pgid."""
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def boot_ticks():
+    """Now, in the clock ticks since boot that /proc/PID/stat's starttime
+    counts."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * CLK_TCK)
+
+
+def process_group_alive(pgid, born_by=None):
+    """Pids of live (non-zombie) processes in process group pgid; with
+    born_by (boot ticks), only those started by then.  A group whose
+    processes all died is a number the kernel may give to a new process
+    (pids wrap at pid_max, 32768 here): a process of someone else's that
+    started later is never taken for ours, nor killed."""
     alive = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -219,8 +232,9 @@ def process_group_alive(pgid):
         except OSError:
             continue
         rest = stat.rsplit(")", 1)[-1].split()
-        # rest[0] = state, rest[2] = pgrp
-        if len(rest) > 2 and rest[0] != "Z" and int(rest[2]) == pgid:
+        # rest[0] = state, rest[2] = pgrp, rest[19] = starttime
+        if len(rest) > 19 and rest[0] != "Z" and int(rest[2]) == pgid and \
+                (born_by is None or int(rest[19]) <= born_by):
             alive.append(int(name))
     return alive
 
@@ -252,7 +266,10 @@ class Schedule:
         self.inflight_lock = threading.Lock()
         self.known_runs = []  # (run id, row or None)
         self.live_violations = []  # found while running (R8: children of a killed run)
-        self.groups = set()  # every process group we started
+        # Every process group we started (faucet's, and the command groups of
+        # its runs), with when the last process that could join it ended
+        # (boot ticks; None while it runs).
+        self.groups = {}
         self.stop = threading.Event()
         self.counter = 0
         self.long_tails = 0  # runs whose command works on for 4 s (at most 2)
@@ -301,7 +318,7 @@ class Schedule:
         op.pid = p.pid
         with self.inflight_lock:
             self.inflight[p.pid] = (p, op)
-            self.groups.add(p.pid)
+            self.groups[p.pid] = None
         try:
             p.wait(timeout=PROCESS_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -310,8 +327,10 @@ class Schedule:
             p.kill()
             p.wait()
         op.cmp = time.time_ns()
+        op.end_ticks = boot_ticks() + 1  # + 1: starttime is rounded to ticks
         with self.inflight_lock:
             self.inflight.pop(p.pid, None)
+            self.groups[p.pid] = op.end_ticks
         with open(out_path, "rb") as f:
             out = f.read()
         with open(err_path, "rb") as f:
@@ -457,30 +476,58 @@ class Schedule:
             self.remember_run(op.run, row)
         return op
 
+    def command_group(self, op):
+        """The process group of a run's command: the script, which faucet
+        starts as the leader of a group of its own, wrote its pid."""
+        try:
+            with open(op.pidfile) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError, AttributeError):
+            return None
+
     def check_children_gone(self, op):
-        """After SIGKILL of `faucet run`, its command must die too
-        (doc/design.md §8.8: children of a run die with it).  Bounded poll,
-        then clean up."""
+        """After SIGKILL of `faucet run`, its command must die too, and
+        everything the command started (doc/design.md §8.8: children of a
+        run die with it): the command's group and faucet's own.  Seconds
+        after faucet died their numbers cannot have been given out again, so
+        every member counts (one the command started late as well).
+        Bounded poll, then clean up; from then on the groups are only
+        watched for processes started before they were emptied."""
         deadline = op.cmp + CHILD_GRACE_NS
-        alive = process_group_alive(op.pid)
+        groups = [g for g in (op.pid, self.command_group(op)) if g is not None]
+
+        def alive_now():
+            return [p for g in groups for p in process_group_alive(g)]
+        alive = alive_now()
         while alive and time.time_ns() < deadline:
             time.sleep(0.05)
-            alive = process_group_alive(op.pid)
+            alive = alive_now()
         if alive:
             self.live_violations.append(Violation(
                 "R8", "killed run left its command running: faucet run pid %d (run %s) was "
-                "SIGKILLed and %d process(es) of its group (%s) were still alive %.1fs later"
+                "SIGKILLed and %d process(es) of its groups (%s) were still alive %.1fs later"
                 % (op.pid, op.run, len(alive), ",".join(map(str, alive)), CHILD_GRACE_NS / 1e9), [op]))
-        self.kill_group(op.pid)
+        for g in groups:
+            self.kill_group(g, None)
+        emptied = boot_ticks() + 1
+        with self.inflight_lock:
+            for g in groups:
+                self.groups[g] = emptied
 
-    def kill_group(self, pgid):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
+    def kill_group(self, pgid, born_by):
+        """Kill what is left of one of our groups, one process at a time:
+        killpg() of a number the kernel gave to someone else since would
+        kill them."""
         deadline = time.time() + 10
-        while process_group_alive(pgid) and time.time() < deadline:
+        alive = process_group_alive(pgid, born_by)
+        while alive and time.time() < deadline:
+            for pid in alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             time.sleep(0.02)
+            alive = process_group_alive(pgid, born_by)
 
     def record_child_puts(self, run_op, log, puts):
         """The child script's puts, from its log: writes as run_op's run."""
@@ -627,9 +674,8 @@ class Schedule:
         self.stop.set()
         nemesis.join()
         # Quiescence: nothing of the schedule may still run.
-        for pgid in list(self.groups):
-            if process_group_alive(pgid):
-                self.kill_group(pgid)
+        for pgid, born_by in list(self.groups.items()):
+            self.kill_group(pgid, born_by if born_by is not None else boot_ticks())
         self.retry_killed_undos()
         self.final = self.read_final()
         return self.ops, self.final
