@@ -324,44 +324,14 @@ static int act_lease_release(faucet_store *s)
 	return faucet_bf__lease_release(s, &held_lease);
 }
 
-/* One invocation run: begin (lease, status), a put recorded with its
- * before-image, end (after-image, status, rollback index, lease release). */
-static int act_run(faucet_store *s)
-{
-	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
-	faucet_run *r = NULL;
-	faucet_value *v = tu_v("{\"cursor\":9}");
-	int rc;
-
-	o.row = "r";
-	rc = faucet_run_begin(&r, s, "p", &o);
-	if (rc == 0) {
-		rc = faucet_run_put(r, "p::r", v);
-		if (rc == 0) {
-			rc = faucet_run_end(r, FAUCET_RUN_OK, 0, NULL);
-		} else {
-			/* As a caller does: a failed write ends the run as failed
-			 * (recorded, lease released), keeping the write's error. */
-			char *msg = strdup(faucet_error_last()->message);
-
-			(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, msg);
-			(void)faucet_error_set(rc, "%s", msg ? msg : "");
-			free(msg);
-		}
-	}
-	faucet_run_free(r);
-	faucet_value_free(v);
-	return rc;
-}
-
-/* Whether the last act_cli_run ended with a warning (a pushed-out marker
+/* Whether the last run_put_end ended with a warning (a pushed-out marker
  * it could not delete: cleanup, left for doctor to report). */
 static int cli_run_warned;
 
-/* A CLI write's run (no lease, recorded with its first change): the
- * status entry, the index and the marker go with the key's put in one
- * guarded write. */
-static int act_cli_run(faucet_store *s)
+/* A run of p::r that puts p::r = {"cursor":9} and ends, as a caller does:
+ * a failed write ends the run as failed (recorded, lease released),
+ * keeping the write's error. */
+static int run_put_end(faucet_store *s, int no_lease)
 {
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_run *r = NULL;
@@ -369,7 +339,7 @@ static int act_cli_run(faucet_store *s)
 	int rc;
 
 	o.row = "r";
-	o.no_lease = 1;
+	o.no_lease = no_lease;
 	faucet_warning_clear();
 	cli_run_warned = 0;
 	rc = faucet_run_begin(&r, s, "p", &o);
@@ -389,6 +359,21 @@ static int act_cli_run(faucet_store *s)
 	faucet_run_free(r);
 	faucet_value_free(v);
 	return rc;
+}
+
+/* One invocation run: begin (lease, status), a put recorded with its
+ * before-image, end (after-image, status, rollback index, lease release). */
+static int act_run(faucet_store *s)
+{
+	return run_put_end(s, 0);
+}
+
+/* A CLI write's run (no lease, recorded with its first change): the
+ * status entry, the index and the marker go with the key's put in one
+ * guarded write. */
+static int act_cli_run(faucet_store *s)
+{
+	return run_put_end(s, 1);
 }
 
 static void setup_run(faucet_store *s)

@@ -16,12 +16,7 @@
 #include "testutil.h"
 #include "contract.h"
 
-typedef struct {
-	char *url;
-	char *tmp;
-	faucet_store *store;
-	void *lock_token; /* a lock the test holds (contract_locker), released by teardown */
-} fixture;
+typedef contract_fixture fixture;
 
 static const contract_backend *current;
 
@@ -112,12 +107,12 @@ void contract_store_close(char *url, char *tmp, faucet_store *store)
 	free(url);
 }
 
-static int setup(void **state)
+int contract_fixture_setup(void **state, const contract_backend *b, const char *suite)
 {
 	fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	if (contract_store_open(current, "contract", &f->url, &f->tmp, &f->store) != 0) {
+	if (contract_store_open(b, suite, &f->url, &f->tmp, &f->store) != 0) {
 		free(f);
 		return -1;
 	}
@@ -125,23 +120,37 @@ static int setup(void **state)
 	return 0;
 }
 
-/* Delete every key the test left, so a shared server stays clean. */
-static int teardown(void **state)
+int contract_fixture_teardown(void **state, const contract_backend *b)
 {
 	fixture *f = *state;
 
 	/* A test that failed while holding a lock leaves it (and the shortened
 	 * wait) to us, so the next test starts clean. */
 	if (f->lock_token != NULL)
-		current->locker->release(f->lock_token);
+		b->locker->release(f->lock_token);
 	contract_store_close(f->url, f->tmp, f->store);
 	free(f);
 	return 0;
 }
 
-static faucet_store *S(void **state)
+faucet_store *contract_fixture_store(void **state)
 {
 	return ((fixture *)*state)->store;
+}
+
+static int setup(void **state)
+{
+	return contract_fixture_setup(state, current, "contract");
+}
+
+static int teardown(void **state)
+{
+	return contract_fixture_teardown(state, current);
+}
+
+static faucet_store *S(void **state)
+{
+	return contract_fixture_store(state);
 }
 
 /* ---- keys ------------------------------------------------------------- */

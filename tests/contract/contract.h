@@ -69,4 +69,21 @@ int contract_store_open(const contract_backend *b, const char *suite, char **url
  * server stays clean), free the store, remove the temp directory. */
 void contract_store_close(char *url, char *tmp, faucet_store *store);
 
+/* One test's store, as its cmocka state. */
+typedef struct {
+	char *url;
+	char *tmp;
+	faucet_store *store;
+	void *lock_token; /* a lock the test holds (contract_locker), released by teardown */
+} contract_fixture;
+
+/* cmocka setup: *state = a new fixture holding a fresh store of `b`
+ * (contract_store_open); -1 when it cannot be had. */
+int contract_fixture_setup(void **state, const contract_backend *b, const char *suite);
+/* cmocka teardown: the lock a failed test left released, the store closed
+ * (contract_store_close), the fixture freed. */
+int contract_fixture_teardown(void **state, const contract_backend *b);
+/* The store of the fixture in *state (borrowed). */
+faucet_store *contract_fixture_store(void **state);
+
 #endif

@@ -13,39 +13,23 @@
 #include "testutil.h"
 #include "contract.h"
 
-typedef struct {
-	char *url;
-	char *tmp;
-	faucet_store *store;
-} fixture;
+typedef contract_fixture fixture;
 
 static const contract_backend *current;
 
 static int setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	if (contract_store_open(current, "iter", &f->url, &f->tmp, &f->store) != 0) {
-		free(f);
-		return -1;
-	}
-	*state = f;
-	return 0;
+	return contract_fixture_setup(state, current, "iter");
 }
 
 static int teardown(void **state)
 {
-	fixture *f = *state;
-
-	contract_store_close(f->url, f->tmp, f->store);
-	free(f);
-	return 0;
+	return contract_fixture_teardown(state, current);
 }
 
 static faucet_store *S(void **state)
 {
-	return ((fixture *)*state)->store;
+	return contract_fixture_store(state);
 }
 
 /* Every key of an iterator over `prefix` with pages of `page` keys (0 =
