@@ -415,6 +415,82 @@ static void the_scan_agrees_with_the_parser(void **state)
 	assert_true(agreed_state > 100 && agreed_pass > 100);
 }
 
+/* Random documents of lines whose kind is known - log lines with and
+ * without a '{', blank lines, records, state lines, STATE messages - cut
+ * into random reads: exactly the non-state lines come out, in order, and
+ * the newest state is kept.  Runs of lines without a '{' are passed as one
+ * piece (feed's shortcut); a state line right after them must still be
+ * seen. */
+static void runs_of_plain_lines_pass_and_the_next_state_is_seen(void **state)
+{
+	static const struct {
+		const char *line;
+		int pos; /* the state it carries, or -1 when it passes */
+	} pool[] = {
+		{"INFO wrote 10 records\n", -1},
+		{"\n", -1},
+		{"   \t\n", -1},
+		{"a {brace} mid-line\n", -1},
+		{"{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"id\":1}}\n", -1},
+		{"{\"pos\":1}\n", 1},
+		{"  {\"pos\":2}\n", 2},
+		{"{\"type\":\"STATE\",\"value\":{\"pos\":3}}\n", 3},
+		{"\t{\"type\": \"STATE\", \"value\": {\"pos\": 4}}\n", 4},
+	};
+	unsigned seed = 777;
+
+	(void)state;
+	for (int iter = 0; iter < 3000; iter++) {
+		faucet_buf doc = FAUCET_BUF_INIT, want = FAUCET_BUF_INIT;
+		sink k = {FAUCET_BUF_INIT, 0, 0};
+		faucet_value *got;
+		int last = -1, lines;
+		singer s;
+
+		seed = seed * 1103515245 + 12345;
+		lines = (int)((seed >> 16) % 40) + 1;
+		for (int i = 0; i < lines; i++) {
+			size_t which;
+			seed = seed * 1103515245 + 12345;
+			/* Mostly plain lines, so long runs of them occur. */
+			which = (seed >> 16) % 3 != 0 ? (seed >> 18) % 4
+						      : (seed >> 18) % FAUCET_ARRAY_LEN(pool);
+			assert_int_equal(faucet_buf_puts(&doc, pool[which].line), 0);
+			if (pool[which].pos < 0)
+				assert_int_equal(faucet_buf_puts(&want, pool[which].line), 0);
+			else
+				last = pool[which].pos;
+		}
+		singer_init(&s, to_sink, &k);
+		for (size_t at = 0; at < doc.len;) {
+			size_t n;
+			seed = seed * 1103515245 + 12345;
+			n = (seed >> 16) % 3 == 0 ? doc.len - at : (seed >> 16) % 64 + 1;
+			if (n > doc.len - at)
+				n = doc.len - at;
+			assert_int_equal(singer_feed(&s, doc.ptr + at, n), 0);
+			at += n;
+		}
+		assert_int_equal(singer_finish(&s), 0);
+		if (k.out.len != want.len || memcmp(k.out.ptr, want.ptr, want.len) != 0)
+			fail_msg("iteration %d: the output is not the input's non-state lines", iter);
+		got = singer_take_state(&s);
+		if (last < 0) {
+			assert_null(got);
+		} else {
+			char text[32];
+			snprintf(text, sizeof(text), "{\"pos\":%d}", last);
+			assert_non_null(got);
+			assert_string_equal(faucet_value_json(got), text);
+		}
+		faucet_value_free(got);
+		faucet_buf_dispose(&k.out);
+		faucet_buf_dispose(&doc);
+		faucet_buf_dispose(&want);
+		singer_dispose(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +505,7 @@ int main(void)
 		cmocka_unit_test(a_state_line_too_long_to_hold_streams_and_fails),
 		cmocka_unit_test(record_lines_go_out_in_one_span_per_feed),
 		cmocka_unit_test(the_scan_agrees_with_the_parser),
+		cmocka_unit_test(runs_of_plain_lines_pass_and_the_next_state_is_seen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

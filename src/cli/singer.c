@@ -2,9 +2,10 @@
  * singer.c - Singer state capture (see singer.h for the rule).
  *
  * The common case is a flood of lines that are not state - RECORD messages,
- * a target's log - so that path copies nothing and parses nothing.  Each
- * line is looked at only as far as it takes to tell what it is: a line whose
- * first non-blank byte is not '{' passes at once; a line that starts an
+ * a target's log - so that path copies nothing and parses nothing.  Lines
+ * without a '{' pass together, found by one memchr for the next '{'.  Any
+ * other line is looked at only as far as it takes to tell what it is: a line
+ * whose first non-blank byte is not '{' passes at once; a line that starts an
  * object is scanned (singer_scan: strings, nesting and the top-level members'
  * names, no values parsed) until its top-level "type" member shows it is a
  * Singer message other than STATE - at once, for the usual
@@ -463,7 +464,23 @@ static int feed(singer *s, const char *data, size_t len)
 	const char *p = data, *end = data + len;
 
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *nl;
+
+		/* At a line's start, every whole line before the next '{' passes:
+		 * a line without one is no object (a log's lines, a target's
+		 * progress), and they go out as one span, unlooked at. */
+		if (s->mode == L_START && *p != '{') {
+			const char *brace = memchr(p, '{', (size_t)(end - p));
+			const char *last = memrchr(p, '\n', (size_t)((brace ? brace : end) - p));
+
+			if (last != NULL) {
+				if (emit(s, p, (size_t)(last + 1 - p)) != 0)
+					return -1;
+				p = last + 1;
+				continue;
+			}
+		}
+		nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		size_t with_nl = nl ? n + 1 : n;
 		int rc = 0;
