@@ -355,6 +355,14 @@ static int reference(const char *line)
 	return r;
 }
 
+/* The tests' random numbers: a seeded linear congruential step, its high
+ * 16 bits. */
+static unsigned next_random(unsigned *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 16;
+}
+
 /* Random lines made of JSON pieces, each fed alone: the scan classifies
  * every line the parser can read as the parser does, and a line it cannot
  * read either passes through or - when it has an object's shape - is a bad
@@ -379,20 +387,16 @@ static void the_scan_agrees_with_the_parser(void **state)
 		singer s;
 		sink k = {FAUCET_BUF_INIT, 0, 0};
 
-		seed = seed * 1103515245 + 12345;
-		if ((seed >> 16) % 10 < 8)
+		if (next_random(&seed) % 10 < 8)
 			line[len++] = '{';
-		seed = seed * 1103515245 + 12345;
-		count = (int)((seed >> 16) % 12) + 1;
+		count = (int)(next_random(&seed) % 12) + 1;
 		for (int i = 0; i < count; i++) {
 			const char *p;
-			seed = seed * 1103515245 + 12345;
-			p = pieces[(seed >> 16) % FAUCET_ARRAY_LEN(pieces)];
+			p = pieces[next_random(&seed) % FAUCET_ARRAY_LEN(pieces)];
 			memcpy(line + len, p, strlen(p));
 			len += strlen(p);
 		}
-		seed = seed * 1103515245 + 12345;
-		if ((seed >> 16) % 4 != 0)
+		if (next_random(&seed) % 4 != 0)
 			line[len++] = '}';
 		line[len] = '\0';
 
@@ -447,14 +451,11 @@ static void runs_of_plain_lines_pass_and_the_next_state_is_seen(void **state)
 		int last = -1, lines;
 		singer s;
 
-		seed = seed * 1103515245 + 12345;
-		lines = (int)((seed >> 16) % 40) + 1;
+		lines = (int)(next_random(&seed) % 40) + 1;
 		for (int i = 0; i < lines; i++) {
-			size_t which;
-			seed = seed * 1103515245 + 12345;
+			unsigned r = next_random(&seed);
 			/* Mostly plain lines, so long runs of them occur. */
-			which = (seed >> 16) % 3 != 0 ? (seed >> 18) % 4
-						      : (seed >> 18) % FAUCET_ARRAY_LEN(pool);
+			size_t which = r % 3 != 0 ? (r >> 2) % 4 : (r >> 2) % FAUCET_ARRAY_LEN(pool);
 			assert_int_equal(faucet_buf_puts(&doc, pool[which].line), 0);
 			if (pool[which].pos < 0)
 				assert_int_equal(faucet_buf_puts(&want, pool[which].line), 0);
@@ -463,9 +464,8 @@ static void runs_of_plain_lines_pass_and_the_next_state_is_seen(void **state)
 		}
 		singer_init(&s, to_sink, &k);
 		for (size_t at = 0; at < doc.len;) {
-			size_t n;
-			seed = seed * 1103515245 + 12345;
-			n = (seed >> 16) % 3 == 0 ? doc.len - at : (seed >> 16) % 64 + 1;
+			unsigned r = next_random(&seed);
+			size_t n = r % 3 == 0 ? doc.len - at : r % 64 + 1;
 			if (n > doc.len - at)
 				n = doc.len - at;
 			assert_int_equal(singer_feed(&s, doc.ptr + at, n), 0);
