@@ -442,7 +442,7 @@ static void bench_singer(const char *faucet, const char *dir)
 	char *with_cat[] = {"/bin/sh", "-c", pipe_cmd, NULL};
 	char *empty[] = {(char *)faucet, "--state", state, "run", "--singer", "--pipeline",
 			 "singer", "--", "/bin/cat", "/dev/null", NULL};
-	double tf[SINGER_REPS], tc[SINGER_REPS], cf[SINGER_REPS], cc[SINGER_REPS];
+	double tf[SINGER_REPS], cf[SINGER_REPS], cc[SINGER_REPS];
 	double ce[SINGER_REPS], whole[SINGER_REPS], own[SINGER_REPS];
 	FILE *f;
 
@@ -462,7 +462,7 @@ static void bench_singer(const char *faucet, const char *dir)
 	 * one iteration. */
 	(void)run_command(with_cat, out, NULL);
 	for (int i = 0; i < SINGER_REPS; i++) {
-		tc[i] = run_command(with_cat, out, &cc[i]);
+		(void)run_command(with_cat, out, &cc[i]);
 		tf[i] = run_command(with_faucet, out, &cf[i]);
 		(void)run_command(empty, out, &ce[i]);
 		whole[i] = cf[i] / cc[i];
@@ -478,7 +478,6 @@ static void bench_singer(const char *faucet, const char *dir)
 		       "medians of %d alternating iterations' ratios)\n",
 		       c, base, bench_median(whole, SINGER_REPS), fixed, bench_median(own, SINGER_REPS),
 		       SINGER_REPS);
-		(void)bench_median(tc, SINGER_REPS);
 	}
 	unlink(lines);
 }
