@@ -25,86 +25,6 @@
 #include "jsonw.h"
 #include "backfill_status.h"
 
-static const char backfill_help[] =
-	"usage: faucet backfill (-c FILE | --pipeline NAME) --from A --to B [OPTIONS]\n"
-	"                       [-- COMMAND ARGS...]\n"
-	"       faucet backfill status (-c FILE | --pipeline NAME) [--from A --to B\n"
-	"                       [--window W] [--timezone TZ] [--row R] | --hash H]\n"
-	"\n"
-	"Run COMMAND (no shell) once per window of the range [A, B), at most N at a\n"
-	"time, and remember each window's outcome so an interrupted or failed\n"
-	"backfill can be resumed.  Without a command after --, the YAML's\n"
-	"backfill.command is used.  'faucet backfill status --help' shows progress.\n"
-	"\n"
-	"  --from A, --to B     RFC 3339 (2026-03-07T00:00:00-05:00) or a date\n"
-	"                       (2026-03-07, local midnight in --timezone)\n"
-	"  --window W           Ns, Nm, Nh or N seconds (elapsed), Nd or Nw (calendar\n"
-	"                       days in --timezone); default: one unit for the range\n"
-	"  --timezone TZ        IANA zone, default UTC; windows are shown in it\n"
-	"  --concurrency N      units in flight (default 1)\n"
-	"  --row ROW            the row this backfill is for (default \"default\")\n"
-	"  --dry-run            show the units and what is already done; run nothing\n"
-	"  --resume             continue a backfill of this range: skip done units\n"
-	"  --restart            forget a backfill of this range and start over\n"
-	"  --lease-ttl DURATION how long a unit's claim lasts unless renewed (60s; 3s\n"
-	"                       to 720h)\n"
-	"  --metrics-file FILE  Prometheus metrics, rewritten as units end, when\n"
-	"                       interrupted and at the end\n"
-	"  --pipeline NAME      the pipeline (default: the YAML's name)\n"
-	"  --tenant T           refused: a backfill runs for a pipeline, not a\n"
-	"                       tenant's ('backfill status --tenant' reads one)\n"
-	"\n"
-	"The range's marker is written before the first unit runs (every unit\n"
-	"pending), so even a backfill killed during its first unit is shown by\n"
-	"'backfill status' and needs --resume or --restart to run again.\n"
-	"\n"
-	"Each argument may use ${backfill.start}, ${backfill.end}, ${backfill.start_date},\n"
-	"${backfill.end_date}, ${backfill.start_unix}, ${backfill.end_unix} and\n"
-	"${backfill.unit}; the same values are in FAUCET_BACKFILL_START, _END, ...,\n"
-	"_UNIT, with FAUCET_BACKFILL_STATE_KEY and the store (FAUCET_CONFIG or\n"
-	"FAUCET_STATE, and FAUCET_ENCRYPTION_KEY_ENV naming the key's variable for\n"
-	"an encrypted store).  The store must have an atomic compare-and-put.\n"
-	"\n"
-	"Progress goes to stderr: on a terminal one status line (done, failed,\n"
-	"running, pending, elapsed, ETA) redrawn in place; otherwise plain lines.\n"
-	"A unit's own output lines are prefixed with its window [START/END].  The\n"
-	"summary lists the failed windows and the command that resumes the range.\n"
-	"\n"
-	"Exit codes: 0 every unit done; N = the number of failed units (at most 100);\n"
-	"128 + signal when interrupted; 2 bad input (nothing ran); 1 a store error.\n"
-	"So 1 and 2 can mean a store or usage error as well as 1 or 2 failed units:\n"
-	"scripts that need to tell them apart use --json, which always ends with one\n"
-	"object whose \"outcome\" is ok, units_failed, interrupted or error.  With\n"
-	"\"error\", the object holds the error ({\"code\", \"message\", \"exit\"}) and\n"
-	"no unit counts; otherwise it has the counts, \"failed_windows\", \"exit\" and\n"
-	"\"resume_command\".\n";
-
-static const char backfill_status_help[] =
-	"usage: faucet backfill status (-c FILE | --pipeline NAME) [OPTIONS]\n"
-	"       faucet backfill status ... --from A --to B [--window W] [--timezone TZ]\n"
-	"                              [--row R]\n"
-	"       faucet backfill status ... --hash H\n"
-	"       faucet backfill status ... --tenant T\n"
-	"\n"
-	"Without a range: every backfill of the pipeline (one marker per range) with\n"
-	"its range, window, time zone and row, and how many units are done, failed,\n"
-	"pending and running (a live lease; its holder is shown).\n"
-	"\n"
-	"With a range (the same options as the backfill; the YAML's backfill block\n"
-	"gives the defaults) or a range hash: one line per unit - its window in the\n"
-	"backfill's zone, status, attempts, last start and end (UTC), and the last\n"
-	"error or the holder of its lease.  A range asked for in another --timezone\n"
-	"than its marker records is refused, naming both zones (bare dates are\n"
-	"local midnights, so the zone changes the range).\n"
-	"\n"
-	"--tenant T: the backfills of tenant T's pipeline, whose markers are at\n"
-	"T::NAME::__backfill__::{hash} (and unit leases under T::NAME::backfill::);\n"
-	"they are shown as T::NAME.\n"
-	"\n"
-	"A read command: it never creates a store and writes nothing.  --json prints\n"
-	"one object.  Exit codes: 0; 1 the store or the marker could not be read;\n"
-	"2 bad usage.\n";
-
 typedef struct {
 	const char *pipeline, *from, *to, *window, *timezone, *row, *metrics_file;
 	const char *lease_ttl, *concurrency, *hash, *tenant;
@@ -166,7 +86,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(a->status ? backfill_status_help : backfill_help) == 0
+			return cli_print_command_help(a->status ? "backfill status" : "backfill") == 0
 				       ? -1 : CLI_EXIT_FAILED;
 		if (id == CLI_ARG_POSITIONAL) {
 			if (!it.positional_only && !a->status && !seen_option &&

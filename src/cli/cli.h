@@ -205,12 +205,14 @@ int cli_default_pipeline(cli_context *ctx, const char *command, const char **pip
 int cli_pipeline_arg(cli_context *ctx, const char *command, const char **pipeline,
 		     const char *tenant, unsigned flags, char **ns);
 
-/* Print a command's help text (on stdout), followed by how a store is
- * chosen and configured (URLs, YAML fields, defaults, keys), and return 0.
- * The options of the parser that saw --help are first checked against the
- * command's row in src/cli/reference.c: a difference is an internal error,
- * printed, and 1 (the tests run every --help). */
-int cli_print_help(const char *text);
+/* Print the help of `command` ("state put", a variant such as "state export
+ * --format meltano", or "" for faucet's own) on stdout, generated from its
+ * row in src/cli/reference.c and ending with how a store is chosen and
+ * configured (URLs, YAML fields, defaults, keys), and return 0.  The options
+ * of the parser that saw --help are first checked against the command's row:
+ * a difference is an internal error, printed, and 1 (the tests run every
+ * --help). */
+int cli_print_command_help(const char *command);
 int cli_args_help_check(void);
 
 /* The value of a duration option (`flag`, e.g. "--lease-ttl", of

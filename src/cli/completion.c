@@ -14,17 +14,6 @@
 #include "cli.h"
 #include "reference.h"
 
-static const char completion_help[] =
-	"usage: faucet completion bash|zsh|fish\n"
-	"\n"
-	"Print a completion script for the shell: commands, flags, file names, and\n"
-	"the store's keys after 'state get|put|delete|list' (read with 'faucet state\n"
-	"list', from the store given on the line so far).\n"
-	"  bash: source <(faucet completion bash)    (or save it in\n"
-	"        /etc/bash_completion.d/faucet)\n"
-	"  zsh:  faucet completion zsh > \"${fpath[1]}/_faucet\"\n"
-	"  fish: faucet completion fish > ~/.config/fish/completions/faucet.fish\n";
-
 int cli_completion_main(cli_context *ctx, int argc, char **argv)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -37,7 +26,7 @@ int cli_completion_main(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(completion_help);
+			return cli_print_command_help("completion");
 		if (shell != NULL)
 			return cli_usage_error("completion", "unexpected argument '%s'", arg);
 		shell = arg;

@@ -309,52 +309,22 @@ int cli_finish(int exit_code)
 	return exit_code;
 }
 
-/* How a store is chosen and configured: the same for every command, so
- * every --help ends with it. */
-static const char store_help[] =
-	"\n"
-	"Store selection (first match wins): --state URL; -c/--config FILE (a pipeline\n"
-	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
-	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
-	"\n"
-	"\n";
-
-/* After the store reference generated from the table of backends. */
-static const char store_help_tail[] =
-	"\n"
-	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
-	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
-	"  state: {type, config}    the store, as above (required with -c)\n"
-	"  backfill: {window, concurrency (default 1), timezone (default UTC), command: [...]}\n"
-	"  Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is \"\".\n"
-	"\n"
-	"Encryption at rest (file store).  A key is any non-empty string - a passphrase\n"
-	"or random bytes in text form - and the AES-256-GCM key is the SHA-256 of its\n"
-	"bytes, so every length works; one shorter than 16 bytes is easy to guess and\n"
-	"draws a warning (make one with: openssl rand -base64 32).  A key is never put\n"
-	"on the command line; these options name the environment variable holding it:\n"
-	"  --encryption-key-env VAR   the current key: seals what is written, tried first\n"
-	"                             on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)\n"
-	"  --previous-key-env VAR     an older key, tried after it on reads; repeatable\n"
-	"                             (default: $FAUCET_PREVIOUS_KEY_ENV, comma-separated).\n"
-	"                             To rotate: --encryption-key-env NEW --previous-key-env\n"
-	"                             OLD state rekey; then drop OLD.\n";
-
-int cli_print_help(const char *text)
+int cli_print_command_help(const char *command)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
 	if (cli_args_help_check() != 0)
 		return CLI_EXIT_FAILED;
-	cli_reference_stores(&b);
+	if (cli_reference_help(&b, command) != 0) {
+		faucet_buf_dispose(&b);
+		return cli_error(CLI_EXIT_FAILED, "internal error: src/cli/reference.c has no "
+				 "help for '%s'", command);
+	}
 	if (b.failed) {
 		faucet_buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
-	fputs(text, stdout);
-	fputs(store_help, stdout);
-	fputs(b.ptr, stdout);
-	fputs(store_help_tail, stdout);
+	(void)fputs(b.ptr, stdout);
 	faucet_buf_dispose(&b);
 	return cli_finish(CLI_EXIT_OK);
 }

@@ -15,27 +15,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char doctor_help[] =
-	"usage: faucet doctor [--timeout DURATION] [--repair] [OPTIONS]\n"
-	"\n"
-	"Run the state store's health probes (reachability, a sentinel write, read\n"
-	"and delete that leaves nothing behind; for a file store also every value\n"
-	"file opened with the key, symlinks and orphaned temp files; expired leases;\n"
-	"every run document - __lease__, __status__, __rollback__ and its markers -\n"
-	"parsed as its kind) and print each with its status, time and hint.\n"
-	"--timeout bounds the whole check: 500ms, 10s (default), 2m, 1h; 1ms to 24h.\n"
-	"--repair:\n"
-	"  - sets each run document that does not parse aside, never deleting it: its\n"
-	"    value moves to {scope}::__broken__::{kind}::{UTC time, YYYYMMDDTHHMMSSZ}\n"
-	"    (e.g. p::r::__status__ -> p::r::__broken__::status::20260101T000000Z),\n"
-	"    then the broken key is removed if it still holds that value, so its row\n"
-	"    can be written again;\n"
-	"  - in a file store, removes faucet's own temp files\n"
-	"    ({stem}.{32 hex}.{counter}.json.tmp and the like) that no live writer\n"
-	"    holds - never another name, never through a symlink, and nothing in a\n"
-	"    directory it does not recognise as a faucet store.\n"
-	"Exit 1 when any probe fails (a warning does not).\n";
-
 static const char *status_name(faucet_probe_status st)
 {
 	switch (st) {
@@ -191,7 +170,7 @@ int cli_doctor_main(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(doctor_help);
+			return cli_print_command_help("doctor");
 		if (id == OPT_REPAIR) {
 			cctx.flags |= FAUCET_CHECK_REPAIR;
 			continue;

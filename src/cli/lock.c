@@ -15,23 +15,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char lock_help[] =
-	"usage: faucet lock list [PIPELINE] [OPTIONS]\n"
-	"       faucet lock break (KEY | --pipeline P [--row R]) [--if-holder H] [OPTIONS]\n"
-	"\n"
-	"  list    every lease (of runs and backfill units): key, holder, expiry,\n"
-	"          live, expired or dead (its holder, a process of this host, is\n"
-	"          gone: the next run takes it over), and the run holding it; on a\n"
-	"          terminal a header, aligned columns and local times, piped\n"
-	"          tab-separated lines and UTC times\n"
-	"  break   remove the lease KEY (a ...::__lease__ key) with compare-and-delete;\n"
-	"          with --if-holder only when H holds it.  Exit 3 when the lease is\n"
-	"          held by someone else than H or changed meanwhile.\n"
-	"          --pipeline P --row R: the lease P::R::__lease__ of that invocation;\n"
-	"          --pipeline P alone: P::__lease__ (a bulk write or an undo) or\n"
-	"          P::default::__lease__ (a run of the default row), whichever is held\n"
-	"          (both held: exit 2, give the key).\n";
-
 static const char *lease_tail = "::__lease__";
 
 static int is_lease_key(const char *key)
@@ -60,7 +43,7 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(lock_help);
+			return cli_print_command_help("lock list");
 		if (pipeline != NULL)
 			return cli_usage_error("lock list", "unexpected argument '%s'", arg);
 		pipeline = arg;
@@ -305,7 +288,7 @@ static int lock_break(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(lock_help);
+			return cli_print_command_help("lock break");
 		if (id == O_IF_HOLDER) {
 			if_holder = arg;
 			continue;
@@ -371,7 +354,7 @@ int cli_lock_main(cli_context *ctx, int argc, char **argv)
 	if (id == CLI_ARG_ERROR)
 		return CLI_EXIT_USAGE;
 	if (id == CLI_ARG_HELP)
-		return cli_print_help(lock_help);
+		return cli_print_command_help("lock");
 	if (id == CLI_ARG_END)
 		return cli_usage_error("lock", "missing subcommand (list, break)");
 	if (strcmp(arg, "list") == 0)

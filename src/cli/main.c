@@ -26,7 +26,7 @@ static int print_usage(FILE *to)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	if (to == stdout) {
-		rc = cli_print_help(b.ptr);
+		rc = cli_print_command_help("");
 	} else {
 		(void)fputs(b.ptr, to);
 		rc = CLI_EXIT_USAGE;
@@ -107,7 +107,7 @@ static int version_main(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help("usage: faucet version [--json]\n\nPrint the version.\n");
+			return cli_print_command_help("version");
 		return cli_usage_error("version", "unexpected argument '%s'", arg);
 	}
 	return print_version(ctx);

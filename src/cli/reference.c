@@ -1,7 +1,7 @@
 /*
  * reference.c - the one table of the command's commands and flags
- * (reference.h).  The usage text, the completion scripts and the man page
- * are generated from it (reference_gen.c); every --help checks that its
+ * (reference.h).  The usage text, every --help, the completion scripts and
+ * the man page are generated from it (reference_gen.c); every --help checks that its
  * parser accepts exactly the flags of its row (cli_reference_check), and
  * tests/cli/test_reference_texts.sh runs every --help and tries every flag.
  */
@@ -12,6 +12,7 @@
 #define FLAG(l, s, a, d) {.long_name = (l), .short_name = (s), .arg = (a), .desc = (d)}
 #define FLAGV(l, s, a, d, v) {.long_name = (l), .short_name = (s), .arg = (a), .desc = (d), .value = (v)}
 #define FLAGW(l, a, d, w) {.long_name = (l), .arg = (a), .desc = (d), .with = (w)}
+#define FLAGM(l, a, d, m) {.long_name = (l), .arg = (a), .desc = (d), .more = (m)}
 #define TENANT(d) FLAG("tenant", 't', "T", d)
 #define END {0}
 
@@ -42,9 +43,6 @@ static const char man_quiet[] =
 	"No run ids, undo commands, reports or progress: a successful write prints\n"
 	"nothing.  Errors still go to stderr.\n";
 
-static const char man_help[] =
-	"Help for the command, ending with the store and key reference.\n";
-
 static const char man_version[] =
 	"The version (also\n"
 	".BR \"faucet version\" ).\n";
@@ -61,7 +59,7 @@ const cli_ref_flag cli_reference_globals[] = {
 	{.long_name = "quiet", .short_name = 'q', .man = man_quiet,
 	 .desc = "no run ids, undo commands or progress on stderr; errors only"},
 	{.long_name = "help", .short_name = 'h', .desc = "show help (also after any command)",
-	 .man = man_help},
+	 .more = ", ending with the store and key reference"},
 	END,
 };
 
@@ -85,7 +83,8 @@ static const cli_ref_flag show_flags[] = {
 
 static const cli_ref_flag put_flags[] = {
 	FLAG("if-absent", 0, NULL, "write only when KEY has no value"),
-	FLAG("if-equals", 0, "JSON", "write only when KEY's value equals JSON (exit 3 otherwise)"),
+	FLAGM("if-equals", "JSON", "write only when KEY's value equals JSON (exit 3 otherwise)",
+	      "; compared as JSON values: member order and number spelling do not matter"),
 	END,
 };
 
@@ -98,7 +97,9 @@ static const cli_ref_flag merge_flags[] = {
 static const cli_ref_flag clear_flags[] = {
 	FLAG("row", 0, "R", "only the invocation PIPELINE::R"),
 	TENANT("the pipeline of tenant T"),
-	FLAG("yes", 'y', NULL, "needed on a terminal when more than one key would go"),
+	{.long_name = "yes", .short_name = 'y',
+	 .desc = "needed on a terminal when more than one key would go",
+	 .more = " (when standard input is one; there is no prompt)"},
 	FLAG("dry-run", 'n', NULL, "list the keys that would go; delete nothing"),
 	END,
 };
@@ -114,7 +115,9 @@ static const cli_ref_flag export_flags[] = {
 };
 
 static const cli_ref_flag import_flags[] = {
-	FLAG("replace", 0, NULL, "also delete the namespace's keys the document does not hold"),
+	FLAGM("replace", NULL, "also delete the namespace's keys the document does not hold",
+	      "; a document without keys is refused (exit 2), since it would empty the "
+	      "namespace, unless --allow-empty"),
 	FLAG("allow-empty", 0, NULL, "let --replace apply an empty document"),
 	FLAG("dry-run", 0, NULL, "print what would be written and deleted; write nothing"),
 	FLAGV("to-config", 0, "FILE", "write into the store of this pipeline YAML", CLI_VALUE_FILE),
@@ -168,6 +171,8 @@ static const cli_ref_flag undo_flags[] = {
 	TENANT("a run of tenant T's PIPELINE"),
 	FLAG("force", 0, NULL, "undo even over later writes (a conflict)"),
 	FLAG("dry-run", 0, NULL, "print what would be restored; write nothing"),
+	{.long_name = "wait", .arg = "D", .optional_value = 1,
+	 .desc = "wait for the pipeline's lease to go (for up to D; without D, no limit)"},
 	END,
 };
 
@@ -179,20 +184,28 @@ static const cli_ref_flag doctor_flags[] = {
 
 static const cli_ref_flag backfill_flags[] = {
 	FLAG("pipeline", 0, "NAME", "the pipeline (default: the YAML's name)"),
-	FLAG("from", 0, "A", "the range's start: RFC 3339 or a date"),
-	FLAG("to", 0, "B", "the range's end: RFC 3339 or a date"),
-	FLAG("window", 0, "W", "a unit's length: Ns, Nm, Nh, Nd or Nw"),
-	FLAGV("timezone", 0, "TZ", "IANA zone of the windows (default UTC)", CLI_VALUE_ZONE),
+	FLAGM("from", "A", "the range's start: RFC 3339 or a date",
+	      " (2026-03-07T00:00:00-05:00, or 2026-03-07: local midnight in --timezone)"),
+	FLAGM("to", "B", "the range's end: RFC 3339 or a date", ", as --from"),
+	FLAGM("window", "W", "a unit's length: Ns, Nm, Nh, Nd or Nw",
+	      " (Ns, Nm, Nh or N seconds: elapsed; Nd, Nw: calendar days in --timezone); "
+	      "default: one unit for the range"),
+	{.long_name = "timezone", .arg = "TZ", .value = CLI_VALUE_ZONE,
+	 .desc = "IANA zone of the windows (default UTC)", .more = "; windows are shown in it"},
 	FLAG("concurrency", 0, "N", "units in flight (default 1)"),
 	FLAG("row", 0, "ROW", "the row this backfill is for (default \"default\")"),
 	FLAG("dry-run", 0, NULL, "show the units and what is already done; run nothing"),
 	FLAG("resume", 0, NULL, "continue a backfill of this range: skip done units"),
 	FLAG("restart", 0, NULL, "forget a backfill of this range and start over"),
-	FLAG("lease-ttl", 0, "DURATION", "how long a unit's claim lasts unless renewed (60s)"),
-	FLAGV("metrics-file", 0, "FILE", "Prometheus metrics, rewritten as units end",
-	      CLI_VALUE_FILE),
+	FLAG("lease-ttl", 0, "DURATION",
+	     "how long a unit's claim lasts unless renewed (60s; 3s to 720h)"),
+	{.long_name = "metrics-file", .arg = "FILE", .value = CLI_VALUE_FILE,
+	 .desc = "Prometheus metrics, rewritten as units end",
+	 .more = ", when interrupted and at the end"},
 	FLAG("hash", 0, "H", "the backfill of this hash (backfill status)"),
-	TENANT("refused: a backfill runs for a pipeline, not a tenant"),
+	{.long_name = "tenant", .short_name = 't', .arg = "T",
+	 .desc = "refused: a backfill runs for a pipeline, not a tenant",
+	 .more = " ('backfill status --tenant' reads a tenant's)"},
 	END,
 };
 
@@ -214,7 +227,8 @@ static const cli_ref_flag run_flags[] = {
 	FLAG("row", 0, "R", "the invocation's row (default \"default\")"),
 	FLAG("lease-ttl", 0, "D", "how long the lease lasts unless renewed (60s; 1s to 720h)"),
 	{.long_name = "wait", .arg = "D", .optional_value = 1,
-	 .desc = "wait for a live lease to go (for up to D, at most 720h)"},
+	 .desc = "wait for a live lease to go (for up to D, at most 720h)",
+	 .more = "; without D, no limit"},
 	FLAG("singer", 0, NULL, "capture Singer state: the bookmark is handed to the command"),
 	END,
 };
@@ -227,20 +241,46 @@ static const cli_ref_flag lock_break_flags[] = {
 };
 
 static const cli_ref_flag serve_flags[] = { /* src/serve/serve.c */
-	FLAG("listen", 0, "HOST:PORT", "where to listen (default 127.0.0.1:8421)"),
+	FLAGM("listen", "HOST:PORT", "where to listen (default 127.0.0.1:8421)",
+	      "; port 0 picks one, printed on stderr; a non-loopback address needs --token-file"),
 	FLAGV("token-file", 0, "FILE", "the bearer tokens (needed off loopback)", CLI_VALUE_FILE),
-	FLAG("read-only", 0, NULL, "refuse every write"),
+	FLAGM("read-only", NULL, "refuse every write", " (403)"),
 	FLAG("threads", 0, "N", "worker threads (default 4)"),
-	FLAG("max-connections", 0, "N", "connections at once (default 64)"),
+	FLAGM("max-connections", "N", "connections at once (default 64)", "; 503 beyond"),
 	FLAG("timeout", 0, "D", "a connection's idle timeout (default 30s)"),
-	FLAGV("tls-cert", 0, "FILE", "serve HTTPS with this certificate", CLI_VALUE_FILE),
-	FLAGV("tls-key", 0, "FILE", "serve HTTPS with this key", CLI_VALUE_FILE),
-	FLAG("routes", 0, NULL, "print the routes and exit"),
+	{.long_name = "tls-cert", .arg = "FILE", .value = CLI_VALUE_FILE,
+	 .desc = "serve HTTPS with this certificate", .more = " (PEM), with --tls-key"},
+	{.long_name = "tls-key", .arg = "FILE", .value = CLI_VALUE_FILE,
+	 .desc = "serve HTTPS with this key", .more = " (PEM), with --tls-cert"},
+	FLAGM("routes", NULL, "print the routes and exit", " (METHOD PATH)"),
 	END,
 };
 
-/* Each row's man-page paragraphs (roff), after its summary. */
-#include "reference_man.inc"
+/* Each row's prose: its --help and man-page paragraphs. */
+#include "reference_help.inc"
+
+static const cli_ref_variant export_variants[] = {
+	{.when = "--format meltano", .help = help_state_export_meltano,
+	 .synopsis = "--format meltano [PIPELINE] [--row R] [--tenant T] [-o FILE]",
+	 .flags = "row tenant output"},
+	{0},
+};
+
+static const cli_ref_variant import_variants[] = {
+	{.when = "--format meltano", .help = help_state_import_meltano,
+	 .synopsis = "--format meltano [--pipeline P] [--row R] [--tenant T] [--merge-partial] "
+		     "[--dry-run] FILE|-",
+	 .flags = "pipeline row tenant merge-partial dry-run"},
+	{0},
+};
+
+static const cli_ref_variant copy_variants[] = {
+	{.when = "--to-pipeline", .help = help_state_copy_pipeline,
+	 .synopsis = "PIPELINE --to-pipeline NEW [--row-map OLD=NEW]... [--tenant T] [--replace] "
+		     "[--dry-run]",
+	 .flags = "row-map tenant replace dry-run"},
+	{0},
+};
 
 const cli_ref_command cli_reference_commands[] = {
 	{.name = "", .synopsis = "[OPTIONS] COMMAND [ARGS]", .hidden = 1, .flags = top_flags,
@@ -251,75 +291,80 @@ const cli_ref_command cli_reference_commands[] = {
 			"undo merge clear pipelines"},
 	{.name = "state list", .synopsis = "[PIPELINE [--tenant T] | --prefix PREFIX] [--all]",
 	 .summary = "keys in byte order, one a line", .flags = list_flags, .complete_keys = 1,
-	 .man = man_state_list},
+	 .help = help_state_list},
 	{.name = "state show", .synopsis = "[PIPELINE] [--tenant T] [--all]",
 	 .summary = "every key of a pipeline with its decoded parts and value",
-	 .flags = show_flags, .man = man_state_show},
-	{.name = "state get", .synopsis = "KEY", .complete_keys = 1, .man = man_state_get,
+	 .flags = show_flags, .help = help_state_show},
+	{.name = "state get", .synopsis = "KEY", .complete_keys = 1, .help = help_state_get,
 	 .summary = "the value as compact JSON on one line; nothing (exit 0) when absent"},
 	{.name = "state put", .synopsis = "KEY JSON|- [--if-absent | --if-equals JSON]",
 	 .summary = "write a value (- reads it from stdin)", .flags = put_flags,
-	 .complete_keys = 1, .man = man_state_put},
-	{.name = "state delete", .synopsis = "KEY", .complete_keys = 1, .man = man_state_delete,
+	 .complete_keys = 1, .help = help_state_put},
+	{.name = "state delete", .synopsis = "KEY", .complete_keys = 1, .help = help_state_delete,
 	 .summary = "remove a key (absent is not an error)"},
 	{.name = "state merge", .synopsis = "KEY JSON|- [--if-equals JSON] [--dry-run]",
 	 .summary = "RFC 7396 merge patch into KEY's value", .flags = merge_flags,
-	 .complete_keys = 1, .man = man_state_merge},
+	 .complete_keys = 1, .help = help_state_merge},
 	{.name = "state clear", .synopsis = "PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]",
 	 .summary = "delete a pipeline's data keys (one run)", .flags = clear_flags,
-	 .man = man_state_clear},
+	 .help = help_state_clear},
 	{.name = "state pipelines", .synopsis = "[--tenant T]",
 	 .summary = "every pipeline: keys, last run, leases", .flags = pipelines_flags,
-	 .man = man_state_pipelines},
+	 .help = help_state_pipelines},
 	{.name = "state export", .synopsis = "[PIPELINE] [--tenant T] [-o FILE] [--format meltano [--row R]]",
 	 .summary = "the version-1 export document", .flags = export_flags,
-	 .man = man_state_export},
+	 .help = help_state_export, .variants = export_variants},
 	{.name = "state import",
 	 .synopsis = "FILE|- [--replace [--allow-empty]] [--dry-run] [--to-config FILE]",
 	 .summary = "write an export document into the store", .flags = import_flags,
-	 .man = man_state_import},
+	 .help = help_state_import, .variants = import_variants},
 	{.name = "state copy",
 	 .synopsis = "[PIPELINE] (--to URL | --to-config FILE | --to-pipeline NEW) [--replace]",
 	 .summary = "export + import into another store, or to another pipeline",
-	 .flags = copy_flags, .man = man_state_copy},
+	 .flags = copy_flags, .help = help_state_copy,
+	 .variants = copy_variants},
 	{.name = "state move", .synopsis = "PIPELINE NEW [--row-map OLD=NEW]... [--replace]",
 	 .summary = "rename a pipeline (one run, one undo)", .flags = move_flags,
-	 .man = man_state_move},
+	 .help = help_state_move},
 	{.name = "state rekey", .synopsis = "[PREFIX]",
-	 .summary = "re-seal every file with the current key", .man = man_state_rekey},
+	 .summary = "re-seal every file with the current key", .help = help_state_rekey},
 	{.name = "state runs", .synopsis = "PIPELINE [--row R | --tenant T]",
-	 .summary = "the run history, newest first", .flags = runs_flags, .man = man_state_runs},
+	 .summary = "the run history, newest first", .flags = runs_flags, .help = help_state_runs},
 	{.name = "state undo", .synopsis = "PIPELINE [--row R | --tenant T] [RUN] [--force] [--dry-run]",
 	 .summary = "undo a run (the newest not yet undone)", .flags = undo_flags,
-	 .man = man_state_undo},
+	 .help = help_state_undo},
 	{.name = "state reindex", .synopsis = "",
-	 .summary = "rebuild a Redis store's namespace index", .man = man_state_reindex},
+	 .summary = "rebuild a Redis store's namespace index", .help = help_state_reindex},
 	{.name = "doctor", .synopsis = "[--timeout DURATION] [--repair]",
 	 .summary = "run the state store's health probes", .flags = doctor_flags,
-	 .man = man_doctor},
+	 .help = help_doctor},
 	{.name = "backfill", .synopsis = "(-c FILE | --pipeline NAME) --from A --to B [-- COMMAND ...]",
 	 .summary = "re-run a pipeline over a past range (see 'faucet backfill --help')",
-	 .flags = backfill_flags, .subcommands = "status", .man = man_backfill},
+	 .flags = backfill_flags, .subcommands = "status", .help = help_backfill},
 	{.name = "backfill status",
 	 .synopsis = "(-c FILE | --pipeline NAME) [--from A --to B | --hash H] [--tenant T]",
 	 .summary = "what the backfills of a pipeline have done", .flags = backfill_status_flags,
 	 .parser = "backfill",
-	 .man = man_backfill_status},
+	 .help = help_backfill_status},
 	{.name = "run",
 	 .synopsis = "(--pipeline P [--row R] | -c FILE) [--lease-ttl D] [--wait[=D]] [--singer] -- COMMAND ...",
 	 .summary = "run a command as one recorded, undoable run of an invocation",
-	 .flags = run_flags, .man = man_run},
+	 .flags = run_flags, .help = help_run},
 	{.name = "lock", .synopsis = "list|break ...", .subcommands = "list break",
 	 .summary = "show the leases of runs and backfill units; remove a stuck one"},
-	{.name = "lock list", .synopsis = "[PIPELINE]", .man = man_lock_list,
+	{.name = "lock list", .synopsis = "[PIPELINE]", .help = help_lock_list,
 	 .summary = "the leases of runs, bulk writes and backfill units"},
 	{.name = "lock break", .synopsis = "KEY | --pipeline P [--row R] [--if-holder H]",
-	 .summary = "remove a stuck lease", .flags = lock_break_flags},
+	 .summary = "remove a stuck lease", .flags = lock_break_flags, .help = help_lock_break},
 	{.name = "completion", .synopsis = "bash|zsh|fish", .subcommands = "bash zsh fish",
-	 .summary = "print a shell completion script", .man = man_completion},
-	{.name = "version", .synopsis = "", .summary = "print the version (also -V, --version)"},
-	{.name = "serve", .synopsis = "[--listen HOST:PORT] [--token-file FILE] [--read-only]",
-	 .summary = "an HTTP API over the store (see 'faucet serve --help')", .flags = serve_flags},
+	 .summary = "print a shell completion script", .help = help_completion},
+	{.name = "version", .synopsis = "", .summary = "print the version (also -V, --version)",
+	 .help = help_version},
+	{.name = "serve",
+	 .synopsis = "[--listen HOST:PORT] [--token-file FILE] [--read-only] [--threads N] "
+		     "[--max-connections N] [--timeout D] [--tls-cert FILE --tls-key FILE] [--routes]",
+	 .summary = "an HTTP API over the store (see 'faucet serve --help')", .flags = serve_flags,
+	 .help = help_serve},
 	/* A command of its own file adds its row here. */
 };
 

@@ -1,15 +1,24 @@
 /*
  * reference.h - the one table of the command's commands, flags and
  * environment variables (reference.c), and what is generated from it: the
- * usage text, the flag lists of the completion scripts, the man page
- * (`faucet help --man`, committed as doc/faucet.1) and the check, made
- * whenever a help is printed, that a parser accepts exactly the flags its
- * row documents.
+ * usage text, every command's --help, the flag lists of the completion
+ * scripts, the man page (`faucet help --man`, committed as doc/faucet.1)
+ * and the check, made whenever a help is printed, that a parser accepts
+ * exactly the flags its row documents.
  *
- * Adding a command: one row in cli_reference_commands (and the flags it
- * takes, in an array beside it); the parser in its own file.  A command of
- * its own file (`faucet serve`) may instead keep its row in that file and
- * list it in the `extra_rows` block of reference.c.
+ * Adding a command: one row in cli_reference_commands (its synopsis,
+ * summary, prose and the flags it takes, in an array beside it); the parser
+ * in its own file, printing its help with cli_print_command_help().  A
+ * command of its own file (`faucet serve`) adds its row at the end of the
+ * table, where the comment says.
+ *
+ * Prose (a row's `help`, a variant's, a flag's `more`) is plain text, the
+ * same for --help and the man page: lines of at most 78 columns, printed as
+ * they are by --help and filled by roff (escaped there).  A blank line
+ * starts a paragraph.  Lines starting with spaces make a list: one at the
+ * block's first indent starts an item whose first word is its tag ("-",
+ * "bash:"), a deeper one continues the item; the man page hangs the item's
+ * filled text after its tag.  No other markup.
  */
 #ifndef FAUCET_CLI_REFERENCE_H
 #define FAUCET_CLI_REFERENCE_H
@@ -38,7 +47,19 @@ typedef struct {
 	const char *with;      /* accepted only with these arguments ("--format meltano") */
 	int optional_value;    /* --wait[=D]: the value only after '=' */
 	const char *man;       /* roff for the man page instead of desc, or NULL */
+	const char *more;      /* prose continuing desc in --help and the man page, not
+				* in the completions: "; compared as JSON values" */
 } cli_ref_flag;
+
+/* Another form of a command, with a help of its own: `state export --format
+ * meltano --help`.  Its usage line follows the command's in the command's
+ * --help, its prose follows the command's in the man page. */
+typedef struct {
+	const char *when;     /* the arguments selecting it: "--format meltano" */
+	const char *synopsis; /* after "faucet NAME ", `when` included */
+	const char *help;     /* prose */
+	const char *flags;    /* the long names of the row's flags it takes: "row tenant" */
+} cli_ref_variant;
 
 typedef struct {
 	const char *name;     /* "state put"; a top-level command has no space */
@@ -48,9 +69,11 @@ typedef struct {
 	const char *subcommands;   /* "list break": completed after NAME, or NULL */
 	int complete_keys;         /* complete the store's keys as arguments */
 	int hidden;                /* not in the usage text (a command of another's row) */
-	const char *man;           /* roff: the man page's paragraphs after the summary */
+	const char *help;          /* prose: what it does, its output, its exit codes; the
+				    * --help and the man page's paragraphs; or NULL */
 	const char *parser;        /* its parser is that row's (accepting all of its flags;
 				    * this row lists those it uses), or NULL */
+	const cli_ref_variant *variants; /* ends with a zeroed one; NULL: none */
 } cli_ref_command;
 
 extern const cli_ref_command cli_reference_commands[];
@@ -81,10 +104,11 @@ void cli_reference_man(faucet_buf *b);
 int cli_reference_completion(faucet_buf *b, const char *shell);
 void cli_reference_dump(faucet_buf *b);
 
-/* The store reference of every --help, generated from the library's table
- * of backends (faucet_store_backend_info): each URL form with its options,
- * its YAML type and fields with their defaults. */
-void cli_reference_stores(faucet_buf *b);
+/* The --help of `command` ("state put", or a variant: "state export --format
+ * meltano"; "" for `faucet --help`): its usage lines, prose, options, then
+ * the store selection and reference every help ends with.  -1 when there is
+ * no such row. */
+int cli_reference_help(faucet_buf *b, const char *command);
 
 /* Called when a parser has seen --help (args.c): whether the options it
  * accepts (`opts`, the global ones included) are all in the row of

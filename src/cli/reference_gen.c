@@ -1,7 +1,8 @@
 /*
  * reference_gen.c - the texts generated from the table of reference.c: the
- * usage text, the man page, the bash/zsh/fish completion scripts, the dump
- * the tests read, and the check that a parser's options are its row's.
+ * usage text, every --help, the man page, the bash/zsh/fish completion
+ * scripts, the dump the tests read, and the check that a parser's options
+ * are its row's.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -50,6 +51,16 @@ static int split_name(const char *name, char *parent, size_t size, const char **
 	parent[n] = '\0';
 	*child = sp + 1;
 	return 1;
+}
+
+/* The child name of a row under `parent` ("put" of "state put"), or NULL. */
+static const char *child_of(const cli_ref_command *c, const char *parent)
+{
+	size_t n = strlen(parent);
+
+	if (strncmp(c->name, parent, n) != 0 || c->name[n] != ' ')
+		return NULL;
+	return c->name + n + 1;
 }
 
 /* "-c, --config FILE" */
@@ -123,19 +134,108 @@ void cli_reference_usage(faucet_buf *b)
 
 /* ---- man page ----------------------------------------------------------- */
 
-/* Plain text as roff: '-' and '\' escaped, a leading '.' or '\'' protected. */
-static void roff_text(faucet_buf *b, const char *s)
+/* Plain text as roff, up to `end`: '-' and '\' escaped, a leading '.' or
+ * '\'' protected (it would be a request). */
+static void roff_span(faucet_buf *b, const char *s, const char *end)
 {
-	if (*s == '.' || *s == '\'')
+	if (s < end && (*s == '.' || *s == '\''))
 		PUTS("\\&");
-	for (; *s != '\0'; s++) {
+	for (; s < end; s++) {
 		if (*s == '-')
 			PUTS("\\-");
 		else if (*s == '\\')
-			PUTS("\\\\");
+			PUTS("\\e");
 		else
 			(void)faucet_buf_putc(b, *s);
 	}
+}
+
+static void roff_text(faucet_buf *b, const char *s)
+{
+	roff_span(b, s, s + strlen(s));
+}
+
+/* The first word's length of each line of the indented block at `s` that
+ * starts an item (indented by `indent`), the longest: the tags' column. */
+static size_t block_tag_width(const char *s, size_t indent)
+{
+	size_t width = 0;
+
+	while (*s == ' ') {
+		size_t n = strspn(s, " ");
+
+		if (n == indent) {
+			size_t k = strcspn(s + n, " \n");
+
+			if (k > width)
+				width = k;
+		}
+		s += strcspn(s, "\n");
+		s += *s == '\n';
+	}
+	return width;
+}
+
+/* A line of an indented block: one at the block's indent starts an item,
+ * its first word the tag (".IP bash: 6"); a deeper one continues it. */
+static void roff_item_line(faucet_buf *b, const char *s, const char *end, size_t indent,
+			   size_t width)
+{
+	size_t n = strspn(s, " ");
+
+	s += n;
+	if (n == indent) {
+		size_t k = strcspn(s, " \n");
+
+		PUTS(".IP \"");
+		roff_span(b, s, s + k);
+		PRINTF("\" %zu\n", width + 1);
+		s += k;
+		s += strspn(s, " ");
+	}
+	if (s < end) {
+		roff_span(b, s, end);
+		PUTS("\n");
+	}
+}
+
+/* Prose (reference.h) as roff: each line escaped (roff fills them), a blank
+ * line a new paragraph at the indent of the .TP it is in, an indented block
+ * a list of tagged items (filled: the page is narrower than --help). */
+static void roff_prose(faucet_buf *b, const char *s)
+{
+	int blank = 0;
+	size_t indent = 0, width = 0; /* indent != 0: in a block */
+
+	while (*s != '\0') {
+		const char *nl = strchr(s, '\n');
+		const char *end = nl != NULL ? nl : s + strlen(s);
+
+		if (indent != 0 && *s != ' ') {
+			PUTS(".PD\n.RE\n");
+			indent = 0;
+			blank = 1;
+		}
+		if (end == s) {
+			blank = 1;
+		} else if (*s == ' ') {
+			if (indent == 0) {
+				indent = strspn(s, " ");
+				width = block_tag_width(s, indent);
+				PUTS(".RS\n.PD 0\n");
+			}
+			roff_item_line(b, s, end, indent, width);
+		} else {
+			if (blank)
+				PUTS(".IP\n");
+			blank = 0;
+			roff_span(b, s, end);
+			PUTS("\n");
+		}
+		s = nl != NULL ? nl + 1 : end;
+	}
+	if (indent != 0)
+		PUTS(".PD\n.RE\n");
 }
 
 /* A synopsis in roff: flags and literal words bold, NAMEs italic. */
@@ -167,24 +267,17 @@ static void roff_synopsis(faucet_buf *b, const char *s)
 	}
 }
 
-/* "a description" as "A description." */
-static void roff_sentence(faucet_buf *b, const char *s)
+/* "a description" and its `more` (or NULL) as "A description more." */
+static void roff_sentence(faucet_buf *b, const char *s, const char *more)
 {
 	if (*s == '.' || *s == '\'')
 		PUTS("\\&");
 	if (*s != '\0') {
-		char first[2] = {(char)toupper((unsigned char)*s), '\0'};
-
-		PUTS(first);
-		for (s++; *s != '\0'; s++) {
-			if (*s == '-')
-				PUTS("\\-");
-			else if (*s == '\\')
-				PUTS("\\\\");
-			else
-				(void)faucet_buf_putc(b, *s);
-		}
+		(void)faucet_buf_putc(b, (char)toupper((unsigned char)*s));
+		roff_span(b, s + 1, s + strlen(s));
 	}
+	if (more != NULL)
+		roff_text(b, more);
 	PUTS(".\n");
 }
 
@@ -206,11 +299,11 @@ static void man_flag(faucet_buf *b, const cli_ref_flag *f)
 		PUTS(f->man);
 		return;
 	}
-	roff_sentence(b, f->desc);
+	roff_sentence(b, f->desc, f->more);
 	if (f->with != NULL) {
-		PUTS("Only with\n.BR ");
+		PUTS("Only with\n.BR \"");
 		roff_text(b, f->with);
-		PUTS(" .\n");
+		PUTS("\" .\n");
 	}
 }
 
@@ -273,7 +366,10 @@ static void wrap(faucet_buf *b, const char *text, size_t indent, size_t width, s
 #define STORE_COLUMN 27
 #define URL_INDENT 9
 
-void cli_reference_stores(faucet_buf *b)
+/* The store reference of every --help, from the library's table of backends
+ * (faucet_store_backend_info): each URL form with its options, its YAML type
+ * and fields with their defaults. */
+static void help_stores(faucet_buf *b)
 {
 	const faucet_backend_info *be;
 
@@ -317,6 +413,264 @@ void cli_reference_stores(faucet_buf *b)
 		faucet_buf_dispose(&text);
 	}
 	PUTS("  A relative PATH is relative to the current directory.\n");
+}
+
+/* ---- --help ------------------------------------------------------------- */
+
+#define HELP_WIDTH 80
+#define FLAG_COLUMN_MAX 26
+#define GROUP_COLUMN 36
+
+/* How a store is chosen and configured: the same for every command, so
+ * every --help ends with it. */
+static const char store_help[] =
+	"Store selection (first match wins): --state URL; -c/--config FILE (a pipeline\n"
+	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
+	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
+	"\n";
+
+/* After the store reference generated from the table of backends. */
+static const char store_help_tail[] =
+	"\n"
+	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
+	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
+	"  state: {type, config}    the store, as above (required with -c)\n"
+	"  backfill: {window, concurrency (default 1), timezone (default UTC), command: [...]}\n"
+	"  Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is \"\".\n"
+	"\n"
+	"Encryption at rest (file store).  A key is any non-empty string - a passphrase\n"
+	"or random bytes in text form - and the AES-256-GCM key is the SHA-256 of its\n"
+	"bytes, so every length works; one shorter than 16 bytes is easy to guess and\n"
+	"draws a warning (make one with: openssl rand -base64 32).  A key is never put\n"
+	"on the command line; these options name the environment variable holding it:\n"
+	"  --encryption-key-env VAR   the current key: seals what is written, tried first\n"
+	"                             on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)\n"
+	"  --previous-key-env VAR     an older key, tried after it on reads; repeatable\n"
+	"                             (default: $FAUCET_PREVIOUS_KEY_ENV, comma-separated).\n"
+	"                             To rotate: --encryption-key-env NEW --previous-key-env\n"
+	"                             OLD state rekey; then drop OLD.\n";
+
+/* Whether `name` is one of the space-separated `words`. */
+static int in_words(const char *words, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *w = words; *w != '\0'; w += strspn(w, " ")) {
+		size_t k = strcspn(w, " ");
+
+		if (k == n && strncmp(w, name, n) == 0)
+			return 1;
+		w += k;
+	}
+	return 0;
+}
+
+/* Append a synopsis from column `col`, breaking lines only at spaces outside
+ * brackets and parentheses, each new line indented by `indent`. */
+static void wrap_synopsis(faucet_buf *b, const char *s, size_t indent, size_t col)
+{
+	while (*s != '\0') {
+		size_t n = 0;
+		int depth = 0;
+
+		for (; s[n] != '\0' && (s[n] != ' ' || depth > 0); n++) {
+			if (s[n] == '[' || s[n] == '(')
+				depth++;
+			else if ((s[n] == ']' || s[n] == ')') && depth > 0)
+				depth--;
+		}
+		if (col > indent && col + 1 + n > HELP_WIDTH) {
+			PRINTF("\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			PUTS(" ");
+			col++;
+		}
+		(void)faucet_buf_put(b, s, n);
+		col += n;
+		s += n;
+		s += strspn(s, " ");
+	}
+	PUTS("\n");
+}
+
+/* One usage line, "usage: faucet NAME SYNOPSIS [OPTIONS]" (`lead` is
+ * "usage: " or as many spaces).  [OPTIONS] goes before a "-- COMMAND":
+ * what follows "--" is the command's, not faucet's. */
+static void usage_line(faucet_buf *b, const char *lead, const char *name, const char *synopsis)
+{
+	faucet_buf words = FAUCET_BUF_INIT;
+	const char *dash = NULL;
+	size_t start = b->len;
+
+	for (const char *p = synopsis; (p = strstr(p, "-- ")) != NULL; p++) {
+		if (p == synopsis || p[-1] == ' ' || p[-1] == '[') {
+			dash = p > synopsis && p[-1] == '[' ? p - 1 : p;
+			break;
+		}
+	}
+	if (dash == NULL)
+		(void)faucet_buf_printf(&words, "%s%s[OPTIONS]", synopsis, *synopsis ? " " : "");
+	else
+		(void)faucet_buf_printf(&words, "%.*s[OPTIONS] %s", (int)(dash - synopsis),
+					synopsis, dash);
+	PRINTF("%sfaucet %s ", lead, name);
+	wrap_synopsis(b, words.ptr != NULL ? words.ptr : "", b->len - start, b->len - start);
+	if (words.failed)
+		b->failed = 1;
+	faucet_buf_dispose(&words);
+}
+
+/* "  --if-equals JSON   write only when ..." from column `col`. */
+static void help_flag(faucet_buf *b, const cli_ref_flag *f, size_t col)
+{
+	faucet_buf text = FAUCET_BUF_INIT;
+	size_t start = b->len;
+
+	PUTS("  ");
+	flag_label(b, f);
+	if (b->len - start + 2 > col) {
+		PUTS("\n");
+		start = b->len;
+	}
+	PRINTF("%*s", (int)(col - (b->len - start)), "");
+	(void)faucet_buf_printf(&text, "%s%s", f->desc, f->more != NULL ? f->more : "");
+	if (f->with != NULL)
+		(void)faucet_buf_printf(&text, " (only with %s)", f->with);
+	wrap(b, text.ptr != NULL ? text.ptr : "", col, HELP_WIDTH, col);
+	if (text.failed)
+		b->failed = 1;
+	faucet_buf_dispose(&text);
+}
+
+/* The "Options:" list of the row's flags (those named in `only`, unless
+ * NULL), their descriptions aligned after the longest name. */
+static void help_flags(faucet_buf *b, const cli_ref_flag *flags, const char *only)
+{
+	size_t col = 0;
+
+	for (const cli_ref_flag *f = flags; f != NULL && f->long_name != NULL; f++) {
+		faucet_buf label = FAUCET_BUF_INIT;
+
+		if (only != NULL && !in_words(only, f->long_name))
+			continue;
+		flag_label(&label, f);
+		if (label.len + 5 > col)
+			col = label.len + 5; /* 2 before, 3 after */
+		faucet_buf_dispose(&label);
+	}
+	if (col == 0)
+		return;
+	PUTS("\nOptions:\n");
+	for (const cli_ref_flag *f = flags; f->long_name != NULL; f++) {
+		if (only == NULL || in_words(only, f->long_name))
+			help_flag(b, f, col < FLAG_COLUMN_MAX ? col : FLAG_COLUMN_MAX);
+	}
+}
+
+/* The global options, in one wrapped paragraph, and where they are said. */
+static void help_globals(faucet_buf *b)
+{
+	faucet_buf text = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_puts(&text, "Global options (see 'faucet --help'):");
+	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++) {
+		(void)faucet_buf_puts(&text, " ");
+		if (f->short_name != 0)
+			(void)faucet_buf_printf(&text, "-%c/", f->short_name);
+		(void)faucet_buf_printf(&text, "--%s", f->long_name);
+		if (f->arg != NULL)
+			(void)faucet_buf_printf(&text, NOBREAK "%s", f->arg);
+		(void)faucet_buf_puts(&text, f[1].long_name != NULL ? "," : ".");
+	}
+	PUTS("\n");
+	wrap(b, text.ptr != NULL ? text.ptr : "", 2, HELP_WIDTH, 0);
+	if (text.failed)
+		b->failed = 1;
+	faucet_buf_dispose(&text);
+}
+
+/* A group's subcommands, "  put KEY JSON|-    write a value". */
+static void help_children(faucet_buf *b, const cli_ref_command *g)
+{
+	PUTS("\nSubcommands:\n");
+	for (size_t i = 0; i < cli_reference_ncommands; i++) {
+		const cli_ref_command *c = &cli_reference_commands[i];
+		const char *child = child_of(c, g->name);
+		size_t start = b->len;
+
+		if (child == NULL)
+			continue;
+		PRINTF("  %s%s%s", child, c->synopsis[0] != '\0' ? " " : "", c->synopsis);
+		if (b->len - start + 1 > GROUP_COLUMN) {
+			PUTS("\n");
+			start = b->len;
+		}
+		PRINTF("%*s", (int)(GROUP_COLUMN - (b->len - start)), "");
+		wrap(b, c->summary, GROUP_COLUMN, HELP_WIDTH, GROUP_COLUMN);
+	}
+}
+
+/* The help of row `c`, or of its variant `v` (or NULL). */
+static void help_command(faucet_buf *b, const cli_ref_command *c, const cli_ref_variant *v)
+{
+	const char *help = v != NULL ? v->help : c->help;
+
+	usage_line(b, "usage: ", c->name, v != NULL ? v->synopsis : c->synopsis);
+	if (v == NULL && !is_group(c)) {
+		/* its other forms, each with a help of its own */
+		for (const cli_ref_variant *o = c->variants; o != NULL && o->when != NULL; o++)
+			usage_line(b, "       ", c->name, o->synopsis);
+		for (size_t i = 0; i < cli_reference_ncommands; i++) {
+			const cli_ref_command *r = &cli_reference_commands[i];
+
+			if (child_of(r, c->name) != NULL)
+				usage_line(b, "       ", r->name, r->synopsis);
+		}
+	}
+	if (help != NULL) {
+		PUTS("\n");
+		PUTS(help);
+	} else if (!is_group(c)) {
+		PRINTF("\n%c%s.\n", toupper((unsigned char)c->summary[0]), c->summary + 1);
+	}
+	if (is_group(c))
+		help_children(b, c);
+	help_flags(b, c->flags, v != NULL ? v->flags : NULL);
+	help_globals(b);
+}
+
+int cli_reference_help(faucet_buf *b, const char *command)
+{
+	const cli_ref_command *c = cli_reference_find(command);
+	const cli_ref_variant *v = NULL;
+
+	for (size_t i = 0; c == NULL && i < cli_reference_ncommands; i++) {
+		const cli_ref_command *r = &cli_reference_commands[i];
+		size_t n = strlen(r->name);
+
+		if (n == 0 || strncmp(command, r->name, n) != 0 || command[n] != ' ')
+			continue;
+		for (v = r->variants; v != NULL && v->when != NULL; v++) {
+			if (strcmp(command + n + 1, v->when) == 0)
+				break;
+		}
+		if (v != NULL && v->when != NULL)
+			c = r;
+		else
+			v = NULL;
+	}
+	if (c == NULL)
+		return -1;
+	if (c->name[0] == '\0')
+		cli_reference_usage(b);
+	else
+		help_command(b, c, v);
+	PUTS("\n");
+	PUTS(store_help);
+	help_stores(b);
+	PUTS(store_help_tail);
+	return 0;
 }
 
 /* The --state paragraph's list of schemes. */
@@ -430,10 +784,16 @@ void cli_reference_man(faucet_buf *b)
 			roff_synopsis(b, c->synopsis);
 		}
 		PUTS("\n");
-		if (c->man != NULL)
-			PUTS(c->man);
+		if (c->help != NULL)
+			roff_prose(b, c->help);
 		else
-			roff_sentence(b, c->summary);
+			roff_sentence(b, c->summary, NULL);
+		for (const cli_ref_variant *v = c->variants; v != NULL && v->when != NULL; v++) {
+			PRINTF(".IP\n\\fB%s\\fR ", c->name);
+			roff_synopsis(b, v->synopsis);
+			PUTS("\n.br\n");
+			roff_prose(b, v->help);
+		}
 		if (c->flags != NULL && c->flags[0].long_name != NULL) {
 			PUTS(".RS\n");
 			for (const cli_ref_flag *f = c->flags; f->long_name != NULL; f++)
@@ -581,16 +941,6 @@ static void top_words(faucet_buf *b)
 			PRINTF("%s ", cli_reference_commands[i].name);
 	}
 	PUTS("help");
-}
-
-/* The child name of a row under `parent` ("put" of "state put"), or NULL. */
-static const char *child_of(const cli_ref_command *c, const char *parent)
-{
-	size_t n = strlen(parent);
-
-	if (strncmp(c->name, parent, n) != 0 || c->name[n] != ' ')
-		return NULL;
-	return c->name + n + 1;
 }
 
 static const char bash_head[] =

@@ -44,47 +44,6 @@
 #define STATE_WRITE_INTERVAL_MS 1000
 #define KILL_GRACE_MS 10000 /* from an interrupt to killing the command's group */
 
-static const char run_help[] =
-	"usage: faucet run (--pipeline P [--row R] | -c FILE) [OPTIONS] -- COMMAND ARGS...\n"
-	"\n"
-	"Run COMMAND (no shell) as one run of the invocation P::R under its lease:\n"
-	"the run is recorded in P::R::__status__, every state write it makes can be\n"
-	"undone with 'faucet state undo', and a second run of the same invocation\n"
-	"waits or exits 75 while this one holds the lease.\n"
-	"\n"
-	"  --pipeline P        the pipeline (default: the config's name)\n"
-	"  --row R             the invocation's row (default \"default\")\n"
-	"  --lease-ttl D       how long the lease lasts unless renewed (60s; 1s to 720h)\n"
-	"  --wait[=D]          wait for a live lease to go (for up to D, at most 720h;\n"
-	"                      no D = no limit)\n"
-	"  --singer            capture Singer state: the bookmark is handed to the command\n"
-	"                      in a 0600 file ($FAUCET_STATE_FILE, ${state.file} in the\n"
-	"                      arguments; {} on a first run).  A stdout line that is a\n"
-	"                      JSON object with a string \"type\" is a Singer message:\n"
-	"                      a STATE's \"value\" (an object) is the new bookmark,\n"
-	"                      every other type (RECORD, SCHEMA, ACTIVATE_VERSION,\n"
-	"                      BATCH, ...) passes through; a JSON object without\n"
-	"                      \"type\" (a target's state line) is the new bookmark;\n"
-	"                      every other line passes through byte for byte.  A bad\n"
-	"                      state line (a STATE without a \"value\" object) fails\n"
-	"                      the run, which then stores no bookmark\n"
-	"\n"
-	"The command gets FAUCET_RUN_ID, FAUCET_RUN_PIPELINE, FAUCET_RUN_ROW,\n"
-	"FAUCET_STATE_KEY (P::R), the store (FAUCET_CONFIG or FAUCET_STATE, and\n"
-	"FAUCET_ENCRYPTION_KEY_ENV / FAUCET_PREVIOUS_KEY_ENV naming the key variables)\n"
-	"and FAUCET_BIN (this faucet's absolute path); 'faucet state put/delete' run\n"
-	"by it join the run.\n"
-	"\n"
-	"The command runs in a process group of its own and dies with faucet, even a\n"
-	"faucet killed outright.  SIGINT (Ctrl-C), SIGTERM and SIGHUP are forwarded to\n"
-	"its group; a command still running 10 s later is killed.  What the command\n"
-	"leaves running in its group when it ends is killed.  It cannot read from the\n"
-	"terminal.\n"
-	"\n"
-	"Exit codes: the command's; 75 another run holds the lease; 128 + signal when\n"
-	"interrupted; 2 bad usage or a command that cannot be found (nothing written);\n"
-	"1 a store error.\n";
-
 typedef struct {
 	const char *pipeline, *row, *lease_ttl;
 	int wait_given;
@@ -145,7 +104,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, run_args *a)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(run_help) == 0 ? -1 : CLI_EXIT_FAILED;
+			return cli_print_command_help("run") == 0 ? -1 : CLI_EXIT_FAILED;
 		if (id == CLI_ARG_POSITIONAL) {
 			if (!it.positional_only)
 				return cli_usage_error("run", "unexpected argument '%s' (put the "

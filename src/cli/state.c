@@ -16,41 +16,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char state_help[] =
-	"usage: faucet state SUBCOMMAND [ARGS] [OPTIONS]\n"
-	"\n"
-	"  list [PIPELINE | --prefix PREFIX] keys in byte order, one a line\n"
-	"  show [PIPELINE] [--tenant T]      every key of a pipeline with its decoded\n"
-	"                                    parts (row, sub/shard, suffix) and value\n"
-	"  get KEY                           the value as compact JSON on one line;\n"
-	"                                    nothing (exit 0) when the key is absent\n"
-	"  put KEY JSON|- [--if-absent | --if-equals JSON]\n"
-	"                                    write a value (- reads it from stdin)\n"
-	"  delete KEY                        remove a key (absent is not an error)\n"
-	"  merge KEY JSON|- [--if-equals JSON] [--dry-run]\n"
-	"                                    RFC 7396 merge patch into KEY's value\n"
-	"  clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run]\n"
-	"                                    delete a pipeline's data keys (one run)\n"
-	"  pipelines                         every pipeline: keys, last run, leases\n"
-	"  export [PIPELINE] [-o FILE]       the version-1 export document\n"
-	"  import FILE|- [--replace] [--to-config FILE]\n"
-	"                                    write an export document into the store\n"
-	"  copy [PIPELINE] (--to URL | --to-config FILE) [--replace]\n"
-	"                                    export + import into another store\n"
-	"  copy PIPELINE --to-pipeline NEW [--row-map OLD=NEW]... [--replace]\n"
-	"                                    copy its keys to pipeline NEW, same store\n"
-	"  move PIPELINE NEW [--row-map OLD=NEW]... [--replace]\n"
-	"                                    rename a pipeline (one run, one undo)\n"
-	"  rekey [PREFIX]                    re-seal every file with the current key\n"
-	"  runs PIPELINE [--row R]           the run history, newest first\n"
-	"  undo PIPELINE [--row R] [RUN] [--force] [--dry-run]\n"
-	"                                    undo a run (the newest not yet undone)\n"
-	"  reindex                           rebuild a Redis store's namespace index\n"
-	"\n"
-	"PIPELINE defaults to the YAML's name: with -c.  Every subcommand takes\n"
-	"--state/-c/--encryption-key-env/--previous-key-env, --json, -q and --help\n"
-	"(see 'faucet --help' for how the store is chosen).\n";
-
 typedef struct {
 	const char *name;
 	int (*run)(cli_context *ctx, int argc, char **argv);
@@ -79,7 +44,7 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 	if (id == CLI_ARG_ERROR)
 		return CLI_EXIT_USAGE;
 	if (id == CLI_ARG_HELP)
-		return cli_print_help(state_help);
+		return cli_print_command_help("state");
 	if (id == CLI_ARG_END)
 		return cli_usage_error("state", "missing subcommand (list, show, get, put, delete, "
 						"export, import, copy, rekey, reindex)");
@@ -103,16 +68,6 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 
 /* ---- list -------------------------------------------------------------- */
 
-static const char list_help[] =
-	"usage: faucet state list [PIPELINE [--tenant T] | --prefix PREFIX] [OPTIONS]\n"
-	"\n"
-	"Print keys in byte order, one a line: PIPELINE's (every key starting with\n"
-	"[T::]PIPELINE::, so 'list P' never shows P_archive's), those starting with\n"
-	"PREFIX byte for byte with --prefix, all keys without either.  An argument\n"
-	"with '::' in it (orders::eu) is a prefix, as before.  With --json: a JSON\n"
-	"array of the keys.  Run bookkeeping (__lease__, __status__, __rollback__\n"
-	"keys) is left out unless --all.\n";
-
 /* Drop run bookkeeping from a key list (in place, order kept). */
 static void drop_bookkeeping(faucet_strarray *keys)
 {
@@ -130,8 +85,8 @@ static void drop_bookkeeping(faucet_strarray *keys)
 /* Scan a subcommand's arguments into up to `max` positionals; options
  * other than the global ones are not accepted.  Returns -1 to go on, or an
  * exit code. */
-static int simple_args(cli_context *ctx, const char *command, const char *help, int argc,
-		       char **argv, const char **pos, int max, int *count)
+static int simple_args(cli_context *ctx, const char *command, int argc, char **argv,
+		        const char **pos, int max, int *count)
 {
 	const char *arg;
 	cli_args it;
@@ -143,7 +98,7 @@ static int simple_args(cli_context *ctx, const char *command, const char *help, 
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(help);
+			return cli_print_command_help(command);
 		if (*count == max)
 			return cli_usage_error(command, "unexpected argument '%s'", arg);
 		pos[(*count)++] = arg;
@@ -170,7 +125,7 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(list_help);
+			return cli_print_command_help("state list");
 		if (id == OPT_ALL)
 			all = 1;
 		else if (id == OPT_PREFIX)
@@ -235,13 +190,6 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 
 /* ---- get --------------------------------------------------------------- */
 
-static const char get_help[] =
-	"usage: faucet state get KEY [OPTIONS]\n"
-	"\n"
-	"Print the value stored under KEY as compact JSON on one line.  An absent key\n"
-	"prints nothing and exits 0 (a stored value is never empty text).\n"
-	"With --json: {\"key\": KEY, \"found\": true|false, \"value\": VALUE|null}.\n";
-
 int cli_state_get(cli_context *ctx, int argc, char **argv)
 {
 	faucet_value *v = NULL;
@@ -249,7 +197,7 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 	const char *key = NULL;
 	int rc, n;
 
-	rc = simple_args(ctx, "state get", get_help, argc, argv, &key, 1, &n);
+	rc = simple_args(ctx, "state get", argc, argv, &key, 1, &n);
 	if (rc >= 0)
 		return rc;
 	if (key == NULL)
@@ -286,18 +234,6 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 }
 
 /* ---- show -------------------------------------------------------------- */
-
-static const char show_help[] =
-	"usage: faucet state show [PIPELINE] [--tenant T] [OPTIONS]\n"
-	"\n"
-	"Every key of the pipeline's namespace ([T::]PIPELINE::) with its decoded parts\n"
-	"- row, sub component or shard, suffix - and its value.  On a terminal: a table\n"
-	"with values cut to the window's width.  Piped: one tab-separated line per key\n"
-	"(key, row, sub, suffix, value; an absent part is empty), values in full.\n"
-	"With --json: the namespace and, per key, its parts and full value.\n"
-	"PIPELINE defaults to the YAML's name with -c; a pipeline without keys is\n"
-	"said on stderr, exit 0.\n"
-	"Run bookkeeping (__lease__, __status__, __rollback__) is shown only with --all.\n";
 
 typedef struct {
 	const char *key;
@@ -502,7 +438,7 @@ int cli_state_show(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(show_help);
+			return cli_print_command_help("state show");
 		if (id == OPT_TENANT && (rc = cli_tenant_check("state show", arg, &tenant)) != 0)
 			return rc;
 		else if (id == OPT_TENANT)

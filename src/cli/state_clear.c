@@ -21,26 +21,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char clear_help[] =
-	"usage: faucet state clear PIPELINE [--row R] [--tenant T] [--yes] [--dry-run] [OPTIONS]\n"
-	"\n"
-	"Delete every data key of PIPELINE ([T::]PIPELINE::...), or of one invocation\n"
-	"with --row R (the key [T::]PIPELINE::R and those under it), as one run: undo\n"
-	"it with the `faucet state undo` command it prints.  Run bookkeeping\n"
-	"(__lease__, __status__, __rollback__) stays, so the history survives.\n"
-	"  --row R        only the invocation PIPELINE::R\n"
-	"  --tenant T     the pipeline of tenant T\n"
-	"  --yes          needed when standard input is a terminal and more than one\n"
-	"                 key would go (there is no prompt)\n"
-	"  --dry-run      list the keys that would go; delete nothing\n"
-	"The keys deleted (or that would be) are printed on stdout, one a line (not\n"
-	"with -q, but with --dry-run).  A\n"
-	"bulk write: it holds the pipeline lease while it deletes.\n"
-	"With --json: {\"pipeline\", \"tenant\", \"row\", \"dry_run\", \"count\", \"keys\",\n"
-	"\"run\", \"undo\"}.\n"
-	"Exit: 0 cleared (or nothing to clear), 1 failed, 2 bad usage or --yes missing\n"
-	"(nothing deleted), 75 the pipeline lease is held.\n";
-
 typedef struct {
 	const char *base;  /* "[T::]P::R" with --row, else NULL */
 	size_t base_len;
@@ -130,7 +110,7 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(clear_help);
+			return cli_print_command_help("state clear");
 		if (id == OPT_ROW)
 			row = arg;
 		else if (id == OPT_TENANT)

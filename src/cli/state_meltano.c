@@ -30,30 +30,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char export_help[] =
-	"usage: faucet state export --format meltano [PIPELINE] [--row R] [--tenant T]\n"
-	"                           [-o FILE] [OPTIONS]\n"
-	"\n"
-	"Print the bookmark of the invocation PIPELINE::R (R defaults to 'default') as\n"
-	"Meltano's state document, {\"singer_state\": BOOKMARK} - what 'meltano state\n"
-	"set ID' accepts.  -o, --output FILE writes it atomically instead (mode 0600).\n"
-	"Exit 1 when the invocation has no bookmark or it is not a JSON object.\n";
-
-static const char import_help[] =
-	"usage: faucet state import --format meltano [--pipeline P] [--row R]\n"
-	"                           [--tenant T] [--merge-partial] [--dry-run] FILE|-\n"
-	"\n"
-	"Store the Singer state of a Meltano state document as the bookmark of the\n"
-	"invocation P::R (P defaults to the YAML's name with -c, R to 'default').\n"
-	"The document is what 'meltano state get ID' prints, {\"singer_state\": {...}},\n"
-	"or a state backend's file, {\"completed\": {\"singer_state\": ...},\n"
-	"\"partial\": {...}}.  A non-empty partial part is refused unless\n"
-	"  --merge-partial  merge it over the completed part, as Meltano does\n"
-	"  --dry-run        print what would be written; write nothing\n"
-	"The write is one run of the invocation (undo: faucet state undo P --row R).\n"
-	"Exit 2 when the document is not a Meltano state document (nothing written),\n"
-	"1 when the store failed.\n";
-
 /* ---- JSON text, read without re-encoding ------------------------------- */
 
 static size_t skip_ws(const char *s, size_t len, size_t i)
@@ -266,7 +242,7 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(export_help);
+			return cli_print_command_help("state export --format meltano");
 		if (id == OPT_FORMAT)
 			rc = check_format("state export", arg);
 		else if (id == OPT_ROW)
@@ -453,7 +429,7 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(import_help);
+			return cli_print_command_help("state import --format meltano");
 		if (id == OPT_FORMAT)
 			rc = check_format("state import", arg);
 		else if (id == OPT_PIPELINE)

@@ -23,27 +23,6 @@
 
 #define MERGE_ATTEMPTS 8
 
-static const char merge_help[] =
-	"usage: faucet state merge KEY JSON|- [--if-equals JSON] [--dry-run] [OPTIONS]\n"
-	"\n"
-	"Apply an RFC 7396 JSON Merge Patch to KEY's value (- reads the patch from\n"
-	"standard input): members of the patch replace the value's, a null member\n"
-	"removes one, nested objects merge, arrays and other values replace.  An\n"
-	"absent KEY merges into null: the patch with its nulls removed is stored.\n"
-	"Unlike RFC 7396, an object patch of a value that is not an object (a\n"
-	"number, a string, an array) is refused with exit 2 rather than replacing\n"
-	"the value by {}; use `state put` to replace it.\n"
-	"  --if-equals JSON   merge only when KEY's value equals JSON (exit 3 otherwise)\n"
-	"  --dry-run          print the merged value; write nothing\n"
-	"The write is a compare-and-put against the value read; when another writer\n"
-	"changes the value meanwhile the merge is done again on the new value, up to\n"
-	"8 times, then it fails (exit 1, nothing written).  Recorded as one run\n"
-	"(undo it with `faucet state undo`); a merge that changes nothing records none.\n"
-	"With --json: {\"key\", \"written\", \"dry_run\", \"attempts\", \"previous\",\n"
-	"\"value\", \"run\", \"undo\"}.\n"
-	"Exit: 0 merged (or nothing to change), 1 failed, 2 bad input or a non-object\n"
-	"value, 3 --if-equals did not hold.\n";
-
 typedef struct {
 	const char *key;
 	const char *patch_arg;
@@ -69,7 +48,7 @@ static int parse_merge_args(cli_context *ctx, int argc, char **argv, merge_args 
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(merge_help);
+			return cli_print_command_help("state merge");
 		if (id == OPT_IF_EQUALS)
 			ma->if_equals = arg;
 		else if (id == OPT_DRY_RUN)

@@ -27,61 +27,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char export_help[] =
-	"usage: faucet state export [PIPELINE] [--tenant T] [-o FILE] [OPTIONS]\n"
-	"       faucet state export --format meltano [PIPELINE] [--row R] [--tenant T]\n"
-	"\n"
-	"Print the version-1 export document of the pipeline: every key of its\n"
-	"namespace (PIPELINE::, or T::PIPELINE:: with --tenant T) with its value.\n"
-	"--format meltano prints one invocation's bookmark as Meltano's state\n"
-	"document instead (see 'faucet state export --format meltano --help').\n"
-	"-o, --output FILE writes it atomically instead (temp file, fsync, rename; created\n"
-	"owner-only, mode 0600); an existing device, FIFO or symlink is written\n"
-	"through, -o - is stdout.\n"
-	"Note: the document holds plaintext values, even from an encrypted store.\n"
-	"PIPELINE defaults to the YAML's name with -c.\n";
-
-static const char import_help[] =
-	"usage: faucet state import FILE|- [--replace [--allow-empty]] [--dry-run]\n"
-	"                           [--to-config FILE] [OPTIONS]\n"
-	"       faucet state import --format meltano [--pipeline P] [--row R] FILE|-\n"
-	"                           (see 'faucet state import --format meltano --help')\n"
-	"\n"
-	"Write an export document (- reads it from standard input) into the store, or\n"
-	"into the one a pipeline YAML names with --to-config FILE (its state: block,\n"
-	"encryption included).\n"
-	"  --replace      also delete the namespace's keys the document does not hold;\n"
-	"                 a document without keys is refused (exit 2), since it would\n"
-	"                 empty the namespace, unless --allow-empty\n"
-	"  --dry-run      print what would be written and deleted; write nothing\n"
-	"The document is validated whole before anything is written, then written\n"
-	"10000 keys at a time.  Prints the report: keys written (every key whose\n"
-	"value changed), those of them whose durability is unknown, stale keys\n"
-	"deleted, whether the import was one all-or-nothing batch, and the first\n"
-	"error.  After a failure the report lists exactly what landed.\n"
-	"The import is one run: of the invocation PIPELINE::ROW when every key it\n"
-	"writes or deletes belongs to it (undo: faucet state undo PIPELINE --row ROW),\n"
-	"else a pipeline-level run (faucet state undo PIPELINE).\n"
-	"Exit 2 when the document cannot be read or is invalid (nothing written),\n"
-	"1 when the store failed.\n";
-
-static const char copy_help[] =
-	"usage: faucet state copy [PIPELINE] (--to URL | --to-config FILE) [--tenant T]\n"
-	"                         [--replace [--allow-empty]] [--dry-run] [OPTIONS]\n"
-	"\n"
-	"Export the pipeline's namespace from the selected store and import it into\n"
-	"the store at URL (any of the store URLs below) in one step.  --replace also\n"
-	"deletes keys of the namespace the source lacks; a source without keys of\n"
-	"the pipeline (a mistyped store or pipeline?) is\n"
-	"refused (exit 2) unless --allow-empty.  --dry-run prints what would be\n"
-	"written and deleted and writes nothing.  The report is import's, and so is\n"
-	"the run it is recorded as, in the destination store.\n"
-	"The --to store is opened from its URL alone: it is not encrypted; to copy\n"
-	"into an encrypted store give its pipeline YAML with --to-config FILE.\n"
-	"PIPELINE defaults to the YAML's name with -c.\n"
-	"Within one store, to another pipeline: state copy PIPELINE --to-pipeline NEW\n"
-	"(see 'faucet state copy --to-pipeline NEW --help').\n";
-
 /* ---- export -------------------------------------------------------------- */
 
 int cli_wants_meltano(int argc, char **argv)
@@ -247,7 +192,7 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(export_help);
+			return cli_print_command_help("state export");
 		if (id == OPT_OUTPUT)
 			output = arg;
 		else if (id == OPT_FORMAT && (rc = check_format("state export", arg)) != 0)
@@ -590,7 +535,7 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(import_help);
+			return cli_print_command_help("state import");
 		if (import_option(id, &o))
 			continue;
 		if (id == OPT_TO_CONFIG)
@@ -662,7 +607,7 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(copy_help);
+			return cli_print_command_help("state copy");
 		if (id == OPT_TO)
 			to = arg;
 		else if (id == OPT_TO_CONFIG)

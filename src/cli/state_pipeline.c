@@ -25,39 +25,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char copy_pipeline_help[] =
-	"usage: faucet state copy PIPELINE --to-pipeline NEW [--row-map OLD=NEW]...\n"
-	"                         [--tenant T] [--replace] [--dry-run] [OPTIONS]\n"
-	"\n"
-	"Copy every data key of PIPELINE to pipeline NEW in the same store: each key\n"
-	"is decoded and rendered again by the key builder under NEW, its tenant kept.\n"
-	"  --row-map OLD=NEW  the invocation row OLD becomes NEW (repeatable)\n"
-	"  --tenant T         the pipelines of tenant T (T::PIPELINE::)\n"
-	"  --replace          NEW may already have data keys: they are overwritten, and\n"
-	"                     those the copy does not write are deleted\n"
-	"  --dry-run          print what would be written and deleted; write nothing\n"
-	"Without --replace a destination that has data keys is refused (exit 2).\n"
-	"The copy is one pipeline-level run of NEW (undo: faucet state undo NEW),\n"
-	"holding both pipelines' leases (exit 75 naming the holder when one is held).\n"
-	"Exit 2 for bad arguments or a refused destination (nothing written), 1 when\n"
-	"the store failed.  To copy into another store: faucet state copy --help\n"
-	"without --to-pipeline (--to URL | --to-config FILE).\n";
-
-static const char move_help[] =
-	"usage: faucet state move PIPELINE NEW [--row-map OLD=NEW]... [--tenant T]\n"
-	"                         [--replace] [--dry-run] [OPTIONS]\n"
-	"\n"
-	"Rename a pipeline within the store: copy every data key of PIPELINE to NEW\n"
-	"(as 'faucet state copy PIPELINE --to-pipeline NEW' does, --row-map, --tenant\n"
-	"and --replace included), then delete PIPELINE's data keys.  A source key\n"
-	"that changed meanwhile stops the move (exit 1; what was done is one run).\n"
-	"The move is ONE run, a pipeline-level run of NEW: one undo\n"
-	"(faucet state undo NEW) restores both pipelines.  Both pipelines' leases\n"
-	"are held throughout (exit 75 naming the holder when one is held).\n"
-	"  --dry-run      print what would be written and deleted; write nothing\n"
-	"Exit 2 for bad arguments or a refused destination (nothing written), 1 when\n"
-	"the store failed.\n";
-
 typedef struct {
 	const char *from, *to; /* borrowed from argv: "OLD=NEW" split */
 	char *owned;           /* the copy split in place */
@@ -544,7 +511,7 @@ static int pipeline_main(cli_context *ctx, int argc, char **argv, int move)
 			rc = CLI_EXIT_USAGE;
 		else if (id == CLI_ARG_HELP) {
 			pcopy_dispose(&p);
-			return cli_print_help(move ? move_help : copy_pipeline_help);
+			return cli_print_command_help(move ? "state move" : "state copy --to-pipeline");
 		} else if (id == OPT_TO_PIPELINE)
 			p.dst = arg;
 		else if (id == OPT_ROW_MAP)

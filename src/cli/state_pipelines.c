@@ -24,24 +24,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char pipelines_help[] =
-	"usage: faucet state pipelines [--tenant T] [OPTIONS]\n"
-	"\n"
-	"Every pipeline in the store (the first component of its keys; a tenant's\n"
-	"pipelines show under the tenant, as their runs do): its number of data keys,\n"
-	"its last run (id and when it ended, or started while running), its live\n"
-	"leases (runs, bulk writes, undos, backfill units) and whether a backfill is\n"
-	"running.  On a terminal: a header and aligned columns, local times; piped:\n"
-	"tab-separated lines (pipeline, keys, last run, last change, live leases,\n"
-	"backfill) without a header, UTC times.  One scan of the store.\n"
-	"With --json: [{\"pipeline\", \"keys\", \"last_run\", \"last_change\", \"leases\",\n"
-	"\"backfill_running\"}] (times RFC 3339 UTC).\n"
-	"\n"
-	"--tenant T: the pipelines of tenant T instead (its keys T::PIPELINE::...,\n"
-	"grouped by PIPELINE; a key T::x with nothing after x is T's own and not\n"
-	"counted, though its history, T::x::__status__, shows x with no keys); with\n"
-	"--json each entry also has \"tenant\": T.\n";
-
 typedef struct {
 	char *name;
 	size_t keys;
@@ -313,7 +295,7 @@ int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(pipelines_help);
+			return cli_print_command_help("state pipelines");
 		if (id == OPT_TENANT) {
 			if ((rc = cli_tenant_check("state pipelines", arg, &ps.tenant)) != 0)
 				return rc;

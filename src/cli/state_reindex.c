@@ -16,15 +16,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char reindex_help[] =
-	"usage: faucet state reindex [OPTIONS]\n"
-	"\n"
-	"Rebuild the namespace index of a Redis store opened with index=true\n"
-	"(?index=true in the URL, index: true in the config): keys missing from\n"
-	"the index are added, members whose key is gone are removed.  Safe to run\n"
-	"while others write; run it after turning index on for a namespace that\n"
-	"already holds keys, or when doctor reports a drift.\n";
-
 int cli_state_reindex(cli_context *ctx, int argc, char **argv)
 {
 	size_t added = 0, removed = 0;
@@ -38,7 +29,7 @@ int cli_state_reindex(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(reindex_help);
+			return cli_print_command_help("state reindex");
 		return cli_usage_error("state reindex", "unexpected argument '%s'", arg);
 	}
 	rc = cli_open_store_existing(ctx, &s);

@@ -15,17 +15,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char rekey_help[] =
-	"usage: faucet state rekey [PREFIX] [OPTIONS]\n"
-	"\n"
-	"Re-seal every state file (or those whose key starts with PREFIX) with the\n"
-	"store's current encryption key.  Reads try the current key, then each of\n"
-	"previous_keys; every file is rewritten atomically, so the command is safe\n"
-	"to interrupt and to run again.  Plaintext files are sealed too.  Once it\n"
-	"has succeeded, the previous keys can be removed from the configuration.\n"
-	"The key comes from the config's state.config.encryption or from\n"
-	"--encryption-key-env VAR; it is never given on the command line.\n";
-
 int cli_state_rekey(cli_context *ctx, int argc, char **argv)
 {
 	const char *prefix = NULL, *arg;
@@ -39,7 +28,7 @@ int cli_state_rekey(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(rekey_help);
+			return cli_print_command_help("state rekey");
 		if (prefix != NULL)
 			return cli_usage_error("state rekey", "unexpected argument '%s'", arg);
 		prefix = arg;

@@ -17,36 +17,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char runs_help[] =
-	"usage: faucet state runs PIPELINE [--row R | --tenant T] [OPTIONS]\n"
-	"\n"
-	"The run history, newest first: run, start, end, outcome, keys changed, and\n"
-	"where (a row, or \"-\" for pipeline-level runs such as CLI writes spanning\n"
-	"several invocations).  On a terminal: a header, aligned columns and local\n"
-	"times; piped: tab-separated lines, UTC times.  With --row only that\n"
-	"invocation's runs.  With --json (times RFC 3339 UTC)\n"
-	"the __status__ documents: [{\"scope\", \"row\", \"runs\": [...]}].\n"
-	"--tenant T: the runs of tenant T's PIPELINE, which are recorded as T's\n"
-	"invocation PIPELINE (writes spanning several of T's pipelines are T's\n"
-	"pipeline-level runs: faucet state runs T).\n";
-
-static const char undo_help[] =
-	"usage: faucet state undo PIPELINE [--row R | --tenant T] [RUN] [--force] [--dry-run]\n"
-	"                         [--wait[=D]] [OPTIONS]\n"
-	"\n"
-	"Undo RUN, or the newest run not yet undone (among the pipeline-level runs and\n"
-	"every row's, or one row's with --row; undo runs themselves are skipped): each\n"
-	"key the run changed gets back the value it had before, if it still holds what\n"
-	"the run wrote and no later run changed it.  Otherwise it is a conflict: nothing\n"
-	"is written and the exit code is 3, unless --force.  --dry-run shows what would\n"
-	"be restored.  An undo holds the pipeline's lease: while a `faucet run`, import,\n"
-	"copy or another undo of the pipeline is in flight it exits 75 naming the\n"
-	"holder, or waits with --wait (for up to D).  An undo that failed or was\n"
-	"interrupted is finished by running the same command again.  The undo is\n"
-	"itself a run, so it can be undone in turn by naming it.\n"
-	"--tenant T: a run of tenant T's PIPELINE (recorded as T's invocation PIPELINE;\n"
-	"see 'faucet state runs --help').\n";
-
 typedef struct {
 	const char *pipeline, *row, *run;
 	int force, dry_run;
@@ -55,7 +25,7 @@ typedef struct {
 } runs_args;
 
 
-static int parse(cli_context *ctx, const char *command, const char *help, int allow_run,
+static int parse(cli_context *ctx, const char *command, int allow_run,
 		 int argc, char **argv, runs_args *a)
 {
 	enum { O_ROW = 1, O_FORCE, O_DRY, O_TENANT };
@@ -80,7 +50,7 @@ static int parse(cli_context *ctx, const char *command, const char *help, int al
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(help) == 0 ? -1 : CLI_EXIT_FAILED;
+			return cli_print_command_help(command) == 0 ? -1 : CLI_EXIT_FAILED;
 		if (id == O_ROW)
 			a->row = v;
 		else if (id == O_FORCE)
@@ -275,7 +245,7 @@ int cli_state_runs(cli_context *ctx, int argc, char **argv)
 	runs_args a;
 	faucet_store *s = NULL;
 	char *json = NULL;
-	int rc = parse(ctx, "state runs", runs_help, 0, argc, argv, &a);
+	int rc = parse(ctx, "state runs", 0, argc, argv, &a);
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;
@@ -434,7 +404,7 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 	runs_args a;
 	faucet_store *s = NULL;
 	char *again = NULL;
-	int rc = parse(ctx, "state undo", undo_help, 1, argc, argv, &a);
+	int rc = parse(ctx, "state undo", 1, argc, argv, &a);
 
 	if (rc != 0)
 		return rc == -1 ? 0 : rc;

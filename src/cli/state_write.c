@@ -14,21 +14,6 @@
 #include "cli.h"
 #include "jsonw.h"
 
-static const char put_help[] =
-	"usage: faucet state put KEY JSON|- [--if-absent | --if-equals JSON] [OPTIONS]\n"
-	"\n"
-	"Store a JSON value under KEY (- reads the value from standard input).\n"
-	"  --if-absent        write only when KEY has no value\n"
-	"  --if-equals JSON   write only when KEY's value equals JSON (compared as JSON\n"
-	"                     values: member order and number spelling do not matter)\n"
-	"With a condition this is a compare-and-put: when it does not hold nothing is\n"
-	"written and the exit code is 3.  A value that is not valid JSON exits 2.\n";
-
-static const char delete_help[] =
-	"usage: faucet state delete KEY [OPTIONS]\n"
-	"\n"
-	"Remove KEY.  An absent key is not an error.\n";
-
 /* Run bookkeeping (doc/design.md §8.9) is written by the run machinery only: a
  * put or delete of one would leave a document no run can read (every later
  * write of its row failing) or drop a run's history.  Refused with exit 2
@@ -70,7 +55,7 @@ static int parse_put_args(cli_context *ctx, int argc, char **argv, put_args *pa)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(put_help);
+			return cli_print_command_help("state put");
 		if (id == OPT_IF_ABSENT)
 			pa->if_absent = 1;
 		else if (id == OPT_IF_EQUALS)
@@ -282,7 +267,7 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
-			return cli_print_help(delete_help);
+			return cli_print_command_help("state delete");
 		if (key != NULL)
 			return cli_usage_error("state delete", "unexpected argument '%s'", arg);
 		key = arg;

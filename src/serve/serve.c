@@ -36,35 +36,6 @@
 
 #include "serve.h"
 
-static const char serve_help[] =
-	"usage: faucet serve [--listen HOST:PORT] [--token-file FILE] [--read-only]\n"
-	"                    [--threads N] [--max-connections N] [--timeout D]\n"
-	"                    [--tls-cert FILE --tls-key FILE] [--routes]\n"
-	"\n"
-	"Serve the store over HTTP: a JSON API under /v1/ (described by the OpenAPI\n"
-	"document at /v1/openapi.json), GET /v1/health and GET /metrics.  Every write\n"
-	"is one run (undoable like a CLI write) and answers with its run id in the\n"
-	"Faucet-Run header.  A browser at / gets the dashboard: pipelines, their\n"
-	"bookmarks and runs (with undo), locks and backfills, updated live.\n"
-	"\n"
-	"  --listen HOST:PORT   where to listen (default 127.0.0.1:8421; port 0 picks\n"
-	"                       one, printed on stderr).  A non-loopback address needs\n"
-	"                       --token-file.\n"
-	"  --token-file FILE    bearer tokens, one per line as 'TOKEN read' or 'TOKEN\n"
-	"                       write' ('#' starts a comment; a token has at least 16\n"
-	"                       characters); FILE must not be readable by group or\n"
-	"                       others (chmod 600).  Every request except GET\n"
-	"                       /v1/health then needs 'Authorization: Bearer TOKEN'.\n"
-	"  --read-only          refuse every write (403)\n"
-	"  --threads N          worker threads (default 4)\n"
-	"  --max-connections N  open connections served (default 64; 503 beyond)\n"
-	"  --timeout D          close a connection idle this long (default 30s)\n"
-	"  --tls-cert, --tls-key FILE  serve HTTPS (PEM files)\n"
-	"  --routes             print the routes (METHOD PATH) and exit\n"
-	"\n"
-	"Stops on SIGTERM or SIGINT after the requests in flight, exit 0.\n"
-	"An access line per request goes to stderr: method, path, status, bytes, ms.\n";
-
 /* ---- tokens ------------------------------------------------------------ */
 
 typedef struct {
@@ -1105,7 +1076,7 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 
 		switch (id) {
 		case CLI_ARG_ERROR: return CLI_EXIT_USAGE;
-		case CLI_ARG_HELP: return cli_print_help(serve_help);
+		case CLI_ARG_HELP: return cli_print_command_help("serve");
 		case CLI_ARG_POSITIONAL: return cli_usage_error("serve", "unexpected argument '%s'", arg);
 		case O_LISTEN: listen = arg; break;
 		case O_TOKENS: tokens = arg; break;
