@@ -98,7 +98,8 @@ const cli_ref_flag *cli_reference_flag(const cli_ref_command *c, const char *fla
  * b->failed): the usage text of `faucet --help`; the whole man page in roff
  * (`faucet help --man`); the completion script of `shell` (bash, zsh or
  * fish; -1 for another); the table as tab-separated lines "COMMAND --FLAG
- * ARG WITH" for the tests (`faucet help --reference`). */
+ * ARG WITH", "command\tNAME\tSYNOPSIS" and "variant\tNAME\tWHEN\tSYNOPSIS\tFLAGS" lines
+ * for the tests (`faucet help --reference`). */
 void cli_reference_usage(faucet_buf *b);
 void cli_reference_man(faucet_buf *b);
 int cli_reference_completion(faucet_buf *b, const char *shell);

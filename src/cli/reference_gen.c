@@ -1269,11 +1269,14 @@ void cli_reference_dump(faucet_buf *b)
 	for (size_t i = 0; i < cli_reference_ncommands; i++) {
 		const cli_ref_command *c = &cli_reference_commands[i];
 
-		PRINTF("command\t%s\n", c->name);
+		PRINTF("command\t%s\t%s\n", c->name, c->synopsis);
 		for (const cli_ref_flag *f = c->flags; f != NULL && f->long_name != NULL; f++)
 			PRINTF("flag\t%s\t--%s\t%s\t%s\n", c->name, f->long_name,
 			       f->arg == NULL ? "-" : f->optional_value ? "=" : f->arg,
 			       f->with == NULL ? "-" : f->with);
+		for (const cli_ref_variant *v = c->variants; v != NULL && v->when != NULL; v++)
+			PRINTF("variant\t%s\t%s\t%s\t%s\n", c->name, v->when, v->synopsis,
+			       v->flags);
 	}
 	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
 		PRINTF("global\t--%s\t%s\n", f->long_name, f->arg == NULL ? "-" : f->arg);

@@ -97,6 +97,100 @@ for var in sorted(env):
 version = out("--version").split()[-1]
 if ('"faucet %s"' % version) not in man:
     missing.append("doc/faucet.1's .TH does not say faucet %s" % version)
+
+# ---- each command's own --help, from its row --------------------------------
+# `faucet help --reference` gives the rows: every command's (and variant's)
+# --help starts with its usage line, names every flag of its row, and its
+# prose is the man page's paragraph of that command: one text, so the two
+# cannot drift.
+def norm(text):
+    return " ".join(text.split())
+
+
+def man_text(roff):
+    """The man page's words: macro lines dropped (an item's tag kept),
+    escapes undone."""
+    lines = []
+    for line in roff.splitlines():
+        if line.startswith("."):
+            m = re.match(r'\.IP "([^"]*)"', line)
+            line = m.group(1) if m else ""
+        lines.append(line)
+    text = "\n".join(lines)
+    text = re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace("\\&", "")
+    return norm(text.replace("\\e", "\\"))
+
+
+def usage_of(help_text):
+    """The first usage of a help, its lines joined, [OPTIONS] left out."""
+    lines = help_text.split("\n")
+    first = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith(" ") or line.lstrip().startswith("faucet "):
+            break
+        first.append(line)
+    return norm(" ".join(first).replace(" [OPTIONS]", ""))
+
+
+def prose_of(help_text):
+    """The paragraphs between the usage lines and the lists."""
+    blocks = help_text.split("\n\n")[1:]
+    prose = []
+    for block in blocks:
+        if block.startswith(("Options:", "Subcommands:", "Commands:", "Global options")):
+            break
+        prose.append(norm(block))
+    return prose
+
+
+man_words = man_text(man)
+rows, variants, row_flags = [], [], {}
+for line in out("help", "--reference").splitlines():
+    f = line.split("\t")
+    if f[0] == "command":
+        rows.append((f[1], f[2] if len(f) > 2 else ""))
+    elif f[0] == "variant":
+        variants.append(f[1:])
+    elif f[0] == "flag":
+        row_flags.setdefault(f[1], []).append((f[2], f[3]))
+if len(rows) < 20:
+    missing.append("faucet help --reference lists only %d commands" % len(rows))
+checked = []  # (what, argv, usage, flags)
+for name, synopsis in rows:
+    checked.append((name, name.split(), "%s %s" % (name, synopsis),
+                    [f for f, _ in row_flags.get(name, [])]))
+for name, when, synopsis, vflags in variants:
+    argv = name.split() + when.split()
+    if dict(row_flags.get(name, [])).get(argv[-1], "-") not in ("-", "="):
+        argv.append("X")  # the selecting flag's value
+    checked.append(("%s %s" % (name, when), argv, "%s %s" % (name, synopsis),
+                    ["--" + v for v in vflags.split()]))
+for what, argv, usage, want in checked:
+    text = out(*argv, "--help")
+    expected = norm(("usage: faucet " + usage).replace(" [OPTIONS]", ""))
+    if not usage_of(text).startswith(expected):
+        missing.append("'faucet %s --help' does not start with '%s'" % (what, expected))
+    for flag in want:
+        if flag not in text:
+            missing.append("'faucet %s --help' lacks %s" % (what, flag))
+    if what == "":
+        continue  # the usage text is not the man page's
+    for para in prose_of(text):
+        if para not in man_words:
+            missing.append("doc/faucet.1 lacks the prose of '%s': %s" % (what, para[:60]))
+
+# ---- no help written by hand ------------------------------------------------
+# A help is generated (src/cli/reference_gen.c); a usage line anywhere else
+# is one that can drift.
+for path in sorted(glob.glob(os.path.join(cli, "*.c")) +
+                   glob.glob(os.path.join(src, "src", "serve", "*.c"))):
+    if os.path.basename(path) == "reference_gen.c":
+        continue
+    for n, line in enumerate(read(path).splitlines(), 1):
+        if re.search(r'"usage: faucet', line):
+            missing.append("%s:%d: a hand-written help (--help is generated from "
+                           "src/cli/reference.c)" % (os.path.relpath(path, src), n))
+
 for line in missing:
     print(line)
 print("reference_texts: %d flags, %d commands, %d subcommands, %d omissions"
