@@ -5,7 +5,8 @@
  * FAUCET_EUNKNOWN and is not sent again, to that member or any other; a
  * write answered Unavailable (503) likewise; a read answered 503 moves on to
  * the next endpoint; a member that refuses the connection is skipped for a
- * write too (nothing was sent).  The real cluster's behaviour is covered by
+ * write too (nothing was sent); a watch stream is read the same however it
+ * is cut, and a member ending it is an error, not a silent end.  The real cluster's behaviour is covered by
  * the contract suite and tests/cluster/.
  */
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@ typedef struct {
 	int port;
 	fake_mode puts, ranges;
 	const char *range_body; /* the range reply (NULL: "p/o::k" = "1") */
+	const char *watch_body; /* the watch stream, sent in pieces, then closed */
 	atomic_int put_count, range_count;
 	pthread_t thread;
 } fake_member;
@@ -84,6 +86,29 @@ static void reply(int c, int status, const char *body)
 		return;
 }
 
+/* A reply without a length, its body in pieces of 1 to 7 bytes (so that a
+ * message is cut anywhere, often mid-token), ended by closing. */
+static void send_stream(int c, const char *body)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				   "Connection: close\r\n\r\n";
+	size_t len = strlen(body), off = 0;
+	unsigned seed = 7;
+
+	if (write(c, head, sizeof(head) - 1) < 0)
+		return;
+	while (off < len) {
+		size_t n;
+
+		seed = seed * 1103515245u + 12345u;
+		n = 1 + (seed >> 16) % 7;
+		n = n < len - off ? n : len - off;
+		if (write(c, body + off, n) < 0)
+			return;
+		off += n;
+	}
+}
+
 static void *serve(void *arg)
 {
 	fake_member *m = arg;
@@ -100,6 +125,10 @@ static void *serve(void *arg)
 			if (strcmp(path, "/version") == 0) {
 				reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
 				continue;
+			}
+			if (strcmp(path, "/v3/watch") == 0 && m->watch_body != NULL) {
+				send_stream(c, m->watch_body);
+				break;
 			}
 			if (strcmp(path, "/v3/kv/put") == 0) {
 				atomic_fetch_add(&m->put_count, 1);
@@ -339,6 +368,99 @@ static void no_endpoint_answering_fails_within_the_request_timeout(void **state)
 	faucet_store_free(s);
 }
 
+/* ---- watch --------------------------------------------------------------- */
+
+/* "p/" is the prefix: o::a created, o::b written again, o::a deleted. */
+static const char watch_stream[] =
+	"{\"result\":{\"header\":{\"revision\":\"9\"},\"created\":true}}\n"
+	"{\"result\":{\"header\":{\"revision\":\"10\"},\"events\":[{\"kv\":{\"key\":"
+	"\"cC9vOjph\",\"create_revision\":\"10\",\"mod_revision\":\"10\",\"version\":\"1\","
+	"\"value\":\"MQ==\"}},{\"kv\":{\"key\":\"cC9vOjpi\",\"create_revision\":\"3\","
+	"\"mod_revision\":\"10\",\"version\":\"4\",\"value\":\"Mg==\"}}]}}\n"
+	"{\"result\":{\"header\":{\"revision\":\"11\"},\"events\":[{\"type\":\"DELETE\","
+	"\"kv\":{\"key\":\"cC9vOjph\",\"mod_revision\":\"11\"}}]}}\n";
+
+typedef struct {
+	char seen[512];
+	int stop_at; /* return 7 at this callback (0: never) */
+	int calls;
+} watch_log;
+
+static int log_watch(faucet_watch_event what, const char *key, void *ctx)
+{
+	static const char *const names[] = {"tick", "ready", "added", "changed", "removed"};
+	watch_log *w = ctx;
+	size_t n = strlen(w->seen);
+
+	if (what == FAUCET_WATCH_TICK)
+		return 0;
+	(void)snprintf(w->seen + n, sizeof(w->seen) - n, "%s%s%s;", names[what], key ? " " : "",
+		       key ? key : "");
+	return ++w->calls == w->stop_at ? 7 : 0;
+}
+
+/* faucet_store_watch(prefix) on one fake member sending `body`. */
+static int watch_fake(const char *body, const char *prefix, watch_log *w)
+{
+	fake_member a;
+	char hosts[64];
+	faucet_store *s;
+	int rc;
+
+	fake_start(&a, ANSWER, ANSWER);
+	a.watch_body = body;
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", a.port);
+	s = open_on(hosts);
+	rc = faucet_store_watch(s, prefix, log_watch, w);
+	faucet_store_free(s);
+	fake_stop(&a);
+	return rc;
+}
+
+static void a_watch_stream_cut_anywhere_reports_each_change(void **state)
+{
+	watch_log w = {.stop_at = 0};
+
+	(void)state;
+	/* The member closing the stream is an error: changes may be missed. */
+	assert_int_equal(watch_fake(watch_stream, "", &w), FAUCET_EUNAVAILABLE);
+	assert_non_null(strstr(faucet_error_last()->message, "ended the stream"));
+	assert_string_equal(w.seen, "ready;added o::a;changed o::b;removed o::a;");
+}
+
+static void a_callback_stops_the_watch_with_its_value(void **state)
+{
+	watch_log w = {.stop_at = 3};
+
+	(void)state;
+	assert_int_equal(watch_fake(watch_stream, "o::", &w), 7);
+	assert_string_equal(w.seen, "ready;added o::a;changed o::b;");
+}
+
+static void a_stream_that_is_not_json_is_an_error(void **state)
+{
+	watch_log w = {.stop_at = 0};
+
+	(void)state;
+	assert_int_equal(watch_fake("{\"result\":{\"created\":true}}\n<html>not etcd</html>", "", &w),
+			 FAUCET_ERROR);
+	assert_non_null(strstr(faucet_error_last()->message, "not JSON"));
+	assert_string_equal(w.seen, "ready;");
+}
+
+static void a_store_without_a_watch_says_so(void **state)
+{
+	faucet_store *s = NULL;
+	watch_log w = {.stop_at = 0};
+
+	(void)state;
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_store_watch(s, "", log_watch, &w), FAUCET_EUNSUPPORTED);
+	assert_non_null(strstr(faucet_error_last()->message, "cannot be watched"));
+	assert_int_equal(w.calls, 0);
+	faucet_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +470,10 @@ int main(void)
 		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
 		cmocka_unit_test(a_range_reply_is_read_whatever_its_member_order),
 		cmocka_unit_test(no_endpoint_answering_fails_within_the_request_timeout),
+		cmocka_unit_test(a_watch_stream_cut_anywhere_reports_each_change),
+		cmocka_unit_test(a_callback_stops_the_watch_with_its_value),
+		cmocka_unit_test(a_stream_that_is_not_json_is_an_error),
+		cmocka_unit_test(a_store_without_a_watch_says_so),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,6 +308,30 @@ FAUCET_EXTERN int faucet_store_rewrite_all(faucet_store *s, const char *prefix, 
  * FAUCET_EUNSUPPORTED. */
 FAUCET_EXTERN int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed);
 
+/* ---- watching for changes -------------------------------------------- */
+
+/* What a watch reports to its callback. */
+typedef enum {
+	FAUCET_WATCH_TICK = 0,    /* nothing changed (key NULL): at least once a second */
+	FAUCET_WATCH_READY = 1,   /* the watch is in place (key NULL): changes from here on */
+	FAUCET_WATCH_ADDED = 2,   /* key was created */
+	FAUCET_WATCH_CHANGED = 3, /* key was written again (maybe with the same value) */
+	FAUCET_WATCH_REMOVED = 4  /* key was deleted (or its lease expired) */
+} faucet_watch_event;
+
+/* The callback of faucet_store_watch; key is borrowed for the call.  A
+ * non-zero return stops the watch, which returns it. */
+typedef int (*faucet_watch_fn)(faucet_watch_event what, const char *key, void *ctx);
+
+/* Follow the changes of keys starting with `prefix` ("" = all) as the store
+ * makes them (etcd: its watch), calling fn in the calling thread until fn
+ * returns non-zero (that value is returned).  The stream ending otherwise
+ * is an error (FAUCET_EUNAVAILABLE): what changed meanwhile was missed, so
+ * a caller re-reads before watching again.  A store without a watch is
+ * FAUCET_EUNSUPPORTED (poll it instead). */
+FAUCET_EXTERN int faucet_store_watch(faucet_store *s, const char *prefix, faucet_watch_fn fn,
+				     void *ctx);
+
 /* ---- key migration ---------------------------------------------------- */
 
 typedef enum {

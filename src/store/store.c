@@ -543,6 +543,18 @@ int faucet_store_check(faucet_store *s, const faucet_check_context *ctx,
 	return s->backend->check(s->backend, &c, out);
 }
 
+/* Only a backend whose server pushes changes has the slot; the rest are
+ * polled by whoever wants to follow them. */
+int faucet_store_watch(faucet_store *s, const char *prefix, faucet_watch_fn fn, void *ctx)
+{
+	if (s == NULL || prefix == NULL || fn == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_store_watch: NULL argument");
+	if (s->backend->version < 9 || s->backend->watch == NULL)
+		return faucet_error_set(FAUCET_EUNSUPPORTED, "the %s store cannot be watched",
+					faucet_store_backend_name(s));
+	return s->backend->watch(s->backend, prefix, fn, ctx);
+}
+
 /* Only a backend that keeps a key index beside its entries (Redis with
  * index=true) has the slot; for every other one there is nothing to
  * rebuild. */

@@ -1824,6 +1824,224 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 
 /* ---- open / free ------------------------------------------------------- */
 
+/* ---- watch ------------------------------------------------------------- */
+
+/*
+ * faucet_store_watch on etcd: one POST /v3/watch whose reply never ends.
+ * The gateway sends each WatchResponse as one JSON object ({"result":
+ * {...}}), read with json-c's incremental tokener as the bytes arrive, so
+ * the way they are cut into chunks does not matter.  A PUT event has no
+ * "type" (the default is omitted); a key whose version is 1 was created.
+ * The stream is the watch's own handle, outside the pool: it holds its
+ * connection for as long as it lasts.
+ */
+#define WATCH_TICK_MS 250
+
+typedef struct {
+	etcd_store *s;
+	faucet_watch_fn fn;
+	void *ctx;
+	json_tokener *tok;
+	uint64_t last_tick;
+	int stop;  /* fn's non-zero return */
+	int ready; /* the watch was created */
+	int rc;    /* an error met in a callback (set in the error slot) */
+} etcd_watch;
+
+static int watch_call(etcd_watch *w, faucet_watch_event what, const char *key)
+{
+	int rc = w->fn(what, key, w->ctx);
+
+	if (rc != 0)
+		w->stop = rc;
+	return rc;
+}
+
+static int watch_event(etcd_watch *w, json_object *ev)
+{
+	json_object *kv = member(ev, "kv"), *type = member(ev, "type");
+	faucet_watch_event what = FAUCET_WATCH_CHANGED;
+	etcd_kv k;
+	int rc;
+
+	if (kv == NULL)
+		return etcd_fail(w->s, FAUCET_ERROR, "watching", "an event has no kv");
+	if ((rc = kv_read(w->s, kv, 0, &k)) != 0)
+		return rc;
+	if (type != NULL && strcmp(json_object_get_string(type), "DELETE") == 0)
+		what = FAUCET_WATCH_REMOVED;
+	else if (int64_member(kv, "version") == 1)
+		what = FAUCET_WATCH_ADDED;
+	rc = watch_call(w, what, k.key);
+	kv_clear(&k);
+	return rc;
+}
+
+/* One WatchResponse, or the gateway's error object. */
+static int watch_message(etcd_watch *w, json_object *msg)
+{
+	json_object *r = member(msg, "result"), *evs;
+	const char *why = NULL;
+	int rc = 0;
+
+	if (r == NULL) {
+		(void)error_reply(msg, &why);
+		return etcd_fail(w->s, FAUCET_EUNAVAILABLE, "watching", why ? why : "no result");
+	}
+	if (bool_member(r, "canceled")) {
+		json_object *reason = member(r, "cancel_reason");
+
+		return etcd_fail(w->s, FAUCET_EUNAVAILABLE, "watching",
+				 reason ? json_object_get_string(reason) : "the watch was canceled");
+	}
+	if (bool_member(r, "created") && !w->ready) {
+		w->ready = 1;
+		if ((rc = watch_call(w, FAUCET_WATCH_READY, NULL)) != 0)
+			return rc;
+	}
+	evs = member(r, "events");
+	for (size_t i = 0; rc == 0 && evs != NULL && i < json_object_array_length(evs); i++)
+		rc = watch_event(w, json_object_array_get_idx(evs, i));
+	return rc;
+}
+
+static size_t on_watch_body(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	etcd_watch *w = ctx;
+	size_t n = size * nmemb, off = 0;
+
+	while (off < n) {
+		size_t chunk = n - off < (size_t)INT32_MAX ? n - off : (size_t)INT32_MAX;
+		json_object *o = json_tokener_parse_ex(w->tok, data + off, (int)chunk);
+		int rc;
+
+		if (json_tokener_get_error(w->tok) == json_tokener_continue)
+			return n; /* all taken: the object goes on in the next chunk */
+		if (o == NULL) {
+			w->rc = etcd_fail(w->s, FAUCET_ERROR, "watching",
+					  "a message of the watch stream is not JSON");
+			return 0;
+		}
+		off += json_tokener_get_parse_end(w->tok);
+		json_tokener_reset(w->tok);
+		rc = watch_message(w, o);
+		json_object_put(o);
+		if (rc != 0) {
+			if (w->stop == 0)
+				w->rc = rc;
+			return 0;
+		}
+	}
+	return n;
+}
+
+/* libcurl's progress callback: a tick for fn, a few times a second. */
+static int on_watch_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			     curl_off_t ulnow)
+{
+	etcd_watch *w = ctx;
+	uint64_t now = faucet__now_ms();
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	if (now - w->last_tick < WATCH_TICK_MS)
+		return 0;
+	w->last_tick = now;
+	return watch_call(w, FAUCET_WATCH_TICK, NULL) != 0;
+}
+
+static int watch_options(CURL *h, etcd_watch *w, const char *url, const faucet_buf *body,
+			 struct curl_slist *headers)
+{
+	return curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_POST, 1L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_POSTFIELDS, body->ptr) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, w->s->dial_ms) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 5L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_body) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_WRITEDATA, w) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_watch_progress) != CURLE_OK ||
+	       curl_easy_setopt(h, CURLOPT_XFERINFODATA, w) != CURLE_OK;
+}
+
+/* The watch on endpoint idx, until fn stops it or the stream ends. */
+static int watch_at(etcd_watch *w, size_t idx, const faucet_buf *body)
+{
+	etcd_store *s = w->s;
+	struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+	CURL *h = curl_easy_init();
+	char url[320];
+	CURLcode cc;
+	long status = 0;
+
+	(void)snprintf(url, sizeof(url), "%s/v3/watch", s->endpoints[idx]);
+	if (headers == NULL || h == NULL || (w->tok = json_tokener_new()) == NULL) {
+		if (h != NULL)
+			curl_easy_cleanup(h);
+		if (headers != NULL)
+			curl_slist_free_all(headers);
+		return faucet_error_set(FAUCET_ENOMEM, "etcd state store: out of memory for a watch");
+	}
+	if (watch_options(h, w, url, body, headers) != 0) {
+		w->rc = faucet_error_set(FAUCET_ERROR, "etcd state store: libcurl refused an option");
+		cc = CURLE_OK;
+	} else {
+		cc = curl_easy_perform(h);
+		(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	}
+	curl_easy_cleanup(h);
+	curl_slist_free_all(headers);
+	json_tokener_free(w->tok);
+	w->tok = NULL;
+	if (w->stop != 0 || w->rc != 0)
+		return w->stop != 0 ? w->stop : w->rc;
+	if (cc != CURLE_OK)
+		return etcd_fail(s, FAUCET_EUNAVAILABLE, "watching", curl_easy_strerror(cc));
+	return etcd_fail(s, FAUCET_EUNAVAILABLE, "watching",
+			 status == 200 ? "the member ended the stream" : "the member refused the watch");
+}
+
+static int etcd_watch_keys(faucet_store_backend *b, const char *prefix, faucet_watch_fn fn,
+			   void *ctx)
+{
+	etcd_store *s = (etcd_store *)b;
+	faucet_buf body = FAUCET_BUF_INIT, start = FAUCET_BUF_INIT;
+	size_t first = atomic_load(&s->preferred) % s->n;
+	etcd_watch w;
+	int rc;
+
+	(void)faucet_buf_puts(&start, s->prefix);
+	(void)faucet_buf_puts(&start, prefix);
+	(void)faucet_buf_puts(&body, "{\"create_request\":{");
+	rc = start.failed ? FAUCET_ENOMEM : put_range(&body, s, start.ptr, start.len, prefix);
+	(void)faucet_buf_puts(&body, "}}");
+	faucet_buf_dispose(&start);
+	if (rc == 0 && body.failed)
+		rc = FAUCET_ENOMEM;
+	/* Each member in turn until one takes the watch; once one has, its
+	 * stream ending is the caller's to handle (changes may be missed). */
+	for (size_t i = 0; rc == 0 && i < s->n; i++) {
+		memset(&w, 0, sizeof(w));
+		w.s = s;
+		w.fn = fn;
+		w.ctx = ctx;
+		w.last_tick = faucet__now_ms();
+		rc = watch_at(&w, (first + i) % s->n, &body);
+		if (w.ready || w.stop != 0 || rc == FAUCET_ENOMEM)
+			break;
+		if (i + 1 < s->n)
+			rc = 0;
+	}
+	faucet_buf_dispose(&body);
+	return rc;
+}
+
 static void etcd_free(faucet_store_backend *b)
 {
 	etcd_store *s = (etcd_store *)b;
@@ -2029,6 +2247,7 @@ int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 	s->base.put_guarded = etcd_put_guarded;
 	s->base.put_many = etcd_put_many;
 	s->base.check = etcd_check;
+	s->base.watch = etcd_watch_keys;
 	s->base.free = etcd_free;
 	return faucet_store_new(out, &s->base);
 }

@@ -23,13 +23,13 @@ extern "C" {
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
  * reindex, version 6 scan_data and put_guarded, version 7 list_page,
- * version 8 put_guarded_many; a version-2 to -7 struct (without them) is
- * still accepted.
+ * version 8 put_guarded_many, version 9 watch; a version-2 to -8 struct
+ * (without them) is still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 8
+#define FAUCET_STORE_BACKEND_VERSION 9
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -155,6 +155,13 @@ struct faucet_store_backend {
 	int (*put_guarded_many)(faucet_store_backend *b, const faucet_store_guard *guards,
 				size_t n, const char *const *drop, size_t ndrop, const char *key,
 				const faucet_value *value, int *written);
+
+	/* Optional: faucet_store_watch (see faucet/store.h) - report each
+	 * change of a key starting with prefix to fn, FAUCET_WATCH_READY
+	 * once the watch is in place and FAUCET_WATCH_TICK at least once a
+	 * second without one, until fn returns non-zero (returned).  NULL:
+	 * the store cannot be watched.  (Version 9.) */
+	int (*watch)(faucet_store_backend *b, const char *prefix, faucet_watch_fn fn, void *ctx);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
