@@ -17,6 +17,14 @@
  * waiting ones when it adds events, and every 10 s for a comment line that
  * keeps proxies from closing the stream.  On stop every stream ends, so the
  * graceful stop does not wait on them.
+ *
+ * A store that can be watched (etcd) is not polled: a watcher thread
+ * follows faucet_store_watch and turns each change of a bookkeeping key
+ * into its event as it happens.  The watch takes over from the poller only
+ * once it is in place (after a last poll, so nothing between the two is
+ * missed); when its stream breaks, polling resumes from a new baseline and
+ * every client is told to reload, since changes may have gone unseen, and
+ * the watch is tried again a second later.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +41,7 @@
 #define POLL_MAX_MS 30000
 #define POLL_DUTY 100
 #define HEARTBEAT_MS 10000
+#define WATCH_RETRY_MS 1000
 
 typedef struct {
 	unsigned long long seq;
@@ -64,6 +73,10 @@ static struct {
 	seen *last;
 	size_t nlast;
 	int have_baseline;
+	pthread_t watcher;
+	int watcher_started;
+	int watching; /* the store's watch is in place: no polling */
+	unsigned long long polls, watch_starts;
 } E = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static uint64_t fnv(const char *s, size_t n)
@@ -151,6 +164,10 @@ static void poll_once(void)
 	faucet_value **values = NULL;
 	seen *now = NULL;
 	size_t n = 0, i, j;
+
+	pthread_mutex_lock(&E.mu);
+	E.polls++;
+	pthread_mutex_unlock(&E.mu);
 
 	if (faucet_store_scan(E.store, "", collect_key, &keys) < 0 ||
 	    (keys.count && (values = calloc(keys.count, sizeof(*values))) == NULL) ||
@@ -278,7 +295,9 @@ static void *poller(void *arg)
 			next_beat = next_poll + HEARTBEAT_MS;
 			continue;
 		}
-		if (now >= next_poll) {
+		if (E.watching) {
+			next_poll = now + POLL_MIN_MS; /* the watch reports changes */
+		} else if (now >= next_poll) {
 			pthread_mutex_unlock(&E.mu);
 			poll_once();
 			pthread_mutex_lock(&E.mu);
@@ -300,6 +319,78 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+/* ---- the store's watch ------------------------------------------------ */
+
+static int on_watch(faucet_watch_event what, const char *key, void *arg)
+{
+	const char *kind = key != NULL ? kind_of(key) : NULL;
+	int stop;
+
+	(void)arg;
+	if (what == FAUCET_WATCH_READY) {
+		/* A last poll against the baseline, if anyone listens, covers
+		 * what changed before the watch began; a change made since is
+		 * then reported twice at most, never missed. */
+		pthread_mutex_lock(&E.mu);
+		if (E.have_baseline) {
+			pthread_mutex_unlock(&E.mu);
+			poll_once();
+			pthread_mutex_lock(&E.mu);
+		}
+		E.watching = 1;
+		E.watch_starts++;
+		wake(0);
+		pthread_mutex_unlock(&E.mu);
+		return 0;
+	}
+	pthread_mutex_lock(&E.mu);
+	stop = E.stopping;
+	if (!stop && kind != NULL && what != FAUCET_WATCH_TICK) {
+		add_event(kind, key,
+			  what == FAUCET_WATCH_ADDED ? "added"
+			  : what == FAUCET_WATCH_REMOVED ? "removed" : "changed");
+		pthread_cond_broadcast(&E.cv);
+		wake(0);
+	}
+	pthread_mutex_unlock(&E.mu);
+	return stop;
+}
+
+/* The watch lost (E.mu held): polling resumes from a new baseline, and
+ * every client reloads, since what changed meanwhile went unseen. */
+static void watch_lost(void)
+{
+	if (!E.watching)
+		return;
+	E.watching = 0;
+	E.have_baseline = 0;
+	for (client *c = E.clients; c != NULL; c = c->nextc)
+		c->reset = 1;
+	wake(0);
+}
+
+static void *watcher(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int rc = faucet_store_watch(E.store, "", on_watch, NULL);
+
+		pthread_mutex_lock(&E.mu);
+		watch_lost();
+		if (rc == FAUCET_EUNSUPPORTED || E.stopping) {
+			pthread_mutex_unlock(&E.mu);
+			return NULL;
+		}
+		serve_count_store_error();
+		wait_ms(WATCH_RETRY_MS);
+		if (E.stopping) {
+			pthread_mutex_unlock(&E.mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&E.mu);
+	}
+}
+
 int serve_events_start(faucet_store *s)
 {
 	E.store = s;
@@ -307,7 +398,32 @@ int serve_events_start(faucet_store *s)
 	if (pthread_create(&E.thread, NULL, poller, NULL) != 0)
 		return faucet_error_set(FAUCET_ERROR, "cannot start the event poller");
 	E.started = 1;
+	if (pthread_create(&E.watcher, NULL, watcher, NULL) != 0) {
+		serve_events_stop();
+		return faucet_error_set(FAUCET_ERROR, "cannot start the store's watcher");
+	}
+	E.watcher_started = 1;
 	return 0;
+}
+
+void serve_events_metrics(faucet_buf *b)
+{
+	pthread_mutex_lock(&E.mu);
+	(void)faucet_buf_printf(b,
+			     "# HELP faucet_serve_event_polls_total Reads of the store's bookkeeping "
+			     "for /v1/events.\n"
+			     "# TYPE faucet_serve_event_polls_total counter\n"
+			     "faucet_serve_event_polls_total %llu\n"
+			     "# HELP faucet_serve_watch_active Whether the store's watch reports its "
+			     "changes (then it is not polled).\n"
+			     "# TYPE faucet_serve_watch_active gauge\n"
+			     "faucet_serve_watch_active %d\n"
+			     "# HELP faucet_serve_watch_starts_total Times the store's watch was put "
+			     "in place.\n"
+			     "# TYPE faucet_serve_watch_starts_total counter\n"
+			     "faucet_serve_watch_starts_total %llu\n",
+			     E.polls, E.watching, E.watch_starts);
+	pthread_mutex_unlock(&E.mu);
 }
 
 void serve_events_end_streams(void)
@@ -325,6 +441,9 @@ void serve_events_stop(void)
 	if (E.started)
 		(void)pthread_join(E.thread, NULL);
 	E.started = 0;
+	if (E.watcher_started)
+		(void)pthread_join(E.watcher, NULL);
+	E.watcher_started = 0;
 	free_seen(E.last, E.nlast);
 	E.last = NULL;
 	E.nlast = 0;
@@ -411,7 +530,7 @@ struct MHD_Response *serve_events_response(struct MHD_Connection *conn)
 	pthread_mutex_lock(&E.mu);
 	E.nconnecting++;
 	{
-		int need = !E.have_baseline;
+		int need = !E.have_baseline && !E.watching;
 
 		pthread_mutex_unlock(&E.mu);
 		if (need)

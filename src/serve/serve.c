@@ -291,6 +291,7 @@ void serve_metrics_text(faucet_buf *b)
 			     "# TYPE faucet_serve_connections gauge\n"
 			     "faucet_serve_connections %u\n",
 			     atomic_load(&srv.connections));
+	serve_events_metrics(b);
 }
 
 /* ---- replies ------------------------------------------------------------ */

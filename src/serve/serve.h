@@ -87,12 +87,15 @@ extern const size_t serve_openapi_json_len;
  * a method other than GET/HEAD), 0 when it is not. */
 int serve_dashboard(const char *method, const char *url, serve_reply *out);
 
-/* Events (events.c): the poller shared by every /v1/events client.  At
- * stop: end_streams ends every stream (before waiting for the requests in
- * flight), stop joins the poller after the daemon stopped. */
+/* Events (events.c): the poller shared by every /v1/events client, and
+ * the store's watch where it has one.  At stop: end_streams ends every
+ * stream (before waiting for the requests in flight), stop joins the
+ * poller and the watcher after the daemon stopped.  metrics appends their
+ * figures to /metrics. */
 int serve_events_start(faucet_store *s);
 void serve_events_end_streams(void);
 void serve_events_stop(void);
+void serve_events_metrics(faucet_buf *b);
 struct MHD_Connection;
 struct MHD_Response;
 struct MHD_Response *serve_events_response(struct MHD_Connection *conn);

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Black-box tests of `faucet serve` (doc/design.md §9, doc/openapi.json).
 
-    test_api.py BACKEND        BACKEND: file, sqlite, postgres or redis
+    test_api.py BACKEND [NAME...]   BACKEND: file, sqlite, postgres, redis or etcd;
+                                    NAME: only the tests whose id contains it
 
 Every test starts its own server on a free loopback port (--listen
 127.0.0.1:0; the port is read from the "listening on" line) and stops it
 with SIGTERM, checking that it exits 0.  The store tests run against the
 backend named; the tests of the daemon itself (tokens, limits, signals)
 run with the file backend only, since they do not depend on the store.
-PostgreSQL and Redis come from scripts/test-servers.sh
-(FAUCET_TEST_PG_URL, FAUCET_TEST_REDIS_URL); a missing one is a failure.
+PostgreSQL, Redis and etcd come from scripts/test-servers.sh
+(FAUCET_TEST_PG_URL, FAUCET_TEST_REDIS_URL, FAUCET_TEST_ETCD_URL); a missing
+one is a failure.  On etcd, /v1/events follows the store's watch instead of
+polling (WatchTests).
 
 Standard library only (http.client, urllib, json, unittest).
 """
@@ -121,6 +124,104 @@ class Server:
         return rc
 
 
+def etcd_url():
+    url = os.environ.get("FAUCET_TEST_ETCD_URL")
+    if not url:
+        raise AssertionError("FAUCET_TEST_ETCD_URL is not set (scripts/test-servers.sh start)")
+    return url
+
+
+def metric(s, name):
+    """The value of a /metrics line `name VALUE`."""
+    st, h, data = s.request("GET", "/metrics")
+    m = re.search(r"^%s (\S+)$" % re.escape(name), data.decode(), re.M)
+    if st != 200 or m is None:
+        raise AssertionError("no %s in /metrics (%d)" % (name, st))
+    return float(m.group(1))
+
+
+def read_events(r, want, what):
+    """Read the event stream r until want(kind, data) holds for an event
+    ("reset" events have kind "reset"); returns the events read."""
+    events = []
+    end = time.monotonic() + DEADLINE  # keep-alive comments come every 10 s
+    kind = None
+    while True:
+        if time.monotonic() > end:
+            raise AssertionError("no %s within %ds: %s" % (what, DEADLINE, events))
+        line = r.readline()
+        if line == b"":
+            raise AssertionError("the stream ended early, waiting for " + what)
+        if line.startswith(b"event: "):
+            kind = line[7:].strip().decode()
+        elif line.startswith(b"data: "):
+            data = json.loads(line[6:])
+            events.append((kind, data))
+            if want(kind, data):
+                return events
+
+
+class Proxy:
+    """A TCP forwarder to one etcd member whose connections the test can
+    cut (break_all), as a member's restart or a network fault would."""
+
+    def __init__(self, target):
+        self.target = target
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.socks = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                a, _ = self.lsock.accept()
+            except OSError:
+                return
+            try:
+                b = socket.create_connection(self.target)
+            except OSError:
+                a.close()
+                continue
+            with self.lock:
+                self.socks += [a, b]
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(b, a), daemon=True).start()
+
+    def _pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for x in (src, dst):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def break_all(self):
+        with self.lock:
+            socks, self.socks = self.socks, []
+        for x in socks:
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            x.close()
+
+    def close(self):
+        self.lsock.close()
+        self.break_all()
+
+
 def k(key):
     return "/v1/keys/" + urllib.parse.quote(key, safe="")
 
@@ -147,6 +248,8 @@ class Base(unittest.TestCase):
             if not url:
                 self.fail("FAUCET_TEST_REDIS_URL is not set (scripts/test-servers.sh start)")
             return url + ("&" if "?" in url else "?") + "namespace=serve" + tag
+        if BACKEND == "etcd":
+            return etcd_url() + "_serve" + tag
         self.fail("unknown backend " + BACKEND)
 
     def tearDown(self):
@@ -513,6 +616,14 @@ class StoreTests(Base):
                 if any(e["kind"] == "run" and e["pipeline"] == "ev" for e in events):
                     break
         self.assertEqual(events[-1]["key"], "ev::default::__status__")
+        # etcd's changes come from its watch, with no poll of the store;
+        # every other store is polled
+        if BACKEND == "etcd":
+            self.assertEqual(metric(s, "faucet_serve_watch_active"), 1)
+            self.assertEqual(metric(s, "faucet_serve_event_polls_total"), 0)
+        else:
+            self.assertEqual(metric(s, "faucet_serve_watch_active"), 0)
+            self.assertGreaterEqual(metric(s, "faucet_serve_event_polls_total"), 1)
         # a stop ends the stream and the server exits 0
         self.stop(s)
         while r.readline():
@@ -895,16 +1006,75 @@ class ServerTests(Base):
         self.stop(s)
 
 
+class WatchTests(Base):
+    """/v1/events on a store with a watch (etcd): each change is an event
+    as it happens, and a broken watch falls back to polling, tells every
+    client to reload, and is put in place again."""
+
+    def test_events_of_the_watch_added_changed_removed(self):
+        s = self.serve()
+        wait_for(lambda: metric(s, "faucet_serve_watch_active") == 1, "the watch")
+        c = s.conn()
+        c.request("GET", "/v1/events")
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.readline().startswith(b":"))
+        # a first run creates its status, a second changes it
+        self.cli("state", "put", "wa::default::pos", "1")
+        read_events(r, lambda kd, d: d["key"] == "wa::default::__status__" and d["change"] == "added",
+                    "the first run's status added")
+        self.cli("state", "put", "wa::default::pos", "2")
+        read_events(r, lambda kd, d: d["key"] == "wa::default::__status__" and d["change"] == "changed",
+                    "the second run's status changed")
+        # a run's lease: added when it begins, removed when it ends
+        self.cli("run", "--pipeline", "wa", "--", "true")
+        got = read_events(r, lambda kd, d: d["key"] == "wa::default::__lease__" and d["change"] == "removed",
+                          "the run's lease removed")
+        self.assertIn(("lease", {"kind": "lease", "key": "wa::default::__lease__", "pipeline": "wa",
+                                 "change": "added"}), got)
+        # data keys are not events
+        self.assertFalse([d for kd, d in got if d["key"] == "wa::default::pos"], got)
+        self.assertEqual(metric(s, "faucet_serve_event_polls_total"), 0)
+        self.stop(s)
+        c.close()
+
+    def test_a_broken_watch_resets_the_clients_and_is_put_back(self):
+        url = etcd_url()
+        first = url[len("etcd://"):].split("/")[0].split(",")[0]
+        host, port = first.rsplit(":", 1)
+        proxy = Proxy((host, int(port)))
+        self.addCleanup(proxy.close)
+        prefix = url.split("/", 3)[3]
+        self.store = "etcd://127.0.0.1:%d/%s_serve%s" % (proxy.port, prefix, uuid.uuid4().hex[:12])
+        s = self.serve()
+        wait_for(lambda: metric(s, "faucet_serve_watch_starts_total") == 1, "the watch")
+        c = s.conn()
+        c.request("GET", "/v1/events")
+        r = c.getresponse()
+        self.assertTrue(r.readline().startswith(b":"))
+        proxy.break_all()
+        read_events(r, lambda kd, d: kd == "reset", "a reset after the watch broke")
+        wait_for(lambda: metric(s, "faucet_serve_watch_starts_total") == 2, "the watch put back")
+        self.assertEqual(metric(s, "faucet_serve_watch_active"), 1)
+        # and it reports changes again
+        self.cli("state", "put", "wb::default::pos", "1")
+        read_events(r, lambda kd, d: d["key"] == "wb::default::__status__", "a run after the watch came back")
+        self.stop(s)
+        c.close()
+
+
 def main():
     global BACKEND
     args = sys.argv[1:]
-    if args and args[0] in ("file", "sqlite", "postgres", "redis"):
+    if args and args[0] in ("file", "sqlite", "postgres", "redis", "etcd"):
         BACKEND = args.pop(0)
     suite = unittest.TestSuite()
     loader = unittest.TestLoader()
     suite.addTests(loader.loadTestsFromTestCase(StoreTests))
     if BACKEND == "file":
         suite.addTests(loader.loadTestsFromTestCase(ServerTests))
+    if BACKEND == "etcd":
+        suite.addTests(loader.loadTestsFromTestCase(WatchTests))
     if args:
         suite = unittest.TestSuite(t for t in _flatten(suite) if any(a in t.id() for a in args))
     result = unittest.TextTestRunner(verbosity=2).run(suite)
