@@ -17,54 +17,35 @@
 #define END {0}
 
 /* The man page's paragraphs of the global options. */
-static const char man_key_env[] =
-	"The file store's current key is in environment variable\n"
-	".IR VAR .\n"
-	"Default:\n"
-	".BR $FAUCET_ENCRYPTION_KEY_ENV .\n";
-
-static const char man_previous_key_env[] =
-	"An older key, tried after the current one on reads; repeatable. Default:\n"
-	".B $FAUCET_PREVIOUS_KEY_ENV\n"
-	"(comma-separated names).\n";
-
-static const char man_json[] =
-	"Machine-readable JSON on stdout. A failure also prints\n"
-	".B {\"error\": {\"code\", \"message\", \"exit\"}}\n"
-	"(for\n"
-	".BR backfill ,\n"
-	".BR {\"outcome\":\\ \"error\",\\ \"error\":\\ {...}} ).\n"
-	"On success stderr stays empty (the run and undo command are in the JSON); a\n"
-	"failure writes its one-line message there.\n"
-	".B \"faucet run \\-\\-json\"\n"
-	"prints one summary object as the last line of stdout.\n";
-
-static const char man_quiet[] =
-	"No run ids, undo commands, reports or progress: a successful write prints\n"
-	"nothing.  Errors still go to stderr.\n";
-
-static const char man_version[] =
-	"The version (also\n"
-	".BR \"faucet version\" ).\n";
-
 const cli_ref_flag cli_reference_globals[] = {
 	FLAGV("state", 0, "URL", "the store (see the store reference)", CLI_VALUE_URL),
 	FLAGV("config", 'c', "FILE", "a faucet pipeline YAML: its state: block and name:",
 	      CLI_VALUE_FILE),
 	{.long_name = "encryption-key-env", .arg = "VAR", .value = CLI_VALUE_VAR,
-	 .desc = "the variable holding the encryption key", .man = man_key_env},
+	 .desc = "the variable holding the encryption key",
+	 .more = ": the file store's current key, which seals what is written and is tried "
+		 "first on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)"},
 	{.long_name = "previous-key-env", .arg = "VAR", .value = CLI_VALUE_VAR,
-	 .desc = "a variable holding a previous key (repeatable)", .man = man_previous_key_env},
-	{.long_name = "json", .desc = "print machine-readable JSON", .man = man_json},
-	{.long_name = "quiet", .short_name = 'q', .man = man_quiet,
-	 .desc = "no run ids, undo commands or progress on stderr; errors only"},
+	 .desc = "a variable holding a previous key (repeatable)",
+	 .more = ": an older key, tried after the current one on reads (default: "
+		 "$FAUCET_PREVIOUS_KEY_ENV, comma-separated names)"},
+	{.long_name = "json", .desc = "print machine-readable JSON",
+	 .more = " on stdout; a failure also prints {\"error\": {\"code\", \"message\", "
+		 "\"exit\"}} (backfill: {\"outcome\": \"error\", \"error\": {...}}); on success "
+		 "stderr stays empty (the run and undo command are in the JSON), a failure writes "
+		 "its one-line message there; 'faucet run --json' prints one summary object as "
+		 "the last line of stdout"},
+	{.long_name = "quiet", .short_name = 'q',
+	 .desc = "no run ids, undo commands or progress on stderr; errors only",
+	 .more = ": a successful write prints nothing"},
 	{.long_name = "help", .short_name = 'h', .desc = "show help (also after any command)",
 	 .more = ", ending with the store and key reference"},
 	END,
 };
 
 static const cli_ref_flag top_flags[] = { /* the first row's: reference_gen.c */
-	{.long_name = "version", .short_name = 'V', .desc = "print the version", .man = man_version},
+	{.long_name = "version", .short_name = 'V', .desc = "print the version",
+	 .more = " (also 'faucet version')"},
 	END,
 };
 

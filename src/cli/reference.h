@@ -46,7 +46,6 @@ typedef struct {
 	const char *words;     /* CLI_VALUE_WORDS: "faucet meltano" */
 	const char *with;      /* accepted only with these arguments ("--format meltano") */
 	int optional_value;    /* --wait[=D]: the value only after '=' */
-	const char *man;       /* roff for the man page instead of desc, or NULL */
 	const char *more;      /* prose continuing desc in --help and the man page, not
 				* in the completions: "; compared as JSON values" */
 } cli_ref_flag;

@@ -295,10 +295,6 @@ static void man_flag(faucet_buf *b, const cli_ref_flag *f)
 		PUTS(f->optional_value ? "\\fR]" : "\\fR");
 	}
 	PUTS("\n");
-	if (f->man != NULL) {
-		PUTS(f->man);
-		return;
-	}
 	roff_sentence(b, f->desc, f->more);
 	if (f->with != NULL) {
 		PUTS("Only with\n.BR \"");
@@ -421,34 +417,46 @@ static void help_stores(faucet_buf *b)
 #define FLAG_COLUMN_MAX 26
 #define GROUP_COLUMN 36
 
-/* How a store is chosen and configured: the same for every command, so
- * every --help ends with it. */
-static const char store_help[] =
-	"Store selection (first match wins): --state URL; -c/--config FILE (a pipeline\n"
-	"YAML, which must have a state: block); $FAUCET_CONFIG (a YAML, like -c);\n"
-	"$FAUCET_STATE (a URL); otherwise file:.faucet-state in the current directory.\n"
-	"\n";
+/* How a store is chosen and configured, and the file store's keys: prose
+ * (reference.h) that every --help ends with and the man page's STORE
+ * SELECTION, its YAML paragraph and ENCRYPTION render - one text each. */
+static const char store_selection_prose[] =
+	"  --state            URL: a store URL (below); a bare path is refused with a\n"
+	"                     suggestion of file:PATH or sqlite:PATH\n"
+	"  -c/--config        FILE: a pipeline YAML, which must have a state: block\n"
+	"  $FAUCET_CONFIG     a pipeline YAML, like -c\n"
+	"  $FAUCET_STATE      a store URL, like --state\n"
+	"  otherwise          file:.faucet-state in the current directory\n";
 
-/* After the store reference generated from the table of backends. */
-static const char store_help_tail[] =
-	"\n"
+static const char store_yaml_prose[] =
 	"Pipeline YAML fields read by faucet (the rest is the pipeline's own):\n"
-	"  name: P                  the default PIPELINE of state show/export/copy, backfill\n"
-	"  state: {type, config}    the store, as above (required with -c)\n"
-	"  backfill: {window, concurrency (default 1), timezone (default UTC), command: [...]}\n"
-	"  Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is \"\".\n"
-	"\n"
-	"Encryption at rest (file store).  A key is any non-empty string - a passphrase\n"
-	"or random bytes in text form - and the AES-256-GCM key is the SHA-256 of its\n"
-	"bytes, so every length works; one shorter than 16 bytes is easy to guess and\n"
-	"draws a warning (make one with: openssl rand -base64 32).  A key is never put\n"
-	"on the command line; these options name the environment variable holding it:\n"
-	"  --encryption-key-env VAR   the current key: seals what is written, tried first\n"
-	"                             on reads (default: $FAUCET_ENCRYPTION_KEY_ENV)\n"
-	"  --previous-key-env VAR     an older key, tried after it on reads; repeatable\n"
-	"                             (default: $FAUCET_PREVIOUS_KEY_ENV, comma-separated).\n"
-	"                             To rotate: --encryption-key-env NEW --previous-key-env\n"
-	"                             OLD state rekey; then drop OLD.\n";
+	"  name:              P: the default PIPELINE of state show, export and copy,\n"
+	"                     and of backfill\n"
+	"  state:             {type, config}: the store, as above (required with -c)\n"
+	"  backfill:          {window, concurrency (default 1), timezone (default\n"
+	"                     UTC), command: [...] (the argv)}\n"
+	"Strings may use ${env:VAR}: an unset VAR is an error, a set-but-empty one is\n"
+	"the empty string.\n";
+
+static const char encryption_prose[] =
+	"The file store can seal every file with AES-256-GCM.  A key is any non-empty\n"
+	"string - a passphrase or random bytes in text form - and the AES key is the\n"
+	"SHA-256 of its bytes, so every length works; one shorter than 16 bytes is\n"
+	"easy to guess and draws a warning (make one with: openssl rand -base64 32).\n"
+	"A key is never put on the command line: --encryption-key-env and\n"
+	"--previous-key-env name the environment variables holding the keys, or the\n"
+	"YAML gives them.  To rotate: --encryption-key-env NEW --previous-key-env OLD\n"
+	"state rekey; then drop OLD.\n";
+
+/* The global flag `name`'s row. */
+static const cli_ref_flag *global_flag(const char *name)
+{
+	const cli_ref_flag *f = cli_reference_globals;
+
+	while (f->long_name != NULL && strcmp(f->long_name, name) != 0)
+		f++;
+	return f;
+}
 
 /* Whether `name` is one of the space-separated `words`. */
 static int in_words(const char *words, const char *name)
@@ -666,25 +674,17 @@ int cli_reference_help(faucet_buf *b, const char *command)
 		cli_reference_usage(b);
 	else
 		help_command(b, c, v);
+	PUTS("\nStore selection (the first given wins):\n");
+	PUTS(store_selection_prose);
 	PUTS("\n");
-	PUTS(store_help);
 	help_stores(b);
-	PUTS(store_help_tail);
+	PUTS("\n");
+	PUTS(store_yaml_prose);
+	PUTS("\nEncryption at rest:\n");
+	PUTS(encryption_prose);
+	help_flag(b, global_flag("encryption-key-env"), 29);
+	help_flag(b, global_flag("previous-key-env"), 29);
 	return 0;
-}
-
-/* The --state paragraph's list of schemes. */
-static void man_schemes(faucet_buf *b)
-{
-	const faucet_backend_info *be;
-
-	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
-		for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
-			PUTS(".BR ");
-			roff_text(b, *sc);
-			PUTS(sc[1] != NULL || faucet_store_backend_info(i + 1) != NULL ? " ,\n" : " .\n");
-		}
-	}
 }
 
 /* The man page's "Store URLs and YAML" subsection. */
@@ -764,10 +764,11 @@ void cli_reference_man(faucet_buf *b)
 		PUTS(".br\n");
 	}
 	PUTS(man_description);
-	man_schemes(b);
-	PUTS(man_selection);
+	PUTS(".SH STORE SELECTION\nThe first of these that is given wins:\n");
+	roff_prose(b, store_selection_prose);
 	man_stores(b);
-	PUTS(man_yaml);
+	PUTS(".PP\n");
+	roff_prose(b, store_yaml_prose);
 	PUTS(".SH OPTIONS\nAccepted before the command or anywhere among its arguments.\n");
 	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++)
 		man_flag(b, f);
@@ -801,7 +802,9 @@ void cli_reference_man(faucet_buf *b)
 			PUTS(".RE\n");
 		}
 	}
-	PUTS(man_encryption_exit);
+	PUTS(".SH ENCRYPTION\n");
+	roff_prose(b, encryption_prose);
+	PUTS(man_exit);
 	PUTS(".SH ENVIRONMENT\nRead by faucet:\n");
 	man_env(b, 0);
 	PUTS(".PP\nGiven to the command of\n.BR \"faucet run\" ,\n"

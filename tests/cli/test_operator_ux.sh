@@ -99,7 +99,7 @@ for cmd in "" "state" "state list" "state show" "state put" "doctor" "backfill" 
 	expect_rc 0 "faucet $cmd --help"
 	for needle in "table (default" "faucet_state" "ensure_table (default" "max_connections (default 5)" \
 		"namespace (default faucet" "?namespace=NS" "?table=T&ensure_table=B&max_connections=N" \
-		"backfill: {window, concurrency (default 1), timezone (default UTC)" "name: P" \
+		"{window, concurrency (default 1), timezone (default" "the default PIPELINE of state show" \
 		"--previous-key-env VAR" "SHA-256 of its" "shorter than 16 bytes"; do
 		expect_out_contains "$needle" "faucet $cmd --help: $needle"
 	done
