@@ -1050,7 +1050,15 @@ done:
 	return rc;
 }
 
-int cli_serve_main(cli_context *ctx, int argc, char **argv)
+typedef struct {
+	const char *listen, *tokens, *cert, *key;
+	unsigned long threads, maxc;
+	unsigned long long timeout_ms;
+	int routes_only;
+} serve_opts;
+
+/* serve's arguments into *o: -1 to go on, else the exit code. */
+static int parse_serve_args(cli_context *ctx, int argc, char **argv, serve_opts *o)
 {
 	enum { O_LISTEN = 1, O_TOKENS, O_RO, O_THREADS, O_MAXC, O_TIMEOUT, O_CERT, O_KEY, O_ROUTES };
 	static const cli_option opts[] = {
@@ -1059,91 +1067,179 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 		{"max-connections", 0, 1, O_MAXC}, {"timeout", 0, 1, O_TIMEOUT},
 		{"tls-cert", 0, 1, O_CERT},      {"tls-key", 0, 1, O_KEY},
 		{"routes", 0, 0, O_ROUTES},      {NULL, 0, 0, 0}};
-	const char *listen = "127.0.0.1:8421", *tokens = NULL, *cert = NULL, *key = NULL, *arg;
-	unsigned long threads = 4, maxc = 64;
-	unsigned long long timeout_ms = 30000;
-	struct sockaddr_storage addr;
-	socklen_t alen = 0;
-	int loopback = 0, id, rc = 0, routes_only = 0, sig = 0;
-	char *cert_pem = NULL, *key_pem = NULL;
-	struct MHD_Daemon *d = NULL;
-	unsigned flags;
-	sigset_t set;
+	const char *arg;
 	cli_args it;
+	int id, rc;
 
+	*o = (serve_opts){.listen = "127.0.0.1:8421", .threads = 4, .maxc = 64, .timeout_ms = 30000};
 	cli_args_init(&it, ctx, "serve", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		char *end;
+		unsigned long v;
 
 		switch (id) {
 		case CLI_ARG_ERROR: return CLI_EXIT_USAGE;
 		case CLI_ARG_HELP: return cli_print_command_help("serve");
 		case CLI_ARG_POSITIONAL: return cli_usage_error("serve", "unexpected argument '%s'", arg);
-		case O_LISTEN: listen = arg; break;
-		case O_TOKENS: tokens = arg; break;
+		case O_LISTEN: o->listen = arg; break;
+		case O_TOKENS: o->tokens = arg; break;
 		case O_RO: srv.read_only = 1; break;
-		case O_CERT: cert = arg; break;
-		case O_KEY: key = arg; break;
-		case O_ROUTES: routes_only = 1; break;
+		case O_CERT: o->cert = arg; break;
+		case O_KEY: o->key = arg; break;
+		case O_ROUTES: o->routes_only = 1; break;
 		case O_THREADS:
-		case O_MAXC: {
-			unsigned long v = strtoul(arg, &end, 10);
-
+		case O_MAXC:
+			v = strtoul(arg, &end, 10);
 			if (*arg == '\0' || *end != '\0' || v < 1 || v > 4096)
 				return cli_usage_error("serve", "--%s: expected a number from 1 to 4096, not '%s'",
 						       id == O_THREADS ? "threads" : "max-connections", arg);
-			if (id == O_THREADS)
-				threads = v;
-			else
-				maxc = v;
+			*(id == O_THREADS ? &o->threads : &o->maxc) = v;
 			break;
-		}
 		case O_TIMEOUT:
 			if ((rc = cli_duration_option("serve", "--timeout", arg, 1000, 3600 * 1000ULL,
-						      &timeout_ms)) != 0)
+						      &o->timeout_ms)) != 0)
 				return rc;
 			break;
 		default: break;
 		}
 	}
-	if (routes_only) {
-		size_t n;
-		const serve_route *r = serve_routes(&n);
-
-		for (size_t i = 0; i < n; i++)
-			printf("%s %s\n", r[i].method, r[i].path);
-		return 0;
-	}
-	if (parse_listen(listen, &addr, &alen, &loopback) != 0)
-		return cli_usage_error("serve", "--listen: expected HOST:PORT (e.g. 127.0.0.1:8421), not '%s'",
-				       listen);
-	if ((cert == NULL) != (key == NULL))
+	if ((o->cert == NULL) != (o->key == NULL))
 		return cli_usage_error("serve", "--tls-cert and --tls-key go together");
+	return -1;
+}
+
+static int print_routes(void)
+{
+	size_t n;
+	const serve_route *r = serve_routes(&n);
+
+	for (size_t i = 0; i < n; i++)
+		printf("%s %s\n", r[i].method, r[i].path);
+	return cli_finish(CLI_EXIT_OK);
+}
+
+/* What the daemon needs before it starts: the libraries, the tokens (and
+ * the refusal to serve the network without them), the TLS files read and
+ * checked, the store. */
+static int prepare(cli_context *ctx, const serve_opts *o, int loopback, char **cert_pem,
+		   char **key_pem)
+{
+	int rc;
+
 	if ((rc = serve_mhd_load()) != 0 || (rc = serve_ssl_load()) != 0)
 		return rc;
-	if (cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+	if (o->cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return cli_error(CLI_EXIT_USAGE, "serve: this libmicrohttpd has no TLS support");
-	if (tokens != NULL && (rc = load_tokens(tokens)) != 0)
-		goto done;
-	if (!loopback && !srv.have_tokens) {
-		rc = cli_error(CLI_EXIT_USAGE,
-			       "serve: --listen %s is not a loopback address: refusing to serve the "
-			       "store to the network without --token-file",
-			       listen);
-		goto done;
-	}
-	if (cert != NULL && ((rc = read_pem(cert, "certificate", &cert_pem)) != 0 ||
-			     (rc = read_pem(key, "key", &key_pem)) != 0 ||
-			     (rc = check_tls_files(cert, cert_pem, key, key_pem)) != 0))
-		goto done;
+	if (o->tokens != NULL && (rc = load_tokens(o->tokens)) != 0)
+		return rc;
+	if (!loopback && !srv.have_tokens)
+		return cli_error(CLI_EXIT_USAGE,
+				 "serve: --listen %s is not a loopback address: refusing to serve the "
+				 "store to the network without --token-file",
+				 o->listen);
+	if (o->cert != NULL && ((rc = read_pem(o->cert, "certificate", cert_pem)) != 0 ||
+				(rc = read_pem(o->key, "key", key_pem)) != 0 ||
+				(rc = check_tls_files(o->cert, *cert_pem, o->key, *key_pem)) != 0))
+		return rc;
 	if ((rc = cli_open_store(ctx, &srv.store)) != 0)
-		goto done;
+		return rc;
 	srv.label = ctx->store_label;
 	srv.ctx = ctx;
-	srv.max_connections = (unsigned)maxc;
+	srv.max_connections = (unsigned)o->maxc;
+	return 0;
+}
 
+static struct MHD_Daemon *start_daemon(const serve_opts *o, struct sockaddr_storage *addr,
+				       char *cert_pem, char *key_pem)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_SUSPEND_RESUME;
+	struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_CERT, 0, cert_pem},
+				       {MHD_OPTION_HTTPS_MEM_KEY, 0, key_pem},
+				       {MHD_OPTION_END, 0, NULL}};
+
+	if (addr->ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	if (cert_pem != NULL)
+		flags |= MHD_USE_TLS;
+	else
+		tls[0].option = MHD_OPTION_END;
+	return MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->maxc + 16),
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((o->timeout_ms + 999) / 1000),
+				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
+				MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+				MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+}
+
+/* "listening on http://127.0.0.1:8421 (store ...)": the port is the one
+ * bound (--listen HOST:0 picks a free one; the tests read it here). */
+static void say_listening(struct MHD_Daemon *d, const struct sockaddr_storage *addr, int tls)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	char host[INET6_ADDRSTRLEN] = "?";
+	int v6 = addr->ss_family == AF_INET6;
+
+	if (v6)
+		(void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)addr)->sin6_addr, host,
+				sizeof(host));
+	else
+		(void)inet_ntop(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, host,
+				sizeof(host));
+	fprintf(stderr, "faucet serve: listening on %s://%s%s%s:%u (store %s%s%s)\n",
+		tls ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "",
+		info ? (unsigned)info->port : 0, srv.label ? srv.label : "?",
+		srv.read_only ? ", read-only" : "", srv.have_tokens ? ", tokens required" : "");
+}
+
+/* Until SIGTERM or SIGINT (blocked in `set`); then stop accepting and let
+ * the requests in flight finish, up to the connection timeout. */
+static void wait_and_drain(struct MHD_Daemon *d, sigset_t *set, unsigned long long timeout_ms)
+{
+	uint64_t deadline;
+	int sig = 0;
+
+	sigdelset(set, SIGPIPE);
+	if (sigwait(set, &sig) != 0)
+		sig = SIGTERM;
+	fprintf(stderr, "faucet serve: %s: finishing the requests in flight\n",
+		sig == SIGINT ? "SIGINT" : "SIGTERM");
+	(void)MHD_quiesce_daemon(d);
+	serve_events_end_streams();
+	deadline = now_us() + timeout_ms * 1000u;
+	while (atomic_load(&srv.inflight) > 0 && now_us() < deadline) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+
+		(void)nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "faucet serve: stopped\n");
+}
+
+int cli_serve_main(cli_context *ctx, int argc, char **argv)
+{
+	struct sockaddr_storage addr;
+	socklen_t alen = 0;
+	int loopback = 0, rc;
+	char *cert_pem = NULL, *key_pem = NULL;
+	struct MHD_Daemon *d = NULL;
+	serve_opts o;
+	sigset_t set;
+
+	if ((rc = parse_serve_args(ctx, argc, argv, &o)) >= 0)
+		return rc;
+	if (o.routes_only)
+		return print_routes();
+	if (parse_listen(o.listen, &addr, &alen, &loopback) != 0)
+		return cli_usage_error("serve", "--listen: expected HOST:PORT (e.g. 127.0.0.1:8421), not '%s'",
+				       o.listen);
+	if ((rc = prepare(ctx, &o, loopback, &cert_pem, &key_pem)) != 0)
+		goto done;
 	/* Block the stop signals before any thread starts: MHD's threads
-	 * inherit the mask, and only sigwait below takes them. */
+	 * inherit the mask, and only sigwait takes them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -1152,37 +1248,8 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 		rc = cli_error(CLI_EXIT_FAILED, "serve: cannot block signals");
 		goto done;
 	}
-	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-		MHD_ALLOW_SUSPEND_RESUME;
-	if (addr.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	if (cert != NULL)
-		flags |= MHD_USE_TLS;
-	if (cert != NULL)
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
-				     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)(maxc + 16),
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((timeout_ms + 999) / 1000),
-				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-				     MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
-				     MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
-				     MHD_OPTION_END);
-	else
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
-				     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)(maxc + 16),
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)((timeout_ms + 999) / 1000),
-				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-				     MHD_OPTION_NOTIFY_CONNECTION, notify_connection, NULL,
-				     MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-				     MHD_OPTION_END);
-	if (d == NULL) {
-		rc = cli_error(CLI_EXIT_FAILED, "serve: cannot listen on %s: %s", listen,
+	if ((d = start_daemon(&o, &addr, cert_pem, key_pem)) == NULL) {
+		rc = cli_error(CLI_EXIT_FAILED, "serve: cannot listen on %s: %s", o.listen,
 			       errno ? strerror(errno) : "libmicrohttpd refused to start");
 		goto done;
 	}
@@ -1190,40 +1257,8 @@ int cli_serve_main(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "serve: starting the event poller");
 		goto done;
 	}
-	{
-		const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-		char host[INET6_ADDRSTRLEN] = "?";
-
-		if (addr.ss_family == AF_INET)
-			(void)inet_ntop(AF_INET, &((struct sockaddr_in *)&addr)->sin_addr, host, sizeof(host));
-		else
-			(void)inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&addr)->sin6_addr, host,
-					sizeof(host));
-		fprintf(stderr, "faucet serve: listening on %s://%s%s%s:%u (store %s%s%s)\n",
-			cert ? "https" : "http", addr.ss_family == AF_INET6 ? "[" : "", host,
-			addr.ss_family == AF_INET6 ? "]" : "", info ? (unsigned)info->port : 0,
-			srv.label ? srv.label : "?", srv.read_only ? ", read-only" : "",
-			srv.have_tokens ? ", tokens required" : "");
-	}
-	sigdelset(&set, SIGPIPE);
-	if (sigwait(&set, &sig) != 0)
-		sig = SIGTERM;
-	fprintf(stderr, "faucet serve: %s: finishing the requests in flight\n",
-		sig == SIGINT ? "SIGINT" : "SIGTERM");
-	/* Stop accepting, let the requests in flight finish (up to the
-	 * connection timeout), then stop. */
-	(void)MHD_quiesce_daemon(d);
-	serve_events_end_streams();
-	{
-		uint64_t deadline = now_us() + timeout_ms * 1000u;
-
-		while (atomic_load(&srv.inflight) > 0 && now_us() < deadline) {
-			struct timespec ts = {0, 5 * 1000 * 1000};
-
-			(void)nanosleep(&ts, NULL);
-		}
-	}
-	fprintf(stderr, "faucet serve: stopped\n");
+	say_listening(d, &addr, cert_pem != NULL);
+	wait_and_drain(d, &set, o.timeout_ms);
 done:
 	if (d != NULL) {
 		serve_events_end_streams();
