@@ -12,9 +12,11 @@
 # /usr/bin/time: wall seconds and peak RSS (MB).  --max-file caps the file
 # store's sizes (its import pays two fsyncs per key), --max-etcd etcd's
 # (default 100000: etcd's gateway answers a range of 100,000 keys in
-# seconds, and its default 2 GB quota holds a few million keys at most).  Then, for Redis,
-# listing a 10-key namespace while the database holds --neighbours (default
-# 2,000,000) other keys, without and with the namespace index.
+# seconds, and its default 2 GB quota holds a few million keys at most).
+# For Redis, after each size's row, the import against its floor: the same
+# keys and values sent as pipelined SETs (redis-cli --pipe).  Then, for
+# Redis, listing a 10-key namespace while the database holds --neighbours
+# (default 2,000,000) other keys, without and with the namespace index.
 #
 # Run by hand, not by CI, on the normal disk (data under
 # BUILD_DIR/bench-data).  PostgreSQL and Redis come from
@@ -89,6 +91,22 @@ with open(path, "w") as f:
 PY
 }
 
+# The floor of a Redis import: the same keys and values as SETs in
+# Redis's protocol, for redis-cli --pipe (what redis-benchmark -P does).
+make_resp() { # DOC FILE NAMESPACE
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+doc, path, ns = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(doc) as f:
+    keys = json.load(f)["keys"]
+with open(path, "wb") as out:
+    for k, v in keys.items():
+        key = ("%s:%s" % (ns, k)).encode()
+        val = json.dumps(v, separators=(",", ":")).encode()
+        out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(val), val))
+PY
+}
+
 url_of() { # BACKEND N SUFFIX
   case $1 in
     file) echo "file:$data/file-$2$3" ;;
@@ -155,6 +173,17 @@ for b in $backends; do
       "$cpy" "$get" "$put" "$(awk -v b="$(stat -c %s "$doc")" 'BEGIN {printf "%.1f", b / 1048576}')"
     drop "$b" "$n" ""
     drop "$b" "$n" "_copy"
+    if [ "$b" = redis ]; then
+      resp="$data/resp-$n.txt"
+      [ -f "$resp" ] || make_resp "$doc" "$resp" "scale${n}_floor"
+      drop redis "$n" "_floor"
+      /usr/bin/time -f "%e" -o "$data/time.txt" "${cpin[@]}" bash -c \
+        "$(declare -f rcli); rcli --pipe < '$resp' > '$data/out.txt'"
+      floor=$(cat "$data/time.txt")
+      drop redis "$n" "_floor"
+      printf 'redis %s keys: import %s against %ss for the same keys and values as pipelined SETs (redis-cli --pipe): %s (target <= 1.3x)\n' \
+        "$n" "${imp%%/*}" "$floor" "$(awk -v a="${imp%%s/*}" -v b="$floor" 'BEGIN {printf "%.2fx", a / b}')"
+    fi
   done
 done
 
