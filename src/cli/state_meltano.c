@@ -405,7 +405,14 @@ done:
 	return rc;
 }
 
-int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
+typedef struct {
+	const char *pipeline, *row, *tenant;
+	const char *input, *name; /* FILE or "-", and what messages call it */
+	int merge_partial, dry_run;
+} import_args;
+
+/* import's arguments into *a: -1 to go on, else the exit code. */
+static int parse_import_args(cli_context *ctx, int argc, char **argv, import_args *a)
 {
 	static const cli_option opts[] = {
 		{"format", 0, 1, OPT_FORMAT},          {"pipeline", 0, 1, OPT_PIPELINE},
@@ -413,17 +420,12 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		{"merge-partial", 0, 0, OPT_MERGE_PARTIAL}, {"dry-run", 0, 0, OPT_DRY_RUN},
 		{NULL, 0, 0, 0},
 	};
-	const char *pipeline = NULL, *row = FAUCET_RUN_DEFAULT_ROW, *tenant = NULL;
-	const char *input = NULL, *arg, *name;
-	faucet_value *doc = NULL, *state = NULL, *current = NULL;
-	int id, rc = 0, merge_partial = 0, dry_run = 0, changed = 0;
-	cli_write_run w;
-	faucet_store *s = NULL;
-	char *key = NULL, *text = NULL;
-	size_t len = 0;
+	const char *arg;
 	cli_args it;
+	int id, rc = 0;
 
-	memset(&w, 0, sizeof(w));
+	memset(a, 0, sizeof(*a));
+	a->row = FAUCET_RUN_DEFAULT_ROW;
 	cli_args_init(&it, ctx, "state import", argc, argv);
 	while (rc == 0 && (id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -433,103 +435,158 @@ int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
 		if (id == OPT_FORMAT)
 			rc = check_format("state import", arg);
 		else if (id == OPT_PIPELINE)
-			pipeline = arg;
+			a->pipeline = arg;
 		else if (id == OPT_ROW)
-			row = arg;
+			a->row = arg;
 		else if (id == OPT_TENANT)
-			rc = cli_tenant_check("state import", arg, &tenant);
+			rc = cli_tenant_check("state import", arg, &a->tenant);
 		else if (id == OPT_MERGE_PARTIAL)
-			merge_partial = 1;
+			a->merge_partial = 1;
 		else if (id == OPT_DRY_RUN)
-			dry_run = 1;
-		else if (input == NULL)
-			input = arg;
+			a->dry_run = 1;
+		else if (a->input == NULL)
+			a->input = arg;
 		else
 			rc = cli_usage_error("state import", "unexpected argument '%s'", arg);
 	}
 	if (rc != 0)
 		return rc;
-	if (input == NULL)
+	if (a->input == NULL)
 		return cli_usage_error("state import", "missing FILE (or - for standard input)");
-	if (pipeline == NULL && (rc = cli_default_pipeline(ctx, "state import", &pipeline)) != 0)
+	if (a->pipeline == NULL &&
+	    (rc = cli_default_pipeline(ctx, "state import", &a->pipeline)) != 0)
 		return rc;
-	if ((rc = bookmark_key("state import", tenant, pipeline, row, &key)) != 0)
+	a->name = strcmp(a->input, "-") == 0 ? "standard input" : a->input;
+	return -1;
+}
+
+/* What an import holds, every piece freed by import_dispose. */
+typedef struct {
+	char *key, *text;
+	faucet_value *doc, *state, *current;
+	faucet_store *s;
+	cli_write_run w;
+	int changed;
+} import_job;
+
+static void import_dispose(import_job *j)
+{
+	cli_write_run_dispose(&j->w);
+	faucet_store_free(j->s);
+	faucet_value_free(j->doc);
+	faucet_value_free(j->state);
+	faucet_value_free(j->current);
+	free(j->text);
+	free(j->key);
+}
+
+/* The whole document is checked before the store is opened: exit 2
+ * means nothing was written. */
+static int read_document(const import_args *a, import_job *j)
+{
+	size_t len = 0;
+
+	if (cli_read_input(a->input, &j->text, &len) != 0 ||
+	    faucet_value_parse_at(&j->doc, j->text, len, a->name) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state import");
+	return singer_state_of(a->name, j->doc, a->merge_partial, &j->state);
+}
+
+/* --dry-run: read the bookmark there is, to say whether the import would
+ * change it; a store not created yet holds no bookmark. */
+static int plan_dry_run(cli_context *ctx, import_job *j)
+{
+	int absent = 0, rc;
+
+	if ((rc = cli_open_store_or_absent(ctx, &j->s, &absent)) != 0)
 		return rc;
-	name = strcmp(input, "-") == 0 ? "standard input" : input;
-	/* The whole document is checked before the store is opened: exit 2
-	 * means nothing was written. */
-	if (cli_read_input(input, &text, &len) != 0)
-		rc = cli_fail(CLI_EXIT_USAGE, "state import");
-	else if (faucet_value_parse_at(&doc, text, len, name) != 0)
-		rc = cli_fail(CLI_EXIT_USAGE, "state import");
-	else
-		rc = singer_state_of(name, doc, merge_partial, &state);
-	if (rc == 0 && dry_run) {
-		int absent = 0; /* a store not created yet holds no bookmark */
+	if (faucet_store_get(j->s, j->key, &j->current) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", j->key,
+				ctx->store_label);
+	j->changed = j->current == NULL || !faucet_value_equal(j->current, j->state);
+	return 0;
+}
 
-		rc = cli_open_store_or_absent(ctx, &s, &absent);
-	} else if (rc == 0) {
-		rc = cli_open_store(ctx, &s);
+/* The bookmark written as a run of its own (or the one it joins). */
+static int write_bookmark(cli_context *ctx, import_job *j)
+{
+	const char *keys[1] = {j->key};
+	int rc;
+
+	if ((rc = cli_open_store(ctx, &j->s)) != 0 ||
+	    (rc = cli_write_run_begin(ctx, j->s, "faucet state import --format meltano", keys, 1,
+				      CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, &j->w)) != 0)
+		return rc;
+	if (faucet_run_put(j->w.run, j->key, j->state) != 0) {
+		char *msg = faucet__strdup(faucet_error_last()->message);
+
+		rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", j->key, ctx->store_label);
+		(void)cli_write_run_end(&j->w, 0, msg);
+		free(msg);
+		return rc;
 	}
-	if (rc == 0 && dry_run && faucet_store_get(s, key, &current) != 0)
-		rc = cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", key, ctx->store_label);
-	if (rc == 0 && !dry_run) {
-		const char *keys[1] = {key};
+	if (cli_write_run_end(&j->w, 1, NULL) != 0)
+		return CLI_EXIT_FAILED;
+	j->changed = j->w.undo != NULL;
+	return 0;
+}
 
-		rc = cli_write_run_begin(ctx, s, "faucet state import --format meltano", keys, 1,
-					 CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, &w);
-		if (rc == 0 && faucet_run_put(w.run, key, state) != 0) {
-			char *msg = faucet__strdup(faucet_error_last()->message);
+static int print_import_json(const import_args *a, const import_job *j)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
 
-			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", key,
-				      ctx->store_label);
-			(void)cli_write_run_end(&w, 0, msg);
-			free(msg);
-		} else if (rc == 0 && cli_write_run_end(&w, 1, NULL) != 0) {
-			rc = CLI_EXIT_FAILED;
-		}
-		changed = rc == 0 && w.undo != NULL;
-	} else if (rc == 0) {
-		changed = current == NULL || !faucet_value_equal(current, state);
+	(void)faucet_buf_putc(&b, '{');
+	jw_member(&b, "key", 1);
+	faucet__json_string(&b, j->key);
+	jw_member(&b, "pipeline", 0);
+	faucet__json_string(&b, a->pipeline);
+	jw_member(&b, "row", 0);
+	faucet__json_string(&b, a->row);
+	jw_member(&b, "tenant", 0);
+	faucet__json_string(&b, a->tenant);
+	jw_member(&b, "dry_run", 0);
+	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
+	jw_member(&b, "changed", 0);
+	(void)faucet_buf_puts(&b, j->changed ? "true" : "false");
+	jw_member(&b, "value", 0);
+	(void)faucet_buf_put(&b, faucet_value_json(j->state), faucet_value_len(j->state));
+	if (a->dry_run) {
+		jw_member(&b, "run", 0);
+		(void)faucet_buf_puts(&b, "null");
+	} else {
+		cli_write_run_json(&j->w, &b);
 	}
-	if (rc == 0 && ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
+	(void)faucet_buf_putc(&b, '}');
+	return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+}
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "key", 1);
-		faucet__json_string(&b, key);
-		jw_member(&b, "pipeline", 0);
-		faucet__json_string(&b, pipeline);
-		jw_member(&b, "row", 0);
-		faucet__json_string(&b, row);
-		jw_member(&b, "tenant", 0);
-		faucet__json_string(&b, tenant);
-		jw_member(&b, "dry_run", 0);
-		(void)faucet_buf_puts(&b, dry_run ? "true" : "false");
-		jw_member(&b, "changed", 0);
-		(void)faucet_buf_puts(&b, changed ? "true" : "false");
-		jw_member(&b, "value", 0);
-		(void)faucet_buf_put(&b, faucet_value_json(state), faucet_value_len(state));
-		if (dry_run) {
-			jw_member(&b, "run", 0);
-			(void)faucet_buf_puts(&b, "null");
-		} else {
-			cli_write_run_json(&w, &b);
-		}
-		(void)faucet_buf_putc(&b, '}');
-		rc = jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
-	} else if (rc == 0) {
-		printf("%s%s the bookmark %s in %s from Meltano state (%s)%s\n",
-		       dry_run ? "dry run: " : "",
-		       changed ? (dry_run ? "would write" : "wrote") : "unchanged:", key,
-		       ctx->store_label, name, dry_run ? "; nothing was written" : "");
-	}
-	cli_write_run_dispose(&w);
-	faucet_store_free(s);
-	faucet_value_free(doc);
-	faucet_value_free(state);
-	faucet_value_free(current);
-	free(text);
-	free(key);
+static int report_import(cli_context *ctx, const import_args *a, const import_job *j)
+{
+	if (ctx->json)
+		return print_import_json(a, j);
+	printf("%s%s the bookmark %s in %s from Meltano state (%s)%s\n",
+	       a->dry_run ? "dry run: " : "",
+	       j->changed ? (a->dry_run ? "would write" : "wrote") : "unchanged:", j->key,
+	       ctx->store_label, a->name, a->dry_run ? "; nothing was written" : "");
+	return 0;
+}
+
+int cli_state_import_meltano(cli_context *ctx, int argc, char **argv)
+{
+	import_args a;
+	import_job j;
+	int rc;
+
+	if ((rc = parse_import_args(ctx, argc, argv, &a)) >= 0)
+		return rc;
+	memset(&j, 0, sizeof(j));
+	if ((rc = bookmark_key("state import", a.tenant, a.pipeline, a.row, &j.key)) != 0)
+		return rc;
+	rc = read_document(&a, &j);
+	if (rc == 0)
+		rc = a.dry_run ? plan_dry_run(ctx, &j) : write_bookmark(ctx, &j);
+	if (rc == 0)
+		rc = report_import(ctx, &a, &j);
+	import_dispose(&j);
 	return rc;
 }
