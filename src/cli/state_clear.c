@@ -89,7 +89,13 @@ static void print_keys(const faucet_strarray *keys)
 	}
 }
 
-int cli_state_clear(cli_context *ctx, int argc, char **argv)
+typedef struct {
+	const char *pipeline, *row, *tenant;
+	int yes, dry_run;
+} clear_args;
+
+/* clear's arguments into *a: -1 to go on, else the exit code. */
+static int parse_clear_args(cli_context *ctx, int argc, char **argv, clear_args *a)
 {
 	enum { OPT_ROW = 1, OPT_TENANT, OPT_YES, OPT_DRY_RUN };
 	static const cli_option opts[] = {
@@ -97,14 +103,11 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 		{"yes", 'y', 0, OPT_YES},       {"dry-run", 'n', 0, OPT_DRY_RUN},
 		{NULL, 0, 0, 0},
 	};
-	const char *pipeline = NULL, *row = NULL, *tenant = NULL, *arg;
-	int id, rc, yes = 0, dry_run = 0;
-	clear_scan c = {NULL, 0, {NULL, 0}, 0};
-	cli_write_run w = {0};
-	faucet_store *s = NULL;
-	char *prefix = NULL;
+	const char *arg;
 	cli_args it;
+	int id, rc;
 
+	memset(a, 0, sizeof(*a));
 	cli_args_init(&it, ctx, "state clear", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -112,88 +115,140 @@ int cli_state_clear(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_HELP)
 			return cli_print_command_help("state clear");
 		if (id == OPT_ROW)
-			row = arg;
+			a->row = arg;
 		else if (id == OPT_TENANT)
-			tenant = arg;
+			a->tenant = arg;
 		else if (id == OPT_YES)
-			yes = 1;
+			a->yes = 1;
 		else if (id == OPT_DRY_RUN)
-			dry_run = 1;
-		else if (pipeline == NULL)
-			pipeline = arg;
+			a->dry_run = 1;
+		else if (a->pipeline == NULL)
+			a->pipeline = arg;
 		else
 			return cli_usage_error("state clear", "unexpected argument '%s'", arg);
 	}
-	if ((rc = cli_pipeline_arg(ctx, "state clear", &pipeline, tenant, 0, NULL)) != 0)
+	if ((rc = cli_pipeline_arg(ctx, "state clear", &a->pipeline, a->tenant, 0, NULL)) != 0)
 		return rc;
-	if (row != NULL && faucet_validate_key(row) != 0)
+	if (a->row != NULL && faucet_validate_key(a->row) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "state clear: bad --row");
-	if (row != NULL)
-		prefix = tenant ? faucet__sprintf("%s::%s::%s", tenant, pipeline, row)
-				: faucet__sprintf("%s::%s", pipeline, row);
+	return -1;
+}
+
+/* The scan's prefix: "[T::]P::R" with --row (collect_key keeps that row's
+ * keys only), else the namespace "[T::]P::". */
+static int clear_prefix(const clear_args *a, char **out)
+{
+	char *prefix;
+
+	*out = NULL;
+	if (a->row != NULL)
+		prefix = a->tenant ? faucet__sprintf("%s::%s::%s", a->tenant, a->pipeline, a->row)
+				   : faucet__sprintf("%s::%s", a->pipeline, a->row);
 	else
-		prefix = tenant ? faucet__sprintf("%s::%s::", tenant, pipeline)
-				: faucet__sprintf("%s::", pipeline);
+		prefix = a->tenant ? faucet__sprintf("%s::%s::", a->tenant, a->pipeline)
+				   : faucet__sprintf("%s::", a->pipeline);
 	if (prefix == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
-	if (row != NULL && faucet_run_is_bookkeeping_key(prefix)) {
+	if (a->row != NULL && faucet_run_is_bookkeeping_key(prefix)) {
 		free(prefix);
-		return cli_usage_error("state clear", "--row '%s' is run bookkeeping, not a row", row);
+		return cli_usage_error("state clear", "--row '%s' is run bookkeeping, not a row",
+				       a->row);
 	}
-	if (row != NULL) {
-		c.base = prefix;
-		c.base_len = strlen(prefix);
-	}
+	*out = prefix;
+	return 0;
+}
 
-	rc = dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+static int scan_keys(cli_context *ctx, faucet_store *s, const char *prefix, clear_scan *c)
+{
+	int rc = faucet_store_scan_data(s, prefix, collect_key, c);
+
+	if (c->failed)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc != 0)
-		goto done;
-	rc = faucet_store_scan_data(s, prefix, collect_key, &c);
-	if (c.failed) {
-		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
-		goto done;
-	}
-	if (rc != 0) {
-		rc = cli_fail(CLI_EXIT_FAILED, "cannot list '%s' in %s", prefix, ctx->store_label);
-		goto done;
-	}
-	if (c.keys.count == 0 || dry_run) {
-		if (c.keys.count == 0 && !ctx->json && !ctx->quiet)
-			fprintf(stderr, "faucet: no data keys under '%s' in %s; nothing to clear\n",
-				prefix, ctx->store_label);
-		if (ctx->json)
-			rc = print_clear_json(pipeline, tenant, row, dry_run, &c.keys, NULL);
-		else
-			print_keys(&c.keys);
-		goto done;
-	}
-	if (c.keys.count > 1 && !yes && isatty(STDIN_FILENO)) {
-		rc = cli_error(CLI_EXIT_USAGE,
-			       "state clear: would delete %zu keys under '%s'; nothing deleted "
-			       "(add --yes to delete them, --dry-run to list them)",
-			       c.keys.count, prefix);
-		goto done;
-	}
-	rc = cli_write_run_begin(ctx, s, "faucet state clear", (const char *const *)c.keys.strings,
-				 c.keys.count, CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, &w);
+		return cli_fail(CLI_EXIT_FAILED, "cannot list '%s' in %s", prefix, ctx->store_label);
+	return 0;
+}
+
+/* No keys, or --dry-run: the list of what a clear would delete. */
+static int report_nothing_deleted(cli_context *ctx, const clear_args *a, const char *prefix,
+				  const faucet_strarray *keys)
+{
+	if (keys->count == 0 && !ctx->json && !ctx->quiet)
+		fprintf(stderr, "faucet: no data keys under '%s' in %s; nothing to clear\n", prefix,
+			ctx->store_label);
+	if (ctx->json)
+		return print_clear_json(a->pipeline, a->tenant, a->row, a->dry_run, keys, NULL);
+	print_keys(keys);
+	return 0;
+}
+
+/* More than one key from a terminal takes --yes. */
+static int check_confirmed(const clear_args *a, const char *prefix, const faucet_strarray *keys)
+{
+	if (keys->count > 1 && !a->yes && isatty(STDIN_FILENO))
+		return cli_error(CLI_EXIT_USAGE,
+				 "state clear: would delete %zu keys under '%s'; nothing deleted "
+				 "(add --yes to delete them, --dry-run to list them)",
+				 keys->count, prefix);
+	return 0;
+}
+
+/* The deletes as one run: its marker records every before-image first. */
+static int delete_keys(cli_context *ctx, faucet_store *s, const char *prefix,
+		       const faucet_strarray *keys, cli_write_run *w)
+{
+	const char *const *k = (const char *const *)keys->strings;
+	int rc;
+
+	rc = cli_write_run_begin(ctx, s, "faucet state clear", k, keys->count,
+				 CLI_RUN_MAY_JOIN | CLI_RUN_EXCLUSIVE, w);
 	if (rc != 0)
-		goto done;
-	if (faucet_run_delete_batch(w.run, (const char *const *)c.keys.strings, c.keys.count) != 0) {
+		return rc;
+	if (faucet_run_delete_batch(w->run, k, keys->count) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "state clear '%s': deleting from %s (the keys "
 			      "deleted so far are in the run; `faucet state undo` restores them)",
 			      prefix, ctx->store_label);
-		if (!w.joined) {
+		if (!w->joined) {
 			char *msg = faucet__strdup(faucet_error_last()->message);
-			(void)faucet_run_end(w.run, FAUCET_RUN_FAILED, -1, msg);
+			(void)faucet_run_end(w->run, FAUCET_RUN_FAILED, -1, msg);
 			free(msg);
 		}
-		goto done;
+		return rc;
 	}
-	rc = cli_write_run_end(&w, 1, NULL);
+	return cli_write_run_end(w, 1, NULL);
+}
+
+int cli_state_clear(cli_context *ctx, int argc, char **argv)
+{
+	clear_scan c = {NULL, 0, {NULL, 0}, 0};
+	cli_write_run w = {0};
+	faucet_store *s = NULL;
+	char *prefix = NULL;
+	clear_args a;
+	int rc;
+
+	if ((rc = parse_clear_args(ctx, argc, argv, &a)) >= 0)
+		return rc;
+	if ((rc = clear_prefix(&a, &prefix)) != 0)
+		return rc;
+	if (a.row != NULL) {
+		c.base = prefix;
+		c.base_len = strlen(prefix);
+	}
+	rc = a.dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
+	if (rc == 0)
+		rc = scan_keys(ctx, s, prefix, &c);
 	if (rc != 0)
 		goto done;
+	if (c.keys.count == 0 || a.dry_run) {
+		rc = report_nothing_deleted(ctx, &a, prefix, &c.keys);
+		goto done;
+	}
+	if ((rc = check_confirmed(&a, prefix, &c.keys)) != 0 ||
+	    (rc = delete_keys(ctx, s, prefix, &c.keys, &w)) != 0)
+		goto done;
 	if (ctx->json)
-		rc = print_clear_json(pipeline, tenant, row, 0, &c.keys, &w);
+		rc = print_clear_json(a.pipeline, a.tenant, a.row, 0, &c.keys, &w);
 	else if (!ctx->quiet)
 		print_keys(&c.keys);
 done:
