@@ -24,32 +24,121 @@ static int is_lease_key(const char *key)
 	return n > t && strcmp(key + n - t, lease_tail) == 0;
 }
 
-static int lock_list(cli_context *ctx, int argc, char **argv)
-{
-	const char *pipeline = NULL, *arg;
-	faucet_strarray keys = {0};
-	static const char *const heads[] = {"KEY", "HOLDER", "EXPIRES", "STATE", "RUN"};
-	faucet_buf b = FAUCET_BUF_INIT;
-	faucet_store *s = NULL;
-	char *prefix = NULL;
-	cli_table t;
-	cli_args it;
-	int id, rc, n = 0;
-	int64_t now = (int64_t)time(NULL);
+/* What `lock list` shows, gathered lease by lease. */
+typedef struct {
+	cli_context *ctx;
+	int64_t now;
+	faucet_buf json;  /* --json: the array */
+	cli_table table;  /* stdout a terminal: the table */
+	int n;            /* leases shown */
+} lease_list;
 
-	cli_table_init(&t, 5);
+/* lock list's argument, [PIPELINE]: -1 to go on, else the exit code. */
+static int parse_list_args(cli_context *ctx, int argc, char **argv, const char **pipeline)
+{
+	const char *arg;
+	cli_args it;
+	int id, rc;
+
+	*pipeline = NULL;
 	cli_args_init(&it, ctx, "lock list", argc, argv);
 	while ((id = cli_args_next(&it, NULL, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
 			return CLI_EXIT_USAGE;
 		if (id == CLI_ARG_HELP)
 			return cli_print_command_help("lock list");
-		if (pipeline != NULL)
+		if (*pipeline != NULL)
 			return cli_usage_error("lock list", "unexpected argument '%s'", arg);
-		pipeline = arg;
+		*pipeline = arg;
 	}
-	if (pipeline != NULL &&
-	    (rc = cli_pipeline_arg(ctx, "lock list", &pipeline, NULL, 0, NULL)) != 0)
+	if (*pipeline != NULL &&
+	    (rc = cli_pipeline_arg(ctx, "lock list", pipeline, NULL, 0, NULL)) != 0)
+		return rc;
+	return -1;
+}
+
+static void lease_json(faucet_buf *b, const char *key, const faucet_lease *l, const char *until,
+		       const char *state)
+{
+	(void)faucet_buf_putc(b, '{');
+	jw_member(b, "key", 1);
+	faucet__json_string(b, key);
+	jw_member(b, "holder", 0);
+	faucet__json_string(b, l->holder);
+	jw_member(b, "run", 0);
+	faucet__json_string(b, l->run);
+	jw_member(b, "expires_at", 0);
+	(void)faucet_buf_printf(b, "%lld", (long long)l->expires_at);
+	jw_member(b, "expires", 0);
+	faucet__json_string(b, until);
+	jw_member(b, "state", 0);
+	faucet__json_string(b, state);
+	(void)faucet_buf_putc(b, '}');
+}
+
+/* One lease: a member of the --json array, a table row on a terminal, else
+ * a tab-separated line. */
+static void show_lease(lease_list *ll, const char *key, const faucet_lease *l)
+{
+	char until[64];
+	const char *state;
+
+	(void)faucet_utc_text(l->expires_at, until, sizeof(until));
+	/* A holder process gone from this host holds nothing. */
+	state = faucet_lease_holder_dead(l) ? "dead"
+		: l->expires_at > ll->now   ? "live"
+					    : "expired";
+	if (ll->ctx->json) {
+		if (ll->n > 0)
+			(void)faucet_buf_putc(&ll->json, ',');
+		lease_json(&ll->json, key, l, until, state);
+	} else if (ll->ctx->stdout_tty) {
+		char local[64];
+		const char *cells[5] = {key, l->holder,
+					cli_time_shown(ll->ctx, (long long)l->expires_at, NULL,
+						       local, sizeof(local)),
+					state, l->run};
+		(void)cli_table_add(&ll->table, cells);
+	} else {
+		printf("%s\t%s\t%s\t%s\t%s\n", key, l->holder, until, state, l->run ? l->run : "-");
+	}
+	ll->n++;
+}
+
+/* The lease at `key`, shown; one released meanwhile is not, nor one that
+ * does not parse (a warning says why). */
+static int list_lease(lease_list *ll, faucet_store *s, const char *key)
+{
+	faucet_value *v = NULL;
+	faucet_lease l;
+
+	if (faucet_store_get(s, key, &v) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "reading %s", key);
+	if (v == NULL)
+		return 0; /* released meanwhile */
+	if (faucet_lease_parse(v, key, &l) != 0) {
+		fprintf(stderr, "faucet: warning: %s\n", faucet_error_last()->message);
+		faucet_value_free(v);
+		return 0;
+	}
+	faucet_value_free(v);
+	show_lease(ll, key, &l);
+	faucet_lease_dispose(&l);
+	return 0;
+}
+
+static int lock_list(cli_context *ctx, int argc, char **argv)
+{
+	static const char *const heads[] = {"KEY", "HOLDER", "EXPIRES", "STATE", "RUN"};
+	lease_list ll = {.ctx = ctx, .now = (int64_t)time(NULL), .json = FAUCET_BUF_INIT};
+	faucet_strarray keys = {0};
+	faucet_store *s = NULL;
+	const char *pipeline;
+	char *prefix;
+	int rc;
+
+	cli_table_init(&ll.table, 5);
+	if ((rc = parse_list_args(ctx, argc, argv, &pipeline)) >= 0)
 		return rc;
 	prefix = pipeline ? faucet__sprintf("%s::", pipeline) : faucet__strdup("");
 	if (prefix == NULL)
@@ -62,73 +151,23 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		goto done;
 	}
-	(void)faucet_buf_putc(&b, '[');
-	for (size_t i = 0; i < keys.count; i++) {
-		faucet_value *v = NULL;
-		faucet_lease l;
-		char until[64];
-		const char *state;
-
-		if (!is_lease_key(keys.strings[i]))
-			continue;
-		if (faucet_store_get(s, keys.strings[i], &v) != 0) {
-			rc = cli_fail(CLI_EXIT_FAILED, "reading %s", keys.strings[i]);
-			goto done;
-		}
-		if (v == NULL)
-			continue; /* released meanwhile */
-		if (faucet_lease_parse(v, keys.strings[i], &l) != 0) {
-			fprintf(stderr, "faucet: warning: %s\n", faucet_error_last()->message);
-			faucet_value_free(v);
-			continue;
-		}
-		faucet_value_free(v);
-		(void)faucet_utc_text(l.expires_at, until, sizeof(until));
-		/* A holder process gone from this host holds nothing. */
-		state = faucet_lease_holder_dead(&l) ? "dead"
-			: l.expires_at > now         ? "live"
-						     : "expired";
-		if (ctx->json) {
-			if (n > 0)
-				(void)faucet_buf_putc(&b, ',');
-			(void)faucet_buf_putc(&b, '{');
-			jw_member(&b, "key", 1);
-			faucet__json_string(&b, keys.strings[i]);
-			jw_member(&b, "holder", 0);
-			faucet__json_string(&b, l.holder);
-			jw_member(&b, "run", 0);
-			faucet__json_string(&b, l.run);
-			jw_member(&b, "expires_at", 0);
-			(void)faucet_buf_printf(&b, "%lld", (long long)l.expires_at);
-			jw_member(&b, "expires", 0);
-			faucet__json_string(&b, until);
-			jw_member(&b, "state", 0);
-			faucet__json_string(&b, state);
-			(void)faucet_buf_putc(&b, '}');
-		} else if (ctx->stdout_tty) {
-			char local[64];
-			const char *cells[5] = {keys.strings[i], l.holder,
-						cli_time_shown(ctx, (long long)l.expires_at, NULL,
-							       local, sizeof(local)),
-						state, l.run};
-			(void)cli_table_add(&t, cells);
-		} else {
-			printf("%s\t%s\t%s\t%s\t%s\n", keys.strings[i], l.holder, until, state,
-			       l.run ? l.run : "-");
-		}
-		n++;
-		faucet_lease_dispose(&l);
+	(void)faucet_buf_putc(&ll.json, '[');
+	for (size_t i = 0; rc == 0 && i < keys.count; i++) {
+		if (is_lease_key(keys.strings[i]))
+			rc = list_lease(&ll, s, keys.strings[i]);
 	}
-	(void)faucet_buf_putc(&b, ']');
+	if (rc != 0)
+		goto done;
+	(void)faucet_buf_putc(&ll.json, ']');
 	if (ctx->json)
-		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+		rc = jw_print(&ll.json) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	else if (ctx->stdout_tty)
-		rc = cli_table_print(&t, ctx, heads);
+		rc = cli_table_print(&ll.table, ctx, heads);
 	else
 		rc = CLI_EXIT_OK;
 done:
-	cli_table_dispose(&t);
-	faucet_buf_dispose(&b);
+	cli_table_dispose(&ll.table);
+	faucet_buf_dispose(&ll.json);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	free(prefix);
