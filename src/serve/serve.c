@@ -717,103 +717,133 @@ static int type_is(const char *header, const char *want)
 	       (header[n] == '\0' || header[n] == ';' || header[n] == ' ');
 }
 
-/* Decide and answer a complete request. */
-static enum MHD_Result dispatch(serve_request *rq)
+/* The route of the request's method and path: its index, else MAX_ROUTES
+ * with the answer (400, 404 or 405) in *r; a 405's Allow header is the
+ * text in allow[size], so the caller keeps it until the reply is sent. */
+static size_t find_route(serve_request *rq, const serve_route *routes, size_t n, serve_reply *r,
+			 char *allow, size_t size)
 {
-	serve_reply r;
-	size_t n, route = MAX_ROUTES, path_matches = 0;
-	const serve_route *routes = serve_routes(&n);
-	char allow[128] = "";
-	const char *auth, *origin;
+	size_t path_matches = 0;
 
-	memset(&r, 0, sizeof(r));
-	/* The dashboard's static files: no data in them, so no token needed
-	 * (the page asks for one when the API answers 401). */
-	if (serve_dashboard(rq->method, rq->url, &r))
-		return send_reply(rq, route, &r);
 	for (size_t i = 0; i < n; i++) {
 		int m = match(rq, routes[i].path, rq->url);
 
 		if (m < 0) {
-			serve_error(&r, 400, "invalid", "the path %s does not decode", rq->url);
-			return send_reply(rq, route, &r);
+			serve_error(r, 400, "invalid", "the path %s does not decode", rq->url);
+			return MAX_ROUTES;
 		}
 		if (m == 0)
 			continue;
 		path_matches++;
-		if (strcmp(routes[i].method, rq->method) == 0) {
-			route = i;
-			break;
-		}
-		if (strlen(allow) + strlen(routes[i].method) + 3 < sizeof(allow)) {
+		if (strcmp(routes[i].method, rq->method) == 0)
+			return i;
+		if (strlen(allow) + strlen(routes[i].method) + 3 < size) {
 			if (allow[0] != '\0')
 				strcat(allow, ", ");
 			strcat(allow, routes[i].method);
 		}
 	}
-	if (route == MAX_ROUTES) {
-		if (path_matches > 0) {
-			serve_error(&r, 405, "invalid", "%s is not allowed on %s (allowed: %s)", rq->method,
-				    rq->url, allow);
-			r.allow = allow;
-		} else {
-			serve_error(&r, 404, "not-found", "no route %s %s", rq->method, rq->url);
-		}
-		return send_reply(rq, route, &r);
+	if (path_matches > 0) {
+		serve_error(r, 405, "invalid", "%s is not allowed on %s (allowed: %s)", rq->method,
+			    rq->url, allow);
+		r->allow = allow;
+	} else {
+		serve_error(r, 404, "not-found", "no route %s %s", rq->method, rq->url);
 	}
-	/* match again: the loop above left the captures of the last tried */
-	(void)match(rq, routes[route].path, rq->url);
-	rq->route = &routes[route];
+	return MAX_ROUTES;
+}
+
+/* With --token-file, every route but /v1/health takes a token, and a
+ * write a write token: 1 with the 401 or 403 in *r when it has none. */
+static int auth_refused(serve_request *rq, const serve_route *route, serve_reply *r)
+{
+	const char *auth;
+	int scope = -1;
+
+	if (!srv.have_tokens || strcmp(route->path, "/v1/health") == 0)
+		return 0;
+	auth = serve_header(rq, "Authorization");
+	if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
+		scope = token_scope(auth + 7);
+	if (scope < 0) {
+		serve_error(r, 401, "auth",
+			    auth == NULL ? "this server needs 'Authorization: Bearer TOKEN'"
+					 : "the token is not valid");
+		r->www_auth = 1;
+		return 1;
+	}
+	if (route->write && scope < 1) {
+		serve_error(r, 403, "auth", "the token may only read");
+		return 1;
+	}
+	return 0;
+}
+
+/* A write route: 1 with the refusal in *r on a --read-only server, from
+ * another site's page, or with a body of the wrong Content-Type. */
+static int write_refused(serve_request *rq, const serve_route *route, serve_reply *r)
+{
+	const char *type = serve_header(rq, "Content-Type"), *origin;
+
+	if (srv.read_only) {
+		serve_error(r, 403, "read-only", "the server is read-only (--read-only)");
+		return 1;
+	}
+	origin = serve_header(rq, "Origin");
+	if (origin != NULL && !same_origin(rq, origin)) {
+		serve_error(r, 403, "forbidden", "a write from another site (Origin %s) is refused",
+			    origin);
+		return 1;
+	}
+	if (route->body_type != NULL && !type_is(type, route->body_type)) {
+		serve_error(r, 415, "invalid", "%s %s takes Content-Type: %s", rq->method, route->path,
+			    route->body_type);
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether the request is refused before its route runs (the answer then
+ * in *r): a body too big, a token in the URL, no token, a write refused. */
+static int request_refused(serve_request *rq, const serve_route *route, serve_reply *r)
+{
 	if (rq->too_big) {
-		serve_error(&r, 413, "invalid", "the request body is over %u bytes", SERVE_BODY_MAX);
-		return send_reply(rq, route, &r);
+		serve_error(r, 413, "invalid", "the request body is over %u bytes", SERVE_BODY_MAX);
+		return 1;
 	}
 	/* A token belongs in the Authorization header: one in the URL lands
 	 * in proxies' and browsers' logs. */
 	if (MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "access_token") != NULL ||
 	    MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "token") != NULL) {
-		serve_error(&r, 400, "invalid",
+		serve_error(r, 400, "invalid",
 			    "a token in the query string is refused: send it as 'Authorization: "
 			    "Bearer TOKEN'");
+		return 1;
+	}
+	return auth_refused(rq, route, r) || (route->write && write_refused(rq, route, r));
+}
+
+/* Decide and answer a complete request. */
+static enum MHD_Result dispatch(serve_request *rq)
+{
+	serve_reply r;
+	size_t n, route;
+	const serve_route *routes = serve_routes(&n);
+	char allow[128] = "";
+
+	memset(&r, 0, sizeof(r));
+	/* The dashboard's static files: no data in them, so no token needed
+	 * (the page asks for one when the API answers 401). */
+	if (serve_dashboard(rq->method, rq->url, &r))
+		return send_reply(rq, MAX_ROUTES, &r);
+	route = find_route(rq, routes, n, &r, allow, sizeof(allow));
+	if (route == MAX_ROUTES)
 		return send_reply(rq, route, &r);
-	}
-	if (srv.have_tokens && strcmp(routes[route].path, "/v1/health") != 0) {
-		int scope = -1;
-
-		auth = serve_header(rq, "Authorization");
-		if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
-			scope = token_scope(auth + 7);
-		if (scope < 0) {
-			serve_error(&r, 401, "auth",
-				    auth == NULL ? "this server needs 'Authorization: Bearer TOKEN'"
-						 : "the token is not valid");
-			r.www_auth = 1;
-			return send_reply(rq, route, &r);
-		}
-		if (routes[route].write && scope < 1) {
-			serve_error(&r, 403, "auth", "the token may only read");
-			return send_reply(rq, route, &r);
-		}
-	}
-	if (routes[route].write) {
-		const char *type = serve_header(rq, "Content-Type");
-
-		if (srv.read_only) {
-			serve_error(&r, 403, "read-only", "the server is read-only (--read-only)");
-			return send_reply(rq, route, &r);
-		}
-		origin = serve_header(rq, "Origin");
-		if (origin != NULL && !same_origin(rq, origin)) {
-			serve_error(&r, 403, "forbidden",
-				    "a write from another site (Origin %s) is refused", origin);
-			return send_reply(rq, route, &r);
-		}
-		if (routes[route].body_type != NULL && !type_is(type, routes[route].body_type)) {
-			serve_error(&r, 415, "invalid", "%s %s takes Content-Type: %s", rq->method,
-				    routes[route].path, routes[route].body_type);
-			return send_reply(rq, route, &r);
-		}
-	}
+	/* match again: the search left the captures of the last route it tried */
+	(void)match(rq, routes[route].path, rq->url);
+	rq->route = &routes[route];
+	if (request_refused(rq, &routes[route], &r))
+		return send_reply(rq, route, &r);
 	faucet_error_clear();
 	routes[route].fn(rq, &r);
 	if (r.status == 0)
