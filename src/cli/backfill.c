@@ -685,19 +685,101 @@ static int status_main(cli_context *ctx, bf_args *a)
 	return cli_backfill_status(ctx, &sa);
 }
 
+static void view_init(bf_view *view, cli_context *ctx)
+{
+	const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	memset(view, 0, sizeof(*view));
+	view->ctx = ctx;
+	view->tty = isatty(STDERR_FILENO);
+	view->color = view->tty && (no_color == NULL || *no_color == '\0') &&
+		      (term == NULL || strcmp(term, "dumb") != 0);
+	view->units = (faucet_buf)FAUCET_BUF_INIT;
+	view->failed_json = (faucet_buf)FAUCET_BUF_INIT;
+	view->failed_text = (faucet_buf)FAUCET_BUF_INIT;
+}
+
+static void view_dispose(bf_view *view)
+{
+	faucet_buf_dispose(&view->units);
+	faucet_buf_dispose(&view->failed_json);
+	faucet_buf_dispose(&view->failed_text);
+	free(view->started);
+}
+
+/* The range's units (a warning when there are many), and the view's
+ * record of which of them this run started. */
+static int make_plan(const faucet_backfill_range *range, bf_view *view,
+		     faucet_backfill_plan **plan)
+{
+	if (faucet_backfill_plan_new(plan, range) != 0)
+		return cli_plan_failed("backfill", range->timezone);
+	if (faucet_backfill_plan_is_large(*plan))
+		fprintf(stderr, "faucet: warning: backfill has %zu units (more than %d)\n",
+			faucet_backfill_plan_count(*plan), FAUCET_BACKFILL_WARN_UNITS);
+	if ((view->started = calloc(faucet_backfill_plan_count(*plan) + 1, 1)) == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	return 0;
+}
+
+/* A dry run only reads, and creates nothing: a store that does not
+ * exist yet has nothing done, so the whole plan is what would run. */
+static int open_backfill_store(cli_context *ctx, int dry_run, faucet_store **s)
+{
+	int absent = 0, rc;
+
+	if (!dry_run)
+		return cli_open_store(ctx, s);
+	rc = cli_open_store_or_absent(ctx, s, &absent);
+	if (rc == 0 && absent)
+		fprintf(stderr, "faucet: note: there is no state store at %s yet (the "
+			"backfill would create it): nothing is done, every unit would run\n",
+			ctx->store_label);
+	return rc;
+}
+
+/* Run the plan with the view as its progress display, and report: the
+ * exit code is the report's failure, else the run's. */
+static int run_backfill(cli_context *ctx, bf_view *view, const bf_args *a,
+			const faucet_backfill_plan *plan, faucet_store *s,
+			const faucet_backfill_run_options *opts, const faucet_backfill_host *host)
+{
+	faucet_backfill_progress cb = {view,        on_plan,    on_planned, on_unit_start,
+				       on_unit_end, on_message, on_output,  on_tick};
+	faucet_backfill_run_options o = *opts;
+	faucet_backfill_result res;
+	int rc;
+
+	view->plan = plan;
+	o.host = host;
+	o.progress = &cb;
+	o.config_path = ctx->selected_config_path;
+	o.state_url = ctx->selected_config_path ? NULL : ctx->selected_url;
+	/* Units inherit the encryption by the variables' names only. */
+	o.key_env = ctx->key_env;
+	o.previous_key_env = ctx->key_env ? cli_previous_key_env_list(ctx) : NULL;
+	if (faucet_backfill_run(s, plan, &o, &res) != 0) {
+		int code = faucet_error_last()->code;
+		erase_status(view);
+		/* A bad input or an unsuitable store: nothing ran. */
+		return cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EUNSUPPORTED
+					? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
+				"backfill");
+	}
+	rc = report(view, a, plan, &res);
+	return rc == 0 ? res.exit_code : rc;
+}
+
 int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 {
 	bf_args a;
 	bf_view view;
 	faucet_backfill_run_options o;
-	faucet_backfill_progress cb;
 	faucet_backfill_host host;
 	faucet_backfill_range range;
 	faucet_backfill_plan *plan = NULL;
-	faucet_backfill_result res;
 	const cli_config *cfg = NULL;
 	faucet_store *s = NULL;
-	const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
 	int rc;
 
 	memset(&a, 0, sizeof(a));
@@ -705,14 +787,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	o.version = FAUCET_BACKFILL_RUN_OPTIONS_VERSION;
 	memset(&range, 0, sizeof(range));
 	memset(&host, 0, sizeof(host));
-	memset(&view, 0, sizeof(view));
-	view.ctx = ctx;
-	view.tty = isatty(STDERR_FILENO);
-	view.color = view.tty && (no_color == NULL || *no_color == '\0') &&
-		     (term == NULL || strcmp(term, "dumb") != 0);
-	view.units = (faucet_buf)FAUCET_BUF_INIT;
-	view.failed_json = (faucet_buf)FAUCET_BUF_INIT;
-	view.failed_text = (faucet_buf)FAUCET_BUF_INIT;
+	view_init(&view, ctx);
 	/* With --json, a failure is reported as the run's summary object, so
 	 * an error exit of 1 or 2 cannot be read as a count of failed units. */
 	ctx->json_error_outcome = 1;
@@ -726,61 +801,20 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 		rc = cli_context_config(ctx, &cfg);
 	if (rc == 0)
 		rc = resolve(ctx, &a, cfg, &o, &range);
-	if (rc == 0 && faucet_backfill_plan_new(&plan, &range) != 0)
-		rc = cli_plan_failed("backfill", range.timezone);
-	if (rc == 0 && faucet_backfill_plan_is_large(plan))
-		fprintf(stderr, "faucet: warning: backfill has %zu units (more than %d)\n",
-			faucet_backfill_plan_count(plan), FAUCET_BACKFILL_WARN_UNITS);
-	if (rc == 0 && (view.started = calloc(faucet_backfill_plan_count(plan) + 1, 1)) == NULL)
-		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
-	/* A dry run only reads, and creates nothing: a store that does not
-	 * exist yet has nothing done, so the whole plan is what would run. */
-	if (rc == 0 && a.dry_run) {
-		int absent = 0;
-
-		rc = cli_open_store_or_absent(ctx, &s, &absent);
-		if (rc == 0 && absent)
-			fprintf(stderr, "faucet: note: there is no state store at %s yet (the "
-				"backfill would create it): nothing is done, every unit would run\n",
-				ctx->store_label);
-	} else if (rc == 0) {
-		rc = cli_open_store(ctx, &s);
-	}
+	if (rc == 0)
+		rc = make_plan(&range, &view, &plan);
+	if (rc == 0)
+		rc = open_backfill_store(ctx, a.dry_run, &s);
 	/* The library's default host: Ctrl-C and SIGTERM stop the run, and
 	 * --metrics-file is written.  The runner does neither on its own. */
 	if (rc == 0 && faucet_backfill_default_host(&host, 1, a.metrics_file) != 0)
 		rc = cli_fail(CLI_EXIT_FAILED, "backfill");
-	if (rc == 0) {
-		view.plan = plan;
-		o.host = &host;
-		cb = (faucet_backfill_progress){&view,       on_plan,    on_planned, on_unit_start,
-						on_unit_end, on_message, on_output,  on_tick};
-		o.progress = &cb;
-		o.config_path = ctx->selected_config_path;
-		o.state_url = ctx->selected_config_path ? NULL : ctx->selected_url;
-		/* Units inherit the encryption by the variables' names only. */
-		o.key_env = ctx->key_env;
-		o.previous_key_env = ctx->key_env ? cli_previous_key_env_list(ctx) : NULL;
-		if (faucet_backfill_run(s, plan, &o, &res) != 0) {
-			int code = faucet_error_last()->code;
-			erase_status(&view);
-			/* A bad input or an unsuitable store: nothing ran. */
-			rc = cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EUNSUPPORTED
-					      ? CLI_EXIT_USAGE : CLI_EXIT_FAILED,
-				      "backfill");
-		} else {
-			rc = report(&view, &a, plan, &res);
-			if (rc == 0)
-				rc = res.exit_code;
-		}
-	}
+	if (rc == 0)
+		rc = run_backfill(ctx, &view, &a, plan, s, &o, &host);
 out:
 	if (rc == -1) /* --help */
 		rc = 0;
-	faucet_buf_dispose(&view.units);
-	faucet_buf_dispose(&view.failed_json);
-	faucet_buf_dispose(&view.failed_text);
-	free(view.started);
+	view_dispose(&view);
 	faucet_strarray_dispose(&a.command);
 	faucet_backfill_default_host_dispose(&host);
 	faucet_backfill_plan_free(plan);
