@@ -574,7 +574,24 @@ int cli_state_import(cli_context *ctx, int argc, char **argv)
 
 /* ---- copy -------------------------------------------------------------- */
 
-int cli_state_copy(cli_context *ctx, int argc, char **argv)
+typedef struct {
+	const char *pipeline, *to, *to_config, *tenant;
+	faucet_import_options o;
+} copy_args;
+
+/* --to-pipeline NEW: a copy within this store (state_pipeline.c). */
+static int wants_to_pipeline(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--to-pipeline") == 0 ||
+		    strncmp(argv[i], "--to-pipeline=", 14) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* copy's arguments into *a: -1 to go on, else the exit code. */
+static int parse_copy_args(cli_context *ctx, int argc, char **argv, copy_args *a)
 {
 	static const cli_option opts[] = {
 		{"to", 0, 1, OPT_TO},
@@ -585,23 +602,10 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		CLI_TENANT_OPTION(OPT_COPY_TENANT),
 		{NULL, 0, 0, 0},
 	};
-	const char *pipeline = NULL, *to = NULL, *to_config = NULL, *arg, *dst_label = NULL;
-	const char *tenant = NULL;
-	char *ns = NULL;
-	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
-	faucet_store *src = NULL, *dst = NULL;
-	char *to_label = NULL, *what = NULL;
-	FILE *tmp = NULL;
-	size_t count = 0;
+	const char *arg;
 	cli_args it;
 	int id, rc;
 
-	/* --to-pipeline NEW: a copy within this store (state_pipeline.c). */
-	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "--to-pipeline") == 0 ||
-		    strncmp(argv[i], "--to-pipeline=", 14) == 0)
-			return cli_state_copy_pipeline(ctx, argc, argv);
-	}
 	cli_args_init(&it, ctx, "state copy", argc, argv);
 	while ((id = cli_args_next(&it, opts, &arg)) != CLI_ARG_END) {
 		if (id == CLI_ARG_ERROR)
@@ -609,66 +613,117 @@ int cli_state_copy(cli_context *ctx, int argc, char **argv)
 		if (id == CLI_ARG_HELP)
 			return cli_print_command_help("state copy");
 		if (id == OPT_TO)
-			to = arg;
+			a->to = arg;
 		else if (id == OPT_TO_CONFIG)
-			to_config = arg;
-		else if (import_option(id, &o))
+			a->to_config = arg;
+		else if (import_option(id, &a->o))
 			continue;
 		else if (id == OPT_COPY_TENANT &&
-			 (rc = cli_tenant_check("state copy", arg, &tenant)) != 0)
+			 (rc = cli_tenant_check("state copy", arg, &a->tenant)) != 0)
 			return rc;
 		else if (id == OPT_COPY_TENANT)
 			continue;
-		else if (pipeline == NULL)
-			pipeline = arg;
+		else if (a->pipeline == NULL)
+			a->pipeline = arg;
 		else
 			return cli_usage_error("state copy", "unexpected argument '%s'", arg);
 	}
-	if ((to == NULL) == (to_config == NULL))
+	if ((a->to == NULL) == (a->to_config == NULL))
 		return cli_usage_error("state copy", "give the destination store as --to URL or "
 				       "--to-config FILE (one of them)");
-	if ((rc = cli_pipeline_arg(ctx, "state copy", &pipeline, tenant, CLI_PIPELINE_NAMESPACE,
-				   &ns)) != 0)
+	return -1;
+}
+
+/* The pipeline (with --tenant, a->pipeline becomes the namespace *ns) and
+ * the --to URL checked; *to_label is that URL without its password. */
+static int check_copy_args(cli_context *ctx, copy_args *a, char **ns, char **to_label)
+{
+	int rc;
+
+	*to_label = NULL;
+	if ((rc = cli_pipeline_arg(ctx, "state copy", &a->pipeline, a->tenant,
+				   CLI_PIPELINE_NAMESPACE, ns)) != 0)
 		return rc;
-	if (to != NULL && (rc = cli_check_store_url(to, "--to")) != 0) {
-		free(ns);
+	if (a->to == NULL)
+		return 0;
+	if ((rc = cli_check_store_url(a->to, "--to")) != 0)
 		return rc;
-	}
-	to_label = to ? faucet_url_redact(to) : NULL;
-	if (to != NULL && to_label == NULL) {
-		free(ns);
+	if ((*to_label = faucet_url_redact(a->to)) == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
-	}
-	dst_label = to_label;
+	return 0;
+}
+
+static int open_destination(cli_context *ctx, const copy_args *a, const char *to_label,
+			    faucet_store **dst, const char **dst_label)
+{
+	int code;
+
+	if (a->to_config != NULL)
+		return cli_open_config_store(ctx, a->to_config, dst, dst_label);
+	if (faucet_store_open_url(dst, a->to) == 0)
+		return 0;
+	code = faucet_error_last()->code;
+	return cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+									  : CLI_EXIT_FAILED,
+			"cannot open the destination store %s", to_label);
+}
+
+static int import_copy(cli_context *ctx, const copy_args *a, faucet_store *dst,
+		       const char *dst_label, FILE *tmp)
+{
+	char *what = faucet__sprintf("state copy: the source %s of pipeline '%s'",
+				     ctx->store_label, a->pipeline);
+	int rc;
+
+	if (what == NULL)
+		return cli_error(CLI_EXIT_FAILED, "out of memory");
+	rc = import_from(ctx, dst, dst_label, tmp, what, &a->o, "faucet state copy", 0);
+	free(what);
+	return rc;
+}
+
+/* The source's namespace exported into a temp file, then imported into
+ * the destination. */
+static int copy_between(cli_context *ctx, const copy_args *a, const char *to_label)
+{
+	faucet_store *src = NULL, *dst = NULL;
+	const char *dst_label = to_label;
+	FILE *tmp = NULL;
+	size_t count = 0;
+	int rc;
+
 	rc = cli_open_store_existing(ctx, &src);
 	/* Open the destination before reading anything, so a bad --to fails
 	 * fast with exit 2. */
-	if (rc == 0 && to_config != NULL)
-		rc = cli_open_config_store(ctx, to_config, &dst, &dst_label);
-	else if (rc == 0 && faucet_store_open_url(&dst, to) != 0) {
-		int code = faucet_error_last()->code;
-		rc = cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
-										 : CLI_EXIT_FAILED,
-			      "cannot open the destination store %s", to_label);
-	}
+	if (rc == 0)
+		rc = open_destination(ctx, a, to_label, &dst, &dst_label);
 	/* The namespace goes through a temp file, so a copy's memory stays
 	 * bounded like an export's and an import's. */
 	if (rc == 0)
-		rc = export_to_temp(ctx, src, pipeline, &tmp, &count);
+		rc = export_to_temp(ctx, src, a->pipeline, &tmp, &count);
 	/* The source is read: close it before writing, so that its connections
 	 * and their buffers are not held through a long import. */
 	faucet_store_free(src);
-	src = NULL;
-	if (rc == 0 && (what = faucet__sprintf("state copy: the source %s of pipeline '%s'",
-					   ctx->store_label, pipeline)) == NULL)
-		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0)
-		rc = import_from(ctx, dst, dst_label, tmp, what, &o, "faucet state copy", 0);
-	free(what);
+		rc = import_copy(ctx, a, dst, dst_label, tmp);
 	if (tmp != NULL)
 		fclose(tmp);
 	faucet_store_free(dst);
-	faucet_store_free(src);
+	return rc;
+}
+
+int cli_state_copy(cli_context *ctx, int argc, char **argv)
+{
+	copy_args a = {.o = FAUCET_IMPORT_OPTIONS_INIT};
+	char *ns = NULL, *to_label = NULL;
+	int rc;
+
+	if (wants_to_pipeline(argc, argv))
+		return cli_state_copy_pipeline(ctx, argc, argv);
+	if ((rc = parse_copy_args(ctx, argc, argv, &a)) >= 0)
+		return rc;
+	if ((rc = check_copy_args(ctx, &a, &ns, &to_label)) == 0)
+		rc = copy_between(ctx, &a, to_label);
 	free(to_label);
 	free(ns);
 	return rc;
