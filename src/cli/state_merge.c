@@ -188,98 +188,137 @@ static int merge_attempt(cli_context *ctx, faucet_store *s, const merge_args *ma
 	return rc;
 }
 
+/* A merge's values, its store and the run that wrote, every piece freed by
+ * merge_dispose. */
+typedef struct {
+	faucet_value *patch, *expected, *current, *merged;
+	faucet_store *s;
+	cli_write_run w;
+	int attempt, written;
+} merge_job;
+
+static void merge_dispose(merge_job *j)
+{
+	cli_write_run_dispose(&j->w);
+	faucet_store_free(j->s);
+	faucet_value_free(j->patch);
+	faucet_value_free(j->expected);
+	faucet_value_free(j->current);
+	faucet_value_free(j->merged);
+}
+
+static int check_merge_key(const merge_args *ma)
+{
+	if (faucet_validate_key(ma->key) != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state merge");
+	if (faucet_run_is_bookkeeping_key(ma->key))
+		return cli_error(CLI_EXIT_USAGE,
+				 "state merge: '%s' is run bookkeeping (__lease__, __status__, "
+				 "__rollback__), written only by faucet's runs; nothing written",
+				 ma->key);
+	return 0;
+}
+
+/* The patch and --if-equals, parsed before the store is opened. */
+static int read_inputs(const merge_args *ma, merge_job *j)
+{
+	int rc = read_patch(ma, &j->patch);
+
+	if (rc != 0)
+		return rc;
+	if (ma->if_equals != NULL &&
+	    faucet_value_parse_at(&j->expected, ma->if_equals, strlen(ma->if_equals),
+				  "--if-equals") != 0)
+		return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma->key);
+	return 0;
+}
+
+static int open_merge_store(cli_context *ctx, const merge_args *ma, faucet_store **s)
+{
+	int rc = ma->dry_run ? cli_open_store_existing(ctx, s) : cli_open_store(ctx, s);
+
+	if (rc != 0)
+		return rc;
+	if (!faucet_store_supports_compare_and_put(*s))
+		return cli_error(CLI_EXIT_FAILED,
+				 "state merge '%s': %s has no atomic compare-and-put, which a merge "
+				 "beside other writers needs; nothing written",
+				 ma->key, ctx->store_label);
+	return 0;
+}
+
+/* Attempt j->attempt: read the value, check it, patch it and write it
+ * over what was read.  *settled when there is nothing to write (a dry run,
+ * or the patch changes nothing), which is reported here. */
+static int merge_once(cli_context *ctx, const merge_args *ma, merge_job *j, int *settled)
+{
+	*settled = 0;
+	faucet_value_free(j->current);
+	faucet_value_free(j->merged);
+	j->current = j->merged = NULL;
+	if (faucet_store_get(j->s, ma->key, &j->current) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", ma->key,
+				ctx->store_label);
+	if (j->expected != NULL && !faucet_value_equal(j->current, j->expected))
+		return condition_failed(ma, j->current);
+	if (j->current != NULL && faucet_value_json(j->patch)[0] == '{' &&
+	    faucet_value_json(j->current)[0] != '{')
+		return cli_error(CLI_EXIT_USAGE,
+				 "state merge '%s': the stored value is %s, not an object; "
+				 "merging an object patch would replace it by {} (RFC 7396); "
+				 "nothing written (use `state put` to replace it)",
+				 ma->key, kind_of(j->current));
+	if (faucet_value_merge_patch(j->current, j->patch, &j->merged) != 0)
+		return cli_fail(CLI_EXIT_FAILED, "state merge '%s'", ma->key);
+	if (ma->dry_run || (j->current != NULL && faucet_value_equal(j->current, j->merged))) {
+		/* Nothing to write: a dry run, or the patch changes nothing. */
+		*settled = 1;
+		if (ctx->json)
+			return print_merge_json(ma, 0, j->attempt, j->current, j->merged, NULL);
+		if (ma->dry_run)
+			printf("%s\n", faucet_value_json(j->merged));
+		return 0;
+	}
+	return merge_attempt(ctx, j->s, ma, j->current, j->merged, j->attempt == MERGE_ATTEMPTS,
+			     &j->w, &j->written);
+}
+
+/* Up to MERGE_ATTEMPTS attempts, each starting again from the value a
+ * lost race left; then the report. */
+static int merge_with_retries(cli_context *ctx, const merge_args *ma, merge_job *j)
+{
+	int rc, settled;
+
+	for (j->attempt = 1; j->attempt <= MERGE_ATTEMPTS; j->attempt++) {
+		if ((rc = merge_once(ctx, ma, j, &settled)) != 0 || settled)
+			return rc;
+		if (j->written)
+			break;
+	}
+	if (!j->written)
+		return cli_error(CLI_EXIT_FAILED,
+				 "state merge '%s': the value changed under the merge %d times in "
+				 "a row (other writers); nothing written, try again",
+				 ma->key, MERGE_ATTEMPTS);
+	if (ctx->json)
+		return print_merge_json(ma, 1, j->attempt, j->current, j->merged, &j->w);
+	return 0;
+}
+
 int cli_state_merge(cli_context *ctx, int argc, char **argv)
 {
-	faucet_value *patch = NULL, *expected = NULL, *current = NULL, *merged = NULL;
-	faucet_store *s = NULL;
-	cli_write_run w = {0};
-	int rc, written = 0, attempt;
 	merge_args ma;
+	merge_job j;
+	int rc;
 
 	rc = parse_merge_args(ctx, argc, argv, &ma);
 	if (rc >= 0)
 		return rc;
-	if (faucet_validate_key(ma.key) != 0)
-		return cli_fail(CLI_EXIT_USAGE, "state merge");
-	if (faucet_run_is_bookkeeping_key(ma.key))
-		return cli_error(CLI_EXIT_USAGE,
-				 "state merge: '%s' is run bookkeeping (__lease__, __status__, "
-				 "__rollback__), written only by faucet's runs; nothing written",
-				 ma.key);
-	rc = read_patch(&ma, &patch);
-	if (rc != 0)
+	if ((rc = check_merge_key(&ma)) != 0)
 		return rc;
-	if (ma.if_equals != NULL &&
-	    faucet_value_parse_at(&expected, ma.if_equals, strlen(ma.if_equals), "--if-equals") != 0) {
-		faucet_value_free(patch);
-		return cli_fail(CLI_EXIT_USAGE, "state merge '%s'", ma.key);
-	}
-	rc = ma.dry_run ? cli_open_store_existing(ctx, &s) : cli_open_store(ctx, &s);
-	if (rc != 0)
-		goto done;
-	if (!faucet_store_supports_compare_and_put(s)) {
-		rc = cli_error(CLI_EXIT_FAILED,
-			       "state merge '%s': %s has no atomic compare-and-put, which a merge "
-			       "beside other writers needs; nothing written",
-			       ma.key, ctx->store_label);
-		goto done;
-	}
-	for (attempt = 1; attempt <= MERGE_ATTEMPTS; attempt++) {
-		faucet_value_free(current);
-		faucet_value_free(merged);
-		current = merged = NULL;
-		if (faucet_store_get(s, ma.key, &current) != 0) {
-			rc = cli_fail(CLI_EXIT_FAILED, "cannot read '%s' from %s", ma.key,
-				      ctx->store_label);
-			goto done;
-		}
-		if (expected != NULL && !faucet_value_equal(current, expected)) {
-			rc = condition_failed(&ma, current);
-			goto done;
-		}
-		if (current != NULL && faucet_value_json(patch)[0] == '{' &&
-		    faucet_value_json(current)[0] != '{') {
-			rc = cli_error(CLI_EXIT_USAGE,
-				       "state merge '%s': the stored value is %s, not an object; "
-				       "merging an object patch would replace it by {} (RFC 7396); "
-				       "nothing written (use `state put` to replace it)",
-				       ma.key, kind_of(current));
-			goto done;
-		}
-		if (faucet_value_merge_patch(current, patch, &merged) != 0) {
-			rc = cli_fail(CLI_EXIT_FAILED, "state merge '%s'", ma.key);
-			goto done;
-		}
-		if (ma.dry_run || (current != NULL && faucet_value_equal(current, merged))) {
-			/* Nothing to write: a dry run, or the patch changes nothing. */
-			if (ctx->json)
-				rc = print_merge_json(&ma, 0, attempt, current, merged, NULL);
-			else if (ma.dry_run)
-				printf("%s\n", faucet_value_json(merged));
-			goto done;
-		}
-		rc = merge_attempt(ctx, s, &ma, current, merged, attempt == MERGE_ATTEMPTS, &w,
-				   &written);
-		if (rc != 0)
-			goto done;
-		if (written)
-			break;
-	}
-	if (!written) {
-		rc = cli_error(CLI_EXIT_FAILED,
-			       "state merge '%s': the value changed under the merge %d times in a "
-			       "row (other writers); nothing written, try again",
-			       ma.key, MERGE_ATTEMPTS);
-		goto done;
-	}
-	if (ctx->json)
-		rc = print_merge_json(&ma, 1, attempt, current, merged, &w);
-done:
-	cli_write_run_dispose(&w);
-	faucet_store_free(s);
-	faucet_value_free(patch);
-	faucet_value_free(expected);
-	faucet_value_free(current);
-	faucet_value_free(merged);
+	memset(&j, 0, sizeof(j));
+	if ((rc = read_inputs(&ma, &j)) == 0 && (rc = open_merge_store(ctx, &ma, &j.s)) == 0)
+		rc = merge_with_retries(ctx, &ma, &j);
+	merge_dispose(&j);
 	return rc;
 }
