@@ -397,13 +397,107 @@ static void steps_json(faucet_buf *b, const faucet_undo_result *r)
 	(void)faucet_buf_putc(b, ']');
 }
 
+/* The library's options from the arguments, --wait's duration checked. */
+static int undo_options(const runs_args *a, faucet_undo_options *o)
+{
+	unsigned long long ms = 0;
+	int rc;
+
+	o->row = a->row;
+	o->run = a->run;
+	o->force = a->force;
+	o->dry_run = a->dry_run;
+	o->command = "faucet state undo";
+	if (!a->wait_given)
+		return 0;
+	if (a->wait == NULL) {
+		o->wait_ms = FAUCET_RUN_WAIT_FOREVER;
+		return 0;
+	}
+	if (*a->wait == '\0')
+		return cli_usage_error("state undo", "--wait= needs a duration, e.g. "
+				       "--wait=30s (--wait alone waits without a "
+				       "limit)");
+	if ((rc = cli_duration_option("state undo", "--wait", a->wait, 1, CLI_LEASE_MAX_MS,
+				      &ms)) != 0)
+		return rc;
+	o->wait_ms = ms;
+	return 0;
+}
+
+/* The undo itself (planned, then written unless --dry-run); a failure's
+ * exit code says whose it was. */
+static int perform_undo(faucet_store *s, const runs_args *a, const faucet_undo_options *o,
+			faucet_undo_result *r)
+{
+	int code;
+
+	if (faucet_run_undo(s, a->pipeline, o, r) == 0)
+		return 0;
+	code = faucet_error_last()->code;
+	return cli_fail(code == FAUCET_ENOTFOUND || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+			: code == FAUCET_EBUSY ? CLI_EXIT_BUSY
+						: CLI_EXIT_FAILED,
+			"state undo");
+}
+
+static int print_undo_json(const runs_args *a, const faucet_undo_result *r, const char *again)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	(void)faucet_buf_putc(&b, '{');
+	jw_member(&b, "undone", 1);
+	faucet__json_string(&b, r->run);
+	jw_member(&b, "scope", 0);
+	faucet__json_string(&b, r->scope);
+	jw_member(&b, "dry_run", 0);
+	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
+	jw_member(&b, "restored", 0);
+	jw_string_array(&b, &r->restored);
+	steps_json(&b, r);
+	jw_member(&b, "run", 0);
+	faucet__json_string(&b, r->undo_run);
+	jw_member(&b, "undo", 0);
+	faucet__json_string(&b, again);
+	(void)faucet_buf_putc(&b, '}');
+	return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+}
+
+/* The keys restored (stdout) and the command that undoes the undo
+ * (stderr), or the conflict that stopped it. */
+static int report_undo(cli_context *ctx, const runs_args *a, const faucet_undo_result *r)
+{
+	char *again = NULL;
+	int rc = 0;
+
+	if (r->conflict) {
+		if (r->undo_run != NULL)
+			fprintf(stderr, "faucet: undo run %s stopped at a conflict after restoring "
+				"what came before it\n", r->undo_run);
+		return report_conflict(ctx, r);
+	}
+	for (size_t i = 0; !ctx->json && !ctx->quiet && i < r->restored.count; i++)
+		printf("%s %s\n", a->dry_run ? "would restore" : "restored", r->restored.strings[i]);
+	if (!a->dry_run) {
+		again = undo_command(a->pipeline, r->scope, r->undo_run);
+		if (again == NULL)
+			return cli_fail(CLI_EXIT_FAILED, "state undo");
+		if (!ctx->quiet && !ctx->json)
+			fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r->run,
+				r->undo_run, again);
+	}
+	if (ctx->json)
+		rc = print_undo_json(a, r, again);
+	free(again);
+	return rc;
+}
+
 int cli_state_undo(cli_context *ctx, int argc, char **argv)
 {
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	faucet_undo_result r = FAUCET_UNDO_RESULT_INIT;
 	runs_args a;
 	faucet_store *s = NULL;
-	char *again = NULL;
 	int rc = parse(ctx, "state undo", 1, argc, argv, &a);
 
 	if (rc != 0)
@@ -412,80 +506,8 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 		cli_note_write();
 	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
-	o.row = a.row;
-	o.run = a.run;
-	o.force = a.force;
-	o.dry_run = a.dry_run;
-	o.command = "faucet state undo";
-	if (a.wait_given) {
-		unsigned long long ms = 0;
-
-		if (a.wait == NULL) {
-			o.wait_ms = FAUCET_RUN_WAIT_FOREVER;
-		} else if ((rc = *a.wait == '\0'
-				      ? cli_usage_error("state undo", "--wait= needs a duration, e.g. "
-							"--wait=30s (--wait alone waits without a "
-							"limit)")
-				      : cli_duration_option("state undo", "--wait", a.wait, 1,
-							    CLI_LEASE_MAX_MS, &ms)) != 0) {
-			faucet_store_free(s);
-			return rc;
-		} else {
-			o.wait_ms = ms;
-		}
-	}
-	if (faucet_run_undo(s, a.pipeline, &o, &r) != 0) {
-		int code = faucet_error_last()->code;
-		rc = cli_fail(code == FAUCET_ENOTFOUND || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
-			      : code == FAUCET_EBUSY ? CLI_EXIT_BUSY
-						      : CLI_EXIT_FAILED,
-			      "state undo");
-		faucet_store_free(s);
-		faucet_undo_result_dispose(&r);
-		return rc;
-	}
-	if (r.conflict) {
-		if (r.undo_run != NULL)
-			fprintf(stderr, "faucet: undo run %s stopped at a conflict after restoring "
-				"what came before it\n", r.undo_run);
-		rc = report_conflict(ctx, &r);
-		goto done;
-	}
-	for (size_t i = 0; !ctx->json && !ctx->quiet && i < r.restored.count; i++)
-		printf("%s %s\n", a.dry_run ? "would restore" : "restored", r.restored.strings[i]);
-	if (!a.dry_run) {
-		again = undo_command(a.pipeline, r.scope, r.undo_run);
-		if (again == NULL) {
-			rc = cli_fail(CLI_EXIT_FAILED, "state undo");
-			goto done;
-		}
-		if (!ctx->quiet && !ctx->json)
-			fprintf(stderr, "faucet: undid run %s as run %s; undo: %s\n", r.run,
-				r.undo_run, again);
-	}
-	if (ctx->json) {
-		faucet_buf b = FAUCET_BUF_INIT;
-
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "undone", 1);
-		faucet__json_string(&b, r.run);
-		jw_member(&b, "scope", 0);
-		faucet__json_string(&b, r.scope);
-		jw_member(&b, "dry_run", 0);
-		(void)faucet_buf_puts(&b, a.dry_run ? "true" : "false");
-		jw_member(&b, "restored", 0);
-		jw_string_array(&b, &r.restored);
-		steps_json(&b, &r);
-		jw_member(&b, "run", 0);
-		faucet__json_string(&b, r.undo_run);
-		jw_member(&b, "undo", 0);
-		faucet__json_string(&b, again);
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0)
-			rc = CLI_EXIT_FAILED;
-	}
-done:
-	free(again);
+	if ((rc = undo_options(&a, &o)) == 0 && (rc = perform_undo(s, &a, &o, &r)) == 0)
+		rc = report_undo(ctx, &a, &r);
 	faucet_undo_result_dispose(&r);
 	faucet_store_free(s);
 	return rc;
