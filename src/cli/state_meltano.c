@@ -297,7 +297,7 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 			faucet__json_string(&j, output);
 			(void)faucet_buf_putc(&j, '}');
 			rc = jw_print(&j) != 0 ? CLI_EXIT_FAILED : 0;
-		} else {
+		} else if (!ctx->quiet) {
 			printf("exported the bookmark %s as Meltano state to %s\n", key, output);
 		}
 	}
@@ -564,6 +564,8 @@ static int report_import(cli_context *ctx, const import_args *a, const import_jo
 {
 	if (ctx->json)
 		return print_import_json(a, j);
+	if (ctx->quiet && !a->dry_run) /* as `state import`: a dry run's plan is its output */
+		return 0;
 	printf("%s%s the bookmark %s in %s from Meltano state (%s)%s\n",
 	       a->dry_run ? "dry run: " : "",
 	       j->changed ? (a->dry_run ? "would write" : "wrote") : "unchanged:", j->key,

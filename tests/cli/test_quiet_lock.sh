@@ -28,6 +28,10 @@ quiet_ok "run" run --pipeline a -- true
 quiet_ok "state clear" state clear a
 run state put a::c 1
 quiet_ok "state clear --row" state clear a --row c
+echo '{"singer_state":{"bookmarks":{"s":{"x":1}}}}' > m.json
+quiet_ok "state import --format meltano" state import --format meltano --pipeline m --row r m.json
+quiet_ok "state import --format meltano (unchanged)" state import --format meltano --pipeline m --row r m.json
+quiet_ok "state export --format meltano -o" state export --format meltano m --row r -o m2.json
 raw_put "$FAUCET_STATE" a::r::__lease__ '{"holder":"elsewhere:1:x","expires_at":4102444800,"run":"20260101T000000.000Z-abcdef"}'
 quiet_ok "lock break" lock break --pipeline a --row r
 # -q after the command name works too (a global option).
