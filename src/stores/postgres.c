@@ -65,28 +65,46 @@
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* libpq's message without its trailing newline and with any occurrence of
- * the password replaced (libpq may echo parts of a connection string). */
+/* A password at least this long is masked wherever it appears in a
+ * message; a shorter one only inside a quoted span, where libpq echoes a
+ * piece of the connection string.  Masking a short one everywhere would
+ * mangle the message ("p" turned "port 1 failed" into "***ort 1 failed")
+ * and show the password by what it masked. */
+#define PG_MASK_ANYWHERE 8
+
+/* Whether msg[at, at + n) lies inside one "..." span of msg. */
+static int in_quotes(const char *msg, const char *at, size_t n)
+{
+	size_t quotes = 0;
+
+	for (const char *c = msg; c < at; c++)
+		quotes += *c == '"';
+	return quotes % 2 == 1 && memchr(at, '"', n) == NULL;
+}
+
+/* libpq's message without its trailing newline, the password masked. */
 static char *clean_message(const pg_store *s, const char *msg)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
-	size_t len = strlen(msg);
-	const char *p = msg;
+	size_t len = strlen(msg), pwlen = s->password != NULL ? strlen(s->password) : 0;
+	const char *p = msg, *from = msg;
 
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
 		len--;
-	while ((size_t)(p - msg) < len) {
-		const char *hit = NULL;
-		if (s->password != NULL && *s->password != '\0')
-			hit = strstr(p, s->password);
-		if (hit == NULL || (size_t)(hit - msg) >= len) {
-			(void)faucet_buf_put(&b, p, len - (size_t)(p - msg));
+	while (pwlen > 0 && (size_t)(p - msg) < len) {
+		const char *hit = strstr(p, s->password);
+
+		if (hit == NULL || (size_t)(hit - msg) + pwlen > len)
 			break;
+		if (pwlen >= PG_MASK_ANYWHERE || in_quotes(msg, hit, pwlen)) {
+			(void)faucet_buf_put(&b, from, (size_t)(hit - from));
+			(void)faucet_buf_puts(&b, "***");
+			from = p = hit + pwlen;
+		} else {
+			p = hit + 1;
 		}
-		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
-		(void)faucet_buf_puts(&b, "***");
-		p = hit + strlen(s->password);
 	}
+	(void)faucet_buf_put(&b, from, len - (size_t)(from - msg));
 	(void)faucet_buf_puts(&b, "");
 	return faucet_buf_detach(&b);
 }

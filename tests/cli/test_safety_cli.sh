@@ -34,6 +34,17 @@ for url in "postgres://u:$SECRET@127.0.0.1:1/db" \
 	run --json --state "$url" state put a::b 1
 	expect_no_secret "put --json $url"
 done
+# A short password is masked where libpq quotes a piece of the URL, and
+# nowhere else: masking each "p" of a password "p" would turn "port 1
+# failed" into "***ort 1 failed" and show the password by what it masked.
+for url in "postgres://u:p%zz@127.0.0.1:1/db" "postgres://u@127.0.0.1:1/db?password=p%zz"; do
+	run --state "$url" state get a::b
+	expect_err_lacks "p%zz" "a short password quoted by libpq is masked ($url)"
+	expect_err_contains 'token: "***"' "the quoted piece is masked ($url)"
+done
+run --state "postgres://u:p@127.0.0.1:1/db" state get a::b
+expect_err_contains "port 1 failed" "a short password does not mangle the message"
+expect_err_lacks "***ort" "no letter of the message is taken for the password"
 run --state "memory:?password=$SECRET" state get a
 expect_rc 2 "memory: with options is a bad URL"
 expect_no_secret "memory: URL"
