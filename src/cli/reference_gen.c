@@ -448,7 +448,7 @@ static const char encryption_prose[] =
 	"YAML gives them.  To rotate: --encryption-key-env NEW --previous-key-env OLD\n"
 	"state rekey; then drop OLD.\n";
 
-/* The global flag `name`'s row. */
+/* The global flag `name`'s row (the table's zeroed end when there is none). */
 static const cli_ref_flag *global_flag(const char *name)
 {
 	const cli_ref_flag *f = cli_reference_globals;
@@ -1315,10 +1315,8 @@ int cli_reference_check(const char *command, const cli_option *opts, const cli_o
 		}
 	}
 	for (const cli_option *o = globals; o->long_name != NULL; o++) {
-		const cli_ref_flag *f = cli_reference_globals;
+		const cli_ref_flag *f = global_flag(o->long_name);
 
-		while (f->long_name != NULL && strcmp(f->long_name, o->long_name) != 0)
-			f++;
 		if (!same_flag(o, f->long_name != NULL ? f : NULL)) {
 			(void)fprintf(stderr, "faucet: internal error: src/cli/reference.c's "
 					      "global options lack --%s as the parser takes it\n",
