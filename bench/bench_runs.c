@@ -305,7 +305,8 @@ static void bench_write_counts(const char *dir)
 			bench_die("cli run");
 		end(r);
 		printf("run: writes of a CLI put's run         %lu (status, index, marker + the put, "
-		       "status; the file store makes the first four one guarded write)\n",
+		       "status, through a wrapper without put_guarded_then; the file store makes "
+		       "all five one guarded write)\n",
 		       c->writes - before);
 		faucet_value_free(w);
 	}
@@ -394,7 +395,8 @@ static void bench_end_to_end(const char *faucet, const char *dir)
 
 /* `faucet state put` is a whole run: its status, the rollback index and the
  * marker with the key's before- and after-image go with the key in one
- * guarded write, then the end's status.  Its floor
+ * guarded write, with the end's status renamed after the key in the same
+ * commit (faucet_run_put_end).  Its floor
  * is one whole-process durable replace: starting the same binary (`faucet
  * --version`) plus one durable replace of a small file, both measured in
  * the same iteration as the put (alternating blocks); the ratio is the

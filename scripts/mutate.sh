@@ -12,7 +12,9 @@
 #     reports success;
 #   - the durable-write helper's sync of its temp file moved after the rename;
 #   - every directory sync (the helpers that fsync a directory) skipped;
-#   - SQLite opened with synchronous=OFF, and with synchronous=NORMAL.
+#   - SQLite opened with synchronous=OFF, and with synchronous=NORMAL;
+#   - a guarded write's follow-up file (a CLI put's end) renamed before
+#     the key instead of after it.
 # Each is applied to a scratch copy of the tree, which is rebuilt (only what
 # changed) and whose durability tests then run (ctest -L durability).  A
 # mutant is killed when a test fails, and that test passes on the unmutated
@@ -81,6 +83,8 @@ mutants() {
   if grep -q -E 'renameat' src/common/durable.c 2>/dev/null; then
     printf 'src/common/durable.c\t0\tsync-after-rename\n'
   fi
+  f=$(grep -n 'then->done = sys->renameat(t->dirfd, ttmp, t->dirfd, t->name) == 0;' src/common/durable.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/common/durable.c\t%s\tthen-before-key\n' "$f"
   grep -n -E 'synchronous *= *FULL' -r src --include=*.c |
     grep -v -E '^\S+:[0-9]+:\s*(/\*|\*)' |
     awk -F: '{printf "%s\t%s\tsqlite-sync-off\n%s\t%s\tsqlite-sync-normal\n", $1, $2, $1, $2}' || true
@@ -141,6 +145,15 @@ elif kind == 'run-after-not-ahead':
     sub_line(r'!\(q->after_ahead && added\)', '1')
 elif kind == 'run-no-watchdog':
     sub_line(r'faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0', '1')
+elif kind == 'then-before-key':
+    # The follow-up's rename moved above the key's.
+    moved = src.pop(line - 1)
+    for i in range(line - 2, -1, -1):
+        if 'sys->renameat(last->dirfd, tmp, last->dirfd, last->name)' in src[i]:
+            src.insert(i, moved)
+            break
+    else:
+        sys.exit("mutate: no key rename before %s:%d" % (path, line))
 elif kind == 'sync-after-rename':
     # Take out the first statement that fsyncs the temp file's descriptor
     # (fd), and sync fd instead just after the first rename that follows it

@@ -368,12 +368,42 @@ static int act_run(faucet_store *s)
 	return run_put_end(s, 0);
 }
 
-/* A CLI write's run (no lease, recorded with its first change): the
- * status entry, the index and the marker go with the key's put in one
- * guarded write. */
+/* A run without a lease (recorded with its first change) ended apart
+ * from its put, as an embedder may: the status entry, the index and the
+ * marker go with the key's put in one guarded write, the end after it. */
 static int act_cli_run(faucet_store *s)
 {
 	return run_put_end(s, 1);
+}
+
+/* A CLI put's run (faucet_run_put_end, as `faucet state put` does): the
+ * end's "ok" follows the key's put in the same commit. */
+static int act_cli_put_end(faucet_store *s)
+{
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_run *r = NULL;
+	faucet_value *v = tu_v("{\"cursor\":9}");
+	int rc, put_done = 0;
+
+	o.row = "r";
+	o.no_lease = 1;
+	faucet_warning_clear();
+	cli_run_warned = 0;
+	rc = faucet_run_begin(&r, s, "p", &o);
+	if (rc == 0) {
+		rc = faucet_run_put_end(r, "p::r", v, &put_done);
+		cli_run_warned = faucet_warning_last() != NULL;
+		if (rc != 0 && !put_done) {
+			char *msg = strdup(faucet_error_last()->message);
+
+			(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, msg);
+			(void)faucet_error_set(rc, "%s", msg ? msg : "");
+			free(msg);
+		}
+	}
+	faucet_run_free(r);
+	faucet_value_free(v);
+	return rc;
 }
 
 static void setup_run(faucet_store *s)
@@ -455,6 +485,18 @@ static void setup_full_index(faucet_store *s)
 	}
 }
 
+/* Whether the newest run of the status document `st` ended ok having
+ * changed p::r (the setup's runs changed p::r::x only). */
+static int newest_run_ok(const faucet_value *st)
+{
+	const char *json = faucet_value_json(st), *first = strstr(json, "{\"run\":");
+	const char *second = first ? strstr(first + 1, "{\"run\":") : NULL;
+	const char *ok = first ? strstr(first, "\"outcome\":\"ok\"") : NULL;
+	const char *keys = first ? strstr(first, "\"keys\":[\"p::r\"]") : NULL;
+
+	return ok != NULL && keys != NULL && (second == NULL || (ok < second && keys < second));
+}
+
 /* run_image_check, and: the bookmark never holds the run's value without
  * the run in the status document and in the rollback index (a CLI run
  * records itself with its first change, not at its begin). */
@@ -474,6 +516,11 @@ static void cli_run_image_check(faucet_store *s, int acknowledged, const char *w
 			fail_msg("cli run, %s: p::r holds the run's value but the index names no "
 				 "run", what);
 	}
+	/* The newest run "ok" means its put landed: an end written with the
+	 * put is never in place without it. */
+	if (st != NULL && newest_run_ok(st) && (v == NULL || !same_value(v, "{\"cursor\":9}")))
+		fail_msg("cli run, %s: the run is recorded as ok but p::r does not hold its value",
+			 what);
 	if (acknowledged && !cli_run_warned) {
 		faucet_strarray markers = {0};
 
@@ -676,10 +723,17 @@ static const scenario scenarios[] = {
 	{"invocation run", NULL, NULL, NULL, 1, 1, setup_run, act_run,
 	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
 	 run_image_check},
-	{"CLI put (a run without a lease)", NULL, NULL, NULL, 1, 1, setup_run, act_cli_run,
+	{"run without a lease, ended apart", NULL, NULL, NULL, 1, 1, setup_run, act_cli_run,
 	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
 	 cli_run_image_check},
 	{"CLI put, full rollback index", NULL, NULL, NULL, 1, 1, setup_full_index, act_cli_run,
+	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::r::x", "{\"n\":19}", "{\"n\":19}"}},
+	 cli_run_image_check},
+	{"CLI put ended with its put", NULL, NULL, NULL, 1, 1, setup_run, act_cli_put_end,
+	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::a", "{\"cursor\":1}", "{\"cursor\":1}"}},
+	 cli_run_image_check},
+	{"CLI put ended with its put, full rollback index", NULL, NULL, NULL, 1, 1,
+	 setup_full_index, act_cli_put_end,
 	 {{"p::r", "{\"cursor\":1}", "{\"cursor\":9}"}, {"p::r::x", "{\"n\":19}", "{\"n\":19}"}},
 	 cli_run_image_check},
 	{"recorded import (a run of p::r)", NULL, NULL, NULL, 1, 1, setup_run, act_recorded_import,
@@ -1026,6 +1080,66 @@ static void test_cli_run_records_itself_before_the_key(void **state)
 	free(sandbox);
 }
 
+/* faucet_run_put_end on the file store: one commit for the run's records,
+ * its put and its end - one syncfs, the records renamed and the directory
+ * synced, then the key and the end's status renamed with no sync between
+ * them, and the directory synced once more: no other sync, no other
+ * rename.  Fails when the end is written apart (two more syncs), or
+ * renamed before the key. */
+static void test_cli_put_end_is_one_commit(void **state)
+{
+	char *sandbox = tu_tempdir(), *root = tu_join(sandbox, "store");
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_value *v = tu_v("{\"cursor\":1}"), *st = NULL;
+	faucet_run *r = NULL;
+	faucet_store *s;
+	size_t renames = 0, syncfs_calls = 0, fsyncs = 0, key_at = 0, status_at = 0;
+	int put_done = 0;
+
+	(void)state;
+	s = open_store_with(root, NULL, NULL);
+	tu_put(s, "p::r", "{\"cursor\":0}");
+	o.row = "r";
+	o.no_lease = 1;
+	assert_int_equal(faucet_run_begin(&r, s, "p", &o), 0);
+	assert_int_equal(pl_start(sandbox), 0);
+	assert_int_equal(faucet_run_put_end(r, "p::r", v, &put_done), 0);
+	assert_int_equal(put_done, 1);
+	for (size_t i = 0; i < pl_calls(); i++) {
+		const char *call = pl_call_name(i);
+
+		syncfs_calls += strcmp(call, "syncfs") == 0;
+		fsyncs += strcmp(call, "fsync") == 0;
+		if (strcmp(call, "renameat") != 0 && strcmp(call, "linkat") != 0)
+			continue;
+		renames++;
+		if (renames == 4)
+			key_at = i;
+		if (renames == 5)
+			status_at = i;
+	}
+	pl_stop();
+	/* status, index, marker; the key; the end's status */
+	assert_int_equal(renames, 5);
+	assert_int_equal(syncfs_calls, 1);
+	assert_int_equal(fsyncs, 2);
+	for (size_t j = key_at + 1; j < status_at; j++)
+		if (strcmp(pl_call_name(j), "fsync") == 0)
+			fail_msg("a sync (call %zu) between the key's rename and the end's", j);
+	assert_int_equal(faucet_store_get(s, "p::r::__status__", &st), 0);
+	assert_non_null(st);
+	assert_non_null(strstr(faucet_value_json(st), "\"outcome\":\"ok\""));
+	assert_non_null(strstr(faucet_value_json(st), "\"keys\":[\"p::r\"]"));
+	assert_int_equal(faucet_run_changed(r), 1);
+	faucet_value_free(st);
+	faucet_run_free(r);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	tu_rmrf(sandbox);
+	free(root);
+	free(sandbox);
+}
+
 /* ---- files written outside a store (export -o, --metrics-file) -------- */
 
 /* The file at `path` holds exactly `want` (NULL = absent). */
@@ -1325,6 +1439,7 @@ int main(void)
 		cmocka_unit_test(test_power_loss_output_file),
 		cmocka_unit_test(test_first_write_syncs_the_marker_before_the_key),
 		cmocka_unit_test(test_cli_run_records_itself_before_the_key),
+		cmocka_unit_test(test_cli_put_end_is_one_commit),
 		cmocka_unit_test(test_write_file_contract),
 		cmocka_unit_test(test_faults),
 	};

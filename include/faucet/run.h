@@ -152,6 +152,14 @@ typedef enum {
 FAUCET_EXTERN int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 				 const char *message);
 
+/* The run's last write: faucet_run_put(), then faucet_run_end() as ok (exit
+ * status 0, no message).  For a run that took no lease and wrote nothing
+ * yet, a store that can (the file store) writes the end in the put's own
+ * commit: one durable write instead of two.  *put_done says whether the
+ * put happened; when it did not, the run is not ended (end it failed). */
+FAUCET_EXTERN int faucet_run_put_end(faucet_run *r, const char *key, const faucet_value *value,
+				     int *put_done);
+
 /* Free the handle.  A run not ended is left as a crashed process leaves it. */
 FAUCET_EXTERN void faucet_run_free(faucet_run *r);
 

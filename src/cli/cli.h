@@ -306,6 +306,13 @@ typedef struct {
 	int quiet;       /* print no run/undo line (-q, or --json: stderr is for errors) */
 } cli_write_run;
 
+/* The write's one put, then its end (cli_write_run_end ok): one durable
+ * write for both where the store can (faucet_run_put_end).  *put_done
+ * says whether the put happened; when it did not, CLI_EXIT_FAILED is
+ * returned with the error unprinted, and the run is still to be ended. */
+int cli_write_run_put_end(cli_write_run *w, faucet_store *s, const char *key,
+			  const faucet_value *value, int *put_done);
+
 #define CLI_RUN_MAY_JOIN 1  /* join the run of FAUCET_RUN_ID when it is set */
 #define CLI_RUN_EXCLUSIVE 2 /* a bulk write: hold the pipeline lease (exit 75 when held) */
 

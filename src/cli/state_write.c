@@ -221,16 +221,16 @@ int cli_state_put(cli_context *ctx, int argc, char **argv)
 				      ctx->store_label);
 			goto done;
 		}
+		rc = cli_write_run_end(&w, written, written ? NULL : "the condition did not hold");
 	} else {
-		if ((w.run ? faucet_run_put(w.run, pa.key, value)
-			   : faucet_store_put(s, pa.key, value)) != 0) {
+		/* The put and the run's end: one durable write on the file store. */
+		rc = cli_write_run_put_end(&w, s, pa.key, value, &written);
+		if (!written) {
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot write '%s' to %s", pa.key,
 				      ctx->store_label);
 			goto done;
 		}
-		written = 1;
 	}
-	rc = cli_write_run_end(&w, written, written ? NULL : "the condition did not hold");
 	if (rc != 0)
 		goto done;
 	if (!written)

@@ -98,9 +98,10 @@ int cli_write_run_begin(cli_context *ctx, faucet_store *s, const char *command,
 	return rc;
 }
 
+static int ended(cli_write_run *w, int rc, int ok);
+
 int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 {
-	const char *row;
 	int rc;
 
 	if (w->run == NULL)
@@ -111,6 +112,32 @@ int cli_write_run_end(cli_write_run *w, int ok, const char *message)
 		return 0;
 	}
 	rc = faucet_run_end(w->run, ok ? FAUCET_RUN_OK : FAUCET_RUN_FAILED, ok ? 0 : -1, message);
+	return ended(w, rc, ok);
+}
+
+int cli_write_run_put_end(cli_write_run *w, faucet_store *s, const char *key,
+			  const faucet_value *value, int *put_done)
+{
+	int rc;
+
+	*put_done = 0;
+	if (w->run == NULL || w->joined) {
+		rc = w->run ? faucet_run_put(w->run, key, value) : faucet_store_put(s, key, value);
+		*put_done = rc == 0;
+		return rc == 0 ? cli_write_run_end(w, 1, NULL) : CLI_EXIT_FAILED;
+	}
+	rc = faucet_run_put_end(w->run, key, value, put_done);
+	if (!*put_done)
+		return CLI_EXIT_FAILED;
+	return ended(w, rc, 1);
+}
+
+/* After faucet_run_end returned rc: the failure reported, or the undo
+ * command made and announced. */
+static int ended(cli_write_run *w, int rc, int ok)
+{
+	const char *row;
+
 	if (rc != 0 && w->defer_error)
 		return CLI_EXIT_FAILED;
 	if (rc != 0)

@@ -274,20 +274,55 @@ static int commit_guards(const faucet_sys *sys, faucet_durable_target *guards,
 	return 0;
 }
 
+/* Commit `last` as commit_temp does, with `then`'s file (its temp `ttmp`
+ * open on tfd) renamed right after it, before the one directory sync. */
+static int commit_with_then(const faucet_sys *sys, faucet_durable_target *last, const char *tmp,
+			    int fd, faucet_durable_then *then, const char *ttmp, int tfd)
+{
+	faucet_durable_target *t = then->target;
+
+	if (sys->renameat(last->dirfd, tmp, last->dirfd, last->name) != 0) {
+		int err = errno;
+
+		discard_temp(sys, t->dirfd, ttmp, tfd);
+		discard_temp(sys, last->dirfd, tmp, fd);
+		return faucet__error_os(FAUCET_EIO, err, "failed to commit %s %s", last->what,
+					last->display);
+	}
+	/* Its data was synced with the rest: a failing close loses nothing. */
+	then->done = sys->renameat(t->dirfd, ttmp, t->dirfd, t->name) == 0;
+	if (then->done)
+		(void)sys->close(tfd);
+	else
+		discard_temp(sys, t->dirfd, ttmp, tfd);
+	if (sys->close(fd) != 0)
+		return faucet__error_os(FAUCET_EUNKNOWN, errno,
+					"%s %s was replaced, but closing it failed", last->what,
+					last->display);
+	if (sys->fsync(last->dirfd) != 0)
+		return faucet__error_os(FAUCET_EUNKNOWN, errno,
+					"%s %s was replaced, but its directory could not be synced "
+					"(it may not survive a crash)", last->what, last->display);
+	return 0;
+}
+
 int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *const *bytes,
 				    const size_t *lens, size_t n, faucet_durable_target *last,
 				    const void *last_bytes, size_t last_len,
-				    const faucet_durable_hook *hook, int *guards_done)
+				    const faucet_durable_hook *hook, faucet_durable_then *then,
+				    int *guards_done)
 {
 	const faucet_sys *sys = faucet__sys();
 	char tmps[FAUCET_DURABLE_GUARDS_MAX][TEMP_NAME_CAP], tmp[TEMP_NAME_CAP];
-	char shown[PATH_MAX + TEMP_NAME_CAP];
-	int fds[FAUCET_DURABLE_GUARDS_MAX], fd = -1, err, rc;
+	char ttmp[TEMP_NAME_CAP], shown[PATH_MAX + TEMP_NAME_CAP];
+	int fds[FAUCET_DURABLE_GUARDS_MAX], fd = -1, tfd = -1, err, rc;
 	faucet_durable_target *failed = NULL;
 	const char *step = "write", *failed_tmp = tmp;
 	size_t made = 0, named = 0;
 
 	*guards_done = 0;
+	if (then != NULL)
+		then->done = 0;
 	if (n == 0 || n > FAUCET_DURABLE_GUARDS_MAX)
 		return faucet_error_set(FAUCET_EINVALID, "a guarded write takes 1 to %d guards",
 					FAUCET_DURABLE_GUARDS_MAX);
@@ -313,6 +348,16 @@ int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *c
 	failed = last;
 	if (write_all(sys, fd, last_bytes, last_len) != 0)
 		goto temp_error;
+	if (then != NULL) {
+		then->target->dirfd = last->dirfd;
+		if ((rc = create_temp(then->target, sys, ttmp, &tfd)) != 0)
+			goto fail;
+		if (write_all(sys, tfd, then->bytes, then->len) != 0) {
+			failed = then->target;
+			failed_tmp = ttmp;
+			goto temp_error;
+		}
+	}
 	/* One barrier for every file's data. */
 	if (sys->syncfs(last->dirfd) != 0) {
 		step = "sync";
@@ -322,19 +367,27 @@ int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *c
 	/* Every guard in place, maybe not durable: the last one must wait. */
 	*guards_done = named == n;
 	if (rc != 0) {
+		if (tfd >= 0)
+			discard_temp(sys, then->target->dirfd, ttmp, tfd);
 		discard_group(sys, guards, tmps, fds, n, last, tmp, fd);
 		return rc;
 	}
+	if (then != NULL)
+		return commit_with_then(sys, last, tmp, fd, then, ttmp, tfd);
 	return commit_temp(sys, last, tmp, fd);
 
 temp_error:
 	err = errno;
+	if (tfd >= 0)
+		discard_temp(sys, then->target->dirfd, ttmp, tfd);
 	discard_group(sys, guards, tmps, fds, made, last, tmp, fd);
 	temp_display(failed, failed_tmp, shown, sizeof(shown));
 	return faucet__error_os(FAUCET_EIO, err, "failed to %s temp %s %s", step, failed->what,
 				shown);
 fail:
-	discard_group(sys, guards, tmps, fds, made, last, tmp, -1);
+	if (tfd >= 0)
+		discard_temp(sys, then->target->dirfd, ttmp, tfd);
+	discard_group(sys, guards, tmps, fds, made, last, tmp, fd);
 	return rc;
 }
 

@@ -50,19 +50,34 @@ typedef struct {
 	void *arg;
 } faucet_durable_hook;
 
+/* A file of the guarded write's directory that follows `last`: written
+ * with the others (the one syncfs covers its data) and renamed right after
+ * `last`, before the directory sync that makes `last` durable.  It is
+ * never in place without `last` (metadata persists in the order it was
+ * issued), and costs no barrier of its own.  `done` (out) says whether it
+ * was renamed; when it was not, the write of `last` stands and the caller
+ * writes this file some other way. */
+typedef struct {
+	faucet_durable_target *target;
+	const void *bytes;
+	size_t len;
+	int done;
+} faucet_durable_then;
+
 /* Replace the files guards[0..n) and `last` of one directory, every guard
  * durable before `last` changes: all temp files written, one syncfs for
  * their data, the guards renamed in order, `hook` called (NULL: none) and
- * the directory synced, then `last` renamed and the directory synced (a
- * single guard: three barriers instead of the four of two
- * faucet__durable_replace calls).  *guards_done says whether every guard
- * is in place; errors as faucet__durable_replace's (FAUCET_EUNKNOWN also
- * when only some guards were renamed), and `last` is
+ * the directory synced, then `last` renamed (and `then`'s file, when not
+ * NULL) and the directory synced (a single guard: three barriers instead
+ * of the four of two faucet__durable_replace calls).  *guards_done says
+ * whether every guard is in place; errors as faucet__durable_replace's
+ * (FAUCET_EUNKNOWN also when only some guards were renamed), and `last` is
  * untouched unless every guard is durably in place. */
 int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *const *bytes,
 				    const size_t *lens, size_t n, faucet_durable_target *last,
 				    const void *last_bytes, size_t last_len,
-				    const faucet_durable_hook *hook, int *guards_done);
+				    const faucet_durable_hook *hook, faucet_durable_then *then,
+				    int *guards_done);
 
 /* One file of a durable batch. */
 typedef struct {

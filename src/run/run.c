@@ -87,6 +87,9 @@ struct faucet_run {
 	 * first change (lazy): a CLI write that changes nothing records no
 	 * run at all. */
 	int lazy, started;
+	/* faucet_run_put_end: the put is the run's last write (end_with_put),
+	 * and its end "ok" was written with it (end_recorded). */
+	int end_with_put, end_recorded;
 	const char *command;      /* for the lazy start: borrowed from the options */
 	char *command_own;
 	size_t changed;           /* keys the run changed (known at its end) */
@@ -1410,22 +1413,60 @@ static void first_guards_keep(faucet_run *r, first_guards *g)
 	r->started = r->indexed = 1;
 }
 
+static int changed_keys(const run_marker *m, faucet_strarray *keys);
+static int end_edit_ok(faucet_run *r, run_status *st, const faucet_strarray *keys);
+
+/* A run ended with its put (faucet_run_put_end): its status as the end
+ * leaves it, "ok" with the keys the marker says it changed - g->st edited
+ * into it (g->snext, the "running" document, is already made). */
+static int folded_end(faucet_run *r, first_guards *g, faucet_value **final)
+{
+	faucet_strarray keys = {0};
+	int rc = changed_keys(&r->mcache, &keys);
+
+	*final = NULL;
+	if (rc == 0)
+		rc = end_edit_ok(r, &g->st, &keys);
+	if (rc == 0)
+		rc = run__status_value(&g->st, final);
+	faucet_strarray_dispose(&keys);
+	return rc;
+}
+
+/* The guarded put of a run not yet recorded; with `final`, its end's
+ * status follows the key (*ended when it landed). */
+static int first_put(faucet_run *r, first_guards *g, faucet_value *cur, faucet_value *next,
+		     const char *const *drop, size_t ndrop, const char *put_key,
+		     const faucet_value *put, const faucet_value *final, int *written, int *ended)
+{
+	faucet_store_guard gs[3] = {{r->status_key, g->scur, g->snext},
+				    {r->index_key, g->icur, g->inext},
+				    {r->marker_key, cur, next}};
+	faucet_store_guard then = {r->status_key, g->snext, final};
+
+	*ended = 0;
+	if (final == NULL)
+		return faucet__store_put_guarded_many(r->s, gs, 3, drop, ndrop, put_key, put,
+						      written);
+	return faucet__store_put_guarded_then(r->s, gs, 3, drop, ndrop, put_key, put, &then,
+					      written, ended);
+}
+
 /* The marker's write `cur` -> `next` with the put of put_key; for a run
- * not yet recorded, with its status and index entries (first_guards). */
+ * not yet recorded, with its status and index entries (first_guards), and
+ * for one that ends with this put, with its end where the store can. */
 static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_value *next,
 		       const char *put_key, const faucet_value *put, int *written)
 {
+	faucet_value *final = NULL;
 	first_guards g;
-	int rc;
+	int rc, ended = 0;
 
 	if (!r->lazy || r->started)
 		return faucet__store_put_guarded(r->s, r->marker_key, cur, next, put_key, put,
 						 written);
 	*written = 0;
 	if ((rc = first_guards_build(r, attempt, &g)) == 0) {
-		faucet_store_guard gs[3] = {{r->status_key, g.scur, g.snext},
-					    {r->index_key, g.icur, g.inext},
-					    {r->marker_key, cur, next}};
 		char *drop[FAUCET_STORE_GUARDS_MAX];
 		size_t ndrop = 0;
 
@@ -1436,18 +1477,35 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
 			if ((drop[ndrop] = run__marker_key(r->scope, g.dropped.strings[ndrop])) ==
 			    NULL)
 				rc = FAUCET_ENOMEM;
+		if (rc == 0 && r->end_with_put && r->undoes == NULL)
+			rc = folded_end(r, &g, &final);
 		if (rc == 0)
-			rc = faucet__store_put_guarded_many(r->s, gs, 3, (const char *const *)drop,
-							    ndrop, put_key, put, written);
+			rc = first_put(r, &g, cur, next, (const char *const *)drop, ndrop, put_key,
+				       put, final, written, &ended);
 		if (*written)
 			first_guards_unretired(&g, ndrop);
 		for (size_t i = 0; i < ndrop; i++)
 			free(drop[i]);
-		if (*written)
+		if (*written) {
 			first_guards_keep(r, &g);
-		else if (rc != 0)
+			if (ended) {
+				/* The status is the end's: kept as the expected value
+				 * of any later update. */
+				faucet_value_free(r->status);
+				r->status = final;
+				final = NULL;
+				r->end_recorded = 1;
+			} else if (final != NULL) {
+				/* The kept parse is the end's, the store's the
+				 * start's: the end reads the store's. */
+				run__status_dispose(&r->scache);
+				r->scache_ok = 0;
+			}
+		} else if (rc != 0) {
 			r->started = 1; /* some may have landed: the end records the failure */
+		}
 	}
+	faucet_value_free(final);
 	first_guards_dispose(&g);
 	return rc;
 }
@@ -1718,6 +1776,24 @@ int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 	return rc;
 }
 
+int faucet_run_put_end(faucet_run *r, const char *key, const faucet_value *value, int *put_done)
+{
+	int rc;
+
+	*put_done = 0;
+	if (r == NULL || r->joined)
+		return faucet_error_set(FAUCET_EINVALID, "only the process that began a run ends it");
+	if (r->ended)
+		return faucet_error_set(FAUCET_EINVALID, "run %s has already ended", r->id);
+	r->end_with_put = 1;
+	rc = faucet_run_put(r, key, value);
+	r->end_with_put = 0;
+	if (rc != 0)
+		return rc;
+	*put_done = 1;
+	return faucet_run_end(r, FAUCET_RUN_OK, 0, NULL);
+}
+
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	const faucet_value *none = NULL;
@@ -1981,6 +2057,21 @@ static int edit_final(faucet_run *r, run_marker *m, void *ctx, int *changed)
 /* Finish the marker (edit_final) and list the keys the run changed: those
  * whose after-image differs from the before-image, or is unknown.
  * *has_marker: a marker with at least one key remains. */
+/* The keys the marker `m` says its run changed: those written whose
+ * after-image is unknown or differs from the before-image. */
+static int changed_keys(const run_marker *m, faucet_strarray *keys)
+{
+	for (size_t i = 0; i < m->count; i++) {
+		const run_image *img = &m->items[i];
+		int rc;
+
+		if (!img->after_known || !faucet_value_equal(img->before, img->after))
+			if ((rc = faucet_strarray_push(keys, img->key)) != 0)
+				return rc;
+	}
+	return 0;
+}
+
 static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 {
 	run_marker *m = &r->mcache;
@@ -1993,13 +2084,8 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 	if ((rc = marker_update(r, r->leased, edit_final, NULL, NULL, NULL, NULL, NULL)) != 0)
 		return rc;
 	faucet_strarray_dispose(keys);
-	for (size_t i = 0; i < m->count; i++) {
-		const run_image *img = &m->items[i];
-
-		if (!img->after_known || !faucet_value_equal(img->before, img->after))
-			if ((rc = faucet_strarray_push(keys, img->key)) != 0)
-				return rc;
-	}
+	if ((rc = changed_keys(m, keys)) != 0)
+		return rc;
 	if (m->count == 0 && r->marker != NULL) {
 		int deleted = 0;
 
@@ -2093,6 +2179,14 @@ static int edit_end(run_status *st, void *arg)
 	return 0;
 }
 
+/* The end of a run that succeeded (exit status 0, no message) made to `st`. */
+static int end_edit_ok(faucet_run *r, run_status *st, const faucet_strarray *keys)
+{
+	end_ctx c = {r, "ok", 0, NULL, keys};
+
+	return edit_end(st, &c);
+}
+
 /*
  * The end, in this order: the marker finished, the run into the rollback
  * index (older markers retired), then the outcome into the status - the
@@ -2126,7 +2220,10 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 		rc = index_drop(r->s, r->index_key, r->id);
 	if (rc == 0)
 		rc = index_retire(r->s, r->scope, &r->retire);
-	if (rc == 0) {
+	/* An end written with the run's last put (faucet_run_put_end) stands
+	 * when it says what this one would. */
+	if (rc == 0 && !(r->end_recorded && outcome == FAUCET_RUN_OK && exit_status == 0 &&
+			 message == NULL)) {
 		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
 		rc = status_update(r, edit_end, &c);
 	}

@@ -37,6 +37,16 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 				   const char *const *drop, size_t ndrop, const char *key,
 				   const faucet_value *value, int *written);
 
+/* faucet__store_put_guarded_many and, where the backend can (put_guarded_then
+ * in faucet/sys/store_backend.h), `then` - one guard's key rewritten from
+ * that guard's new value - in the same commit, after the key's put and
+ * never in place without it.  *then_written 0: the caller writes `then`
+ * itself (the put's outcome is *written and the return value, as ever). */
+int faucet__store_put_guarded_then(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				   const char *const *drop, size_t ndrop, const char *key,
+				   const faucet_value *value, const faucet_store_guard *then,
+				   int *written, int *then_written);
+
 /* Whether the store's backend reads its listing a page at a time
  * (list_page, version 7): what the key iterator pages with. */
 int faucet__store_has_list_page(const faucet_store *s);

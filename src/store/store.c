@@ -363,6 +363,26 @@ static int check_guarded(const faucet_store_guard *guards, size_t n, const char 
 	return 0;
 }
 
+int faucet__store_put_guarded_then(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				   const char *const *drop, size_t ndrop, const char *key,
+				   const faucet_value *value, const faucet_store_guard *then,
+				   int *written, int *then_written)
+{
+	int rc;
+
+	*written = 0;
+	*then_written = 0;
+	if (then == NULL || then->value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "put '%s': a follow-up write needs a value",
+					key);
+	if ((rc = check_guarded(guards, n, drop, ndrop, key)) != 0)
+		return rc;
+	if (s->backend->version >= 10 && s->backend->put_guarded_then != NULL)
+		return s->backend->put_guarded_then(s->backend, guards, n, drop, ndrop, key, value,
+						    then, written, then_written);
+	return faucet__store_put_guarded_many(s, guards, n, drop, ndrop, key, value, written);
+}
+
 int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *guards, size_t n,
 				   const char *const *drop, size_t ndrop, const char *key,
 				   const faucet_value *value, int *written)

@@ -729,10 +729,27 @@ static int decode_value(const file_store *fs, const char *key, const char *name,
 	return rc;
 }
 
+static int read_entry_as(file_store *fs, const char *key, const char *name, int *verified,
+			 const faucet_value *expected, faucet_value **out, int *equal);
+
 /* The value of `key` from its file `name`; *out NULL when there is none.
  * `verified` as for open_entry. */
 int faucet_file__read_entry(file_store *fs, const char *key, const char *name, int *verified,
 			    faucet_value **out)
+{
+	return read_entry_as(fs, key, name, verified, NULL, out, NULL);
+}
+
+/*
+ * The file `name`'s value, or (with `expected`) only whether it equals
+ * `expected`: *out NULL when there is no file.  A plaintext file whose
+ * bytes are expected's own text is equal without a parse - a compare-and-
+ * put of a document its writer wrote last (a run's status, its marker)
+ * then reads it and compares bytes; any other file is decoded and compared
+ * as a value, so a corrupt one is still an error.
+ */
+static int read_entry_as(file_store *fs, const char *key, const char *name, int *verified,
+			 const faucet_value *expected, faucet_value **out, int *equal)
 {
 	char inline_buf[READ_INLINE];
 	char *bytes = NULL, *heap = NULL;
@@ -740,13 +757,21 @@ int faucet_file__read_entry(file_store *fs, const char *key, const char *name, i
 	int fd, rc;
 
 	*out = NULL;
+	if (equal != NULL)
+		*equal = expected == NULL;
 	rc = open_entry(fs, name, verified, &fd);
 	if (rc != 0 || fd < 0)
 		return rc;
 	rc = read_whole(fd, fs, name, inline_buf, &bytes, &len, &heap);
 	(void)close(fd); /* read-only: nothing to lose on close */
-	if (rc == 0)
+	if (rc == 0 && equal != NULL && expected != NULL && len == faucet_value_len(expected) &&
+	    memcmp(bytes, faucet_value_json(expected), len) == 0 && !faucet__is_sealed(bytes, len)) {
+		*equal = 1;
+	} else if (rc == 0) {
 		rc = decode_value(fs, key, name, bytes, len, out);
+		if (rc == 0 && equal != NULL)
+			*equal = faucet_value_equal(*out, expected);
+	}
 	free(heap);
 	return rc;
 }
@@ -1275,8 +1300,8 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 	    (rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
 		return rc;
 	faucet_file__name_from_stem(name, stem, ".json");
-	rc = faucet_file__read_entry(fs, key, name, NULL, &current);
-	*holds = rc == 0 && faucet_value_equal(current, expected);
+	rc = read_entry_as(fs, key, name, NULL, expected, &current, holds);
+	*holds = rc == 0 && *holds;
 	faucet_value_free(current);
 	if (rc != 0)
 		(void)close(*lock_fd);
@@ -1411,26 +1436,40 @@ static void guard_targets(file_store *fs, int dfd, const faucet_store_guard *gua
 	}
 }
 
+/* The slot of `then`'s key among the guards, or NULL. */
+static guard_slot *then_slot(guard_slot *slots, size_t nslots, const faucet_store_guard *then)
+{
+	for (size_t i = 0; then != NULL && i < nslots; i++)
+		if (slots[i].g != NULL && strcmp(slots[i].key, then->key) == 0 &&
+		    faucet_value_equal(slots[i].g->value, then->expected))
+			return &slots[i];
+	return NULL;
+}
+
 /* Every guard compared-and-put and, only when all held, the keys to drop
  * deleted and the key's put, with one data barrier for all the files
  * (faucet__durable_replace_guarded): the guards' new files are in place
- * and durable before the key's is renamed. */
-static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_guard *guards,
-				 size_t n, const char *const *drop, size_t ndrop, const char *key,
-				 const faucet_value *value, int *written)
+ * and durable before the key's is renamed.  With `then` (one guard's key,
+ * from that guard's new value to then->value), its file follows the key's
+ * under the same locks and in the same directory sync; any other `then`
+ * is not written (*then_written 0). */
+static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guards, size_t n,
+				 const char *const *drop, size_t ndrop, const char *key,
+				 const faucet_value *value, const faucet_store_guard *then,
+				 int *written, int *then_written)
 {
-	file_store *fs = (file_store *)b;
-	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX];
+	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX], *ts;
 	faucet_durable_target targets[FAUCET_STORE_GUARDS_MAX];
 	const void *bytes[FAUCET_STORE_GUARDS_MAX];
-	size_t lens[FAUCET_STORE_GUARDS_MAX], nslots = n + ndrop;
-	char kstem[FILE_STEM_MAX + 1], kname[FILE_NAME_CAP], kpath[PATH_CAP];
-	const char *kbytes = NULL;
-	char *kowned = NULL;
+	size_t lens[FAUCET_STORE_GUARDS_MAX], nslots = n + ndrop, tlen = 0;
+	char kstem[FILE_STEM_MAX + 1], kname[FILE_NAME_CAP], kpath[PATH_CAP], tpath[PATH_CAP];
+	const char *kbytes = NULL, *tbytes = NULL;
+	char *kowned = NULL, *towned = NULL;
 	size_t klen = 0;
 	int dfd = -1, holds = 0, rc;
 
 	*written = 0;
+	*then_written = 0;
 	if (n == 0 || n > FAUCET_STORE_GUARDS_MAX || ndrop > FAUCET_STORE_GUARDS_MAX)
 		return faucet_error_set(FAUCET_EINVALID, "a guarded put takes 1 to %d guards",
 					FAUCET_STORE_GUARDS_MAX);
@@ -1443,6 +1482,7 @@ static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_gua
 	if ((rc = faucet_file__root_get(fs, 1, &dfd)) != 0 ||
 	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds)) != 0)
 		return rc;
+	ts = then_slot(slots, nslots, then); /* (lock_guards sorts the slots) */
 	for (size_t i = 0; holds && rc == 0 && i < nslots; i++)
 		if (slots[i].g != NULL)
 			rc = faucet_file__prepare_put(fs, &dfd, slots[i].key, slots[i].g->value, 0,
@@ -1451,25 +1491,55 @@ static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_gua
 	if (holds && rc == 0)
 		rc = faucet_file__prepare_put(fs, &dfd, key, value, 0, kstem, kname, &kbytes, &klen,
 					      &kowned);
+	if (holds && rc == 0 && ts != NULL)
+		rc = faucet_file__prepare_put(fs, &dfd, ts->key, then->value, 0, ts->stem, ts->name,
+					      &tbytes, &tlen, &towned);
 	if (holds && rc == 0) {
-		temp_spec kspec = {kstem, "json"};
+		temp_spec kspec = {kstem, "json"}, tspec = {ts ? ts->stem : NULL, "json"};
 		faucet_durable_target k = {dfd, kname, kpath, "state file", faucet_file__temp_namer,
 					   &kspec, file_reopen_root, fs};
+		faucet_durable_target t = {dfd, ts ? ts->name : NULL, tpath, "state file",
+					   faucet_file__temp_namer, &tspec, file_reopen_root, fs};
+		faucet_durable_then th = {&t, tbytes, tlen, 0};
 		drop_ctx d = {fs, dfd, slots, nslots};
 		faucet_durable_hook hook = {drop_keys, &d};
 
 		guard_targets(fs, dfd, guards, n, slots, nslots, targets, bytes, lens);
 		faucet_file__path_of(fs, kname, kpath);
+		if (ts != NULL)
+			faucet_file__path_of(fs, ts->name, tpath);
 		rc = faucet__durable_replace_guarded(targets, bytes, lens, n, &k, kbytes, klen,
-						     ndrop > 0 ? &hook : NULL, written);
+						     ndrop > 0 ? &hook : NULL,
+						     ts != NULL ? &th : NULL, written);
+		*then_written = *written && th.done && (rc == 0 || rc == FAUCET_EUNKNOWN);
 	}
 	free(kowned);
+	free(towned);
 	for (size_t i = 0; i < nslots; i++) {
 		free(slots[i].owned);
 		if (slots[i].lock_fd >= 0)
 			(void)close(slots[i].lock_fd); /* releases the lock */
 	}
 	return rc;
+}
+
+static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_guard *guards,
+				 size_t n, const char *const *drop, size_t ndrop, const char *key,
+				 const faucet_value *value, int *written)
+{
+	int then_written;
+
+	return file_put_guarded_impl((file_store *)b, guards, n, drop, ndrop, key, value, NULL,
+				     written, &then_written);
+}
+
+static int file_put_guarded_then(faucet_store_backend *b, const faucet_store_guard *guards,
+				 size_t n, const char *const *drop, size_t ndrop, const char *key,
+				 const faucet_value *value, const faucet_store_guard *then,
+				 int *written, int *then_written)
+{
+	return file_put_guarded_impl((file_store *)b, guards, n, drop, ndrop, key, value, then,
+				     written, then_written);
 }
 
 /* put_guarded_many with one guard. */
@@ -1732,6 +1802,7 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.compare_and_put = file_compare_and_put;
 	fs->base.put_guarded = file_put_guarded;
 	fs->base.put_guarded_many = file_put_guarded_many;
+	fs->base.put_guarded_then = file_put_guarded_then;
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = faucet_file__put_many;

@@ -1493,6 +1493,99 @@ static void a_write_that_changes_nothing_records_no_run(void **state)
 	tu_assert_value(s, "p::default", "{\"a\":1.0}");
 }
 
+/* faucet_run_put_end: the put, then the end - on the file store both in
+ * one commit, elsewhere one after the other - leave what a put and an end
+ * leave: the key, its marker (before and after), the run in the index and
+ * "ok" in the status with the key.  21 of them keep 20 markers, the
+ * oldest retired with the index; the newest is undone like any run; an
+ * identical value records nothing; a run ended so cannot be ended again. */
+static void a_put_that_ends_the_run_records_what_an_end_does(void **state)
+{
+	faucet_store *s = S(state);
+	char first[FAUCET_RUN_ID_LEN + 1] = "", last[FAUCET_RUN_ID_LEN + 1] = "";
+	faucet_strarray idx = {0}, markers = {0};
+	faucet_value *v = NULL;
+	faucet_undo_result res;
+	run_marker m;
+	run_status st;
+	char *mk;
+
+	tu_put(s, "p::default", "{\"a\":0}");
+	for (int i = 1; i <= FAUCET_RUN_ROLLBACK_MAX + 1; i++) {
+		faucet_run *w = begin_write(s, "default", 0);
+		char json[32];
+		faucet_value *nv;
+		int done = 0;
+
+		snprintf(json, sizeof(json), "{\"a\":%d}", i);
+		nv = tu_v(json);
+		if (faucet_run_put_end(w, "p::default", nv, &done) != 0)
+			fail_msg("put_end %d: %s", i, faucet_error_last()->message);
+		assert_int_equal(done, 1);
+		assert_int_equal(faucet_run_changed(w), 1);
+		assert_int_equal(faucet_run_end(w, FAUCET_RUN_OK, 0, NULL), FAUCET_EINVALID);
+		assert_int_equal(faucet_run_put_end(w, "p::default", nv, &done), FAUCET_EINVALID);
+		assert_int_equal(done, 0);
+		snprintf(i == 1 ? first : last, FAUCET_RUN_ID_LEN + 1, "%s", faucet_run_id(w));
+		faucet_value_free(nv);
+		faucet_run_free(w);
+	}
+	tu_assert_value(s, "p::default", "{\"a\":21}");
+	st = status_of(s, "p::default");
+	assert_int_equal(st.count, FAUCET_RUN_ROLLBACK_MAX + 1);
+	assert_string_equal(st.items[0].run, last);
+	assert_string_equal(st.items[0].outcome, "ok");
+	assert_non_null(st.items[0].ended_at);
+	assert_true(st.items[0].has_exit);
+	assert_int_equal(st.items[0].exit_status, 0);
+	assert_int_equal(st.items[0].keys.count, 1);
+	assert_string_equal(st.items[0].keys.strings[0], "p::default");
+	run__status_dispose(&st);
+	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
+	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(idx.count, FAUCET_RUN_ROLLBACK_MAX);
+	assert_string_equal(idx.strings[0], last);
+	faucet_strarray_dispose(&idx);
+	faucet_value_free(v);
+	assert_int_equal(faucet_store_list(s, "p::default::__rollback__::", &markers), 0);
+	assert_int_equal(markers.count, FAUCET_RUN_ROLLBACK_MAX);
+	faucet_strarray_dispose(&markers);
+	mk = run__marker_key("p::default", first);
+	tu_assert_value(s, mk, NULL);
+	free(mk);
+	mk = run__marker_key("p::default", last);
+	assert_int_equal(faucet_store_get(s, mk, &v), 0);
+	assert_int_equal(run__marker_parse(v, mk, last, &m), 0);
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->before),
+			    "{\"a\":20}");
+	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->after),
+			    "{\"a\":21}");
+	run__marker_dispose(&m);
+	faucet_value_free(v);
+	free(mk);
+	/* Undone like any run. */
+	res = undo(s, NULL, 0);
+	assert_int_equal(res.restored.count, 1);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default", "{\"a\":20}");
+	assert_outcome(s, "p::default", last, "undone");
+	/* The identical value: no run at all. */
+	{
+		faucet_run *w = begin_write(s, "default", 0);
+		faucet_value *same = tu_v("{\"a\":20}");
+		int done = 0;
+
+		assert_int_equal(faucet_run_put_end(w, "p::default", same, &done), 0);
+		assert_int_equal(done, 1);
+		assert_int_equal(faucet_run_changed(w), 0);
+		st = status_of(s, "p::default");
+		assert_null(run__status_find(&st, faucet_run_id(w)));
+		run__status_dispose(&st);
+		faucet_value_free(same);
+		faucet_run_free(w);
+	}
+}
+
 /* A conflict met half-way through an undo puts back what it restored. */
 static void an_undo_is_all_or_nothing(void **state)
 {
@@ -1554,6 +1647,8 @@ int contract_runs_run(const contract_backend *b)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bookkeeping_keys_are_recognised),
 		cmocka_unit_test_setup_teardown(a_run_records_images_status_and_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_put_that_ends_the_run_records_what_an_end_does, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(the_lease_document_is_spec_shaped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_live_lease_is_busy_naming_holder_and_expiry, setup,
 						teardown),

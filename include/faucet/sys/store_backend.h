@@ -23,13 +23,13 @@ extern "C" {
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
  * reindex, version 6 scan_data and put_guarded, version 7 list_page,
- * version 8 put_guarded_many, version 9 watch; a version-2 to -8 struct
- * (without them) is still accepted.
+ * version 8 put_guarded_many, version 9 watch, version 10 put_guarded_then;
+ * a version-2 to -9 struct (without them) is still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 9
+#define FAUCET_STORE_BACKEND_VERSION 10
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -162,6 +162,18 @@ struct faucet_store_backend {
 	 * second without one, until fn returns non-zero (returned).  NULL:
 	 * the store cannot be watched.  (Version 9.) */
 	int (*watch)(faucet_store_backend *b, const char *prefix, faucet_watch_fn fn, void *ctx);
+
+	/* Optional: put_guarded_many, and then - once the key's put is in
+	 * place, before it is acknowledged - `then`, one guard's key from
+	 * that guard's new value to then->value, never in place without the
+	 * key's put (a CLI put's run ends "ok" in the write that records it).
+	 * *then_written says whether it was written; when not, the caller
+	 * writes it itself.  NULL: the front-end calls put_guarded_many and
+	 * leaves `then` to the caller.  (Version 10.) */
+	int (*put_guarded_then)(faucet_store_backend *b, const faucet_store_guard *guards,
+				size_t n, const char *const *drop, size_t ndrop, const char *key,
+				const faucet_value *value, const faucet_store_guard *then,
+				int *written, int *then_written);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
