@@ -32,6 +32,14 @@ int faucet_bf__marker_record_cached(faucet_store *s, const char *key,
 				    const faucet_backfill_outcome *o, faucet_bf__marker_cache *cache);
 void faucet_bf__marker_cache_dispose(faucet_bf__marker_cache *cache);
 
+/* The marker as stored now (*now NULL: none), borrowed from `cache`: its
+ * parse when the stored text is what the cache holds (no parse per unit
+ * for a runner alone on its range), else the stored marker parsed, which
+ * then replaces the cache's. */
+int faucet_bf__marker_load_cached(faucet_store *s, const char *key,
+				  faucet_bf__marker_cache *cache,
+				  const faucet_backfill_marker **now);
+
 /* ---- civil calendar ---------------------------------------------------- */
 
 /* Days since 1970-01-01 of a proleptic Gregorian date. */

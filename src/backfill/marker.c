@@ -488,6 +488,39 @@ int faucet_backfill_marker_load(faucet_store *s, const char *key, faucet_backfil
 	return 0;
 }
 
+int faucet_bf__marker_load_cached(faucet_store *s, const char *key,
+				  faucet_bf__marker_cache *cache,
+				  const faucet_backfill_marker **now)
+{
+	faucet_backfill_marker *m = NULL;
+	faucet_value *v = NULL;
+	int rc;
+
+	*now = NULL;
+	if ((rc = faucet_store_get(s, key, &v)) != 0)
+		return rc;
+	if (v == NULL) {
+		faucet_bf__marker_cache_dispose(cache);
+		return 0;
+	}
+	if (cache->value != NULL && cache->parsed != NULL &&
+	    faucet_value_len(v) == faucet_value_len(cache->value) &&
+	    memcmp(faucet_value_json(v), faucet_value_json(cache->value), faucet_value_len(v)) == 0) {
+		faucet_value_free(v);
+		*now = cache->parsed;
+		return 0;
+	}
+	if ((rc = faucet_backfill_marker_from_value(&m, v)) != 0) {
+		faucet_value_free(v);
+		return faucet__error_wrap("%s", key);
+	}
+	faucet_bf__marker_cache_dispose(cache);
+	cache->value = v;
+	cache->parsed = m;
+	*now = m;
+	return 0;
+}
+
 /* Apply one outcome to the marker read from the store.  A unit some runner
  * already finished stays done: a later failure of the same unit (a runner
  * whose lease lapsed) must not hide data that was written. */

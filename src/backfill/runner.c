@@ -673,7 +673,7 @@ static int try_start(runner *r, size_t i)
 	const faucet_backfill_unit *u = unit_at(r, i);
 	const char *hash = faucet_backfill_plan_hash(r->plan);
 	running_unit *ru = &r->run[r->nrun];
-	faucet_backfill_marker *now = NULL;
+	const faucet_backfill_marker *now = NULL;
 	char *key = NULL, *legacy = NULL;
 	const char *cands[1];
 	int claimed = 0, rc;
@@ -696,7 +696,7 @@ static int try_start(runner *r, size_t i)
 		defer(r, i, held_until);
 		goto out;
 	}
-	rc = faucet_backfill_marker_load(r->store, r->marker_key, &now);
+	rc = faucet_bf__marker_load_cached(r->store, r->marker_key, &r->mcache, &now);
 	if (rc == 0 && now != NULL && settled_elsewhere(r, i, now)) {
 		release_lease(r, &ru->lease, u->id);
 		unit_settled_elsewhere(r, i, now);
@@ -725,7 +725,6 @@ static int try_start(runner *r, size_t i)
 		r->cb->on_unit_start(r->cb->ctx, u);
 	refresh_metrics(r, 0);
 out:
-	faucet_backfill_marker_free(now);
 	free(key);
 	free(legacy);
 	return rc;
