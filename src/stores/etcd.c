@@ -52,9 +52,9 @@
 #include "stores/loaders.h"
 #include "stores/pool.h"
 
-#define ETCD_DEFAULT_POOL 5
-#define ETCD_DEFAULT_DIAL_MS 2000
-#define ETCD_DEFAULT_REQUEST_MS 10000
+#define ETCD_DEFAULT_POOL FAUCET__POOL_DEFAULT
+#define ETCD_DEFAULT_DIAL_MS (FAUCET__ETCD_DIAL_S_DEFAULT * 1000)
+#define ETCD_DEFAULT_REQUEST_MS (FAUCET__ETCD_REQUEST_S_DEFAULT * 1000)
 #define ETCD_MAX_TXN_OPS 128
 /* Pages are big because etcd 3.4 walks every key left in the range for each
  * page (it counts them), so small pages make a listing quadratic. */

@@ -56,8 +56,8 @@
 #include "stores/pool.h"
 #include "stores/postgres_internal.h"
 
-#define PG_DEFAULT_TABLE "faucet_state"
-#define PG_DEFAULT_POOL 5
+#define PG_DEFAULT_TABLE FAUCET__PG_TABLE_DEFAULT
+#define PG_DEFAULT_POOL FAUCET__POOL_DEFAULT
 #define PG_CONNECT_TIMEOUT "10"
 #define SENTINEL_JSON "{\"faucet_doctor\":true}"
 

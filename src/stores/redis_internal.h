@@ -13,15 +13,16 @@
 #include "internal.h"
 #include "store/open_internal.h"
 #include "stores/pool.h"
+#include "stores/registry.h"
 
-#define REDIS_DEFAULT_NAMESPACE "faucet"
-#define REDIS_DEFAULT_POOL 5
+#define REDIS_DEFAULT_NAMESPACE FAUCET__REDIS_NAMESPACE_DEFAULT
+#define REDIS_DEFAULT_POOL FAUCET__POOL_DEFAULT
 #define REDIS_CONNECT_TIMEOUT_MS 5000
 #define REDIS_COMMAND_TIMEOUT_MS 10000
 #define REDIS_CAS_ATTEMPTS 1000
 #define SENTINEL_JSON "{\"faucet_doctor\":true}"
 #define REDIS_SENTINEL_TIMEOUT_MS 1000 /* per sentinel: one that hangs must not stall */
-#define REDIS_DEFAULT_WAIT_MS 1000
+#define REDIS_DEFAULT_WAIT_MS (FAUCET__REDIS_WAIT_S_DEFAULT * 1000)
 #define REDIS_SENTINEL_PORT 26379
 
 typedef struct {

@@ -186,8 +186,9 @@ static int redis_sentinel_from_url(char *url, faucet_store_config *cfg)
 /* Fields several backends share. */
 #define PATH_FIELD FIELD("path", "string", NULL, NULL, NULL)
 #define URL_FIELD FIELD("url", "string", NULL, NULL, NULL)
-#define POOL_FIELD FIELD("max_connections", "number", "N", "5", NULL)
-#define NAMESPACE_FIELD FIELD("namespace", "string", "NS", "faucet", "non-empty, no ':'")
+#define POOL_FIELD FIELD("max_connections", "number", "N", FAUCET__TEXT(FAUCET__POOL_DEFAULT), NULL)
+#define NAMESPACE_FIELD                                                                         \
+	FIELD("namespace", "string", "NS", FAUCET__REDIS_NAMESPACE_DEFAULT, "non-empty, no ':'")
 #define INDEX_FIELD                                                                             \
 	FIELD("index", "bool", "B", "false", "true: keep an index of the namespace's keys "      \
 	      "rather than SCAN")
@@ -205,7 +206,7 @@ static const faucet_backend_field sqlite_fields[] = {PATH_FIELD, END_FIELDS};
 
 static const faucet_backend_field postgres_fields[] = {
 	URL_FIELD,
-	FIELD("table", "string", "T", "faucet_state", "[A-Za-z0-9_]{1,63}"),
+	FIELD("table", "string", "T", FAUCET__PG_TABLE_DEFAULT, "[A-Za-z0-9_]{1,63}"),
 	FIELD("ensure_table", "bool", "B", "true", "true: create a missing table; false: never"),
 	POOL_FIELD,
 	END_FIELDS,
@@ -218,8 +219,9 @@ static const faucet_backend_field redis_fields[] = {
 static const faucet_backend_field etcd_fields[] = {
 	FIELD("endpoints", "list", NULL, NULL, "required: [HOST:PORT, ...]"),
 	FIELD("prefix", "string", NULL, NULL, "required; keys live at PREFIX/KEY"),
-	FIELD("dial_timeout", "duration", "D", "2s", NULL),
-	FIELD("request_timeout", "duration", "D", "10s", NULL),
+	FIELD("dial_timeout", "duration", "D", FAUCET__TEXT(FAUCET__ETCD_DIAL_S_DEFAULT) "s", NULL),
+	FIELD("request_timeout", "duration", "D", FAUCET__TEXT(FAUCET__ETCD_REQUEST_S_DEFAULT) "s",
+	      NULL),
 	POOL_FIELD,
 	FIELD("url", "string", NULL, NULL, "the URL instead of endpoints and prefix"),
 	END_FIELDS,
@@ -233,7 +235,7 @@ static const faucet_backend_field redis_sentinel_fields[] = {
 	FIELD("min_replicas", "number", "N", NULL,
 	      "a write counts once N replicas have it; none: a failover may lose acknowledged "
 	      "writes"),
-	FIELD("wait_timeout", "duration", "T", "1s", NULL),
+	FIELD("wait_timeout", "duration", "T", FAUCET__TEXT(FAUCET__REDIS_WAIT_S_DEFAULT) "s", NULL),
 	END_FIELDS,
 };
 

@@ -17,6 +17,20 @@
 
 #include <faucet/store.h>
 
+/* The defaults of the backends' config fields: what each backend uses
+ * when a field is not given and what its row shows (--help, the man page,
+ * completion), from one definition each.  Durations are whole seconds. */
+#define FAUCET__POOL_DEFAULT 5
+#define FAUCET__PG_TABLE_DEFAULT "faucet_state"
+#define FAUCET__REDIS_NAMESPACE_DEFAULT "faucet"
+#define FAUCET__REDIS_WAIT_S_DEFAULT 1
+#define FAUCET__ETCD_DIAL_S_DEFAULT 2
+#define FAUCET__ETCD_REQUEST_S_DEFAULT 10
+
+/* A default's text in a row: FAUCET__TEXT(FAUCET__POOL_DEFAULT) is "5". */
+#define FAUCET__TEXT(x) FAUCET__TEXT_(x)
+#define FAUCET__TEXT_(x) #x
+
 typedef struct {
 	faucet_backend_info info; /* first: faucet_store_backend_info() returns &row->info */
 	/* Fill cfg from a URL (a private copy the function may modify; the
