@@ -504,9 +504,10 @@ int cli_state_undo(cli_context *ctx, int argc, char **argv)
 		return rc == -1 ? 0 : rc;
 	if (!a.dry_run)
 		cli_note_write();
-	if ((rc = cli_open_store_existing(ctx, &s)) != 0)
+	/* A bad --wait= is the command line's error, found before the store. */
+	if ((rc = undo_options(&a, &o)) != 0 || (rc = cli_open_store_existing(ctx, &s)) != 0)
 		return rc;
-	if ((rc = undo_options(&a, &o)) == 0 && (rc = perform_undo(s, &a, &o, &r)) == 0)
+	if ((rc = perform_undo(s, &a, &o, &r)) == 0)
 		rc = report_undo(ctx, &a, &r);
 	faucet_undo_result_dispose(&r);
 	faucet_store_free(s);

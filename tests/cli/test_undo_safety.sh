@@ -86,6 +86,12 @@ run state get q::a
 expect_out "" "and then undid the put"
 run state undo q --wait=31d
 expect_rc 2 "a wait over 30 days is refused"
+# A bad --wait= is found before the store is opened: here a store that
+# does not exist, which would otherwise be the error (exit 1).
+run --state "file:$PWD/no-such-store" state undo q --wait=soon
+expect_rc 2 "a bad --wait= is a usage error, whatever the store"
+expect_err_contains "--wait 'soon'" "the message names --wait"
+expect_err_lacks "no state store" "and the store was not opened"
 
 # ---- writes that change nothing record no run ----
 run --json state delete p::nothing
