@@ -694,7 +694,8 @@ static int copy_between(cli_context *ctx, const copy_args *a, const char *to_lab
 
 	rc = cli_open_store_existing(ctx, &src);
 	/* Open the destination before reading anything, so a bad --to fails
-	 * fast with exit 2. */
+	 * fast: exit 2 for a URL or config that is wrong, 1 for a store that
+	 * cannot be opened (a server is reached at its first request). */
 	if (rc == 0)
 		rc = open_destination(ctx, a, to_label, &dst, &dst_label);
 	/* The namespace goes through a temp file, so a copy's memory stays
