@@ -511,9 +511,8 @@ int cli_pipeline_arg(cli_context *ctx, const char *command, const char **pipelin
 				       "(give the pipeline, e.g. '%.*s', or --tenant T for a "
 				       "tenant's)",
 				       *pipeline, (int)(colons - *pipeline), *pipeline);
-	if (tenant != NULL && (*tenant == '\0' || faucet_validate_key(tenant) != 0 ||
-			       strstr(tenant, "::") != NULL))
-		return cli_usage_error(command, "bad tenant '%s' (one key segment, no '::')", tenant);
+	if (tenant != NULL && (rc = cli_tenant_check(command, tenant, &tenant)) != 0)
+		return rc;
 	if (tenant != NULL && ns != NULL) {
 		if ((*ns = faucet__sprintf("%s::%s", tenant, *pipeline)) == NULL)
 			return cli_error(CLI_EXIT_FAILED, "out of memory");

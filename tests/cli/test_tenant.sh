@@ -35,7 +35,8 @@ expect_one_error_line "one line"
 
 # A bad tenant is exit 2 wherever --tenant is taken.
 for cmd in "state export orders" "state copy orders --to file:x" "state runs orders" \
-	"state undo orders" "state list orders" "state move orders o2" "state show orders"; do
+	"state undo orders" "state list orders" "state move orders o2" "state show orders" \
+	"state clear orders --yes"; do
 	# shellcheck disable=SC2086
 	run --state file:st $cmd --tenant 'a::b'
 	expect_rc 2 "$cmd: bad tenant"
