@@ -328,15 +328,15 @@ static int act_lease_release(faucet_store *s)
  * it could not delete: cleanup, left for doctor to report). */
 static int cli_run_warned;
 
-/* A run of p::r that puts p::r = {"cursor":9} and ends, as a caller does:
- * a failed write ends the run as failed (recorded, lease released),
- * keeping the write's error. */
-static int run_put_end(faucet_store *s, int no_lease)
+/* A run of p::r that puts p::r = {"cursor":9} and ends, as a caller does
+ * (with put_end, in one call: faucet_run_put_end): a failed write ends the
+ * run as failed (recorded, lease released), keeping the write's error. */
+static int run_put_end(faucet_store *s, int no_lease, int put_end)
 {
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
 	faucet_run *r = NULL;
 	faucet_value *v = tu_v("{\"cursor\":9}");
-	int rc;
+	int rc, put_done = 0;
 
 	o.row = "r";
 	o.no_lease = no_lease;
@@ -344,11 +344,13 @@ static int run_put_end(faucet_store *s, int no_lease)
 	cli_run_warned = 0;
 	rc = faucet_run_begin(&r, s, "p", &o);
 	if (rc == 0) {
-		rc = faucet_run_put(r, "p::r", v);
+		rc = put_end ? faucet_run_put_end(r, "p::r", v, &put_done)
+			     : faucet_run_put(r, "p::r", v);
+		put_done = put_end ? put_done : rc == 0;
 		cli_run_warned = faucet_warning_last() != NULL;
-		if (rc == 0) {
+		if (rc == 0 && !put_end) {
 			rc = faucet_run_end(r, FAUCET_RUN_OK, 0, NULL);
-		} else {
+		} else if (rc != 0 && !put_done) {
 			char *msg = strdup(faucet_error_last()->message);
 
 			(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, msg);
@@ -365,7 +367,7 @@ static int run_put_end(faucet_store *s, int no_lease)
  * before-image, end (after-image, status, rollback index, lease release). */
 static int act_run(faucet_store *s)
 {
-	return run_put_end(s, 0);
+	return run_put_end(s, 0, 0);
 }
 
 /* A run without a lease (recorded with its first change) ended apart
@@ -373,37 +375,14 @@ static int act_run(faucet_store *s)
  * marker go with the key's put in one guarded write, the end after it. */
 static int act_cli_run(faucet_store *s)
 {
-	return run_put_end(s, 1);
+	return run_put_end(s, 1, 0);
 }
 
 /* A CLI put's run (faucet_run_put_end, as `faucet state put` does): the
  * end's "ok" follows the key's put in the same commit. */
 static int act_cli_put_end(faucet_store *s)
 {
-	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
-	faucet_run *r = NULL;
-	faucet_value *v = tu_v("{\"cursor\":9}");
-	int rc, put_done = 0;
-
-	o.row = "r";
-	o.no_lease = 1;
-	faucet_warning_clear();
-	cli_run_warned = 0;
-	rc = faucet_run_begin(&r, s, "p", &o);
-	if (rc == 0) {
-		rc = faucet_run_put_end(r, "p::r", v, &put_done);
-		cli_run_warned = faucet_warning_last() != NULL;
-		if (rc != 0 && !put_done) {
-			char *msg = strdup(faucet_error_last()->message);
-
-			(void)faucet_run_end(r, FAUCET_RUN_FAILED, 1, msg);
-			(void)faucet_error_set(rc, "%s", msg ? msg : "");
-			free(msg);
-		}
-	}
-	faucet_run_free(r);
-	faucet_value_free(v);
-	return rc;
+	return run_put_end(s, 1, 1);
 }
 
 static void setup_run(faucet_store *s)
