@@ -1597,18 +1597,64 @@ typedef struct {
 	 * write that records its before-image (that write happens anyway),
 	 * so the end has no marker to rewrite when the write succeeds. */
 	int after_ahead;
+	/* Keys this handle recorded ahead and has not written yet, read
+	 * again just before this write (see read_ahead_again). */
+	const char **again_keys;
+	faucet_value **again_vals;
+	size_t again;
 } write_req;
 
 static void req_dispose(write_req *q)
 {
 	for (size_t i = 0; q->todo_vals != NULL && i < q->todo; i++)
 		faucet_value_free(q->todo_vals[i]);
+	for (size_t i = 0; q->again_vals != NULL && i < q->again; i++)
+		faucet_value_free(q->again_vals[i]);
+	free(q->again_vals);
+	free(q->again_keys);
+	q->again_vals = NULL;
+	q->again_keys = NULL;
+	q->again = 0;
 	free(q->todo_vals);
 	free(q->todo_keys);
 	faucet_value_free(q->prev_after);
 	q->todo_vals = NULL;
 	q->todo_keys = NULL;
 	q->prev_after = NULL;
+}
+
+/*
+ * Before a write, the keys among q->keys that this handle recorded ahead
+ * (an import's window) and has not written yet are read again: a put by
+ * someone else that landed on one since is what the key holds just before
+ * this run changes it, so it, not the value the window read, is the key's
+ * before-image (edit_write replaces the recorded one when they differ).
+ * Then an undo gives that put back.  The window between this read and the
+ * write is that of any first write of a key (read_before).
+ */
+static int read_ahead_again(faucet_run *r, write_req *q)
+{
+	size_t m = 0, at;
+	int rc = 0;
+
+	for (size_t i = 0; i < q->n; i++)
+		if (is_recorded(r, q->keys[i], &at) && r->after_known[at] == AFTER_NONE)
+			m++;
+	if (m == 0)
+		return 0;
+	q->again_keys = faucet__calloc(m, sizeof(*q->again_keys));
+	q->again_vals = faucet__calloc(m, sizeof(*q->again_vals));
+	if (q->again_keys == NULL || q->again_vals == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < q->n; i++)
+		if (is_recorded(r, q->keys[i], &at) && r->after_known[at] == AFTER_NONE)
+			q->again_keys[q->again++] = q->keys[i];
+	for (size_t from = 0; rc == 0 && from < m; from += READ_CHUNK) {
+		size_t k = m - from < READ_CHUNK ? m - from : READ_CHUNK;
+
+		rc = faucet_store_get_many(r->s, q->again_keys + from, k, q->again_vals + from);
+	}
+	return rc;
 }
 
 /* Whether `key` is one of the keys this write records a before-image of. */
@@ -1640,6 +1686,17 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	if ((rc = run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
 		return rc;
 	*changed = added;
+	for (size_t i = 0; i < q->again; i++) {
+		run_image *img = run__marker_find(m, q->again_keys[i]);
+
+		/* Changed by someone else since it was recorded ahead (and not
+		 * written by this run): its value now is its before-image. */
+		if (img == NULL || img->after_known || faucet_value_equal(img->before, q->again_vals[i]))
+			continue;
+		faucet_value_free(img->before);
+		img->before = q->again_vals[i] ? faucet_value_ref(q->again_vals[i]) : NULL;
+		*changed = 1;
+	}
 	if (q->vals == NULL || (!logs_after(r) && !(q->after_ahead && added)))
 		return 0;
 	for (size_t i = 0; i < q->n; i++) {
@@ -1721,6 +1778,8 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 			return rc;
 	}
 	rc = read_before(r, q->keys, q->n, &q->todo_keys, &q->todo_vals, &q->todo);
+	if (rc == 0 && q->vals != NULL && !r->joined)
+		rc = read_ahead_again(r, q);
 	if (rc == 0 && noop != NULL && q->n == 1 && q->vals != NULL && q->todo == 1 &&
 	    same_value(q->todo_vals[0], q->vals[0])) {
 		*noop = 1;
@@ -1747,7 +1806,7 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 
 int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 {
-	write_req q = {keys, NULL, n, NULL, NULL, 0, 0, 0, NULL, 0};
+	write_req q = {.keys = keys, .n = n};
 	int rc;
 
 	if (r == NULL || r->joined)
@@ -1761,7 +1820,7 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
-	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL, 1};
+	write_req q = {.keys = &key, .vals = &value, .n = 1, .after_ahead = 1};
 	int rc, put_done = 0, put_rc = 0, noop = 0;
 
 	if (r != NULL && value == NULL)
@@ -1797,7 +1856,7 @@ int faucet_run_put_end(faucet_run *r, const char *key, const faucet_value *value
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	const faucet_value *none = NULL;
-	write_req q = {&key, &none, 1, NULL, NULL, 0, 0, 0, NULL, 1};
+	write_req q = {.keys = &key, .vals = &none, .n = 1, .after_ahead = 1};
 	int noop = 0, rc = prepare(r, &q, NULL, NULL, NULL, &noop);
 
 	req_dispose(&q);
@@ -1812,7 +1871,7 @@ int faucet_run_delete(faucet_run *r, const char *key)
 static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
 		   const faucet_value *value, int *done)
 {
-	write_req q = {&key, &value, 1, NULL, NULL, 0, 0, 0, NULL, 0};
+	write_req q = {.keys = &key, .vals = &value, .n = 1};
 	int rc = prepare(r, &q, NULL, NULL, NULL, NULL), ok = 0;
 
 	if (rc == 0) {

@@ -1586,6 +1586,36 @@ static void a_put_that_ends_the_run_records_what_an_end_does(void **state)
 	}
 }
 
+/* An import records its keys' before-images a window ahead of writing
+ * them (faucet_run__record).  A put by someone else that lands on a key in
+ * that window, before the run writes the key, is what the key held just
+ * before the run changed it: undo must give that back, not the older
+ * value the window read. */
+static void undo_restores_a_put_that_landed_between_record_and_write(void **state)
+{
+	faucet_store *s = S(state);
+	const char *keys[] = {"p::default::a", "p::default::b"};
+	faucet_value *i1 = tu_v("{\"import\":1}"), *i2 = tu_v("{\"import\":2}");
+	faucet_entry batch[2] = {{"p::default::a", i1}, {"p::default::b", i2}};
+	faucet_undo_result res;
+	faucet_run *w;
+
+	tu_put(s, "p::default::a", "{\"v\":0}");
+	tu_put(s, "p::default::b", "{\"v\":0}");
+	w = begin_write(s, "default", 0);
+	assert_int_equal(faucet_run__record(w, keys, 2), 0);
+	tu_put(s, "p::default::a", "{\"v\":\"put in the window\"}");
+	assert_int_equal(faucet_run_put_batch(w, batch, 2), 0);
+	end_ok(w);
+	res = undo(s, NULL, 0);
+	assert_int_equal(res.restored.count, 2);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "{\"v\":\"put in the window\"}");
+	tu_assert_value(s, "p::default::b", "{\"v\":0}");
+	faucet_value_free(i1);
+	faucet_value_free(i2);
+}
+
 /* A conflict met half-way through an undo puts back what it restored. */
 static void an_undo_is_all_or_nothing(void **state)
 {
@@ -1649,6 +1679,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(a_run_records_images_status_and_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_put_that_ends_the_run_records_what_an_end_does, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_between_record_and_write,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_lease_document_is_spec_shaped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_live_lease_is_busy_naming_holder_and_expiry, setup,
 						teardown),
