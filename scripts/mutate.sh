@@ -47,6 +47,9 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        the run's end instead of going with the marker write
 #                        that records its before-image (a killed write then
 #                        has none, and undo restores over a later put)
+#   run-no-read-again    an import's keys recorded a window ahead not read
+#                        again before they are written (undo then restores
+#                        over a put that landed in the window)
 #   run-no-watchdog      `faucet run` starts no watchdog (a killed run's
 #                        command dies by its parent-death signal, what the
 #                        command started lives on)
@@ -62,6 +65,8 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-status-no-cas\n' "$f"
   f=$(grep -n '!(q->after_ahead && added)' src/run/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-after-not-ahead\n' "$f"
+  f=$(grep -n 'if (rc == 0 && q->vals != NULL && !r->joined)' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-no-read-again\n' "$f"
   f=$(grep -n 'if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)' src/cli/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/cli/run.c\t%s\trun-no-watchdog\n' "$f"
 }
@@ -143,6 +148,8 @@ elif kind == 'run-status-no-cas':
              '((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))')
 elif kind == 'run-after-not-ahead':
     sub_line(r'!\(q->after_ahead && added\)', '1')
+elif kind == 'run-no-read-again':
+    sub_line(r'q->vals != NULL && !r->joined', 'q->vals != NULL && !r->joined && 0')
 elif kind == 'run-no-watchdog':
     sub_line(r'faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0', '1')
 elif kind == 'then-before-key':
