@@ -6,6 +6,7 @@
 #   ec_start DIR      start it under DIR, wait until every member is healthy;
 #                     sets EC_URL (etcd://H:P,H:P,H:P) and EC_PORTS
 #   ec_leader_index   0, 1 or 2: the member that is leader now (polls)
+#   ec_make_leader I  hand leadership to member I (etcdctl move-leader)
 #   ec_kill I         SIGKILL member I
 #   ec_stop           stop every member (SIGKILL) and wait for them
 
@@ -65,6 +66,26 @@ ec_leader_index() {
   done
   return 1
 }
+
+# The member id of member I, in hex (what etcdctl takes).
+ec_member_hex() {
+  curl -sf -m 1 -X POST -d '{}' "http://127.0.0.1:${EC_PORTS[$1]}/v3/maintenance/status" |
+    python3 -c 'import json,sys; print("%x" % int(json.load(sys.stdin)["header"]["member_id"]))'
+}
+
+# ec_make_leader I: move leadership to member I and wait until every live
+# member names it.
+ec_make_leader() {
+  local leader target
+  leader=$(ec_leader_index) || return 1
+  [ "$leader" = "$1" ] && return 0
+  target=$(ec_member_hex "$1") || return 1
+  ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:${EC_PORTS[$leader]}" move-leader "$target" \
+    >/dev/null || return 1
+  sv_wait_for 20 "member $1 to lead" ec_leads "$1"
+}
+
+ec_leads() { [ "$(ec_leader_index)" = "$1" ]; }
 
 ec_kill() {
   kill -9 "${EC_PIDS[$1]}" 2>/dev/null || true

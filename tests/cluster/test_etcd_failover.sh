@@ -30,8 +30,15 @@ echo "ok: the writers make progress on a healthy cluster"
 
 # Three leader deaths, the killed member brought back after each, so that
 # the window where a request was sent and its reply lost is likely hit.
+# The first death is of the member the writers talk to (the first
+# endpoint: a client stays with the endpoint that last answered), so that
+# the kill certainly reaches them (cl_stop_writers checks it did); later
+# rounds kill whichever member leads.
 kill_ns=0
 for round in 1 2 3; do
+  if [ $round = 1 ]; then
+    ec_make_leader 0 || cl_fail "leadership did not move to member 0"
+  fi
   leader=$(ec_leader_index) || cl_fail "round $round: no leader found"
   before=$(acks)
   [ $round = 1 ] && kill_ns=$(date +%s%N)
