@@ -47,6 +47,16 @@ int faucet__store_put_guarded_then(faucet_store *s, const faucet_store_guard *gu
 				   const faucet_value *value, const faucet_store_guard *then,
 				   int *written, int *then_written);
 
+/* faucet__store_put_guarded_then (then may be NULL) with the key's own put
+ * conditional: put->key is written only while it holds put->expected (NULL =
+ * no entry).  When it holds something else the key is not written and
+ * *moved is set; *written says whether the guards were (a backend with
+ * put_guarded_if writes none of it, the one-by-one fallback the guards). */
+int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				 const char *const *drop, size_t ndrop, const faucet_store_guard *put,
+				 const faucet_store_guard *then, int *written, int *then_written,
+				 int *moved);
+
 /* Whether the store's backend reads its listing a page at a time
  * (list_page, version 7): what the key iterator pages with. */
 int faucet__store_has_list_page(const faucet_store *s);

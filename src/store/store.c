@@ -383,6 +383,55 @@ int faucet__store_put_guarded_then(faucet_store *s, const faucet_store_guard *gu
 	return faucet__store_put_guarded_many(s, guards, n, drop, ndrop, key, value, written);
 }
 
+/* The keys to drop once the guards are in place: cleanup, whose failure is
+ * a warning (the put's own error, when there is one, stands). */
+static void drop_after_guards(faucet_store *s, const char *const *drop, size_t ndrop, int rc)
+{
+	char *msg = rc != 0 ? faucet__strdup(faucet_error_last()->message) : NULL;
+
+	for (size_t i = 0; i < ndrop; i++)
+		if (faucet_store_delete(s, drop[i]) != 0)
+			faucet__warning_set("%s was not deleted: %s", drop[i],
+					    faucet_error_last()->message);
+	if (rc != 0)
+		(void)faucet_error_set(rc, "%s", msg ? msg : "");
+	free(msg);
+}
+
+int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guards, size_t n,
+				 const char *const *drop, size_t ndrop, const faucet_store_guard *put,
+				 const faucet_store_guard *then, int *written, int *then_written,
+				 int *moved)
+{
+	int rc, held = 0;
+
+	*written = 0;
+	*then_written = 0;
+	*moved = 0;
+	if (put == NULL || put->value == NULL || (then != NULL && then->value == NULL))
+		return faucet_error_set(FAUCET_EINVALID, "a guarded put needs its values");
+	if ((rc = check_guarded(guards, n, drop, ndrop, put->key)) != 0)
+		return rc;
+	if (s->backend->version >= 11 && s->backend->put_guarded_if != NULL)
+		return s->backend->put_guarded_if(s->backend, guards, n, drop, ndrop, put, then,
+						  written, then_written, moved);
+	/* One by one, as put_guarded_many's fallback, the key last: a key that
+	 * moved leaves the guards written, which the caller's retry finds. */
+	for (size_t i = 0; i < n; i++) {
+		rc = faucet_store_compare_and_put(s, guards[i].key, guards[i].expected,
+						  guards[i].value, &held);
+		if (rc != 0 || !held)
+			return rc;
+	}
+	*written = 1;
+	if (ndrop > 0)
+		drop_after_guards(s, drop, ndrop, 0);
+	rc = faucet_store_compare_and_put(s, put->key, put->expected, put->value, &held);
+	if (rc == 0 && !held)
+		*moved = 1;
+	return rc; /* `then` is the caller's */
+}
+
 int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *guards, size_t n,
 				   const char *const *drop, size_t ndrop, const char *key,
 				   const faucet_value *value, int *written)
@@ -409,18 +458,8 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 	*written = 0;
 	rc = faucet__store_put_guarded(s, guards[n - 1].key, guards[n - 1].expected,
 				       guards[n - 1].value, key, value, written);
-	if (*written && ndrop > 0) {
-		/* Cleanup: the put's own outcome (and error) stands. */
-		char *msg = rc != 0 ? faucet__strdup(faucet_error_last()->message) : NULL;
-
-		for (size_t i = 0; i < ndrop; i++)
-			if (faucet_store_delete(s, drop[i]) != 0)
-				faucet__warning_set("%s was not deleted: %s", drop[i],
-						    faucet_error_last()->message);
-		if (rc != 0)
-			(void)faucet_error_set(rc, "%s", msg ? msg : "");
-		free(msg);
-	}
+	if (*written && ndrop > 0)
+		drop_after_guards(s, drop, ndrop, rc);
 	return rc;
 }
 

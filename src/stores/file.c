@@ -1341,7 +1341,9 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
  * write. */
 typedef struct {
 	const char *key;
-	const faucet_store_guard *g; /* NULL: a key to drop */
+	const faucet_store_guard *g; /* NULL: a key to drop, or the put's key */
+	const faucet_store_guard *cond; /* the put's key, compared with cond->expected */
+	int held;                       /* its comparison held (a guard or cond) */
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
 	size_t stem_len;
 	const char *bytes;
@@ -1358,11 +1360,12 @@ static int by_stem(const void *a, const void *b)
 
 /* Lock every slot's key in the order of their stems (two guarded puts of
  * the same keys never wait for each other in a circle) and compare each
- * guard: *holds when all are as expected.  A key to drop that has no lock
- * file has nothing to delete (lock_fd -1).  On error no lock is held. */
+ * guard and the put's condition (each slot's `held`): *holds when every
+ * guard is as expected.  A key to drop that has no lock file has nothing
+ * to delete (lock_fd -1).  On error no lock is held. */
 static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, int *holds)
 {
-	int rc = 0, one = 1;
+	int rc = 0;
 	size_t locked = 0;
 
 	*holds = 1;
@@ -1374,14 +1377,17 @@ static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, in
 	for (; locked < n; locked++) {
 		guard_slot *sl = &slots[locked];
 
-		if (sl->g != NULL)
-			rc = lock_and_compare(fs, dfd, sl->key, sl->g->expected, sl->stem,
-					      &sl->lock_fd, &one);
+		const faucet_store_guard *cmp = sl->g != NULL ? sl->g : sl->cond;
+
+		sl->held = 1;
+		if (cmp != NULL)
+			rc = lock_and_compare(fs, dfd, sl->key, cmp->expected, sl->stem,
+					      &sl->lock_fd, &sl->held);
 		else
 			rc = take_key_lock(fs, dfd, 0, sl->stem, &sl->lock_fd);
 		if (rc != 0)
 			break; /* neither holds a lock on error */
-		*holds = *holds && (sl->g == NULL || one);
+		*holds = *holds && (sl->g == NULL || sl->held);
 	}
 	if (rc != 0)
 		for (size_t i = 0; i < locked; i++)
@@ -1407,7 +1413,7 @@ static void drop_keys(void *arg)
 		guard_slot *sl = &d->slots[i];
 		int removed = 0;
 
-		if (sl->g == NULL && sl->lock_fd >= 0 &&
+		if (sl->g == NULL && sl->cond == NULL && sl->lock_fd >= 0 &&
 		    remove_locked(d->fs, d->dfd, sl->stem, sl->stem_len, 0, &removed) != 0)
 			faucet__warning_set("%s was not deleted: %s", sl->key,
 					    faucet_error_last()->message);
@@ -1452,13 +1458,16 @@ static guard_slot *then_slot(guard_slot *slots, size_t nslots, const faucet_stor
  * and durable before the key's is renamed.  With `then` (one guard's key,
  * from that guard's new value to then->value), its file follows the key's
  * under the same locks and in the same directory sync; any other `then`
- * is not written (*then_written 0). */
+ * is not written (*then_written 0).  With `cond` (the key and the value
+ * it must hold), the key is locked and compared with the guards: when it
+ * holds something else nothing is written and *moved is set. */
 static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guards, size_t n,
 				 const char *const *drop, size_t ndrop, const char *key,
 				 const faucet_value *value, const faucet_store_guard *then,
-				 int *written, int *then_written)
+				 const faucet_store_guard *cond, int *written, int *then_written,
+				 int *moved)
 {
-	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX], *ts;
+	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX + 1], *ts;
 	faucet_durable_target targets[FAUCET_STORE_GUARDS_MAX];
 	const void *bytes[FAUCET_STORE_GUARDS_MAX];
 	size_t lens[FAUCET_STORE_GUARDS_MAX], nslots = n + ndrop, tlen = 0;
@@ -1479,9 +1488,19 @@ static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guard
 		slots[i].key = i < n ? guards[i].key : drop[i - n];
 		slots[i].lock_fd = -1;
 	}
+	if (cond != NULL) {
+		slots[nslots].cond = cond;
+		slots[nslots].key = key;
+		slots[nslots++].lock_fd = -1;
+	}
 	if ((rc = faucet_file__root_get(fs, 1, &dfd)) != 0 ||
 	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds)) != 0)
 		return rc;
+	for (size_t i = 0; holds && i < nslots; i++)
+		if (slots[i].cond != NULL && !slots[i].held) {
+			*moved = 1;
+			holds = 0;
+		}
 	ts = then_slot(slots, nslots, then); /* (lock_guards sorts the slots) */
 	for (size_t i = 0; holds && rc == 0 && i < nslots; i++)
 		if (slots[i].g != NULL)
@@ -1529,8 +1548,10 @@ static int file_put_guarded_many(faucet_store_backend *b, const faucet_store_gua
 {
 	int then_written;
 
+	int moved = 0;
+
 	return file_put_guarded_impl((file_store *)b, guards, n, drop, ndrop, key, value, NULL,
-				     written, &then_written);
+				     NULL, written, &then_written, &moved);
 }
 
 static int file_put_guarded_then(faucet_store_backend *b, const faucet_store_guard *guards,
@@ -1538,8 +1559,20 @@ static int file_put_guarded_then(faucet_store_backend *b, const faucet_store_gua
 				 const faucet_value *value, const faucet_store_guard *then,
 				 int *written, int *then_written)
 {
+	int moved = 0;
+
 	return file_put_guarded_impl((file_store *)b, guards, n, drop, ndrop, key, value, then,
-				     written, then_written);
+				     NULL, written, then_written, &moved);
+}
+
+static int file_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *guards,
+			       size_t n, const char *const *drop, size_t ndrop,
+			       const faucet_store_guard *put, const faucet_store_guard *then,
+			       int *written, int *then_written, int *moved)
+{
+	*moved = 0;
+	return file_put_guarded_impl((file_store *)b, guards, n, drop, ndrop, put->key, put->value,
+				     then, put, written, then_written, moved);
 }
 
 /* put_guarded_many with one guard. */
@@ -1803,6 +1836,7 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.put_guarded = file_put_guarded;
 	fs->base.put_guarded_many = file_put_guarded_many;
 	fs->base.put_guarded_then = file_put_guarded_then;
+	fs->base.put_guarded_if = file_put_guarded_if;
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = faucet_file__put_many;

@@ -634,6 +634,60 @@ static int sq_put_guarded(faucet_store_backend *b, const char *guard,
 			       written);
 }
 
+/* Every guard and the key's condition compared, then all of it written -
+ * guards, drops, the key, `then` - in one BEGIN IMMEDIATE transaction. */
+static int sq_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *guards, size_t n,
+			     const char *const *drop, size_t ndrop, const faucet_store_guard *put,
+			     const faucet_store_guard *then, int *written, int *then_written,
+			     int *moved)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_stamp when;
+	sq_conn *c;
+	int rc = with_conn(s, &c), holds = 1;
+
+	*written = 0;
+	*then_written = 0;
+	*moved = 0;
+	if (rc != 0)
+		return rc;
+	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
+	for (size_t i = 0; rc == 0 && holds && i <= n; i++) {
+		const faucet_store_guard *g = i < n ? &guards[i] : put;
+		faucet_value *current = NULL;
+
+		rc = read_value(s, c, g->key, &current);
+		if (rc == 0 && !faucet_value_equal(current, g->expected)) {
+			holds = 0;
+			*moved = i == n;
+		}
+		faucet_value_free(current);
+	}
+	if (rc == 0 && holds) {
+		stamp_now(&when);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			rc = write_value(s, c, guards[i].key, guards[i].value, &when);
+		for (size_t i = 0; rc == 0 && i < ndrop; i++)
+			rc = delete_on(s, c, drop[i]);
+		if (rc == 0)
+			rc = write_value(s, c, put->key, put->value, &when);
+		if (rc == 0 && then != NULL)
+			rc = write_value(s, c, then->key, then->value, &when);
+	}
+	/* Commit even when nothing changed: it only releases the lock. */
+	if (rc == 0)
+		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
+	if (rc != 0) {
+		*moved = 0;
+		rollback_quietly(c);
+	} else if (holds) {
+		*written = 1;
+		*then_written = then != NULL;
+	}
+	give_back(s, c);
+	return rc;
+}
+
 static int sq_compare_and_delete(faucet_store_backend *b, const char *key,
 				 const faucet_value *expected, int *deleted)
 {
@@ -743,6 +797,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->base.list_page = sq_list_page;
 	s->base.compare_and_put = sq_compare_and_put;
 	s->base.put_guarded = sq_put_guarded;
+	s->base.put_guarded_if = sq_put_guarded_if;
 	s->base.compare_and_delete = sq_compare_and_delete;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;

@@ -23,13 +23,14 @@ extern "C" {
 
 /* Version 3 added get_many, version 4 scan_entries and put_many, version 5
  * reindex, version 6 scan_data and put_guarded, version 7 list_page,
- * version 8 put_guarded_many, version 9 watch, version 10 put_guarded_then;
- * a version-2 to -9 struct (without them) is still accepted.
+ * version 8 put_guarded_many, version 9 watch, version 10 put_guarded_then,
+ * version 11 put_guarded_if; a version-2 to -10 struct (without them) is
+ * still accepted.
  * From version 2 on, a new slot is only ever added at the end of the
  * struct, with the version raised, so an older backend's struct is a prefix
  * of the current one and the front-end reads no slot past the end of the
  * version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 10
+#define FAUCET_STORE_BACKEND_VERSION 11
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -174,6 +175,18 @@ struct faucet_store_backend {
 				size_t n, const char *const *drop, size_t ndrop, const char *key,
 				const faucet_value *value, const faucet_store_guard *then,
 				int *written, int *then_written);
+
+	/* Optional: put_guarded_then (then may be NULL) whose key's put is a
+	 * compare-and-put too: put->key from put->expected (NULL = no entry)
+	 * to put->value, compared under the same commit as the guards.  When
+	 * the guards hold and the key does not, nothing is written, *written
+	 * is 0 and *moved 1 (a run's first write of a key, which must replace
+	 * exactly the before-image it recorded).  NULL: the front-end writes
+	 * the guards one by one, then the key's compare-and-put.  (Version 11.) */
+	int (*put_guarded_if)(faucet_store_backend *b, const faucet_store_guard *guards, size_t n,
+			      const char *const *drop, size_t ndrop, const faucet_store_guard *put,
+			      const faucet_store_guard *then, int *written, int *then_written,
+			      int *moved);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
