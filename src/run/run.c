@@ -1333,6 +1333,21 @@ static int same_value(const faucet_value *a, const faucet_value *b)
 
 typedef int (*marker_edit_fn)(faucet_run *r, run_marker *m, void *ctx, int *changed);
 
+/* A key's put that goes with a marker write (guarded_put).  With `cond`,
+ * the key's first write by this run: it lands only while the key still
+ * holds `expected`, the before-image the marker write records - a put by
+ * someone else in between is not overwritten unseen (§8.2). */
+typedef struct {
+	const char *key;
+	const faucet_value *value;
+	int cond;
+	const faucet_value *expected;
+	int done;         /* the marker was written and the put tried: rc is its result */
+	int rc;
+	int moved;        /* cond did not hold: the key was not written */
+	int marker_moved; /* ... and the marker was (the one-by-one fallback) */
+} key_put;
+
 /*
  * A lazy run's first change, when it is one key's put, records the run
  * with it: the status entry "running" and the run in the index are two
@@ -1433,38 +1448,57 @@ static int folded_end(faucet_run *r, first_guards *g, faucet_value **final)
 	return rc;
 }
 
+/* The guards and the key's put, conditional with kp->cond. */
+static int put_with_guards(faucet_run *r, const faucet_store_guard *gs, size_t n,
+			   const char *const *drop, size_t ndrop, key_put *kp,
+			   const faucet_store_guard *then, int *written, int *then_written)
+{
+	faucet_store_guard put = {kp->key, kp->expected, kp->value};
+
+	*then_written = 0;
+	if (kp->cond)
+		return faucet__store_put_guarded_if(r->s, gs, n, drop, ndrop, &put, then, written,
+						    then_written, &kp->moved);
+	if (then != NULL)
+		return faucet__store_put_guarded_then(r->s, gs, n, drop, ndrop, kp->key, kp->value,
+						      then, written, then_written);
+	if (n == 1)
+		return faucet__store_put_guarded(r->s, gs[0].key, gs[0].expected, gs[0].value,
+						 kp->key, kp->value, written);
+	return faucet__store_put_guarded_many(r->s, gs, n, drop, ndrop, kp->key, kp->value,
+					      written);
+}
+
 /* The guarded put of a run not yet recorded; with `final`, its end's
  * status follows the key (*ended when it landed). */
 static int first_put(faucet_run *r, first_guards *g, faucet_value *cur, faucet_value *next,
-		     const char *const *drop, size_t ndrop, const char *put_key,
-		     const faucet_value *put, const faucet_value *final, int *written, int *ended)
+		     const char *const *drop, size_t ndrop, key_put *kp,
+		     const faucet_value *final, int *written, int *ended)
 {
 	faucet_store_guard gs[3] = {{r->status_key, g->scur, g->snext},
 				    {r->index_key, g->icur, g->inext},
 				    {r->marker_key, cur, next}};
 	faucet_store_guard then = {r->status_key, g->snext, final};
 
-	*ended = 0;
-	if (final == NULL)
-		return faucet__store_put_guarded_many(r->s, gs, 3, drop, ndrop, put_key, put,
-						      written);
-	return faucet__store_put_guarded_then(r->s, gs, 3, drop, ndrop, put_key, put, &then,
-					      written, ended);
+	return put_with_guards(r, gs, 3, drop, ndrop, kp, final != NULL ? &then : NULL, written,
+			       ended);
 }
 
 /* The marker's write `cur` -> `next` with the put of put_key; for a run
  * not yet recorded, with its status and index entries (first_guards), and
  * for one that ends with this put, with its end where the store can. */
 static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_value *next,
-		       const char *put_key, const faucet_value *put, int *written)
+		       key_put *kp, int *written)
 {
 	faucet_value *final = NULL;
 	first_guards g;
 	int rc, ended = 0;
 
-	if (!r->lazy || r->started)
-		return faucet__store_put_guarded(r->s, r->marker_key, cur, next, put_key, put,
-						 written);
+	if (!r->lazy || r->started) {
+		faucet_store_guard mg = {r->marker_key, cur, next};
+
+		return put_with_guards(r, &mg, 1, NULL, 0, kp, NULL, written, &ended);
+	}
 	*written = 0;
 	if ((rc = first_guards_build(r, attempt, &g)) == 0) {
 		char *drop[FAUCET_STORE_GUARDS_MAX];
@@ -1480,8 +1514,8 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
 		if (rc == 0 && r->end_with_put && r->undoes == NULL)
 			rc = folded_end(r, &g, &final);
 		if (rc == 0)
-			rc = first_put(r, &g, cur, next, (const char *const *)drop, ndrop, put_key,
-				       put, final, written, &ended);
+			rc = first_put(r, &g, cur, next, (const char *const *)drop, ndrop, kp, final,
+				       written, &ended);
 		if (*written)
 			first_guards_unretired(&g, ndrop);
 		for (size_t i = 0; i < ndrop; i++)
@@ -1516,13 +1550,13 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
  * expected value (kept parsed in mcache: a run's next write of a key then
  * costs no re-parse of a marker that may be large); a joined handle always
  * reads it, since the run's other handles write it too.  With `put`, the
- * key's put goes with the marker's write (faucet__store_put_guarded: one
- * data barrier for both on the file store; *put_rc gets the put's result,
- * *put_done whether it was tried).  An edit that changes nothing writes
- * nothing.
+ * key's put `kp` goes with the marker's write (faucet__store_put_guarded: one
+ * data barrier for both on the file store; kp->rc gets the put's result,
+ * kp->done whether it was tried).  A conditional put whose key moved
+ * returns 0 with kp->moved set, the marker written only with
+ * kp->marker_moved.  An edit that changes nothing writes nothing.
  */
-static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *ctx,
-			 const char *put_key, const faucet_value *put, int *put_done, int *put_rc)
+static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *ctx, key_put *kp)
 {
 	reread |= r->joined;
 	for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
@@ -1547,16 +1581,22 @@ static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *c
 		rc = edit(r, &r->mcache, ctx, &changed);
 		/* A run not yet recorded whose put records nothing (prepare
 		 * leaves its start to the guarded put) is recorded on its own. */
-		if (rc == 0 && !changed && put_key != NULL && r->lazy && !r->started)
+		if (rc == 0 && !changed && kp != NULL && r->lazy && !r->started)
 			rc = start_entry(r, NULL, NULL);
 		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0) {
-			if (put_key != NULL) {
-				*put_rc = guarded_put(r, attempt, cur, next, put_key, put, &written);
+			if (kp != NULL) {
+				kp->rc = guarded_put(r, attempt, cur, next, kp, &written);
 				/* The marker was written and the put failed after it:
 				 * the marker is ours, the put's error the caller's. */
-				*put_done = written;
+				kp->done = written && !kp->moved;
+				kp->marker_moved = written && kp->moved;
 				if (!written)
-					rc = *put_rc;
+					rc = kp->rc;
+				if (rc == 0 && kp->moved && !written) {
+					faucet_value_free(fresh);
+					faucet_value_free(next);
+					return 0; /* nothing written: the caller reads the key again */
+				}
 			} else {
 				rc = faucet_store_compare_and_put(r->s, r->marker_key, cur, next,
 								  &written);
@@ -1602,6 +1642,10 @@ typedef struct {
 	const char **again_keys;
 	faucet_value **again_vals;
 	size_t again;
+	/* A retry after this handle's conditional first write of the key found
+	 * it moved: the before-image its marker holds is replaced by what the
+	 * key holds now, the after-image it logged ahead notwithstanding. */
+	int moved;
 } write_req;
 
 static void req_dispose(write_req *q)
@@ -1691,7 +1735,9 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 
 		/* Changed by someone else since it was recorded ahead (and not
 		 * written by this run): its value now is its before-image. */
-		if (img == NULL || img->after_known || faucet_value_equal(img->before, q->again_vals[i]))
+		if (img == NULL || faucet_value_equal(img->before, q->again_vals[i]))
+			continue;
+		if (img->after_known && !(q->moved && same_value(img->after, q->vals[0])))
 			continue;
 		faucet_value_free(img->before);
 		img->before = q->again_vals[i] ? faucet_value_ref(q->again_vals[i]) : NULL;
@@ -1750,16 +1796,27 @@ static int edit_forget(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	return 0;
 }
 
+/* The value the one key of q holds as this handle is about to write it
+ * first (its before-image, just read): *known 0 when the run wrote it
+ * already, or when q is not one key. */
+static const faucet_value *first_write_expects(const write_req *q, int *known)
+{
+	*known = q->n == 1 && (q->todo == 1 || q->again == 1);
+	if (!*known)
+		return NULL;
+	return q->todo == 1 ? q->todo_vals[0] : q->again_vals[0];
+}
+
 /*
  * Before a write of q->keys: the run is checked and fenced, the before-image
  * of every key it has not touched yet recorded, and (a run that logs them)
  * the after-images set to what is about to be written - all in one marker
- * write, which with `put` (one key) carries the key's put too.  *noop (may
- * be NULL) is set when the one key already holds exactly q->vals[0]: then
- * nothing is recorded or written.
+ * write, which with `kp` (one key; a handle that has not joined) carries
+ * the key's put too, conditional on the before-image when it is the key's
+ * first write.  *noop (may be NULL) is set when the one key already holds
+ * exactly q->vals[0]: then nothing is recorded or written.
  */
-static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *put_done,
-		   int *put_rc, int *noop)
+static int prepare(faucet_run *r, write_req *q, key_put *kp, int *noop)
 {
 	int rc;
 
@@ -1785,9 +1842,12 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 		*noop = 1;
 		return 0;
 	}
+	if (kp != NULL && r->joined)
+		kp = NULL; /* a joined handle writes its images apart from the key */
+	if (rc == 0 && kp != NULL)
+		kp->expected = first_write_expects(q, &kp->cond);
 	/* A put's marker write records the run too (guarded_put). */
-	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL) &&
-	    !(put != NULL && !r->joined))
+	if (rc == 0 && r->lazy && !r->started && (q->todo > 0 || q->vals != NULL) && kp == NULL)
 		rc = start_entry(r, NULL, NULL);
 	/* A joined handle (a command of a `faucet run`) writes its images
 	 * apart from the key and looks at the lease again in between: a run
@@ -1795,8 +1855,9 @@ static int prepare(faucet_run *r, write_req *q, const faucet_value *put, int *pu
 	 * take back - gets no write from the commands it left behind.  (The
 	 * window left is the key's own write.) */
 	if (rc == 0)
-		rc = marker_update(r, 0, edit_write, q, put && !r->joined ? q->keys[0] : NULL, put,
-				   put_done, put_rc);
+		rc = marker_update(r, 0, edit_write, q, kp);
+	if (rc == 0 && kp != NULL && kp->moved && !kp->marker_moved)
+		return 0; /* nothing recorded: the retry reads the key as new */
 	if (rc == 0 && r->joined)
 		rc = fence(r);
 	if (rc == 0)
@@ -1813,24 +1874,45 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n)
 		return 0; /* a joined handle records as it writes */
 	if (n == 0)
 		return 0;
-	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	rc = prepare(r, &q, NULL, NULL);
 	req_dispose(&q);
 	return rc;
 }
 
+/* A key that kept moving under a run's first write of it. */
+static int kept_moving(const faucet_run *r, const char *key)
+{
+	return faucet_error_set(FAUCET_ECONTENTION,
+				"%s: %s changed under the run's first write of it %d times in a row",
+				r->id, key, CAS_ATTEMPTS);
+}
+
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
-	write_req q = {.keys = &key, .vals = &value, .n = 1, .after_ahead = 1};
-	int rc, put_done = 0, put_rc = 0, noop = 0;
+	key_put kp = {0};
+	int rc = 0, noop = 0;
 
 	if (r != NULL && value == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "put '%s': no value (use delete)", key);
-	/* The write goes with its marker write. */
-	rc = prepare(r, &q, value, &put_done, &put_rc, &noop);
-	req_dispose(&q);
-	if (rc != 0 || noop)
-		return rc;
-	rc = put_done ? put_rc : faucet_store_put(r->s, key, value);
+	/* The write goes with its marker write; a first write that finds the
+	 * key moved since its before-image was read records it again. */
+	for (int attempt = 0;; attempt++) {
+		write_req q = {.keys = &key, .vals = &value, .n = 1, .after_ahead = 1,
+			       .moved = attempt > 0};
+
+		memset(&kp, 0, sizeof(kp));
+		kp.key = key;
+		kp.value = value;
+		rc = prepare(r, &q, &kp, &noop);
+		req_dispose(&q);
+		if (rc != 0 || noop)
+			return rc;
+		if (!kp.moved)
+			break;
+		if (attempt + 1 >= CAS_ATTEMPTS)
+			return kept_moving(r, key);
+	}
+	rc = kp.done ? kp.rc : faucet_store_put(r->s, key, value);
 	note_after(r, key, value, note_of(rc));
 	return rc;
 }
@@ -1853,16 +1935,39 @@ int faucet_run_put_end(faucet_run *r, const char *key, const faucet_value *value
 	return faucet_run_end(r, FAUCET_RUN_OK, 0, NULL);
 }
 
+/* The first write of a key by a handle that has not joined is a
+ * compare-and-delete against the before-image it recorded: a put that
+ * landed since is recorded as the before-image instead (the retry, q.moved)
+ * and deleted, not lost unseen. */
 int faucet_run_delete(faucet_run *r, const char *key)
 {
 	const faucet_value *none = NULL;
-	write_req q = {.keys = &key, .vals = &none, .n = 1, .after_ahead = 1};
-	int noop = 0, rc = prepare(r, &q, NULL, NULL, NULL, &noop);
+	int rc = 0, noop = 0;
 
-	req_dispose(&q);
-	if (rc != 0 || noop)
-		return rc;
-	rc = faucet_store_delete(r->s, key);
+	for (int attempt = 0;; attempt++) {
+		write_req q = {.keys = &key, .vals = &none, .n = 1, .after_ahead = 1,
+			       .moved = attempt > 0};
+		int first = 0, deleted = 0, present;
+		faucet_value *expected;
+
+		rc = prepare(r, &q, NULL, &noop);
+		expected = faucet_value_ref((faucet_value *)first_write_expects(&q, &first));
+		req_dispose(&q);
+		if (rc != 0 || noop) {
+			faucet_value_free(expected);
+			return rc;
+		}
+		present = expected != NULL; /* (absent when read again: nothing to delete) */
+		if (!first || r->joined)
+			rc = faucet_store_delete(r->s, key);
+		else if (present)
+			rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);
+		faucet_value_free(expected);
+		if (rc != 0 || !first || r->joined || !present || deleted)
+			break;
+		if (attempt + 1 >= CAS_ATTEMPTS)
+			return kept_moving(r, key);
+	}
 	note_after(r, key, NULL, note_of(rc));
 	return rc;
 }
@@ -1872,9 +1977,17 @@ static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
 		   const faucet_value *value, int *done)
 {
 	write_req q = {.keys = &key, .vals = &value, .n = 1};
-	int rc = prepare(r, &q, NULL, NULL, NULL, NULL), ok = 0;
+	int rc = prepare(r, &q, NULL, NULL), ok = 0, first = 0;
+	const faucet_value *before = rc == 0 ? first_write_expects(&q, &first) : NULL;
 
-	if (rc == 0) {
+	/* The key's first write: its before-image, just read, is not what the
+	 * condition wants - the condition did not hold then (a put landing on
+	 * the key since must not make it hold against a stale image). */
+	if (rc == 0 && first && !r->joined && !faucet_value_equal(before, expected)) {
+		note_after(r, key, value, NOTE_NOTHING);
+		if (logs_after(r))
+			(void)marker_update(r, 0, edit_forget, &q, NULL);
+	} else if (rc == 0) {
 		rc = value ? faucet_store_compare_and_put(r->s, key, expected, value, &ok)
 			   : faucet_store_compare_and_delete(r->s, key, expected, &ok);
 		note_after(r, key, value, rc != 0 ? NOTE_UNKNOWN : ok ? NOTE_WROTE : NOTE_NOTHING);
@@ -1883,7 +1996,7 @@ static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
 		 * as changed under it.  Left in place when that fails: a false
 		 * conflict later is safe, a lost write is not. */
 		if (rc == 0 && !ok && logs_after(r))
-			(void)marker_update(r, 0, edit_forget, &q, NULL, NULL, NULL, NULL);
+			(void)marker_update(r, 0, edit_forget, &q, NULL);
 	}
 	req_dispose(&q);
 	if (done != NULL)
@@ -1943,7 +2056,7 @@ static int prepare_entries(faucet_run *r, const faucet_entry *entries, size_t co
 	q.keys = keys;
 	q.vals = vals;
 	q.n = count;
-	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	rc = prepare(r, &q, NULL, NULL);
 	req_dispose(&q);
 	free(keys);
 	free(vals);
@@ -2006,7 +2119,7 @@ int faucet_run_delete_batch(faucet_run *r, const char *const *keys, size_t count
 	q.keys = keys;
 	q.vals = vals;
 	q.n = count;
-	rc = prepare(r, &q, NULL, NULL, NULL, NULL);
+	rc = prepare(r, &q, NULL, NULL);
 	req_dispose(&q);
 	free(vals);
 	for (; rc == 0 && done < count; done++) {
@@ -2140,7 +2253,7 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 	if (r->marker == NULL && !r->leased)
 		return 0; /* nothing recorded, and nobody else records in this run */
 	/* A leased run's children write the marker too: read what they left. */
-	if ((rc = marker_update(r, r->leased, edit_final, NULL, NULL, NULL, NULL, NULL)) != 0)
+	if ((rc = marker_update(r, r->leased, edit_final, NULL, NULL)) != 0)
 		return rc;
 	faucet_strarray_dispose(keys);
 	if ((rc = changed_keys(m, keys)) != 0)

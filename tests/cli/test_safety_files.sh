@@ -90,7 +90,12 @@ expect_no_file made-by-lock "the lock symlink's target is not created"
 rm 'st/p%3A%3Ab.json.lock'
 run state put --state "$ST" p::b 1
 expect_rc 0 "put without the lock symlink"
+# (The put's first write held the key's lock: its lock file is there.)
+rm 'st/p%3A%3Ab.json.lock'
 ln -s "$PWD/made-by-lock" 'st/p%3A%3Ab.json.lock'
+run state put --state "$ST" p::b 2
+expect_rc 1 "a put through a symlinked lock file is an error"
+expect_no_file made-by-lock "the lock symlink's target is not created by put"
 run state delete --state "$ST" p::b
 expect_rc 1 "delete through a symlinked lock file is an error"
 expect_no_file made-by-lock "the lock symlink's target is not created by delete"

@@ -1616,6 +1616,203 @@ static void undo_restores_a_put_that_landed_between_record_and_write(void **stat
 	faucet_value_free(i2);
 }
 
+/* ---- a put that lands between a run's read of a key and its first write ---------------- */
+
+/* A store in front of the fixture's: the first read of `key` lets someone
+ * else's put of `value` land on it just after the read - inside the window
+ * between a run's reading of the key's before-image and its first write. */
+typedef struct {
+	faucet_store_backend base;
+	faucet_store *inner; /* borrowed */
+	const char *key;
+	const char *value;
+	int armed;
+} racing_store;
+
+static int race_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	racing_store *rs = (racing_store *)b;
+	int rc = faucet_store_get(rs->inner, key, out);
+
+	if (rc == 0 && rs->armed && strcmp(key, rs->key) == 0) {
+		rs->armed = 0;
+		tu_put(rs->inner, rs->key, rs->value);
+	}
+	return rc;
+}
+
+static int race_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	return faucet_store_put(((racing_store *)b)->inner, key, value);
+}
+
+static int race_del(faucet_store_backend *b, const char *key)
+{
+	return faucet_store_delete(((racing_store *)b)->inner, key);
+}
+
+static int race_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
+{
+	return faucet_store_list(((racing_store *)b)->inner, prefix, out);
+}
+
+static int race_cas(faucet_store_backend *b, const char *key, const faucet_value *expected,
+		    const faucet_value *value, int *written)
+{
+	return faucet_store_compare_and_put(((racing_store *)b)->inner, key, expected, value,
+					    written);
+}
+
+static int race_cad(faucet_store_backend *b, const char *key, const faucet_value *expected,
+		    int *deleted)
+{
+	return faucet_store_compare_and_delete(((racing_store *)b)->inner, key, expected,
+					       deleted);
+}
+
+/* The backend's own conditional guarded put, so that each backend's is the
+ * one under test. */
+static int race_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *guards,
+			       size_t n, const char *const *drop, size_t ndrop,
+			       const faucet_store_guard *put, const faucet_store_guard *then,
+			       int *written, int *then_written, int *moved)
+{
+	return faucet__store_put_guarded_if(((racing_store *)b)->inner, guards, n, drop, ndrop,
+					    put, then, written, then_written, moved);
+}
+
+static void race_free(faucet_store_backend *b)
+{
+	free(b);
+}
+
+/* A store over s whose first read of key lets a put of value land. */
+static faucet_store *racing(faucet_store *s, const char *key, const char *value)
+{
+	racing_store *rs = calloc(1, sizeof(*rs));
+	faucet_store *out = NULL;
+
+	assert_non_null(rs);
+	rs->base.version = FAUCET_STORE_BACKEND_VERSION;
+	rs->base.name = "racing";
+	rs->base.get = race_get;
+	rs->base.put = race_put;
+	rs->base.del = race_del;
+	rs->base.list = race_list;
+	rs->base.compare_and_put = race_cas;
+	rs->base.compare_and_delete = race_cad;
+	rs->base.put_guarded_if = race_put_guarded_if;
+	rs->base.free = race_free;
+	rs->inner = s;
+	rs->key = key;
+	rs->value = value;
+	rs->armed = 1;
+	assert_int_equal(faucet_store_new(&out, &rs->base), 0);
+	return out;
+}
+
+/* A run's first write of a key replaces exactly the before-image it
+ * recorded: a put that landed after the read is recorded as the key's
+ * before-image instead, and undo gives it back - for a CLI-style write
+ * (lazy, its bookkeeping with the key's put) and a leased run, a put and a
+ * delete. */
+static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **state)
+{
+	faucet_store *s = S(state);
+	const char *k = "p::default::a";
+
+	for (int leased = 0; leased < 2; leased++) {
+		for (int del = 0; del < 2; del++) {
+			faucet_store *rs;
+			faucet_undo_result res;
+			faucet_run *w;
+
+			tu_put(s, k, "{\"v\":0}");
+			rs = racing(s, k, "{\"v\":\"put in the window\"}");
+			w = leased ? begin(rs, NULL) : begin_write(rs, "default", 0);
+			if (del)
+				assert_int_equal(faucet_run_delete(w, k), 0);
+			else
+				run_put(w, k, "{\"v\":\"the run\"}");
+			tu_assert_value(s, k, del ? NULL : "{\"v\":\"the run\"}");
+			end_ok(w);
+			faucet_store_free(rs);
+			res = undo(s, NULL, 0);
+			assert_false(res.conflict);
+			assert_int_equal(res.restored.count, 1);
+			faucet_undo_result_dispose(&res);
+			tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+		}
+	}
+}
+
+/* A run's compare-and-put whose condition did not hold when the key was
+ * read does not write, even when a put lands the expected value on the key
+ * before the write: the run's before-image would be a value the key no
+ * longer held. */
+static void a_runs_compare_and_put_holds_against_what_it_read(void **state)
+{
+	faucet_store *s = S(state), *rs;
+	faucet_value *want = tu_v("{\"v\":1}"), *v = tu_v("{\"v\":\"the run\"}");
+	const char *k = "p::default::a";
+	faucet_run *w;
+	int written = 1;
+
+	tu_put(s, k, "{\"v\":0}");
+	rs = racing(s, k, "{\"v\":1}");
+	w = begin_write(rs, "default", 0);
+	assert_int_equal(faucet_run_compare_and_put(w, k, want, v, &written), 0);
+	assert_int_equal(written, 0);
+	assert_int_equal(faucet_run_changed(w), 0);
+	end_ok(w);
+	faucet_store_free(rs);
+	tu_assert_value(s, k, "{\"v\":1}");
+	faucet_value_free(want);
+	faucet_value_free(v);
+}
+
+/* faucet__store_put_guarded_if: a key that does not hold what the put
+ * expects is not written, and the guards are either written with it or
+ * (the one-by-one fallback) reported written; a key that holds is. */
+static void a_conditional_guarded_put_writes_only_a_key_that_holds(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_value *g1 = tu_v("1"), *g2 = tu_v("2"), *g3 = tu_v("3"), *x = tu_v("\"x\""),
+		     *a = tu_v("\"a\""), *b = tu_v("\"b\"");
+	faucet_store_guard guard = {"p::g", g1, g2}, put = {"p::k", x, b};
+	faucet_value *now = NULL;
+	int written = 1, then_written = 1, moved = 0;
+
+	tu_put(s, "p::g", "1");
+	tu_put(s, "p::k", "\"a\"");
+	assert_int_equal(faucet__store_put_guarded_if(s, &guard, 1, NULL, 0, &put, NULL, &written,
+						      &then_written, &moved),
+			 0);
+	assert_int_equal(moved, 1);
+	assert_int_equal(then_written, 0);
+	tu_assert_value(s, "p::k", "\"a\"");
+	assert_int_equal(faucet_store_get(s, "p::g", &now), 0);
+	assert_true(faucet_value_equal(now, written ? g2 : g1));
+	/* Expecting what the key holds (and the guard as it is now): written. */
+	guard.expected = now;
+	guard.value = g3;
+	put.expected = a;
+	assert_int_equal(faucet__store_put_guarded_if(s, &guard, 1, NULL, 0, &put, NULL, &written,
+						      &then_written, &moved),
+			 0);
+	assert_int_equal(written, 1);
+	assert_int_equal(moved, 0);
+	tu_assert_value(s, "p::k", "\"b\"");
+	tu_assert_value(s, "p::g", "3");
+	faucet_value_free(now);
+	faucet_value_free(g1);
+	faucet_value_free(g2);
+	faucet_value_free(g3);
+	faucet_value_free(x);
+	faucet_value_free(a);
+	faucet_value_free(b);
+}
+
 /* A conflict met half-way through an undo puts back what it restored. */
 static void an_undo_is_all_or_nothing(void **state)
 {
@@ -1680,6 +1877,12 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(a_put_that_ends_the_run_records_what_an_end_does, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_between_record_and_write,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_a_runs_first_write,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_runs_compare_and_put_holds_against_what_it_read,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_conditional_guarded_put_writes_only_a_key_that_holds,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_lease_document_is_spec_shaped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_live_lease_is_busy_naming_holder_and_expiry, setup,
