@@ -53,6 +53,10 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #   run-no-watchdog      `faucet run` starts no watchdog (a killed run's
 #                        command dies by its parent-death signal, what the
 #                        command started lives on)
+#   run-first-put-blind  a run's first put of a key no longer conditional on
+#                        the before-image it recorded (a put that landed
+#                        after the read is overwritten unseen, undo loses it)
+#   run-first-del-blind  the same for a run's first delete of a key
 run_mutants() {
   local f
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
@@ -69,6 +73,10 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-no-read-again\n' "$f"
   f=$(grep -n 'if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)' src/cli/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/cli/run.c\t%s\trun-no-watchdog\n' "$f"
+  f=$(grep -n 'kp->expected = first_write_expects(q, &kp->cond);' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-first-put-blind\n' "$f"
+  f=$(grep -n 'rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);' src/run/run.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-first-del-blind\n' "$f"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -152,6 +160,11 @@ elif kind == 'run-no-read-again':
     sub_line(r'q->vals != NULL && !r->joined', 'q->vals != NULL && !r->joined && 0')
 elif kind == 'run-no-watchdog':
     sub_line(r'faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0', '1')
+elif kind == 'run-first-put-blind':
+    sub_line(r'first_write_expects\(q, &kp->cond\);', 'first_write_expects(q, &kp->cond), kp->cond = 0;')
+elif kind == 'run-first-del-blind':
+    sub_line(r'faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)',
+             '(deleted = 1, faucet_store_delete(r->s, key))')
 elif kind == 'then-before-key':
     # The follow-up's rename moved above the key's.
     moved = src.pop(line - 1)

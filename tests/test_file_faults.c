@@ -6,7 +6,8 @@
  * (old value kept, no temp file), a writer SIGKILLed mid-write (its temp
  * file is an orphan doctor reports and --repair removes, while a live
  * writer's is left alone), a repair that wins the race against a writer
- * that has just created its temp file, and symlinked key sidecars.
+ * that has just created its temp file, symlinked key sidecars, and a plain
+ * put that lands while a conditional guarded put syncs its guards.
  *
  * Failures are injected through the table of system calls (src/common/
  * sys.h); processes are ordered with pipes, never sleeps.
@@ -26,6 +27,7 @@
 #include "durable.h"
 #include "sys.h"
 #include "stores/file_internal.h"
+#include "store/open_internal.h"
 
 typedef tu_dir_fixture fixture;
 
@@ -445,6 +447,68 @@ static void a_symlinked_key_sidecar_is_not_followed(void **state)
 	faucet_store_free(s);
 }
 
+/* ---- a plain put while a conditional guarded put syncs its guards ------ */
+
+static faucet_store *landing_store;
+static int landing_armed;
+
+/* The guarded put's one data barrier: a plain put of p::k (which takes no
+ * lock) lands while it runs. */
+static int syncfs_with_a_landing_put(int fd)
+{
+	if (landing_armed) {
+		landing_armed = 0;
+		faucet__sys_set(NULL);
+		tu_put(landing_store, "p::k", "\"landed\"");
+		faucet__sys_set(&table);
+	}
+	return syncfs(fd);
+}
+
+/* A conditional guarded put compared its key when it locked it; the key is
+ * compared again right before its rename, so a plain put that landed in
+ * between is not overwritten: the guard is written, the key left as the
+ * plain put made it, and *moved says so. */
+static void a_put_landing_while_the_guards_sync_is_not_overwritten(void **state)
+{
+	fixture *f = *state;
+	faucet_store *s = open_store(f->dir);
+	faucet_value *g1 = tu_v("1"), *mine = tu_v("\"mine\"");
+	faucet_store_guard guard = {"p::g", NULL, g1}, put = {"p::k", NULL, mine};
+	int written = 0, then_written = 0, moved = 0;
+
+	landing_store = open_store(f->dir);
+	table = *faucet__sys_default();
+	table.syncfs = syncfs_with_a_landing_put;
+	landing_armed = 1;
+	faucet__sys_set(&table);
+	assert_int_equal(faucet__store_put_guarded_if(s, &guard, 1, NULL, 0, &put, NULL, &written,
+						      &then_written, &moved),
+			 0);
+	faucet__sys_set(NULL);
+	assert_int_equal(landing_armed, 0); /* the put did land mid-way */
+	assert_true(written);
+	assert_true(moved);
+	assert_false(then_written);
+	tu_assert_value(s, "p::g", "1");
+	tu_assert_value(s, "p::k", "\"landed\"");
+	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
+	/* Without a landing put the same call writes the key. */
+	assert_int_equal(faucet_store_delete(s, "p::k"), 0);
+	guard.expected = g1;
+	guard.value = mine;
+	assert_int_equal(faucet__store_put_guarded_if(s, &guard, 1, NULL, 0, &put, NULL, &written,
+						      &then_written, &moved),
+			 0);
+	assert_true(written);
+	assert_false(moved);
+	tu_assert_value(s, "p::k", "\"mine\"");
+	faucet_value_free(g1);
+	faucet_value_free(mine);
+	faucet_store_free(landing_store);
+	faucet_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -456,6 +520,7 @@ int main(void)
 		FAULT_TEST(a_killed_writers_temp_file_is_repaired_and_a_live_ones_kept),
 		FAULT_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
 		FAULT_TEST(a_symlinked_key_sidecar_is_not_followed),
+		FAULT_TEST(a_put_landing_while_the_guards_sync_is_not_overwritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

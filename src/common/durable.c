@@ -264,7 +264,7 @@ static int commit_guards(const faucet_sys *sys, faucet_durable_target *guards,
 						"%s %s was replaced, but closing it failed", g->what,
 						g->display);
 	}
-	if (hook != NULL)
+	if (hook != NULL && hook->fn != NULL)
 		hook->fn(hook->arg);
 	if (sys->fsync(guards[0].dirfd) != 0)
 		return faucet__error_os(FAUCET_EUNKNOWN, errno,
@@ -371,6 +371,12 @@ int faucet__durable_replace_guarded(faucet_durable_target *guards, const void *c
 			discard_temp(sys, then->target->dirfd, ttmp, tfd);
 		discard_group(sys, guards, tmps, fds, n, last, tmp, fd);
 		return rc;
+	}
+	if (hook != NULL && hook->keep_last != NULL && !hook->keep_last(hook->arg)) {
+		if (tfd >= 0)
+			discard_temp(sys, then->target->dirfd, ttmp, tfd);
+		discard_temp(sys, last->dirfd, tmp, fd);
+		return 0;
 	}
 	if (then != NULL)
 		return commit_with_then(sys, last, tmp, fd, then, ttmp, tfd);

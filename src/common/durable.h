@@ -42,12 +42,16 @@ int faucet__durable_replace(faucet_durable_target *t, const void *bytes, size_t 
 /* Most guards of one faucet__durable_replace_guarded. */
 #define FAUCET_DURABLE_GUARDS_MAX 4
 
-/* Called by faucet__durable_replace_guarded once every guard is renamed,
- * before the directory sync that makes them durable: a change of the
- * directory made here (an unlink) is made durable by that same sync. */
+/* Calls of faucet__durable_replace_guarded into its caller (either may be
+ * NULL).  `fn`: once every guard is renamed, before the directory sync
+ * that makes them durable - a change of the directory made here (an
+ * unlink) is made durable by that same sync.  `keep_last`: once the guards
+ * are durable, right before `last` is renamed; 0 leaves `last` (and
+ * `then`) unwritten, and the call returns 0 with the guards done. */
 typedef struct {
 	void (*fn)(void *arg);
 	void *arg;
+	int (*keep_last)(void *arg);
 } faucet_durable_hook;
 
 /* A file of the guarded write's directory that follows `last`: written

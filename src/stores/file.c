@@ -1401,6 +1401,9 @@ typedef struct {
 	int dfd;
 	guard_slot *slots;
 	size_t n;
+	guard_slot *cond; /* the put's key and what it must hold, or NULL */
+	int moved;        /* ... it held something else just before its rename */
+	int rc;           /* reading it failed */
 } drop_ctx;
 
 /* The guards are in place: delete the keys to drop, their unlinks made
@@ -1418,6 +1421,25 @@ static void drop_keys(void *arg)
 			faucet__warning_set("%s was not deleted: %s", sl->key,
 					    faucet_error_last()->message);
 	}
+}
+
+/* The guards are durable: the put's key is compared once more, under its
+ * lock, just before its rename.  A writer that takes no lock (a plain put,
+ * a batch) may have replaced it while the guards were synced; it is then
+ * left as that writer made it (0: not kept). */
+static int key_still_holds(void *arg)
+{
+	drop_ctx *d = arg;
+	char name[FILE_NAME_CAP];
+	faucet_value *current = NULL;
+	int holds = 0;
+
+	faucet_file__name_from_stem(name, d->cond->stem, ".json");
+	d->rc = read_entry_as(d->fs, d->cond->key, name, NULL, d->cond->cond->expected, &current,
+			      &holds);
+	faucet_value_free(current);
+	d->moved = d->rc == 0 && !holds;
+	return d->rc == 0 && holds;
 }
 
 /* Point each guard's target at its slot, in the caller's order: the last
@@ -1520,17 +1542,26 @@ static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guard
 		faucet_durable_target t = {dfd, ts ? ts->name : NULL, tpath, "state file",
 					   faucet_file__temp_namer, &tspec, file_reopen_root, fs};
 		faucet_durable_then th = {&t, tbytes, tlen, 0};
-		drop_ctx d = {fs, dfd, slots, nslots};
-		faucet_durable_hook hook = {drop_keys, &d};
+		drop_ctx d = {fs, dfd, slots, nslots, NULL, 0, 0};
+		faucet_durable_hook hook = {ndrop > 0 ? drop_keys : NULL, &d, NULL};
+
+		for (size_t i = 0; i < nslots; i++)
+			if (slots[i].cond != NULL) {
+				d.cond = &slots[i];
+				hook.keep_last = key_still_holds;
+			}
 
 		guard_targets(fs, dfd, guards, n, slots, nslots, targets, bytes, lens);
 		faucet_file__path_of(fs, kname, kpath);
 		if (ts != NULL)
 			faucet_file__path_of(fs, ts->name, tpath);
 		rc = faucet__durable_replace_guarded(targets, bytes, lens, n, &k, kbytes, klen,
-						     ndrop > 0 ? &hook : NULL,
+						     ndrop > 0 || d.cond != NULL ? &hook : NULL,
 						     ts != NULL ? &th : NULL, written);
 		*then_written = *written && th.done && (rc == 0 || rc == FAUCET_EUNKNOWN);
+		if (rc == 0 && d.rc != 0)
+			rc = d.rc; /* the guards are written, the key is not */
+		*moved = rc == 0 && d.moved;
 	}
 	free(kowned);
 	free(towned);

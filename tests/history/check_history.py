@@ -43,6 +43,11 @@ What it does, for each (backend, seed):
    R6 every final value was written by some op; no stray key.
    R7 a write that changes nothing records no run (`"run": null`).
    R8 a SIGKILLed `faucet run` leaves nothing of its command alive 3 s later.
+   R9 (within R1's search) an undo step of run U restores what the key held
+      just before U's write - for U a `state put`/`delete`/compare-and-put,
+      whose first write holds against its before-image (§8.2); a put that
+      landed between U's read of the key and its write is given back, not
+      the value from before it.
 
 The seed schedule is deterministic given the seed; the interleaving (and
 so the nemesis' victims) is not - a failing seed is worth re-running a few
@@ -825,37 +830,67 @@ def register_events(ops, key):
 
 WILD = object()
 
+# The op kinds whose write is a run's first (and only) write of its key
+# made by a handle that has not joined a run: the before-image it records is
+# what the key held just before the write (doc/design.md §8.2).  Joined
+# children ("cput") and imports are left out: their window is still open
+# (§8.2, "What is not closed yet").
+BEFORE_KINDS = ("put", "delete", "cas")
 
-def apply_event(e, state):
+
+def before_of(befores, run):
+    """The before-image run recorded for the key, or the `befores` miss."""
+    for r, val in befores:
+        if r == run:
+            return val
+    return befores
+
+
+def apply_event(e, state, track=True):
     """(allowed, new state) of event e applied to the register state
-    (value, transient): value is a JSON text, None (absent) or WILD (unknown);
-    transient is None or (undo op id, value before it) while a conflicting
-    undo's restore is visible and not yet rolled back."""
-    kind, a, b = e[2], e[3], e[4]
-    cur, transient = state
+    (value, transient, befores): value is a JSON text, None (absent) or WILD
+    (unknown); transient is None or (undo op id, value before it) while a
+    conflicting undo's restore is visible and not yet rolled back; befores
+    is a frozenset of (run, value the key held just before the run wrote
+    it).  With `track`, an undo step of run U must restore U's before-image
+    (R9)."""
+    kind, a, b, op = e[2], e[3], e[4], e[6]
+    cur, transient, befores = state
+    if track and op.run and kind in ("w", "cas") and (
+            op.kind in BEFORE_KINDS or (op.kind == "undo" and kind == "cas")):
+        if before_of(befores, op.run) is befores:
+            befores = befores | {(op.run, cur)}
+    if track and op.kind == "undo" and kind == "cas" and op.undone:
+        want = before_of(befores, op.undone)
+        if want is not befores and want is not WILD and cur is not WILD and cur == a and b != want:
+            return False, state
     if kind == "w":
-        return True, (a, None)  # a write ends a transient: the roll-back finds it changed
+        return True, (a, None, befores)  # a write ends a transient: the roll-back finds it changed
     if kind == "wild":
-        return True, (WILD, None)
+        return True, (WILD, None, befores)
     if kind == "r":
-        return (cur is WILD or cur == a), (a, transient)
+        return (cur is WILD or cur == a), (a, transient, befores)
     if kind == "cas":
-        return (cur is WILD or cur == a), (b, None)
+        return (cur is WILD or cur == a), (b, None, befores)
     if kind == "ncas":
         return (cur is WILD or cur != a), state
     if kind == "open":
-        return transient is None, (WILD, (e[6].id, cur))
+        return transient is None, (WILD, (op.id, cur), befores)
     if kind == "close":
-        if transient is not None and transient[0] == e[6].id:
-            return True, (transient[1], None)
+        if transient is not None and transient[0] == op.id:
+            return True, (transient[1], None, befores)
         return True, state  # never opened, or overwritten since: nothing to roll back
     raise ValueError(kind)
 
 
-def linearize(events, budget=1_000_000):
+INITIAL = (None, None, frozenset())
+
+
+def linearize(events, budget=1_000_000, track=True):
     """WGL-style search over (linearized set, register state) with
-    memoisation.  Returns (True, order), (False, best partial order), or
-    (None, ...) when the budget ran out (inconclusive)."""
+    memoisation; `track` as in apply_event.  Returns (True, order), (False,
+    best partial order), or (None, ...) when the budget ran out
+    (inconclusive)."""
     n = len(events)
     required = 0
     closes = {}  # undo op id -> index of its close event
@@ -893,7 +928,7 @@ def linearize(events, budget=1_000_000):
                 break
             if e[2] == "open" and mask & (1 << closes[e[6].id]):
                 continue  # an undo cannot restore after it has ended
-            ok, new = apply_event(e, state)
+            ok, new = apply_event(e, state, track)
             if ok:
                 order.append(i)
                 if search(mask | (1 << i), new, order):
@@ -902,7 +937,7 @@ def linearize(events, budget=1_000_000):
         return False
 
     try:
-        ok = search(0, (None, None), [])
+        ok = search(0, INITIAL, [])
     except TimeoutError:
         return None, best[0]
     return ok, best[0]
@@ -911,7 +946,12 @@ def linearize(events, budget=1_000_000):
 def check_linearizable(ops):
     """R1: per key, a linearization of every op touching it exists.  When
     there is none, but there is one once a conflicting undo may have written
-    (a wildcard), the culprit is that undo: R4, it left part of itself."""
+    (a wildcard), the culprit is that undo: R4, it left part of itself.  R9:
+    the linearization also has every undo step of a run restore what the key
+    held just before that run's write; one that exists only without that
+    rule is an undo that restored a stale before-image (a write that landed
+    between the run's read of the key and its write, given back as the
+    value from before it - that write is lost)."""
     out = []
     for key in ALL_KEYS:
         events = register_events(ops, key)
@@ -921,6 +961,14 @@ def check_linearizable(ops):
         if ok is None:
             print("warning: linearizability search for %s ran out of budget (inconclusive)" % key)
             continue
+        if linearize(events, track=False)[0]:
+            stale = [e[6] for e in events if e[6].kind == "undo" and e[2] == "cas"]
+            out.append(Violation(
+                "R9", "%s: every order of its ops has an undo restore a value the key did not hold "
+                "just before the undone run wrote it (undos: %s) - a write that landed before the "
+                "run's write is lost" % (key, ", ".join("#%d of %s" % (o.id, o.undone) for o in stale)),
+                [e[6] for e in events], key=key))
+            continue
         culprit = find_partial_undo(ops, key, events)
         if culprit is not None:
             out.append(Violation(
@@ -928,7 +976,7 @@ def check_linearizable(ops):
                 "has no linearization unless that undo wrote it - a conflict must leave no net change"
                 % (culprit.id, (culprit.out or {}).get("key"), key, key), [e[6] for e in events], key=key))
             continue
-        state = (None, None)
+        state = INITIAL
         for i in order:
             state = apply_event(events[i], state)[1]
         cur = state[0]

@@ -5,7 +5,8 @@ Hand-made histories fed to check_history's checks: correct ones must be
 accepted, each kind of violation (a lost write, a stale read, an undo that
 clobbers a later run's write, a wrong after-image, a half-done conflicting
 undo, a history that disagrees with the store, a value nobody wrote, a
-no-op write that records a run) must be flagged by its rule.
+no-op write that records a run, an undo that gives back a stale before-image)
+must be flagged by its rule.
 """
 
 import os
@@ -107,6 +108,24 @@ class Linearizability(unittest.TestCase):
         # ... and a step that replaced a value the key did not hold is flagged.
         undo.out["steps"][0]["replaced"] = {"w": "9"}
         self.assertEqual(rules(ch.check_linearizable(ops)), ["R1"])
+
+    def test_undo_must_give_back_a_put_that_landed_before_the_runs_write(self):
+        # R2's put overlaps R3's, which landed first: R2's before-image is
+        # R3's value, and undo of R2 gives that back.
+        undo = op("undo", inv=30, cmp=40, run=UNDO, target=R2,
+                  out={"undone": R2, "run": UNDO, "restored": ["P::a"],
+                       "steps": [{"key": "P::a", "replaced": {"w": "2"}, "restored_to": {"w": "3"}}]})
+        ops = [op("put", "P::a", v("1"), 0, 5, run=R1), op("put", "P::a", v("2"), 6, 20, run=R2),
+               op("put", "P::a", v("3"), 8, 12, run=R3), undo, final_read("P::a", v("3"))]
+        self.assertEqual(ch.check_linearizable(ops), [])
+        # Restoring the value from before R3's put loses that put: R9.
+        undo.out["steps"][0]["restored_to"] = {"w": "1"}
+        ops[-1] = final_read("P::a", v("1"))
+        self.assertEqual(rules(ch.check_linearizable(ops)), ["R9"])
+        # A joined child's write is not held to it (its window is open, §8.2).
+        for o in ops[1:3]:
+            o.kind = "cput"
+        self.assertEqual(ch.check_linearizable(ops), [])
 
     def test_undo_without_steps_is_a_wildcard(self):
         undo = op("undo", inv=20, cmp=30, run=UNDO, out={"undone": R2, "run": UNDO, "restored": ["P::a"]})
