@@ -57,6 +57,8 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        the before-image it recorded (a put that landed
 #                        after the read is overwritten unseen, undo loses it)
 #   run-first-del-blind  the same for a run's first delete of a key
+#   run-parts-unread     a marker read without its parts (a big import's
+#                        chunks after the first: undo would leave them)
 run_mutants() {
   local f
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
@@ -77,6 +79,8 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-first-put-blind\n' "$f"
   f=$(grep -n 'rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);' src/run/run.c | cut -d: -f1)
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-first-del-blind\n' "$f"
+  f=$(grep -n 'rc = faucet_store_get(s, pk, &pv);' src/run/docs.c | head -1 | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/docs.c\t%s\trun-parts-unread\n' "$f"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -165,6 +169,8 @@ elif kind == 'run-first-put-blind':
 elif kind == 'run-first-del-blind':
     sub_line(r'faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)',
              '(deleted = 1, faucet_store_delete(r->s, key))')
+elif kind == 'run-parts-unread':
+    sub_line(r'rc = faucet_store_get\(s, pk, &pv\);', 'rc = 0, pv = NULL;')
 elif kind == 'then-before-key':
     # The follow-up's rename moved above the key's.
     moved = src.pop(line - 1)

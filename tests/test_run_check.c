@@ -106,6 +106,9 @@ static void every_broken_document_is_named_and_good_ones_pass(void **state)
 	tu_put(s, "p::ok::__rollback__::x",
 	       "{\"version\":1,\"run\":\"x\",\"before\":{\"p::a\":null},\"after\":{}}");
 	tu_put(s, "p::ok::__lease__", "{\"holder\":\"h:1:a\",\"expires_at\":5,\"run\":\"x\"}");
+	/* A big import's marker part: "{marker}::{n}", the same document. */
+	tu_put(s, "p::ok::__rollback__::x::1",
+	       "{\"version\":1,\"run\":\"x\",\"before\":{\"p::b\":null},\"after\":{}}");
 	tu_put(s, "p::backfill::h::20260601T000000Z::__lease__",
 	       "{\"holder\":\"h:1:a\",\"expires_at\":5}");
 	/* Data keys that merely look alike are not looked at. */
@@ -122,11 +125,13 @@ static void every_broken_document_is_named_and_good_ones_pass(void **state)
 	tu_put(s, "p::r::__rollback__::y", "[1]");
 	tu_put(s, "p::r::__lease__", "{\"holder\":7,\"expires_at\":5}");
 	tu_put(s, "p::__rollback__::a::b", STATUS_OK);
+	tu_put(s, "p::r::__rollback__::y::2", "[1]");
+	tu_put(s, "p::r::__rollback__::y::02", "{}"); /* no part number: no shape */
 	r = probe(s, 0);
 	p = run_probe(r);
 	assert_int_equal(p->status, FAUCET_PROBE_FAIL);
 	assert_int_equal(faucet_check_report_failed_count(r), 1);
-	assert_non_null(strstr(p->reason, "5 run documents of 10 do not parse"));
+	assert_non_null(strstr(p->reason, "7 run documents of 13 do not parse"));
 	assert_non_null(strstr(p->reason, "p::r::__status__ holds something that is not a faucet "
 					  "run status document"));
 	assert_non_null(strstr(p->reason, "p::r::__rollback__ holds something that is not a "
@@ -136,6 +141,10 @@ static void every_broken_document_is_named_and_good_ones_pass(void **state)
 	assert_non_null(strstr(p->reason, "p::r::__lease__ holds something that is not a faucet "
 					  "lease"));
 	assert_non_null(strstr(p->reason, "p::__rollback__::a::b is a bookkeeping key of no "
+					  "shape"));
+	assert_non_null(strstr(p->reason, "p::r::__rollback__::y::2 holds something that is not "
+					  "a faucet rollback marker"));
+	assert_non_null(strstr(p->reason, "p::r::__rollback__::y::02 is a bookkeeping key of no "
 					  "shape"));
 	assert_null(strstr(p->reason, "p::ok"));
 	assert_non_null(p->hint);

@@ -39,13 +39,26 @@ static int seg_is(const char *seg, size_t len, const char *name)
  * finds it: the first "__rollback__" segment after the pipeline, or a last
  * "__lease__" / "__status__" segment.  *mark receives the offset of the "::"
  * before that segment (what precedes it is the scope); *run the marker's
- * run segment (DOC_MARKER only).  -1 when the key is not bookkeeping.
+ * run segment (DOC_MARKER only), with a part's number after it when the key
+ * is a marker's part ("{marker}::{n}", n > 0 in decimal digits: *part set).
+ * -1 when the key is not bookkeeping.
  */
-static int kind_of(const char *key, size_t *mark, const char **run)
+/* A marker part's number: decimal digits, no leading zero, not 0. */
+static int is_part_number(const char *s)
+{
+	if (*s < '1' || *s > '9')
+		return 0;
+	while (*s >= '0' && *s <= '9')
+		s++;
+	return *s == '\0';
+}
+
+static int kind_of(const char *key, size_t *mark, const char **run, int *part)
 {
 	const char *p = strstr(key, "::");
 
 	*run = NULL;
+	*part = 0;
 	while (p != NULL) {
 		const char *seg = p + 2, *end = strstr(seg, "::");
 		size_t len = end ? (size_t)(end - seg) : strlen(seg);
@@ -54,8 +67,11 @@ static int kind_of(const char *key, size_t *mark, const char **run)
 		if (seg_is(seg, len, "__rollback__")) {
 			if (end == NULL)
 				return DOC_INDEX;
-			if (strstr(end + 2, "::") == NULL) {
-				*run = end + 2;
+			*run = end + 2;
+			if ((end = strstr(end + 2, "::")) == NULL)
+				return DOC_MARKER;
+			if (is_part_number(end + 2)) {
+				*part = 1;
 				return DOC_MARKER;
 			}
 			return DOC_UNKNOWN;
@@ -75,9 +91,9 @@ static int parse_as_kind(const char *key, const faucet_value *v)
 {
 	const char *run;
 	size_t mark;
-	int rc;
+	int rc, part;
 
-	switch (kind_of(key, &mark, &run)) {
+	switch (kind_of(key, &mark, &run, &part)) {
 	case DOC_LEASE: {
 		faucet_lease l;
 		rc = faucet_lease_parse(v, key, &l);
@@ -97,15 +113,21 @@ static int parse_as_kind(const char *key, const faucet_value *v)
 		return rc;
 	}
 	case DOC_MARKER: {
+		/* A part names its run before its number. */
+		char *id = part ? faucet__strndup(run, (size_t)(strstr(run, "::") - run)) : NULL;
 		run_marker m;
-		rc = run__marker_parse(v, key, run, &m);
+
+		if (part && id == NULL)
+			return FAUCET_ENOMEM;
+		rc = run__marker_parse(v, key, part ? id : run, &m);
 		run__marker_dispose(&m);
+		free(id);
 		return rc;
 	}
 	default:
 		return faucet_error_set(FAUCET_ERROR,
 					"%s is a bookkeeping key of no shape faucet writes "
-					"(__rollback__ is followed by at most a run id)",
+					"(__rollback__ is followed by at most a run id and a part number)",
 					key);
 	}
 }
@@ -136,9 +158,10 @@ char *run__broken_key(const char *key, int64_t now, unsigned attempt)
 	struct tm tm;
 	const char *run;
 	size_t mark = 0;
+	int part;
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	if (key == NULL || kind_of(key, &mark, &run) < 0 || gmtime_r(&t, &tm) == NULL ||
+	if (key == NULL || kind_of(key, &mark, &run, &part) < 0 || gmtime_r(&t, &tm) == NULL ||
 	    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm) == 0)
 		return NULL;
 	if (attempt > 1)

@@ -84,6 +84,11 @@ char *run__marker_key(const char *scope, const char *run)
 	return faucet__sprintf("%s::__rollback__::%s", scope, run);
 }
 
+char *run__marker_part_key(const char *marker_key, size_t n)
+{
+	return faucet__sprintf("%s::%zu", marker_key, n);
+}
+
 /* ---- private trees ------------------------------------------------------------ */
 
 static int private_tree(const faucet_value *v, json_object **out)
@@ -453,6 +458,114 @@ int run__marker_value(const run_marker *m, faucet_value **out)
 	return rc;
 }
 
+/* Move part's images into m (its items taken; part left empty). */
+static int take_images(run_marker *m, run_marker *part)
+{
+	run_image *items;
+
+	if (part->count == 0)
+		return 0;
+	items = faucet__reserve(m->items, &m->cap, m->count + part->count, sizeof(run_image), 8);
+	if (items == NULL)
+		return FAUCET_ENOMEM;
+	m->items = items;
+	memcpy(items + m->count, part->items, part->count * sizeof(run_image));
+	m->count += part->count;
+	part->count = 0;
+	return 0;
+}
+
+/* After the parts were appended: sorted again, and a key in two documents
+ * (which no run writes) refused as not faucet's. */
+static int sort_images(run_marker *m, const char *key)
+{
+	qsort(m->items, m->count, sizeof(run_image), compare_images);
+	m->near = 0;
+	for (size_t i = 1; i < m->count; i++)
+		if (strcmp(m->items[i - 1].key, m->items[i].key) == 0)
+			return faucet_error_set(FAUCET_ERROR,
+						"%s: %s has images in two parts of the marker; "
+						"it is not one faucet wrote",
+						key, m->items[i].key);
+	return 0;
+}
+
+int run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
+		     int *exists, size_t *parts)
+{
+	faucet_value *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	*exists = 0;
+	memset(m, 0, sizeof(*m));
+	if ((rc = faucet_store_get(s, key, &v)) != 0 || v == NULL)
+		goto out;
+	if ((rc = run__marker_parse(v, key, run, m)) != 0)
+		goto out;
+	for (;;) {
+		char *pk = run__marker_part_key(key, n + 1);
+		faucet_value *pv = NULL;
+		run_marker part;
+
+		if (pk == NULL) {
+			rc = FAUCET_ENOMEM;
+			break;
+		}
+		rc = faucet_store_get(s, pk, &pv);
+		if (rc == 0 && pv != NULL && (rc = run__marker_parse(pv, pk, run, &part)) == 0) {
+			rc = take_images(m, &part);
+			run__marker_dispose(&part);
+			n++;
+		}
+		faucet_value_free(pv);
+		free(pk);
+		if (rc != 0 || pv == NULL)
+			break;
+	}
+	if (rc == 0 && n > 0)
+		rc = sort_images(m, key);
+	if (rc != 0)
+		run__marker_dispose(m);
+	*exists = rc == 0;
+out:
+	if (parts != NULL)
+		*parts = n;
+	faucet_value_free(v);
+	return rc;
+}
+
+int run__marker_delete(faucet_store *s, const char *key)
+{
+	int rc = faucet_store_delete(s, key);
+
+	/* The marker first: a crash part-way leaves parts that nothing reads
+	 * (a marker is only read through its main document), never a marker
+	 * that reads as fewer keys than its run changed. */
+	return rc == 0 ? run__marker_delete_parts(s, key) : rc;
+}
+
+int run__marker_delete_parts(faucet_store *s, const char *key)
+{
+	int rc = 0;
+
+	for (size_t n = 1; rc == 0; n++) {
+		char *pk = run__marker_part_key(key, n);
+		faucet_value *pv = NULL;
+
+		if (pk == NULL)
+			return FAUCET_ENOMEM;
+		rc = faucet_store_get(s, pk, &pv);
+		if (rc == 0 && pv != NULL)
+			rc = faucet_store_delete(s, pk);
+		free(pk);
+		if (pv == NULL)
+			break;
+		faucet_value_free(pv);
+	}
+	return rc;
+}
+
 void run__marker_dispose(run_marker *m)
 {
 	for (size_t i = 0; i < m->count; i++) {
@@ -631,7 +744,7 @@ done:
 	return 0;
 }
 
-int run__entry_set_keys(run_entry *e, const faucet_strarray *keys)
+int run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total)
 {
 	size_t n = keys ? keys->count : 0;
 
@@ -640,7 +753,7 @@ int run__entry_set_keys(run_entry *e, const faucet_strarray *keys)
 		if (faucet_strarray_push(&e->keys, keys->strings[i]) != 0)
 			return FAUCET_ENOMEM;
 	}
-	e->keys_total = n;
+	e->keys_total = total > n ? total : n;
 	return 0;
 }
 

@@ -10,15 +10,23 @@
  * belong to, else a pipeline-level run - the caller's hook decides, given
  * that row.
  *
- * Before-images are recorded ahead of the writes, a window at a time, the
- * window as large as what is recorded already: the marker (one document,
- * doc/design.md §8.1) is rewritten whole at each recording, so recording one
- * 10,000-key chunk at a time made an import of N keys write O(N^2) bytes
- * of marker (100 rewrites of up to 26 MB for a million keys); doubling
- * windows write less than twice the final marker in all.  The price: a
- * key's before-image may be read up to one window before the key is
- * written.  A key recorded but never written (the import stopped first)
- * is left alone by undo (see faucet_run__record).
+ * The first chunk's before-images go into the run's marker as any batch's
+ * do.  Each later chunk is recorded in a marker part of its own - its
+ * keys' before-images, read just before it, and the values it writes -
+ * written once before the chunk and never rewritten (faucet_run__put_part,
+ * doc/design.md §8.6): the marker then costs what its images weigh, where
+ * one document rewritten at every chunk made an import of N keys write
+ * O(N^2) bytes of marker.
+ *
+ * A run that cannot part (one others may join) records ahead instead, a
+ * window at a time, the window as large as what is recorded already:
+ * doubling windows write less than twice the final marker in all.  The
+ * price there: a key's before-image may be read up to one window before
+ * the key is written (read again just before the write, see
+ * read_ahead_again in run.c).  A key recorded but never written (the
+ * import stopped first) is left alone by undo (see faucet_run__record).
+ * Stale keys, deleted one at a time after the chunks, are recorded that
+ * way too.
  */
 #include <string.h>
 
@@ -39,7 +47,7 @@ typedef struct {
 } recorded_import;
 
 /* The smallest window: the import's own chunk. */
-#define WINDOW_MIN FAUCET_IMPORT_CHUNK
+#define WINDOW_MIN faucet__import_chunk
 
 /* Record keys[from..] ahead, unless keys[from, from + n) are recorded
  * already.  A failure here is left to the writes themselves, which record
@@ -93,9 +101,13 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 static int ri_put_batch(void *arg, const faucet_entry *entries, size_t count)
 {
 	recorded_import *ri = arg;
+	int part = ri->done > 0 && faucet_run__can_part(ri->run, entries, count);
 
-	record_ahead(ri, ri->names, ri->count, ri->done, count, &ri->ahead);
+	if (!part)
+		record_ahead(ri, ri->names, ri->count, ri->done, count, &ri->ahead);
 	ri->done += count;
+	if (part)
+		return faucet_run__put_part(ri->run, entries, count, NULL, NULL);
 	return faucet_run_put_batch(ri->run, entries, count);
 }
 
@@ -103,9 +115,13 @@ static int ri_put_prefix(void *arg, const faucet_entry *entries, size_t count, s
 			 size_t *unknown_from)
 {
 	recorded_import *ri = arg;
+	int part = ri->done > 0 && faucet_run__can_part(ri->run, entries, count);
 
-	record_ahead(ri, ri->names, ri->count, ri->done, count, &ri->ahead);
+	if (!part)
+		record_ahead(ri, ri->names, ri->count, ri->done, count, &ri->ahead);
 	ri->done += count;
+	if (part)
+		return faucet_run__put_part(ri->run, entries, count, written, unknown_from);
 	return faucet_run__put_prefix(ri->run, entries, count, written, unknown_from);
 }
 

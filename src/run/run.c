@@ -45,7 +45,9 @@
 
 #define CAS_ATTEMPTS 1000 /* lost races are short-lived; this is a safety stop */
 
-enum { AFTER_NONE = 0, AFTER_KNOWN = 1, AFTER_UNKNOWN = 2 };
+/* AFTER_PART: recorded, before and after, in a part of the marker
+ * (faucet_run__put_part), which is never rewritten. */
+enum { AFTER_NONE = 0, AFTER_KNOWN = 1, AFTER_UNKNOWN = 2, AFTER_PART = 3 };
 
 #define READ_CHUNK 10000 /* keys per get_many */
 
@@ -73,7 +75,8 @@ struct faucet_run {
 	/* Parallel to `recorded`: what this handle's writes of the key did -
 	 * AFTER_NONE (none: the key was recorded ahead and never written),
 	 * AFTER_KNOWN (the last one left after[i], NULL = absent) or
-	 * AFTER_UNKNOWN (it failed or its outcome is unknown) - so that the
+	 * AFTER_UNKNOWN (it failed or its outcome is unknown), AFTER_PART (in a
+	 * marker part, with the value written) - so that the
 	 * end need not read every key back.  Trusted only by a run that took
 	 * no lease: no other handle can join it (faucet_run_join needs the
 	 * lease), so only its own writes and outside writers touch its keys. */
@@ -106,6 +109,13 @@ struct faucet_run {
 	faucet_value *index_seen;
 	int index_seen_ok, indexed;
 	faucet_strarray retire;
+	faucet_strarray parts_retire; /* runs whose markers went, their parts not yet */
+	/* A big import's chunks after its first are recorded in marker parts
+	 * (faucet_run__put_part): how many were written, and the keys they
+	 * changed - the first RUN_STATUS_KEYS, and how many in all. */
+	size_t parts;
+	faucet_strarray part_changed;
+	size_t part_changed_total;
 };
 
 static int64_t wall_now(void)
@@ -300,6 +310,8 @@ void faucet_run_free(faucet_run *r)
 	faucet_strarray_dispose(&r->recorded);
 	faucet_value_free(r->index_seen);
 	faucet_strarray_dispose(&r->retire);
+	faucet_strarray_dispose(&r->parts_retire);
+	faucet_strarray_dispose(&r->part_changed);
 	free(r);
 }
 
@@ -435,7 +447,7 @@ static int edit_start(run_status *st, void *arg)
 			free(dead->outcome);
 			dead->outcome = o;
 			if (c->abandoned_keys != NULL &&
-			    run__entry_set_keys(dead, c->abandoned_keys) != 0)
+			    run__entry_set_keys(dead, c->abandoned_keys, 0) != 0)
 				return FAUCET_ENOMEM;
 		}
 	}
@@ -499,7 +511,7 @@ static int index_retire(faucet_store *s, const char *scope, const faucet_strarra
 	for (size_t i = 0; rc == 0 && i < dropped->count; i++) {
 		char *mk = run__marker_key(scope, dropped->strings[i]);
 
-		rc = mk ? faucet_store_delete(s, mk) : FAUCET_ENOMEM;
+		rc = mk ? run__marker_delete(s, mk) : FAUCET_ENOMEM;
 		free(mk);
 	}
 	return rc;
@@ -837,21 +849,16 @@ static int take_leases(faucet_run *r, uint64_t wait_ms, char **dead)
 static int dead_run_keys(faucet_run *r, const char *dead, faucet_strarray *keys, int *has_marker)
 {
 	char *mk = run__marker_key(r->scope, dead);
-	faucet_value *v = NULL;
 	run_marker m;
 	int rc;
 
 	*has_marker = 0;
 	if (mk == NULL)
 		return FAUCET_ENOMEM;
-	rc = faucet_store_get(r->s, mk, &v);
-	if (rc == 0 && v != NULL && (rc = run__marker_parse(v, mk, dead, &m)) == 0) {
-		*has_marker = 1;
-		for (size_t i = 0; rc == 0 && i < m.count; i++)
-			rc = faucet_strarray_push(keys, m.items[i].key);
-		run__marker_dispose(&m);
-	}
-	faucet_value_free(v);
+	rc = run__marker_load(r->s, mk, dead, &m, has_marker, NULL);
+	for (size_t i = 0; rc == 0 && i < m.count; i++)
+		rc = faucet_strarray_push(keys, m.items[i].key);
+	run__marker_dispose(&m);
 	free(mk);
 	return rc;
 }
@@ -1398,13 +1405,15 @@ static int first_guards_build(faucet_run *r, int attempt, first_guards *g)
 }
 
 /* The first `done` pushed-out runs had their markers dropped with the
- * guards: only the rest is left for the end to retire. */
-static void first_guards_unretired(first_guards *g, size_t done)
+ * guards: only the rest is left for the end to retire, and the parts of
+ * those (a big import's) to the end too (parts_retire). */
+static void first_guards_unretired(faucet_run *r, first_guards *g, size_t done)
 {
 	if (done == 0)
 		return;
+	/* Out of memory, a part is left behind: nothing reads it. */
 	for (size_t i = 0; i < done && i < g->dropped.count; i++)
-		free(g->dropped.strings[i]);
+		(void)faucet_strarray_push_owned(&r->parts_retire, g->dropped.strings[i]);
 	memmove(g->dropped.strings, g->dropped.strings + done,
 		(g->dropped.count - done) * sizeof(g->dropped.strings[0]));
 	g->dropped.count -= done;
@@ -1517,7 +1526,7 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
 			rc = first_put(r, &g, cur, next, (const char *const *)drop, ndrop, kp, final,
 				       written, &ended);
 		if (*written)
-			first_guards_unretired(&g, ndrop);
+			first_guards_unretired(r, &g, ndrop);
 		for (size_t i = 0; i < ndrop; i++)
 			free(drop[i]);
 		if (*written) {
@@ -1818,6 +1827,7 @@ static const faucet_value *first_write_expects(const write_req *q, int *known)
  */
 static int prepare(faucet_run *r, write_req *q, key_put *kp, int *noop)
 {
+	size_t at;
 	int rc;
 
 	if (noop != NULL)
@@ -1833,6 +1843,12 @@ static int prepare(faucet_run *r, write_req *q, key_put *kp, int *noop)
 						q->keys[i]);
 		if ((rc = faucet_validate_key(q->keys[i])) != 0)
 			return rc;
+		if (q->vals != NULL && r->parts > 0 && is_recorded(r, q->keys[i], &at) &&
+		    r->after_known[at] == AFTER_PART)
+			return faucet_error_set(FAUCET_EINVALID,
+						"%s: %s is recorded in a part of the marker, which is "
+						"never rewritten; this run cannot write it again",
+						r->id, q->keys[i]);
 	}
 	rc = read_before(r, q->keys, q->n, &q->todo_keys, &q->todo_vals, &q->todo);
 	if (rc == 0 && q->vals != NULL && !r->joined)
@@ -2165,6 +2181,163 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	return err;
 }
 
+/* ---- marker parts ----------------------------------------------------------------------------- */
+
+int faucet_run__can_part(faucet_run *r, const faucet_entry *entries, size_t count)
+{
+	size_t at;
+
+	/* Only a handle nobody joins, whose main marker exists: then no one
+	 * else writes this run's images, and the parts hang off a marker. */
+	if (r == NULL || r->leased || r->joined || r->marker == NULL || count == 0)
+		return 0;
+	for (size_t i = 0; i < count; i++)
+		if (is_recorded(r, entries[i].key, &at))
+			return 0;
+	return 1;
+}
+
+/* The part for `count` entries: each key's value now (its before-image,
+ * read here) and the value about to be written (its after-image).
+ * *dup when a key comes twice: then no part is made. */
+static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, run_marker *m,
+		      int *dup)
+{
+	const char **keys = NULL;
+	faucet_value **befores;
+	int rc = 0, added;
+
+	*dup = 0;
+	memset(m, 0, sizeof(*m));
+	befores = faucet__calloc(count, sizeof(*befores));
+	keys = faucet__calloc(count, sizeof(*keys));
+	if (befores == NULL || keys == NULL)
+		rc = FAUCET_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		keys[i] = entries[i].key;
+		if (faucet_run_is_bookkeeping_key(keys[i]))
+			rc = faucet_error_set(FAUCET_EINVALID,
+					      "%s is run bookkeeping; a run cannot write it", keys[i]);
+		else
+			rc = faucet_validate_key(keys[i]);
+	}
+	for (size_t from = 0; rc == 0 && from < count; from += READ_CHUNK) {
+		size_t k = count - from < READ_CHUNK ? count - from : READ_CHUNK;
+
+		rc = faucet_store_get_many(r->s, keys + from, k, befores + from);
+	}
+	if (rc == 0 && (m->run = faucet__strdup(r->id)) == NULL)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0)
+		rc = run__marker_add_many(m, keys, befores, count, &added);
+	if (rc == 0 && m->count != count)
+		*dup = 1;
+	for (size_t i = 0; rc == 0 && !*dup && i < count; i++) {
+		run_image *img = run__marker_find(m, keys[i]);
+
+		img->after = entries[i].value ? faucet_value_ref((faucet_value *)entries[i].value)
+					      : NULL;
+		img->after_known = 1;
+	}
+	m->has_after = 1;
+	for (size_t i = 0; befores != NULL && i < count; i++)
+		faucet_value_free(befores[i]);
+	free(befores);
+	free(keys);
+	if (rc != 0 || *dup)
+		run__marker_dispose(m);
+	return rc;
+}
+
+/* Write part number r->parts + 1, once: compare-and-put against its
+ * absence.  Found there already with the same text, it is ours (a reply
+ * that was lost); anything else is not. */
+static int part_write(faucet_run *r, const run_marker *m)
+{
+	char *pk = run__marker_part_key(r->marker_key, r->parts + 1);
+	faucet_value *v = NULL, *there = NULL;
+	int rc, written = 0;
+
+	if (pk == NULL)
+		return FAUCET_ENOMEM;
+	rc = run__marker_value(m, &v);
+	if (rc == 0)
+		rc = faucet_store_compare_and_put(r->s, pk, NULL, v, &written);
+	if (rc == 0 && !written && (rc = faucet_store_get(r->s, pk, &there)) == 0 &&
+	    !same_value(there, v))
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "%s is there already and is not this run's part: "
+				      "not writing over it",
+				      pk);
+	faucet_value_free(there);
+	faucet_value_free(v);
+	free(pk);
+	if (rc == 0)
+		r->parts++;
+	return rc;
+}
+
+/* The part's keys into `recorded` as AFTER_PART, and the ones it changes
+ * into part_changed (the first RUN_STATUS_KEYS) and part_changed_total. */
+static int part_remember(faucet_run *r, const run_marker *m)
+{
+	const char **keys = faucet__calloc(m->count ? m->count : 1, sizeof(*keys));
+	size_t at;
+	int rc;
+
+	if (keys == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < m->count; i++)
+		keys[i] = m->items[i].key;
+	rc = remember(r, keys, m->count);
+	free(keys);
+	for (size_t i = 0; rc == 0 && i < m->count; i++) {
+		const run_image *img = &m->items[i];
+
+		if (is_recorded(r, img->key, &at))
+			r->after_known[at] = AFTER_PART;
+		if (faucet_value_equal(img->before, img->after))
+			continue;
+		r->part_changed_total++;
+		if (r->part_changed.count < RUN_STATUS_KEYS)
+			rc = faucet_strarray_push(&r->part_changed, img->key);
+	}
+	return rc;
+}
+
+int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t count,
+			 size_t *written, size_t *unknown_from)
+{
+	run_marker m;
+	int rc, dup = 0;
+
+	if (written != NULL)
+		*written = *unknown_from = 0;
+	if (!faucet_run__can_part(r, entries, count))
+		goto plain;
+	if ((rc = fence(r)) != 0)
+		return rc;
+	if ((rc = part_build(r, entries, count, &m, &dup)) != 0)
+		return rc;
+	if (dup)
+		goto plain;
+	/* The part lands before the chunk: an import that dies in between
+	 * leaves images of keys still as they were, which undo passes by. */
+	rc = part_write(r, &m);
+	if (rc == 0)
+		rc = part_remember(r, &m);
+	run__marker_dispose(&m);
+	if (rc != 0)
+		return rc;
+	if (written != NULL)
+		return faucet__store_put_prefix(r->s, entries, count, written, unknown_from);
+	return faucet_store_put_batch(r->s, entries, count);
+plain:
+	if (written != NULL)
+		return faucet_run__put_prefix(r, entries, count, written, unknown_from);
+	return faucet_run_put_batch(r, entries, count);
+}
+
 /* ---- end ----------------------------------------------------------------------------------- */
 
 /* Whether two stored documents have the same text (a store that
@@ -2244,12 +2417,13 @@ static int changed_keys(const run_marker *m, faucet_strarray *keys)
 	return 0;
 }
 
-static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
+static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker, size_t *total)
 {
 	run_marker *m = &r->mcache;
 	int rc;
 
 	*has_marker = 0;
+	*total = 0;
 	if (r->marker == NULL && !r->leased)
 		return 0; /* nothing recorded, and nobody else records in this run */
 	/* A leased run's children write the marker too: read what they left. */
@@ -2258,6 +2432,16 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker)
 	faucet_strarray_dispose(keys);
 	if ((rc = changed_keys(m, keys)) != 0)
 		return rc;
+	*total = keys->count + r->part_changed_total;
+	/* The parts' changed keys after the marker's own (the status lists the
+	 * first of them; the parts have them all). */
+	for (size_t i = 0; i < r->part_changed.count && keys->count < RUN_STATUS_KEYS; i++)
+		if ((rc = faucet_strarray_push(keys, r->part_changed.strings[i])) != 0)
+			return rc;
+	if (r->parts > 0) {
+		*has_marker = 1;
+		return 0;
+	}
 	if (m->count == 0 && r->marker != NULL) {
 		int deleted = 0;
 
@@ -2283,6 +2467,7 @@ typedef struct {
 	int exit_status;
 	const char *message;
 	const faucet_strarray *keys;
+	size_t total; /* keys changed in all, when more than keys holds */
 } end_ctx;
 
 static int set_outcome(run_entry *e, const char *outcome)
@@ -2327,7 +2512,7 @@ static int edit_end(run_status *st, void *arg)
 	 * "undone". */
 	if (strcmp(e->outcome, "undone") != 0 && (rc = set_outcome(e, c->outcome)) != 0)
 		return rc;
-	if (run__entry_set_keys(e, c->keys) != 0)
+	if (run__entry_set_keys(e, c->keys, c->total) != 0)
 		return FAUCET_ENOMEM;
 	if (e->ended_at == NULL || (c->message && e->message == NULL))
 		return FAUCET_ENOMEM;
@@ -2354,9 +2539,25 @@ static int edit_end(run_status *st, void *arg)
 /* The end of a run that succeeded (exit status 0, no message) made to `st`. */
 static int end_edit_ok(faucet_run *r, run_status *st, const faucet_strarray *keys)
 {
-	end_ctx c = {r, "ok", 0, NULL, keys};
+	end_ctx c = {r, "ok", 0, NULL, keys, 0};
 
 	return edit_end(st, &c);
+}
+
+/* The parts of markers that a first put dropped with its guards. */
+static int retire_parts(faucet_run *r)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < r->parts_retire.count; i++) {
+		char *mk = run__marker_key(r->scope, r->parts_retire.strings[i]);
+
+		rc = mk ? run__marker_delete_parts(r->s, mk) : FAUCET_ENOMEM;
+		free(mk);
+	}
+	if (rc == 0)
+		faucet_strarray_dispose(&r->parts_retire);
+	return rc;
 }
 
 /*
@@ -2371,6 +2572,7 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 		   const char *message)
 {
 	faucet_strarray keys = {0};
+	size_t total = 0; /* keys changed: `keys` lists the first of them */
 	int rc, has_marker = 0;
 
 	if (r == NULL || r->joined)
@@ -2385,23 +2587,26 @@ int faucet_run_end(faucet_run *r, faucet_run_outcome outcome, int exit_status,
 	}
 	if ((rc = fence(r)) != 0)
 		return rc;
-	rc = record_after(r, &keys, &has_marker);
+	rc = record_after(r, &keys, &has_marker, &total);
 	if (rc == 0 && has_marker && !r->indexed)
 		rc = index_add(r->s, r->scope, r->index_key, r->id);
 	else if (rc == 0 && !has_marker && r->indexed)
 		rc = index_drop(r->s, r->index_key, r->id);
 	if (rc == 0)
 		rc = index_retire(r->s, r->scope, &r->retire);
+	if (rc == 0)
+		rc = retire_parts(r);
 	/* An end written with the run's last put (faucet_run_put_end) stands
 	 * when it says what this one would. */
 	if (rc == 0 && !(r->end_recorded && outcome == FAUCET_RUN_OK && exit_status == 0 &&
 			 message == NULL)) {
-		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message, &keys};
+		end_ctx c = {r, outcome == FAUCET_RUN_OK ? "ok" : "failed", exit_status, message,
+			     &keys, total};
 		rc = status_update(r, edit_end, &c);
 	}
 	if (rc == 0) {
 		r->ended = 1;
-		r->changed = keys.count;
+		r->changed = total;
 		rc = release_leases(r);
 	}
 	faucet_strarray_dispose(&keys);

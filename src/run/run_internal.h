@@ -67,6 +67,25 @@ int run__marker_add_many(run_marker *m, const char *const *keys,
 			 faucet_value *const *befores, size_t n, int *added);
 void run__marker_dispose(run_marker *m);
 
+/*
+ * A marker in parts.  A big import records each chunk after its first in a
+ * part of its own, "{marker key}::{n}" (n = 1, 2, ... with no gap), the same
+ * document as a marker, written once before the chunk's write and never
+ * rewritten: the marker then costs what its images weigh, not a rewrite of
+ * everything recorded so far per chunk (doc/design.md §8.6).  A key has
+ * images in one document only.
+ */
+char *run__marker_part_key(const char *marker_key, size_t n);
+/* The marker at `key` with every part's images merged in, sorted.  *exists
+ * 0 (and m empty) when there is no marker; *parts (may be NULL) gets how
+ * many parts it had. */
+int run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
+		     int *exists, size_t *parts);
+/* Delete the marker at `key`, then its parts. */
+int run__marker_delete(faucet_store *s, const char *key);
+/* Delete the parts of the marker at `key` (its main document gone). */
+int run__marker_delete_parts(faucet_store *s, const char *key);
+
 /* ---- status ------------------------------------------------------------------ */
 
 /* A status entry lists at most this many changed keys (the marker has them
@@ -101,8 +120,10 @@ run_entry *run__status_find(const run_status *st, const char *run);
 /* Put `e` first (taking its contents), dropping entries beyond 50. */
 int run__status_push(run_status *st, run_entry *e);
 void run__entry_dispose(run_entry *e);
-/* Set the entry's changed keys: the first RUN_STATUS_KEYS and the count. */
-int run__entry_set_keys(run_entry *e, const faucet_strarray *keys);
+/* Set the entry's changed keys: the first RUN_STATUS_KEYS of keys, and
+ * keys_total the larger of `total` and keys->count (a run whose changed
+ * keys are not all in memory says how many there were). */
+int run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total);
 void run__status_dispose(run_status *st);
 /* One entry as JSON text appended to b. */
 void run__entry_json(faucet_buf *b, const run_entry *e);
@@ -156,6 +177,19 @@ int faucet_run__record(faucet_run *r, const char *const *keys, size_t n);
  * there: the keys before it are written, it and those after are not. */
 int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t count,
 			   size_t *written, size_t *unknown_from);
+
+/* Whether faucet_run__put_part can record these entries in a marker part:
+ * a handle that took no lease and was not joined, whose marker exists,
+ * none of the keys recorded yet. */
+int faucet_run__can_part(faucet_run *r, const faucet_entry *entries, size_t count);
+/* A big import's chunk after its first: its before- and after-images in a
+ * new part of the marker (written once, never rewritten), then the chunk
+ * written - all-or-nothing as faucet_store_put_batch, or with `written`
+ * (and unknown_from) as faucet__store_put_prefix.  Falls back to
+ * faucet_run_put_batch / faucet_run__put_prefix when it cannot part.  A
+ * key recorded in a part cannot be written again by the handle. */
+int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t count,
+			 size_t *written, size_t *unknown_from);
 
 /* Record a run that took no lease as "running" now rather than with its
  * first change (an undo with nothing left to restore must still mark its

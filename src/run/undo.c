@@ -137,23 +137,18 @@ static int load_status(faucet_store *s, const char *scope, run_status *st)
 	return rc;
 }
 
+/* The run's marker with its parts (a big import's) merged in. */
 static int load_marker(faucet_store *s, const char *scope, const char *run, run_marker *m,
 		       int *exists)
 {
 	char *key = run__marker_key(scope, run);
-	faucet_value *v = NULL;
 	int rc;
 
 	*exists = 0;
 	memset(m, 0, sizeof(*m));
 	if (key == NULL)
 		return FAUCET_ENOMEM;
-	rc = faucet_store_get(s, key, &v);
-	if (rc == 0 && v != NULL) {
-		rc = run__marker_parse(v, key, run, m);
-		*exists = rc == 0;
-	}
-	faucet_value_free(v);
+	rc = run__marker_load(s, key, run, m, exists, NULL);
 	free(key);
 	return rc;
 }

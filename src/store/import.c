@@ -42,7 +42,8 @@ void faucet_import_report_dispose(faucet_import_report *r)
 /* An import in progress.  The document's keys (in document order) are
  * known before anything is written; report->written takes them over and
  * counts how many have landed, so it never needs to allocate after a
- * failure.  Values pass through in chunks of at most FAUCET_IMPORT_CHUNK. */
+ * failure.  Values pass through in chunks of at most faucet__import_chunk
+ * (FAUCET_IMPORT_CHUNK). */
 typedef struct {
 	faucet_store *s;
 	faucet_import_report *r;
@@ -57,6 +58,8 @@ typedef struct {
 } importer;
 
 #define IMPORT_STOPPED 1 /* a write failed: the report says so */
+
+size_t faucet__import_chunk = FAUCET_IMPORT_CHUNK;
 
 /* Record the first failure in the report from the last error.  Returns
  * IMPORT_STOPPED, or FAUCET_ENOMEM when even the message cannot be kept. */
@@ -156,7 +159,7 @@ static int queue_entry(importer *imp, const faucet_value *value)
 	imp->chunk[imp->n].value = value;
 	imp->n++;
 	imp->next++;
-	return imp->n == FAUCET_IMPORT_CHUNK ? flush_chunk(imp) : 0;
+	return imp->n == faucet__import_chunk ? flush_chunk(imp) : 0;
 }
 
 static int compare_names(const void *a, const void *b)
@@ -285,7 +288,7 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 		return rc;
 	}
 	r->written.strings = names;
-	r->atomic = faucet_store_supports_atomic_batch(s) && count <= FAUCET_IMPORT_CHUNK;
+	r->atomic = faucet_store_supports_atomic_batch(s) && count <= faucet__import_chunk;
 	if (o->dry_run) {
 		r->dry_run = 1;
 		r->written.count = count;
@@ -314,8 +317,8 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 		}
 		imp.w = active ? w : NULL;
 	}
-	imp.chunk = faucet__calloc(count < FAUCET_IMPORT_CHUNK ? (count ? count : 1)
-							       : FAUCET_IMPORT_CHUNK,
+	imp.chunk = faucet__calloc(count < faucet__import_chunk ? (count ? count : 1)
+							       : faucet__import_chunk,
 				   sizeof(*imp.chunk));
 	rc = imp.chunk != NULL ? source(&imp, src) : FAUCET_ENOMEM;
 	if (rc == 0)

@@ -19,6 +19,7 @@
 #include "testutil.h"
 #include "contract.h"
 #include "run/run_internal.h"
+#include "store/export_internal.h"
 #include "store/open_internal.h"
 
 typedef contract_fixture fixture;
@@ -1869,6 +1870,197 @@ static void a_delete_batch_is_recorded_and_undone(void **state)
 	faucet_undo_result_dispose(&res);
 }
 
+/* ---- a big import: its marker in parts ------------------------------------------------- */
+
+/* The import's chunk is made small here (faucet__import_chunk), so that a
+ * few hundred keys make three chunks on every backend: a real chunk is
+ * 10,000 keys, whose undo, one durable compare-and-put a key, would take
+ * minutes on the file store and etcd. */
+#define BIG_CHUNK 50
+#define BIG_IMPORT (2 * BIG_CHUNK + 5) /* three chunks: the last two in parts */
+
+static int big_setup(void **state)
+{
+	faucet__import_chunk = BIG_CHUNK;
+	return setup(state);
+}
+
+static int big_teardown(void **state)
+{
+	faucet__import_chunk = FAUCET_IMPORT_CHUNK;
+	return teardown(state);
+}
+
+typedef struct {
+	faucet_store *s;
+	faucet_run *run;
+} big_hook;
+
+static int big_begin(void *ctx, const char *pipeline, const char *row, faucet_run **run)
+{
+	big_hook *h = ctx;
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+
+	o.row = row;
+	o.pipeline_level = row == NULL;
+	o.no_lease = 1; /* as the CLI's import: nobody joins it */
+	o.exclusive = 1;
+	o.command = "contract import";
+	if (faucet_run_begin(&h->run, h->s, pipeline, &o) != 0)
+		fail_msg("begin import: %s", faucet_error_last()->message);
+	*run = h->run;
+	return 0;
+}
+
+/* Import BIG_IMPORT keys p::big::kNNNNN = {"new":N} as one run, left for
+ * the caller to end (h->run). */
+static void big_import(big_hook *h)
+{
+	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
+	faucet_import_report rep;
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	fputs("{\"version\":1,\"pipeline\":\"p\",\"keys\":{", f);
+	for (int i = 0; i < BIG_IMPORT; i++)
+		fprintf(f, "%s\"p::big::k%05d\":{\"new\":%d}", i ? "," : "", i, i);
+	fputs("}}", f);
+	rewind(f);
+	hook.begin_run = big_begin;
+	hook.ctx = h;
+	memset(&rep, 0, sizeof(rep));
+	if (faucet_import_file_recorded(h->s, f, NULL, &hook, &rep) != 0)
+		fail_msg("import: %s", faucet_error_last()->message);
+	assert_null(rep.error);
+	faucet_import_report_dispose(&rep);
+	fclose(f);
+	assert_non_null(h->run);
+}
+
+/* The marker document n of a run (0 = the main one, n > 0 its parts):
+ * its image count, or -1 when it is absent. */
+static long marker_doc_count(faucet_store *s, const char *mk, const char *id, size_t n)
+{
+	char *key = n ? run__marker_part_key(mk, n) : strdup(mk);
+	faucet_value *v = NULL;
+	run_marker m;
+	long count = -1;
+
+	assert_non_null(key);
+	assert_int_equal(faucet_store_get(s, key, &v), 0);
+	if (v != NULL) {
+		assert_int_equal(run__marker_parse(v, key, id, &m), 0);
+		count = (long)m.count;
+		run__marker_dispose(&m);
+	}
+	faucet_value_free(v);
+	free(key);
+	return count;
+}
+
+/* Fails before markers had parts: the whole marker was one document,
+ * rewritten at every chunk (O(N^2) bytes for an import of N keys).  Each
+ * chunk after the first is recorded in a part of its own, written once;
+ * undo reads them all back and restores every key. */
+static void a_big_import_is_recorded_in_parts_and_undone_whole(void **state)
+{
+	faucet_store *s = S(state);
+	big_hook h = {s, NULL};
+	faucet_undo_result res;
+	run_marker all;
+	run_status st;
+	size_t parts = 0;
+	int exists = 0;
+	char *id, *mk;
+
+	for (int i = 0; i < BIG_IMPORT; i += 10) {
+		char key[32], json[32];
+
+		snprintf(key, sizeof(key), "p::big::k%05d", i);
+		snprintf(json, sizeof(json), "{\"old\":%d}", i);
+		tu_put(s, key, json);
+	}
+	big_import(&h);
+	id = strdup(faucet_run_id(h.run));
+	mk = run__marker_key("p::big", id);
+	/* A key in a part is not the handle's to write again. */
+	{
+		faucet_value *v = tu_v("{\"again\":1}");
+
+		assert_int_equal(faucet_run_put(h.run, "p::big::k00104", v), FAUCET_EINVALID);
+		tu_assert_error_contains("part of the marker");
+		faucet_value_free(v);
+	}
+	end_ok(h.run);
+	tu_assert_value(s, "p::big::k00104", "{\"new\":104}");
+
+	assert_int_equal(marker_doc_count(s, mk, id, 0), BIG_CHUNK);
+	assert_int_equal(marker_doc_count(s, mk, id, 1), BIG_CHUNK);
+	assert_int_equal(marker_doc_count(s, mk, id, 2), 5);
+	assert_int_equal(marker_doc_count(s, mk, id, 3), -1);
+	assert_int_equal(run__marker_load(s, mk, id, &all, &exists, &parts), 0);
+	assert_true(exists);
+	assert_int_equal(parts, 2);
+	assert_int_equal(all.count, BIG_IMPORT);
+	for (size_t i = 1; i < all.count; i++)
+		assert_true(strcmp(all.items[i - 1].key, all.items[i].key) < 0);
+	run__marker_dispose(&all);
+	st = status_of(s, "p::big");
+	assert_string_equal(st.items[0].outcome, "ok");
+	assert_int_equal(st.items[0].keys_total, BIG_IMPORT);
+	run__status_dispose(&st);
+
+	res = undo(s, id, 0);
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, BIG_IMPORT);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::big::k00000", "{\"old\":0}");
+	tu_assert_value(s, "p::big::k00001", NULL);
+	tu_assert_value(s, "p::big::k00070", "{\"old\":70}");
+	tu_assert_value(s, "p::big::k00100", "{\"old\":100}");
+	tu_assert_value(s, "p::big::k00104", NULL);
+	free(mk);
+	free(id);
+}
+
+/* A later write by someone else of a key in a part is a conflict for the
+ * undo, as of a key in the main marker; and when the import's marker is
+ * retired (20 are kept), its parts go with it. */
+static void a_big_imports_parts_conflict_and_retire_with_it(void **state)
+{
+	faucet_store *s = S(state);
+	big_hook h = {s, NULL};
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
+	char *id, *mk;
+
+	big_import(&h);
+	id = strdup(faucet_run_id(h.run));
+	mk = run__marker_key("p::big", id);
+	end_ok(h.run);
+	tu_put(s, "p::big::k00070", "{\"operator\":1}");
+	o.run = id;
+	assert_int_equal(faucet_run_undo(s, "p", &o, &res), 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::big::k00070");
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::big::k00071", "{\"new\":71}"); /* nothing restored */
+
+	for (int i = 0; i < 20; i++) {
+		faucet_run *r = begin_write(s, "big", 0);
+		char json[16];
+
+		snprintf(json, sizeof(json), "%d", i);
+		run_put(r, "p::big::x", json);
+		end_ok(r);
+	}
+	assert_int_equal(marker_doc_count(s, mk, id, 0), -1);
+	assert_int_equal(marker_doc_count(s, mk, id, 1), -1);
+	assert_int_equal(marker_doc_count(s, mk, id, 2), -1);
+	free(mk);
+	free(id);
+}
+
 int contract_runs_run(const contract_backend *b)
 {
 	const struct CMUnitTest tests[] = {
@@ -1938,6 +2130,10 @@ int contract_runs_run(const contract_backend *b)
 		    teardown),
 		cmocka_unit_test_setup_teardown(a_delete_batch_is_recorded_and_undone, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_big_import_is_recorded_in_parts_and_undone_whole,
+						big_setup, big_teardown),
+		cmocka_unit_test_setup_teardown(a_big_imports_parts_conflict_and_retire_with_it,
+						big_setup, big_teardown),
 	};
 	char group[64];
 
