@@ -59,6 +59,8 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #   run-first-del-blind  the same for a run's first delete of a key
 #   run-parts-unread     a marker read without its parts (a big import's
 #                        chunks after the first: undo would leave them)
+#   run-undo-per-key     an undo's keys recorded one at a time with their
+#                        writes (its marker rewritten once a key: O(N^2))
 run_mutants() {
   local f
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1)
@@ -81,6 +83,8 @@ run_mutants() {
   [ -n "$f" ] && printf 'src/run/run.c\t%s\trun-first-del-blind\n' "$f"
   f=$(grep -n 'rc = faucet_store_get(s, pk, &pv);' src/run/docs.c | head -1 | cut -d: -f1)
   [ -n "$f" ] && printf 'src/run/docs.c\t%s\trun-parts-unread\n' "$f"
+  f=$(grep -n 'int rc = record_restores(u, steps, n, force);' src/run/undo.c | cut -d: -f1)
+  [ -n "$f" ] && printf 'src/run/undo.c\t%s\trun-undo-per-key\n' "$f"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -171,6 +175,8 @@ elif kind == 'run-first-del-blind':
              '(deleted = 1, faucet_store_delete(r->s, key))')
 elif kind == 'run-parts-unread':
     sub_line(r'rc = faucet_store_get\(s, pk, &pv\);', 'rc = 0, pv = NULL;')
+elif kind == 'run-undo-per-key':
+    sub_line(r'record_restores\(u, steps, n, force\)', '((void)record_restores, 0)')
 elif kind == 'then-before-key':
     # The follow-up's rename moved above the key's.
     moved = src.pop(line - 1)

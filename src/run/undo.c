@@ -607,11 +607,34 @@ static int roll_back(faucet_run *u, step *steps, size_t upto)
 	return 0;
 }
 
+/* The before-images of every key the undo will restore, recorded in its
+ * run's marker in one write.  Recorded one key at a time instead, with each
+ * key's first write, the marker - which grows by a key each time - would be
+ * rewritten once a key: an undo of N keys would write O(N^2) bytes of
+ * marker (hours for a big import's).  Each key is read again just before
+ * its write, so a put landing in between is still what the undo's own
+ * marker gives back. */
+static int record_restores(faucet_run *u, const step *steps, size_t n, int force)
+{
+	const char **keys = faucet__calloc(n ? n : 1, sizeof(*keys));
+	size_t k = 0;
+	int rc;
+
+	if (keys == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (steps[i].kind != STEP_DONE || force)
+			keys[k++] = steps[i].img->key;
+	rc = faucet_run__record(u, keys, k);
+	free(keys);
+	return rc;
+}
+
 /* Restore every planned key; on a conflict met on the way, roll back. */
 static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force, size_t max,
 		 faucet_undo_result *res)
 {
-	int rc = 0;
+	int rc = record_restores(u, steps, n, force);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		int ok = 1;
