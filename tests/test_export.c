@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "internal.h" /* faucet_strarray_push */
+#include "store/export_internal.h"
 #include <faucet/sys/store_backend.h>
 
 #define N_ITEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -883,10 +884,33 @@ static void get_many_reads_values_in_key_order(void **state)
 	free(dir);
 }
 
+/* FAUCET_TEST_IMPORT_CHUNK makes an import's chunk smaller for tests; any
+ * value that is not a whole number from 1 to FAUCET_IMPORT_CHUNK leaves the
+ * chunk as it is. */
+static void the_import_chunk_is_only_made_smaller_by_a_valid_number(void **state)
+{
+	static const char *const ignored[] = {"", "0", "-1", "05", "x", "12x", " 3",
+					      "10001", "99999999999999999999999"};
+	(void)state;
+
+	assert_int_equal(unsetenv("FAUCET_TEST_IMPORT_CHUNK"), 0);
+	assert_int_equal(faucet__import_chunk(), FAUCET_IMPORT_CHUNK);
+	assert_int_equal(setenv("FAUCET_TEST_IMPORT_CHUNK", "1", 1), 0);
+	assert_int_equal(faucet__import_chunk(), 1);
+	assert_int_equal(setenv("FAUCET_TEST_IMPORT_CHUNK", "10000", 1), 0);
+	assert_int_equal(faucet__import_chunk(), FAUCET_IMPORT_CHUNK);
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+		assert_int_equal(setenv("FAUCET_TEST_IMPORT_CHUNK", ignored[i], 1), 0);
+		assert_int_equal(faucet__import_chunk(), FAUCET_IMPORT_CHUNK);
+	}
+	assert_int_equal(unsetenv("FAUCET_TEST_IMPORT_CHUNK"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(export_document_parses_and_validates),
+		cmocka_unit_test(the_import_chunk_is_only_made_smaller_by_a_valid_number),
 		cmocka_unit_test(documents_of_the_wrong_shape_are_refused),
 		cmocka_unit_test(malformed_document_text_is_refused_with_the_offset),
 		cmocka_unit_test(set_keeps_keys_sorted_and_replaces),

@@ -44,10 +44,9 @@ typedef struct {
 	size_t count, nstale;
 	size_t done, sdone;   /* names / stale keys handed to the writes so far */
 	size_t ahead, sahead; /* names / stale keys recorded so far */
+	size_t window_min;    /* the smallest window: the import's own chunk */
 } recorded_import;
 
-/* The smallest window: the import's own chunk. */
-#define WINDOW_MIN faucet__import_chunk
 
 /* Record keys[from..] ahead, unless keys[from, from + n) are recorded
  * already.  A failure here is left to the writes themselves, which record
@@ -59,7 +58,7 @@ static void record_ahead(recorded_import *ri, const char *const *keys, size_t to
 
 	if (from + n <= *ahead)
 		return;
-	w = recorded > WINDOW_MIN ? recorded : WINDOW_MIN;
+	w = recorded > ri->window_min ? recorded : ri->window_min;
 	w = w > n ? w : n;
 	w = w < total - from ? w : total - from;
 	if (faucet_run__record(ri->run, keys + from, w) == 0)
@@ -95,6 +94,7 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 	ri->count = count;
 	ri->stale = stale;
 	ri->nstale = nstale;
+	ri->window_min = faucet__import_chunk();
 	return rc;
 }
 

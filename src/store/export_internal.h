@@ -74,10 +74,11 @@ int faucet__export_parse_entry_value(const char *key, const char *text, size_t l
 /* Drop run bookkeeping keys from `keys`, in place. */
 void faucet__export_drop_bookkeeping(faucet_strarray *keys);
 
-/* The keys an import writes at a time: FAUCET_IMPORT_CHUNK.  Tests set a
- * smaller one (before any import starts, never concurrently with one) to
- * cover many chunks with few keys. */
-extern size_t faucet__import_chunk;
+/* The keys an import writes at a time: FAUCET_IMPORT_CHUNK, or a smaller
+ * number from 1 up given by the environment's FAUCET_TEST_IMPORT_CHUNK, with
+ * which tests (the contract suite, the history checker) cover many chunks -
+ * a big import's marker parts - with few keys. */
+size_t faucet__import_chunk(void);
 
 /* faucet_import_file() with its writes made through `w` (NULL = the store). */
 int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_options *opts,

@@ -42,8 +42,8 @@ void faucet_import_report_dispose(faucet_import_report *r)
 /* An import in progress.  The document's keys (in document order) are
  * known before anything is written; report->written takes them over and
  * counts how many have landed, so it never needs to allocate after a
- * failure.  Values pass through in chunks of at most faucet__import_chunk
- * (FAUCET_IMPORT_CHUNK). */
+ * failure.  Values pass through in chunks of at most FAUCET_IMPORT_CHUNK
+ * (faucet__import_chunk()). */
 typedef struct {
 	faucet_store *s;
 	faucet_import_report *r;
@@ -54,12 +54,26 @@ typedef struct {
 	faucet_entry *chunk;
 	size_t n;              /* entries in the chunk */
 	size_t next;           /* index of the next document entry */
+	size_t max;            /* entries a chunk holds: faucet__import_chunk() */
 	const faucet__import_writer *w; /* the writes go through it, or NULL */
 } importer;
 
 #define IMPORT_STOPPED 1 /* a write failed: the report says so */
 
-size_t faucet__import_chunk = FAUCET_IMPORT_CHUNK;
+size_t faucet__import_chunk(void)
+{
+	const char *e = getenv("FAUCET_TEST_IMPORT_CHUNK");
+	char *end = NULL;
+	unsigned long n;
+
+	if (e == NULL || *e < '1' || *e > '9')
+		return FAUCET_IMPORT_CHUNK;
+	errno = 0;
+	n = strtoul(e, &end, 10);
+	if (errno != 0 || *end != '\0' || n > FAUCET_IMPORT_CHUNK)
+		return FAUCET_IMPORT_CHUNK;
+	return (size_t)n;
+}
 
 /* Record the first failure in the report from the last error.  Returns
  * IMPORT_STOPPED, or FAUCET_ENOMEM when even the message cannot be kept. */
@@ -159,7 +173,7 @@ static int queue_entry(importer *imp, const faucet_value *value)
 	imp->chunk[imp->n].value = value;
 	imp->n++;
 	imp->next++;
-	return imp->n == faucet__import_chunk ? flush_chunk(imp) : 0;
+	return imp->n == imp->max ? flush_chunk(imp) : 0;
 }
 
 static int compare_names(const void *a, const void *b)
@@ -288,14 +302,15 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 		return rc;
 	}
 	r->written.strings = names;
-	r->atomic = faucet_store_supports_atomic_batch(s) && count <= faucet__import_chunk;
+	memset(&imp, 0, sizeof(imp));
+	imp.max = faucet__import_chunk();
+	r->atomic = faucet_store_supports_atomic_batch(s) && count <= imp.max;
 	if (o->dry_run) {
 		r->dry_run = 1;
 		r->written.count = count;
 		r->deleted = stale;
 		return 0;
 	}
-	memset(&imp, 0, sizeof(imp));
 	imp.s = s;
 	imp.r = r;
 	imp.names = names;
@@ -317,8 +332,7 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 		}
 		imp.w = active ? w : NULL;
 	}
-	imp.chunk = faucet__calloc(count < faucet__import_chunk ? (count ? count : 1)
-							       : faucet__import_chunk,
+	imp.chunk = faucet__calloc(count < imp.max ? (count ? count : 1) : imp.max,
 				   sizeof(*imp.chunk));
 	rc = imp.chunk != NULL ? source(&imp, src) : FAUCET_ENOMEM;
 	if (rc == 0)

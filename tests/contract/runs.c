@@ -1884,22 +1884,23 @@ static void a_delete_batch_is_recorded_and_undone(void **state)
 
 /* ---- a big import: its marker in parts ------------------------------------------------- */
 
-/* The import's chunk is made small here (faucet__import_chunk), so that a
- * few hundred keys make three chunks on every backend: a real chunk is
- * 10,000 keys, whose undo, one durable compare-and-put a key, would take
- * minutes on the file store and etcd. */
+/* The import's chunk is made small here (FAUCET_TEST_IMPORT_CHUNK, read by
+ * faucet__import_chunk), so that a hundred keys make three chunks on every
+ * backend: a real chunk is 10,000 keys, whose undo, one durable
+ * compare-and-put a key, would take minutes on the file store and etcd. */
 #define BIG_CHUNK 50
 #define BIG_IMPORT (2 * BIG_CHUNK + 5) /* three chunks: the last two in parts */
 
 static int big_setup(void **state)
 {
-	faucet__import_chunk = BIG_CHUNK;
+	assert_int_equal(setenv("FAUCET_TEST_IMPORT_CHUNK", "50", 1), 0);
+	assert_int_equal(faucet__import_chunk(), BIG_CHUNK);
 	return setup(state);
 }
 
 static int big_teardown(void **state)
 {
-	faucet__import_chunk = FAUCET_IMPORT_CHUNK;
+	assert_int_equal(unsetenv("FAUCET_TEST_IMPORT_CHUNK"), 0);
 	return teardown(state);
 }
 

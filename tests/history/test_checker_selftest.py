@@ -5,7 +5,8 @@ Hand-made histories fed to check_history's checks: correct ones must be
 accepted, each kind of violation (a lost write, a stale read, an undo that
 clobbers a later run's write, a wrong after-image, a half-done conflicting
 undo, a history that disagrees with the store, a value nobody wrote, a
-no-op write that records a run, an undo that gives back a stale before-image)
+no-op write that records a run, an undo that gives back a stale before-image,
+an undo that leaves out a key its run wrote)
 must be flagged by its rule.
 """
 
@@ -214,6 +215,28 @@ class AfterImage(unittest.TestCase):
         self.assertEqual(rules(ch.check_after_images(ops)), ["R3"])
         ops[2].out["steps"][0]["replaced"] = {"w": "2"}
         self.assertEqual(ch.check_after_images(ops), [])
+
+
+class UndoComplete(unittest.TestCase):
+    """R10 (in R1's search): an undo without a step for a key its run wrote
+    must have found the key at its before-image."""
+
+    def history(self, stepped, later_delete=False):
+        ops = [op("import", inv=0, cmp=10, run=R1, values={"P::a": v("1"), "P::b": v("2")})]
+        if later_delete:
+            ops.append(op("delete", "P::b", None, 11, 15, run=R2))
+        ops.append(op("undo", inv=20, cmp=30, run=UNDO,
+                      out={"undone": R1, "run": UNDO,
+                           "steps": [{"key": k, "replaced": {"w": "1"}, "restored_to": None}
+                                     for k in stepped]}))
+        ops += [final_read("P::a", None), final_read("P::b", None if later_delete else v("2"))]
+        return ops
+
+    def test_undo_that_leaves_a_key_out_flagged(self):
+        self.assertEqual(rules(ch.check_linearizable(self.history(["P::a"]))), ["R1"])
+
+    def test_undo_may_find_a_key_a_later_write_put_back(self):
+        self.assertEqual(ch.check_linearizable(self.history(["P::a"], later_delete=True)), [])
 
 
 class Retries(unittest.TestCase):
