@@ -1816,6 +1816,23 @@ static const faucet_value *first_write_expects(const write_req *q, int *known)
 	return q->todo == 1 ? q->todo_vals[0] : q->again_vals[0];
 }
 
+/* Whether this write of q's one key must hold against the before-image just
+ * read (*expects, borrowed from q): the handle's first write of the key -
+ * for a joined handle, the run's first (the run's shared marker had no
+ * image of it before this write recorded one), or that write tried again
+ * after the key moved (q->moved: the image recorded anew).  A key another
+ * handle of the run wrote first keeps that handle's before-image, and this
+ * write of it is a later write of the run. */
+static int holds_first(const faucet_run *r, const write_req *q, const faucet_value **expects)
+{
+	int known;
+
+	*expects = first_write_expects(q, &known);
+	if (!known || !r->joined)
+		return known;
+	return q->todo == 1 ? !q->had_image : q->moved;
+}
+
 /*
  * Before a write of q->keys: the run is checked and fenced, the before-image
  * of every key it has not touched yet recorded, and (a run that logs them)
@@ -1851,7 +1868,7 @@ static int prepare(faucet_run *r, write_req *q, key_put *kp, int *noop)
 						r->id, q->keys[i]);
 	}
 	rc = read_before(r, q->keys, q->n, &q->todo_keys, &q->todo_vals, &q->todo);
-	if (rc == 0 && q->vals != NULL && !r->joined)
+	if (rc == 0 && q->vals != NULL && (!r->joined || q->moved))
 		rc = read_ahead_again(r, q);
 	if (rc == 0 && noop != NULL && q->n == 1 && q->vals != NULL && q->todo == 1 &&
 	    same_value(q->todo_vals[0], q->vals[0])) {
@@ -1903,6 +1920,24 @@ static int kept_moving(const faucet_run *r, const char *key)
 				r->id, key, CAS_ATTEMPTS);
 }
 
+/* A joined handle's put of kp's key, written apart from its images (which
+ * prepare recorded): with compare-and-put against the before-image when it
+ * is the run's first write of the key (holds_first), plainly otherwise.
+ * The outcome goes into kp as a guarded put's would (done, rc, moved). */
+static void joined_put(faucet_run *r, const write_req *q, key_put *kp)
+{
+	const faucet_value *expects;
+	int written = 0;
+
+	kp->done = 1;
+	if (!holds_first(r, q, &expects)) {
+		kp->rc = faucet_store_put(r->s, kp->key, kp->value);
+		return;
+	}
+	kp->rc = faucet_store_compare_and_put(r->s, kp->key, expects, kp->value, &written);
+	kp->moved = kp->rc == 0 && !written;
+}
+
 int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 {
 	key_put kp = {0};
@@ -1920,6 +1955,8 @@ int faucet_run_put(faucet_run *r, const char *key, const faucet_value *value)
 		kp.key = key;
 		kp.value = value;
 		rc = prepare(r, &q, &kp, &noop);
+		if (rc == 0 && !noop && r->joined)
+			joined_put(r, &q, &kp);
 		req_dispose(&q);
 		if (rc != 0 || noop)
 			return rc;
@@ -1966,20 +2003,24 @@ int faucet_run_delete(faucet_run *r, const char *key)
 		int first = 0, deleted = 0, present;
 		faucet_value *expected;
 
+		const faucet_value *expects = NULL;
+
 		rc = prepare(r, &q, NULL, &noop);
-		expected = faucet_value_ref((faucet_value *)first_write_expects(&q, &first));
+		if (rc == 0)
+			first = holds_first(r, &q, &expects);
+		expected = faucet_value_ref((faucet_value *)expects);
 		req_dispose(&q);
 		if (rc != 0 || noop) {
 			faucet_value_free(expected);
 			return rc;
 		}
 		present = expected != NULL; /* (absent when read again: nothing to delete) */
-		if (!first || r->joined)
+		if (!first)
 			rc = faucet_store_delete(r->s, key);
 		else if (present)
 			rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);
 		faucet_value_free(expected);
-		if (rc != 0 || !first || r->joined || !present || deleted)
+		if (rc != 0 || !first || !present || deleted)
 			break;
 		if (attempt + 1 >= CAS_ATTEMPTS)
 			return kept_moving(r, key);
@@ -1994,12 +2035,14 @@ static int run_cas(faucet_run *r, const char *key, const faucet_value *expected,
 {
 	write_req q = {.keys = &key, .vals = &value, .n = 1};
 	int rc = prepare(r, &q, NULL, NULL), ok = 0, first = 0;
-	const faucet_value *before = rc == 0 ? first_write_expects(&q, &first) : NULL;
+	const faucet_value *before = NULL;
 
+	if (rc == 0)
+		first = holds_first(r, &q, &before);
 	/* The key's first write: its before-image, just read, is not what the
 	 * condition wants - the condition did not hold then (a put landing on
 	 * the key since must not make it hold against a stale image). */
-	if (rc == 0 && first && !r->joined && !faucet_value_equal(before, expected)) {
+	if (rc == 0 && first && !faucet_value_equal(before, expected)) {
 		note_after(r, key, value, NOTE_NOTHING);
 		if (logs_after(r))
 			(void)marker_update(r, 0, edit_forget, &q, NULL);

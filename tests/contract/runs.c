@@ -1759,6 +1759,44 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 	}
 }
 
+/* The same for a command of a `faucet run` (a handle that joined the run):
+ * its first write of a key - the run's first - replaces exactly the
+ * before-image it recorded in the run's shared marker.  A put that landed
+ * between the read and the write is recorded instead and given back by
+ * undo; a key another handle of the run wrote first is not the joined
+ * handle's first write, and keeps that handle's before-image.  Fails
+ * before a joined handle's first write was conditional. */
+static void undo_restores_a_put_that_landed_before_a_joined_handles_first_write(void **state)
+{
+	faucet_store *s = S(state);
+	const char *k = "p::default::a";
+
+	for (int del = 0; del < 2; del++) {
+		faucet_run *leader = begin(s, NULL), *child = NULL;
+		faucet_store *rs;
+		faucet_undo_result res;
+
+		tu_put(s, k, "{\"v\":0}");
+		rs = racing(s, k, "{\"v\":\"put in the window\"}");
+		assert_int_equal(faucet_run_join(&child, rs, "p", NULL, faucet_run_id(leader)), 0);
+		if (del)
+			assert_int_equal(faucet_run_delete(child, k), 0);
+		else
+			run_put(child, k, "{\"v\":\"the child\"}");
+		tu_assert_value(s, k, del ? NULL : "{\"v\":\"the child\"}");
+		/* The leader's later write of the key is not a first write. */
+		run_put(leader, k, "{\"v\":\"the leader\"}");
+		faucet_run_free(child);
+		end_ok(leader);
+		faucet_store_free(rs);
+		res = undo(s, NULL, 0);
+		assert_false(res.conflict);
+		assert_int_equal(res.restored.count, 1);
+		faucet_undo_result_dispose(&res);
+		tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+	}
+}
+
 /* A run's compare-and-put whose condition did not hold when the key was
  * read does not write, even when a put lands the expected value on the key
  * before the write: the run's before-image would be a value the key no
@@ -2181,6 +2219,9 @@ int contract_runs_run(const contract_backend *b)
 						big_setup, big_teardown),
 		cmocka_unit_test_setup_teardown(an_undo_of_many_keys_writes_its_marker_a_few_times,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    undo_restores_a_put_that_landed_before_a_joined_handles_first_write, setup,
+		    teardown),
 	};
 	char group[64];
 

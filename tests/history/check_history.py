@@ -44,8 +44,9 @@ What it does, for each (backend, seed):
    R7 a write that changes nothing records no run (`"run": null`).
    R8 a SIGKILLed `faucet run` leaves nothing of its command alive 3 s later.
    R9 (within R1's search) an undo step of run U restores what the key held
-      just before U's write - for U a `state put`/`delete`/compare-and-put,
-      whose first write holds against its before-image (§8.2); a put that
+      just before U's write - for U a `state put`/`delete`/compare-and-put
+      or a `faucet run` whose command writes the key, whose first write
+      holds against its before-image (§8.2); a put that
       landed between U's read of the key and its write is given back, not
       the value from before it.
    R10 (within R1's search) an undo of U that succeeded without a step for
@@ -858,12 +859,13 @@ def register_events(ops, key):
 
 WILD = object()
 
-# The op kinds whose write is a run's first (and only) write of its key
-# made by a handle that has not joined a run: the before-image it records is
-# what the key held just before the write (doc/design.md §8.2).  Joined
-# children ("cput") and imports are left out: their window is still open
-# (§8.2, "What is not closed yet").
-BEFORE_KINDS = ("put", "delete", "cas")
+# The op kinds whose write is a run's first write of its key that holds
+# against the before-image it records: what the key held just before the
+# write (doc/design.md §8.2) - a `state put`/`delete`/compare-and-put, and a
+# command of a `faucet run` ("cput", a joined handle: its run's first write
+# of the key).  Imports are left out: their window is still open (§8.2,
+# "What is not closed yet").
+BEFORE_KINDS = ("put", "delete", "cas", "cput")
 
 
 def before_of(befores, run):
