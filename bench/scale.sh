@@ -8,7 +8,8 @@
 # For each backend and size: import a generated export document of that
 # many keys into an empty store, list the namespace, export it, copy it to
 # a second empty store of the same backend, then a fresh-process get and
-# put of one key.  Every cell is one whole `faucet` process, timed with
+# put of one key, then the import's undo (the put's undone first; `undo`:
+# every key restored by one process).  Every cell is one whole `faucet` process, timed with
 # /usr/bin/time: wall seconds and peak RSS (MB).  --max-file caps the file
 # store's sizes (its import pays two fsyncs per key), --max-etcd etcd's
 # (default 100000: etcd's gateway answers a range of 100,000 keys in
@@ -144,7 +145,7 @@ cell() { # ARGS...
   fi
 }
 
-printf '%-9s %8s  %-14s %-14s %-14s %-14s %-14s %-14s %s\n' backend keys import list export copy get put doc
+printf '%-9s %8s  %-14s %-14s %-14s %-14s %-14s %-14s %-14s %s\n' backend keys import list export copy get put undo doc
 for b in $backends; do
   for n in $sizes; do
     if [ "$b" = file ] && [ "$n" -gt "$max_file" ]; then
@@ -169,8 +170,12 @@ for b in $backends; do
     cpy=$(cell --state "$src" state copy scale --to "$dst")
     get=$(cell --state "$src" state get scale::row0000500)
     put=$(cell --state "$src" state put scale::row0000500 '{"cursor":1}')
-    printf '%-9s %8s  %-14s %-14s %-14s %-14s %-14s %-14s %sMB\n' "$b" "$n" "$imp" "$lst" "$exp" \
-      "$cpy" "$get" "$put" "$(awk -v b="$(stat -c %s "$doc")" 'BEGIN {printf "%.1f", b / 1048576}')"
+    # The import's undo (every key restored, its bookkeeping read and
+    # written): the put's undo first, so that the import is the newest run.
+    "$faucet" -q --state "$src" state undo scale >/dev/null 2>&1 || true
+    und=$(cell --state "$src" state undo scale)
+    printf '%-9s %8s  %-14s %-14s %-14s %-14s %-14s %-14s %-14s %sMB\n' "$b" "$n" "$imp" "$lst" "$exp" \
+      "$cpy" "$get" "$put" "$und" "$(awk -v b="$(stat -c %s "$doc")" 'BEGIN {printf "%.1f", b / 1048576}')"
     drop "$b" "$n" ""
     drop "$b" "$n" "_copy"
     if [ "$b" = redis ]; then
