@@ -123,9 +123,13 @@ class Linearizability(unittest.TestCase):
         undo.out["steps"][0]["restored_to"] = {"w": "1"}
         ops[-1] = final_read("P::a", v("1"))
         self.assertEqual(rules(ch.check_linearizable(ops)), ["R9"])
-        # A joined child's write is not held to it (its window is open, §8.2).
+        # A joined child's first write is held to it as well (§8.2) ...
         for o in ops[1:3]:
             o.kind = "cput"
+        self.assertEqual(rules(ch.check_linearizable(ops)), ["R9"])
+        # ... an import's is not (its window is still open, §8.2).
+        for o in ops[1:3]:
+            o.kind, o.values = "import", {"P::a": o.value}
         self.assertEqual(ch.check_linearizable(ops), [])
 
     def test_undo_without_steps_is_a_wildcard(self):
