@@ -1729,6 +1729,18 @@ static faucet_store *racing(faucet_store *s, const char *key, const char *value)
  * before-image instead, and undo gives it back - for a CLI-style write
  * (lazy, its bookkeeping with the key's put) and a leased run, a put and a
  * delete. */
+/* Undo the newest run of s: no conflict, one key restored, and k holds the
+ * put that landed in the run's window again. */
+static void undo_gives_back_the_window_put(faucet_store *s, const char *k)
+{
+	faucet_undo_result res = undo(s, NULL, 0);
+
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, 1);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+}
+
 static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **state)
 {
 	faucet_store *s = S(state);
@@ -1737,7 +1749,6 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 	for (int leased = 0; leased < 2; leased++) {
 		for (int del = 0; del < 2; del++) {
 			faucet_store *rs;
-			faucet_undo_result res;
 			faucet_run *w;
 
 			tu_put(s, k, "{\"v\":0}");
@@ -1750,11 +1761,7 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 			tu_assert_value(s, k, del ? NULL : "{\"v\":\"the run\"}");
 			end_ok(w);
 			faucet_store_free(rs);
-			res = undo(s, NULL, 0);
-			assert_false(res.conflict);
-			assert_int_equal(res.restored.count, 1);
-			faucet_undo_result_dispose(&res);
-			tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+			undo_gives_back_the_window_put(s, k);
 		}
 	}
 }
@@ -1774,7 +1781,6 @@ static void undo_restores_a_put_that_landed_before_a_joined_handles_first_write(
 	for (int del = 0; del < 2; del++) {
 		faucet_run *leader = begin(s, NULL), *child = NULL;
 		faucet_store *rs;
-		faucet_undo_result res;
 
 		tu_put(s, k, "{\"v\":0}");
 		rs = racing(s, k, "{\"v\":\"put in the window\"}");
@@ -1789,11 +1795,7 @@ static void undo_restores_a_put_that_landed_before_a_joined_handles_first_write(
 		faucet_run_free(child);
 		end_ok(leader);
 		faucet_store_free(rs);
-		res = undo(s, NULL, 0);
-		assert_false(res.conflict);
-		assert_int_equal(res.restored.count, 1);
-		faucet_undo_result_dispose(&res);
-		tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+		undo_gives_back_the_window_put(s, k);
 	}
 }
 
