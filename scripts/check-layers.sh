@@ -52,7 +52,7 @@ if [ "${1:-}" = "--list" ]; then
 fi
 build=${1:-build}
 
-LAYERS=(util common proc crypto metrics values keys check store stores lease backfill run cli serve)
+LAYERS=(util common proc crypto metrics values keys check store stores config lease backfill run cli serve)
 
 KNOWN=(
   # (none left: a new violation fails the check)
@@ -76,6 +76,7 @@ public_module() {
     common.h | export.h | version.h) echo util ;;
     value.h) echo values ;;
     store.h | sys/store_backend.h) echo store ;;
+    config.h) echo config ;;
     keys.h) echo keys ;;
     check.h) echo check ;;
     metrics.h) echo metrics ;;

@@ -10,7 +10,7 @@ packages=(
   postgresql redis-server
   etcd-server etcd-client libcurl4-openssl-dev curl
   python3 tzdata util-linux procps bsdutils zsh fish
-  python3-cffi python3-pytest python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
+  python3-cffi python3-pytest python3-setuptools python3-wheel python3-pip python3-venv
   chromium chromium-driver python3-selenium
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   abigail-tools

@@ -16,6 +16,7 @@
 #include "check.h"
 #include "metrics.h"
 #include "store.h"
+#include "config.h"
 #include "lease.h"
 #include "backfill.h"
 #include "run.h"

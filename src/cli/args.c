@@ -147,7 +147,7 @@ static void option_hint(const cli_option *opts, const char *name, char *out, siz
 		names[n++] = o->long_name;
 	for (const cli_option *o = global_options; o->long_name != NULL && n < 64; o++)
 		names[n++] = o->long_name;
-	best = cli_suggest(word, names, n);
+	best = faucet__suggest(word, names, n);
 	if (best != NULL)
 		(void)snprintf(out, size, " (did you mean --%s?)", best);
 }

@@ -97,7 +97,7 @@ static int parse_args(cli_context *ctx, int argc, char **argv, bf_args *a)
 			}
 			if (!it.positional_only) {
 				static const char *const subs[] = {"status"};
-				if (!a->status && cli_suggest(v, subs, 1) != NULL)
+				if (!a->status && faucet__suggest(v, subs, 1) != NULL)
 					return cli_usage_error(it.command, "unexpected argument '%s' "
 							       "(did you mean 'status'?)", v);
 				return cli_usage_error(it.command,
@@ -595,13 +595,13 @@ static int report(bf_view *v, const bf_args *a, const faucet_backfill_plan *p,
 /* ---- the command ---------------------------------------------------------- */
 
 /* Merge flags over the YAML's defaults and check every one of them. */
-static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
+static int resolve(cli_context *ctx, bf_args *a, const faucet_config *cfg,
 		   faucet_backfill_run_options *o, faucet_backfill_range *range)
 {
 	unsigned long long ttl_ms;
 
 	if (a->pipeline == NULL && cfg != NULL)
-		a->pipeline = cfg->name;
+		a->pipeline = faucet_config_name(cfg);
 	if (a->pipeline == NULL)
 		return cli_usage_error("backfill", "which pipeline? give -c FILE or --pipeline NAME");
 	if (a->from == NULL || a->to == NULL)
@@ -609,19 +609,18 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 	if (a->resume && a->restart)
 		return cli_usage_error("backfill", "--resume and --restart cannot be used together");
 	if (cfg != NULL) {
+		const faucet_config_backfill *d = faucet_config_backfill_defaults(cfg);
+
 		if (a->window == NULL)
-			a->window = cfg->backfill_window;
+			a->window = d->window;
 		if (a->timezone == NULL)
-			a->timezone = cfg->backfill_timezone;
-		if (a->concurrency == NULL && cfg->backfill_concurrency > 0)
-			o->concurrency = (unsigned)cfg->backfill_concurrency;
+			a->timezone = d->timezone;
+		if (a->concurrency == NULL && d->concurrency > 0)
+			o->concurrency = d->concurrency;
 		/* The config's command, copied so that it ends in NULL below. */
-		if (a->command.count == 0) {
-			const faucet_strarray *c = &cfg->backfill_command;
-			for (size_t i = 0; i < c->count; i++) {
-				if (faucet__strarray_append(&a->command, c->strings[i]) != 0)
-					return cli_fail(CLI_EXIT_FAILED, "backfill");
-			}
+		for (size_t i = 0, n = a->command.count == 0 ? d->command_count : 0; i < n; i++) {
+			if (faucet__strarray_append(&a->command, d->command[i]) != 0)
+				return cli_fail(CLI_EXIT_FAILED, "backfill");
 		}
 	}
 	if (a->command.count > 0) {
@@ -661,7 +660,7 @@ static int resolve(cli_context *ctx, bf_args *a, const cli_config *cfg,
 /* `backfill status`: the options a run takes and status does not. */
 static int status_main(cli_context *ctx, bf_args *a)
 {
-	const cli_config *cfg = NULL;
+	const faucet_config *cfg = NULL;
 	cli_backfill_status_args sa;
 	int rc;
 
@@ -674,13 +673,17 @@ static int status_main(cli_context *ctx, bf_args *a)
 	if (rc != 0)
 		return rc;
 	memset(&sa, 0, sizeof(sa));
-	sa.pipeline = a->pipeline ? a->pipeline : cfg ? cfg->name : NULL;
+	sa.pipeline = a->pipeline ? a->pipeline : cfg ? faucet_config_name(cfg) : NULL;
 	sa.hash = a->hash;
 	sa.tenant = a->tenant;
 	sa.range.from = a->from;
 	sa.range.to = a->to;
-	sa.range.window = a->window ? a->window : cfg ? cfg->backfill_window : NULL;
-	sa.range.timezone = a->timezone ? a->timezone : cfg ? cfg->backfill_timezone : NULL;
+	sa.range.window = a->window		? a->window
+			  : cfg			? faucet_config_backfill_defaults(cfg)->window
+						: NULL;
+	sa.range.timezone = a->timezone		? a->timezone
+			    : cfg		? faucet_config_backfill_defaults(cfg)->timezone
+						: NULL;
 	sa.range.row = a->row;
 	return cli_backfill_status(ctx, &sa);
 }
@@ -778,7 +781,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv)
 	faucet_backfill_host host;
 	faucet_backfill_range range;
 	faucet_backfill_plan *plan = NULL;
-	const cli_config *cfg = NULL;
+	const faucet_config *cfg = NULL;
 	faucet_store *s = NULL;
 	int rc;
 

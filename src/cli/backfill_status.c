@@ -19,7 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "suggest.h"
 #include "util.h"
 #include "backfill_status.h"
 #include "jsonw.h"
@@ -770,7 +769,7 @@ int cli_plan_failed(const char *command, const char *tz)
 
 	if (tz == NULL || faucet_error_last()->code != FAUCET_ECONFIG ||
 	    strstr(faucet_error_last()->message, "time zone") == NULL ||
-	    (best = cli_suggest_zone(tz)) == NULL)
+	    (best = faucet__suggest_zone(tz)) == NULL)
 		return cli_fail(CLI_EXIT_USAGE, "%s", command);
 	rc = cli_error(CLI_EXIT_USAGE, "%s: %s (did you mean '%s'?)", command,
 		       faucet_error_last()->message, best);

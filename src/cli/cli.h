@@ -35,8 +35,6 @@
 #include <stdio.h>
 #include <faucet/faucet.h>
 
-#include "config.h"
-#include "suggest.h"
 #include "util.h"
 
 /* Exit codes (doc/design.md §5.2). */
@@ -62,7 +60,7 @@ typedef struct cli_context {
 
 	/* The pipeline config named by -c or FAUCET_CONFIG, loaded on first
 	 * use by cli_context_config(); NULL when neither names one. */
-	cli_config *config;
+	faucet_config *config;
 	int config_loaded;
 
 	/* Filled by cli_open_store(): where the store came from.  Exactly one
@@ -73,7 +71,7 @@ typedef struct cli_context {
 	char *store_label;                /* owned: redacted, safe to print */
 
 	char *key_material; /* owned copy of the key read from key_env; wiped */
-	cli_config *to_config; /* a destination named by --to-config (owned) */
+	faucet_config *to_config; /* a destination named by --to-config (owned) */
 	char *to_label;        /* ... and its name for messages (owned) */
 	faucet_strarray previous_material; /* the previous keys' values; wiped */
 	char *previous_list; /* the previous keys' variable names, comma-separated */
@@ -83,10 +81,22 @@ typedef struct cli_context {
 void cli_context_init(cli_context *ctx);
 void cli_context_dispose(cli_context *ctx);
 
+/* Called before the process first holds key material (a config, which may
+ * carry an encryption key or a password, or --encryption-key-env): turns
+ * core dumps off, so a crash cannot write the key to disk - the process is
+ * no longer dumpable (PR_SET_DUMPABLE 0, which also keeps other processes
+ * of the user from reading its memory) and its core size limit is 0
+ * (inherited by the commands backfill starts, which get the key too).  0,
+ * or FAUCET_EIO with the last error set. */
+int cli_forbid_core_dumps(void);
+
+/* Overwrite a string's bytes with zeros, then free it.  NULL is ignored. */
+void cli_wipe_free(char *s);
+
 /* The config named by -c/--config, else by FAUCET_CONFIG, loaded once.
  * *out is NULL when neither names one.  On failure the error has been
  * printed and the exit code (2) is returned; 0 otherwise. */
-int cli_context_config(cli_context *ctx, const cli_config **out);
+int cli_context_config(cli_context *ctx, const faucet_config **out);
 
 /* Open the store the user selected: --state, -c, FAUCET_CONFIG,
  * FAUCET_STATE, else file:.faucet-state (first match wins).  On failure
@@ -178,7 +188,7 @@ typedef struct {
 void cli_args_init(cli_args *it, cli_context *ctx, const char *command, int argc, char **argv);
 int cli_args_next(cli_args *it, const cli_option *opts, const char **value);
 
-/* cli_suggest() (util.h) gives every "did you mean". */
+/* faucet__suggest() (util.h) gives every "did you mean". */
 
 /* --tenant T, the one option every command taking a PIPELINE shares: put
  * CLI_TENANT_OPTION(id) in the command's option table and check the value

@@ -13,6 +13,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,8 +53,8 @@ void cli_context_init(cli_context *ctx)
 
 void cli_context_dispose(cli_context *ctx)
 {
-	cli_config_free(ctx->config);
-	cli_config_free(ctx->to_config);
+	faucet_config_free(ctx->config);
+	faucet_config_free(ctx->to_config);
 	free(ctx->to_label);
 	free(ctx->selected_url);
 	free(ctx->store_label);
@@ -169,11 +171,11 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	faucet_buf line = FAUCET_BUF_INIT;
 	/* No value that came from ${env:...} is ever shown: the config's
 	 * references replace it (library messages name types, paths, ...). */
-	char *text = cli_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
+	char *text = faucet_config_scrub(error_ctx ? error_ctx->config : NULL, raw);
 
 	/* ... nor one from a destination's config (--to-config). */
 	if (text != NULL && error_ctx != NULL && error_ctx->to_config != NULL) {
-		char *both = cli_config_scrub(error_ctx->to_config, text);
+		char *both = faucet_config_scrub(error_ctx->to_config, text);
 		free(text);
 		text = both;
 	}
@@ -381,7 +383,79 @@ static const char *nonempty_env(const char *name)
 	return v != NULL && *v != '\0' ? v : NULL;
 }
 
-int cli_context_config(cli_context *ctx, const cli_config **out)
+int cli_forbid_core_dumps(void)
+{
+	struct rlimit none;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	if (getrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	/* Only the soft limit: lowering it always works, and a child that
+	 * holds no key may raise it again. */
+	none.rlim_cur = 0;
+	if (setrlimit(RLIMIT_CORE, &none) != 0)
+		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
+	return 0;
+}
+
+void cli_wipe_free(char *s)
+{
+	if (s == NULL)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+/* The library's table of backends, by type or by URL scheme. */
+static const faucet_backend_info *backend_of_type(const char *type)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; type != NULL && (be = faucet_store_backend_info(i)) != NULL; i++) {
+		if (strcmp(be->type, type) == 0)
+			return be;
+	}
+	return NULL;
+}
+
+static const faucet_backend_info *backend_of_url(const char *url, const char **rest)
+{
+	const faucet_backend_info *be;
+
+	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
+		for (const char *const *sc = be->schemes; *sc != NULL; sc++) {
+			if (strncmp(url, *sc, strlen(*sc)) == 0) {
+				if (rest != NULL)
+					*rest = url + strlen(*sc);
+				return be;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Whether backend `be` (may be NULL) takes encryption keys. */
+static int takes_encryption(const faucet_backend_info *be)
+{
+	for (const faucet_backend_field *f = be ? be->fields : NULL; f && f->name != NULL; f++) {
+		if (strcmp(f->name, "encryption") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Load a pipeline YAML.  A config may hold key material (its encryption
+ * block, a password in a URL), so core dumps are off before it is read. */
+static int load_config(const char *path, faucet_config **out)
+{
+	int rc = cli_forbid_core_dumps();
+
+	*out = NULL;
+	return rc != 0 ? rc : faucet_config_load(out, path);
+}
+
+int cli_context_config(cli_context *ctx, const faucet_config **out)
 {
 	const char *path;
 	int rc;
@@ -396,7 +470,7 @@ int cli_context_config(cli_context *ctx, const cli_config **out)
 		ctx->config_loaded = 1;
 		return 0;
 	}
-	rc = cli_config_load(&ctx->config, path);
+	rc = load_config(path, &ctx->config);
 	if (rc != 0)
 		return cli_fail(CLI_EXIT_USAGE, "%s", ctx->config_arg ? "bad config (-c)"
 								       : "bad config (FAUCET_CONFIG)");
@@ -470,7 +544,7 @@ static int previous_from_env(cli_context *ctx)
 
 int cli_default_pipeline(cli_context *ctx, const char *command, const char **pipeline)
 {
-	const cli_config *conf = NULL;
+	const faucet_config *conf = NULL;
 	int rc;
 
 	if (*pipeline != NULL)
@@ -480,13 +554,13 @@ int cli_default_pipeline(cli_context *ctx, const char *command, const char **pip
 		if (rc != 0)
 			return rc;
 	}
-	if (conf != NULL && conf->name != NULL) {
-		*pipeline = conf->name;
+	if (conf != NULL && faucet_config_name(conf) != NULL) {
+		*pipeline = faucet_config_name(conf);
 		return 0;
 	}
 	if (conf != NULL)
 		return cli_usage_error(command, "missing PIPELINE (the config %s has no name:)",
-				       conf->path);
+				       faucet_config_path(conf));
 	return cli_usage_error(command, "missing PIPELINE (or give -c FILE, whose name: is "
 				        "the default)");
 }
@@ -569,7 +643,7 @@ static int open_failed(cli_context *ctx)
 static const char *url_store_path(const char *url)
 {
 	const char *rest;
-	const faucet_backend_info *be = cli_backend_of_url(url, &rest);
+	const faucet_backend_info *be = backend_of_url(url, &rest);
 
 	if (be == NULL || !be->local_path)
 		return NULL;
@@ -639,8 +713,8 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	/* A key only makes sense for a store with an `encryption` field (the
 	 * file store); its URL is a path, simple enough to take apart here so
 	 * the key can travel in a config. */
-	be = cli_backend_of_url(url, NULL);
-	if (be == NULL || !be->local_path || !cli_backend_has_field(be, "encryption"))
+	be = backend_of_url(url, NULL);
+	if (be == NULL || !be->local_path || !takes_encryption(be))
 		return cli_error(CLI_EXIT_USAGE,
 				 "--encryption-key-env applies to the file store only, not to %s",
 				 ctx->store_label);
@@ -661,11 +735,12 @@ static int open_from_url(cli_context *ctx, const char *url, int must_exist, fauc
 	return 0;
 }
 
-static int open_from_config(cli_context *ctx, const cli_config *conf, int must_exist,
+static int open_from_config(cli_context *ctx, const faucet_config *conf, int must_exist,
 			    faucet_store **out)
 {
+	const faucet_store_config *state = faucet_config_store(conf);
 	const faucet_backend_info *local;
-	faucet_encryption_options enc;
+	faucet_encryption_options enc = {NULL, NULL, 0};
 	faucet_store_config cfg;
 	const char *key = NULL;
 	int rc;
@@ -673,24 +748,27 @@ static int open_from_config(cli_context *ctx, const cli_config *conf, int must_e
 	/* A config given to pick the store must say where the store is: falling
 	 * back to ./.faucet-state would read or write the wrong store without a
 	 * word. */
-	if (!conf->has_state)
+	if (state == NULL)
 		return cli_error(CLI_EXIT_USAGE,
 				 "config %s has no state: block, so it names no store; add one "
 				 "(state: {type: file, config: {path: ...}}) or give --state URL",
-				 conf->path);
-	ctx->selected_config_path = conf->path;
-	cli_config_store(conf, &cfg, &enc);
-	ctx->store_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
+				 faucet_config_path(conf));
+	ctx->selected_config_path = faucet_config_path(conf);
+	cfg = *state;
+	if (cfg.encryption != NULL)
+		enc = *cfg.encryption;
+	ctx->store_label =
+		faucet__sprintf("'%s' from config %s", cfg.type, faucet_config_path(conf));
 	if (ctx->store_label == NULL)
 		return cli_fail(CLI_EXIT_FAILED, "opening the state store");
-	local = cli_backend_of_type(conf->state_type);
+	local = backend_of_type(cfg.type);
 	if (must_exist && local != NULL && local->local_path &&
-	    (rc = require_existing(conf->state_path, must_exist)) != 0)
+	    (rc = require_existing(cfg.path, must_exist)) != 0)
 		return rc;
 	if (store_absent)
 		return faucet_store_open_url(out, "memory:") != 0 ? open_failed(ctx) : 0;
 	if (ctx->key_env != NULL) {
-		if (local == NULL || !cli_backend_has_field(local, "encryption"))
+		if (!takes_encryption(local))
 			return cli_error(CLI_EXIT_USAGE,
 					 "--encryption-key-env applies to the file store only, "
 					 "not to %s",
@@ -762,7 +840,7 @@ int cli_check_store_url(const char *url, const char *where)
 				count++;
 			}
 		}
-		if ((best = cli_suggest(scheme, schemes, count)) == NULL)
+		if ((best = faucet__suggest(scheme, schemes, count)) == NULL)
 			return 0; /* the library's message lists the schemes */
 		cli_escape(&b, colon);
 		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",
@@ -790,7 +868,7 @@ int cli_check_store_url(const char *url, const char *where)
 
 static int open_store(cli_context *ctx, int must_exist, faucet_store **out)
 {
-	const cli_config *conf;
+	const faucet_config *conf;
 	const char *url;
 	int rc;
 
@@ -844,27 +922,26 @@ int cli_open_store_or_absent(cli_context *ctx, faucet_store **out, int *absent)
 int cli_open_config_store(cli_context *ctx, const char *path, faucet_store **out,
 			  const char **label)
 {
-	faucet_encryption_options enc;
-	faucet_store_config cfg;
-	cli_config *conf = NULL;
+	const faucet_store_config *cfg;
+	faucet_config *conf = NULL;
 
 	*out = NULL;
 	*label = NULL;
 	if (ctx->to_config != NULL)
 		return cli_error(CLI_EXIT_USAGE, "--to-config given twice");
-	if (cli_config_load(&conf, path) != 0)
+	if (load_config(path, &conf) != 0)
 		return cli_fail(CLI_EXIT_USAGE, "bad config (--to-config)");
 	ctx->to_config = conf;
-	if (!conf->has_state)
+	cfg = faucet_config_store(conf);
+	if (cfg == NULL)
 		return cli_error(CLI_EXIT_USAGE,
 				 "config %s (--to-config) has no state: block, so it names no store",
-				 conf->path);
-	ctx->to_label = faucet__sprintf("'%s' from config %s", conf->state_type, conf->path);
+				 faucet_config_path(conf));
+	ctx->to_label = faucet__sprintf("'%s' from config %s", cfg->type, faucet_config_path(conf));
 	if (ctx->to_label == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	*label = ctx->to_label;
-	cli_config_store(conf, &cfg, &enc);
-	if (faucet_store_open_config(out, &cfg) != 0) {
+	if (faucet_store_open_config(out, cfg) != 0) {
 		int code = faucet_error_last()->code;
 		return cli_fail(code == FAUCET_ECONFIG || code == FAUCET_EINVALID ? CLI_EXIT_USAGE
 										 : CLI_EXIT_FAILED,
@@ -878,5 +955,6 @@ int cli_store_is_encrypted(const cli_context *ctx)
 	if (ctx->key_material != NULL)
 		return 1;
 	return ctx->selected_config_path != NULL && ctx->config != NULL &&
-	       ctx->config->has_state && ctx->config->has_encryption;
+	       faucet_config_store(ctx->config) != NULL &&
+	       faucet_config_store(ctx->config)->encryption != NULL;
 }

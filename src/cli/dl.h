@@ -1,7 +1,7 @@
 /*
  * dl.h - the libraries the command opens when it first needs them rather
- * than at every exec: libyaml for --config (yaml_load.h), libmicrohttpd and
- * libcrypto for `faucet serve` (src/serve/mhd.h, ssl.h).  Each has a table
+ * than at every exec: libmicrohttpd and libcrypto for `faucet serve`
+ * (src/serve/mhd.h, ssl.h).  Each has a table
  * of function pointers filled by cli_dl_load and macros with the library's
  * own names that call through it, so the code reads as ordinary calls and
  * the command defines none of the library's symbols.  (The library's own

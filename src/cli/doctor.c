@@ -40,7 +40,7 @@ static const char *status_color(faucet_probe_status st)
  * error line. */
 static char *shown(const cli_context *ctx, const char *text)
 {
-	return cli_config_scrub(ctx->config, text);
+	return faucet_config_scrub(ctx->config, text);
 }
 
 /* ... and on a terminal, its control characters escaped. */

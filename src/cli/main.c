@@ -157,7 +157,7 @@ static int run(cli_context *ctx, int argc, char **argv)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			names[n++] = commands[i].name;
 		names[n++] = "help";
-		best = cli_suggest(arg, names, n);
+		best = faucet__suggest(arg, names, n);
 		if (best != NULL)
 			return cli_usage_error("", "unknown command '%s' (did you mean '%s'?)", arg, best);
 	}

@@ -744,14 +744,14 @@ static int resolve(run_state *st)
 {
 	cli_context *ctx = st->ctx;
 	run_args *a = st->a;
-	const cli_config *cfg = NULL;
+	const faucet_config *cfg = NULL;
 	int rc;
 
 	if (a->command.count == 0)
 		return cli_usage_error("run", "no command: give one after --");
 	if ((rc = cli_context_config(ctx, &cfg)) != 0)
 		return rc;
-	st->pipeline = a->pipeline ? a->pipeline : (cfg ? cfg->name : NULL);
+	st->pipeline = a->pipeline ? a->pipeline : (cfg ? faucet_config_name(cfg) : NULL);
 	if (st->pipeline == NULL)
 		return cli_usage_error("run", "which pipeline? give --pipeline or -c FILE");
 	st->row = a->row ? a->row : FAUCET_RUN_DEFAULT_ROW;

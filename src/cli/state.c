@@ -58,7 +58,7 @@ int cli_state_main(cli_context *ctx, int argc, char **argv)
 
 		for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 			names[i] = subcommands[i].name;
-		best = cli_suggest(arg, names, sizeof(subcommands) / sizeof(subcommands[0]));
+		best = faucet__suggest(arg, names, sizeof(subcommands) / sizeof(subcommands[0]));
 		if (best != NULL)
 			return cli_usage_error("state", "unknown subcommand '%s' (did you mean '%s'?)",
 					       arg, best);

@@ -49,7 +49,7 @@ static int check_format(const char *command, const char *format)
 
 	if (strcmp(format, "faucet") == 0)
 		return 0;
-	best = cli_suggest(format, formats, 2);
+	best = faucet__suggest(format, formats, 2);
 	if (best != NULL)
 		return cli_usage_error(command, "unknown --format '%s' (did you mean '%s'?)", format,
 				       best);

@@ -2215,7 +2215,7 @@ int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 					      "the URL (?max_connections=) and in the config "
 					      "(max_connections:); give it in one place");
 		else
-			rc = faucet__parse_positive(values[2], "max_connections", 1000, &pool);
+			rc = faucet__parse_positive(values[2], "option 'max_connections'", 1000, &pool);
 	}
 	if (rc == 0 && pool == 0)
 		pool = ETCD_DEFAULT_POOL;

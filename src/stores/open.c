@@ -266,20 +266,6 @@ int faucet__url_take_params(char *url, const char *const *names, char **values, 
 	return rc;
 }
 
-int faucet__parse_bool(const char *text, const char *name, int *out)
-{
-	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0 || strcmp(text, "yes") == 0) {
-		*out = 1;
-		return 0;
-	}
-	if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0 || strcmp(text, "no") == 0) {
-		*out = 0;
-		return 0;
-	}
-	return faucet_error_set(FAUCET_ECONFIG, "option '%s' must be true or false, got '%s'", name,
-				text);
-}
-
 int faucet__parse_positive(const char *text, const char *name, long max, int *out)
 {
 	char *end;
@@ -289,7 +275,7 @@ int faucet__parse_positive(const char *text, const char *name, long max, int *ou
 	v = strtol(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max)
 		return faucet_error_set(FAUCET_ECONFIG,
-					"option '%s' must be a whole number from 1 to %ld, got '%s'",
+					"%s must be a whole number from 1 to %ld, got '%s'",
 					name, max, text);
 	*out = (int)v;
 	return 0;
@@ -308,8 +294,8 @@ int faucet__parse_duration_ms(const char *text, const char *name, long max_ms, i
 		scale = 1000;
 	if (errno != 0 || scale == 0 || v < 1 || v > max_ms / scale)
 		return faucet_error_set(FAUCET_ECONFIG,
-					"option '%s' must be a duration such as 500ms or 1s (at least "
-					"1ms, at most %lds), got '%s'",
+					"%s must be a duration such as 500ms or 1s (1ms to %lds), "
+					"got '%s'",
 					name, max_ms / 1000, text);
 	*out = (int)(v * scale);
 	return 0;

@@ -6,8 +6,11 @@
  *
  * A new backend: its file in src/stores/, its opener declared in
  * registry.h, and a row below (a new config field also needs its member
- * in faucet_store_config and a line in the command's YAML reader).
+ * in faucet_store_config and a line in `members`; URL options and the
+ * pipeline YAML's fields are both read through that line).
  */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -81,31 +84,110 @@ static int sqlite_open(faucet_store **out, const faucet_store_config *cfg)
 	return faucet_store_open_sqlite(out, cfg->path);
 }
 
+/*
+ * How each config field that is a member of faucet_store_config becomes
+ * its value: one row per field name, for URL options and YAML fields
+ * alike, so `?max_connections=` and `max_connections:` take the same text
+ * and answer with the same message.  Which backend takes which field is
+ * its row's `fields` below.
+ */
+enum member_kind { MEMBER_TEXT, MEMBER_BOOL, MEMBER_TRISTATE, MEMBER_COUNT, MEMBER_MS };
+
+static const struct {
+	const char *name;
+	enum member_kind kind;
+	size_t offset; /* of a const char * (TEXT) or an int */
+	long max;      /* COUNT: 1..max; MS: 1 ms..max */
+} members[] = {
+	{"path", MEMBER_TEXT, offsetof(faucet_store_config, path), 0},
+	{"url", MEMBER_TEXT, offsetof(faucet_store_config, url), 0},
+	{"table", MEMBER_TEXT, offsetof(faucet_store_config, table), 0},
+	{"namespace", MEMBER_TEXT, offsetof(faucet_store_config, namespace_name), 0},
+	{"ensure_table", MEMBER_TRISTATE, offsetof(faucet_store_config, ensure_table), 0},
+	{"index", MEMBER_BOOL, offsetof(faucet_store_config, redis_index), 0},
+	{"max_connections", MEMBER_COUNT, offsetof(faucet_store_config, max_connections), 1000},
+	{"min_replicas", MEMBER_COUNT, offsetof(faucet_store_config, redis_min_replicas), 100},
+	{"wait_timeout", MEMBER_MS, offsetof(faucet_store_config, redis_wait_timeout_ms), 3600000},
+};
+
+/* true/yes/on/1 or false/no/off/0, in any case. */
+static int parse_bool(const char *text, const char *label, int *out)
+{
+	static const char *const yes[] = {"true", "yes", "on", "1"};
+	static const char *const no[] = {"false", "no", "off", "0"};
+
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(yes); i++) {
+		if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
+			*out = strcasecmp(text, yes[i]) == 0;
+			return 0;
+		}
+	}
+	return faucet_error_set(FAUCET_ECONFIG, "%s must be true or false, got '%s'", label, text);
+}
+
+int faucet__store_field_set(faucet_store_config *cfg, const char *name, const char *text,
+			    const char *label)
+{
+	for (size_t i = 0; i < FAUCET_ARRAY_LEN(members); i++) {
+		char *at = (char *)cfg + members[i].offset;
+		int v = 0, rc = 0;
+
+		if (strcmp(members[i].name, name) != 0)
+			continue;
+		switch (members[i].kind) {
+		case MEMBER_TEXT:
+			memcpy(at, &text, sizeof(text));
+			return 0;
+		case MEMBER_BOOL:
+			rc = parse_bool(text, label, &v);
+			break;
+		case MEMBER_TRISTATE:
+			rc = parse_bool(text, label, &v);
+			v = v ? 1 : -1;
+			break;
+		case MEMBER_COUNT:
+			rc = faucet__parse_positive(text, label, members[i].max, &v);
+			break;
+		case MEMBER_MS:
+			rc = faucet__parse_duration_ms(text, label, members[i].max, &v);
+			break;
+		}
+		if (rc == 0)
+			memcpy(at, &v, sizeof(v));
+		return rc;
+	}
+	return 1;
+}
+
+/* Take the options `names` off a URL copy and set each one given. */
+static int url_options(char *url, faucet_store_config *cfg, const char *const *names,
+		       size_t count)
+{
+	char *values[8] = {NULL};
+	int rc = faucet__url_take_params(url, names, values, count);
+
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		char label[64];
+
+		if (values[i] == NULL)
+			continue;
+		(void)snprintf(label, sizeof(label), "option '%s'", names[i]);
+		rc = faucet__store_field_set(cfg, names[i], values[i], label);
+	}
+	return rc;
+}
+
 /* postgres://...?table=t&ensure_table=true&max_connections=5: faucet's
  * options come off the query; the rest (sslmode, ...) goes to libpq. */
 static int postgres_from_url(char *url, faucet_store_config *cfg)
 {
 	static const char *const names[] = {"table", "ensure_table", "max_connections"};
-	char *values[3];
-	int rc = faucet__url_take_params(url, names, values, 3);
+	int rc = url_options(url, cfg, names, FAUCET_ARRAY_LEN(names));
 
-	if (rc != 0)
-		return rc;
-	rc = faucet__check_pg_hosts(url);
-	if (rc != 0)
-		return rc;
+	if (rc == 0)
+		rc = faucet__check_pg_hosts(url);
 	cfg->type = "postgres";
 	cfg->url = url;
-	cfg->table = values[0];
-	if (values[1] != NULL) {
-		int on;
-		rc = faucet__parse_bool(values[1], "ensure_table", &on);
-		if (rc != 0)
-			return rc;
-		cfg->ensure_table = on ? 1 : -1;
-	}
-	if (values[2] != NULL)
-		rc = faucet__parse_positive(values[2], "max_connections", 1000, &cfg->max_connections);
 	return rc;
 }
 
@@ -115,24 +197,10 @@ static int redis_options(char *url, faucet_store_config *cfg, const char *type, 
 {
 	static const char *const names[] = {"namespace", "max_connections", "index",
 					     "min_replicas", "wait_timeout"};
-	char *values[5] = {NULL, NULL, NULL, NULL, NULL};
-	int rc = faucet__url_take_params(url, names, values, count);
 
-	if (rc != 0)
-		return rc;
 	cfg->type = type;
 	cfg->url = url;
-	cfg->namespace_name = values[0];
-	if (values[1] != NULL)
-		rc = faucet__parse_positive(values[1], "max_connections", 1000, &cfg->max_connections);
-	if (rc == 0 && values[2] != NULL)
-		rc = faucet__parse_bool(values[2], "index", &cfg->redis_index);
-	if (rc == 0 && values[3] != NULL)
-		rc = faucet__parse_positive(values[3], "min_replicas", 100, &cfg->redis_min_replicas);
-	if (rc == 0 && values[4] != NULL)
-		rc = faucet__parse_duration_ms(values[4], "wait_timeout", 3600000,
-					       &cfg->redis_wait_timeout_ms);
-	return rc;
+	return url_options(url, cfg, names, count);
 }
 
 /* redis://[:password@]host:port/DB?namespace=ns&index=true */
@@ -164,6 +232,66 @@ static int etcd_from_url(char *url, faucet_store_config *cfg)
 {
 	cfg->type = "etcd";
 	cfg->url = url;
+	return 0;
+}
+
+/* type: etcd in a config: endpoints, prefix and the timeouts become the
+ * URL etcd://H:P,H:P/PREFIX?dial_timeout=..&request_timeout=.., which the
+ * store reads (its checks and messages are the URL's); a `url` instead of
+ * endpoints and prefix is taken as it is. */
+static int etcd_from_fields(faucet_store_config *cfg, const char *const *names,
+			    const char *const *values, size_t count, char **url_out)
+{
+	const char *ends = NULL, *prefix = NULL, *dial = NULL, *request = NULL;
+	faucet_buf b = FAUCET_BUF_INIT;
+
+	for (size_t i = 0; i < count; i++) {
+		const char **slot = strcmp(names[i], "endpoints") == 0	     ? &ends
+				    : strcmp(names[i], "prefix") == 0	     ? &prefix
+				    : strcmp(names[i], "dial_timeout") == 0 ? &dial
+				    : strcmp(names[i], "request_timeout") == 0 ? &request
+										: NULL;
+		if (slot == NULL)
+			return faucet_error_set(FAUCET_ECONFIG, "%s does not apply to type 'etcd'",
+						names[i]);
+		*slot = values[i];
+	}
+	if (cfg->url != NULL) {
+		if (ends != NULL || prefix != NULL)
+			return faucet_error_set(FAUCET_ECONFIG, "give either url or endpoints and "
+								"prefix for type etcd, not both");
+		if (dial != NULL || request != NULL)
+			return faucet_error_set(FAUCET_ECONFIG,
+						"with url, give dial_timeout and request_timeout in "
+						"the URL (?dial_timeout=2s)");
+		return 0;
+	}
+	if (ends == NULL || *ends == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "endpoints is missing or empty (type etcd "
+							"needs endpoints: [HOST:PORT, ...])");
+	if (prefix == NULL || *prefix == '\0')
+		return faucet_error_set(FAUCET_ECONFIG, "prefix is missing or empty (type etcd "
+							"keeps its keys under PREFIX/)");
+	for (const char *e = ends; *e != '\0';) {
+		size_t n = strcspn(e, ",");
+
+		if (n == 0 || strcspn(e, "/?&") < n)
+			return faucet_error_set(FAUCET_ECONFIG, "endpoint '%.*s' must be HOST:PORT",
+						(int)n, e);
+		e += n + (e[n] == ',');
+	}
+	if (strpbrk(prefix, "?&") != NULL)
+		return faucet_error_set(FAUCET_ECONFIG, "prefix '%s' may not hold '?' or '&'",
+					prefix);
+	(void)faucet_buf_printf(&b, "etcd://%s/%s", ends, prefix);
+	if (dial != NULL)
+		(void)faucet_buf_printf(&b, "?dial_timeout=%s", dial);
+	if (request != NULL)
+		(void)faucet_buf_printf(&b, "%crequest_timeout=%s", dial ? '&' : '?', request);
+	*url_out = faucet_buf_detach(&b);
+	if (*url_out == NULL)
+		return FAUCET_ENOMEM;
+	cfg->url = *url_out;
 	return 0;
 }
 
@@ -267,7 +395,7 @@ static const faucet__backend_desc backends[] = {
 	 .from_url = redis_from_url, .open = redis_open, .userinfo_is_secret = 1},
 	{.info = {"etcd", etcd_schemes, etcd_fields, "etcd://HOST:PORT[,HOST:PORT...]/PREFIX",
 		  NULL, 0},
-	 .from_url = etcd_from_url, .open = etcd_open},
+	 .from_url = etcd_from_url, .open = etcd_open, .from_fields = etcd_from_fields},
 	{.info = {"redis-sentinel", redis_sentinel_schemes, redis_sentinel_fields,
 		  "redis-sentinel://[:PW@]H:P[,H:P...]/MASTER[/DB]",
 		  "Redis behind Sentinel: the master Sentinel names, found again after a failover.",

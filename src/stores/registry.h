@@ -39,6 +39,12 @@ typedef struct {
 	int (*open)(faucet_store **out, const faucet_store_config *cfg);
 	/* Check a config's own `url` before it is opened, or NULL. */
 	int (*check_url)(const char *url);
+	/* The config fields of this backend that are no member of
+	 * faucet_store_config (etcd's endpoints and prefix), given as text
+	 * (a list joined by ','), made into cfg->url: *url_out is the URL it
+	 * points at (the caller frees it).  NULL when every field is a member. */
+	int (*from_fields)(faucet_store_config *cfg, const char *const *names,
+			   const char *const *values, size_t count, char **url_out);
 	/* User information without ':' (redis://PW@host) is a password. */
 	int userinfo_is_secret;
 } faucet__backend_desc;
@@ -70,8 +76,14 @@ char *faucet__redact_command(const char *cmd);
  * Other options stay in the URL.  An option given twice is FAUCET_ECONFIG. */
 int faucet__url_take_params(char *url, const char *const *names, char **values, size_t count);
 
-/* Parse "true"/"false"/"1"/"0"/"yes"/"no" for option `name`. */
-int faucet__parse_bool(const char *text, const char *name, int *out);
+/* Set the config field `name` (a URL option or a YAML field: the same
+ * rules for both) from its text; a string member then points at `text`,
+ * which must outlive cfg.  `label` names the field in messages ("option
+ * 'table'", "state.config.table").  Returns 0; 1 when `name` is no member
+ * of faucet_store_config (the backend's from_fields takes it); or
+ * FAUCET_ECONFIG: "LABEL must be ..., got 'TEXT'". */
+int faucet__store_field_set(faucet_store_config *cfg, const char *name, const char *text,
+			    const char *label);
 
 /* Parse a positive integer (1..max) for option `name`. */
 int faucet__parse_positive(const char *text, const char *name, long max, int *out);

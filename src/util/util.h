@@ -111,4 +111,13 @@ int faucet__random_bytes(void *buf, size_t n);
 /* Write `n` random bytes as 2n lower-case hex digits + NUL into out. */
 int faucet__random_hex(char *out, size_t n);
 
+/* "Did you mean" (suggest.c): the candidate nearest to `word` that could be
+ * a typo of it (a small edit distance, or `word` is its prefix), or NULL.
+ * Every suggestion comes from here: commands, options, backend types, URL
+ * schemes, YAML fields, time zones. */
+const char *faucet__suggest(const char *word, const char *const *candidates, size_t n);
+
+/* The system zone nearest to the unknown zone `name`, or NULL (caller frees). */
+char *faucet__suggest_zone(const char *name);
+
 #endif

@@ -6,7 +6,7 @@
 # plain file store never maps them; nor libmicrohttpd (and its GnuTLS),
 # which only `faucet serve` opens; nor libcrypto, which only an encrypted
 # store, a key too long to be its own file name and `faucet serve` load;
-# nor libyaml, which only a --config file loads.  (The stores themselves are tested
+# nor libyaml, which only reading a config file loads (src/config/yaml_load.c).  (The stores themselves are tested
 # against real servers by the contract suite.)
 . "$(dirname "$0")/lib.sh"
 
@@ -80,7 +80,7 @@ if grep -q 'file=libyaml' "$WORK/ld.log"; then pass; else fail "--config loads l
 cc -shared -o "$WORK/nolib/libyaml-0.so.2" -x c /dev/null || fail "cc builds an empty library"
 LD_LIBRARY_PATH="$WORK/nolib" run --config "$WORK/c.yaml" state get p::r::short
 expect_rc 2 "without libyaml: --config fails"
-expect_err_contains "libyaml (for --config files) lacks yaml_parser_initialize (install a current libyaml-0-2)" \
+expect_err_contains "needs yaml_parser_initialize() from libyaml-0.so.2, which this copy of libyaml-0.so.2 lacks (too old?); install a current one (Debian/Ubuntu: apt-get install libyaml-0-2)" \
 	"without libyaml: the message names the package"
 LD_LIBRARY_PATH="$WORK/nolib" run --state "file:$PWD/st" state get p::r::short
 expect_rc 0 "without libyaml: a command without --config works"

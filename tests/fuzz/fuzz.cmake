@@ -17,18 +17,9 @@ set(FAUCET_FUZZ_MAX_LEN 4096 CACHE STRING "Largest input libFuzzer generates, in
 set(FAUCET_FUZZ_SEED 1 CACHE STRING "libFuzzer -seed (0 = random)")
 
 set(FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(FUZZ_TARGETS value key export envelope backfill_plan backfill_expand)
+set(FUZZ_TARGETS value key export envelope backfill_plan backfill_expand config)
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/stores/file.c)
   list(APPEND FUZZ_TARGETS file_store file_names)
-endif()
-# The command's YAML loader is not in the library: that target compiles it in.
-if(EXISTS ${CMAKE_SOURCE_DIR}/src/cli/config.c)
-  list(APPEND FUZZ_TARGETS config)
-  # libyaml is opened by src/cli/yaml_load.c (its headers come with the
-  # imported target).
-  set(FUZZ_EXTRA_SOURCES_config ${CMAKE_SOURCE_DIR}/src/cli/config.c ${CMAKE_SOURCE_DIR}/src/cli/suggest.c
-      ${CMAKE_SOURCE_DIR}/src/cli/yaml_load.c ${CMAKE_SOURCE_DIR}/src/cli/dl.c)
-  set(FUZZ_EXTRA_LIBS_config PkgConfig::YAML ${CMAKE_DL_LIBS})
 endif()
 
 # Targets that read JSON get a dictionary of its tokens.

@@ -1,6 +1,7 @@
 /*
- * fuzz_config.c - the `faucet` command's pipeline YAML loader
- * (src/cli/config.c) on arbitrary files.
+ * fuzz_config.c - the library's pipeline YAML reader (src/config/config.c,
+ * faucet/config.h), which the command and the Python package both use, on
+ * arbitrary files.
  *
  * Operators point -c / FAUCET_CONFIG at files they did not always write,
  * and the loader pulls secrets out of them, so it is fuzzed like the
@@ -11,13 +12,13 @@
  *   - a refusal is FAUCET_ECONFIG (or ENOMEM) with a message naming the file;
  *   - an accepted file gives what config.h promises: an absolute path, a
  *     non-empty encryption key when encryption is configured, counts
- *     within their documented ranges.
+ *     within their documented ranges, a NULL-terminated command.
  */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/config.h"
+#include <faucet/config.h>
 #include "fuzz.h"
 
 static char path[4096];
@@ -57,35 +58,42 @@ static void write_input(const uint8_t *data, size_t size)
 	FUZZ_CHECK(close(fd) == 0, "cannot close %s", path);
 }
 
-static void check_loaded(const cli_config *c)
+static void check_loaded(const faucet_config *c)
 {
-	FUZZ_CHECK(c->path != NULL && c->path[0] == '/', "config path is not absolute");
-	FUZZ_CHECK(c->backfill_concurrency >= 0, "negative concurrency %d",
-		   c->backfill_concurrency);
-	FUZZ_CHECK(c->state_max_connections >= 0, "negative max_connections %d",
-		   c->state_max_connections);
-	FUZZ_CHECK(c->state_ensure_table >= -1 && c->state_ensure_table <= 1,
-		   "ensure_table is %d", c->state_ensure_table);
-	if (c->has_encryption) {
-		FUZZ_CHECK(c->has_state, "encryption outside a state block");
-		FUZZ_CHECK(c->encryption_key != NULL && c->encryption_key[0] != '\0',
+	const faucet_store_config *st = faucet_config_store(c);
+	const faucet_config_backfill *bf = faucet_config_backfill_defaults(c);
+
+	FUZZ_CHECK(faucet_config_path(c) != NULL && faucet_config_path(c)[0] == '/',
+		   "config path is not absolute");
+	FUZZ_CHECK(bf->concurrency <= 10000, "concurrency %u", bf->concurrency);
+	if (st != NULL) {
+		FUZZ_CHECK(st->type != NULL && st->type[0] != '\0', "a state block without a type");
+		FUZZ_CHECK(st->max_connections >= 0 && st->max_connections <= 1000,
+			   "max_connections %d", st->max_connections);
+		FUZZ_CHECK(st->ensure_table >= -1 && st->ensure_table <= 1, "ensure_table is %d",
+			   st->ensure_table);
+	}
+	if (st != NULL && st->encryption != NULL) {
+		FUZZ_CHECK(st->encryption->key != NULL && st->encryption->key[0] != '\0',
 			   "encryption configured with an empty key");
-		for (size_t i = 0; i < c->encryption_previous_keys.count; i++)
-			FUZZ_CHECK(c->encryption_previous_keys.strings[i][0] != '\0',
+		for (size_t i = 0; i < st->encryption->previous_count; i++)
+			FUZZ_CHECK(st->encryption->previous_keys[i][0] != '\0',
 				   "empty previous key %zu", i);
 	}
-	for (size_t i = 0; i < c->backfill_command.count; i++)
-		FUZZ_CHECK(c->backfill_command.strings[i] != NULL, "NULL argument %zu", i);
+	for (size_t i = 0; i < bf->command_count; i++)
+		FUZZ_CHECK(bf->command[i] != NULL, "NULL argument %zu", i);
+	FUZZ_CHECK(bf->command == NULL || bf->command[bf->command_count] == NULL,
+		   "the command does not end in NULL");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	cli_config *c = NULL;
+	faucet_config *c = NULL;
 	int rc;
 
 	setup();
 	write_input(data, size);
-	rc = cli_config_load(&c, path);
+	rc = faucet_config_load(&c, path);
 	if (rc != 0) {
 		FUZZ_CHECK(c == NULL, "failed load left a config behind");
 		FUZZ_CHECK(rc == FAUCET_ECONFIG || rc == FAUCET_ENOMEM, "unexpected code %d", rc);
@@ -94,6 +102,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	check_loaded(c);
-	cli_config_free(c);
+	faucet_config_free(c);
 	return 0;
 }

@@ -25,7 +25,7 @@ from ._errors import (
 )
 from . import _errors
 from ._store import Store, Probe, CheckReport, ImportReport, merge_patch, MERGE_ATTEMPTS
-from ._config import read_state as _read_state, open_store_config as _open_config
+from ._config import open_yaml as _open_yaml, open_store_config as _open_config
 from ._config import DEFAULT_URL as _DEFAULT_URL
 
 import os as _os
@@ -104,9 +104,7 @@ def open_config(path: _Union[str, "_os.PathLike[str]"]) -> Store:
     describes, read as the `faucet` command reads it (${env:VAR} replaced;
     a relative path is relative to the current directory).  A file without a
     state block opens the default store, file:.faucet-state."""
-    path = str(path)
-    fields, encryption = _read_state(path)
-    if fields is None:
+    ptr, label = _open_yaml(str(path))
+    if ptr is None:
         return open(_DEFAULT_URL)
-    ptr = _open_config(fields, encryption)
-    return Store(ptr, f"'{fields['type']}' from config {path}")
+    return Store(ptr, label)

@@ -35,8 +35,8 @@ ABI_MINOR = 0
 # macros in include/faucet/); each struct's first field says which one a
 # caller filled in.
 # faucet_store_config: version 2 added redis_min_replicas and
-# redis_wait_timeout_ms.  _config.py fills version 2 only when one of them
-# is set, so a library of version 1.0 without them still opens the rest.
+# redis_wait_timeout_ms.  open_store_config fills version 2 only when one of
+# them is set, so a library of version 1.0 without them still opens the rest.
 STORE_CONFIG_VERSION = 2
 STORE_CONFIG_VERSION_1 = 1
 CHECK_CONTEXT_VERSION = 1
@@ -72,6 +72,11 @@ typedef struct {
     int redis_min_replicas;
     int redis_wait_timeout_ms;
 } faucet_store_config;
+
+typedef struct faucet_config faucet_config;
+int faucet_config_load(faucet_config **out, const char *path);
+void faucet_config_free(faucet_config *cfg);
+const faucet_store_config *faucet_config_store(const faucet_config *cfg);
 
 typedef struct { unsigned version; uint64_t timeout_ms; unsigned flags; } faucet_check_context;
 
@@ -235,7 +240,8 @@ REQUIRED = (
     "faucet_value_parse", "faucet_value_json", "faucet_value_len",
     "faucet_value_free", "faucet_validate_key",
     "faucet_store_open_url", "faucet_store_open_config", "faucet_url_redact",
-    "faucet_store_backend_info",
+    "faucet_store_backend_info", "faucet_config_load", "faucet_config_free",
+    "faucet_config_store",
     "faucet_store_free", "faucet_store_backend_name", "faucet_store_get",
     "faucet_store_put", "faucet_store_delete", "faucet_store_list",
     "faucet_store_scan", "faucet_store_compare_and_put",

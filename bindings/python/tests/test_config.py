@@ -176,7 +176,7 @@ def test_no_state_block_opens_the_default_store(tmp_path, monkeypatch):
      "ensure_table must be true or false"),
     ("state: [1, 2]\n", "state must be a mapping"),
     ("state:\n  type: file\n  config: {path: '${env:'}\n", "unterminated"),
-    ("a: 1\n---\nb: 2\n", "bad YAML"),
+    ("a: 1\n---\nb: 2\n", "a second YAML document"),
     ("state: {type: file\n", "bad YAML"),
     ("", "the file is empty"),
     ("state:\n  type: nosuch\n", "nosuch"),
@@ -314,3 +314,27 @@ def test_min_replicas_does_not_apply_to_plain_redis(tmp_path):
         """)
     with pytest.raises(faucet.ConfigError, match="does not apply to type 'redis'"):
         faucet.open_config(cfg)
+
+
+@pytest.mark.parametrize("text", [
+    "state:\n  type: postgres\n  config: {max_connections: lots}\n",
+    "state:\n  type: etcd\n  config: {prefix: p}\n",
+    "state:\n  type: etcd\n  config: {endpoints: ['a:1', 'b,c'], prefix: p}\n",
+    "state:\n  type: file\n  config: {path: x, table: t}\n",
+    "state:\n  type: redis\n  config: {url: 'redis://h:1', index: maybe}\n",
+    "state:\n  type: sqllite\n",
+    "backfill: {concurrency: 0}\nstate: {type: memory}\n",
+])
+def test_the_command_and_the_package_read_a_config_with_one_reader(tmp_path, text):
+    # One reader (faucet_config_load): the command's message is the
+    # package's, word for word, for the same file.
+    import subprocess
+    cli = os.path.join(os.path.dirname(faucet.library_path), "faucet")
+    assert os.access(cli, os.X_OK), f"the faucet command is not beside the library ({cli})"
+    cfg = write(tmp_path, text)
+    with pytest.raises(faucet.ConfigError) as e:
+        faucet.open_config(cfg)
+    run = subprocess.run([cli, "-c", str(cfg), "state", "list"], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert run.returncode == 2
+    assert run.stderr == f"faucet: bad config (-c): {e.value.message}\n"

@@ -1,12 +1,12 @@
 /*
- * suggest.c - "did you mean": the nearest candidate to a mistyped word.
+ * suggest.c - "did you mean": the nearest candidate to a mistyped word
+ * (util.h), for the command's words and the library's config reader.
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "suggest.h"
 #include "util.h"
 
 /* Edit distance (insertions, deletions, substitutions, and swaps of two
@@ -53,7 +53,7 @@ static int near(const char *word, size_t wl, const char *cand, size_t *score)
 	return 0;
 }
 
-const char *cli_suggest(const char *word, const char *const *candidates, size_t n)
+const char *faucet__suggest(const char *word, const char *const *candidates, size_t n)
 {
 	const char *best = NULL;
 	size_t best_score = 99, wl = strlen(word);
@@ -73,7 +73,7 @@ const char *cli_suggest(const char *word, const char *const *candidates, size_t 
 /* The IANA zone nearest to `name` among those the system's zone tables
  * list (zone1970.tab, zone.tab under $TZDIR or /usr/share/zoneinfo, where
  * the library loads zones from), or NULL.  Caller frees. */
-char *cli_suggest_zone(const char *name)
+char *faucet__suggest_zone(const char *name)
 {
 	static const char *const tables[] = {"zone1970.tab", "zone.tab"};
 	const char *dir = getenv("TZDIR");
@@ -107,7 +107,7 @@ char *cli_suggest_zone(const char *name)
 		}
 		fclose(f);
 	}
-	best = cli_suggest(name, (const char *const *)zones.strings, zones.count);
+	best = faucet__suggest(name, (const char *const *)zones.strings, zones.count);
 	if (best != NULL)
 		out = faucet__strdup(best);
 	faucet_strarray_dispose(&zones);

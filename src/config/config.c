@@ -1,17 +1,22 @@
 /*
- * config.c - load the parts of a faucet pipeline YAML the command uses.
+ * config.c - a faucet pipeline YAML, read for everyone who reads one
+ * (faucet/config.h): the command, the Python package, an embedder.
  *
  * libyaml builds the whole document as a node graph; we then walk only the
  * three top-level entries we understand (`name`, `state`, `backfill`) and
  * ignore the rest, so the pipeline's own sections never need to make sense
  * here.  Inside those three blocks we are strict: an unknown field is an
  * error, because a misspelt `path` would otherwise quietly point the
- * operator at an empty store.
+ * operator at an empty store.  Which fields `state.config` takes, and of
+ * what kind each is, is the backend table's (src/stores/registry.c); how a
+ * field's text becomes its value is faucet__store_field_set's, the same
+ * for a URL option - nothing here knows one backend from another.
  *
- * Key material (state.config.encryption) passes through three places we
- * control - the file buffer, libyaml's buffers and nodes, and our expanded
- * strings - and each is wiped before it is freed.  Expansion sizes its
- * output exactly, so no realloc leaves a stray copy behind.
+ * Key material (state.config.encryption, and a password in a URL) passes
+ * through three places we control - the file buffer, libyaml's buffers and
+ * nodes, and our expanded strings - and each is wiped before it is freed.
+ * Expansion sizes its output exactly, so no realloc leaves a stray copy
+ * behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,39 +25,51 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml.h>
 
-#include "suggest.h"
-#include "util.h"
-#include "config.h"
-#include "yaml_load.h"
+#include <faucet/config.h>
+
+#include "internal.h"
+#include "config/config_internal.h"
+#include "stores/registry.h"
+
+struct faucet_config {
+	char *path; /* absolute */
+	char *name;
+
+	int has_state;
+	faucet_store_config store;  /* its strings are in `texts` */
+	faucet_encryption_options enc;
+	faucet_strarray texts;      /* every string `store` and `enc` point at; wiped when freed */
+	char *store_url;            /* a URL the backend built from its fields, or NULL */
+	faucet_strarray previous_keys;
+	const char **previous;      /* previous_keys.strings, for enc */
+
+	faucet_config_backfill backfill;
+	char *backfill_window;
+	char *backfill_timezone;
+	faucet_strarray backfill_argv;
+	const char **backfill_command; /* backfill_argv's strings and a NULL */
+
+	/* Every ${env:VAR} substituted: env_refs[i] is "${env:VAR}", env_values[i]
+	 * the text put in its place (wiped when freed).  No message may show
+	 * such a value: faucet_config_scrub() puts the reference back. */
+	faucet_strarray env_refs;
+	faucet_strarray env_values;
+};
 
 typedef struct {
-	const char *path;     /* as given, for messages */
+	const char *path; /* as given, for messages */
 	yaml_document_t *doc;
-	cli_config *cfg;
+	faucet_config *cfg;
 } loader;
 
-int cli_forbid_core_dumps(void)
-{
-	struct rlimit none;
+/* The smallest expanded value faucet_config_scrub hides (config.h). */
+#define SCRUB_MIN 4
 
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
-	if (getrlimit(RLIMIT_CORE, &none) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
-	/* Only the soft limit: lowering it always works, and a child that
-	 * holds no key may raise it again. */
-	none.rlim_cur = 0;
-	if (setrlimit(RLIMIT_CORE, &none) != 0)
-		return faucet__error_os(FAUCET_EIO, errno, "cannot turn core dumps off");
-	return 0;
-}
-
-void cli_wipe_free(char *s)
+static void wipe_free(char *s)
 {
 	if (s == NULL)
 		return;
@@ -69,35 +86,49 @@ static void wipe_strarray(faucet_strarray *arr)
 	faucet_strarray_dispose(arr);
 }
 
-void cli_config_free(cli_config *c)
+void faucet_config_free(faucet_config *c)
 {
 	if (c == NULL)
 		return;
 	free(c->path);
 	free(c->name);
-	free(c->state_type);
-	free(c->state_path);
-	free(c->state_url);
-	faucet_strarray_dispose(&c->state_etcd_endpoints);
-	free(c->state_etcd_prefix);
-	free(c->state_etcd_dial_timeout);
-	free(c->state_etcd_request_timeout);
-	free(c->state_table);
-	free(c->state_namespace);
-	cli_wipe_free(c->encryption_key);
-	wipe_strarray(&c->encryption_previous_keys);
+	wipe_strarray(&c->texts);
+	wipe_free(c->store_url);
+	wipe_strarray(&c->previous_keys);
+	free(c->previous);
 	free(c->backfill_window);
 	free(c->backfill_timezone);
-	faucet_strarray_dispose(&c->backfill_command);
+	faucet_strarray_dispose(&c->backfill_argv);
+	free(c->backfill_command);
 	faucet_strarray_dispose(&c->env_refs);
 	wipe_strarray(&c->env_values);
 	free(c);
 }
 
+const char *faucet_config_path(const faucet_config *c)
+{
+	return c->path;
+}
+
+const char *faucet_config_name(const faucet_config *c)
+{
+	return c->name;
+}
+
+const faucet_store_config *faucet_config_store(const faucet_config *c)
+{
+	return c->has_state ? &c->store : NULL;
+}
+
+const faucet_config_backfill *faucet_config_backfill_defaults(const faucet_config *c)
+{
+	return &c->backfill;
+}
+
 /* ---- messages ---------------------------------------------------------- */
 
 /* The longest value of `c` that starts at `p`, as an index, or -1. */
-static long env_value_at(const cli_config *c, const char *p)
+static long env_value_at(const faucet_config *c, const char *p)
 {
 	long best = -1;
 	size_t best_len = 0;
@@ -106,7 +137,7 @@ static long env_value_at(const cli_config *c, const char *p)
 		const char *v = c->env_values.strings[i];
 		size_t n = strlen(v);
 
-		if (n >= CLI_SCRUB_MIN && n > best_len && strncmp(p, v, n) == 0) {
+		if (n >= SCRUB_MIN && n > best_len && strncmp(p, v, n) == 0) {
 			best = (long)i;
 			best_len = n;
 		}
@@ -114,7 +145,7 @@ static long env_value_at(const cli_config *c, const char *p)
 	return best;
 }
 
-char *cli_config_scrub(const cli_config *c, const char *text)
+char *faucet_config_scrub(const faucet_config *c, const char *text)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
@@ -153,7 +184,7 @@ static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 	va_end(ap);
 	/* A value from ${env:...} may have found its way into the detail (a
 	 * type named in another field's message, say): put the reference back. */
-	scrubbed = cli_config_scrub(l->cfg, msg);
+	scrubbed = faucet_config_scrub(l->cfg, msg);
 	explicit_bzero(msg, strlen(msg));
 	free(msg);
 	if (scrubbed == NULL)
@@ -194,7 +225,7 @@ static int env_name_char(char c)
 }
 
 /* Note that `value` came from ${env:name}, so messages can hide it. */
-static int remember_env(cli_config *c, const char *name, const char *value)
+static int remember_env(faucet_config *c, const char *name, const char *value)
 {
 	char *copy;
 
@@ -350,56 +381,6 @@ static int read_int(loader *l, const yaml_node_t *node, const char *field, long 
 	return 0;
 }
 
-/* A duration "NNNms" or "NNs" (1 ms to 1 hour), in milliseconds. */
-static int read_duration_ms(loader *l, const yaml_node_t *node, const char *field, int *out)
-{
-	char *text, *end;
-	long v, scale = 0;
-	int rc = read_string(l, node, field, &text);
-
-	if (rc != 0)
-		return rc;
-	if (text == NULL)
-		return node_error(l, node, "%s must be a duration such as 500ms or 1s", field);
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (end != text && strcmp(end, "ms") == 0)
-		scale = 1;
-	else if (end != text && strcmp(end, "s") == 0)
-		scale = 1000;
-	if (errno != 0 || scale == 0 || v < 1 || v > 3600000 / scale) {
-		rc = node_error(l, node,
-				"%s must be a duration such as 500ms or 1s (1ms to 3600s), got '%s'",
-				field, shown(node));
-		free(text);
-		return rc;
-	}
-	free(text);
-	*out = (int)(v * scale);
-	return 0;
-}
-
-static int read_bool(loader *l, const yaml_node_t *node, const char *field, int *out)
-{
-	static const char *const yes[] = {"true", "yes", "on"};
-	static const char *const no[] = {"false", "no", "off"};
-	char *text;
-	int rc = read_string(l, node, field, &text);
-
-	if (rc != 0)
-		return rc;
-	for (size_t i = 0; text != NULL && i < FAUCET_ARRAY_LEN(yes); i++) {
-		if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
-			*out = strcasecmp(text, yes[i]) == 0;
-			free(text);
-			return 0;
-		}
-	}
-	rc = node_error(l, node, "%s must be true or false, got '%s'", field, shown(node));
-	free(text);
-	return rc;
-}
-
 /* A list of strings.  `secret` wipes each node's text once read. */
 static int read_string_list(loader *l, yaml_node_t *node, const char *field, int secret,
 			    faucet_strarray *out)
@@ -469,7 +450,7 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 			const char *best;
 			size_t count = i;
 
-			best = cli_suggest(scalar_raw(key), allowed, count);
+			best = faucet__suggest(scalar_raw(key), allowed, count);
 			if (best != NULL)
 				rc = node_error(l, key, "%s: unknown field '%s' (did you mean '%s'? "
 						"known: %s)", field, scalar_raw(key), best,
@@ -506,8 +487,9 @@ static yaml_node_t *field_of(loader *l, const yaml_node_t *map, const char *name
 static int load_encryption(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"key", "key_env", "previous_keys", "algorithm", NULL};
-	cli_config *c = l->cfg;
+	faucet_config *c = l->cfg;
 	yaml_node_t *key, *key_env, *prev, *algo;
+	char *secret = NULL;
 	int rc;
 
 	if (node_is_null(node))
@@ -515,10 +497,6 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	rc = check_mapping(l, node, "state.config.encryption", fields);
 	if (rc != 0)
 		return rc;
-	rc = cli_forbid_core_dumps();
-	if (rc != 0)
-		return rc;
-	c->has_encryption = 1;
 	key = field_of(l, node, "key", NULL);
 	key_env = field_of(l, node, "key_env", NULL);
 	prev = field_of(l, node, "previous_keys", NULL);
@@ -542,7 +520,7 @@ static int load_encryption(loader *l, yaml_node_t *node)
 		return node_error(l, key_env,
 				  "state.config.encryption: give `key` or `key_env`, not both");
 	if (key != NULL) {
-		rc = read_secret(l, key, "state.config.encryption.key", &c->encryption_key);
+		rc = read_secret(l, key, "state.config.encryption.key", &secret);
 		if (rc != 0)
 			return rc;
 	} else if (key_env != NULL) {
@@ -565,54 +543,34 @@ static int load_encryption(loader *l, yaml_node_t *node)
 			return rc;
 		}
 		free(var);
-		c->encryption_key = faucet__strdup(val);
-		if (c->encryption_key == NULL)
+		secret = faucet__strdup(val);
+		if (secret == NULL)
 			return FAUCET_ENOMEM;
 	} else {
 		return node_error(l, node, "state.config.encryption needs a `key` (or `key_env`)");
 	}
-	if (c->encryption_key == NULL || *c->encryption_key == '\0')
+	if (secret == NULL || *secret == '\0') {
+		free(secret);
 		return node_error(l, key ? key : key_env, "state.config.encryption key is empty");
-	if (prev != NULL)
-		return read_string_list(l, prev, "state.config.encryption.previous_keys", 1,
-					&c->encryption_previous_keys);
-	return 0;
-}
-
-/* The library's table of backends, by type or by URL scheme (config.h). */
-const faucet_backend_info *cli_backend_of_type(const char *type)
-{
-	const faucet_backend_info *be;
-
-	for (size_t i = 0; type != NULL && (be = faucet_store_backend_info(i)) != NULL; i++) {
-		if (strcmp(be->type, type) == 0)
-			return be;
 	}
-	return NULL;
-}
-
-const faucet_backend_info *cli_backend_of_url(const char *url, const char **rest)
-{
-	const faucet_backend_info *be;
-
-	for (size_t i = 0; (be = faucet_store_backend_info(i)) != NULL; i++) {
-		for (const char *const *s = be->schemes; *s != NULL; s++) {
-			if (strncmp(url, *s, strlen(*s)) == 0) {
-				if (rest != NULL)
-					*rest = url + strlen(*s);
-				return be;
-			}
-		}
-	}
-	return NULL;
-}
-
-int cli_backend_has_field(const faucet_backend_info *be, const char *name)
-{
-	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
-		if (strcmp(f->name, name) == 0)
-			return 1;
-	}
+	if (faucet__strarray_append_owned(&c->texts, secret) != 0)
+		return FAUCET_ENOMEM;
+	c->enc.key = secret;
+	c->store.encryption = &c->enc;
+	if (prev == NULL)
+		return 0;
+	rc = read_string_list(l, prev, "state.config.encryption.previous_keys", 1,
+			      &c->previous_keys);
+	if (rc != 0)
+		return rc;
+	/* enc wants `const char *const *`: a copy of the array (not the keys). */
+	c->previous = faucet__calloc(c->previous_keys.count + 1, sizeof(*c->previous));
+	if (c->previous == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < c->previous_keys.count; i++)
+		c->previous[i] = c->previous_keys.strings[i];
+	c->enc.previous_keys = c->previous;
+	c->enc.previous_count = c->previous_keys.count;
 	return 0;
 }
 
@@ -640,93 +598,108 @@ static int all_backend_fields(const char **names, size_t max)
 	return 0;
 }
 
+/* The field `name` of backend `be`, or NULL. */
+static const faucet_backend_field *backend_field(const faucet_backend_info *be, const char *name)
+{
+	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
+		if (strcmp(f->name, name) == 0)
+			return f;
+	}
+	return NULL;
+}
+
 /* A field of another backend (type: file with table:) is an error naming
  * it: left alone it would be ignored, and the operator would believe the
  * store is configured as written. */
-static int check_backend_fields(loader *l, const yaml_node_t *node)
+static int not_this_backends(loader *l, const yaml_node_t *key, const faucet_backend_info *be)
 {
-	const faucet_backend_info *be = cli_backend_of_type(l->cfg->state_type);
+	faucet_buf takes = FAUCET_BUF_INIT;
+	int rc;
 
-	if (be == NULL)
-		return 0;
-	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *key = node_at(l, p->key);
-		const char *name = scalar_raw(key);
-		faucet_buf takes = FAUCET_BUF_INIT;
-		int rc;
+	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++)
+		(void)faucet_buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);
+	rc = node_error(l, key, "state.config.%s does not apply to type '%s' (it takes: %s)",
+			scalar_raw(key), be->type, takes.ptr ? takes.ptr : "no options");
+	faucet_buf_dispose(&takes);
+	return rc;
+}
 
-		if (cli_backend_has_field(be, name))
-			continue;
-		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++)
-			(void)faucet_buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);
-		rc = node_error(l, key, "state.config.%s does not apply to type '%s' (it takes: %s)",
-				name, be->type, takes.ptr ? takes.ptr : "no options");
-		faucet_buf_dispose(&takes);
+/* The library's last message, as the message of the config at `node`:
+ * "config PATH: line N: PREFIX<message>". */
+static int wrap_error(loader *l, const yaml_node_t *node, const char *prefix, int rc)
+{
+	char *msg;
+
+	if (rc == FAUCET_ENOMEM)
 		return rc;
-	}
-	return 0;
+	msg = faucet__strdup(faucet_error_last()->message);
+	if (msg == NULL)
+		return FAUCET_ENOMEM;
+	rc = node_error(l, node, "%s%s", prefix, msg);
+	free(msg);
+	return rc;
 }
 
-/* type: etcd - the endpoints, prefix and timeouts become the store's URL,
- * etcd://H:P,H:P/PREFIX?dial_timeout=..&request_timeout=.., which the
- * library reads (its checks and messages are the URL's); `url` instead of
- * endpoints and prefix is taken as it is. */
-static int etcd_url(loader *l, yaml_node_t *node)
+/* A field's value as text: a string (NULL when null), or a list's entries
+ * joined by ',' (an entry holding ',' refused: it would read as two). */
+static int field_text(loader *l, yaml_node_t *node, const faucet_backend_field *f,
+		      const char *label, char **out)
 {
-	cli_config *c = l->cfg;
+	faucet_strarray items = {NULL, 0};
 	faucet_buf b = FAUCET_BUF_INIT;
+	int rc;
 
-	if (c->state_url != NULL) {
-		if (c->state_etcd_endpoints.count > 0 || c->state_etcd_prefix != NULL)
-			return node_error(l, node,
-					  "state.config: give either url or endpoints and prefix "
-					  "for type etcd, not both");
-		if (c->state_etcd_dial_timeout != NULL || c->state_etcd_request_timeout != NULL)
-			return node_error(l, node,
-					  "state.config: with url, give dial_timeout and "
-					  "request_timeout in the URL (?dial_timeout=2s)");
+	*out = NULL;
+	if (strcmp(f->kind, "list") != 0)
+		return read_string(l, node, label, out);
+	rc = read_string_list(l, node, label, 0, &items);
+	for (size_t i = 0; rc == 0 && i < items.count; i++) {
+		if (strchr(items.strings[i], ',') != NULL)
+			rc = node_error(l, node, "%s[%zu] '%s' may not hold ','", label, i,
+					items.strings[i]);
+		else
+			(void)faucet_buf_printf(&b, "%s%s", i ? "," : "", items.strings[i]);
+	}
+	wipe_strarray(&items);
+	if (rc == 0 && b.len > 0 && (*out = faucet_buf_detach(&b)) == NULL)
+		rc = FAUCET_ENOMEM;
+	faucet_buf_dispose(&b);
+	return rc;
+}
+
+/* One field of state.config into the store config: a member of
+ * faucet_store_config, or kept in `names`/`values` for the backend's
+ * from_fields.  Its text is kept in c->texts (wiped when freed). */
+static int load_field(loader *l, const yaml_node_t *key, yaml_node_t *value,
+		      const faucet_backend_field *f, const char **names, const char **values,
+		      size_t *left)
+{
+	faucet_config *c = l->cfg;
+	char label[96], *text;
+	int rc;
+
+	if (strcmp(f->kind, "mapping") == 0) /* encryption, the one mapping */
+		return load_encryption(l, value);
+	(void)snprintf(label, sizeof(label), "state.config.%s", f->name);
+	rc = field_text(l, value, f, label, &text);
+	if (rc != 0 || text == NULL)
+		return rc;
+	if (faucet__strarray_append_owned(&c->texts, text) != 0)
+		return FAUCET_ENOMEM;
+	rc = faucet__store_field_set(&c->store, f->name, text, label);
+	if (rc == 1) {
+		names[*left] = f->name;
+		values[(*left)++] = text;
 		return 0;
 	}
-	if (c->state_etcd_endpoints.count == 0)
-		return node_error(l, node,
-				  "state.config.endpoints is missing or empty (type etcd needs "
-				  "endpoints: [HOST:PORT, ...])");
-	if (c->state_etcd_prefix == NULL || *c->state_etcd_prefix == '\0')
-		return node_error(l, node,
-				  "state.config.prefix is missing or empty (type etcd keeps its "
-				  "keys under PREFIX/)");
-	for (size_t i = 0; i < c->state_etcd_endpoints.count; i++) {
-		const char *e = c->state_etcd_endpoints.strings[i];
-
-		if (*e == '\0' || strpbrk(e, ",/?&") != NULL)
-			return node_error(l, node,
-					  "state.config.endpoints[%zu] '%s' must be HOST:PORT", i, e);
-	}
-	if (strpbrk(c->state_etcd_prefix, "?&") != NULL)
-		return node_error(l, node, "state.config.prefix '%s' may not hold '?' or '&'",
-				  c->state_etcd_prefix);
-	(void)faucet_buf_puts(&b, "etcd://");
-	for (size_t i = 0; i < c->state_etcd_endpoints.count; i++)
-		(void)faucet_buf_printf(&b, "%s%s", i ? "," : "", c->state_etcd_endpoints.strings[i]);
-	(void)faucet_buf_printf(&b, "/%s", c->state_etcd_prefix);
-	if (c->state_etcd_dial_timeout != NULL)
-		(void)faucet_buf_printf(&b, "?dial_timeout=%s", c->state_etcd_dial_timeout);
-	if (c->state_etcd_request_timeout != NULL)
-		(void)faucet_buf_printf(&b, "%crequest_timeout=%s",
-				     c->state_etcd_dial_timeout ? '&' : '?',
-				     c->state_etcd_request_timeout);
-	c->state_url = faucet_buf_detach(&b);
-	if (c->state_url == NULL)
-		return node_error(l, node, "out of memory");
-	return 0;
+	return rc == 0 ? 0 : wrap_error(l, key, "", rc);
 }
 
-static int load_state_config(loader *l, yaml_node_t *node)
+static int load_state_config(loader *l, yaml_node_t *node, const faucet__backend_desc *be)
 {
-	const char *fields[64];
-	cli_config *c = l->cfg;
-	yaml_node_t *v;
+	const char *fields[64], *names[16], *values[16];
+	faucet_config *c = l->cfg;
+	size_t left = 0;
 	int rc;
 
 	if (node_is_null(node))
@@ -734,57 +707,40 @@ static int load_state_config(loader *l, yaml_node_t *node)
 	if (all_backend_fields(fields, FAUCET_ARRAY_LEN(fields)) != 0)
 		return node_error(l, node, "state.config: too many backend fields");
 	rc = check_mapping(l, node, "state.config", fields);
-	if (rc == 0)
-		rc = check_backend_fields(l, node);
-	if (rc == 0 && (v = field_of(l, node, "path", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.path", &c->state_path);
-	if (rc == 0 && (v = field_of(l, node, "url", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.url", &c->state_url);
-	if (rc == 0 && (v = field_of(l, node, "table", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.table", &c->state_table);
-	if (rc == 0 && (v = field_of(l, node, "namespace", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.namespace", &c->state_namespace);
-	if (rc == 0 && (v = field_of(l, node, "ensure_table", NULL)) != NULL) {
-		int on = 0;
-		rc = read_bool(l, v, "state.config.ensure_table", &on);
-		c->state_ensure_table = on ? 1 : -1;
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+	     rc == 0 && be != NULL && p < node->data.mapping.pairs.top; p++) {
+		yaml_node_t *key = node_at(l, p->key), *value = node_at(l, p->value);
+		const faucet_backend_field *f = backend_field(&be->info, scalar_raw(key));
+
+		if (f == NULL)
+			rc = not_this_backends(l, key, &be->info);
+		else if (value == NULL)
+			rc = node_error(l, key, "state.config.%s: broken value", f->name);
+		else if (left >= FAUCET_ARRAY_LEN(names))
+			rc = node_error(l, key, "state.config: too many fields");
+		else
+			rc = load_field(l, key, value, f, names, values, &left);
 	}
-	if (rc == 0 && (v = field_of(l, node, "max_connections", NULL)) != NULL)
-		rc = read_int(l, v, "state.config.max_connections", 1, 10000,
-			      &c->state_max_connections);
-	if (rc == 0 && (v = field_of(l, node, "index", NULL)) != NULL)
-		rc = read_bool(l, v, "state.config.index", &c->state_redis_index);
-	if (rc == 0 && (v = field_of(l, node, "endpoints", NULL)) != NULL)
-		rc = read_string_list(l, v, "state.config.endpoints", 0, &c->state_etcd_endpoints);
-	if (rc == 0 && (v = field_of(l, node, "prefix", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.prefix", &c->state_etcd_prefix);
-	if (rc == 0 && (v = field_of(l, node, "dial_timeout", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.dial_timeout", &c->state_etcd_dial_timeout);
-	if (rc == 0 && (v = field_of(l, node, "request_timeout", NULL)) != NULL)
-		rc = read_string(l, v, "state.config.request_timeout", &c->state_etcd_request_timeout);
-	if (rc == 0 && c->state_type != NULL && strcmp(c->state_type, "etcd") == 0)
-		rc = etcd_url(l, node);
-	if (rc == 0 && (v = field_of(l, node, "min_replicas", NULL)) != NULL)
-		rc = read_int(l, v, "state.config.min_replicas", 1, 100, &c->state_min_replicas);
-	if (rc == 0 && (v = field_of(l, node, "wait_timeout", NULL)) != NULL)
-		rc = read_duration_ms(l, v, "state.config.wait_timeout", &c->state_wait_timeout_ms);
-	if (rc == 0 && (v = field_of(l, node, "encryption", NULL)) != NULL) {
-		if (c->state_type != NULL && strcmp(c->state_type, "file") != 0 && !node_is_null(v))
-			return node_error(l, v,
-					  "state.config.encryption applies to the file store only, "
-					  "not to type '%s'",
-					  c->state_type);
-		rc = load_encryption(l, v);
-	}
-	return rc;
+	if (rc != 0 || be == NULL)
+		return rc;
+	/* The fields that are no member of faucet_store_config are the
+	 * backend's own (etcd's endpoints and prefix become its URL). */
+	if (be->from_fields != NULL)
+		rc = be->from_fields(&c->store, names, values, left, &c->store_url);
+	else if (left > 0)
+		rc = faucet_error_set(FAUCET_ECONFIG, "%s does not apply to type '%s'", names[0],
+				      be->info.type);
+	return rc == 0 ? 0 : wrap_error(l, node, "state.config: ", rc);
 }
 
 static int load_state(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"type", "config", NULL};
-	cli_config *c = l->cfg;
+	faucet_config *c = l->cfg;
 	yaml_node_t *type, *conf;
 	const char *types[32], *best;
+	const faucet__backend_desc *be;
+	char *name;
 	size_t nt;
 	int rc;
 
@@ -796,10 +752,10 @@ static int load_state(loader *l, yaml_node_t *node)
 	c->has_state = 1;
 	type = field_of(l, node, "type", NULL);
 	nt = 0;
-	for (const faucet_backend_info *be; nt + 1 < FAUCET_ARRAY_LEN(types) &&
-					    (be = faucet_store_backend_info(nt)) != NULL;
+	for (const faucet_backend_info *bi; nt + 1 < FAUCET_ARRAY_LEN(types) &&
+					    (bi = faucet_store_backend_info(nt)) != NULL;
 	     nt++)
-		types[nt] = be->type;
+		types[nt] = bi->type;
 	if (type == NULL) {
 		faucet_buf known = FAUCET_BUF_INIT;
 
@@ -809,28 +765,33 @@ static int load_state(loader *l, yaml_node_t *node)
 		faucet_buf_dispose(&known);
 		return rc;
 	}
-	rc = read_string(l, type, "state.type", &c->state_type);
+	rc = read_string(l, type, "state.type", &name);
 	if (rc != 0)
 		return rc;
-	if (c->state_type == NULL || *c->state_type == '\0')
+	if (name == NULL || *name == '\0') {
+		free(name);
 		return node_error(l, type, "state.type is empty");
+	}
+	if (faucet__strarray_append_owned(&c->texts, name) != 0)
+		return FAUCET_ENOMEM;
+	c->store.type = name;
 	/* A near miss of a known type (sqllite) is named here; any other
-	 * unknown type is the library's to refuse, with its list. */
-	if (cli_backend_of_type(c->state_type) == NULL &&
-	    (best = cli_suggest(c->state_type, types, nt)) != NULL)
+	 * unknown type is refused when the store is opened, with its list. */
+	be = faucet__backend_by_type(name);
+	if (be == NULL && (best = faucet__suggest(name, types, nt)) != NULL)
 		return node_error(l, type,
 				  "state.type: unknown state store type '%s' (did you mean '%s'?)",
-				  c->state_type, best);
+				  name, best);
 	conf = field_of(l, node, "config", NULL);
-	return conf == NULL ? 0 : load_state_config(l, conf);
+	return conf == NULL ? 0 : load_state_config(l, conf, be);
 }
 
 static int load_backfill(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"window", "concurrency", "timezone", "command", NULL};
-	cli_config *c = l->cfg;
+	faucet_config *c = l->cfg;
 	yaml_node_t *v;
-	int rc;
+	int n = 0, rc;
 
 	if (node_is_null(node))
 		return 0;
@@ -838,7 +799,7 @@ static int load_backfill(loader *l, yaml_node_t *node)
 	if (rc == 0 && (v = field_of(l, node, "window", NULL)) != NULL)
 		rc = read_string(l, v, "backfill.window", &c->backfill_window);
 	if (rc == 0 && (v = field_of(l, node, "concurrency", NULL)) != NULL)
-		rc = read_int(l, v, "backfill.concurrency", 1, 10000, &c->backfill_concurrency);
+		rc = read_int(l, v, "backfill.concurrency", 1, 10000, &n);
 	if (rc == 0 && (v = field_of(l, node, "timezone", NULL)) != NULL)
 		rc = read_string(l, v, "backfill.timezone", &c->backfill_timezone);
 	if (rc == 0 && (v = field_of(l, node, "command", NULL)) != NULL) {
@@ -846,9 +807,23 @@ static int load_backfill(loader *l, yaml_node_t *node)
 			return node_error(l, v,
 					  "backfill.command must be a list of arguments "
 					  "(it runs without a shell), e.g. [\"my-job\", \"--from\", \"${backfill.start}\"]");
-		rc = read_string_list(l, v, "backfill.command", 0, &c->backfill_command);
+		rc = read_string_list(l, v, "backfill.command", 0, &c->backfill_argv);
 	}
-	return rc;
+	if (rc != 0)
+		return rc;
+	c->backfill.window = c->backfill_window;
+	c->backfill.concurrency = (unsigned)n;
+	c->backfill.timezone = c->backfill_timezone;
+	if (c->backfill_argv.count == 0)
+		return 0;
+	c->backfill_command = faucet__calloc(c->backfill_argv.count + 1, sizeof(char *));
+	if (c->backfill_command == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < c->backfill_argv.count; i++)
+		c->backfill_command[i] = c->backfill_argv.strings[i];
+	c->backfill.command = c->backfill_command;
+	c->backfill.command_count = c->backfill_argv.count;
+	return 0;
 }
 
 static int load_root(loader *l)
@@ -964,7 +939,7 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 	yaml_parser_t parser;
 	int ok, rc;
 
-	if ((rc = cli_yaml_load()) != 0)
+	if ((rc = faucet__yaml_load()) != 0)
 		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
@@ -1012,15 +987,17 @@ static int parse_yaml(const char *path, const char *text, size_t len, yaml_docum
 	return ok ? 0 : FAUCET_ECONFIG;
 }
 
-int cli_config_load(cli_config **out, const char *path)
+int faucet_config_load(faucet_config **out, const char *path)
 {
 	yaml_document_t doc;
-	cli_config *c;
+	faucet_config *c;
 	char *text = NULL, abs[PATH_MAX];
 	size_t len = 0;
 	loader l;
 	int rc;
 
+	if (out == NULL || path == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_config_load: NULL argument");
 	*out = NULL;
 	rc = read_config_file(path, &text, &len);
 	if (rc != 0)
@@ -1036,6 +1013,7 @@ int cli_config_load(cli_config **out, const char *path)
 		yaml_document_delete(&doc);
 		return FAUCET_ENOMEM;
 	}
+	c->store.version = FAUCET_STORE_CONFIG_VERSION;
 	l.path = path;
 	l.doc = &doc;
 	l.cfg = c;
@@ -1047,34 +1025,9 @@ int cli_config_load(cli_config **out, const char *path)
 	if (rc == 0 && (c->path = faucet__strdup(abs)) == NULL)
 		rc = FAUCET_ENOMEM;
 	if (rc != 0) {
-		cli_config_free(c);
+		faucet_config_free(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
-}
-
-void cli_config_store(const cli_config *c, faucet_store_config *cfg,
-		      faucet_encryption_options *enc)
-{
-	faucet_store_config init = FAUCET_STORE_CONFIG_INIT;
-
-	*cfg = init;
-	memset(enc, 0, sizeof(*enc));
-	cfg->type = c->state_type;
-	cfg->path = c->state_path;
-	cfg->url = c->state_url;
-	cfg->table = c->state_table;
-	cfg->ensure_table = c->state_ensure_table;
-	cfg->max_connections = c->state_max_connections;
-	cfg->namespace_name = c->state_namespace;
-	cfg->redis_index = c->state_redis_index;
-	cfg->redis_min_replicas = c->state_min_replicas;
-	cfg->redis_wait_timeout_ms = c->state_wait_timeout_ms;
-	if (c->has_encryption) {
-		enc->key = c->encryption_key;
-		enc->previous_keys = (const char *const *)c->encryption_previous_keys.strings;
-		enc->previous_count = c->encryption_previous_keys.count;
-		cfg->encryption = enc;
-	}
 }
