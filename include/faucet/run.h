@@ -98,6 +98,18 @@ FAUCET_EXTERN int faucet_run_begin(faucet_run **out, faucet_store *s, const char
 FAUCET_EXTERN int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline,
 				  const char *row, const char *run_id);
 
+/* Join the run this process was started in by `faucet run`, as every
+ * writer inside one must (the command's writes, the Python package's
+ * runs): the run FAUCET_RUN_ID names, of FAUCET_RUN_PIPELINE and
+ * FAUCET_RUN_ROW (unset: "default").  `pipeline` / `row` NULL join it
+ * whatever it is; given, they must be its pipeline / row.  0 with *out
+ * joined; FAUCET_ENOTFOUND (nothing set) when FAUCET_RUN_ID is unset or
+ * empty or names another pipeline's or row's run - begin a run of your
+ * own; FAUCET_EINVALID when FAUCET_RUN_ID is set without
+ * FAUCET_RUN_PIPELINE; otherwise as faucet_run_join. */
+FAUCET_EXTERN int faucet_run_join_env(faucet_run **out, faucet_store *s, const char *pipeline,
+				      const char *row);
+
 /* The run id (YYYYMMDDTHHMMSS.mmmZ-{6 hex}), owned by the run. */
 FAUCET_EXTERN const char *faucet_run_id(const faucet_run *r);
 /* "{p}::{r}" or "{p}" (pipeline level), owned by the run. */

@@ -41,27 +41,27 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
 {
 	int may_join = (flags & CLI_RUN_MAY_JOIN) != 0;
 	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
-	const char *joined = getenv("FAUCET_RUN_ID");
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
 	w->quiet = ctx->quiet || ctx->json;
 	if (pipeline == NULL)
 		goto done; /* bookkeeping only */
-	if (may_join && joined != NULL && *joined != '\0') {
-		const char *jp = getenv("FAUCET_RUN_PIPELINE"), *jr = getenv("FAUCET_RUN_ROW");
-
-		if (jp == NULL || *jp == '\0')
-			jp = pipeline;
-		if (faucet_run_join(&w->run, s, jp, jr && *jr ? jr : NULL, joined) != 0) {
-			rc = cli_fail(faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
-										  : CLI_EXIT_FAILED,
-				      "%s: FAUCET_RUN_ID=%s", command, joined);
-			goto done;
-		}
+	/* Inside `faucet run`, every write of the command joins its run, of
+	 * whichever pipeline: undoing the run undoes all the job wrote. */
+	rc = may_join ? faucet_run_join_env(&w->run, s, NULL, NULL) : FAUCET_ENOTFOUND;
+	if (rc == 0) {
 		w->joined = 1;
 		goto done;
 	}
+	if (rc != FAUCET_ENOTFOUND) {
+		rc = cli_fail(faucet_error_last()->code == FAUCET_EINVALID ? CLI_EXIT_USAGE
+									  : CLI_EXIT_FAILED,
+			      "%s: cannot join the run of `faucet run` (FAUCET_RUN_ID=%s)", command,
+			      getenv("FAUCET_RUN_ID"));
+		goto done;
+	}
+	rc = 0;
 	o.no_lease = 1;
 	/* A bulk write holds the pipeline lease: no `faucet run` or undo of
 	 * the pipeline runs while it writes (a joined one is under its run's). */

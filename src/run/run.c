@@ -1050,6 +1050,36 @@ fail:
 	return rc;
 }
 
+/* An environment variable's value, or NULL when unset or empty. */
+static const char *env_text(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+int faucet_run_join_env(faucet_run **out, faucet_store *s, const char *pipeline, const char *row)
+{
+	const char *id = env_text("FAUCET_RUN_ID"), *jp = env_text("FAUCET_RUN_PIPELINE");
+	const char *jr = env_text("FAUCET_RUN_ROW");
+
+	if (out == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_run_join_env: out is NULL");
+	*out = NULL;
+	if (id == NULL)
+		return FAUCET_ENOTFOUND;
+	if (jp == NULL)
+		return faucet_error_set(FAUCET_EINVALID,
+					"FAUCET_RUN_ID=%s is set but FAUCET_RUN_PIPELINE is not: "
+					"which run to join is unknown (`faucet run` sets both)",
+					id);
+	if (jr == NULL)
+		jr = FAUCET_RUN_DEFAULT_ROW;
+	if ((pipeline != NULL && strcmp(pipeline, jp) != 0) || (row != NULL && strcmp(row, jr) != 0))
+		return FAUCET_ENOTFOUND;
+	return faucet_run_join(out, s, jp, jr, id);
+}
+
 /* ---- fencing ---------------------------------------------------------------------------- */
 
 static int lease_lost(faucet_run *r, const char *why)

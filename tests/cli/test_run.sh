@@ -382,6 +382,12 @@ expect_rc 1 "a write naming a run that holds no lease"
 run state get w::default
 expect_out '{"v":1}' "nothing written for a stale FAUCET_RUN_ID"
 
+FAUCET_RUN_ID=20200101T000000.000Z-abcdef run state put w::default 6
+expect_rc 2 "an id without its pipeline is refused, not joined to a guess"
+expect_err_contains "FAUCET_RUN_PIPELINE is not" "the message names what is missing"
+run state get w::default
+expect_out '{"v":1}' "nothing written for an id without its pipeline"
+
 # ---- an encrypted store: the command inherits the key's variable name ----
 export RUNKEY=correct-horse-battery-staple
 run --state file:$PWD/enc --encryption-key-env RUNKEY run --pipeline e -- sh -c 'printf "%s\n" "$FAUCET_ENCRYPTION_KEY_ENV" > keyenv; "$F" state put e::default 1'

@@ -443,6 +443,47 @@ static void a_broken_lease_fences_the_run(void **state)
 	faucet_run_free(r);
 }
 
+/* faucet_run_join_env: the one rule by which a writer inside `faucet run`
+ * (the command's writes, the Python package's runs) joins its run. */
+static void the_run_of_faucet_run_is_joined_by_the_environments_rule(void **state)
+{
+	faucet_store *s = S(state);
+	faucet_run *r = begin(s, NULL), *child = (faucet_run *)1;
+
+	assert_int_equal(unsetenv("FAUCET_RUN_ID"), 0);
+	assert_int_equal(unsetenv("FAUCET_RUN_PIPELINE"), 0);
+	assert_int_equal(unsetenv("FAUCET_RUN_ROW"), 0);
+	assert_int_equal(faucet_run_join_env(&child, s, "p", NULL), FAUCET_ENOTFOUND);
+	assert_null(child);
+	assert_int_equal(setenv("FAUCET_RUN_ID", "", 1), 0);
+	assert_int_equal(faucet_run_join_env(&child, s, NULL, NULL), FAUCET_ENOTFOUND);
+	/* An id without its pipeline names no run: an error, not a guess. */
+	assert_int_equal(setenv("FAUCET_RUN_ID", faucet_run_id(r), 1), 0);
+	assert_int_equal(faucet_run_join_env(&child, s, "p", NULL), FAUCET_EINVALID);
+	assert_null(child);
+	assert_int_equal(setenv("FAUCET_RUN_PIPELINE", "p", 1), 0);
+	/* Another pipeline's or row's writer begins its own run. */
+	assert_int_equal(faucet_run_join_env(&child, s, "q", NULL), FAUCET_ENOTFOUND);
+	assert_int_equal(faucet_run_join_env(&child, s, "p", "other"), FAUCET_ENOTFOUND);
+	assert_null(child);
+	/* An unset row is the default row, for every caller alike. */
+	assert_int_equal(faucet_run_join_env(&child, s, "p", FAUCET_RUN_DEFAULT_ROW), 0);
+	assert_string_equal(faucet_run_id(child), faucet_run_id(r));
+	assert_string_equal(faucet_run_row(child), FAUCET_RUN_DEFAULT_ROW);
+	faucet_run_free(child);
+	assert_int_equal(faucet_run_join_env(&child, s, NULL, NULL), 0);
+	assert_string_equal(faucet_run_scope(child), faucet_run_scope(r));
+	faucet_run_free(child);
+	/* A row the run does not hold: its lease is not this run's. */
+	assert_int_equal(setenv("FAUCET_RUN_ROW", "other", 1), 0);
+	assert_int_equal(faucet_run_join_env(&child, s, "p", NULL), FAUCET_ELEASELOST);
+	assert_null(child);
+	assert_int_equal(unsetenv("FAUCET_RUN_ID"), 0);
+	assert_int_equal(unsetenv("FAUCET_RUN_PIPELINE"), 0);
+	assert_int_equal(unsetenv("FAUCET_RUN_ROW"), 0);
+	end_ok(r);
+}
+
 static void a_joined_run_records_into_the_runs_marker(void **state)
 {
 	faucet_store *s = S(state);
@@ -2170,6 +2211,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(an_own_lease_past_its_expiry_is_lost_not_renewed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_broken_lease_fences_the_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_run_of_faucet_run_is_joined_by_the_environments_rule,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_joined_run_records_into_the_runs_marker, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_before_images_and_is_a_run, setup,

@@ -201,6 +201,8 @@ typedef struct {
 } faucet_run_options;
 int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
                      const faucet_run_options *opts);
+int faucet_run_join_env(faucet_run **out, faucet_store *s, const char *pipeline,
+                        const char *row);
 int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline,
                     const char *row, const char *run_id);
 const char *faucet_run_id(const faucet_run *r);
@@ -225,7 +227,7 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 
 # The calls of invocation runs (run.h); Store.run() needs all of them.
 RUN_CALLS = (
-    "faucet_run_begin", "faucet_run_join", "faucet_run_id", "faucet_run_scope",
+    "faucet_run_begin", "faucet_run_join", "faucet_run_join_env", "faucet_run_id", "faucet_run_scope",
     "faucet_run_row", "faucet_run_put", "faucet_run_delete",
     "faucet_run_compare_and_put", "faucet_run_compare_and_delete",
     "faucet_run_renew", "faucet_run_renew_interval_ms", "faucet_run_keys",

@@ -25,7 +25,6 @@ side (include/faucet/run.h) arrived after the first libfaucet release:
 until the loaded library has it, Store.run() raises Unsupported.
 """
 
-import os
 import threading
 from typing import Any, List
 
@@ -92,23 +91,15 @@ class Run:
             opts.command = keep[-1]
         return opts, keep
 
-    def _enclosing_run_id(self):
-        env = os.environ
-        run_id = env.get("FAUCET_RUN_ID")
-        if (run_id and env.get("FAUCET_RUN_PIPELINE", "").encode() == self._pipeline
-                and env.get("FAUCET_RUN_ROW", "default").encode() == self._row):
-            return run_id
-        return None
-
     def __enter__(self) -> "Run":
         out = ffi.new("faucet_run **")
         s = self._store._enter()
         try:
-            run_id = self._enclosing_run_id()
-            if run_id is not None:
-                rc = lib.faucet_run_join(out, s, self._pipeline, self._row, run_id.encode())
-                self.joined = True
-            else:
+            # Inside `faucet run`, the run it began for this pipeline and
+            # row is joined: the library's rule, the command's too.
+            rc = lib.faucet_run_join_env(out, s, self._pipeline, self._row)
+            self.joined = rc == 0
+            if rc == E.ENOTFOUND:
                 opts, keep = self._options()
                 rc = lib.faucet_run_begin(out, s, self._pipeline, opts)
             if rc != 0:

@@ -84,6 +84,29 @@ def test_inside_faucet_run_the_enclosing_run_is_joined(store, monkeypatch):
     assert store.get("orders::default") == {"from": "child"}
 
 
+def test_a_run_id_without_its_pipeline_is_refused_not_guessed(store, monkeypatch):
+    # The library's rule (faucet_run_join_env), the command's as well: an
+    # id alone names no run; beginning a run of one's own beside it would
+    # leave the job's writes out of the run an operator undoes.
+    monkeypatch.setenv("FAUCET_RUN_ID", "20260101T000000.000Z-abcdef")
+    monkeypatch.delenv("FAUCET_RUN_PIPELINE", raising=False)
+    with pytest.raises(faucet.InvalidArgument, match="FAUCET_RUN_PIPELINE is not"):
+        with store.run("orders"):
+            pass
+    assert store.get("orders::default::__lease__") is None
+
+
+def test_another_pipelines_run_is_not_joined(store, monkeypatch):
+    with store.run("orders") as outer:
+        monkeypatch.setenv("FAUCET_RUN_ID", outer.id)
+        monkeypatch.setenv("FAUCET_RUN_PIPELINE", "orders")
+        monkeypatch.delenv("FAUCET_RUN_ROW", raising=False)
+        with store.run("orders") as same:  # an unset row is "default"
+            assert same.joined and same.id == outer.id
+        with store.run("users") as other:
+            assert not other.joined and other.id != outer.id
+
+
 def test_a_run_outside_its_block_refuses_writes(memory):
     run = memory.run("orders")
     with pytest.raises(faucet.Error, match="not active"):
