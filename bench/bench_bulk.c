@@ -140,7 +140,7 @@ static int step_batch_put(const char *url)
 static int step_import(const char *url, const char *doc)
 {
 	faucet_store *s = open_store(url);
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	FILE *in = fopen(doc, "r");
 
 	if (in == NULL)
@@ -179,7 +179,7 @@ static int step_export(const char *url, const char *out_path)
 static int step_copy(const char *from, const char *to)
 {
 	faucet_store *src = open_store(from), *dst = open_store(to);
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	FILE *tmp = tmpfile();
 
 	if (tmp == NULL || faucet_export_write(src, PIPELINE, NULL, 0, tmp, NULL) != 0 ||

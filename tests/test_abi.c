@@ -135,7 +135,7 @@ static void check_context_checks_the_version(void **state)
 static void import_options_check_the_version(void **state)
 {
 	faucet_import_options opts = FAUCET_IMPORT_OPTIONS_INIT;
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	faucet_export *e;
 	faucet_store *s;
 	faucet_value *v = tu_v("5");
@@ -153,6 +153,42 @@ static void import_options_check_the_version(void **state)
 	assert_int_equal(faucet_import_namespace_ex(s, e, &opts, &report), 0);
 	assert_null(report.error);
 	faucet_import_report_dispose(&report);
+	tu_assert_value(s, "p::r", "5");
+	faucet_value_free(v);
+	faucet_export_free(e);
+	faucet_store_free(s);
+}
+
+/* The import report is a result struct: its caller says which version it
+ * allocated, and an import refuses a report it cannot know the size of. */
+static void the_import_report_carries_its_version(void **state)
+{
+	faucet_import_report report;
+	faucet_export *e;
+	faucet_store *s;
+	faucet_value *v = tu_v("5");
+
+	(void)state;
+	assert_int_equal(faucet_store_open_memory(&s), 0);
+	assert_int_equal(faucet_export_new(&e, "p"), 0);
+	assert_int_equal(faucet_export_set(e, "p::r", v), 0);
+	memset(&report, 0, sizeof(report));
+	assert_int_equal(faucet_import_namespace_ex(s, e, NULL, &report), FAUCET_EINVALID);
+	tu_assert_error_contains("faucet_import_report version 0");
+	report.version = FAUCET_IMPORT_REPORT_VERSION + 1;
+	assert_int_equal(faucet_import_namespace_ex(s, e, NULL, &report), FAUCET_EINVALID);
+	tu_assert_value(s, "p::r", NULL); /* refused before anything was written */
+	assert_int_equal(faucet_import_report_init(&report, FAUCET_IMPORT_REPORT_VERSION + 1),
+			 FAUCET_EINVALID);
+	assert_int_equal(faucet_import_report_init(&report, FAUCET_IMPORT_REPORT_VERSION), 0);
+	assert_int_equal(report.version, FAUCET_IMPORT_REPORT_VERSION);
+	assert_int_equal(faucet_import_namespace_ex(s, e, NULL, &report), 0);
+	assert_int_equal(report.version, FAUCET_IMPORT_REPORT_VERSION);
+	assert_int_equal(report.written.count, 1);
+	faucet_import_report_dispose(&report);
+	/* Dispose keeps the version, so the report can be used again. */
+	assert_int_equal(report.version, FAUCET_IMPORT_REPORT_VERSION);
+	assert_int_equal(report.written.count, 0);
 	tu_assert_value(s, "p::r", "5");
 	faucet_value_free(v);
 	faucet_export_free(e);
@@ -306,6 +342,7 @@ int main(void)
 		TU_DIR_TEST(file_options_check_the_version),
 		cmocka_unit_test(check_context_checks_the_version),
 		cmocka_unit_test(import_options_check_the_version),
+		cmocka_unit_test(the_import_report_carries_its_version),
 		cmocka_unit_test(backfill_run_options_check_the_version),
 		cmocka_unit_test(an_older_init_writes_only_its_version),
 		cmocka_unit_test(each_options_init_sets_the_defaults),

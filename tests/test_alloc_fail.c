@@ -333,10 +333,10 @@ static const char import_doc[] =
 static int call_import(target *t)
 {
 	faucet_export *e = NULL;
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	int rc;
 
-	memset(&report, 0, sizeof(report));
+	report = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	rc = faucet_export_parse(&e, import_doc, sizeof(import_doc) - 1);
 	if (rc == 0)
 		rc = faucet_import_namespace(t->store, e, 1, &report);

@@ -279,11 +279,11 @@ static int act_import(faucet_store *s)
 	static const char doc[] =
 		"{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::a\":{\"cursor\":5},"
 		"\"p::e\":[\"new\"],\"p::f\":{\"deep\":{\"er\":1}}}}";
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	faucet_export *e = NULL;
 	int rc;
 
-	memset(&report, 0, sizeof(report));
+	report = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	assert_int_equal(faucet_export_parse(&e, doc, strlen(doc)), 0);
 	rc = faucet_import_namespace(s, e, 0, &report);
 	if (rc == 0 && report.error != NULL)
@@ -538,7 +538,7 @@ static int act_recorded_import(faucet_store *s)
 	static const char doc[] = "{\"version\":1,\"pipeline\":\"p\",\"keys\":"
 				  "{\"p::r\":{\"cursor\":9},\"p::r::x\":[1]}}";
 	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	faucet_run *r = NULL;
 	FILE *f = tmpfile();
 	int rc;
@@ -549,7 +549,7 @@ static int act_recorded_import(faucet_store *s)
 	durability_store = s;
 	hook.begin_run = begin_import_run;
 	hook.ctx = &r;
-	memset(&report, 0, sizeof(report));
+	report = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	rc = faucet_import_file_recorded(s, f, NULL, &hook, &report);
 	if (rc == 0 && report.error != NULL)
 		rc = report.error_code != 0 ? report.error_code : FAUCET_ERROR;

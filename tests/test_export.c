@@ -369,7 +369,7 @@ static void export_then_import_round_trips_and_replace_drops_stale_keys(void **s
 {
 	faucet_store *from = NULL, *to = NULL;
 	faucet_export *e = NULL;
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	(void)state;
 
 	assert_int_equal(faucet_store_open_memory(&from), 0);
@@ -430,7 +430,7 @@ static void import_reports_partial_progress_on_a_non_atomic_store(void **state)
 {
 	faucet_store *s = open_test_backend(BARE);
 	faucet_export *e = new_export("o"), *bad = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	(void)state;
 
 	set(e, "o::a", "1");
@@ -463,7 +463,7 @@ static void import_reports_batch_and_delete_failures(void **state)
 {
 	faucet_store *failing = open_test_backend(FAILING), *listing = open_test_backend(LISTING);
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_value *v = NULL;
 	(void)state;
 
@@ -507,7 +507,7 @@ static void import_of_an_empty_document_with_replace_empties_the_namespace(void 
 {
 	faucet_store *s = NULL;
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_strarray left = {NULL, 0};
 	(void)state;
 
@@ -532,7 +532,7 @@ static void import_lists_an_outcome_unknown_put_as_written(void **state)
 {
 	faucet_store *s = open_test_backend(BARE);
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	(void)state;
 
 	set(e, "o::a", "1");
@@ -556,7 +556,7 @@ static void import_lists_an_outcome_unknown_batch_as_written(void **state)
 {
 	faucet_store *s = open_test_backend(BATCHING);
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	(void)state;
 
 	set(e, "o::a", "1");
@@ -579,7 +579,7 @@ static void a_large_import_is_written_in_chunks_and_says_it_is_not_atomic(void *
 	faucet_store *s = open_test_backend(BATCHING);
 	faucet_export *e = new_export("o");
 	faucet_value *one = tu_v("1");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	char key[32];
 	(void)state;
 
@@ -610,7 +610,7 @@ static void replace_with_an_empty_source_is_refused_unless_allowed(void **state)
 	faucet_import_options allowed = {.version = FAUCET_IMPORT_OPTIONS_VERSION, .replace = 1,
 					 .allow_empty = 1};
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_store *s = NULL;
 	(void)state;
 
@@ -635,7 +635,7 @@ static void dry_run_reports_and_writes_nothing(void **state)
 	faucet_import_options dry = {.version = FAUCET_IMPORT_OPTIONS_VERSION, .replace = 1,
 				     .dry_run = 1};
 	faucet_export *e = new_export("o");
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_store *s = NULL;
 	(void)state;
 
@@ -684,7 +684,7 @@ static void import_file_validates_all_before_writing(void **state)
 		"{\"version\":1,\"pipeline\":\"o\",\"keys\":{\"o::a\":1,\"x::b\":2}}",
 	};
 	faucet_import_options replace = {.version = FAUCET_IMPORT_OPTIONS_VERSION, .replace = 1};
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_store *s = NULL;
 	FILE *f;
 	(void)state;
@@ -753,7 +753,7 @@ static void deepest_value_round_trips(faucet_store *src)
 	int depth = deepest_accepted();
 	char *deep = nested(depth), *doc = NULL;
 	faucet_export *e = NULL, *back = NULL;
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	faucet_store *dst = NULL;
 	FILE *f = tmpfile();
 

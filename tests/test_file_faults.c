@@ -194,14 +194,14 @@ static void a_streamed_import_reports_exactly_what_landed(void **state)
 	for (size_t n = 0; n == 0 || n <= calls; n++) {
 		char name[32], *dir;
 		faucet_store *s;
-		faucet_import_report r;
+		faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 		size_t landed = 0;
 		int rc;
 
 		(void)snprintf(name, sizeof(name), "run%zu", n);
 		dir = tu_join(f->dir, name);
 		s = open_store(dir);
-		memset(&r, 0, sizeof(r));
+		r = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 		tu_put(s, "p::k9", "\"old\""); /* the root exists, one key is replaced */
 		fault_start();
 		fault_arm(n, FAULT_ENOSPC);

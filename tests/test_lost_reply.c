@@ -236,7 +236,7 @@ static void lost_batch_reply_is_outcome_unknown(const char *env, const char *que
 {
 	faucet_export *warm = doc("o::w1", "o::w2"), *e = doc("o::a", "o::b");
 	faucet_store *through, *direct;
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	char *url, *direct_url = NULL;
 	faucet_value *one;
 	int target, rc;

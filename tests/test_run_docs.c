@@ -289,13 +289,13 @@ static int begin_v1(void *ctx, const char *pipeline, faucet_run **run)
 
 static void import_doc(hook_seen *h, const faucet_import_run_hook *hook, const char *doc)
 {
-	faucet_import_report rep;
+	faucet_import_report rep = FAUCET_IMPORT_REPORT_INIT;
 	FILE *f = tmpfile();
 
 	assert_non_null(f);
 	assert_true(fputs(doc, f) >= 0);
 	rewind(f);
-	memset(&rep, 0, sizeof(rep));
+	rep = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	assert_int_equal(faucet_import_file_recorded(h->s, f, NULL, hook, &rep), 0);
 	assert_null(rep.error);
 	faucet_import_report_dispose(&rep);

@@ -403,8 +403,14 @@ FAUCET_EXTERN int faucet_export_namespace(faucet_store *s, const char *pipeline,
  *   deleted             stale keys removed (replace only)
  * An import of more than FAUCET_IMPORT_CHUNK keys is written in chunks of
  * that many, each one batch; `atomic` is set only when the whole import was
- * one all-or-nothing batch. */
+ * one all-or-nothing batch.
+ * The caller sets `version` (FAUCET_IMPORT_REPORT_INIT or
+ * faucet_import_report_init); the import fills the rest as far as that
+ * version's struct goes, and faucet_import_report_dispose frees it.  Version
+ * 0 or one newer than the library is FAUCET_EINVALID.  It grows at its end. */
+#define FAUCET_IMPORT_REPORT_VERSION 1
 typedef struct {
+	unsigned version;                   /* FAUCET_IMPORT_REPORT_VERSION; kept by import and dispose */
 	faucet_strarray written;            /* keys written, in write order */
 	faucet_strarray durability_unknown; /* subset of written: outcome / durability unknown */
 	faucet_strarray deleted;            /* stale keys removed (replace only) */
@@ -414,6 +420,13 @@ typedef struct {
 	char *error;             /* the first failure, or NULL; see written for what landed */
 	char *pipeline;          /* the document's pipeline (faucet_import_file), else NULL */
 } faucet_import_report;
+
+#define FAUCET_IMPORT_REPORT_INIT {.version = FAUCET_IMPORT_REPORT_VERSION}
+
+/* Make `r` an empty report of version `version`, as FAUCET_IMPORT_REPORT_INIT
+ * does (writing no more than that version's struct); FAUCET_EINVALID for a
+ * version unknown here. */
+FAUCET_EXTERN int faucet_import_report_init(faucet_import_report *r, unsigned int version);
 
 /* Keys per write of a chunked import (one put_batch call each). */
 #define FAUCET_IMPORT_CHUNK 10000

@@ -379,7 +379,7 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 		       const char *command, int may_join)
 {
 	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	import_run ir;
 	int rc;
 
@@ -390,7 +390,7 @@ static int import_from(cli_context *ctx, faucet_store *s, const char *label, FIL
 	ir.may_join = may_join;
 	hook.begin_run = begin_import_run;
 	hook.ctx = &ir;
-	memset(&report, 0, sizeof(report));
+	report = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	rc = faucet_import_file_recorded(s, in, opts, &hook, &report);
 	if (rc != 0 && ir.begin_rc != 0) {
 		/* The run could not begin: already said, nothing written. */

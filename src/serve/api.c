@@ -540,7 +540,7 @@ static void post_import(serve_request *rq, serve_reply *out)
 	const char *p = serve_param(rq, "p");
 	faucet_import_options o = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
-	faucet_import_report report;
+	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
 	import_hook_ctx h = {rq, NULL};
 	faucet_export *doc = NULL;
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -549,7 +549,7 @@ static void post_import(serve_request *rq, serve_reply *out)
 	FILE *in;
 	int rc;
 
-	memset(&report, 0, sizeof(report));
+	report = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	if (!valid_pipeline(out, p))
 		return;
 	if (serve_bool_arg(rq, out, "replace", &o.replace) != 0 ||

@@ -84,4 +84,8 @@ size_t faucet__import_chunk(void);
 int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_options *opts,
 			    const faucet__import_writer *w, faucet_import_report *report);
 
+/* Check a caller's report is of a version this library knows and empty it,
+ * keeping its version (import.c); FAUCET_EINVALID, nothing written, when not. */
+int faucet__import_report_start(faucet_import_report *r);
+
 #endif

@@ -27,16 +27,47 @@
 #include "keys/bookkeeping.h"
 #include <faucet/keys.h>
 
+/* Each version's size of faucet_import_report: what a caller of that
+ * version allocated, so the library writes no further. */
+static const size_t report_sizes[] = {sizeof(faucet_import_report)};
+
+int faucet_import_report_init(faucet_import_report *r, unsigned int version)
+{
+	static const faucet_import_report empty = FAUCET_IMPORT_REPORT_INIT;
+
+	return faucet__options_init(r, &empty, report_sizes, version, FAUCET_IMPORT_REPORT_VERSION,
+				    "faucet_import_report");
+}
+
+/* Empty a caller's report of a version this library knows, keeping its
+ * version: 0, or FAUCET_EINVALID (nothing written) for version 0 or a newer
+ * one.  Every import starts here. */
+int faucet__import_report_start(faucet_import_report *r)
+{
+	unsigned version;
+
+	if (faucet__options_check(r, FAUCET_IMPORT_REPORT_VERSION, "faucet_import_report") != 0)
+		return FAUCET_EINVALID;
+	version = r->version;
+	memset(r, 0, report_sizes[version - 1]);
+	r->version = version;
+	return 0;
+}
+
 void faucet_import_report_dispose(faucet_import_report *r)
 {
-	if (r == NULL)
+	unsigned version;
+
+	if (r == NULL || r->version < 1 || r->version > FAUCET_IMPORT_REPORT_VERSION)
 		return;
 	faucet_strarray_dispose(&r->written);
 	faucet_strarray_dispose(&r->durability_unknown);
 	faucet_strarray_dispose(&r->deleted);
 	free(r->error);
 	free(r->pipeline);
-	memset(r, 0, sizeof(*r));
+	version = r->version;
+	memset(r, 0, report_sizes[version - 1]);
+	r->version = version;
 }
 
 /* An import in progress.  The document's keys (in document order) are
@@ -427,7 +458,9 @@ int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
 
 	if (report == NULL || s == NULL || e == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_namespace: NULL argument");
-	memset(report, 0, sizeof(*report));
+	rc = faucet__import_report_start(report);
+	if (rc != 0)
+		return rc;
 	rc = load_import_options(&o, opts);
 	if (rc == 0)
 		rc = faucet_export_validate(e);
@@ -542,7 +575,9 @@ int faucet__import_file_via(faucet_store *s, FILE *in, const faucet_import_optio
 
 	if (report == NULL || s == NULL || in == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_import_file: NULL argument");
-	memset(report, 0, sizeof(*report));
+	rc = faucet__import_report_start(report);
+	if (rc != 0)
+		return rc;
 	rc = load_import_options(&o, opts);
 	if (rc != 0)
 		return rc;

@@ -1093,7 +1093,7 @@ static void export_then_import_round_trips(void **state)
 {
 	faucet_store *from = S(state), *to;
 	faucet_export *e = NULL;
-	faucet_import_report r;
+	faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
 	char *url, *tmp = NULL;
 
 	tu_put(from, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
@@ -1111,7 +1111,7 @@ static void export_then_import_round_trips(void **state)
 	assert_non_null(url);
 	to = open_url(url);
 	tu_put(to, "o::stale", "0");
-	memset(&r, 0, sizeof(r));
+	r = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	assert_int_equal(faucet_import_namespace(to, e, 0, &r), 0);
 	assert_null(r.error);
 	assert_int_equal(r.atomic, current->atomic_batch);
@@ -1120,7 +1120,7 @@ static void export_then_import_round_trips(void **state)
 	tu_assert_value(to, "o::stale", "0"); /* kept without replace */
 	tu_assert_value(to, "o::a", "{\"c\":1,\"big\":18446744073709551615}");
 
-	memset(&r, 0, sizeof(r));
+	r = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	assert_int_equal(faucet_import_namespace(to, e, 1, &r), 0);
 	assert_null(r.error);
 	tu_assert_strings(&r.deleted, "o::stale", NULL);

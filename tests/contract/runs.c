@@ -2011,7 +2011,7 @@ static int big_begin(void *ctx, const char *pipeline, const char *row, faucet_ru
 static void big_import(big_hook *h)
 {
 	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
-	faucet_import_report rep;
+	faucet_import_report rep = FAUCET_IMPORT_REPORT_INIT;
 	FILE *f = tmpfile();
 
 	assert_non_null(f);
@@ -2022,7 +2022,7 @@ static void big_import(big_hook *h)
 	rewind(f);
 	hook.begin_run = big_begin;
 	hook.ctx = h;
-	memset(&rep, 0, sizeof(rep));
+	rep = (faucet_import_report)FAUCET_IMPORT_REPORT_INIT;
 	if (faucet_import_file_recorded(h->s, f, NULL, &hook, &rep) != 0)
 		fail_msg("import: %s", faucet_error_last()->message);
 	assert_null(rep.error);

@@ -41,6 +41,8 @@ STORE_CONFIG_VERSION = 2
 STORE_CONFIG_VERSION_1 = 1
 CHECK_CONTEXT_VERSION = 1
 IMPORT_OPTIONS_VERSION = 1
+# faucet_import_report: a result struct; the caller says its version.
+IMPORT_REPORT_VERSION = 1
 
 _CDEF = """
 typedef struct faucet_store faucet_store;
@@ -88,18 +90,8 @@ typedef struct {
     const char *hint;
 } faucet_probe;
 
-/* faucet_import_report has two layouts: the first release's, and the one
- * that came with faucet_import_namespace_ex (durability_unknown, dry_run,
- * error_code, pipeline).  The calls that take it are declared with void *
- * and the layout is chosen by which calls the library has. */
 typedef struct {
-    faucet_strarray written;
-    faucet_strarray deleted;
-    int atomic;
-    char *error;
-} faucet_py_import_report_v1;
-
-typedef struct {
+    unsigned version;
     faucet_strarray written;
     faucet_strarray durability_unknown;
     faucet_strarray deleted;
@@ -108,7 +100,7 @@ typedef struct {
     int error_code;
     char *error;
     char *pipeline;
-} faucet_py_import_report_v2;
+} faucet_import_report;
 
 typedef struct {
     unsigned version; int replace; int allow_empty; int dry_run;
@@ -171,9 +163,10 @@ int faucet_export_namespace(faucet_store *s, const char *pipeline, faucet_export
 int faucet_export_parse(faucet_export **out, const char *text, size_t len);
 int faucet_export_to_json(const faucet_export *e, int pretty, char **out);
 void faucet_export_free(faucet_export *e);
-int faucet_import_namespace(faucet_store *s, const faucet_export *e, int replace,
-                            void *report);
-void faucet_import_report_dispose(void *r);
+int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
+                               const faucet_import_options *opts,
+                               faucet_import_report *report);
+void faucet_import_report_dispose(faucet_import_report *r);
 
 /* Optional: present in later libraries only, looked up with has(). */
 const char *faucet_version(void);
@@ -221,8 +214,6 @@ const faucet_strarray *faucet_run_keys(const faucet_run *r);
 int faucet_run_end(faucet_run *r, int outcome, int exit_status, const char *message);
 void faucet_run_free(faucet_run *r);
 int faucet_run_is_bookkeeping_key(const char *key);
-int faucet_import_namespace_ex(faucet_store *s, const faucet_export *e,
-                               const faucet_import_options *opts, void *report);
 """
 
 # The calls of invocation runs (run.h); Store.run() needs all of them.
@@ -254,7 +245,7 @@ REQUIRED = (
     "faucet_check_report_count", "faucet_check_report_probe",
     "faucet_check_report_failed_count", "faucet_check_report_free",
     "faucet_export_namespace", "faucet_export_parse", "faucet_export_to_json",
-    "faucet_export_free", "faucet_import_namespace",
+    "faucet_export_free", "faucet_import_namespace_ex",
     "faucet_import_report_dispose",
 )
 

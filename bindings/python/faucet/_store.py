@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
 if TYPE_CHECKING:
     from ._run import Run
 
-from ._ffi import ffi, lib, has, CHECK_CONTEXT_VERSION, IMPORT_OPTIONS_VERSION
+from ._ffi import ffi, lib, has, CHECK_CONTEXT_VERSION, IMPORT_OPTIONS_VERSION, IMPORT_REPORT_VERSION
 from . import _errors as E
 from ._json import dumps, loads
 
@@ -573,26 +573,15 @@ class Store:
             lib.faucet_export_free(exp[0])
 
     def _import(self, exp, replace, allow_empty, dry_run):
-        extended = has(lib, "faucet_import_namespace_ex")
-        if not extended and (allow_empty or dry_run):
-            raise E.Unsupported("this libfaucet cannot import with allow_empty "
-                                "or dry_run (it has no faucet_import_namespace_ex)",
-                                E.EUNSUPPORTED)
-        if extended:
-            report = ffi.new("faucet_py_import_report_v2 *")
-            opts = ffi.new("faucet_import_options *",
-                           {"version": IMPORT_OPTIONS_VERSION,
-                            "replace": int(bool(replace)),
-                            "allow_empty": int(bool(allow_empty)),
-                            "dry_run": int(bool(dry_run))})
-        else:
-            report = ffi.new("faucet_py_import_report_v1 *")
+        report = ffi.new("faucet_import_report *", {"version": IMPORT_REPORT_VERSION})
+        opts = ffi.new("faucet_import_options *",
+                       {"version": IMPORT_OPTIONS_VERSION,
+                        "replace": int(bool(replace)),
+                        "allow_empty": int(bool(allow_empty)),
+                        "dry_run": int(bool(dry_run))})
         s = self._enter()
         try:
-            if extended:
-                rc = lib.faucet_import_namespace_ex(s, exp, opts, report)
-            else:
-                rc = lib.faucet_import_namespace(s, exp, int(bool(replace)), report)
+            rc = lib.faucet_import_namespace_ex(s, exp, opts, report)
             err = E.last_error(rc, E.InvalidDocument) if rc != 0 else None
         finally:
             self._leave()
@@ -601,14 +590,12 @@ class Store:
                 raise err
             result = ImportReport(
                 written=_strarray_list(report.written),
-                durability_unknown=(_strarray_list(report.durability_unknown)
-                                    if extended else []),
+                durability_unknown=_strarray_list(report.durability_unknown),
                 deleted=_strarray_list(report.deleted),
                 atomic=bool(report.atomic),
-                dry_run=bool(report.dry_run) if extended else False)
+                dry_run=bool(report.dry_run))
             if report.error != ffi.NULL:
-                code = (report.error_code or E.ERROR) if extended else E.ERROR
-                failure = E.error_for(code, E.decode(report.error))
+                failure = E.error_for(report.error_code or E.ERROR, E.decode(report.error))
                 failure.report = result
                 raise failure
             return result
