@@ -274,19 +274,6 @@ static int begin_v2(void *ctx, const char *pipeline, const char *row, faucet_run
 }
 
 /* The hook's first version took no row: still called as it was built. */
-static int begin_v1(void *ctx, const char *pipeline, faucet_run **run)
-{
-	hook_seen *h = ctx;
-	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
-
-	h->called++;
-	o.no_lease = 1;
-	o.pipeline_level = 1;
-	assert_int_equal(faucet_run_begin(&h->run, h->s, pipeline, &o), 0);
-	*run = h->run;
-	return 0;
-}
-
 static void import_doc(hook_seen *h, const faucet_import_run_hook *hook, const char *doc)
 {
 	faucet_import_report rep = FAUCET_IMPORT_REPORT_INIT;
@@ -330,15 +317,22 @@ static void the_import_hook_is_given_the_row_of_its_keys(void **state)
 	assert_int_equal(h.called, 2);
 	assert_null(h.row);
 
-	/* A version-1 hook: same struct, begin_run without the row. */
+	/* Version 1, never released, is refused before anything is written. */
 	hook.version = 1;
-	hook.begin_run = (int (*)(void *, const char *, const char *, faucet_run **))(
-		void (*)(void))begin_v1;
-	import_doc(&h, &hook,
-		   "{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":5}}");
-	assert_int_equal(h.called, 3);
+	{
+		faucet_import_report r = FAUCET_IMPORT_REPORT_INIT;
+		FILE *in = fmemopen((void *)"{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":5}}",
+				    strlen("{\"version\":1,\"pipeline\":\"p\",\"keys\":{\"p::orders\":5}}"), "r");
+
+		assert_non_null(in);
+		assert_int_equal(faucet_import_file_recorded(h.s, in, NULL, &hook, &r), FAUCET_EINVALID);
+		tu_assert_error_contains("import run hook version 1 is not supported (expected 2)");
+		fclose(in);
+		faucet_import_report_dispose(&r);
+	}
+	assert_int_equal(h.called, 2);
 	assert_int_equal(faucet_store_get(h.s, "p::orders", &v), 0);
-	assert_string_equal(faucet_value_json(v), "5");
+	assert_string_equal(faucet_value_json(v), "3");
 	faucet_value_free(v);
 	faucet_store_free(h.s);
 }

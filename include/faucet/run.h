@@ -299,7 +299,8 @@ FAUCET_EXTERN int faucet_run_keys_invocation(const char *const *keys, size_t cou
  * invocations (faucet_run_keys_invocation); *run receives the run to write
  * through (recorded, fenced; the caller ends and frees it) or NULL for
  * plain writes.  An error from it stops the import before anything is
- * written.  (A version-1 hook's begin_run takes no row.) */
+ * written.  Version 2 is the first released; version 1 (whose begin_run
+ * took no row) never was, and is refused. */
 typedef struct {
 	unsigned version; /* FAUCET_IMPORT_RUN_HOOK_VERSION */
 	int (*begin_run)(void *ctx, const char *pipeline, const char *row, faucet_run **run);

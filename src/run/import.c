@@ -33,9 +33,6 @@
 #include "run/run_internal.h"
 #include "store/export_internal.h"
 
-/* A version-1 hook's begin_run, which took no row. */
-typedef int (*begin_run_v1)(void *ctx, const char *pipeline, faucet_run **run);
-
 typedef struct {
 	const faucet_import_run_hook *hook;
 	faucet_store *s;
@@ -81,13 +78,8 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 		rc = run__scope_add(&sc, names[i]);
 	for (size_t i = 0; i < nstale && rc == 0; i++)
 		rc = run__scope_add(&sc, stale[i]);
-	if (rc == 0 && h->version == 1) {
-		/* Called through the type it was defined with. */
-		begin_run_v1 v1 = (begin_run_v1)(void (*)(void))h->begin_run;
-		rc = v1(h->ctx, pipeline, &ri->run);
-	} else if (rc == 0) {
+	if (rc == 0)
 		rc = h->begin_run(h->ctx, pipeline, sc.any && !sc.spans ? sc.row : NULL, &ri->run);
-	}
 	run__scope_dispose(&sc);
 	*active = rc == 0 && ri->run != NULL;
 	ri->names = names;
@@ -145,9 +137,10 @@ int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_o
 
 	if (hook == NULL)
 		return faucet_import_file(s, in, opts, report);
-	if (hook->version != 1 && hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
-		return faucet_error_set(FAUCET_EINVALID, "import run hook version %u is not supported",
-					hook->version);
+	if (hook->version != FAUCET_IMPORT_RUN_HOOK_VERSION)
+		return faucet_error_set(FAUCET_EINVALID,
+					"import run hook version %u is not supported (expected %u)",
+					hook->version, FAUCET_IMPORT_RUN_HOOK_VERSION);
 	memset(&ri, 0, sizeof(ri));
 	ri.hook = hook;
 	ri.s = s;

@@ -104,7 +104,7 @@ static int read_page(faucet_store_iter *it)
 	const char *after = last != NULL ? last : it->after;
 	int rc;
 
-	if (b->version < 7 || b->list_page == NULL) {
+	if (b->list_page == NULL) {
 		/* Listed once: the whole listing is the one and only page. */
 		rc = faucet_store_list(it->store, it->prefix, &fresh);
 		if (rc == 0)

@@ -27,15 +27,16 @@ int faucet_store_new(faucet_store **out, faucet_store_backend *backend)
 	if (out == NULL || backend == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_new: NULL argument");
 	*out = NULL;
-	if (backend->version < 2 || backend->version > FAUCET_STORE_BACKEND_VERSION) {
+	if (backend->version < FAUCET_STORE_BACKEND_MIN_VERSION ||
+	    backend->version > FAUCET_STORE_BACKEND_VERSION) {
 		int version = (int)backend->version;
 		if (backend->free)
 			backend->free(backend);
 		return faucet_error_set(FAUCET_EINVALID,
-					"state store backend version %d is not supported (expected %d, "
-					"or 2 to %d without the later slots)",
+					"state store backend version %d is not supported (expected %d; "
+					"this library takes %d to %d)",
 					version, FAUCET_STORE_BACKEND_VERSION,
-					FAUCET_STORE_BACKEND_VERSION - 1);
+					FAUCET_STORE_BACKEND_MIN_VERSION, FAUCET_STORE_BACKEND_VERSION);
 	}
 	if (backend->get == NULL || backend->put == NULL || backend->del == NULL ||
 	    backend->free == NULL) {
@@ -82,7 +83,7 @@ const char *faucet_store_backend_name(const faucet_store *s)
 
 int faucet__store_has_list_page(const faucet_store *s)
 {
-	return s->backend->version >= 7 && s->backend->list_page != NULL;
+	return s->backend->list_page != NULL;
 }
 
 int faucet_store_supports_list(const faucet_store *s)
@@ -129,7 +130,7 @@ int faucet_store_get_many(faucet_store *s, const char *const *keys, size_t count
 			return FAUCET_EINVALID;
 	}
 	/* get_many is the last slot, which a version-2 backend does not have. */
-	if (s->backend->version >= 3 && s->backend->get_many != NULL)
+	if (s->backend->get_many != NULL)
 		return s->backend->get_many(s->backend, keys, count, out);
 	for (size_t i = 0; i < count && rc == 0; i++)
 		rc = s->backend->get(s->backend, keys[i], &out[i]);
@@ -270,7 +271,7 @@ static int scan_entries_by_list(faucet_store *s, const char *prefix, int data_on
 
 int faucet__store_has_scan_entries(const faucet_store *s)
 {
-	return s->backend->version >= 4 && s->backend->scan_entries != NULL;
+	return s->backend->scan_entries != NULL;
 }
 
 int faucet_store_scan_entries(faucet_store *s, const char *prefix, faucet_entry_fn fn,
@@ -305,7 +306,7 @@ int faucet_store_scan_data(faucet_store *s, const char *prefix, faucet_entry_fn 
 	prefix = prefix ? prefix : "";
 	/* The backend's own filter is a first cut; the rule is applied here
 	 * again, so what counts as bookkeeping is decided in one place. */
-	if (s->backend->version >= 6 && s->backend->scan_data != NULL)
+	if (s->backend->scan_data != NULL)
 		return s->backend->scan_data(s->backend, prefix, data_entry, &d);
 	if (faucet__store_has_scan_entries(s))
 		return s->backend->scan_entries(s->backend, prefix, data_entry, &d);
@@ -326,7 +327,7 @@ int faucet__store_put_guarded(faucet_store *s, const char *guard, const faucet_v
 					guard);
 	if (strcmp(guard, key) == 0)
 		return faucet_error_set(FAUCET_EINVALID, "put '%s' guarded by itself", key);
-	if (s->backend->version >= 6 && s->backend->put_guarded != NULL)
+	if (s->backend->put_guarded != NULL)
 		return s->backend->put_guarded(s->backend, guard, expected, guard_value, key, value,
 					       written);
 	rc = faucet_store_compare_and_put(s, guard, expected, guard_value, written);
@@ -377,7 +378,7 @@ int faucet__store_put_guarded_then(faucet_store *s, const faucet_store_guard *gu
 					key);
 	if ((rc = check_guarded(guards, n, drop, ndrop, key)) != 0)
 		return rc;
-	if (s->backend->version >= 10 && s->backend->put_guarded_then != NULL)
+	if (s->backend->put_guarded_then != NULL)
 		return s->backend->put_guarded_then(s->backend, guards, n, drop, ndrop, key, value,
 						    then, written, then_written);
 	return faucet__store_put_guarded_many(s, guards, n, drop, ndrop, key, value, written);
@@ -412,7 +413,7 @@ int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guar
 		return faucet_error_set(FAUCET_EINVALID, "a guarded put needs its values");
 	if ((rc = check_guarded(guards, n, drop, ndrop, put->key)) != 0)
 		return rc;
-	if (s->backend->version >= 11 && s->backend->put_guarded_if != NULL)
+	if (s->backend->put_guarded_if != NULL)
 		return s->backend->put_guarded_if(s->backend, guards, n, drop, ndrop, put, then,
 						  written, then_written, moved);
 	/* One by one, as put_guarded_many's fallback, the key last: a key that
@@ -441,7 +442,7 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 	*written = 0;
 	if ((rc = check_guarded(guards, n, drop, ndrop, key)) != 0)
 		return rc;
-	if (s->backend->version >= 8 && s->backend->put_guarded_many != NULL)
+	if (s->backend->put_guarded_many != NULL)
 		return s->backend->put_guarded_many(s->backend, guards, n, drop, ndrop, key, value,
 						    written);
 	/* One by one: a guard that does not hold stops here, those before it
@@ -550,7 +551,7 @@ int faucet__store_put_prefix(faucet_store *s, const faucet_entry *entries, size_
 	size_t w = 0, u = 0;
 	int rc = 0;
 
-	if (s->backend->version >= 4 && s->backend->put_many != NULL) {
+	if (s->backend->put_many != NULL) {
 		rc = s->backend->put_many(s->backend, entries, count, &w, &u);
 	} else {
 		for (; w < count; w++) {
@@ -608,7 +609,7 @@ int faucet_store_watch(faucet_store *s, const char *prefix, faucet_watch_fn fn, 
 {
 	if (s == NULL || prefix == NULL || fn == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_watch: NULL argument");
-	if (s->backend->version < 9 || s->backend->watch == NULL)
+	if (s->backend->watch == NULL)
 		return faucet_error_set(FAUCET_EUNSUPPORTED, "the %s store cannot be watched",
 					faucet_store_backend_name(s));
 	return s->backend->watch(s->backend, prefix, fn, ctx);
@@ -624,7 +625,7 @@ int faucet_store_reindex(faucet_store *s, size_t *added, size_t *removed)
 
 	if (s == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_store_reindex: NULL store");
-	if (s->backend->version < 5 || s->backend->reindex == NULL)
+	if (s->backend->reindex == NULL)
 		return faucet_error_set(FAUCET_EUNSUPPORTED,
 					"the %s store keeps no key index; only a Redis store "
 					"opened with index=true has one",

@@ -21,16 +21,14 @@
 extern "C" {
 #endif
 
-/* Version 3 added get_many, version 4 scan_entries and put_many, version 5
- * reindex, version 6 scan_data and put_guarded, version 7 list_page,
- * version 8 put_guarded_many, version 9 watch, version 10 put_guarded_then,
- * version 11 put_guarded_if; a version-2 to -10 struct (without them) is
- * still accepted.
- * From version 2 on, a new slot is only ever added at the end of the
- * struct, with the version raised, so an older backend's struct is a prefix
- * of the current one and the front-end reads no slot past the end of the
- * version the backend says it has. */
+/* Version 11 is the first layout released (versions 1 to 10 existed only
+ * while faucet was developed, and are refused).  From it on, a new slot is
+ * only ever added at the end of the struct, with the version raised, so an
+ * older backend's struct is a prefix of the current one and the front-end
+ * reads no slot past the end of the version the backend says it has. */
 #define FAUCET_STORE_BACKEND_VERSION 11
+/* The oldest version faucet_store_new() accepts. */
+#define FAUCET_STORE_BACKEND_MIN_VERSION 11
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
