@@ -321,10 +321,12 @@ static void bad_input_runs_nothing(void **state)
 	assert_string_equal(x, "${HOME} ${other.x} $20260601T000000Z");
 	free(x);
 	o.argv = ok_ph;
-	o.lease_ttl = 1;
+	o.lease_ttl_ms = 2999;
 	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
-	tu_assert_error_contains("lease TTL");
-	o.lease_ttl = 0;
+	tu_assert_error_contains("lease TTL must be from 3 s");
+	o.lease_ttl_ms = FAUCET_LEASE_MAX_TTL_MS + 1;
+	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
+	o.lease_ttl_ms = 0;
 	o.argv = NULL;
 	assert_int_equal(faucet_backfill_run(f->store, f->plan, &o, &res), FAUCET_ECONFIG);
 	tu_assert_error_contains("no command");

@@ -344,7 +344,7 @@ typedef struct {
 	unsigned concurrency;          /* units in flight; 0 = 1 */
 	faucet_backfill_mode mode;
 	int dry_run;                   /* read the marker, report, write nothing, run nothing */
-	int64_t lease_ttl;             /* seconds; 0 = 60; at least 3 */
+	uint64_t lease_ttl_ms;         /* a unit's lease: 0 = 60 s; 3000 to FAUCET_LEASE_MAX_TTL_MS */
 	const char *config_path;       /* given to units as FAUCET_CONFIG (made absolute) */
 	const char *state_url;         /* else given as FAUCET_STATE */
 	/* Without a host, these two ask for the default host's behaviour

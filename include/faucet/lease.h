@@ -19,6 +19,10 @@
 #include "check.h"
 #include "store.h"
 
+/* The longest lease TTL a run or a backfill unit takes: 30 days.  Every TTL
+ * and wait of the API is in milliseconds. */
+#define FAUCET_LEASE_MAX_TTL_MS (30ULL * 24 * 3600 * 1000)
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -57,7 +57,7 @@ extern "C" {
 typedef struct faucet_run faucet_run;
 
 #define FAUCET_RUN_OPTIONS_VERSION 2
-#define FAUCET_RUN_MAX_TTL_MS (30ULL * 24 * 3600 * 1000) /* longest lease TTL and wait */
+#define FAUCET_RUN_MAX_TTL_MS FAUCET_LEASE_MAX_TTL_MS /* longest lease TTL and wait */
 #define FAUCET_RUN_WAIT_FOREVER UINT64_MAX                 /* wait_ms: no time limit */
 
 typedef struct {
@@ -69,7 +69,6 @@ typedef struct {
 	uint64_t wait_ms;        /* wait this long for a live lease to go; 0 = fail at once;
 				  * at most FAUCET_RUN_MAX_TTL_MS, or FAUCET_RUN_WAIT_FOREVER */
 	const char *command;     /* "by.command" in the status entry (secrets redacted); NULL = "" */
-	const char *undoes;      /* internal to undo: the run this one undoes */
 	/* Version 2: hold the pipeline lease {p}::__lease__ for the whole run,
 	 * excluding every leased run of the pipeline, every other exclusive
 	 * run and every undo (bulk writes: import, copy).  FAUCET_EBUSY naming
@@ -77,7 +76,7 @@ typedef struct {
 	int exclusive;
 } faucet_run_options;
 
-#define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, NULL, 0}
+#define FAUCET_RUN_OPTIONS_INIT {FAUCET_RUN_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, 0}
 
 /* Fill `o` as its _INIT macro does, for options version `version` (writing no
  * more than that version's struct); FAUCET_EINVALID for a version unknown here. */

@@ -480,6 +480,32 @@ FAUCET_EXTERN int faucet_export_write(faucet_store *s, const char *pipeline,
 				      const char *exported_at, int pretty, FILE *out,
 				      size_t *count);
 
+/* Export and import through the caller's functions instead of a FILE
+ * (a socket, an upload, a binding's file object).  Each function takes the
+ * ctx given beside it last, and returns a negative FAUCET_E* code to stop:
+ * the call then returns that code (the message the function set, if any).
+ *   write   send `len` bytes; 0 when all were taken
+ *   read    put up to `cap` bytes into `buf`; the number put, 0 at the end
+ *   rewind  start again at the document's first byte; 0 */
+typedef int (*faucet_write_fn)(const char *data, size_t len, void *ctx);
+typedef ptrdiff_t (*faucet_read_fn)(char *buf, size_t cap, void *ctx);
+typedef int (*faucet_rewind_fn)(void *ctx);
+
+/* faucet_export_write with the text handed to `write`, in pieces, in order.
+ * *count (may be NULL) as faucet_export_write's, 0 when `write` failed. */
+FAUCET_EXTERN int faucet_export_write_to(faucet_store *s, const char *pipeline,
+					 const char *exported_at, int pretty, faucet_write_fn write,
+					 void *ctx, size_t *count);
+
+/* faucet_import_file with the document read through `read`; it is read
+ * twice (validated whole, then written), `rewind` called between.  The
+ * report as faucet_import_file's; a read failure while writing is its
+ * error, with the function's code in error_code. */
+FAUCET_EXTERN int faucet_import_read(faucet_store *s, faucet_read_fn read,
+				     faucet_rewind_fn rewind, void *ctx,
+				     const faucet_import_options *opts,
+				     faucet_import_report *report);
+
 FAUCET_EXTERN void faucet_import_report_dispose(faucet_import_report *r);
 
 #ifdef __cplusplus

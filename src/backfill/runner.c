@@ -300,9 +300,13 @@ static int check_options(runner *r)
 	if (!o->dry_run && (o->argv == NULL || o->argv[0] == NULL || o->argv[0][0] == '\0'))
 		return faucet_error_set(FAUCET_ECONFIG,
 					"no command to run: give one after -- or in backfill.command");
-	if (o->lease_ttl != 0 && o->lease_ttl < 3)
-		return faucet_error_set(FAUCET_ECONFIG, "lease TTL must be at least 3 seconds, not %lld",
-					(long long)o->lease_ttl);
+	if (o->lease_ttl_ms != 0 &&
+	    (o->lease_ttl_ms < 3000 || o->lease_ttl_ms > FAUCET_LEASE_MAX_TTL_MS))
+		return faucet_error_set(FAUCET_ECONFIG,
+					"lease TTL must be from 3 s to 30 days (3000 to %llu ms), "
+					"not %llu ms",
+					(unsigned long long)FAUCET_LEASE_MAX_TTL_MS,
+					(unsigned long long)o->lease_ttl_ms);
 	if (o->mode > FAUCET_BACKFILL_RESTART)
 		return faucet_error_set(FAUCET_ECONFIG, "unknown backfill mode");
 	if (!env_name_ok(o->key_env) || !env_name_ok(o->previous_key_env))
@@ -1074,7 +1078,8 @@ static int prepare(runner *r)
 {
 	size_t n = r->res->total, conc = r->o->concurrency ? r->o->concurrency : 1;
 
-	r->ttl = r->o->lease_ttl ? r->o->lease_ttl : DEFAULT_TTL;
+	/* Unit leases expire at whole seconds: the TTL rounded up. */
+	r->ttl = r->o->lease_ttl_ms ? (int64_t)((r->o->lease_ttl_ms + 999) / 1000) : DEFAULT_TTL;
 	r->holder = faucet_bf__lease_holder();
 	r->seen_leased = faucet__calloc(n ? n : 1, 1);
 	r->queue = faucet__calloc(n ? n : 1, sizeof(*r->queue));

@@ -639,7 +639,7 @@ static int resolve(cli_context *ctx, bf_args *a, const faucet_config *cfg,
 					     CLI_LEASE_MAX_MS, &ttl_ms);
 		if (rc != 0)
 			return rc;
-		o->lease_ttl = (int64_t)(ttl_ms / 1000);
+		o->lease_ttl_ms = ttl_ms;
 	}
 	if (!a->dry_run && o->argv == NULL)
 		return cli_usage_error("backfill", "no command: give one after -- or set "

@@ -948,8 +948,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 			      999) / 1000);
 	if ((rc = set_id(r, NULL)) != 0)
 		goto fail;
-	if ((o.undoes != NULL && (r->undoes = faucet__strdup(o.undoes)) == NULL) ||
-	    (o.command != NULL && (r->command_own = faucet__strdup(o.command)) == NULL) ||
+	if ((o.command != NULL && (r->command_own = faucet__strdup(o.command)) == NULL) ||
 	    (r->plock_key = run__key(r->pipeline, "__lease__")) == NULL) {
 		rc = FAUCET_ENOMEM;
 		goto fail;

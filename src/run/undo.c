@@ -750,8 +750,10 @@ static int undo_lock(undo_job *j)
 	ro.exclusive = 1;
 	ro.wait_ms = j->o.wait_ms;
 	ro.command = j->o.command;
-	ro.undoes = j->loc.entry.run;
-	return faucet_run_begin(&j->u, j->s, j->pipeline, &ro);
+	/* Which run it undoes is the library's own business, not an option:
+	 * set before anything of the undo run is recorded. */
+	rc = faucet_run_begin(&j->u, j->s, j->pipeline, &ro);
+	return rc != 0 ? rc : faucet_run__set_undoes(j->u, j->loc.entry.run);
 }
 
 /* Step 2, under the lease: the target found again (another undo or run may

@@ -985,8 +985,8 @@ static void a_dead_undo_run_is_finished_not_undone(void **state)
 	end_ok(r);
 	/* The undo's process restores a, then dies. */
 	o.no_lease = 1;
-	o.undoes = id;
 	assert_int_equal(faucet_run_begin(&dead, s, "p", &o), 0);
+	assert_int_equal(faucet_run__set_undoes(dead, id), 0); /* as undo does */
 	snprintf(dead_id, sizeof(dead_id), "%s", faucet_run_id(dead));
 	run_put(dead, "p::default::a", "1");
 	faucet_run_free(dead);
@@ -1482,8 +1482,8 @@ static void a_retried_undo_finishes_and_never_reverses_itself(void **state)
 	end_ok(w);
 	/* An undo that restored one key and then failed (an I/O error). */
 	ro.no_lease = 1;
-	ro.undoes = id;
 	assert_int_equal(faucet_run_begin(&d, s, "p", &ro), 0);
+	assert_int_equal(faucet_run__set_undoes(d, id), 0); /* as undo does */
 	snprintf(did, sizeof(did), "%s", faucet_run_id(d));
 	run_put(d, "p::default", "1");
 	assert_int_equal(faucet_run_end(d, FAUCET_RUN_FAILED, -1, "injected"), 0);

@@ -190,7 +190,6 @@ typedef struct {
     uint64_t lease_ttl_ms;
     uint64_t wait_ms;
     const char *command;
-    const char *undoes;
 } faucet_run_options;
 int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
                      const faucet_run_options *opts);
