@@ -148,6 +148,10 @@ if [ -d "$objdir" ]; then
   for o in "$objdir"/*/*.o; do
     m=$(basename "$(dirname "$o")")
     [ -f "src/$m/$(basename "$o" .o)" ] || continue
+    # A *_load.c file defines a client library's own functions (json-c's,
+    # libpq's), which forward to it once it is loaded: calling them is
+    # calling that library, not the module.
+    case $o in *_load.c.o) continue ;; esac
     nm --defined-only "$o" | awk -v m="$m" '$2 ~ /^[TDBR]$/ {print $3, m}'
   done | sort -u >"$defs"
   public=$(nm -D --defined-only "$build/libfaucet.so" 2>/dev/null | awk '{print $3}' | sort -u)
@@ -169,6 +173,7 @@ if [ -d "$objdir" ]; then
       fi
     done < <(nm --undefined-only "$o" | awk '{print $2}' | sort -u | join - "$defs")
   done
+
 else
   echo "check-layers: no objects under $objdir: only the includes were checked"
 fi

@@ -6,7 +6,9 @@
 # plain file store never maps them; nor libmicrohttpd (and its GnuTLS),
 # which only `faucet serve` opens; nor libcrypto, which only an encrypted
 # store, a key too long to be its own file name and `faucet serve` load;
-# nor libyaml, which only reading a config file loads (src/config/yaml_load.c).  (The stores themselves are tested
+# nor libyaml, which only reading a config file loads (src/config/yaml_load.c);
+# nor json-c, which a value needs only when its tree is built
+# (src/values/jsonc_load.c): never for a get.  (The stores themselves are tested
 # against real servers by the contract suite.)
 . "$(dirname "$0")/lib.sh"
 
@@ -15,8 +17,8 @@ LIB=$(dirname "$FAUCET_BIN")/libfaucet.so
 
 for f in "$FAUCET_BIN" "$LIB"; do
 	needed=$(readelf -d "$f" | grep NEEDED)
-	if printf '%s\n' "$needed" | grep -q -E 'libpq|libhiredis|libsqlite3|libcurl|libcrypto'; then
-		fail "$(basename "$f") does not need libpq, hiredis, SQLite, libcurl or libcrypto at exec: $needed"
+	if printf '%s\n' "$needed" | grep -q -E 'libpq|libhiredis|libsqlite3|libcurl|libcrypto|libjson-c|libyaml'; then
+		fail "$(basename "$f") does not need libpq, hiredis, SQLite, libcurl, libcrypto, json-c or libyaml at exec: $needed"
 	else
 		pass
 	fi
@@ -38,6 +40,14 @@ fi
 "$FAUCET_BIN" --state "file:$PWD/st" state put p::r::short 1 >/dev/null 2>&1
 LD_DEBUG=files "$FAUCET_BIN" --state "file:$PWD/st" state get p::r::short >/dev/null 2>"$WORK/ld.log"
 if grep -q 'file=libcrypto' "$WORK/ld.log"; then fail "a short key's get maps libcrypto"; else pass; fi
+# ... nor json-c: a value read keeps its text and builds no tree; a merge
+# (which must read members) loads it.
+if grep -q 'file=libjson-c' "$WORK/ld.log"; then fail "a get maps json-c"; else pass; fi
+"$FAUCET_BIN" --state "file:$PWD/st" state put p::r::obj '{"b":2}' >/dev/null 2>&1
+LD_DEBUG=files "$FAUCET_BIN" --state "file:$PWD/st" state merge p::r::obj '{"a":1}' >/dev/null 2>"$WORK/ld.log"
+if grep -q 'file=libjson-c' "$WORK/ld.log"; then pass; else fail "a merge loads json-c"; fi
+run --state "file:$PWD/st" state get p::r::obj
+expect_out '{"b":2,"a":1}' "the merge through the loaded json-c"
 long="p::r::$(printf 'k%.0s' $(seq 200))"
 LD_DEBUG=files "$FAUCET_BIN" --state "file:$PWD/st" state put "$long" 2 >/dev/null 2>"$WORK/ld.log"
 if grep -q 'file=libcrypto' "$WORK/ld.log"; then pass; else fail "a long key's put loads libcrypto"; fi
@@ -70,6 +80,19 @@ expect_err_contains "libssl3" "without libcrypto: the encrypted store's message 
 unset LD_LIBRARY_PATH
 run --state "file:$PWD/st" state get "$long"
 expect_out_contains 2 "the long key's value is as it was"
+
+# Where json-c cannot be loaded, a get still reads; what needs a value's
+# tree fails naming the package, and writes nothing.
+cc -shared -o "$WORK/nolib/libjson-c.so.5" -x c /dev/null || fail "cc builds an empty library"
+LD_LIBRARY_PATH="$WORK/nolib" run --state "file:$PWD/st" state get p::r::obj
+expect_rc 0 "without json-c: a get works"
+expect_out '{"b":2,"a":1}' "without json-c: the value as stored"
+LD_LIBRARY_PATH="$WORK/nolib" run --state "file:$PWD/st" state merge p::r::obj '{"c":3}'
+expect_rc 1 "without json-c: a merge fails"
+expect_err_contains "apt-get install libjson-c5" "without json-c: the message names the package"
+run --state "file:$PWD/st" state get p::r::obj
+expect_out '{"b":2,"a":1}' "without json-c: nothing was written"
+rm -f "$WORK/nolib/libjson-c.so.5"
 
 # libyaml is opened only to read a --config file.
 printf 'state:\n  type: file\n  config:\n    path: %s\n' "$PWD/st" >"$WORK/c.yaml"
