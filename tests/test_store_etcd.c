@@ -5,8 +5,11 @@
  * FAUCET_EUNKNOWN and is not sent again, to that member or any other; a
  * write answered Unavailable (503) likewise; a read answered 503 moves on to
  * the next endpoint; a member that refuses the connection is skipped for a
- * write too (nothing was sent); a watch stream is read the same however it
- * is cut, and a member ending it is an error, not a silent end.  The real cluster's behaviour is covered by
+ * write too (nothing was sent); a member that does not speak gRPC (these
+ * fakes speak HTTP/1.1 only, as a gateway-only port would) has its ranges
+ * read through the JSON gateway, and the store remembers it; a watch
+ * stream is read the same however it is cut, and a member ending it is an
+ * error, not a silent end.  The real cluster's behaviour is covered by
  * the contract suite and tests/cluster/.
  */
 #include <arpa/inet.h>
@@ -29,7 +32,8 @@ typedef struct {
 	fake_mode puts, ranges;
 	const char *range_body; /* the range reply (NULL: "p/o::k" = "1") */
 	const char *watch_body; /* the watch stream, sent in pieces, then closed */
-	atomic_int put_count, range_count;
+	atomic_int put_count, range_count, h2_count;
+	atomic_int conns; /* connections being served */
 	pthread_t thread;
 } fake_member;
 
@@ -109,53 +113,87 @@ static void send_stream(int c, const char *body)
 	}
 }
 
+typedef struct {
+	fake_member *m;
+	int c;
+} fake_conn;
+
+/* One connection's requests, in a thread of its own: a client holds a
+ * keep-alive connection for the gateway and another for gRPC. */
+static void *serve_conn(void *arg)
+{
+	fake_conn *fc = arg;
+	fake_member *m = fc->m;
+	int c = fc->c;
+	char path[256];
+
+	free(fc);
+	while (read_request(c, path, sizeof(path)) == 0) {
+		fake_mode mode = ANSWER;
+
+		/* HTTP/2's preface ("PRI * HTTP/2.0"): refused as an
+		 * HTTP/1.1-only Go server does. */
+		if (strcmp(path, "*") == 0) {
+			atomic_fetch_add(&m->h2_count, 1);
+			reply(c, 400, "unsupported protocol version");
+			break;
+		}
+		if (strcmp(path, "/version") == 0) {
+			reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
+			continue;
+		}
+		if (strcmp(path, "/v3/watch") == 0 && m->watch_body != NULL) {
+			send_stream(c, m->watch_body);
+			break;
+		}
+		if (strcmp(path, "/v3/kv/put") == 0) {
+			atomic_fetch_add(&m->put_count, 1);
+			mode = m->puts;
+		} else if (strcmp(path, "/v3/kv/range") == 0) {
+			atomic_fetch_add(&m->range_count, 1);
+			mode = m->ranges;
+		}
+		if (mode == DROP)
+			break;
+		if (mode == UNAVAILABLE) {
+			reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
+				      "\"message\":\"etcdserver: no leader\"}");
+			continue;
+		}
+		/* "p/o::k" = "1" at revision 5 (base64). */
+		if (strcmp(path, "/v3/kv/range") == 0 && m->range_body != NULL) {
+			reply(c, 200, m->range_body);
+			continue;
+		}
+		reply(c, 200, strcmp(path, "/v3/kv/range") == 0
+				      ? "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":"
+					"\"cC9vOjpr\",\"value\":\"MQ==\",\"mod_revision\":\"5\"}],"
+					"\"count\":\"1\"}"
+				      : "{\"header\":{\"revision\":\"6\"}}");
+	}
+	close(c);
+	atomic_fetch_sub(&m->conns, 1);
+	return NULL;
+}
+
 static void *serve(void *arg)
 {
 	fake_member *m = arg;
 
 	for (;;) {
 		int c = accept(m->fd, NULL, NULL);
-		char path[256];
+		fake_conn *fc;
+		pthread_t t;
 
 		if (c < 0)
 			return NULL;
-		while (read_request(c, path, sizeof(path)) == 0) {
-			fake_mode mode = ANSWER;
-
-			if (strcmp(path, "/version") == 0) {
-				reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
-				continue;
-			}
-			if (strcmp(path, "/v3/watch") == 0 && m->watch_body != NULL) {
-				send_stream(c, m->watch_body);
-				break;
-			}
-			if (strcmp(path, "/v3/kv/put") == 0) {
-				atomic_fetch_add(&m->put_count, 1);
-				mode = m->puts;
-			} else if (strcmp(path, "/v3/kv/range") == 0) {
-				atomic_fetch_add(&m->range_count, 1);
-				mode = m->ranges;
-			}
-			if (mode == DROP)
-				break;
-			if (mode == UNAVAILABLE) {
-				reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
-					      "\"message\":\"etcdserver: no leader\"}");
-				continue;
-			}
-			/* "p/o::k" = "1" at revision 5 (base64). */
-			if (strcmp(path, "/v3/kv/range") == 0 && m->range_body != NULL) {
-				reply(c, 200, m->range_body);
-				continue;
-			}
-			reply(c, 200, strcmp(path, "/v3/kv/range") == 0
-					      ? "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":"
-						"\"cC9vOjpr\",\"value\":\"MQ==\",\"mod_revision\":\"5\"}],"
-						"\"count\":\"1\"}"
-					      : "{\"header\":{\"revision\":\"6\"}}");
-		}
-		close(c);
+		fc = malloc(sizeof(*fc));
+		assert_non_null(fc);
+		fc->m = m;
+		fc->c = c;
+		atomic_fetch_add(&m->conns, 1);
+		assert_int_equal(pthread_create(&t, NULL, serve_conn, fc), 0);
+		assert_int_equal(pthread_detach(t), 0);
 	}
 }
 
@@ -181,11 +219,16 @@ static void fake_start(fake_member *m, fake_mode puts, fake_mode ranges)
 	assert_int_equal(pthread_create(&m->thread, NULL, serve, m), 0);
 }
 
+/* After the store was freed: its connections close, and their threads
+ * end. */
 static void fake_stop(fake_member *m)
 {
 	shutdown(m->fd, SHUT_RDWR);
 	close(m->fd);
 	pthread_join(m->thread, NULL);
+	for (int i = 0; i < 500 && atomic_load(&m->conns) > 0; i++)
+		usleep(10000);
+	assert_int_equal(atomic_load(&m->conns), 0);
 }
 
 static faucet_store *open_on(const char *hosts)
@@ -337,6 +380,34 @@ static void a_range_reply_is_read_whatever_its_member_order(void **state)
 			     0);
 }
 
+/* The ranges of a store whose member does not speak gRPC go through the
+ * gateway: the first one tries gRPC once, and the store remembers. */
+static void a_member_without_grpc_is_read_through_the_gateway(void **state)
+{
+	fake_member m;
+	char hosts[64];
+	faucet_store *s;
+	faucet_strarray keys = {0};
+	int seen = 0;
+
+	(void)state;
+	fake_start(&m, ANSWER, ANSWER);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", m.port);
+	s = open_on(hosts);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(faucet_store_list(s, "o::", &keys), 0);
+		assert_int_equal(keys.count, 1);
+		assert_string_equal(keys.strings[0], "o::k");
+		faucet_strarray_dispose(&keys);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "o::", one_entry, &seen), 0);
+	assert_int_equal(seen, 1);
+	assert_int_equal(atomic_load(&m.h2_count), 1);
+	assert_int_equal(atomic_load(&m.range_count), 3);
+	faucet_store_free(s);
+	fake_stop(&m);
+}
+
 static void a_write_to_a_refusing_member_moves_on(void **state)
 {
 	fake_member b;
@@ -469,6 +540,7 @@ int main(void)
 		cmocka_unit_test(a_read_answered_unavailable_moves_to_the_next_endpoint),
 		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
 		cmocka_unit_test(a_range_reply_is_read_whatever_its_member_order),
+		cmocka_unit_test(a_member_without_grpc_is_read_through_the_gateway),
 		cmocka_unit_test(no_endpoint_answering_fails_within_the_request_timeout),
 		cmocka_unit_test(a_watch_stream_cut_anywhere_reports_each_change),
 		cmocka_unit_test(a_callback_stops_the_watch_with_its_value),
