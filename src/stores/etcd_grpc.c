@@ -110,7 +110,7 @@ static int get_varint(pb *d, uint64_t *out)
 		if (d->p == d->end)
 			return bad(d, "a varint is cut short");
 		byte = *d->p++;
-		if (i == 9 && byte > 1)
+		if (i == 9 && (byte & 0x7f) > 1)
 			return bad(d, "a varint is longer than 64 bits");
 		v |= (uint64_t)(byte & 0x7f) << (7 * i);
 		if (!(byte & 0x80)) {
