@@ -8,6 +8,9 @@
  * (/v3/kv/range, put, deleterange, txn) over HTTP/1.1 with libcurl and
  * json-c; keys and values are base64 there, int64 fields JSON strings, and
  * false/zero fields are left out (a failed txn has no "succeeded" at all).
+ * Ranges (listings and scans) go to etcd's gRPC API instead, KV/Range over
+ * cleartext HTTP/2 on the same port ("gRPC" below; etcd_grpc.c is its
+ * protobuf), back to the gateway for a member that does not speak it.
  *
  * Durability and atomicity: etcd answers a write once a quorum of members
  * has it in its log on disk, so an acknowledged bookmark survives the loss
