@@ -611,7 +611,8 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
  * reply into JSON, which alone takes seconds for 100,000 keys (bench/
  * README.md), while the protobuf reply is the bytes themselves.  Each
  * connection holds one HTTP/2 handle per endpoint beside its HTTP/1.1 one,
- * made on first use and kept alive; everything else stays on the gateway.
+ * made on first use and kept alive (with libcurl 8 and later; see
+ * h2_reuse_works); everything else stays on the gateway.
  * grpc-status and grpc-message come as trailers, or as headers in a
  * trailers-only reply; curl hands both to the header callback.  A member
  * that answers HTTP/2 with something other than gRPC, or does not speak
@@ -619,25 +620,14 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
  * gateway for good: ETCD_NOT_GRPC.
  */
 
-static int hex_digit(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* grpc-message is percent-encoded. */
 static void percent_decode(char *out, size_t cap, const char *in, size_t n)
 {
 	size_t w = 0;
 
 	for (size_t i = 0; i < n && w + 1 < cap; i++) {
-		int hi = in[i] == '%' && i + 2 < n ? hex_digit(in[i + 1]) : -1;
-		int lo = hi >= 0 ? hex_digit(in[i + 2]) : -1;
+		int hi = in[i] == '%' && i + 2 < n ? faucet__hex_digit(in[i + 1]) : -1;
+		int lo = hi >= 0 ? faucet__hex_digit(in[i + 2]) : -1;
 
 		if (lo >= 0) {
 			out[w++] = (char)(hi << 4 | lo);
@@ -691,6 +681,19 @@ static size_t on_grpc_header(char *data, size_t size, size_t nmemb, void *ctx)
 	return n;
 }
 
+/* Can this libcurl send a second request on an HTTP/2 connection it opened
+ * with prior knowledge?  Not before 8.0.0: the second request fails with
+ * "Error in the HTTP2 framing layer" (curl issue 10634, fixed by curl pull
+ * request 10643; Debian 12 ships 7.88.1).  There each request opens a
+ * connection of its own - on loopback a fraction of a millisecond beside a
+ * page of 10,000 keys. */
+static int h2_reuse_works(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+	return v != NULL && v->version_num >= 0x080000;
+}
+
 /* Endpoint idx's gRPC handle, made on first use: 0, ETCD_NOT_GRPC when
  * this libcurl has no HTTP/2, or an error. */
 static int grpc_handle(etcd_conn *c, size_t idx)
@@ -716,7 +719,9 @@ static int grpc_handle(etcd_conn *c, size_t idx)
 					(long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE) != CURLE_OK)
 		rc = ETCD_NOT_GRPC;
 	if (rc == 0 && (curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_grpc_header) != CURLE_OK ||
-			curl_easy_setopt(h, CURLOPT_HEADERDATA, c) != CURLE_OK))
+			curl_easy_setopt(h, CURLOPT_HEADERDATA, c) != CURLE_OK ||
+			curl_easy_setopt(h, CURLOPT_FORBID_REUSE, h2_reuse_works() ? 0L : 1L) !=
+				CURLE_OK))
 		rc = faucet_error_set(FAUCET_ERROR, "etcd state store: libcurl refused an option");
 	if (rc != 0) {
 		if (h != NULL)
