@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 	/* A connection per request, as the store has it with libcurl before
 	 * 8.0.0 (which cannot reuse a prior-knowledge HTTP/2 connection). */
 	curl_easy_setopt(bare_grpc, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(bare_grpc, CURLOPT_BUFFERSIZE, 512L * 1024); /* as the store's */
 	if (faucet_store_put(s, "bench::point", v) != 0)
 		bench_die("put");
 	for (int b = 0; b < BLOCKS; b++) {
