@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,11 @@ typedef struct {
 	const char *range_body; /* the range reply (NULL: "p/o::k" = "1") */
 	const char *watch_body; /* the watch stream, sent in pieces, then closed */
 	atomic_int put_count, range_count, h2_count;
+	/* Speak gRPC (a minimal HTTP/2 server) with this grpc-status; -1: refuse
+	 * HTTP/2 as an HTTP/1.1-only server does. */
+	atomic_int grpc_status;
+	const char *grpc_message; /* percent-encoded, as on the wire */
+	atomic_int grpc_count;    /* gRPC requests answered */
 	atomic_int conns; /* connections being served */
 	pthread_t thread;
 } fake_member;
@@ -118,6 +124,101 @@ typedef struct {
 	int c;
 } fake_conn;
 
+/* ---- a minimal HTTP/2 server for gRPC ----------------------------------
+ * Just enough for curl: the client's preface is read, our SETTINGS sent and
+ * the client's acknowledged, and each request (its stream's END_STREAM)
+ * answered with HEADERS (":status: 200", HPACK's static entry 8, and
+ * literal fields), then a RangeResponse in one DATA frame and the trailers,
+ * or - for a non-zero grpc-status - trailers only. */
+static int read_full(int c, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(c, (char *)p + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static void h2_frame(int c, unsigned type, unsigned flags, uint32_t stream, const void *p,
+		     size_t n)
+{
+	unsigned char h[9] = {(unsigned char)(n >> 16), (unsigned char)(n >> 8), (unsigned char)n,
+			      (unsigned char)type, (unsigned char)flags,
+			      (unsigned char)(stream >> 24), (unsigned char)(stream >> 16),
+			      (unsigned char)(stream >> 8), (unsigned char)stream};
+
+	if (write(c, h, sizeof(h)) < 0 || (n > 0 && write(c, p, n) < 0))
+		return;
+}
+
+/* An HPACK literal field without indexing, both strings short. */
+static size_t hpack(unsigned char *out, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+
+	out[0] = 0;
+	out[1] = (unsigned char)nl;
+	memcpy(out + 2, name, nl);
+	out[2 + nl] = (unsigned char)vl;
+	memcpy(out + 3 + nl, value, vl);
+	return 3 + nl + vl;
+}
+
+static void h2_answer(fake_member *m, int c, uint32_t stream)
+{
+	/* RangeResponse{header{revision 5}, kvs [{key "p/o::k", mod_revision
+	 * 5, value "1"}]} in a gRPC frame. */
+	static const unsigned char reply[] = {0,   0,   0,   0,   19,  0x0a, 2,   0x18, 5,   0x12,
+					      13,  0x0a, 6,  'p', '/', 'o',  ':', ':',  'k', 0x18,
+					      5,   0x2a, 1,  '1'};
+	unsigned char head[128], trail[256];
+	size_t hn = 1, tn = 0;
+	int status = atomic_load(&m->grpc_status);
+	char code[16];
+
+	atomic_fetch_add(&m->grpc_count, 1);
+	head[0] = 0x88; /* :status: 200 */
+	hn += hpack(head + hn, "content-type", "application/grpc");
+	snprintf(code, sizeof(code), "%d", status);
+	tn += hpack(trail + tn, "grpc-status", code);
+	if (m->grpc_message != NULL)
+		tn += hpack(trail + tn, "grpc-message", m->grpc_message);
+	if (status != 0) { /* trailers only */
+		memcpy(head + hn, trail, tn);
+		h2_frame(c, 1, 0x5, stream, head, hn + tn);
+		return;
+	}
+	h2_frame(c, 1, 0x4, stream, head, hn);
+	h2_frame(c, 0, 0, stream, reply, sizeof(reply));
+	h2_frame(c, 1, 0x5, stream, trail, tn);
+}
+
+static void serve_h2(fake_member *m, int c)
+{
+	unsigned char pre[24], h[9], payload[16384];
+
+	if (read_full(c, pre, sizeof(pre)) != 0)
+		return;
+	h2_frame(c, 4, 0, 0, NULL, 0); /* SETTINGS */
+	while (read_full(c, h, sizeof(h)) == 0) {
+		size_t n = (size_t)h[0] << 16 | (size_t)h[1] << 8 | h[2];
+		uint32_t stream = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 |
+				   (uint32_t)h[7] << 8 | h[8]) & 0x7fffffffu;
+
+		if (n > sizeof(payload) || read_full(c, payload, n) != 0)
+			return;
+		if (h[3] == 4 && !(h[4] & 1))
+			h2_frame(c, 4, 1, 0, NULL, 0); /* SETTINGS ACK */
+		else if ((h[3] == 0 || h[3] == 1) && (h[4] & 1) && stream != 0)
+			h2_answer(m, c, stream); /* the request's END_STREAM */
+	}
+}
+
 /* One connection's requests, in a thread of its own: a client holds a
  * keep-alive connection for the gateway and another for gRPC. */
 static void *serve_conn(void *arg)
@@ -128,6 +229,13 @@ static void *serve_conn(void *arg)
 	char path[256];
 
 	free(fc);
+	if (atomic_load(&m->grpc_status) >= 0 && recv(c, path, 4, MSG_PEEK | MSG_WAITALL) == 4 &&
+	    memcmp(path, "PRI ", 4) == 0) {
+		serve_h2(m, c);
+		close(c);
+		atomic_fetch_sub(&m->conns, 1);
+		return NULL;
+	}
 	while (read_request(c, path, sizeof(path)) == 0) {
 		fake_mode mode = ANSWER;
 
@@ -204,6 +312,7 @@ static void fake_start(fake_member *m, fake_mode puts, fake_mode ranges)
 	int one = 1;
 
 	memset(m, 0, sizeof(*m));
+	atomic_store(&m->grpc_status, -1);
 	m->puts = puts;
 	m->ranges = ranges;
 	m->fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -408,6 +517,55 @@ static void a_member_without_grpc_is_read_through_the_gateway(void **state)
 	fake_stop(&m);
 }
 
+/* Through gRPC: a member answering Unavailable (trailers only) is left for
+ * the next, whose RangeResponse is read - the gateway is not asked; a
+ * permission denied is FAUCET_EAUTH, and any other status the error the
+ * gateway path gives, with its grpc-message decoded.  None of them sends
+ * the store back to the gateway. */
+static void grpc_statuses_map_to_the_gateways_errors(void **state)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_strarray keys = {0};
+	int seen = 0;
+
+	(void)state;
+	fake_start(&a, ANSWER, ANSWER);
+	fake_start(&b, ANSWER, ANSWER);
+	atomic_store(&a.grpc_status, 14);
+	a.grpc_message = "etcdserver:%20no%20leader";
+	atomic_store(&b.grpc_status, 0);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_list(s, "o::", &keys), 0);
+	assert_int_equal(keys.count, 1);
+	assert_string_equal(keys.strings[0], "o::k");
+	faucet_strarray_dispose(&keys);
+	assert_int_equal(atomic_load(&a.grpc_count), 1);
+	assert_int_equal(atomic_load(&b.grpc_count), 1);
+	assert_int_equal(faucet_store_scan_entries(s, "o::", one_entry, &seen), 0);
+	assert_int_equal(seen, 1);
+	assert_int_equal(atomic_load(&a.range_count) + atomic_load(&b.range_count), 0);
+	faucet_store_free(s);
+
+	/* b alone: PermissionDenied, then OutOfRange (a compacted revision). */
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", b.port);
+	atomic_store(&b.grpc_status, 7);
+	b.grpc_message = "etcdserver:%20permission%20denied";
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_list(s, "o::", &keys), FAUCET_EAUTH);
+	assert_non_null(strstr(faucet_error_last()->message, "etcdserver: permission denied"));
+	atomic_store(&b.grpc_status, 11);
+	b.grpc_message = "etcdserver:%20mvcc:%20required%20revision%20has%20been%20compacted";
+	assert_int_equal(faucet_store_list(s, "o::", &keys), FAUCET_ERROR);
+	assert_non_null(strstr(faucet_error_last()->message, "required revision has been compacted"));
+	assert_int_equal(atomic_load(&b.range_count), 0);
+	faucet_store_free(s);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
 static void a_write_to_a_refusing_member_moves_on(void **state)
 {
 	fake_member b;
@@ -541,6 +699,7 @@ int main(void)
 		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
 		cmocka_unit_test(a_range_reply_is_read_whatever_its_member_order),
 		cmocka_unit_test(a_member_without_grpc_is_read_through_the_gateway),
+		cmocka_unit_test(grpc_statuses_map_to_the_gateways_errors),
 		cmocka_unit_test(no_endpoint_answering_fails_within_the_request_timeout),
 		cmocka_unit_test(a_watch_stream_cut_anywhere_reports_each_change),
 		cmocka_unit_test(a_callback_stops_the_watch_with_its_value),
@@ -548,5 +707,8 @@ int main(void)
 		cmocka_unit_test(a_store_without_a_watch_says_so),
 	};
 
+	/* A fake member writing to a connection the client has closed (a
+	 * watch it stopped, a reply it gave up on) must not kill the test. */
+	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
