@@ -7,7 +7,9 @@
  * the next endpoint; a member that refuses the connection is skipped for a
  * write too (nothing was sent); a member that does not speak gRPC (these
  * fakes speak HTTP/1.1 only, as a gateway-only port would) has its ranges
- * read through the JSON gateway, and the store remembers it; a watch
+ * read through the JSON gateway, and the store remembers it; a member
+ * that does (a minimal HTTP/2 server here) has its grpc-status mapped to
+ * the gateway path's errors; a watch
  * stream is read the same however it is cut, and a member ending it is an
  * error, not a silent end.  The real cluster's behaviour is covered by
  * the contract suite and tests/cluster/.
@@ -709,6 +711,7 @@ int main(void)
 
 	/* A fake member writing to a connection the client has closed (a
 	 * watch it stopped, a reply it gave up on) must not kill the test. */
-	signal(SIGPIPE, SIG_IGN);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
