@@ -6,7 +6,7 @@
  * write answered Unavailable (503) likewise; a read answered 503 moves on to
  * the next endpoint; a member that refuses the connection is skipped for a
  * write too (nothing was sent); a member that does not speak gRPC (these
- * fakes speak HTTP/1.1 only, as a gateway-only port would) has its ranges
+ * fakes speak HTTP/1.1 only unless told, as a gateway-only port would) has its ranges
  * read through the JSON gateway, and the store remembers it; a member
  * that does (a minimal HTTP/2 server here) has its grpc-status mapped to
  * the gateway path's errors; a watch
@@ -163,6 +163,7 @@ static size_t hpack(unsigned char *out, const char *name, const char *value)
 {
 	size_t nl = strlen(name), vl = strlen(value);
 
+	assert_true(nl < 128 && vl < 128); /* one-byte lengths */
 	out[0] = 0;
 	out[1] = (unsigned char)nl;
 	memcpy(out + 2, name, nl);
@@ -178,7 +179,7 @@ static void h2_answer(fake_member *m, int c, uint32_t stream)
 	static const unsigned char reply[] = {0,   0,   0,   0,   19,  0x0a, 2,   0x18, 5,   0x12,
 					      13,  0x0a, 6,  'p', '/', 'o',  ':', ':',  'k', 0x18,
 					      5,   0x2a, 1,  '1'};
-	unsigned char head[128], trail[256];
+	unsigned char head[512], trail[256];
 	size_t hn = 1, tn = 0;
 	int status = atomic_load(&m->grpc_status);
 	char code[16];
