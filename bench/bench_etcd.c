@@ -8,8 +8,11 @@
  * Point get vs a bare POST /v3/kv/range on a keep-alive curl handle, put
  * vs a bare /v3/kv/put, in alternating blocks, each reported as the median
  * ratio of the blocks; then a listing of KEYS keys (default 100,000),
- * loaded first with put_batch (put_many: txns of 128).  The figures are printed; the
- * targets (get, put <= 1.2x; list of 100k <= 1.5 s) are in bench/README.md.
+ * loaded first with put_batch (put_many: txns of 128), beside two floors:
+ * the same keys (keys only) in one bare reply of the JSON gateway and in
+ * one bare gRPC KV/Range reply (HTTP/2, the transport the store lists
+ * with), neither parsed.  The figures are printed; the targets (get, put
+ * <= 1.2x; list of 100k <= 1.5 s) are in bench/README.md.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include "bench.h"
 #include "internal.h"
 #include "stores/loaders.h"
+#include "stores/etcd_grpc.h"
 
 #define BLOCKS 9
 #define PER_BLOCK 40
@@ -31,8 +35,8 @@ static size_t sink(char *d, size_t s, size_t n, void *ctx)
 	return s * n;
 }
 
-static CURL *bare;
-static char range_url[256], put_url[256];
+static CURL *bare, *bare_grpc;
+static char range_url[256], put_url[256], grpc_url[256];
 
 static void bare_post(const char *url, const char *body)
 {
@@ -43,6 +47,22 @@ static void bare_post(const char *url, const char *body)
 	if (curl_easy_perform(bare) != CURLE_OK ||
 	    curl_easy_getinfo(bare, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200) {
 		fprintf(stderr, "bench: bare request to %s failed\n", url);
+		exit(1);
+	}
+}
+
+/* One bare gRPC call on its keep-alive HTTP/2 handle: body is its frame. */
+static void bare_grpc_post(const faucet_buf *body)
+{
+	long status = 0;
+
+	curl_easy_setopt(bare_grpc, CURLOPT_URL, grpc_url);
+	curl_easy_setopt(bare_grpc, CURLOPT_POSTFIELDS, body->ptr);
+	curl_easy_setopt(bare_grpc, CURLOPT_POSTFIELDSIZE, (long)body->len);
+	if (curl_easy_perform(bare_grpc) != CURLE_OK ||
+	    curl_easy_getinfo(bare_grpc, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
+	    status != 200) {
+		fprintf(stderr, "bench: bare gRPC request to %s failed\n", grpc_url);
 		exit(1);
 	}
 }
@@ -82,7 +102,7 @@ int main(int argc, char **argv)
 	faucet_value *v = bench_json("{\"cursor\":\"2026-12-02T00:00:00Z\",\"n\":12345}");
 	char host[128], prefix[128], body[512];
 	const char *p;
-	struct curl_slist *hdr = NULL;
+	struct curl_slist *hdr = NULL, *ghdr = NULL;
 
 	if (url == NULL || strncmp(url, "etcd://", 7) != 0) {
 		fprintf(stderr, "usage: bench_etcd etcd://H:P[,...]/PREFIX [KEYS]\n");
@@ -107,6 +127,19 @@ int main(int argc, char **argv)
 	curl_easy_setopt(bare, CURLOPT_NOPROXY, "*");
 	snprintf(range_url, sizeof(range_url), "http://%s/v3/kv/range", host);
 	snprintf(put_url, sizeof(put_url), "http://%s/v3/kv/put", host);
+	snprintf(grpc_url, sizeof(grpc_url), "http://%s/etcdserverpb.KV/Range", host);
+	if ((bare_grpc = curl_easy_init()) == NULL)
+		bench_die("libcurl");
+	ghdr = curl_slist_append(NULL, "Content-Type: application/grpc");
+	ghdr = curl_slist_append(ghdr, "TE: trailers");
+	curl_easy_setopt(bare_grpc, CURLOPT_HTTPHEADER, ghdr);
+	curl_easy_setopt(bare_grpc, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+	curl_easy_setopt(bare_grpc, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(bare_grpc, CURLOPT_NOPROXY, "*");
+	/* A connection per request, as the store has it with libcurl before
+	 * 8.0.0 (which cannot reuse a prior-knowledge HTTP/2 connection). */
+	curl_easy_setopt(bare_grpc, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(bare_grpc, CURLOPT_BUFFERSIZE, 512L * 1024); /* as the store's */
 	if (faucet_store_put(s, "bench::point", v) != 0)
 		bench_die("put");
 	for (int b = 0; b < BLOCKS; b++) {
@@ -178,18 +211,25 @@ int main(int argc, char **argv)
 			free(names);
 		}
 		faucet_strarray_dispose(&got);
-		/* Beside each listing the gateway's own floor: the same keys,
-		 * keys only, in one reply that is not even parsed.  Blocks
-		 * alternate; medians and the median ratio are printed. */
+		/* Beside each listing two floors: the same keys, keys only,
+		 * in one reply that is not even parsed, from the gateway and
+		 * from gRPC.  Blocks alternate; medians and the median ratios
+		 * are printed. */
 		{
-			char bare_body[256];
-			double list_s[3], bare_s[3], ratio[3];
+			char bare_body[256], start[160], end[160];
+			double list_s[3], bare_s[3], grpc_s[3], ratio[3], gratio[3];
 			size_t listed = 0;
+			faucet_buf grpc_body = FAUCET_BUF_INIT;
+			etcd_grpc_range_req req = {start, 0, end, 0, (int64_t)keys, 0, 0, 1};
 
 			snprintf(bare_body, sizeof(bare_body),
 				 "{\"key\":\"%s\",\"range_end\":\"%s\",\"keys_only\":true,"
 				 "\"limit\":\"%zu\"}",
 				 big_b64(prefix, "big::"), big_b64(prefix, "big:;"), keys);
+			req.key_len = (size_t)snprintf(start, sizeof(start), "%s_bench/big::", prefix);
+			req.range_end_len = (size_t)snprintf(end, sizeof(end), "%s_bench/big:;", prefix);
+			if (faucet__etcd_grpc_range_encode(&grpc_body, &req) != 0)
+				bench_die("encode");
 			for (int r = 0; r < 3; r++) {
 				t0 = bench_now_s();
 				if (faucet_store_list(s, "big::", &got) != 0)
@@ -203,17 +243,28 @@ int main(int argc, char **argv)
 				t1 = bench_now_s();
 				bare_s[r] = t1 - t0;
 				ratio[r] = list_s[r] / bare_s[r];
+				t0 = bench_now_s();
+				bare_grpc_post(&grpc_body);
+				t1 = bench_now_s();
+				grpc_s[r] = t1 - t0;
+				gratio[r] = list_s[r] / grpc_s[r];
 			}
+			faucet_buf_dispose(&grpc_body);
 			printf("etcd list       %8.3f s    %zu keys (target <= 1.5 s for 100k; median of 3)\n",
 			       bench_median(list_s, 3), listed);
-			printf("bare range      %8.3f s    the same keys, keys only, one reply, "
-			       "unparsed (the gateway's floor); ratio %.2fx\n",
+			printf("bare grpc range %8.3f s    the same keys, keys only, one gRPC reply, "
+			       "unparsed (the floor); ratio %.2fx\n",
+			       bench_median(grpc_s, 3), bench_median(gratio, 3));
+			printf("bare range      %8.3f s    the same keys by the JSON gateway "
+			       "(the old transport's floor); ratio %.2fx\n",
 			       bench_median(bare_s, 3), bench_median(ratio, 3));
 		}
 	}
 	(void)body;
 	curl_slist_free_all(hdr);
+	curl_slist_free_all(ghdr);
 	curl_easy_cleanup(bare);
+	curl_easy_cleanup(bare_grpc);
 	faucet_value_free(v);
 	faucet_store_free(s);
 	return 0;

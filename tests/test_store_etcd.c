@@ -5,13 +5,19 @@
  * FAUCET_EUNKNOWN and is not sent again, to that member or any other; a
  * write answered Unavailable (503) likewise; a read answered 503 moves on to
  * the next endpoint; a member that refuses the connection is skipped for a
- * write too (nothing was sent); a watch stream is read the same however it
- * is cut, and a member ending it is an error, not a silent end.  The real cluster's behaviour is covered by
+ * write too (nothing was sent); a member that does not speak gRPC (these
+ * fakes speak HTTP/1.1 only unless told, as a gateway-only port would) has its ranges
+ * read through the JSON gateway, and the store remembers it; a member
+ * that does (a minimal HTTP/2 server here) has its grpc-status mapped to
+ * the gateway path's errors; a watch
+ * stream is read the same however it is cut, and a member ending it is an
+ * error, not a silent end.  The real cluster's behaviour is covered by
  * the contract suite and tests/cluster/.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,13 @@ typedef struct {
 	fake_mode puts, ranges;
 	const char *range_body; /* the range reply (NULL: "p/o::k" = "1") */
 	const char *watch_body; /* the watch stream, sent in pieces, then closed */
-	atomic_int put_count, range_count;
+	atomic_int put_count, range_count, h2_count;
+	/* Speak gRPC (a minimal HTTP/2 server) with this grpc-status; -1: refuse
+	 * HTTP/2 as an HTTP/1.1-only server does. */
+	atomic_int grpc_status;
+	const char *grpc_message; /* percent-encoded, as on the wire */
+	atomic_int grpc_count;    /* gRPC requests answered */
+	atomic_int conns; /* connections being served */
 	pthread_t thread;
 } fake_member;
 
@@ -109,53 +121,190 @@ static void send_stream(int c, const char *body)
 	}
 }
 
+typedef struct {
+	fake_member *m;
+	int c;
+} fake_conn;
+
+/* ---- a minimal HTTP/2 server for gRPC ----------------------------------
+ * Just enough for curl: the client's preface is read, our SETTINGS sent and
+ * the client's acknowledged, and each request (its stream's END_STREAM)
+ * answered with HEADERS (":status: 200", HPACK's static entry 8, and
+ * literal fields), then a RangeResponse in one DATA frame and the trailers,
+ * or - for a non-zero grpc-status - trailers only. */
+static int read_full(int c, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(c, (char *)p + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static void h2_frame(int c, unsigned type, unsigned flags, uint32_t stream, const void *p,
+		     size_t n)
+{
+	unsigned char h[9] = {(unsigned char)(n >> 16), (unsigned char)(n >> 8), (unsigned char)n,
+			      (unsigned char)type, (unsigned char)flags,
+			      (unsigned char)(stream >> 24), (unsigned char)(stream >> 16),
+			      (unsigned char)(stream >> 8), (unsigned char)stream};
+
+	if (write(c, h, sizeof(h)) < 0 || (n > 0 && write(c, p, n) < 0))
+		return;
+}
+
+/* An HPACK literal field without indexing, both strings short. */
+static size_t hpack(unsigned char *out, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+
+	assert_true(nl < 128 && vl < 128); /* one-byte lengths */
+	out[0] = 0;
+	out[1] = (unsigned char)nl;
+	memcpy(out + 2, name, nl);
+	out[2 + nl] = (unsigned char)vl;
+	memcpy(out + 3 + nl, value, vl);
+	return 3 + nl + vl;
+}
+
+static void h2_answer(fake_member *m, int c, uint32_t stream)
+{
+	/* RangeResponse{header{revision 5}, kvs [{key "p/o::k", mod_revision
+	 * 5, value "1"}]} in a gRPC frame. */
+	static const unsigned char reply[] = {0,   0,   0,   0,   19,  0x0a, 2,   0x18, 5,   0x12,
+					      13,  0x0a, 6,  'p', '/', 'o',  ':', ':',  'k', 0x18,
+					      5,   0x2a, 1,  '1'};
+	unsigned char head[512], trail[256];
+	size_t hn = 1, tn = 0;
+	int status = atomic_load(&m->grpc_status);
+	char code[16];
+
+	atomic_fetch_add(&m->grpc_count, 1);
+	head[0] = 0x88; /* :status: 200 */
+	hn += hpack(head + hn, "content-type", "application/grpc");
+	snprintf(code, sizeof(code), "%d", status);
+	tn += hpack(trail + tn, "grpc-status", code);
+	if (m->grpc_message != NULL)
+		tn += hpack(trail + tn, "grpc-message", m->grpc_message);
+	if (status != 0) { /* trailers only */
+		memcpy(head + hn, trail, tn);
+		h2_frame(c, 1, 0x5, stream, head, hn + tn);
+		return;
+	}
+	h2_frame(c, 1, 0x4, stream, head, hn);
+	h2_frame(c, 0, 0, stream, reply, sizeof(reply));
+	h2_frame(c, 1, 0x5, stream, trail, tn);
+}
+
+static void serve_h2(fake_member *m, int c)
+{
+	unsigned char pre[24], h[9], payload[16384];
+
+	if (read_full(c, pre, sizeof(pre)) != 0)
+		return;
+	h2_frame(c, 4, 0, 0, NULL, 0); /* SETTINGS */
+	while (read_full(c, h, sizeof(h)) == 0) {
+		size_t n = (size_t)h[0] << 16 | (size_t)h[1] << 8 | h[2];
+		uint32_t stream = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 |
+				   (uint32_t)h[7] << 8 | h[8]) & 0x7fffffffu;
+
+		if (n > sizeof(payload) || read_full(c, payload, n) != 0)
+			return;
+		if (h[3] == 4 && !(h[4] & 1))
+			h2_frame(c, 4, 1, 0, NULL, 0); /* SETTINGS ACK */
+		else if ((h[3] == 0 || h[3] == 1) && (h[4] & 1) && stream != 0)
+			h2_answer(m, c, stream); /* the request's END_STREAM */
+	}
+}
+
+/* One connection's requests, in a thread of its own: a client holds a
+ * keep-alive connection for the gateway and another for gRPC. */
+static void *serve_conn(void *arg)
+{
+	fake_conn *fc = arg;
+	fake_member *m = fc->m;
+	int c = fc->c;
+	char path[256];
+
+	free(fc);
+	if (atomic_load(&m->grpc_status) >= 0 && recv(c, path, 4, MSG_PEEK | MSG_WAITALL) == 4 &&
+	    memcmp(path, "PRI ", 4) == 0) {
+		serve_h2(m, c);
+		close(c);
+		atomic_fetch_sub(&m->conns, 1);
+		return NULL;
+	}
+	while (read_request(c, path, sizeof(path)) == 0) {
+		fake_mode mode = ANSWER;
+
+		/* HTTP/2's preface ("PRI * HTTP/2.0"): refused as an
+		 * HTTP/1.1-only Go server does. */
+		if (strcmp(path, "*") == 0) {
+			atomic_fetch_add(&m->h2_count, 1);
+			reply(c, 400, "unsupported protocol version");
+			break;
+		}
+		if (strcmp(path, "/version") == 0) {
+			reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
+			continue;
+		}
+		if (strcmp(path, "/v3/watch") == 0 && m->watch_body != NULL) {
+			send_stream(c, m->watch_body);
+			break;
+		}
+		if (strcmp(path, "/v3/kv/put") == 0) {
+			atomic_fetch_add(&m->put_count, 1);
+			mode = m->puts;
+		} else if (strcmp(path, "/v3/kv/range") == 0) {
+			atomic_fetch_add(&m->range_count, 1);
+			mode = m->ranges;
+		}
+		if (mode == DROP)
+			break;
+		if (mode == UNAVAILABLE) {
+			reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
+				      "\"message\":\"etcdserver: no leader\"}");
+			continue;
+		}
+		/* "p/o::k" = "1" at revision 5 (base64). */
+		if (strcmp(path, "/v3/kv/range") == 0 && m->range_body != NULL) {
+			reply(c, 200, m->range_body);
+			continue;
+		}
+		reply(c, 200, strcmp(path, "/v3/kv/range") == 0
+				      ? "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":"
+					"\"cC9vOjpr\",\"value\":\"MQ==\",\"mod_revision\":\"5\"}],"
+					"\"count\":\"1\"}"
+				      : "{\"header\":{\"revision\":\"6\"}}");
+	}
+	close(c);
+	atomic_fetch_sub(&m->conns, 1);
+	return NULL;
+}
+
 static void *serve(void *arg)
 {
 	fake_member *m = arg;
 
 	for (;;) {
 		int c = accept(m->fd, NULL, NULL);
-		char path[256];
+		fake_conn *fc;
+		pthread_t t;
 
 		if (c < 0)
 			return NULL;
-		while (read_request(c, path, sizeof(path)) == 0) {
-			fake_mode mode = ANSWER;
-
-			if (strcmp(path, "/version") == 0) {
-				reply(c, 200, "{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}");
-				continue;
-			}
-			if (strcmp(path, "/v3/watch") == 0 && m->watch_body != NULL) {
-				send_stream(c, m->watch_body);
-				break;
-			}
-			if (strcmp(path, "/v3/kv/put") == 0) {
-				atomic_fetch_add(&m->put_count, 1);
-				mode = m->puts;
-			} else if (strcmp(path, "/v3/kv/range") == 0) {
-				atomic_fetch_add(&m->range_count, 1);
-				mode = m->ranges;
-			}
-			if (mode == DROP)
-				break;
-			if (mode == UNAVAILABLE) {
-				reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
-					      "\"message\":\"etcdserver: no leader\"}");
-				continue;
-			}
-			/* "p/o::k" = "1" at revision 5 (base64). */
-			if (strcmp(path, "/v3/kv/range") == 0 && m->range_body != NULL) {
-				reply(c, 200, m->range_body);
-				continue;
-			}
-			reply(c, 200, strcmp(path, "/v3/kv/range") == 0
-					      ? "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":"
-						"\"cC9vOjpr\",\"value\":\"MQ==\",\"mod_revision\":\"5\"}],"
-						"\"count\":\"1\"}"
-					      : "{\"header\":{\"revision\":\"6\"}}");
-		}
-		close(c);
+		fc = malloc(sizeof(*fc));
+		assert_non_null(fc);
+		fc->m = m;
+		fc->c = c;
+		atomic_fetch_add(&m->conns, 1);
+		assert_int_equal(pthread_create(&t, NULL, serve_conn, fc), 0);
+		assert_int_equal(pthread_detach(t), 0);
 	}
 }
 
@@ -166,6 +315,7 @@ static void fake_start(fake_member *m, fake_mode puts, fake_mode ranges)
 	int one = 1;
 
 	memset(m, 0, sizeof(*m));
+	atomic_store(&m->grpc_status, -1);
 	m->puts = puts;
 	m->ranges = ranges;
 	m->fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -181,11 +331,16 @@ static void fake_start(fake_member *m, fake_mode puts, fake_mode ranges)
 	assert_int_equal(pthread_create(&m->thread, NULL, serve, m), 0);
 }
 
+/* After the store was freed: its connections close, and their threads
+ * end. */
 static void fake_stop(fake_member *m)
 {
 	shutdown(m->fd, SHUT_RDWR);
 	close(m->fd);
 	pthread_join(m->thread, NULL);
+	for (int i = 0; i < 500 && atomic_load(&m->conns) > 0; i++)
+		usleep(10000);
+	assert_int_equal(atomic_load(&m->conns), 0);
 }
 
 static faucet_store *open_on(const char *hosts)
@@ -337,6 +492,87 @@ static void a_range_reply_is_read_whatever_its_member_order(void **state)
 			     0);
 }
 
+/* `lists` listings of "o::" give the one key "o::k", and a scan gives it
+ * with the value 1. */
+static void lists_and_scans_o_k(faucet_store *s, int lists)
+{
+	faucet_strarray keys = {0};
+	int seen = 0;
+
+	for (int i = 0; i < lists; i++) {
+		assert_int_equal(faucet_store_list(s, "o::", &keys), 0);
+		assert_int_equal(keys.count, 1);
+		assert_string_equal(keys.strings[0], "o::k");
+		faucet_strarray_dispose(&keys);
+	}
+	assert_int_equal(faucet_store_scan_entries(s, "o::", one_entry, &seen), 0);
+	assert_int_equal(seen, 1);
+}
+
+/* The ranges of a store whose member does not speak gRPC go through the
+ * gateway: the first one tries gRPC once, and the store remembers. */
+static void a_member_without_grpc_is_read_through_the_gateway(void **state)
+{
+	fake_member m;
+	char hosts[64];
+	faucet_store *s;
+
+	(void)state;
+	fake_start(&m, ANSWER, ANSWER);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", m.port);
+	s = open_on(hosts);
+	lists_and_scans_o_k(s, 2);
+	assert_int_equal(atomic_load(&m.h2_count), 1);
+	assert_int_equal(atomic_load(&m.range_count), 3);
+	faucet_store_free(s);
+	fake_stop(&m);
+}
+
+/* Through gRPC: a member answering Unavailable (trailers only) is left for
+ * the next, whose RangeResponse is read - the gateway is not asked; a
+ * permission denied is FAUCET_EAUTH, and any other status the error the
+ * gateway path gives, with its grpc-message decoded.  None of them sends
+ * the store back to the gateway. */
+static void grpc_statuses_map_to_the_gateways_errors(void **state)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_strarray keys = {0};
+
+	(void)state;
+	fake_start(&a, ANSWER, ANSWER);
+	fake_start(&b, ANSWER, ANSWER);
+	atomic_store(&a.grpc_status, 14);
+	a.grpc_message = "etcdserver:%20no%20leader";
+	atomic_store(&b.grpc_status, 0);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	lists_and_scans_o_k(s, 1);
+	/* a answered once; b then the listing and the scan (the store stays
+	 * on the endpoint that answered). */
+	assert_int_equal(atomic_load(&a.grpc_count), 1);
+	assert_int_equal(atomic_load(&b.grpc_count), 2);
+	assert_int_equal(atomic_load(&a.range_count) + atomic_load(&b.range_count), 0);
+	faucet_store_free(s);
+
+	/* b alone: PermissionDenied, then OutOfRange (a compacted revision). */
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", b.port);
+	atomic_store(&b.grpc_status, 7);
+	b.grpc_message = "etcdserver:%20permission%20denied";
+	s = open_on(hosts);
+	assert_int_equal(faucet_store_list(s, "o::", &keys), FAUCET_EAUTH);
+	assert_non_null(strstr(faucet_error_last()->message, "etcdserver: permission denied"));
+	atomic_store(&b.grpc_status, 11);
+	b.grpc_message = "etcdserver:%20mvcc:%20required%20revision%20has%20been%20compacted";
+	assert_int_equal(faucet_store_list(s, "o::", &keys), FAUCET_ERROR);
+	assert_non_null(strstr(faucet_error_last()->message, "required revision has been compacted"));
+	assert_int_equal(atomic_load(&b.range_count), 0);
+	faucet_store_free(s);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
 static void a_write_to_a_refusing_member_moves_on(void **state)
 {
 	fake_member b;
@@ -469,6 +705,8 @@ int main(void)
 		cmocka_unit_test(a_read_answered_unavailable_moves_to_the_next_endpoint),
 		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
 		cmocka_unit_test(a_range_reply_is_read_whatever_its_member_order),
+		cmocka_unit_test(a_member_without_grpc_is_read_through_the_gateway),
+		cmocka_unit_test(grpc_statuses_map_to_the_gateways_errors),
 		cmocka_unit_test(no_endpoint_answering_fails_within_the_request_timeout),
 		cmocka_unit_test(a_watch_stream_cut_anywhere_reports_each_change),
 		cmocka_unit_test(a_callback_stops_the_watch_with_its_value),
@@ -476,5 +714,9 @@ int main(void)
 		cmocka_unit_test(a_store_without_a_watch_says_so),
 	};
 
+	/* A fake member writing to a connection the client has closed (a
+	 * watch it stopped, a reply it gave up on) must not kill the test. */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

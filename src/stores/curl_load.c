@@ -25,7 +25,8 @@
 	FN(const char *, curl_easy_strerror, (CURLcode c), (c), "libcurl could not be loaded") \
 	FN(struct curl_slist *, curl_slist_append, (struct curl_slist * l, const char *s),   \
 	   (l, s), NULL)                                                                     \
-	VOID_FN(curl_slist_free_all, (struct curl_slist * l), (l))
+	VOID_FN(curl_slist_free_all, (struct curl_slist * l), (l))                           \
+	FN(curl_version_info_data *, curl_version_info, (CURLversion v), (v), NULL)
 
 #define DYN_TABLE cu
 #define DYN_LIB curl

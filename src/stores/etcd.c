@@ -8,6 +8,9 @@
  * (/v3/kv/range, put, deleterange, txn) over HTTP/1.1 with libcurl and
  * json-c; keys and values are base64 there, int64 fields JSON strings, and
  * false/zero fields are left out (a failed txn has no "succeeded" at all).
+ * Ranges (listings and scans) go to etcd's gRPC API instead, KV/Range over
+ * cleartext HTTP/2 on the same port ("gRPC" below; etcd_grpc.c is its
+ * protobuf), back to the gateway for a member that does not speak it.
  *
  * Durability and atomicity: etcd answers a write once a quorum of members
  * has it in its log on disk, so an acknowledged bookmark survives the loss
@@ -42,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "internal.h"
@@ -51,6 +55,7 @@
 #include "stores/registry.h"
 #include "stores/loaders.h"
 #include "stores/pool.h"
+#include "stores/etcd_grpc.h"
 
 #define ETCD_DEFAULT_POOL FAUCET__POOL_DEFAULT
 #define ETCD_DEFAULT_DIAL_MS (FAUCET__ETCD_DIAL_S_DEFAULT * 1000)
@@ -63,12 +68,20 @@
 #define ETCD_CAS_ATTEMPTS 1000
 #define ETCD_MAX_REPLY (256u << 20)
 
-/* gRPC status codes the gateway returns in "code". */
+/* gRPC status codes: the gateway returns them in "code", gRPC in the
+ * grpc-status trailer. */
 #define GRPC_CANCELLED 1
 #define GRPC_UNKNOWN 2
 #define GRPC_DEADLINE 4
+#define GRPC_PERMISSION_DENIED 7
 #define GRPC_RESOURCE_EXHAUSTED 8
 #define GRPC_UNAVAILABLE 14
+#define GRPC_UNAUTHENTICATED 16
+
+/* grpc_request's answer for a member that does not speak gRPC on its
+ * client port: the store goes back to the gateway for good. */
+#define ETCD_NOT_GRPC 2
+#define ETCD_GRPC_RANGE "/etcdserverpb.KV/Range"
 
 typedef struct {
 	faucet_store_backend base;
@@ -79,15 +92,21 @@ typedef struct {
 	size_t prefix_len;
 	long dial_ms, request_ms;
 	atomic_size_t preferred; /* the endpoint that last answered */
+	atomic_int grpc_off;     /* a member did not speak gRPC: ranges use the gateway */
 	faucet_pool *pool;
 } etcd_store;
 
 typedef struct {
 	etcd_store *s;
-	CURL **h;                 /* one per endpoint */
+	CURL **h;                 /* one per endpoint: the JSON gateway, HTTP/1.1 */
+	CURL **g;                 /* one per endpoint: gRPC, HTTP/2 (made on first use) */
+	unsigned char *grpc_seen; /* it has answered in gRPC on this connection */
 	unsigned char *verified;  /* its /version said etcd */
 	size_t cur;
-	struct curl_slist *headers;
+	struct curl_slist *headers, *gheaders;
+	int grpc_status;          /* the reply's grpc-status (-1: none came) */
+	int grpc_type;            /* its content-type is application/grpc */
+	char grpc_message[256];   /* its grpc-message, percent-decoded */
 	faucet_buf reply;
 	int reply_too_big;
 	const char *body;
@@ -214,35 +233,65 @@ static void etcd_disconnect(void *conn)
 
 	if (c == NULL)
 		return;
-	for (size_t i = 0; c->h != NULL && i < c->s->n; i++) {
-		if (c->h[i] != NULL)
+	for (size_t i = 0; i < c->s->n; i++) {
+		if (c->h != NULL && c->h[i] != NULL)
 			curl_easy_cleanup(c->h[i]);
+		if (c->g != NULL && c->g[i] != NULL)
+			curl_easy_cleanup(c->g[i]);
 	}
 	free(c->h);
+	free(c->g);
+	free(c->grpc_seen);
 	free(c->verified);
 	if (c->headers != NULL)
 		curl_slist_free_all(c->headers);
+	if (c->gheaders != NULL)
+		curl_slist_free_all(c->gheaders);
 	faucet_buf_dispose(&c->reply);
 	free(c);
 }
 
-/* In a forked child: point each handle's live socket at /dev/null first, so
+/* In a forked child: point a handle's live socket at /dev/null first, so
  * that closing it sends the parent's server nothing; a handle whose socket
  * cannot be detached is leaked rather than closed. */
+static void abandon_handle(CURL **h)
+{
+	curl_socket_t fd = CURL_SOCKET_BAD;
+
+	if (*h != NULL && curl_easy_getinfo(*h, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
+	    fd != CURL_SOCKET_BAD && faucet_pool_detach_socket(fd) != 0)
+		*h = NULL; /* leaked: the parent's connection stays untouched */
+}
+
 static void etcd_abandon(void *conn)
 {
 	etcd_conn *c = conn;
 
 	for (size_t i = 0; i < c->s->n; i++) {
-		curl_socket_t fd = CURL_SOCKET_BAD;
-
-		if (c->h[i] == NULL)
-			continue;
-		if (curl_easy_getinfo(c->h[i], CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
-		    fd != CURL_SOCKET_BAD && faucet_pool_detach_socket(fd) != 0)
-			c->h[i] = NULL; /* leaked: the parent's connection stays untouched */
+		abandon_handle(&c->h[i]);
+		abandon_handle(&c->g[i]);
 	}
 	etcd_disconnect(c);
+}
+
+/* A keep-alive handle that sends c's requests and fills c->reply. */
+static int handle_new(etcd_conn *c, struct curl_slist *headers, CURL **out)
+{
+	CURL *h = curl_easy_init();
+
+	*out = h;
+	if (h == NULL)
+		return faucet_error_set(FAUCET_ENOMEM, "etcd state store: curl_easy_init failed");
+	if (curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEDATA, c) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_send) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_READDATA, c) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers) != CURLE_OK)
+		return faucet_error_set(FAUCET_ERROR, "etcd state store: libcurl refused an option");
+	return 0;
 }
 
 static int etcd_connect(void *owner, void **out)
@@ -255,32 +304,22 @@ static int etcd_connect(void *owner, void **out)
 		return FAUCET_ENOMEM;
 	c->s = s;
 	c->h = faucet__calloc(s->n, sizeof(*c->h));
+	c->g = faucet__calloc(s->n, sizeof(*c->g));
+	c->grpc_seen = faucet__calloc(s->n, 1);
 	c->verified = faucet__calloc(s->n, 1);
 	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	h2 = c->headers ? curl_slist_append(c->headers, "Expect:") : NULL;
-	if (c->h == NULL || c->verified == NULL || h2 == NULL) {
+	if (c->h == NULL || c->g == NULL || c->grpc_seen == NULL || c->verified == NULL ||
+	    h2 == NULL) {
 		etcd_disconnect(c);
 		return FAUCET_ENOMEM;
 	}
 	for (size_t i = 0; i < s->n; i++) {
-		CURL *h = curl_easy_init();
+		int rc = handle_new(c, c->headers, &c->h[i]);
 
-		if (h == NULL) {
+		if (rc != 0) {
 			etcd_disconnect(c);
-			return faucet_error_set(FAUCET_ENOMEM, "etcd state store: curl_easy_init failed");
-		}
-		c->h[i] = h;
-		if (curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_WRITEDATA, c) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_send) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_READDATA, c) != CURLE_OK ||
-		    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers) != CURLE_OK) {
-			etcd_disconnect(c);
-			return faucet_error_set(FAUCET_ERROR,
-						"etcd state store: libcurl refused an option");
+			return rc;
 		}
 	}
 	c->cur = atomic_load(&s->preferred) % s->n;
@@ -291,13 +330,14 @@ static int etcd_connect(void *owner, void **out)
 static const faucet_pool_ops etcd_pool_ops = {etcd_connect, etcd_disconnect, NULL, NULL,
 					      etcd_abandon};
 
-/* One HTTP exchange with endpoint idx: a POST of the body, or a GET when
- * body is NULL.  Returns curl's code; *status the HTTP status. */
-static CURLcode perform(etcd_conn *c, size_t idx, const char *path, const char *body,
+/* One HTTP exchange with endpoint idx, on its gRPC handle when `grpc`: a
+ * POST of the body, or a GET when body is NULL.  Returns curl's code;
+ * *status the HTTP status. */
+static CURLcode perform(etcd_conn *c, size_t idx, int grpc, const char *path, const char *body,
 			size_t len, uint64_t deadline, long *status)
 {
 	etcd_store *s = c->s;
-	CURL *h = c->h[idx];
+	CURL *h = grpc ? c->g[idx] : c->h[idx];
 	uint64_t now = faucet__now_ms();
 	long left = deadline > now ? (long)(deadline - now) : 1;
 	char url[320];
@@ -312,6 +352,9 @@ static CURLcode perform(etcd_conn *c, size_t idx, const char *path, const char *
 	c->body_len = len;
 	c->body_off = 0;
 	c->body_taken = 0;
+	c->grpc_status = -1;
+	c->grpc_type = 0;
+	c->grpc_message[0] = '\0';
 	*status = 0;
 	rc = curl_easy_setopt(h, CURLOPT_URL, url);
 	if (rc == CURLE_OK && body != NULL) {
@@ -352,7 +395,7 @@ static int verify(etcd_conn *c, size_t idx, uint64_t deadline)
 {
 	etcd_store *s = c->s;
 	long status;
-	CURLcode rc = perform(c, idx, "/version", NULL, 0, deadline, &status);
+	CURLcode rc = perform(c, idx, 0, "/version", NULL, 0, deadline, &status);
 	json_object *j, *v;
 	int ok;
 
@@ -415,6 +458,53 @@ static void backoff(uint64_t deadline, unsigned round)
 		;
 }
 
+/* Before the first request to endpoint idx: is it etcd?  0 to go on, 1 to
+ * move to the next endpoint (`last` says why), or the error to return. */
+static int ensure_verified(etcd_conn *c, size_t idx, uint64_t deadline, char *last, size_t cap)
+{
+	int rc;
+
+	if (c->verified[idx])
+		return 0;
+	rc = verify(c, idx, deadline);
+	if (rc == FAUCET_ECONFIG)
+		return rc;
+	if (rc != 0) {
+		(void)snprintf(last, cap, "%s", faucet_error_last()->message);
+		return 1;
+	}
+	return 0;
+}
+
+/* After a failure at endpoint idx: on to the next one, backing off after
+ * each round of them.  0 to try again, or FAUCET_EUNAVAILABLE once the
+ * request timeout has passed. */
+static int move_on(etcd_conn *c, size_t idx, unsigned *failures, uint64_t deadline,
+		   const char *what, const char *last)
+{
+	etcd_store *s = c->s;
+
+	(*failures)++;
+	c->cur = (idx + 1) % s->n;
+	if (faucet__now_ms() >= deadline)
+		return faucet_error_set(FAUCET_EUNAVAILABLE,
+					"etcd state store %s: %s: no endpoint answered within "
+					"the request timeout (%ld ms; last: %s)",
+					s->redacted, what, s->request_ms, last);
+	if (*failures % s->n == 0)
+		backoff(deadline, *failures / (unsigned)s->n);
+	return 0;
+}
+
+/* gRPC codes after which a read moves to the next endpoint (and a write's
+ * outcome is unknown): the member is unreachable, lost its leader or gave
+ * up; another may answer. */
+static int grpc_retryable(int code)
+{
+	return code == GRPC_UNAVAILABLE || code == GRPC_DEADLINE || code == GRPC_CANCELLED ||
+	       code == GRPC_UNKNOWN;
+}
+
 /*
  * POST body to path on the current endpoint, moving through the others on
  * failure until the request timeout.  `write`: the request changes state, so
@@ -441,16 +531,12 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
 		const char *msg;
 		int code, rc;
 
-		if (!c->verified[idx]) {
-			rc = verify(c, idx, deadline);
-			if (rc == FAUCET_ECONFIG)
-				return rc;
-			if (rc != 0) {
-				(void)snprintf(last, sizeof(last), "%s", faucet_error_last()->message);
-				goto next;
-			}
-		}
-		crc = perform(c, idx, path, body->ptr, body->len, deadline, &status);
+		rc = ensure_verified(c, idx, deadline, last, sizeof(last));
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			goto next;
+		crc = perform(c, idx, 0, path, body->ptr, body->len, deadline, &status);
 		if (crc != CURLE_OK) {
 			if (crc == CURLE_OUT_OF_MEMORY || c->reply_too_big)
 				return etcd_fail(s, c->reply_too_big ? FAUCET_ERROR : FAUCET_ENOMEM,
@@ -495,8 +581,7 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
 		(void)snprintf(last, sizeof(last), "%s: HTTP %ld: %s", host_of(s->endpoints[idx]),
 			       status, msg ? msg : (c->reply.ptr ? c->reply.ptr : ""));
 		json_object_put(j);
-		if (status == 503 || status >= 500 || code == GRPC_UNAVAILABLE ||
-		    code == GRPC_DEADLINE || code == GRPC_CANCELLED || code == GRPC_UNKNOWN) {
+		if (status == 503 || status >= 500 || grpc_retryable(code)) {
 			if (write)
 				return faucet_error_set(FAUCET_EUNKNOWN,
 							"etcd state store %s: %s: %s - outcome "
@@ -513,15 +598,227 @@ static int etcd_request(etcd_conn *c, const char *path, const faucet_buf *body, 
 		return etcd_fail(s, status == 401 || status == 403 ? FAUCET_EAUTH : FAUCET_ERROR,
 				 what, last);
 	next:
-		failures++;
-		c->cur = (idx + 1) % s->n;
-		if (faucet__now_ms() >= deadline)
-			return faucet_error_set(FAUCET_EUNAVAILABLE,
-						"etcd state store %s: %s: no endpoint answered within "
-						"the request timeout (%ld ms; last: %s)",
-						s->redacted, what, s->request_ms, last);
-		if (failures % s->n == 0)
-			backoff(deadline, failures / (unsigned)s->n);
+		rc = move_on(c, idx, &failures, deadline, what, last);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+/* ---- gRPC ----------------------------------------------------------------
+ *
+ * Ranges (listings and scans) go to etcd's gRPC API, etcdserverpb.KV/Range,
+ * over cleartext HTTP/2 on the same client port: the gateway turns each
+ * reply into JSON, which alone takes seconds for 100,000 keys (bench/
+ * README.md), while the protobuf reply is the bytes themselves.  Each
+ * connection holds one HTTP/2 handle per endpoint beside its HTTP/1.1 one,
+ * made on first use and kept alive (with libcurl 8 and later; see
+ * h2_reuse_works); everything else stays on the gateway.
+ * grpc-status and grpc-message come as trailers, or as headers in a
+ * trailers-only reply; curl hands both to the header callback.  A member
+ * that answers HTTP/2 with something other than gRPC, or does not speak
+ * HTTP/2 at all (or a libcurl without HTTP/2), sends the store back to the
+ * gateway for good: ETCD_NOT_GRPC.
+ */
+
+/* grpc-message is percent-encoded. */
+static void percent_decode(char *out, size_t cap, const char *in, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n && w + 1 < cap; i++) {
+		int hi = in[i] == '%' && i + 2 < n ? faucet__hex_digit(in[i + 1]) : -1;
+		int lo = hi >= 0 ? faucet__hex_digit(in[i + 2]) : -1;
+
+		if (lo >= 0) {
+			out[w++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			out[w++] = in[i];
+		}
+	}
+	out[w] = '\0';
+}
+
+/* Is the header line `line` (n bytes, "Name: value\r\n") the one called
+ * `name`?  Then *value and *vlen are its value, trimmed. */
+static int header_is(const char *line, size_t n, const char *name, const char **value,
+		     size_t *vlen)
+{
+	size_t k = strlen(name);
+
+	if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+		return 0;
+	line += k + 1;
+	n -= k + 1;
+	while (n > 0 && (*line == ' ' || *line == '\t')) {
+		line++;
+		n--;
+	}
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
+		n--;
+	*value = line;
+	*vlen = n;
+	return 1;
+}
+
+static size_t on_grpc_header(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	etcd_conn *c = ctx;
+	size_t n = size * nmemb, vlen, i;
+	const char *v;
+	int code = 0;
+
+	if (header_is(data, n, "content-type", &v, &vlen)) {
+		c->grpc_type = vlen >= 16 && strncasecmp(v, "application/grpc", 16) == 0 &&
+			       (vlen == 16 || v[16] == '+' || v[16] == ';');
+	} else if (header_is(data, n, "grpc-status", &v, &vlen)) {
+		for (i = 0; i < vlen && i < 4 && v[i] >= '0' && v[i] <= '9'; i++)
+			code = code * 10 + (v[i] - '0');
+		c->grpc_status = i > 0 && i == vlen ? code : GRPC_UNKNOWN;
+	} else if (header_is(data, n, "grpc-message", &v, &vlen)) {
+		percent_decode(c->grpc_message, sizeof(c->grpc_message), v, vlen);
+	}
+	return n;
+}
+
+/* Can this libcurl send a second request on an HTTP/2 connection it opened
+ * with prior knowledge?  Not before 8.0.0: the second request fails with
+ * "Error in the HTTP2 framing layer" (curl issue 10634, fixed by curl pull
+ * request 10643; Debian 12 ships 7.88.1).  There each request opens a
+ * connection of its own - on loopback a fraction of a millisecond beside a
+ * page of 10,000 keys. */
+static int h2_reuse_works(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+	return v != NULL && v->version_num >= 0x080000;
+}
+
+/* Endpoint idx's gRPC handle, made on first use: 0, ETCD_NOT_GRPC when
+ * this libcurl has no HTTP/2, or an error.  Its receive buffer is 512 KiB,
+ * not libcurl's 16 KiB: with 7.88.1 an HTTP/2 reply of megabytes read 16
+ * KiB at a time often stalled at its end until a timer fired (strace: polls
+ * of 170 ms and 1 s after the last bytes had come), 4-6 times an export of
+ * 100,000 keys, which took 1.6-3.4 s instead of 0.5-0.6 s. */
+static int grpc_handle(etcd_conn *c, size_t idx)
+{
+	CURL *h;
+	int rc;
+
+	if (c->g[idx] != NULL)
+		return 0;
+	if (c->gheaders == NULL) {
+		struct curl_slist *l = curl_slist_append(NULL, "Content-Type: application/grpc");
+		struct curl_slist *l2 = l ? curl_slist_append(l, "TE: trailers") : NULL;
+
+		if (l2 == NULL) {
+			if (l != NULL)
+				curl_slist_free_all(l);
+			return FAUCET_ENOMEM;
+		}
+		c->gheaders = l2;
+	}
+	rc = handle_new(c, c->gheaders, &h);
+	if (rc == 0 && curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+					(long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE) != CURLE_OK)
+		rc = ETCD_NOT_GRPC;
+	if (rc == 0 && (curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_grpc_header) != CURLE_OK ||
+			curl_easy_setopt(h, CURLOPT_HEADERDATA, c) != CURLE_OK ||
+			curl_easy_setopt(h, CURLOPT_FORBID_REUSE, h2_reuse_works() ? 0L : 1L) !=
+				CURLE_OK ||
+			curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024) != CURLE_OK))
+		rc = faucet_error_set(FAUCET_ERROR, "etcd state store: libcurl refused an option");
+	if (rc != 0) {
+		if (h != NULL)
+			curl_easy_cleanup(h);
+		return rc;
+	}
+	c->g[idx] = h;
+	return 0;
+}
+
+/* What one gRPC exchange with endpoint idx came to: 0 (a reply with
+ * grpc-status 0 is in c->reply), 1 to move to the next endpoint (`last`
+ * says why), ETCD_NOT_GRPC, or the error to return - the one the gateway
+ * path gives for the same status. */
+static int grpc_outcome(etcd_conn *c, size_t idx, CURLcode crc, long status, const char *what,
+			char *last, size_t cap)
+{
+	etcd_store *s = c->s;
+	const char *host = host_of(s->endpoints[idx]);
+	int code = c->grpc_status;
+
+	if (crc == CURLE_OUT_OF_MEMORY || c->reply_too_big)
+		return etcd_fail(s, c->reply_too_big ? FAUCET_ERROR : FAUCET_ENOMEM, what,
+				 c->reply_too_big ? "the reply is too big" : "out of memory");
+	/* A member whose /version said etcd but that has not answered gRPC
+	 * here yet: an answer that is not HTTP/2 (an HTTP/1.1-only server
+	 * replies 400 to HTTP/2's preface and hangs up) or not gRPC means its
+	 * port does not serve gRPC.  Once it has answered in gRPC, the same
+	 * errors are a member going away, and the next endpoint is tried. */
+	if (!c->grpc_seen[idx] &&
+	    ((crc == CURLE_OK && !c->grpc_type) || crc == CURLE_HTTP2 ||
+	     crc == CURLE_WEIRD_SERVER_REPLY || crc == CURLE_UNSUPPORTED_PROTOCOL ||
+	     crc == CURLE_GOT_NOTHING || crc == CURLE_SEND_ERROR ||
+	     crc == CURLE_RECV_ERROR))
+		return ETCD_NOT_GRPC;
+	if (crc != CURLE_OK) {
+		(void)snprintf(last, cap, "%s: %s", host, curl_easy_strerror(crc));
+		return 1;
+	}
+	if (!c->grpc_type) {
+		(void)snprintf(last, cap, "%s: an HTTP %ld reply that is not gRPC", host, status);
+		return 1;
+	}
+	c->grpc_seen[idx] = 1;
+	if (code < 0) {
+		(void)snprintf(last, cap, "%s: a gRPC reply (HTTP %ld) without grpc-status", host,
+			       status);
+		return 1;
+	}
+	if (code == 0 && status == 200)
+		return 0;
+	(void)snprintf(last, cap, "%s: gRPC status %d (HTTP %ld): %s", host, code, status,
+		       c->grpc_message);
+	if (code == 0 || grpc_retryable(code))
+		return 1;
+	return etcd_fail(s,
+			 code == GRPC_UNAUTHENTICATED || code == GRPC_PERMISSION_DENIED ? FAUCET_EAUTH
+											: FAUCET_ERROR,
+			 what, last);
+}
+
+/* POST one gRPC frame (body) to path on the current endpoint, moving
+ * through the others like etcd_request does for a read: 0 with the reply's
+ * frame in c->reply, ETCD_NOT_GRPC, or an error. */
+static int grpc_request(etcd_conn *c, const char *path, const faucet_buf *body,
+			const char *what)
+{
+	etcd_store *s = c->s;
+	uint64_t deadline = faucet__now_ms() + (uint64_t)s->request_ms;
+	char last[512] = "no endpoint tried";
+	unsigned failures = 0;
+
+	for (;;) {
+		size_t idx = c->cur;
+		long status = 0;
+		int rc = ensure_verified(c, idx, deadline, last, sizeof(last));
+
+		if (rc == 0)
+			rc = grpc_handle(c, idx);
+		if (rc == 0) {
+			CURLcode crc = perform(c, idx, 1, path, body->ptr, body->len, deadline,
+					       &status);
+
+			rc = grpc_outcome(c, idx, crc, status, what, last, sizeof(last));
+		}
+		if (rc == 0)
+			atomic_store(&s->preferred, idx);
+		if (rc != 1)
+			return rc;
+		rc = move_on(c, idx, &failures, deadline, what, last);
+		if (rc != 0)
+			return rc;
 	}
 }
 
@@ -566,6 +863,50 @@ static void kv_clear(etcd_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
+static int under_prefix(const etcd_store *s, const char *full, size_t flen)
+{
+	return flen >= s->prefix_len && memcmp(full, s->prefix, s->prefix_len) == 0;
+}
+
+static int outside_prefix(const etcd_store *s)
+{
+	return etcd_fail(s, FAUCET_ERROR, "reading a reply", "an entry's key is not under the prefix");
+}
+
+/* n bytes and a NUL, or NULL when out of memory. */
+static char *bytes_dup(const char *p, size_t n)
+{
+	char *o = faucet__malloc(n + 1);
+
+	if (o != NULL) {
+		if (n > 0)
+			memcpy(o, p, n);
+		o[n] = '\0';
+	}
+	return o;
+}
+
+/* One entry from its etcd key and value as they are (a gRPC reply; v NULL:
+ * the empty value) into *kv (value only when want_value). */
+static int kv_raw(const etcd_store *s, const char *k, size_t klen, const char *v, size_t vlen,
+		  int64_t mod, int want_value, etcd_kv *kv)
+{
+	memset(kv, 0, sizeof(*kv));
+	if (!under_prefix(s, k, klen))
+		return outside_prefix(s);
+	kv->key = bytes_dup(k + s->prefix_len, klen - s->prefix_len);
+	kv->mod = mod;
+	if (kv->key != NULL && want_value) {
+		kv->text = bytes_dup(v != NULL ? v : "", v != NULL ? vlen : 0);
+		kv->len = v != NULL ? vlen : 0;
+	}
+	if (kv->key == NULL || (want_value && kv->text == NULL)) {
+		kv_clear(kv);
+		return FAUCET_ENOMEM;
+	}
+	return 0;
+}
+
 /* One entry from its base64 key and value (v NULL: no "value" member, the
  * empty value) into *kv (value only when want_value). */
 static int kv_fill(const etcd_store *s, const char *k, size_t klen, const char *v, size_t vlen,
@@ -577,11 +918,9 @@ static int kv_fill(const etcd_store *s, const char *k, size_t klen, const char *
 
 	memset(kv, 0, sizeof(*kv));
 	rc = b64_decode(k, klen, &full, &flen);
-	if (rc != 0 || flen < s->prefix_len || memcmp(full, s->prefix, s->prefix_len) != 0) {
+	if (rc != 0 || !under_prefix(s, full, flen)) {
 		free(full);
-		return rc == FAUCET_ENOMEM ? rc
-					   : etcd_fail(s, FAUCET_ERROR, "reading a reply",
-						       "an entry's key is not under the prefix");
+		return rc == FAUCET_ENOMEM ? rc : outside_prefix(s);
 	}
 	/* The state key is the decoded key after the prefix: moved down in
 	 * place, with its NUL, rather than copied. */
@@ -645,6 +984,19 @@ static int put_full_key(faucet_buf *b, const etcd_store *s, const char *key)
 	return rc;
 }
 
+/* The range_end of "PREFIX/p"'s keys into e. */
+static int range_end(faucet_buf *e, const etcd_store *s, const char *prefix)
+{
+	(void)faucet_buf_puts(e, s->prefix);
+	(void)faucet_buf_puts(e, prefix);
+	if (e->failed)
+		return FAUCET_ENOMEM;
+	/* Every key byte is ASCII below 0x7f, so bumping the last byte ends
+	 * the range right after the prefix's keys. */
+	e->ptr[e->len - 1]++;
+	return 0;
+}
+
 /* "PREFIX/p" as the range start and its successor as range_end. */
 static int put_range(faucet_buf *b, const etcd_store *s, const char *start, size_t start_len,
 		     const char *prefix)
@@ -652,13 +1004,10 @@ static int put_range(faucet_buf *b, const etcd_store *s, const char *start, size
 	faucet_buf e = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&e, s->prefix);
-	(void)faucet_buf_puts(&e, prefix);
-	if (e.failed)
+	if (range_end(&e, s, prefix) != 0) {
+		faucet_buf_dispose(&e);
 		return FAUCET_ENOMEM;
-	/* Every key byte is ASCII below 0x7f, so bumping the last byte ends
-	 * the range right after the prefix's keys. */
-	e.ptr[e.len - 1]++;
+	}
 	(void)faucet_buf_puts(b, "\"key\":\"");
 	rc = b64_put(b, start, start_len);
 	(void)faucet_buf_puts(b, "\",\"range_end\":\"");
@@ -1045,6 +1394,19 @@ static int js_kv(const etcd_store *s, jscan *j, int want_value, etcd_kv *kv)
 	return kv_fill(s, k, klen, v, vlen, mod, want_value, kv);
 }
 
+/* Room for one more entry at the end of a->page, whose capacity is *cap:
+ * the slot, or NULL when out of memory. */
+static etcd_kv *page_slot(etcd_args *a, size_t *cap)
+{
+	etcd_kv *p = faucet__reserve(a->page, cap, a->page_n + 1, sizeof(*p),
+				     a->limit ? a->limit : 64);
+
+	if (p == NULL)
+		return NULL;
+	a->page = p;
+	return &p[a->page_n];
+}
+
 /* Read a range reply into a->page, a->more and (when still 0) a->revision:
  * 0, an error, or 1 when the reply is not of the expected shape (a->page
  * is then empty again; parse it with json-c). */
@@ -1085,18 +1447,13 @@ static int range_reply_scan(etcd_store *s, etcd_args *a, const char *text, size_
 				if (js_char(&j, ']'))
 					continue;
 				do {
-					if (a->page_n == cap) {
-						size_t ncap = cap ? cap * 2 : (a->limit ? a->limit : 64);
-						etcd_kv *np = faucet__realloc(a->page, ncap * sizeof(*np));
+					etcd_kv *slot = page_slot(a, &cap);
 
-						if (np == NULL) {
-							rc = FAUCET_ENOMEM;
-							goto fail;
-						}
-						a->page = np;
-						cap = ncap;
+					if (slot == NULL) {
+						rc = FAUCET_ENOMEM;
+						goto fail;
 					}
-					rc = js_kv(s, &j, !a->keys_only, &a->page[a->page_n]);
+					rc = js_kv(s, &j, !a->keys_only, slot);
 					if (rc == 1)
 						goto other;
 					if (rc != 0)
@@ -1161,35 +1518,112 @@ static int range_reply_json(etcd_store *s, etcd_conn *c, etcd_args *a)
 	return rc;
 }
 
+/* A gRPC reply's page (range_kv sees each entry). */
+typedef struct {
+	etcd_store *s;
+	etcd_args *a;
+	size_t cap;
+} grpc_page;
+
+static int range_kv(const etcd_grpc_kv *kv, void *ctx)
+{
+	grpc_page *p = ctx;
+	etcd_kv *slot = page_slot(p->a, &p->cap);
+	int rc;
+
+	if (slot == NULL)
+		return FAUCET_ENOMEM;
+	rc = kv_raw(p->s, kv->key, kv->key_len, kv->value, kv->value_len, kv->mod_revision,
+		    !p->a->keys_only, slot);
+	if (rc == 0)
+		p->a->page_n++;
+	return rc;
+}
+
+/* Read a gRPC RangeResponse into a->page, a->more and (when still 0)
+ * a->revision. */
+static int range_reply_grpc(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	grpc_page p = {s, a, 0};
+	etcd_grpc_range_meta meta;
+	const char *why = NULL;
+	int rc = faucet__etcd_grpc_range_decode(c->reply.ptr ? c->reply.ptr : "", c->reply.len,
+						range_kv, &p, &meta, &why);
+
+	if (rc == ETCD_GRPC_MALFORMED)
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "etcd state store %s: list: %s: the gRPC reply is not a "
+				      "RangeResponse: %s",
+				      s->redacted, host_of(s->endpoints[c->cur]), why);
+	if (rc != 0) {
+		page_free(a);
+		return rc;
+	}
+	if (a->revision == 0)
+		a->revision = meta.revision;
+	a->more = meta.more;
+	return 0;
+}
+
+/* The request for one page: a RangeRequest's gRPC frame, or the gateway's
+ * JSON. */
+static int page_request(etcd_store *s, etcd_args *a, int grpc, int serial, faucet_buf *b)
+{
+	faucet_buf e = FAUCET_BUF_INIT;
+	int rc;
+
+	if (grpc) {
+		rc = range_end(&e, s, a->prefix);
+		if (rc == 0) {
+			etcd_grpc_range_req r = {a->start, a->start_len, e.ptr, e.len,
+						 (int64_t)a->limit, a->revision, serial,
+						 a->keys_only};
+
+			rc = faucet__etcd_grpc_range_encode(b, &r);
+		}
+		faucet_buf_dispose(&e);
+		return rc;
+	}
+	(void)faucet_buf_puts(b, "{");
+	rc = put_range(b, s, a->start, a->start_len, a->prefix);
+	(void)faucet_buf_printf(b, ",\"limit\":\"%zu\"%s", a->limit,
+				a->keys_only ? ",\"keys_only\":true" : "");
+	if (a->revision > 0)
+		(void)faucet_buf_printf(b, ",\"revision\":\"%lld\"%s", (long long)a->revision,
+					serial ? ",\"serializable\":true" : "");
+	(void)faucet_buf_puts(b, "}");
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
 /* One page of a range under a->prefix from a->start, at a->revision once
  * the first page has fixed it (so a listing is one snapshot).  The first
  * page is a linearizable read; the later ones read that fixed revision
  * from the member that answered (serializable: no Raft round per page).
  * A member that has not applied the revision yet (after a switch of
  * endpoint) answers "future revision": that page is asked again,
- * linearizably. */
+ * linearizably.  Through gRPC unless a member has shown that it does not
+ * speak it; then through the gateway, this page and every later range of
+ * the store. */
 static int op_page(etcd_store *s, etcd_conn *c, etcd_args *a)
 {
 	int serial = a->revision > 0;
+	int grpc = !atomic_load(&s->grpc_off);
 	int rc;
 
 	for (;;) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, "{");
-		rc = put_range(&b, s, a->start, a->start_len, a->prefix);
-		(void)faucet_buf_printf(&b, ",\"limit\":\"%zu\"%s", a->limit,
-					a->keys_only ? ",\"keys_only\":true" : "");
-		if (a->revision > 0)
-			(void)faucet_buf_printf(&b, ",\"revision\":\"%lld\"%s",
-						(long long)a->revision,
-						serial ? ",\"serializable\":true" : "");
-		(void)faucet_buf_puts(&b, "}");
-		if (rc == 0 && b.failed)
-			rc = FAUCET_ENOMEM;
-		if (rc == 0)
+		rc = page_request(s, a, grpc, serial, &b);
+		if (rc == 0 && grpc)
+			rc = grpc_request(c, ETCD_GRPC_RANGE, &b, "list");
+		else if (rc == 0)
 			rc = etcd_request(c, "/v3/kv/range", &b, 0, "list", NULL);
 		faucet_buf_dispose(&b);
+		if (rc == ETCD_NOT_GRPC) {
+			atomic_store(&s->grpc_off, 1);
+			grpc = 0;
+			continue;
+		}
 		if (rc == 0 || !serial || strstr(faucet_error_last()->message, "future revision") == NULL)
 			break;
 		serial = 0;
@@ -1197,9 +1631,13 @@ static int op_page(etcd_store *s, etcd_conn *c, etcd_args *a)
 	if (rc != 0)
 		return rc;
 	a->page_n = 0;
-	rc = range_reply_scan(s, a, c->reply.ptr, c->reply.len);
-	if (rc == 1)
-		rc = range_reply_json(s, c, a);
+	if (grpc) {
+		rc = range_reply_grpc(s, c, a);
+	} else {
+		rc = range_reply_scan(s, a, c->reply.ptr, c->reply.len);
+		if (rc == 1)
+			rc = range_reply_json(s, c, a);
+	}
 	if (rc == 0 && a->more && a->page_n > 0) {
 		/* The next page starts just after this one's last key. */
 		etcd_kv *last = &a->page[a->page_n - 1];
@@ -1668,7 +2106,7 @@ static int request_at(etcd_conn *c, size_t idx, const char *path, uint64_t timeo
 		rc = verify(c, idx, deadline);
 	if (rc != 0)
 		return rc;
-	crc = perform(c, idx, path, "{}", 2, deadline, &status);
+	crc = perform(c, idx, 0, path, "{}", 2, deadline, &status);
 	if (crc != CURLE_OK)
 		return faucet_error_set(FAUCET_EUNAVAILABLE, "%s: %s", host_of(c->s->endpoints[idx]),
 					curl_easy_strerror(crc));

@@ -17,7 +17,7 @@ set(FAUCET_FUZZ_MAX_LEN 4096 CACHE STRING "Largest input libFuzzer generates, in
 set(FAUCET_FUZZ_SEED 1 CACHE STRING "libFuzzer -seed (0 = random)")
 
 set(FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(FUZZ_TARGETS value key export envelope backfill_plan backfill_expand config)
+set(FUZZ_TARGETS value key export envelope backfill_plan backfill_expand config etcd_grpc)
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/stores/file.c)
   list(APPEND FUZZ_TARGETS file_store file_names)
 endif()
