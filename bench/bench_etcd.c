@@ -249,7 +249,7 @@ int main(int argc, char **argv)
 				grpc_s[r] = t1 - t0;
 				gratio[r] = list_s[r] / grpc_s[r];
 			}
-			faucet_buf_dispose(&grpc_body);
+			faucet__buf_dispose(&grpc_body);
 			printf("etcd list       %8.3f s    %zu keys (target <= 1.5 s for 100k; median of 3)\n",
 			       bench_median(list_s, 3), listed);
 			printf("bare grpc range %8.3f s    the same keys, keys only, one gRPC reply, "

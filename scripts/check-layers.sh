@@ -140,6 +140,26 @@ for file in src/*/*.c src/*/*.h; do
   done < <(grep -E '^[[:space:]]*#[[:space:]]*include' "$file" || true)
 done
 
+# ---- names -------------------------------------------------------------
+# One prefix rule for what is not the public API: faucet__ (or a module's
+# faucet_<module>__) in the library, cli_ in src/cli, serve_ in src/serve.
+# A client library's own names (PQexec, json_object_put) are the stubs of a
+# *_load.c file that loads it on first use.  Needs $public (below).
+check_names() {
+  local o=$1 module=$2 src=$3 sym
+  case $src in *_load.c) return ;; esac
+  while read -r sym; do
+    case $module:$sym in
+      *:__*) continue ;; # the compiler's own (ASan's __odr_asan.*)
+      cli:cli_* | cli:main | serve:serve_*) continue ;;
+      cli:* | serve:*) ;;
+      *:faucet__* | *:faucet_[a-z]*__*) continue ;;
+      *) grep -qx "$sym" <<<"$public" && continue ;;
+    esac
+    add "$src: $sym" "an internal name without its prefix (faucet__ or faucet_<module>__ in the library, cli_ in src/cli, serve_ in src/serve)"
+  done < <(nm --defined-only "$o" | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort -u)
+}
+
 # ---- calls -------------------------------------------------------------
 objdir=$build/CMakeFiles/faucet_obj.dir/src
 if [ -d "$objdir" ]; then
@@ -163,6 +183,7 @@ if [ -d "$objdir" ]; then
     # An object left behind by a source that moved or went away.
     [ -f "$src" ] || continue
     own=$(rank "$module")
+    check_names "$o" "$module" "$src"
     while read -r sym target; do
       if [ "$module" = cli ] || [ "$module" = serve ]; then
         if [ "$target" != util ] && ! grep -qx "$sym" <<<"$public"; then

@@ -163,7 +163,7 @@ elif kind == 'run-after-at-end':
     else:
         sys.exit("mutate: no edit_final body at %s:%d" % (path, line))
 elif kind == 'run-later-one-scope':
-    sub_line(r'status_scopes\(s, pipeline, &rows\)', 'faucet_strarray_push(&rows, "")')
+    sub_line(r'status_scopes\(s, pipeline, &rows\)', 'faucet__strarray_push(&rows, "")')
 elif kind == 'run-undo-no-lease':
     sub_line(r'ro\.exclusive = 1;', 'ro.exclusive = 0;')
 elif kind == 'run-status-no-cas':

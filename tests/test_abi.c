@@ -132,18 +132,27 @@ static void check_context_checks_the_version(void **state)
 	faucet_store_free(s);
 }
 
+/* A memory store in *s and a document of one key for it, p::r = 5. */
+static faucet_export *one_key_export(faucet_store **s)
+{
+	faucet_export *e;
+	faucet_value *v = tu_v("5");
+
+	assert_int_equal(faucet_store_open_memory(s), 0);
+	assert_int_equal(faucet_export_new(&e, "p"), 0);
+	assert_int_equal(faucet_export_set(e, "p::r", v), 0);
+	faucet_value_free(v);
+	return e;
+}
+
 static void import_options_check_the_version(void **state)
 {
 	faucet_import_options opts = FAUCET_IMPORT_OPTIONS_INIT;
 	faucet_import_report report = FAUCET_IMPORT_REPORT_INIT;
-	faucet_export *e;
 	faucet_store *s;
-	faucet_value *v = tu_v("5");
+	faucet_export *e = one_key_export(&s);
 
 	(void)state;
-	assert_int_equal(faucet_store_open_memory(&s), 0);
-	assert_int_equal(faucet_export_new(&e, "p"), 0);
-	assert_int_equal(faucet_export_set(e, "p::r", v), 0);
 	opts.version = 0;
 	assert_int_equal(faucet_import_namespace_ex(s, e, &opts, &report), FAUCET_EINVALID);
 	tu_assert_error_contains("faucet_import_options version 0");
@@ -154,7 +163,6 @@ static void import_options_check_the_version(void **state)
 	assert_null(report.error);
 	faucet_import_report_dispose(&report);
 	tu_assert_value(s, "p::r", "5");
-	faucet_value_free(v);
 	faucet_export_free(e);
 	faucet_store_free(s);
 }
@@ -164,14 +172,10 @@ static void import_options_check_the_version(void **state)
 static void the_import_report_carries_its_version(void **state)
 {
 	faucet_import_report report;
-	faucet_export *e;
 	faucet_store *s;
-	faucet_value *v = tu_v("5");
+	faucet_export *e = one_key_export(&s);
 
 	(void)state;
-	assert_int_equal(faucet_store_open_memory(&s), 0);
-	assert_int_equal(faucet_export_new(&e, "p"), 0);
-	assert_int_equal(faucet_export_set(e, "p::r", v), 0);
 	memset(&report, 0, sizeof(report));
 	assert_int_equal(faucet_import_namespace_ex(s, e, NULL, &report), FAUCET_EINVALID);
 	tu_assert_error_contains("faucet_import_report version 0");
@@ -190,7 +194,6 @@ static void the_import_report_carries_its_version(void **state)
 	assert_int_equal(report.version, FAUCET_IMPORT_REPORT_VERSION);
 	assert_int_equal(report.written.count, 0);
 	tu_assert_value(s, "p::r", "5");
-	faucet_value_free(v);
 	faucet_export_free(e);
 	faucet_store_free(s);
 }

@@ -67,11 +67,11 @@ static char *snapshot(const target *t)
 				size_t n = strlen(e->d_name);
 				if (n > 5 && strcmp(e->d_name + n - 5, ".lock") == 0)
 					continue;
-				assert_int_equal(faucet_strarray_push(&names, e->d_name), 0);
+				assert_int_equal(faucet__strarray_push(&names, e->d_name), 0);
 			}
 			closedir(d);
 		}
-		faucet_strarray_sort_unique(&names);
+		faucet__strarray_sort_unique(&names);
 		for (size_t i = 0; i < names.count; i++)
 			fprintf(out, "entry %s\n", names.strings[i]);
 		faucet_strarray_dispose(&names);
@@ -452,12 +452,12 @@ static int call_run_marker(target *t)
 	(void)t;
 	memset(&m, 0, sizeof(m));
 	if (rc == 0)
-		rc = run__marker_parse(v, "p::__rollback__::r", NULL, &m);
+		rc = faucet_run__marker_parse(v, "p::__rollback__::r", NULL, &m);
 	if (rc == 0 && (m.count != 2 || !m.has_after || strcmp(m.run, "20261201T010203.004Z-abcdef")))
 		fail_msg("the marker was not read back");
 	if (rc == 0)
-		rc = run__marker_value(&m, &back);
-	run__marker_dispose(&m);
+		rc = faucet_run__marker_value(&m, &back);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(back);
 	faucet_value_free(v);
 	return rc;

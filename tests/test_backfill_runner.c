@@ -1244,7 +1244,7 @@ static void cb_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, c
 {
 	output_log *o = ctx;
 
-	(void)faucet_buf_printf(&o->lines, "%s %s [%.40s] %zu\n", u->id, is_stderr ? "err" : "out",
+	(void)faucet__buf_printf(&o->lines, "%s %s [%.40s] %zu\n", u->id, is_stderr ? "err" : "out",
 				line, strlen(line));
 	o->count++;
 }
@@ -1286,7 +1286,7 @@ static void unit_output_arrives_line_by_line(void **state)
 	assert_non_null(strstr(log.lines.ptr, "out [xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx] 1023\n"));
 	assert_non_null(strstr(log.lines.ptr, "out [xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx] 954\n"));
 	assert_int_equal(log.count, 9);
-	faucet_buf_dispose(&log.lines);
+	faucet__buf_dispose(&log.lines);
 	teardown(f);
 }
 

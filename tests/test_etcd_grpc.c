@@ -156,7 +156,7 @@ static void a_range_request_is_encoded_as_protoc_would(void **state)
 	assert_int_equal(faucet__etcd_grpc_range_encode(&b, &r), 0);
 	assert_int_equal(b.len, 5 + 6 + 4 + 2);
 	assert_memory_equal(b.ptr + 5, "\x0a\x04p/k\0\x12\x02p0\x18\x05", 12);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 }
 
 static void a_range_response_is_read_with_unknown_fields_skipped(void **state)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "internal.h" /* faucet_strarray_push */
+#include "internal.h" /* faucet__strarray_push */
 #include "store/export_internal.h"
 #include <faucet/sys/store_backend.h>
 
@@ -86,7 +86,7 @@ static int tb_list(faucet_store_backend *b, const char *prefix, faucet_strarray 
 	int rc = faucet_store_list(t->inner, prefix, out);
 
 	if (rc == 0 && t->kind == PHANTOM)
-		rc = faucet_strarray_push(out, "o::ghost");
+		rc = faucet__strarray_push(out, "o::ghost");
 	return rc;
 }
 
@@ -850,7 +850,7 @@ static int io_write(const char *data, size_t len, void *ctx)
 
 	if (io->fail_after > 0 && ++io->calls >= io->fail_after)
 		return faucet_error_set(FAUCET_EUNAVAILABLE, "the upload went away");
-	return faucet_buf_put(&io->out, data, len);
+	return faucet__buf_put(&io->out, data, len);
 }
 
 static ptrdiff_t io_read(char *buf, size_t cap, void *ctx)
@@ -922,7 +922,7 @@ static void export_and_import_through_the_callers_functions(void **state)
 	assert_int_equal(faucet_import_read(dst, io_read, io_rewind, &io, NULL, &r), FAUCET_EIO);
 	tu_assert_value(dst, "o::a", NULL);
 	faucet_import_report_dispose(&r);
-	faucet_buf_dispose(&io.out);
+	faucet__buf_dispose(&io.out);
 	/* A failing write: the export returns the function's code and message. */
 	memset(&io, 0, sizeof(io));
 	io.out = (faucet_buf)FAUCET_BUF_INIT;
@@ -931,7 +931,7 @@ static void export_and_import_through_the_callers_functions(void **state)
 			 FAUCET_EUNAVAILABLE);
 	tu_assert_error_contains("the upload went away");
 	assert_int_equal(n, 0);
-	faucet_buf_dispose(&io.out);
+	faucet__buf_dispose(&io.out);
 	assert_int_equal(faucet_export_write_to(s, "o", "T", 0, NULL, &io, &n), FAUCET_EINVALID);
 	assert_int_equal(faucet_import_read(dst, io_read, NULL, &io, NULL, &r), FAUCET_EINVALID);
 	faucet_free(doc);

@@ -84,10 +84,10 @@ static char *dir_names(const char *dir)
 	assert_non_null(d);
 	while ((e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			assert_int_equal(faucet_strarray_push(&names, e->d_name), 0);
+			assert_int_equal(faucet__strarray_push(&names, e->d_name), 0);
 	}
 	closedir(d);
-	faucet_strarray_sort_unique(&names);
+	faucet__strarray_sort_unique(&names);
 	for (size_t i = 0; i < names.count; i++) {
 		size_t n = strlen(names.strings[i]);
 		joined = realloc(joined, len + n + 2);
@@ -542,10 +542,10 @@ static void put_writes_a_complete_file_for_a_large_value(void **state)
 	faucet_value *parsed = NULL, *want;
 	size_t len;
 
-	faucet_buf_puts(&b, "{\"cursor\":\"abc\",\"rows\":[");
+	faucet__buf_puts(&b, "{\"cursor\":\"abc\",\"rows\":[");
 	for (int i = 0; i < 1000; i++)
-		faucet_buf_printf(&b, "%s{\"i\":%d,\"s\":\"xxxxxxxxxxxxxxxxxxxx\"}", i ? "," : "", i);
-	faucet_buf_puts(&b, "]}");
+		faucet__buf_printf(&b, "%s{\"i\":%d,\"s\":\"xxxxxxxxxxxxxxxxxxxx\"}", i ? "," : "", i);
+	faucet__buf_puts(&b, "]}");
 	assert_false(b.failed);
 	want = tu_v(b.ptr);
 	assert_int_equal(faucet_store_put(f->s, "github_issues", want), 0);
@@ -558,7 +558,7 @@ static void put_writes_a_complete_file_for_a_large_value(void **state)
 	assert_false(tu_has_suffix_entry(f->dir, ".json.tmp"));
 	faucet_value_free(parsed);
 	faucet_value_free(want);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	free(raw);
 	free(path);
 }
@@ -1042,7 +1042,7 @@ static void list_sorts_many_keys_in_byte_order(void **state)
 		key[len] = '\0';
 		if (len > 150 || !faucet_file__key_is_valid(key, len))
 			continue;
-		assert_int_equal(faucet_strarray_push(&want, key), 0);
+		assert_int_equal(faucet__strarray_push(&want, key), 0);
 		(void)faucet_file__stem(key, stem);
 		snprintf(name, sizeof(name), "%s/%s.json", f->dir, stem);
 		tu_write_file(name, "1", 1);
@@ -1063,14 +1063,14 @@ static void list_sorts_many_keys_in_byte_order(void **state)
 		}
 	}
 	qsort(want.strings, want.count, sizeof(char *), by_strcmp);
-	faucet_strarray_sort_unique(&want);
+	faucet__strarray_sort_unique(&want);
 	assert_true(want.count > 1000);
 	list_into(f->s, "", &got);
 	assert_int_equal(got.count, want.count);
 	for (size_t i = 0; i < want.count; i++)
 		assert_string_equal(got.strings[i], want.strings[i]);
 	/* The result may be appended to like any strarray. */
-	assert_int_equal(faucet_strarray_push(&got, "zz"), 0);
+	assert_int_equal(faucet__strarray_push(&got, "zz"), 0);
 	assert_string_equal(got.strings[got.count - 1], "zz");
 	faucet_strarray_dispose(&got);
 	faucet_strarray_dispose(&want);

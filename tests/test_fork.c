@@ -352,14 +352,14 @@ static faucet_pool *pool_with_connections(const faucet_pool_ops *ops, int held, 
 	faucet_pool *p;
 	void *a, *b;
 
-	assert_int_equal(faucet_pool_new(&p, ops, NULL, held ? 3 : 2), 0);
-	assert_int_equal(faucet_pool_acquire(p, &a, NULL), 0);
-	assert_int_equal(faucet_pool_acquire(p, &b, NULL), 0);
+	assert_int_equal(faucet__pool_new(&p, ops, NULL, held ? 3 : 2), 0);
+	assert_int_equal(faucet__pool_acquire(p, &a, NULL), 0);
+	assert_int_equal(faucet__pool_acquire(p, &b, NULL), 0);
 	*taken = NULL;
 	if (held)
-		assert_int_equal(faucet_pool_acquire(p, taken, NULL), 0);
-	faucet_pool_release(p, a, 0);
-	faucet_pool_release(p, b, 0);
+		assert_int_equal(faucet__pool_acquire(p, taken, NULL), 0);
+	faucet__pool_release(p, a, 0);
+	faucet__pool_release(p, b, 0);
 	fake_abandoned = fake_closed_inherited = fake_closed_own = 0;
 	return p;
 }
@@ -392,7 +392,7 @@ static int child_takes_fresh_connections(faucet_pool *p)
 	int fresh;
 
 	for (int i = 0; i < 3; i++) {
-		if (faucet_pool_acquire(p, &c[i], &fresh) != 0)
+		if (faucet__pool_acquire(p, &c[i], &fresh) != 0)
 			return 1;
 		if (!fresh || ((fake_conn *)c[i])->made_by != getpid())
 			return 2;
@@ -400,15 +400,15 @@ static int child_takes_fresh_connections(faucet_pool *p)
 	if (fake_abandoned != 2 || fake_closed_inherited != 0)
 		return 3;
 	for (int i = 0; i < 3; i++)
-		faucet_pool_release(p, c[i], 0);
-	faucet_pool_free(p);
+		faucet__pool_release(p, c[i], 0);
+	faucet__pool_free(p);
 	return fake_closed_own == 3 && fake_abandoned == 2 && fake_closed_inherited == 0 ? 0 : 4;
 }
 
 /* A child that only frees the pool abandons what it inherited. */
 static int child_frees_the_pool(faucet_pool *p)
 {
-	faucet_pool_free(p);
+	faucet__pool_free(p);
 	return fake_abandoned == 2 && fake_closed_inherited == 0 && fake_closed_own == 0 ? 0 : 1;
 }
 
@@ -418,12 +418,12 @@ static int child_closes_without_abandon(faucet_pool *p)
 	void *c;
 	int fresh;
 
-	if (faucet_pool_acquire(p, &c, &fresh) != 0 || !fresh)
+	if (faucet__pool_acquire(p, &c, &fresh) != 0 || !fresh)
 		return 1;
 	if (fake_closed_inherited != 2 || fake_abandoned != 0)
 		return 2;
-	faucet_pool_release(p, c, 0);
-	faucet_pool_free(p);
+	faucet__pool_release(p, c, 0);
+	faucet__pool_free(p);
 	return fake_closed_own == 1 ? 0 : 3;
 }
 
@@ -433,14 +433,14 @@ static void parent_pool_untouched(faucet_pool *p, void *taken)
 	void *c;
 	int fresh;
 
-	assert_int_equal(faucet_pool_acquire(p, &c, &fresh), 0);
+	assert_int_equal(faucet__pool_acquire(p, &c, &fresh), 0);
 	assert_false(fresh);
 	assert_int_equal(((fake_conn *)c)->made_by, getpid());
-	faucet_pool_release(p, c, 0);
+	faucet__pool_release(p, c, 0);
 	if (taken != NULL)
-		faucet_pool_release(p, taken, 0);
+		faucet__pool_release(p, taken, 0);
 	assert_int_equal(fake_abandoned, 0);
-	faucet_pool_free(p);
+	faucet__pool_free(p);
 	assert_int_equal(fake_closed_inherited, 0);
 }
 

@@ -57,31 +57,31 @@ static void set_aside_names_are_valid_and_never_bookkeeping(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < FAUCET_ARRAY_LEN(cases); i++) {
-		k = run__broken_key(cases[i].key, NOW, 1);
+		k = faucet_run__broken_key(cases[i].key, NOW, 1);
 		assert_non_null(k);
 		assert_string_equal(k, cases[i].want);
 		assert_int_equal(faucet_validate_key(k), 0);
 		assert_false(faucet_run_is_bookkeeping_key(k));
 		free(k);
 	}
-	k = run__broken_key("p::r::__status__", NOW, 3);
+	k = faucet_run__broken_key("p::r::__status__", NOW, 3);
 	assert_string_equal(k, "p::r::__broken__::status::" STAMP ".3");
 	free(k);
-	assert_null(run__broken_key("p::r", NOW, 1));
-	assert_null(run__broken_key("p::__lease__x", NOW, 1));
+	assert_null(faucet_run__broken_key("p::r", NOW, 1));
+	assert_null(faucet_run__broken_key("p::__lease__x", NOW, 1));
 
 	/* The longest keys: the name is shortened, still valid. */
 	memset(longkey, 'a', sizeof(longkey));
 	memcpy(longkey + FAUCET_KEY_MAX - strlen("::__status__"), "::__status__",
 	       strlen("::__status__") + 1);
 	assert_int_equal(faucet_validate_key(longkey), 0);
-	k = run__broken_key(longkey, NOW, 1);
+	k = faucet_run__broken_key(longkey, NOW, 1);
 	assert_non_null(k);
 	assert_int_equal(faucet_validate_key(k), 0);
 	assert_false(faucet_run_is_bookkeeping_key(k));
 	free(k);
 	memcpy(longkey, "p::", 3);
-	k = run__broken_key(longkey, NOW, 1);
+	k = faucet_run__broken_key(longkey, NOW, 1);
 	assert_non_null(k);
 	assert_int_equal(faucet_validate_key(k), 0);
 	assert_false(faucet_run_is_bookkeeping_key(k));

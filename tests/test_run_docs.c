@@ -50,17 +50,17 @@ static void run_ids_sort_by_time_and_have_the_spec_shape(void **state)
 	char a[FAUCET_RUN_ID_LEN + 1], b[FAUCET_RUN_ID_LEN + 1];
 
 	(void)state;
-	assert_int_equal(run__new_id(a, sizeof(a)), 0);
-	assert_int_equal(run__new_id(b, sizeof(b)), 0);
+	assert_int_equal(faucet_run__new_id(a, sizeof(a)), 0);
+	assert_int_equal(faucet_run__new_id(b, sizeof(b)), 0);
 	assert_int_equal(strlen(a), 27);
-	assert_true(run__valid_id(a));
+	assert_true(faucet_run__valid_id(a));
 	assert_true(strcmp(a, b) < 0);
 	assert_int_equal(faucet_validate_key(a), 0);
-	assert_true(run__valid_id("20261130T230424.005Z-551180"));
-	assert_false(run__valid_id("20261130T230424.005Z-55118"));
-	assert_false(run__valid_id("20261130T230424.005Z-55118G"));
-	assert_false(run__valid_id("2026-11-30T23:04:24Z-551180"));
-	assert_false(run__valid_id(NULL));
+	assert_true(faucet_run__valid_id("20261130T230424.005Z-551180"));
+	assert_false(faucet_run__valid_id("20261130T230424.005Z-55118"));
+	assert_false(faucet_run__valid_id("20261130T230424.005Z-55118G"));
+	assert_false(faucet_run__valid_id("2026-11-30T23:04:24Z-551180"));
+	assert_false(faucet_run__valid_id(NULL));
 }
 
 static char *nested(size_t depth)
@@ -84,17 +84,17 @@ static void a_marker_round_trips_exact_and_deep_images(void **state)
 	int added;
 
 	(void)state;
-	assert_int_equal(run__marker_parse(NULL, "k", "20261130T230424.005Z-551180", &m), 0);
-	assert_int_equal(run__marker_add(&m, "p::b", big, &added), 0);
+	assert_int_equal(faucet_run__marker_parse(NULL, "k", "20261130T230424.005Z-551180", &m), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::b", big, &added), 0);
 	assert_true(added);
-	assert_int_equal(run__marker_add(&m, "p::a", NULL, &added), 0);
-	assert_int_equal(run__marker_add(&m, "p::d", deep, &added), 0);
-	assert_int_equal(run__marker_add(&m, "p::b", NULL, &added), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::a", NULL, &added), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::d", deep, &added), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::b", NULL, &added), 0);
 	assert_false(added); /* the first before-image stays */
-	run__marker_find(&m, "p::a")->after = faucet_value_ref(deep);
-	run__marker_find(&m, "p::a")->after_known = 1;
-	run__marker_find(&m, "p::b")->after_known = 1; /* absent */
-	assert_int_equal(run__marker_value(&m, &doc), 0);
+	faucet_run__marker_find(&m, "p::a")->after = faucet_value_ref(deep);
+	faucet_run__marker_find(&m, "p::a")->after_known = 1;
+	faucet_run__marker_find(&m, "p::b")->after_known = 1; /* absent */
+	assert_int_equal(faucet_run__marker_value(&m, &doc), 0);
 	assert_non_null(strstr(faucet_value_json(doc), "\"before_text\""));
 	assert_non_null(strstr(faucet_value_json(doc), "\"after_text\""));
 	{
@@ -106,21 +106,21 @@ static void a_marker_round_trips_exact_and_deep_images(void **state)
 		assert_string_equal(faucet_value_json(checked), faucet_value_json(doc));
 		faucet_value_free(checked);
 	}
-	assert_int_equal(run__marker_parse(doc, "k", NULL, &back), 0);
+	assert_int_equal(faucet_run__marker_parse(doc, "k", NULL, &back), 0);
 	assert_int_equal(back.count, 3);
 	assert_true(back.has_after);
-	assert_null(run__marker_find(&back, "p::a")->before);
-	assert_string_equal(faucet_value_json(run__marker_find(&back, "p::a")->after), deep_text);
-	assert_string_equal(faucet_value_json(run__marker_find(&back, "p::b")->before),
+	assert_null(faucet_run__marker_find(&back, "p::a")->before);
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&back, "p::a")->after), deep_text);
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&back, "p::b")->before),
 			    "{\"n\":18446744073709551615,\"x\":0.1}");
-	assert_string_equal(faucet_value_json(run__marker_find(&back, "p::d")->before), deep_text);
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&back, "p::d")->before), deep_text);
 	/* An after-image is per key: known and absent, known, or unknown. */
-	assert_true(run__marker_find(&back, "p::a")->after_known);
-	assert_true(run__marker_find(&back, "p::b")->after_known);
-	assert_null(run__marker_find(&back, "p::b")->after);
-	assert_false(run__marker_find(&back, "p::d")->after_known);
-	run__marker_dispose(&back);
-	run__marker_dispose(&m);
+	assert_true(faucet_run__marker_find(&back, "p::a")->after_known);
+	assert_true(faucet_run__marker_find(&back, "p::b")->after_known);
+	assert_null(faucet_run__marker_find(&back, "p::b")->after);
+	assert_false(faucet_run__marker_find(&back, "p::d")->after_known);
+	faucet_run__marker_dispose(&back);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(doc);
 	faucet_value_free(deep);
 	faucet_value_free(big);
@@ -157,14 +157,14 @@ static void foreign_documents_are_refused(void **state)
 	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
 		faucet_value *v = tu_v(markers[i]);
 		run_marker m;
-		assert_int_equal(run__marker_parse(v, "p::r::__rollback__::x", NULL, &m), FAUCET_ERROR);
+		assert_int_equal(faucet_run__marker_parse(v, "p::r::__rollback__::x", NULL, &m), FAUCET_ERROR);
 		tu_assert_error_contains("foreign");
 		faucet_value_free(v);
 	}
 	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
 		faucet_value *v = tu_v(statuses[i]);
 		run_status st;
-		assert_int_equal(run__status_parse(v, "p::r::__status__", &st), FAUCET_ERROR);
+		assert_int_equal(faucet_run__status_parse(v, "p::r::__status__", &st), FAUCET_ERROR);
 		tu_assert_error_contains("p::r::__status__");
 		faucet_value_free(v);
 	}
@@ -355,22 +355,22 @@ static void marker_add_many_merges_unsorted_keys(void **state)
 	befores[2] = NULL;
 	befores[3] = two;
 	befores[4] = two;
-	assert_int_equal(run__marker_parse(NULL, "p::__rollback__::x", "x", &m), 0);
-	assert_int_equal(run__marker_add(&m, "p::c", one, &added), 0);
-	assert_int_equal(run__marker_add(&m, "p::d", one, &added), 0);
-	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_int_equal(faucet_run__marker_parse(NULL, "p::__rollback__::x", "x", &m), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::c", one, &added), 0);
+	assert_int_equal(faucet_run__marker_add(&m, "p::d", one, &added), 0);
+	assert_int_equal(faucet_run__marker_add_many(&m, keys, befores, 5, &added), 0);
 	assert_true(added);
 	assert_int_equal(m.count, 5);
 	for (size_t i = 0; i < m.count; i++) {
 		const char *want[] = {"p::a", "p::b", "p::c", "p::d", "p::e"};
 		assert_string_equal(m.items[i].key, want[i]);
 	}
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::d")->before), "1");
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::b")->before), "2");
-	assert_null(run__marker_find(&m, "p::e")->before);
-	assert_int_equal(run__marker_add_many(&m, keys, befores, 5, &added), 0);
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::d")->before), "1");
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::b")->before), "2");
+	assert_null(faucet_run__marker_find(&m, "p::e")->before);
+	assert_int_equal(faucet_run__marker_add_many(&m, keys, befores, 5, &added), 0);
 	assert_false(added);
-	run__marker_dispose(&m);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(one);
 	faucet_value_free(two);
 }

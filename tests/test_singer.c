@@ -23,7 +23,7 @@ static int to_sink(void *ctx, const struct iovec *spans, int n)
 	k->spans += n;
 	assert_true(n >= 1 && n <= SINGER_SPANS);
 	for (int i = 0; i < n; i++)
-		if (faucet_buf_put(&k->out, spans[i].iov_base, spans[i].iov_len) != 0)
+		if (faucet__buf_put(&k->out, spans[i].iov_base, spans[i].iov_len) != 0)
 			return -1;
 	return 0;
 }
@@ -83,21 +83,21 @@ static void feed_in_steps(size_t step)
 	faucet_value *state;
 	size_t len = strlen(input);
 
-	singer_init(&s, to_sink, &k);
+	cli_singer_init(&s, to_sink, &k);
 	for (size_t off = 0; off < len; off += step)
-		assert_int_equal(singer_feed(&s, input + off, off + step > len ? len - off : step), 0);
-	assert_int_equal(singer_finish(&s), 0);
+		assert_int_equal(cli_singer_feed(&s, input + off, off + step > len ? len - off : step), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_non_null(k.out.ptr);
 	assert_string_equal(k.out.ptr, passed);
-	state = singer_take_state(&s);
+	state = cli_singer_take_state(&s);
 	assert_non_null(state);
 	assert_string_equal(faucet_value_json(state), "{\"a\":{\"type\":\"RECORD\"},\"pos\":3}");
 	assert_int_equal(s.states, 5);
 	assert_int_equal(s.errors, 0);
 	assert_null(s.error);
 	faucet_value_free(state);
-	faucet_buf_dispose(&k.out);
-	singer_dispose(&s);
+	faucet__buf_dispose(&k.out);
+	cli_singer_dispose(&s);
 }
 
 static void whole_input_at_once(void **state)
@@ -127,13 +127,13 @@ static void the_state_message_value_is_stored_exactly(void **state)
 	const char *line = "{\"type\":\"STATE\",\"value\":{\"n\":18446744073709551615,\"x\":0.1}}\n";
 
 	(void)state;
-	singer_init(&s, to_sink, &k);
-	assert_int_equal(singer_feed(&s, line, strlen(line)), 0);
-	v = singer_take_state(&s);
+	cli_singer_init(&s, to_sink, &k);
+	assert_int_equal(cli_singer_feed(&s, line, strlen(line)), 0);
+	v = cli_singer_take_state(&s);
 	assert_string_equal(faucet_value_json(v), "{\"n\":18446744073709551615,\"x\":0.1}");
 	assert_null(k.out.ptr);
 	faucet_value_free(v);
-	singer_dispose(&s);
+	cli_singer_dispose(&s);
 }
 
 /* Log lines read in blocks that cut lines anywhere: each feed ends in one
@@ -149,18 +149,18 @@ static void one_emit_per_feed(void **state)
 
 	(void)state;
 	for (int i = 0; i < 2000; i++)
-		assert_int_equal(faucet_buf_printf(&in, "INFO wrote record %d to table events\n", i), 0);
-	singer_init(&s, to_sink, &k);
+		assert_int_equal(faucet__buf_printf(&in, "INFO wrote record %d to table events\n", i), 0);
+	cli_singer_init(&s, to_sink, &k);
 	for (size_t off = 0, step = 997; off < in.len; off += step, feeds++)
-		assert_int_equal(singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
-	assert_int_equal(singer_finish(&s), 0);
+		assert_int_equal(cli_singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_true((size_t)k.calls <= feeds);
 	assert_int_equal(k.out.len, in.len);
 	assert_memory_equal(k.out.ptr, in.ptr, in.len);
-	assert_null(singer_take_state(&s));
-	faucet_buf_dispose(&k.out);
-	faucet_buf_dispose(&in);
-	singer_dispose(&s);
+	assert_null(cli_singer_take_state(&s));
+	faucet__buf_dispose(&k.out);
+	faucet__buf_dispose(&in);
+	cli_singer_dispose(&s);
 }
 
 /* A state line cut by a read, then a log line finished from the carry in
@@ -173,18 +173,18 @@ static void carry_reused_within_a_feed(void **state)
 	faucet_value *v;
 
 	(void)state;
-	singer_init(&s, to_sink, &k);
-	assert_int_equal(singer_feed(&s, a, strlen(a)), 0);
-	assert_int_equal(singer_feed(&s, b, strlen(b)), 0);
-	assert_int_equal(singer_feed(&s, c, strlen(c)), 0);
-	assert_int_equal(singer_finish(&s), 0);
+	cli_singer_init(&s, to_sink, &k);
+	assert_int_equal(cli_singer_feed(&s, a, strlen(a)), 0);
+	assert_int_equal(cli_singer_feed(&s, b, strlen(b)), 0);
+	assert_int_equal(cli_singer_feed(&s, c, strlen(c)), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_non_null(k.out.ptr);
 	assert_string_equal(k.out.ptr, "  xyz\n     q\n");
-	v = singer_take_state(&s);
+	v = cli_singer_take_state(&s);
 	assert_string_equal(faucet_value_json(v), "{\"p\":2}");
 	faucet_value_free(v);
-	faucet_buf_dispose(&k.out);
-	singer_dispose(&s);
+	faucet__buf_dispose(&k.out);
+	cli_singer_dispose(&s);
 }
 
 /* A STATE without a "value" object is an error, and from then on no state
@@ -212,19 +212,19 @@ static void a_state_without_a_value_object_keeps_nothing(void **state)
 		const char *before = "{\"type\":\"STATE\",\"value\":{\"p\":1}}\nlog\n";
 		const char *after = "{\"type\":\"STATE\",\"value\":{\"p\":2}}\n{\"p\":3}\n";
 
-		singer_init(&s, to_sink, &k);
-		assert_int_equal(singer_feed(&s, before, strlen(before)), 0);
-		assert_int_equal(singer_feed(&s, bad[i], strlen(bad[i])), 0);
-		assert_int_equal(singer_feed(&s, after, strlen(after)), 0);
-		assert_int_equal(singer_finish(&s), 0);
+		cli_singer_init(&s, to_sink, &k);
+		assert_int_equal(cli_singer_feed(&s, before, strlen(before)), 0);
+		assert_int_equal(cli_singer_feed(&s, bad[i], strlen(bad[i])), 0);
+		assert_int_equal(cli_singer_feed(&s, after, strlen(after)), 0);
+		assert_int_equal(cli_singer_finish(&s), 0);
 		assert_int_equal(s.errors, 1);
 		assert_non_null(s.error);
 		if (strstr(s.error, why[i]) == NULL)
 			fail_msg("'%s': the error '%s' should say '%s'", bad[i], s.error, why[i]);
-		assert_null(singer_take_state(&s));
+		assert_null(cli_singer_take_state(&s));
 		assert_string_equal(k.out.ptr, "log\n");
-		faucet_buf_dispose(&k.out);
-		singer_dispose(&s);
+		faucet__buf_dispose(&k.out);
+		cli_singer_dispose(&s);
 	}
 }
 
@@ -241,35 +241,35 @@ static void long_lines_across_reads(void **state)
 
 	(void)state;
 	for (int i = 0; i < 300000; i++)
-		assert_int_equal(faucet_buf_puts(&filler, "0123456789"), 0);
-	assert_int_equal(faucet_buf_printf(&in, "{\"type\":\"RECORD\",\"record\":{\"s\":\"%s\"}}\n", filler.ptr), 0);
-	assert_int_equal(faucet_buf_put(&want, in.ptr, in.len), 0);
-	assert_int_equal(faucet_buf_printf(&in, "{\"record\":{\"s\":\"%s\"},\"type\":\"RECORD\"}\n", filler.ptr), 0);
-	assert_int_equal(faucet_buf_put(&want, in.ptr + want.len, in.len - want.len), 0);
-	assert_int_equal(faucet_buf_printf(&in, "{\"pos\":\"%s\"}\nlast", filler.ptr), 0);
-	assert_int_equal(faucet_buf_puts(&want, "last"), 0);
+		assert_int_equal(faucet__buf_puts(&filler, "0123456789"), 0);
+	assert_int_equal(faucet__buf_printf(&in, "{\"type\":\"RECORD\",\"record\":{\"s\":\"%s\"}}\n", filler.ptr), 0);
+	assert_int_equal(faucet__buf_put(&want, in.ptr, in.len), 0);
+	assert_int_equal(faucet__buf_printf(&in, "{\"record\":{\"s\":\"%s\"},\"type\":\"RECORD\"}\n", filler.ptr), 0);
+	assert_int_equal(faucet__buf_put(&want, in.ptr + want.len, in.len - want.len), 0);
+	assert_int_equal(faucet__buf_printf(&in, "{\"pos\":\"%s\"}\nlast", filler.ptr), 0);
+	assert_int_equal(faucet__buf_puts(&want, "last"), 0);
 
-	singer_init(&s, to_sink, &k);
+	cli_singer_init(&s, to_sink, &k);
 	for (size_t off = 0; off < in.len; off += step) {
-		assert_int_equal(singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
+		assert_int_equal(cli_singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
 		/* The first line, a RECORD from its first bytes, is never held. */
 		if (off + step < filler.len)
 			held_max = s.carry.len > held_max ? s.carry.len : held_max;
 	}
-	assert_int_equal(singer_finish(&s), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_true(held_max < step);
 	assert_int_equal(k.out.len, want.len);
 	assert_memory_equal(k.out.ptr, want.ptr, want.len);
-	v = singer_take_state(&s);
+	v = cli_singer_take_state(&s);
 	assert_non_null(v);
 	assert_int_equal(faucet_value_len(v), filler.len + 10);
 	assert_int_equal(s.errors, 0);
 	faucet_value_free(v);
-	faucet_buf_dispose(&k.out);
-	faucet_buf_dispose(&in);
-	faucet_buf_dispose(&want);
-	faucet_buf_dispose(&filler);
-	singer_dispose(&s);
+	faucet__buf_dispose(&k.out);
+	faucet__buf_dispose(&in);
+	faucet__buf_dispose(&want);
+	faucet__buf_dispose(&filler);
+	cli_singer_dispose(&s);
 }
 
 /* A line that may be state but grows past SINGER_LINE_MAX is not held: it
@@ -288,20 +288,20 @@ static void a_state_line_too_long_to_hold_streams_and_fails(void **state)
 	memset(line, 'x', big);
 	memcpy(line, "{\"pos\":\"", 8);
 	memcpy(line + big - 3, "\"}\n", 3);
-	singer_init(&s, to_sink, &k);
+	cli_singer_init(&s, to_sink, &k);
 	for (size_t off = 0; off < big; off += step)
-		assert_int_equal(singer_feed(&s, line + off, off + step > big ? big - off : step), 0);
+		assert_int_equal(cli_singer_feed(&s, line + off, off + step > big ? big - off : step), 0);
 	assert_true(s.carry.cap <= SINGER_LINE_MAX + 1);
-	assert_int_equal(singer_feed(&s, next, strlen(next)), 0);
-	assert_int_equal(singer_finish(&s), 0);
+	assert_int_equal(cli_singer_feed(&s, next, strlen(next)), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_int_equal(k.out.len, big + 4);
 	assert_memory_equal(k.out.ptr, line, big);
 	assert_string_equal(k.out.ptr + big, "end\n");
 	assert_int_equal(s.errors, 1);
 	assert_non_null(strstr(s.error, "64 MiB"));
-	assert_null(singer_take_state(&s));
-	singer_dispose(&s);
-	faucet_buf_dispose(&k.out);
+	assert_null(cli_singer_take_state(&s));
+	cli_singer_dispose(&s);
+	faucet__buf_dispose(&k.out);
 	free(line);
 }
 
@@ -317,22 +317,22 @@ static void record_lines_go_out_in_one_span_per_feed(void **state)
 
 	(void)state;
 	for (int i = 0; i < 20000; i++)
-		assert_int_equal(faucet_buf_printf(&in, "{\"type\":\"RECORD\",\"stream\":\"events\","
+		assert_int_equal(faucet__buf_printf(&in, "{\"type\":\"RECORD\",\"stream\":\"events\","
 						      "\"record\":{\"id\":%d,\"name\":\"n%d\"}}\n", i, i), 0);
-	singer_init(&s, to_sink, &k);
+	cli_singer_init(&s, to_sink, &k);
 	for (size_t off = 0, step = 65536; off < in.len; off += step, feeds++)
-		assert_int_equal(singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
-	assert_int_equal(singer_finish(&s), 0);
+		assert_int_equal(cli_singer_feed(&s, in.ptr + off, off + step > in.len ? in.len - off : step), 0);
+	assert_int_equal(cli_singer_finish(&s), 0);
 	assert_true((size_t)k.calls <= feeds);
 	/* At most two per feed: the held start of a line the last feed cut
 	 * before its "type", and the rest of the feed. */
 	assert_true((size_t)k.spans <= 2 * feeds);
 	assert_int_equal(k.out.len, in.len);
 	assert_memory_equal(k.out.ptr, in.ptr, in.len);
-	assert_null(singer_take_state(&s));
-	faucet_buf_dispose(&k.out);
-	faucet_buf_dispose(&in);
-	singer_dispose(&s);
+	assert_null(cli_singer_take_state(&s));
+	faucet__buf_dispose(&k.out);
+	faucet__buf_dispose(&in);
+	cli_singer_dispose(&s);
 }
 
 /* The rule as the strict parser reads it: 1 when `line` is state (an
@@ -400,10 +400,10 @@ static void the_scan_agrees_with_the_parser(void **state)
 			line[len++] = '}';
 		line[len] = '\0';
 
-		singer_init(&s, to_sink, &k);
-		assert_int_equal(singer_feed(&s, line, len), 0);
-		assert_int_equal(singer_feed(&s, "\n", 1), 0);
-		assert_int_equal(singer_finish(&s), 0);
+		cli_singer_init(&s, to_sink, &k);
+		assert_int_equal(cli_singer_feed(&s, line, len), 0);
+		assert_int_equal(cli_singer_feed(&s, "\n", 1), 0);
+		assert_int_equal(cli_singer_finish(&s), 0);
 		got = k.out.len == len + 1 && memcmp(k.out.ptr, line, len) == 0 ? 0
 		      : s.states + s.errors == 1 && k.out.len == 0 ? 1 : -2;
 		ref = reference(line);
@@ -412,8 +412,8 @@ static void the_scan_agrees_with_the_parser(void **state)
 				 got, s.states, s.errors, ref);
 		agreed_state += ref == 1;
 		agreed_pass += ref == 0;
-		faucet_buf_dispose(&k.out);
-		singer_dispose(&s);
+		faucet__buf_dispose(&k.out);
+		cli_singer_dispose(&s);
 	}
 	/* The pieces do make both kinds of valid line. */
 	assert_true(agreed_state > 100 && agreed_pass > 100);
@@ -456,25 +456,25 @@ static void runs_of_plain_lines_pass_and_the_next_state_is_seen(void **state)
 			unsigned r = next_random(&seed);
 			/* Mostly plain lines, so long runs of them occur. */
 			size_t which = r % 3 != 0 ? (r >> 2) % 4 : (r >> 2) % FAUCET_ARRAY_LEN(pool);
-			assert_int_equal(faucet_buf_puts(&doc, pool[which].line), 0);
+			assert_int_equal(faucet__buf_puts(&doc, pool[which].line), 0);
 			if (pool[which].pos < 0)
-				assert_int_equal(faucet_buf_puts(&want, pool[which].line), 0);
+				assert_int_equal(faucet__buf_puts(&want, pool[which].line), 0);
 			else
 				last = pool[which].pos;
 		}
-		singer_init(&s, to_sink, &k);
+		cli_singer_init(&s, to_sink, &k);
 		for (size_t at = 0; at < doc.len;) {
 			unsigned r = next_random(&seed);
 			size_t n = r % 3 == 0 ? doc.len - at : r % 64 + 1;
 			if (n > doc.len - at)
 				n = doc.len - at;
-			assert_int_equal(singer_feed(&s, doc.ptr + at, n), 0);
+			assert_int_equal(cli_singer_feed(&s, doc.ptr + at, n), 0);
 			at += n;
 		}
-		assert_int_equal(singer_finish(&s), 0);
+		assert_int_equal(cli_singer_finish(&s), 0);
 		if (k.out.len != want.len || (want.len > 0 && memcmp(k.out.ptr, want.ptr, want.len) != 0))
 			fail_msg("iteration %d: the output is not the input's non-state lines", iter);
-		got = singer_take_state(&s);
+		got = cli_singer_take_state(&s);
 		if (last < 0) {
 			assert_null(got);
 		} else {
@@ -484,10 +484,10 @@ static void runs_of_plain_lines_pass_and_the_next_state_is_seen(void **state)
 			assert_string_equal(faucet_value_json(got), text);
 		}
 		faucet_value_free(got);
-		faucet_buf_dispose(&k.out);
-		faucet_buf_dispose(&doc);
-		faucet_buf_dispose(&want);
-		singer_dispose(&s);
+		faucet__buf_dispose(&k.out);
+		faucet__buf_dispose(&doc);
+		faucet__buf_dispose(&want);
+		cli_singer_dispose(&s);
 	}
 }
 

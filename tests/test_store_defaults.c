@@ -169,7 +169,7 @@ static int bare_list_page(faucet_store_backend *b, const char *prefix, const cha
 		limit++;
 	for (size_t i = 0; rc == 0 && i < all.count && out->count < limit; i++) {
 		if (after == NULL || pager.mode == PAGE_FROM_START || strcmp(all.strings[i], after) > 0)
-			rc = faucet_strarray_push(out, all.strings[i]);
+			rc = faucet__strarray_push(out, all.strings[i]);
 	}
 	faucet_strarray_dispose(&all);
 	return rc;

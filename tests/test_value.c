@@ -440,7 +440,7 @@ static void a_value_takes_over_a_buffer(void **state)
 	faucet_value *v = NULL;
 
 	(void)state;
-	assert_int_equal(faucet_buf_puts(&b, compact), 0);
+	assert_int_equal(faucet__buf_puts(&b, compact), 0);
 	assert_int_equal(faucet_value__from_buf(&v, &b, "the marker"), 0);
 	assert_null(b.ptr);
 	assert_int_equal(b.len, 0);
@@ -462,7 +462,7 @@ static void a_value_takes_over_a_buffer(void **state)
 	b.failed = 1;
 	assert_int_equal(faucet_value__from_buf(&v, &b, "the marker"), FAUCET_ENOMEM);
 	assert_null(v);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 }
 
 int main(void)

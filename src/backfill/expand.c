@@ -50,14 +50,14 @@ int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char 
 		char num[32];
 
 		if (hit == NULL) {
-			(void)faucet_buf_puts(&b, p);
+			(void)faucet__buf_puts(&b, p);
 			break;
 		}
-		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
+		(void)faucet__buf_put(&b, p, (size_t)(hit - p));
 		name = hit + strlen(PREFIX);
 		close = strchr(name, '}');
 		if (close == NULL) {
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return faucet_error_set(FAUCET_ECONFIG,
 						"unterminated ${backfill. placeholder in argument '%s'",
 						arg);
@@ -65,21 +65,21 @@ int faucet_backfill_expand(const char *arg, const faucet_backfill_unit *u, char 
 		value = lookup(name, (size_t)(close - name), u, num, sizeof(num));
 		if (value == NULL) {
 			int n = (int)(close - name);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return faucet_error_set(FAUCET_ECONFIG,
 						"unknown placeholder ${backfill.%.*s} in argument '%s' "
 						"(known: start, end, start_date, end_date, start_unix, "
 						"end_unix, unit)",
 						n, name, arg);
 		}
-		(void)faucet_buf_puts(&b, value);
+		(void)faucet__buf_puts(&b, value);
 		p = close + 1;
 	}
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
-	*out = faucet_buf_detach(&b);
+	*out = faucet__buf_detach(&b);
 	if (*out == NULL)
 		*out = faucet__strdup("");
 	return *out ? 0 : FAUCET_ENOMEM;

@@ -189,7 +189,7 @@ static void release_lease(runner *r, faucet_bf_lease *l, const char *unit)
 			r->lease_msg = faucet__strdup(faucet_error_last()->message);
 		}
 		(void)faucet_utc_text(l->expires_at, when, sizeof(when));
-		(void)faucet_buf_printf(&r->leases_left, "%s%s (expires %s)",
+		(void)faucet__buf_printf(&r->leases_left, "%s%s (expires %s)",
 					r->res->leases_left ? ", " : "", l->key, when);
 		r->res->leases_left++;
 	}
@@ -1120,7 +1120,7 @@ static void release_runner(runner *r)
 	free(r->run);
 	free(r->fatal_msg);
 	free(r->lease_msg);
-	faucet_buf_dispose(&r->leases_left);
+	faucet__buf_dispose(&r->leases_left);
 	if (r->null_fd >= 0)
 		close(r->null_fd);
 }

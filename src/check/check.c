@@ -132,16 +132,16 @@ int faucet__check_durability_verdict(faucet_check_report *r, faucet_buf *bad, ui
 	int rc;
 
 	if (bad->failed) {
-		faucet_buf_dispose(bad);
+		faucet__buf_dispose(bad);
 		return FAUCET_ENOMEM;
 	}
 	if (bad->len == 0) {
-		faucet_buf_dispose(bad);
+		faucet__buf_dispose(bad);
 		return faucet_check_report_add(r, "durability", FAUCET_PROBE_PASS, NULL,
 					       faucet__now_ms() - start_ms, NULL);
 	}
 	reason = faucet__sprintf("the server is configured with %s: %s", bad->ptr, risk);
-	faucet_buf_dispose(bad);
+	faucet__buf_dispose(bad);
 	if (reason == NULL)
 		return FAUCET_ENOMEM;
 	rc = faucet_check_report_add(r, "durability", FAUCET_PROBE_WARN, reason,

@@ -172,13 +172,13 @@ static size_t pending_count(const bf_view *v)
 static void put_duration(faucet_buf *b, uint64_t seconds)
 {
 	if (seconds >= 3600)
-		(void)faucet_buf_printf(b, "%lluh%02llum", (unsigned long long)(seconds / 3600),
+		(void)faucet__buf_printf(b, "%lluh%02llum", (unsigned long long)(seconds / 3600),
 				     (unsigned long long)(seconds / 60 % 60));
 	else if (seconds >= 60)
-		(void)faucet_buf_printf(b, "%llum%02llus", (unsigned long long)(seconds / 60),
+		(void)faucet__buf_printf(b, "%llum%02llus", (unsigned long long)(seconds / 60),
 				     (unsigned long long)(seconds % 60));
 	else
-		(void)faucet_buf_printf(b, "%llus", (unsigned long long)seconds);
+		(void)faucet__buf_printf(b, "%llus", (unsigned long long)seconds);
 }
 
 /* Erase the status line (cursor to column 0, clear to the end of line). */
@@ -209,24 +209,24 @@ static void status_text(bf_view *v, faucet_buf *b, int color)
 	uint64_t elapsed_ms = faucet__now_ms() - v->start_ms;
 	size_t left = v->total > settled ? v->total - settled : 0;
 
-	(void)faucet_buf_putc(b, '[');
+	(void)faucet__buf_putc(b, '[');
 	for (int i = 0; i < width; i++)
-		(void)faucet_buf_putc(b, i < filled ? '#' : ' ');
-	(void)faucet_buf_printf(b, "] %sdone %zu%s  %sfailed %zu%s  running %zu  pending %zu",
+		(void)faucet__buf_putc(b, i < filled ? '#' : ' ');
+	(void)faucet__buf_printf(b, "] %sdone %zu%s  %sfailed %zu%s  running %zu  pending %zu",
 			     color ? "\033[32m" : "", v->done,
 			     color ? "\033[0m" : "", color && v->failed ? "\033[31m" : "",
 			     v->failed, color && v->failed ? "\033[0m" : "", v->running,
 			     pending_count(v));
 	if (v->elsewhere)
-		(void)faucet_buf_printf(b, "  by others %zu", v->elsewhere);
-	(void)faucet_buf_puts(b, "  elapsed ");
+		(void)faucet__buf_printf(b, "  by others %zu", v->elsewhere);
+	(void)faucet__buf_puts(b, "  elapsed ");
 	put_duration(b, elapsed_ms / 1000);
-	(void)faucet_buf_puts(b, "  ETA ");
+	(void)faucet__buf_puts(b, "  ETA ");
 	if (v->ended_here > 0 && left > 0)
 		put_duration(b, (uint64_t)((double)elapsed_ms / (double)v->ended_here *
 					   (double)left / 1000.0 + 0.5));
 	else
-		(void)faucet_buf_puts(b, left ? "--" : "0s");
+		(void)faucet__buf_puts(b, left ? "--" : "0s");
 }
 
 /* Draw the status line: a bar, the counts, elapsed time and an ETA from the
@@ -253,8 +253,8 @@ static void draw_status(bf_view *v)
 		fflush(stderr);
 		v->line_drawn = 1;
 	}
-	faucet_buf_dispose(&plain);
-	faucet_buf_dispose(&colored);
+	faucet__buf_dispose(&plain);
+	faucet__buf_dispose(&colored);
 }
 
 /* Print one line on stderr (or stdout) with the status line out of the
@@ -278,7 +278,7 @@ static void say_line(bf_view *v, FILE *to, const char *text)
 /* A unit's window in the backfill's zone, as an RFC 3339 interval. */
 static void put_window(faucet_buf *b, const faucet_backfill_unit *u)
 {
-	(void)faucet_buf_printf(b, "%s/%s", u->start, u->end);
+	(void)faucet__buf_printf(b, "%s/%s", u->start, u->end);
 }
 
 static void on_plan(void *ctx, size_t total, size_t skipped, size_t to_run)
@@ -307,23 +307,23 @@ static void on_unit_start(void *ctx, const faucet_backfill_unit *u)
 static void note_failure(bf_view *v, const faucet_backfill_unit *u, const char *error)
 {
 	if (v->nfailed < FAILED_SHOWN) {
-		(void)faucet_buf_puts(&v->failed_text, "  ");
+		(void)faucet__buf_puts(&v->failed_text, "  ");
 		put_window(&v->failed_text, u);
-		(void)faucet_buf_puts(&v->failed_text, "  ");
+		(void)faucet__buf_puts(&v->failed_text, "  ");
 		cli_escape(&v->failed_text, error ? error : "");
-		(void)faucet_buf_putc(&v->failed_text, '\n');
+		(void)faucet__buf_putc(&v->failed_text, '\n');
 	}
 	if (v->ctx->json) {
-		(void)faucet_buf_puts(&v->failed_json, v->nfailed ? ",{" : "{");
-		jw_member(&v->failed_json, "unit", 1);
+		(void)faucet__buf_puts(&v->failed_json, v->nfailed ? ",{" : "{");
+		cli_jw_member(&v->failed_json, "unit", 1);
 		faucet__json_string(&v->failed_json, u->id);
-		jw_member(&v->failed_json, "start", 0);
+		cli_jw_member(&v->failed_json, "start", 0);
 		faucet__json_string(&v->failed_json, u->start);
-		jw_member(&v->failed_json, "end", 0);
+		cli_jw_member(&v->failed_json, "end", 0);
 		faucet__json_string(&v->failed_json, u->end);
-		jw_member(&v->failed_json, "error", 0);
+		cli_jw_member(&v->failed_json, "error", 0);
 		faucet__json_string(&v->failed_json, error);
-		(void)faucet_buf_putc(&v->failed_json, '}');
+		(void)faucet__buf_putc(&v->failed_json, '}');
 	}
 	v->nfailed++;
 }
@@ -356,19 +356,19 @@ static void on_unit_end(void *ctx, const faucet_backfill_unit *u, faucet_backfil
 		draw_status(v);
 		return;
 	}
-	(void)faucet_buf_puts(&line, "window ");
+	(void)faucet__buf_puts(&line, "window ");
 	put_window(&line, u);
 	if (st == FAUCET_BACKFILL_DONE) {
-		(void)faucet_buf_puts(&line, " done");
+		(void)faucet__buf_puts(&line, " done");
 	} else if (st == FAUCET_BACKFILL_FAILED) {
-		(void)faucet_buf_puts(&line, " failed: ");
+		(void)faucet__buf_puts(&line, " failed: ");
 		cli_escape(&line, error ? error : "");
 	} else {
-		(void)faucet_buf_puts(&line, " left pending (interrupted)");
+		(void)faucet__buf_puts(&line, " left pending (interrupted)");
 	}
-	(void)faucet_buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
+	(void)faucet__buf_printf(&line, " (unit %s, %zu/%zu)", u->id, finished, total);
 	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
-	faucet_buf_dispose(&line);
+	faucet__buf_dispose(&line);
 }
 
 static void on_message(void *ctx, const char *text)
@@ -376,10 +376,10 @@ static void on_message(void *ctx, const char *text)
 	bf_view *v = ctx;
 	faucet_buf line = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_puts(&line, "backfill: ");
+	(void)faucet__buf_puts(&line, "backfill: ");
 	cli_escape(&line, text);
 	say_line(v, stderr, line.failed || !line.ptr ? "backfill: out of memory" : line.ptr);
-	faucet_buf_dispose(&line);
+	faucet__buf_dispose(&line);
 }
 
 /* The clock moves on while units run: redraw the elapsed time and ETA. */
@@ -395,13 +395,13 @@ static void on_output(void *ctx, const faucet_backfill_unit *u, int is_stderr, c
 	bf_view *v = ctx;
 	faucet_buf line = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&line, '[');
+	(void)faucet__buf_putc(&line, '[');
 	put_window(&line, u);
-	(void)faucet_buf_puts(&line, "] ");
-	(void)faucet_buf_puts(&line, text);
+	(void)faucet__buf_puts(&line, "] ");
+	(void)faucet__buf_puts(&line, text);
 	if (!line.failed && line.ptr != NULL)
 		say_line(v, is_stderr || v->ctx->json ? stderr : stdout, line.ptr);
-	faucet_buf_dispose(&line);
+	faucet__buf_dispose(&line);
 }
 
 static const char *status_name(faucet_backfill_status st)
@@ -419,16 +419,16 @@ static void on_planned(void *ctx, const faucet_backfill_unit *u, faucet_backfill
 		       st == FAUCET_BACKFILL_DONE ? "skip (done)" : "run");
 		return;
 	}
-	(void)faucet_buf_puts(&v->units, v->nunits++ ? ",{" : "{");
-	jw_member(&v->units, "unit", 1);
+	(void)faucet__buf_puts(&v->units, v->nunits++ ? ",{" : "{");
+	cli_jw_member(&v->units, "unit", 1);
 	faucet__json_string(&v->units, u->id);
-	jw_member(&v->units, "start", 0);
+	cli_jw_member(&v->units, "start", 0);
 	faucet__json_string(&v->units, u->start);
-	jw_member(&v->units, "end", 0);
+	cli_jw_member(&v->units, "end", 0);
 	faucet__json_string(&v->units, u->end);
-	jw_member(&v->units, "status", 0);
+	cli_jw_member(&v->units, "status", 0);
 	faucet__json_string(&v->units, status_name(st));
-	(void)faucet_buf_putc(&v->units, '}');
+	(void)faucet__buf_putc(&v->units, '}');
 }
 
 /* ---- the resume command ---------------------------------------------------- */
@@ -442,19 +442,19 @@ static void put_shell_word(faucet_buf *b, const char *arg)
 	for (p = arg; *p && plain; p++)
 		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 			       "_./:=@%+,-", *p) != NULL;
-	(void)faucet_buf_putc(b, ' ');
+	(void)faucet__buf_putc(b, ' ');
 	if (plain) {
-		(void)faucet_buf_puts(b, arg);
+		(void)faucet__buf_puts(b, arg);
 		return;
 	}
-	(void)faucet_buf_putc(b, '\'');
+	(void)faucet__buf_putc(b, '\'');
 	for (p = arg; *p; p++) {
 		if (*p == '\'')
-			(void)faucet_buf_puts(b, "'\\''");
+			(void)faucet__buf_puts(b, "'\\''");
 		else
-			(void)faucet_buf_putc(b, *p);
+			(void)faucet__buf_putc(b, *p);
 	}
-	(void)faucet_buf_putc(b, '\'');
+	(void)faucet__buf_putc(b, '\'');
 }
 
 static void put_option(faucet_buf *b, const char *name, const char *value)
@@ -478,7 +478,7 @@ static char *resume_command(const cli_context *ctx, const bf_args *a, const fauc
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_puts(&b, "faucet backfill");
+	(void)faucet__buf_puts(&b, "faucet backfill");
 	/* Both when both were given: --state picks the store, and the YAML
 	 * may still hold the command and the defaults. */
 	if (ctx->state_url != NULL) {
@@ -497,13 +497,13 @@ static char *resume_command(const cli_context *ctx, const bf_args *a, const fauc
 	put_option(&b, "--concurrency", a->concurrency);
 	put_option(&b, "--lease-ttl", a->lease_ttl);
 	put_option(&b, "--metrics-file", a->metrics_file);
-	(void)faucet_buf_puts(&b, " --resume");
+	(void)faucet__buf_puts(&b, " --resume");
 	if (a->command_from_argv) {
-		(void)faucet_buf_puts(&b, " --");
+		(void)faucet__buf_puts(&b, " --");
 		for (size_t i = 0; i < a->command.count && a->command.strings[i] != NULL; i++)
 			put_shell_word(&b, a->command.strings[i]);
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 /* ---- the report ---------------------------------------------------------- */
@@ -546,50 +546,50 @@ static int report(bf_view *v, const bf_args *a, const faucet_backfill_plan *p,
 		free(resume);
 		return 0;
 	}
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "outcome", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "outcome", 1);
 	faucet__json_string(&b, a->dry_run ? "ok" : outcome_name(r));
-	jw_member(&b, "exit", 0);
-	(void)faucet_buf_printf(&b, "%d", r->exit_code);
-	jw_member(&b, "pipeline", 0);
+	cli_jw_member(&b, "exit", 0);
+	(void)faucet__buf_printf(&b, "%d", r->exit_code);
+	cli_jw_member(&b, "pipeline", 0);
 	faucet__json_string(&b, a->pipeline);
-	jw_member(&b, "descriptor", 0);
+	cli_jw_member(&b, "descriptor", 0);
 	faucet__json_string(&b, faucet_backfill_plan_descriptor(p));
-	jw_member(&b, "range_hash", 0);
+	cli_jw_member(&b, "range_hash", 0);
 	faucet__json_string(&b, faucet_backfill_plan_hash(p));
-	jw_member(&b, "timezone", 0);
+	cli_jw_member(&b, "timezone", 0);
 	faucet__json_string(&b, faucet_backfill_plan_timezone(p));
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
-	jw_member(&b, "total", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->total);
-	jw_member(&b, "skipped", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->skipped);
-	jw_member(&b, "done", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->done);
-	jw_member(&b, "failed", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->failed);
-	jw_member(&b, "by_others", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->by_others);
-	jw_member(&b, "pending", 0);
-	(void)faucet_buf_printf(&b, "%zu", r->pending);
-	jw_member(&b, "signal", 0);
-	(void)faucet_buf_printf(&b, "%d", r->signal);
-	jw_member(&b, "failed_windows", 0);
-	(void)faucet_buf_putc(&b, '[');
-	(void)faucet_buf_put(&b, v->failed_json.ptr ? v->failed_json.ptr : "", v->failed_json.len);
-	(void)faucet_buf_putc(&b, ']');
-	jw_member(&b, "resume_command", 0);
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, a->dry_run ? "true" : "false");
+	cli_jw_member(&b, "total", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->total);
+	cli_jw_member(&b, "skipped", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->skipped);
+	cli_jw_member(&b, "done", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->done);
+	cli_jw_member(&b, "failed", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->failed);
+	cli_jw_member(&b, "by_others", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->by_others);
+	cli_jw_member(&b, "pending", 0);
+	(void)faucet__buf_printf(&b, "%zu", r->pending);
+	cli_jw_member(&b, "signal", 0);
+	(void)faucet__buf_printf(&b, "%d", r->signal);
+	cli_jw_member(&b, "failed_windows", 0);
+	(void)faucet__buf_putc(&b, '[');
+	(void)faucet__buf_put(&b, v->failed_json.ptr ? v->failed_json.ptr : "", v->failed_json.len);
+	(void)faucet__buf_putc(&b, ']');
+	cli_jw_member(&b, "resume_command", 0);
 	faucet__json_string(&b, resume);
 	if (a->dry_run) {
-		jw_member(&b, "units", 0);
-		(void)faucet_buf_putc(&b, '[');
-		(void)faucet_buf_put(&b, v->units.ptr ? v->units.ptr : "", v->units.len);
-		(void)faucet_buf_putc(&b, ']');
+		cli_jw_member(&b, "units", 0);
+		(void)faucet__buf_putc(&b, '[');
+		(void)faucet__buf_put(&b, v->units.ptr ? v->units.ptr : "", v->units.len);
+		(void)faucet__buf_putc(&b, ']');
 	}
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	free(resume);
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 /* ---- the command ---------------------------------------------------------- */
@@ -704,9 +704,9 @@ static void view_init(bf_view *view, cli_context *ctx)
 
 static void view_dispose(bf_view *view)
 {
-	faucet_buf_dispose(&view->units);
-	faucet_buf_dispose(&view->failed_json);
-	faucet_buf_dispose(&view->failed_text);
+	faucet__buf_dispose(&view->units);
+	faucet__buf_dispose(&view->failed_json);
+	faucet__buf_dispose(&view->failed_text);
 	free(view->started);
 }
 

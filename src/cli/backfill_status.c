@@ -275,7 +275,7 @@ static void count_units(const faucet_backfill_plan *p, const faucet_backfill_mar
 
 static void put_counts_json(faucet_buf *b, const counts *c)
 {
-	(void)faucet_buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
+	(void)faucet__buf_printf(b, "\"total\":%zu,\"done\":%zu,\"failed\":%zu,\"running\":%zu,"
 				"\"pending\":%zu",
 			     c->total, c->done, c->failed, c->running, c->pending);
 }
@@ -319,42 +319,42 @@ static int overview_one(cli_context *ctx, faucet_store *s, const char *pipeline,
 	count_units(p, m, &ls, &c);
 	window_text(window, sizeof(window), d.window);
 	if (ctx->json) {
-		(void)faucet_buf_puts(b, first ? "{" : ",{");
-		jw_member(b, "range_hash", 1);
+		(void)faucet__buf_puts(b, first ? "{" : ",{");
+		cli_jw_member(b, "range_hash", 1);
 		faucet__json_string(b, hash);
-		jw_member(b, "descriptor", 0);
+		cli_jw_member(b, "descriptor", 0);
 		faucet__json_string(b, faucet_backfill_marker_descriptor(m));
-		jw_member(b, "from", 0);
+		cli_jw_member(b, "from", 0);
 		faucet__json_string(b, faucet_backfill_plan_from(p));
-		jw_member(b, "to", 0);
+		cli_jw_member(b, "to", 0);
 		faucet__json_string(b, faucet_backfill_plan_to(p));
-		jw_member(b, "window", 0);
+		cli_jw_member(b, "window", 0);
 		faucet__json_string(b, d.window);
-		jw_member(b, "timezone", 0);
+		cli_jw_member(b, "timezone", 0);
 		faucet__json_string(b, zone);
-		jw_member(b, "row", 0);
+		cli_jw_member(b, "row", 0);
 		faucet__json_string(b, d.row);
-		(void)faucet_buf_putc(b, ',');
+		(void)faucet__buf_putc(b, ',');
 		put_counts_json(b, &c);
-		jw_member(b, "holders", 0);
-		(void)faucet_buf_putc(b, '[');
+		cli_jw_member(b, "holders", 0);
+		(void)faucet__buf_putc(b, '[');
 		for (size_t i = 0; i < ls.count; i++) {
 			if (i)
-				(void)faucet_buf_putc(b, ',');
+				(void)faucet__buf_putc(b, ',');
 			faucet__json_string(b, ls.v[i].holder);
 		}
-		(void)faucet_buf_puts(b, "]}");
+		(void)faucet__buf_puts(b, "]}");
 	} else {
-		(void)faucet_buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
+		(void)faucet__buf_printf(b, "%s  %s/%s  window %s  zone %s  row %s  done %zu  "
 					"failed %zu  running %zu  pending %zu  (of %zu)",
 				     hash, faucet_backfill_plan_from(p), faucet_backfill_plan_to(p),
 				     window, zone ? zone : "UTC (not recorded)", d.row, c.done,
 				     c.failed, c.running, c.pending, c.total);
 		for (size_t i = 0; i < ls.count; i++) {
-			(void)faucet_buf_puts(b, i ? ", " : "  held by ");
+			(void)faucet__buf_puts(b, i ? ", " : "  held by ");
 			cli_escape(b, ls.v[i].holder);
 		}
-		(void)faucet_buf_putc(b, '\n');
+		(void)faucet__buf_putc(b, '\n');
 	}
 	leases_dispose(&ls);
 	faucet_backfill_plan_free(p);
@@ -379,11 +379,11 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline, fau
 		goto out;
 	}
 	if (ctx->json) {
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "pipeline", 1);
 		faucet__json_string(&b, pipeline);
-		jw_member(&b, "backfills", 0);
-		(void)faucet_buf_putc(&b, '[');
+		cli_jw_member(&b, "backfills", 0);
+		(void)faucet__buf_putc(&b, '[');
 	}
 	for (size_t i = 0; i < keys.count && rc == 0; i++) {
 		const char *hash = keys.strings[i] + strlen(prefix);
@@ -403,13 +403,13 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline, fau
 	}
 	if (rc == 0) {
 		if (ctx->json) {
-			(void)faucet_buf_puts(&b, "]}");
+			(void)faucet__buf_puts(&b, "]}");
 			if (out != NULL) {
 				*out = b;
 				b = (faucet_buf)FAUCET_BUF_INIT;
 				rc = out->failed ? CLI_EXIT_FAILED : 0;
 			} else {
-				rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+				rc = cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 			}
 		} else if (shown == 0) {
 			printf("no backfill of '%s' in %s\n", pipeline, ctx->store_label);
@@ -418,7 +418,7 @@ static int overview(cli_context *ctx, faucet_store *s, const char *pipeline, fau
 		}
 	}
 out:
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	faucet_strarray_dispose(&keys);
 	free(prefix);
 	return rc;
@@ -493,20 +493,20 @@ static void unit_line(faucet_buf *b, const faucet_backfill_unit *u, const char *
 {
 	char until[40];
 
-	(void)faucet_buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
+	(void)faucet__buf_printf(b, "%s/%s  %-7s  attempts %u  started %s  ended %s", u->start,
 			     u->end, st, info->attempts, info->started_at ? info->started_at : "-",
 			     info->ended_at ? info->ended_at : "-");
 	if (l != NULL && strcmp(st, "running") == 0) {
 		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
-		(void)faucet_buf_puts(b, "  held by ");
+		(void)faucet__buf_puts(b, "  held by ");
 		cli_escape(b, l->holder);
-		(void)faucet_buf_printf(b, " until %s", until);
+		(void)faucet__buf_printf(b, " until %s", until);
 	}
 	if (info->error != NULL && info->status == FAUCET_BACKFILL_FAILED) {
-		(void)faucet_buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
+		(void)faucet__buf_puts(b, strcmp(st, "running") == 0 ? "  last error: " : "  ");
 		cli_escape(b, info->error);
 	}
-	(void)faucet_buf_putc(b, '\n');
+	(void)faucet__buf_putc(b, '\n');
 }
 
 static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *st,
@@ -514,33 +514,33 @@ static void unit_json(faucet_buf *b, const faucet_backfill_unit *u, const char *
 {
 	char until[40];
 
-	(void)faucet_buf_puts(b, first ? "{" : ",{");
-	jw_member(b, "unit", 1);
+	(void)faucet__buf_puts(b, first ? "{" : ",{");
+	cli_jw_member(b, "unit", 1);
 	faucet__json_string(b, u->id);
-	jw_member(b, "start", 0);
+	cli_jw_member(b, "start", 0);
 	faucet__json_string(b, u->start);
-	jw_member(b, "end", 0);
+	cli_jw_member(b, "end", 0);
 	faucet__json_string(b, u->end);
-	jw_member(b, "status", 0);
+	cli_jw_member(b, "status", 0);
 	faucet__json_string(b, st);
-	jw_member(b, "attempts", 0);
-	(void)faucet_buf_printf(b, "%u", info->attempts);
-	jw_member(b, "started_at", 0);
+	cli_jw_member(b, "attempts", 0);
+	(void)faucet__buf_printf(b, "%u", info->attempts);
+	cli_jw_member(b, "started_at", 0);
 	faucet__json_string(b, info->started_at);
-	jw_member(b, "ended_at", 0);
+	cli_jw_member(b, "ended_at", 0);
 	faucet__json_string(b, info->ended_at);
-	jw_member(b, "error", 0);
+	cli_jw_member(b, "error", 0);
 	faucet__json_string(b, info->status == FAUCET_BACKFILL_FAILED ? info->error : NULL);
-	jw_member(b, "holder", 0);
+	cli_jw_member(b, "holder", 0);
 	faucet__json_string(b, l ? l->holder : NULL);
-	jw_member(b, "lease_expires_at", 0);
+	cli_jw_member(b, "lease_expires_at", 0);
 	if (l != NULL) {
 		(void)faucet_utc_text(l->expires_at, until, sizeof(until));
 		faucet__json_string(b, until);
 	} else {
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 	}
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 static int print_range(cli_context *ctx, const char *pipeline, const faucet_backfill_plan *p,
@@ -553,33 +553,33 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 
 	count_units(p, m, ls, &c);
 	if (ctx->json) {
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "pipeline", 1);
 		faucet__json_string(&b, pipeline);
-		jw_member(&b, "range_hash", 0);
+		cli_jw_member(&b, "range_hash", 0);
 		faucet__json_string(&b, faucet_backfill_plan_hash(p));
-		jw_member(&b, "descriptor", 0);
+		cli_jw_member(&b, "descriptor", 0);
 		faucet__json_string(&b, faucet_backfill_plan_descriptor(p));
-		jw_member(&b, "from", 0);
+		cli_jw_member(&b, "from", 0);
 		faucet__json_string(&b, faucet_backfill_plan_from(p));
-		jw_member(&b, "to", 0);
+		cli_jw_member(&b, "to", 0);
 		faucet__json_string(&b, faucet_backfill_plan_to(p));
-		jw_member(&b, "window", 0);
+		cli_jw_member(&b, "window", 0);
 		faucet__json_string(&b, window);
-		jw_member(&b, "timezone", 0);
+		cli_jw_member(&b, "timezone", 0);
 		faucet__json_string(&b, faucet_backfill_plan_timezone(p));
-		jw_member(&b, "row", 0);
+		cli_jw_member(&b, "row", 0);
 		faucet__json_string(&b, row);
-		jw_member(&b, "marker", 0);
-		(void)faucet_buf_puts(&b, m ? "true," : "false,");
+		cli_jw_member(&b, "marker", 0);
+		(void)faucet__buf_puts(&b, m ? "true," : "false,");
 		put_counts_json(&b, &c);
-		jw_member(&b, "units", 0);
-		(void)faucet_buf_putc(&b, '[');
+		cli_jw_member(&b, "units", 0);
+		(void)faucet__buf_putc(&b, '[');
 	} else {
 		char w[32];
 
 		window_text(w, sizeof(w), window);
-		(void)faucet_buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
+		(void)faucet__buf_printf(&b, "backfill %s %s: %s/%s, window %s, zone %s, row %s: "
 					 "%zu unit(s): %zu done, %zu failed, %zu running, %zu pending%s\n",
 				     pipeline, faucet_backfill_plan_hash(p), faucet_backfill_plan_from(p),
 				     faucet_backfill_plan_to(p), w, faucet_backfill_plan_timezone(p), row,
@@ -603,19 +603,19 @@ static int print_range(cli_context *ctx, const char *pipeline, const faucet_back
 			unit_line(&b, u, st, &info, l);
 	}
 	if (ctx->json) {
-		(void)faucet_buf_puts(&b, "]}");
+		(void)faucet__buf_puts(&b, "]}");
 		if (out != NULL) {
 			*out = b;
 			return out->failed ? CLI_EXIT_FAILED : 0;
 		}
-		return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+		return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 	}
 	if (b.failed || b.ptr == NULL) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	fputs(b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return 0;
 }
 

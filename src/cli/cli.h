@@ -136,7 +136,7 @@ int cli_error(int exit_code, const char *fmt, ...) __attribute__((format(printf,
 /* Every failure goes through cli_fail/cli_error/cli_usage_error, which
  * escape the line (cli_escape) and, with --json, also print
  * {"error": {"code", "message", "exit"}} on stdout - unless the command
- * already printed its JSON document (jw_print calls cli_json_printed), which
+ * already printed its JSON document (cli_jw_print calls cli_json_printed), which
  * then carries the error itself.  The code is faucet_error_name() of the
  * library's error, or "invalid" (exit 2) / "state" when there is none.
  * cli_escape and cli_json_error_object are in jsonw.h. */
@@ -251,7 +251,7 @@ int cli_backfill_main(cli_context *ctx, int argc, char **argv);
 int cli_completion_main(cli_context *ctx, int argc, char **argv);
 int cli_run_main(cli_context *ctx, int argc, char **argv);  /* run.c */
 int cli_lock_main(cli_context *ctx, int argc, char **argv); /* lock.c */
-int cli_serve_main(cli_context *ctx, int argc, char **argv); /* src/serve/serve.c */
+int serve_main(cli_context *ctx, int argc, char **argv); /* src/serve/serve.c */
 
 /* The `state` subcommands (state_read.c, state_write.c, state_move.c). */
 int cli_state_list(cli_context *ctx, int argc, char **argv);
@@ -340,7 +340,8 @@ int cli_write_run_begin_in(cli_context *ctx, faucet_store *s, const char *comman
  * command on stderr.  Returns 0 or the exit code of a failure (printed). */
 int cli_write_run_end(cli_write_run *w, int ok, const char *message);
 
-/* Append "run" and "undo" members (after a first member) to a JSON object. */
+/* Append "run" and "undo" members (after a first member) to a JSON object;
+ * both null when `w` is NULL (a dry run, nothing recorded). */
 void cli_write_run_json(const cli_write_run *w, faucet_buf *b);
 
 void cli_write_run_dispose(cli_write_run *w);

@@ -36,10 +36,10 @@ int cli_completion_main(cli_context *ctx, int argc, char **argv)
 	if (cli_reference_completion(&b, shell) != 0)
 		return cli_usage_error("completion", "unknown shell '%s' (bash, zsh or fish)", shell);
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	(void)fputs(b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return CLI_EXIT_OK;
 }

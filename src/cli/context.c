@@ -119,22 +119,22 @@ void cli_escape(faucet_buf *b, const char *text)
 		size_t n;
 
 		if (*p >= 0x20 && *p < 0x7f) {
-			(void)faucet_buf_putc(b, (char)*p++);
+			(void)faucet__buf_putc(b, (char)*p++);
 			continue;
 		}
 		if (*p >= 0x80 && (n = printable_utf8(p)) > 0) {
-			(void)faucet_buf_put(b, (const char *)p, n);
+			(void)faucet__buf_put(b, (const char *)p, n);
 			p += n;
 			continue;
 		}
 		switch (*p) {
-		case '\n': (void)faucet_buf_puts(b, "\\n"); break;
-		case '\r': (void)faucet_buf_puts(b, "\\r"); break;
-		case '\t': (void)faucet_buf_puts(b, "\\t"); break;
+		case '\n': (void)faucet__buf_puts(b, "\\n"); break;
+		case '\r': (void)faucet__buf_puts(b, "\\r"); break;
+		case '\t': (void)faucet__buf_puts(b, "\\t"); break;
 		default:
-			(void)faucet_buf_puts(b, "\\x");
-			(void)faucet_buf_putc(b, hex[*p >> 4]);
-			(void)faucet_buf_putc(b, hex[*p & 15]);
+			(void)faucet__buf_puts(b, "\\x");
+			(void)faucet__buf_putc(b, hex[*p >> 4]);
+			(void)faucet__buf_putc(b, hex[*p & 15]);
 		}
 		p++;
 	}
@@ -142,14 +142,14 @@ void cli_escape(faucet_buf *b, const char *text)
 
 void cli_json_error_object(faucet_buf *b, const char *code, const char *message, int exit_code)
 {
-	(void)faucet_buf_putc(b, '{');
-	jw_member(b, "code", 1);
+	(void)faucet__buf_putc(b, '{');
+	cli_jw_member(b, "code", 1);
 	faucet__json_string(b, code);
-	jw_member(b, "message", 0);
+	cli_jw_member(b, "message", 0);
 	faucet__json_string(b, message);
-	jw_member(b, "exit", 0);
-	(void)faucet_buf_printf(b, "%d", exit_code);
-	(void)faucet_buf_putc(b, '}');
+	cli_jw_member(b, "exit", 0);
+	(void)faucet__buf_printf(b, "%d", exit_code);
+	(void)faucet__buf_putc(b, '}');
 }
 
 /* The error code's name for a failure the library did not report. */
@@ -187,20 +187,20 @@ static void report_failure(int exit_code, const char *code, const char *raw)
 	/* Whatever stdout holds so far comes first, so a report and its
 	 * error read in order on a terminal. */
 	(void)fflush(stdout);
-	(void)faucet_buf_puts(&line, "faucet: ");
+	(void)faucet__buf_puts(&line, "faucet: ");
 	cli_escape(&line, text);
-	(void)faucet_buf_putc(&line, '\n');
+	(void)faucet__buf_putc(&line, '\n');
 	fputs(line.failed || line.ptr == NULL ? "faucet: out of memory\n" : line.ptr, stderr);
-	faucet_buf_dispose(&line);
+	faucet__buf_dispose(&line);
 	if (error_ctx != NULL && error_ctx->json && !json_printed) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, error_ctx->json_error_outcome
+		(void)faucet__buf_puts(&b, error_ctx->json_error_outcome
 					       ? "{\"outcome\":\"error\",\"error\":"
 					       : "{\"error\":");
 		cli_json_error_object(&b, code, text, exit_code);
-		(void)faucet_buf_putc(&b, '}');
-		(void)jw_print(&b);
+		(void)faucet__buf_putc(&b, '}');
+		(void)cli_jw_print(&b);
 	}
 	free(text);
 }
@@ -318,16 +318,16 @@ int cli_print_command_help(const char *command)
 	if (cli_args_help_check() != 0)
 		return CLI_EXIT_FAILED;
 	if (cli_reference_help(&b, command) != 0) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "internal error: src/cli/reference.c has no "
 				 "help for '%s'", command);
 	}
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	(void)fputs(b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return cli_finish(CLI_EXIT_OK);
 }
 
@@ -347,10 +347,10 @@ int cli_read_input(const char *path, char **out, size_t *len)
 	for (;;) {
 		ssize_t n;
 
-		if (faucet_buf_grow(&b, 65536) != 0) {
+		if (faucet__buf_grow(&b, 65536) != 0) {
 			if (!use_stdin)
 				close(fd);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return FAUCET_ENOMEM;
 		}
 		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
@@ -360,7 +360,7 @@ int cli_read_input(const char *path, char **out, size_t *len)
 			int err = errno;
 			if (!use_stdin)
 				close(fd);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return faucet__error_os(FAUCET_EIO, err, "cannot read %s", name);
 		}
 		if (n == 0)
@@ -512,10 +512,10 @@ const char *cli_previous_key_env_list(cli_context *ctx)
 		return NULL;
 	for (size_t i = 0; i < ctx->previous_key_envs.count; i++) {
 		if (i)
-			(void)faucet_buf_putc(&b, ',');
-		(void)faucet_buf_puts(&b, ctx->previous_key_envs.strings[i]);
+			(void)faucet__buf_putc(&b, ',');
+		(void)faucet__buf_puts(&b, ctx->previous_key_envs.strings[i]);
 	}
-	ctx->previous_list = faucet_buf_detach(&b);
+	ctx->previous_list = faucet__buf_detach(&b);
 	return ctx->previous_list;
 }
 
@@ -845,7 +845,7 @@ int cli_check_store_url(const char *url, const char *where)
 		cli_escape(&b, colon);
 		rc = cli_usage_error("", "%s: unknown store URL scheme '%s:' (did you mean %s%s?)",
 				     where, scheme, best, b.ptr ? b.ptr : "");
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return rc;
 	}
 	cli_escape(&b, url);
@@ -862,7 +862,7 @@ int cli_check_store_url(const char *url, const char *where)
 				     "directory of JSON files) or sqlite:%s (one SQLite database "
 				     "file)?", where, b.ptr ? b.ptr : "", b.ptr ? b.ptr : "",
 				     b.ptr ? b.ptr : "");
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 

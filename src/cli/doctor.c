@@ -52,7 +52,7 @@ static void print_escaped(const cli_context *ctx, const char *text)
 	if (safe != NULL)
 		cli_escape(&b, safe);
 	fputs(safe == NULL || b.failed || b.ptr == NULL ? "?" : b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	free(safe);
 }
 
@@ -61,7 +61,7 @@ static void json_shown(faucet_buf *b, const cli_context *ctx, const char *text)
 	char *safe;
 
 	if (text == NULL) {
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 		return;
 	}
 	safe = shown(ctx, text);
@@ -77,33 +77,33 @@ static int print_json(cli_context *ctx, faucet_store *s, const faucet_check_repo
 	faucet_buf b = FAUCET_BUF_INIT;
 	size_t n = faucet_check_report_count(r);
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "store", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "store", 1);
 	json_shown(&b, ctx, ctx->store_label);
-	jw_member(&b, "backend", 0);
+	cli_jw_member(&b, "backend", 0);
 	faucet__json_string(&b, faucet_store_backend_name(s));
-	jw_member(&b, "ok", 0);
-	(void)faucet_buf_puts(&b, faucet_check_report_failed_count(r) == 0 ? "true" : "false");
-	jw_member(&b, "probes", 0);
-	(void)faucet_buf_putc(&b, '[');
+	cli_jw_member(&b, "ok", 0);
+	(void)faucet__buf_puts(&b, faucet_check_report_failed_count(r) == 0 ? "true" : "false");
+	cli_jw_member(&b, "probes", 0);
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0; i < n; i++) {
 		const faucet_probe *p = faucet_check_report_probe(r, i);
 
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
-		jw_member(&b, "name", 1);
+		(void)faucet__buf_puts(&b, i ? ",{" : "{");
+		cli_jw_member(&b, "name", 1);
 		faucet__json_string(&b, p->name);
-		jw_member(&b, "status", 0);
+		cli_jw_member(&b, "status", 0);
 		faucet__json_string(&b, status_name(p->status));
-		jw_member(&b, "reason", 0);
+		cli_jw_member(&b, "reason", 0);
 		json_shown(&b, ctx, p->reason);
-		jw_member(&b, "elapsed_ms", 0);
-		(void)faucet_buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
-		jw_member(&b, "hint", 0);
+		cli_jw_member(&b, "elapsed_ms", 0);
+		(void)faucet__buf_printf(&b, "%llu", (unsigned long long)p->elapsed_ms);
+		cli_jw_member(&b, "hint", 0);
 		json_shown(&b, ctx, p->hint);
-		(void)faucet_buf_putc(&b, '}');
+		(void)faucet__buf_putc(&b, '}');
 	}
-	(void)faucet_buf_puts(&b, "]}");
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	(void)faucet__buf_puts(&b, "]}");
+	return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 static void print_text(cli_context *ctx, faucet_store *s, const faucet_check_report *r)

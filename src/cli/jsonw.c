@@ -11,35 +11,35 @@
 #include "cli.h"
 #include "jsonw.h"
 
-void jw_member(faucet_buf *b, const char *name, int first)
+void cli_jw_member(faucet_buf *b, const char *name, int first)
 {
 	if (!first)
-		(void)faucet_buf_putc(b, ',');
+		(void)faucet__buf_putc(b, ',');
 	faucet__json_string(b, name);
-	(void)faucet_buf_putc(b, ':');
+	(void)faucet__buf_putc(b, ':');
 }
 
-void jw_string_array(faucet_buf *b, const faucet_strarray *arr)
+void cli_jw_string_array(faucet_buf *b, const faucet_strarray *arr)
 {
-	(void)faucet_buf_putc(b, '[');
+	(void)faucet__buf_putc(b, '[');
 	for (size_t i = 0; i < arr->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(b, ',');
+			(void)faucet__buf_putc(b, ',');
 		faucet__json_string(b, arr->strings[i]);
 	}
-	(void)faucet_buf_putc(b, ']');
+	(void)faucet__buf_putc(b, ']');
 }
 
-int jw_print(faucet_buf *b)
+int cli_jw_print(faucet_buf *b)
 {
 	if (b->failed || b->ptr == NULL) {
-		faucet_buf_dispose(b);
+		faucet__buf_dispose(b);
 		(void)cli_error(CLI_EXIT_FAILED, "out of memory while writing the JSON output");
 		return -1;
 	}
 	(void)fwrite(b->ptr, 1, b->len, stdout);
 	(void)putchar('\n');
-	faucet_buf_dispose(b);
+	faucet__buf_dispose(b);
 	cli_json_printed();
 	return 0;
 }

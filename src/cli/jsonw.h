@@ -14,14 +14,14 @@
 /* (A string is faucet__json_string of src/util/util.h: "null" for NULL.) */
 
 /* Append "name": (with a leading comma unless `first`). */
-void jw_member(faucet_buf *b, const char *name, int first);
+void cli_jw_member(faucet_buf *b, const char *name, int first);
 
 /* Append a JSON array of strings. */
-void jw_string_array(faucet_buf *b, const faucet_strarray *arr);
+void cli_jw_string_array(faucet_buf *b, const faucet_strarray *arr);
 
 /* Write the buffer and a newline to stdout; 0, or -1 when it failed to
  * assemble (out of memory, message printed). */
-int jw_print(faucet_buf *b);
+int cli_jw_print(faucet_buf *b);
 
 /* Append `text` with control characters, DEL, C1 controls and bytes that
  * are not UTF-8 written as \n, \r, \t or \xNN, so echoed input can

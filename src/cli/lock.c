@@ -60,20 +60,20 @@ static int parse_list_args(cli_context *ctx, int argc, char **argv, const char *
 static void lease_json(faucet_buf *b, const char *key, const faucet_lease *l, const char *until,
 		       const char *state)
 {
-	(void)faucet_buf_putc(b, '{');
-	jw_member(b, "key", 1);
+	(void)faucet__buf_putc(b, '{');
+	cli_jw_member(b, "key", 1);
 	faucet__json_string(b, key);
-	jw_member(b, "holder", 0);
+	cli_jw_member(b, "holder", 0);
 	faucet__json_string(b, l->holder);
-	jw_member(b, "run", 0);
+	cli_jw_member(b, "run", 0);
 	faucet__json_string(b, l->run);
-	jw_member(b, "expires_at", 0);
-	(void)faucet_buf_printf(b, "%lld", (long long)l->expires_at);
-	jw_member(b, "expires", 0);
+	cli_jw_member(b, "expires_at", 0);
+	(void)faucet__buf_printf(b, "%lld", (long long)l->expires_at);
+	cli_jw_member(b, "expires", 0);
 	faucet__json_string(b, until);
-	jw_member(b, "state", 0);
+	cli_jw_member(b, "state", 0);
 	faucet__json_string(b, state);
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 /* One lease: a member of the --json array, a table row on a terminal, else
@@ -90,7 +90,7 @@ static void show_lease(lease_list *ll, const char *key, const faucet_lease *l)
 					    : "expired";
 	if (ll->ctx->json) {
 		if (ll->n > 0)
-			(void)faucet_buf_putc(&ll->json, ',');
+			(void)faucet__buf_putc(&ll->json, ',');
 		lease_json(&ll->json, key, l, until, state);
 	} else if (ll->ctx->stdout_tty) {
 		char local[64];
@@ -151,23 +151,23 @@ static int lock_list(cli_context *ctx, int argc, char **argv)
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the keys of %s", ctx->store_label);
 		goto done;
 	}
-	(void)faucet_buf_putc(&ll.json, '[');
+	(void)faucet__buf_putc(&ll.json, '[');
 	for (size_t i = 0; rc == 0 && i < keys.count; i++) {
 		if (is_lease_key(keys.strings[i]))
 			rc = list_lease(&ll, s, keys.strings[i]);
 	}
 	if (rc != 0)
 		goto done;
-	(void)faucet_buf_putc(&ll.json, ']');
+	(void)faucet__buf_putc(&ll.json, ']');
 	if (ctx->json)
-		rc = jw_print(&ll.json) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+		rc = cli_jw_print(&ll.json) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	else if (ctx->stdout_tty)
 		rc = cli_table_print(&ll.table, ctx, heads);
 	else
 		rc = CLI_EXIT_OK;
 done:
 	cli_table_dispose(&ll.table);
-	faucet_buf_dispose(&ll.json);
+	faucet__buf_dispose(&ll.json);
 	faucet_strarray_dispose(&keys);
 	faucet_store_free(s);
 	free(prefix);
@@ -210,12 +210,12 @@ static int break_one(cli_context *ctx, faucet_store *s, const char *key, const c
 		if (rc == CLI_EXIT_OK && ctx->json) {
 			faucet_buf b = FAUCET_BUF_INIT;
 
-			(void)faucet_buf_putc(&b, '{');
-			jw_member(&b, "key", 1);
+			(void)faucet__buf_putc(&b, '{');
+			cli_jw_member(&b, "key", 1);
 			faucet__json_string(&b, key);
-			jw_member(&b, "broken", 0);
-			(void)faucet_buf_puts(&b, "false}");
-			if (jw_print(&b) != 0)
+			cli_jw_member(&b, "broken", 0);
+			(void)faucet__buf_puts(&b, "false}");
+			if (cli_jw_print(&b) != 0)
 				rc = CLI_EXIT_FAILED;
 		}
 		goto done;
@@ -245,17 +245,17 @@ static int break_one(cli_context *ctx, faucet_store *s, const char *key, const c
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, key);
-		jw_member(&b, "broken", 0);
-		(void)faucet_buf_puts(&b, "true");
-		jw_member(&b, "holder", 0);
+		cli_jw_member(&b, "broken", 0);
+		(void)faucet__buf_puts(&b, "true");
+		cli_jw_member(&b, "holder", 0);
 		faucet__json_string(&b, l.holder);
-		jw_member(&b, "run", 0);
+		cli_jw_member(&b, "run", 0);
 		faucet__json_string(&b, l.run);
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0)
+		(void)faucet__buf_putc(&b, '}');
+		if (cli_jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}
 done:

@@ -22,7 +22,7 @@ static int print_usage(FILE *to)
 
 	cli_reference_usage(&b);
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	if (to == stdout) {
@@ -31,7 +31,7 @@ static int print_usage(FILE *to)
 		(void)fputs(b.ptr, to);
 		rc = CLI_EXIT_USAGE;
 	}
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
@@ -51,11 +51,11 @@ static int help_main(int argc, char **argv)
 	else
 		cli_reference_dump(&b);
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	}
 	(void)fputs(b.ptr, stdout);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return CLI_EXIT_OK;
 }
 
@@ -74,7 +74,7 @@ static const command commands[] = {
 	{"version", version_main},
 	{"run", cli_run_main},
 	{"lock", cli_lock_main},
-	{"serve", cli_serve_main},
+	{"serve", serve_main},
 	/* A new command: its row here, its reference row in reference.c. */
 };
 
@@ -83,11 +83,11 @@ static int print_version(cli_context *ctx)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "version", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "version", 1);
 		faucet__json_string(&b, faucet_version());
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0)
+		(void)faucet__buf_putc(&b, '}');
+		if (cli_jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else {
 		printf("faucet %s\n", faucet_version());

@@ -15,8 +15,8 @@
 
 #include "man_text.inc"
 
-#define PUTS(s) (void)faucet_buf_puts(b, (s))
-#define PRINTF(...) (void)faucet_buf_printf(b, __VA_ARGS__)
+#define PUTS(s) (void)faucet__buf_puts(b, (s))
+#define PRINTF(...) (void)faucet__buf_printf(b, __VA_ARGS__)
 
 /* -V/--version, the one option of the top-level row. */
 static const cli_ref_flag *version_flag(void)
@@ -108,7 +108,7 @@ void cli_reference_usage(faucet_buf *b)
 			/* its subcommands, as a|b|c */
 			PUTS(" ");
 			for (const char *s = c->subcommands; *s != '\0'; s++)
-				(void)faucet_buf_putc(b, *s == ' ' ? '|' : *s);
+				(void)faucet__buf_putc(b, *s == ' ' ? '|' : *s);
 		}
 		column(b, start, c->summary);
 	}
@@ -146,7 +146,7 @@ static void roff_span(faucet_buf *b, const char *s, const char *end)
 		else if (*s == '\\')
 			PUTS("\\e");
 		else
-			(void)faucet_buf_putc(b, *s);
+			(void)faucet__buf_putc(b, *s);
 	}
 }
 
@@ -246,7 +246,7 @@ static void roff_synopsis(faucet_buf *b, const char *s)
 		int upper = 1, bold;
 
 		if (n == 0 || (s[0] == '.' )) {
-			(void)faucet_buf_putc(b, *s);
+			(void)faucet__buf_putc(b, *s);
 			s++;
 			continue;
 		}
@@ -260,7 +260,7 @@ static void roff_synopsis(faucet_buf *b, const char *s)
 			if (s[i] == '-')
 				PUTS("\\-");
 			else
-				(void)faucet_buf_putc(b, s[i]);
+				(void)faucet__buf_putc(b, s[i]);
 		}
 		PUTS("\\fR");
 		s += n;
@@ -273,7 +273,7 @@ static void roff_sentence(faucet_buf *b, const char *s, const char *more)
 	if (*s == '.' || *s == '\'')
 		PUTS("\\&");
 	if (*s != '\0') {
-		(void)faucet_buf_putc(b, (char)toupper((unsigned char)*s));
+		(void)faucet__buf_putc(b, (char)toupper((unsigned char)*s));
 		roff_span(b, s + 1, s + strlen(s));
 	}
 	if (more != NULL)
@@ -351,7 +351,7 @@ static void wrap(faucet_buf *b, const char *text, size_t indent, size_t width, s
 			col++;
 		}
 		for (size_t i = 0; i < n; i++)
-			(void)faucet_buf_putc(b, text[i] == NOBREAK[0] ? ' ' : text[i]);
+			(void)faucet__buf_putc(b, text[i] == NOBREAK[0] ? ' ' : text[i]);
 		col += n;
 		text += n;
 		text += strspn(text, " ");
@@ -385,7 +385,7 @@ static void help_stores(faucet_buf *b)
 				PRINTF("\n%*s", URL_INDENT, "");
 				col = URL_INDENT;
 			}
-			(void)faucet_buf_put(b, p, n);
+			(void)faucet__buf_put(b, p, n);
 			col += n;
 			p += n;
 		}
@@ -394,19 +394,19 @@ static void help_stores(faucet_buf *b)
 			col = 0;
 		}
 		PRINTF("%*s", (int)(STORE_COLUMN - col), "");
-		(void)faucet_buf_printf(&text, "type: %s", be->type);
+		(void)faucet__buf_printf(&text, "type: %s", be->type);
 		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
-			(void)faucet_buf_printf(&text, "%s%s", f == be->fields ? ", config: " : ", ",
+			(void)faucet__buf_printf(&text, "%s%s", f == be->fields ? ", config: " : ", ",
 						f->name);
 			field_note(&text, f, NOBREAK);
 		}
-		(void)faucet_buf_printf(&text, ".%s%s", be->doc != NULL ? " " : "",
+		(void)faucet__buf_printf(&text, ".%s%s", be->doc != NULL ? " " : "",
 					be->doc != NULL ? be->doc : "");
 		wrap(b, text.ptr ? text.ptr : "", STORE_COLUMN, 80, STORE_COLUMN);
 		if (url.failed || text.failed)
 			b->failed = 1;
-		faucet_buf_dispose(&url);
-		faucet_buf_dispose(&text);
+		faucet__buf_dispose(&url);
+		faucet__buf_dispose(&text);
 	}
 	PUTS("  A relative PATH is relative to the current directory.\n");
 }
@@ -494,7 +494,7 @@ static void wrap_synopsis(faucet_buf *b, const char *s, size_t indent, size_t co
 			PUTS(" ");
 			col++;
 		}
-		(void)faucet_buf_put(b, s, n);
+		(void)faucet__buf_put(b, s, n);
 		col += n;
 		s += n;
 		s += strspn(s, " ");
@@ -518,15 +518,15 @@ static void usage_line(faucet_buf *b, const char *lead, const char *name, const 
 		}
 	}
 	if (dash == NULL)
-		(void)faucet_buf_printf(&words, "%s%s[OPTIONS]", synopsis, *synopsis ? " " : "");
+		(void)faucet__buf_printf(&words, "%s%s[OPTIONS]", synopsis, *synopsis ? " " : "");
 	else
-		(void)faucet_buf_printf(&words, "%.*s[OPTIONS] %s", (int)(dash - synopsis),
+		(void)faucet__buf_printf(&words, "%.*s[OPTIONS] %s", (int)(dash - synopsis),
 					synopsis, dash);
 	PRINTF("%sfaucet %s ", lead, name);
 	wrap_synopsis(b, words.ptr != NULL ? words.ptr : "", b->len - start, b->len - start);
 	if (words.failed)
 		b->failed = 1;
-	faucet_buf_dispose(&words);
+	faucet__buf_dispose(&words);
 }
 
 /* "  --if-equals JSON   write only when ..." from column `col`. */
@@ -542,13 +542,13 @@ static void help_flag(faucet_buf *b, const cli_ref_flag *f, size_t col)
 		start = b->len;
 	}
 	PRINTF("%*s", (int)(col - (b->len - start)), "");
-	(void)faucet_buf_printf(&text, "%s%s", f->desc, f->more != NULL ? f->more : "");
+	(void)faucet__buf_printf(&text, "%s%s", f->desc, f->more != NULL ? f->more : "");
 	if (f->with != NULL)
-		(void)faucet_buf_printf(&text, " (only with %s)", f->with);
+		(void)faucet__buf_printf(&text, " (only with %s)", f->with);
 	wrap(b, text.ptr != NULL ? text.ptr : "", col, HELP_WIDTH, col);
 	if (text.failed)
 		b->failed = 1;
-	faucet_buf_dispose(&text);
+	faucet__buf_dispose(&text);
 }
 
 /* The "Options:" list of the row's flags (those named in `only`, unless
@@ -565,7 +565,7 @@ static void help_flags(faucet_buf *b, const cli_ref_flag *flags, const char *onl
 		flag_label(&label, f);
 		if (label.len + 5 > col)
 			col = label.len + 5; /* 2 before, 3 after */
-		faucet_buf_dispose(&label);
+		faucet__buf_dispose(&label);
 	}
 	if (col == 0)
 		return;
@@ -581,21 +581,21 @@ static void help_globals(faucet_buf *b)
 {
 	faucet_buf text = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_puts(&text, "Global options (see 'faucet --help'):");
+	(void)faucet__buf_puts(&text, "Global options (see 'faucet --help'):");
 	for (const cli_ref_flag *f = cli_reference_globals; f->long_name != NULL; f++) {
-		(void)faucet_buf_puts(&text, " ");
+		(void)faucet__buf_puts(&text, " ");
 		if (f->short_name != 0)
-			(void)faucet_buf_printf(&text, "-%c/", f->short_name);
-		(void)faucet_buf_printf(&text, "--%s", f->long_name);
+			(void)faucet__buf_printf(&text, "-%c/", f->short_name);
+		(void)faucet__buf_printf(&text, "--%s", f->long_name);
 		if (f->arg != NULL)
-			(void)faucet_buf_printf(&text, NOBREAK "%s", f->arg);
-		(void)faucet_buf_puts(&text, f[1].long_name != NULL ? "," : ".");
+			(void)faucet__buf_printf(&text, NOBREAK "%s", f->arg);
+		(void)faucet__buf_puts(&text, f[1].long_name != NULL ? "," : ".");
 	}
 	PUTS("\n");
 	wrap(b, text.ptr != NULL ? text.ptr : "", 2, HELP_WIDTH, 0);
 	if (text.failed)
 		b->failed = 1;
-	faucet_buf_dispose(&text);
+	faucet__buf_dispose(&text);
 }
 
 /* A group's subcommands, "  put KEY JSON|-    write a value". */
@@ -703,7 +703,7 @@ static void man_stores(faucet_buf *b)
 		roff_text(b, url.ptr ? url.ptr : "");
 		if (url.failed)
 			b->failed = 1;
-		faucet_buf_dispose(&url);
+		faucet__buf_dispose(&url);
 		PRINTF("\n.BR \"type: %s\" %s\n", be->type, be->fields[0].name != NULL ? ";" : ".");
 		for (const faucet_backend_field *f = be->fields; f->name != NULL; f++) {
 			faucet_buf note = FAUCET_BUF_INIT;
@@ -720,7 +720,7 @@ static void man_stores(faucet_buf *b)
 			}
 			if (note.failed)
 				b->failed = 1;
-			faucet_buf_dispose(&note);
+			faucet__buf_dispose(&note);
 		}
 		if (be->doc != NULL) {
 			roff_text(b, be->doc);
@@ -1171,13 +1171,13 @@ static void zsh_script(faucet_buf *b)
 /* A description in fish's single quotes. */
 static void fish_quoted(faucet_buf *b, const char *s)
 {
-	(void)faucet_buf_putc(b, '\'');
+	(void)faucet__buf_putc(b, '\'');
 	for (; *s != '\0'; s++) {
 		if (*s == '\'' || *s == '\\')
-			(void)faucet_buf_putc(b, '\\');
-		(void)faucet_buf_putc(b, *s);
+			(void)faucet__buf_putc(b, '\\');
+		(void)faucet__buf_putc(b, *s);
 	}
-	(void)faucet_buf_putc(b, '\'');
+	(void)faucet__buf_putc(b, '\'');
 }
 
 static void fish_flag(faucet_buf *b, const char *condition, const cli_ref_flag *f)

@@ -163,10 +163,10 @@ static char *join_command(const faucet_strarray *cmd)
 
 	for (size_t i = 0; i < cmd->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(&b, ' ');
-		(void)faucet_buf_puts(&b, cmd->strings[i]);
+			(void)faucet__buf_putc(&b, ' ');
+		(void)faucet__buf_puts(&b, cmd->strings[i]);
 	}
-	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+	return b.failed ? (faucet__buf_dispose(&b), NULL) : faucet__buf_detach(&b);
 }
 
 /* --singer: write the bookmark to a private file for the command - `{}`
@@ -235,12 +235,12 @@ static char *expand_arg(const char *arg, const char *state_file)
 	const char *p = arg, *hit;
 
 	while ((hit = strstr(p, ph)) != NULL) {
-		(void)faucet_buf_put(&b, p, (size_t)(hit - p));
-		(void)faucet_buf_puts(&b, state_file ? state_file : "");
+		(void)faucet__buf_put(&b, p, (size_t)(hit - p));
+		(void)faucet__buf_puts(&b, state_file ? state_file : "");
 		p = hit + sizeof(ph) - 1;
 	}
-	(void)faucet_buf_puts(&b, p);
-	return b.failed ? (faucet_buf_dispose(&b), NULL) : faucet_buf_detach(&b);
+	(void)faucet__buf_puts(&b, p);
+	return b.failed ? (faucet__buf_dispose(&b), NULL) : faucet__buf_detach(&b);
 }
 
 /* The command's environment: ours, minus the variables we set, plus the
@@ -415,7 +415,7 @@ static void state_write_failed(run_state *st)
 
 static void store_state(run_state *st)
 {
-	faucet_value *v = singer_take_state(&st->cap);
+	faucet_value *v = cli_singer_take_state(&st->cap);
 
 	if (v == NULL)
 		return;
@@ -458,12 +458,12 @@ static void read_output(run_state *st)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			(void)singer_finish(&st->cap);
+			(void)cli_singer_finish(&st->cap);
 			close(st->out_fd);
 			st->out_fd = -1;
 			return;
 		}
-		if (singer_feed(&st->cap, buf, (size_t)n) != 0 && !st->state_failed) {
+		if (cli_singer_feed(&st->cap, buf, (size_t)n) != 0 && !st->state_failed) {
 			st->state_failed = 1;
 			st->state_error = faucet__strdup(faucet_error_last()->message);
 		}
@@ -637,30 +637,30 @@ static int print_run_summary(run_state *st, const char *outcome, int exit_status
 					       st->row, faucet_run_id(st->run))) == NULL)
 		return cli_error(CLI_EXIT_FAILED, "out of memory");
 	(void)fflush(stdout);
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "run", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "run", 1);
 	faucet__json_string(&b, faucet_run_id(st->run));
-	jw_member(&b, "pipeline", 0);
+	cli_jw_member(&b, "pipeline", 0);
 	faucet__json_string(&b, st->pipeline);
-	jw_member(&b, "row", 0);
+	cli_jw_member(&b, "row", 0);
 	faucet__json_string(&b, st->row);
-	jw_member(&b, "outcome", 0);
+	cli_jw_member(&b, "outcome", 0);
 	faucet__json_string(&b, outcome);
-	jw_member(&b, "exit_status", 0);
-	(void)faucet_buf_printf(&b, "%d", exit_status);
-	jw_member(&b, "exit", 0);
-	(void)faucet_buf_printf(&b, "%d", code);
-	jw_member(&b, "keys_changed", 0);
-	(void)faucet_buf_printf(&b, "%zu", changed);
-	jw_member(&b, "state_stored", 0);
-	(void)faucet_buf_puts(&b, st->stored ? "true" : "false");
-	jw_member(&b, "message", 0);
+	cli_jw_member(&b, "exit_status", 0);
+	(void)faucet__buf_printf(&b, "%d", exit_status);
+	cli_jw_member(&b, "exit", 0);
+	(void)faucet__buf_printf(&b, "%d", code);
+	cli_jw_member(&b, "keys_changed", 0);
+	(void)faucet__buf_printf(&b, "%zu", changed);
+	cli_jw_member(&b, "state_stored", 0);
+	(void)faucet__buf_puts(&b, st->stored ? "true" : "false");
+	cli_jw_member(&b, "message", 0);
 	faucet__json_string(&b, message);
-	jw_member(&b, "undo", 0);
+	cli_jw_member(&b, "undo", 0);
 	faucet__json_string(&b, undo);
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	free(undo);
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 static int finish_run(run_state *st)
@@ -787,7 +787,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 	st.a = &a;
 	st.out_fd = -1;
 	st.sig_fds[0] = st.sig_fds[1] = -1;
-	singer_init(&st.cap, emit_stdout, NULL);
+	cli_singer_init(&st.cap, emit_stdout, NULL);
 
 	rc = parse_args(ctx, argc, argv, &a);
 	if (rc == 0 && a.lease_ttl != NULL &&
@@ -843,7 +843,7 @@ int cli_run_main(cli_context *ctx, int argc, char **argv)
 		(void)unlink(st.state_file);
 	if (st.out_fd >= 0)
 		close(st.out_fd);
-	singer_dispose(&st.cap);
+	cli_singer_dispose(&st.cap);
 	faucet_run_free(st.run);
 	faucet_store_free(st.s);
 	faucet_strarray_dispose(&a.command);

@@ -58,7 +58,7 @@ enum {
 	SCAN_STATE  /* (at the line's end) an object without "type", or a STATE */
 };
 
-void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
+void cli_singer_init(singer *s, singer_emit_fn emit, void *emit_ctx)
 {
 	memset(s, 0, sizeof(*s));
 	s->emit = emit;
@@ -366,7 +366,7 @@ static int carry_done(singer *s)
 		return 0;
 	if (flush_spans(s) != 0)
 		return -1;
-	faucet_buf_dispose(&s->carry);
+	faucet__buf_dispose(&s->carry);
 	s->carry = (faucet_buf)FAUCET_BUF_INIT;
 	return 0;
 }
@@ -379,7 +379,7 @@ static int hold(singer *s, const char *p, size_t n)
 	if (s->carry.len + n <= SINGER_LINE_MAX) {
 		if (s->spans_in_carry && flush_spans(s) != 0)
 			return -1;
-		if (faucet_buf_put(&s->carry, p, n) == 0) {
+		if (faucet__buf_put(&s->carry, p, n) == 0) {
 			s->mode = L_GATHER;
 			return 0;
 		}
@@ -387,7 +387,7 @@ static int hold(singer *s, const char *p, size_t n)
 	s->mode = L_OVER;
 	if (emit_carry(s) != 0 || emit(s, p, n) != 0 || flush_spans(s) != 0)
 		return -1;
-	faucet_buf_dispose(&s->carry);
+	faucet__buf_dispose(&s->carry);
 	s->carry = (faucet_buf)FAUCET_BUF_INIT;
 	return 0;
 }
@@ -449,7 +449,7 @@ static void over_end(singer *s)
 
 static int feed(singer *s, const char *data, size_t len);
 
-int singer_feed(singer *s, const char *data, size_t len)
+int cli_singer_feed(singer *s, const char *data, size_t len)
 {
 	int rc = feed(s, data, len);
 
@@ -542,7 +542,7 @@ static int feed(singer *s, const char *data, size_t len)
 	return 0;
 }
 
-int singer_finish(singer *s)
+int cli_singer_finish(singer *s)
 {
 	int rc = 0;
 
@@ -561,7 +561,7 @@ int singer_finish(singer *s)
 	return rc;
 }
 
-faucet_value *singer_take_state(singer *s)
+faucet_value *cli_singer_take_state(singer *s)
 {
 	faucet_value *v = s->state;
 
@@ -573,9 +573,9 @@ faucet_value *singer_take_state(singer *s)
 	return v;
 }
 
-void singer_dispose(singer *s)
+void cli_singer_dispose(singer *s)
 {
-	faucet_buf_dispose(&s->carry);
+	faucet__buf_dispose(&s->carry);
 	faucet_value_free(s->state);
 	free(s->error);
 	memset(s, 0, sizeof(*s));

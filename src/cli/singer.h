@@ -52,7 +52,7 @@ typedef struct {
 	void *emit_ctx;
 	struct iovec spans[SINGER_SPANS]; /* pass-through bytes not yet emitted: they
 					   * point into the caller's data (valid until
-					   * singer_feed returns) or into the carry */
+					   * cli_singer_feed returns) or into the carry */
 	int nspans;
 	int spans_in_carry;    /* a span points into carry: emit before changing it */
 	int mode;              /* what the current line is (singer.c) */
@@ -65,24 +65,24 @@ typedef struct {
 	unsigned long errors;  /* bad state lines */
 } singer;
 
-void singer_init(singer *s, singer_emit_fn emit, void *emit_ctx);
+void cli_singer_init(singer *s, singer_emit_fn emit, void *emit_ctx);
 
 /* Take `len` more bytes of the command's stdout.  Every byte that passes
  * through has been handed to emit when it returns - in one call per feed
  * unless more than SINGER_SPANS pieces gather - except a line begun but not
  * finished that may still be state.  Returns 0, or -1 when emit failed or
  * memory ran out (message in the library's last error). */
-int singer_feed(singer *s, const char *data, size_t len);
+int cli_singer_feed(singer *s, const char *data, size_t len);
 
 /* End of stdout: a last line without a newline is handled like the others
  * (and passes through without one). */
-int singer_finish(singer *s);
+int cli_singer_finish(singer *s);
 
 /* Hand the pending state to the caller (NULL when none); the caller frees.
  * Once a bad state line was seen (s->error) there is none, ever: the run
  * fails and must store nothing. */
-faucet_value *singer_take_state(singer *s);
+faucet_value *cli_singer_take_state(singer *s);
 
-void singer_dispose(singer *s);
+void cli_singer_dispose(singer *s);
 
 #endif

@@ -175,8 +175,8 @@ int cli_state_list(cli_context *ctx, int argc, char **argv)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		jw_string_array(&b, &keys);
-		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+		cli_jw_string_array(&b, &keys);
+		rc = cli_jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	} else {
 		for (size_t i = 0; i < keys.count; i++) {
 			fputs_unlocked(keys.strings[i], stdout);
@@ -216,15 +216,15 @@ int cli_state_get(cli_context *ctx, int argc, char **argv)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, key);
-		jw_member(&b, "found", 0);
-		(void)faucet_buf_puts(&b, v ? "true" : "false");
-		jw_member(&b, "value", 0);
-		(void)faucet_buf_puts(&b, v ? faucet_value_json(v) : "null");
-		(void)faucet_buf_putc(&b, '}');
-		rc = jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+		cli_jw_member(&b, "found", 0);
+		(void)faucet__buf_puts(&b, v ? "true" : "false");
+		cli_jw_member(&b, "value", 0);
+		(void)faucet__buf_puts(&b, v ? faucet_value_json(v) : "null");
+		(void)faucet__buf_putc(&b, '}');
+		rc = cli_jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	} else if (v != NULL) {
 		fwrite(faucet_value_json(v), 1, faucet_value_len(v), stdout);
 		putchar('\n');
@@ -351,31 +351,31 @@ static int print_show_json(const char *pipeline, const char *tenant, const char 
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "pipeline", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "pipeline", 1);
 	faucet__json_string(&b, pipeline);
-	jw_member(&b, "tenant", 0);
+	cli_jw_member(&b, "tenant", 0);
 	faucet__json_string(&b, tenant);
-	jw_member(&b, "prefix", 0);
+	cli_jw_member(&b, "prefix", 0);
 	faucet__json_string(&b, prefix);
-	jw_member(&b, "keys", 0);
-	(void)faucet_buf_putc(&b, '[');
+	cli_jw_member(&b, "keys", 0);
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0; i < n; i++) {
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_puts(&b, i ? ",{" : "{");
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, rows[i].key);
-		jw_member(&b, "row", 0);
+		cli_jw_member(&b, "row", 0);
 		faucet__json_string(&b, rows[i].row);
-		jw_member(&b, "sub", 0);
+		cli_jw_member(&b, "sub", 0);
 		faucet__json_string(&b, rows[i].sub);
-		jw_member(&b, "suffix", 0);
+		cli_jw_member(&b, "suffix", 0);
 		faucet__json_string(&b, rows[i].suffix);
-		jw_member(&b, "value", 0);
-		(void)faucet_buf_puts(&b, faucet_value_json(rows[i].value));
-		(void)faucet_buf_putc(&b, '}');
+		cli_jw_member(&b, "value", 0);
+		(void)faucet__buf_puts(&b, faucet_value_json(rows[i].value));
+		(void)faucet__buf_putc(&b, '}');
 	}
-	(void)faucet_buf_puts(&b, "]}");
-	return jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+	(void)faucet__buf_puts(&b, "]}");
+	return cli_jw_print(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
 /* List the namespace and read each value (a key deleted in between is

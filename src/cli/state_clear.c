@@ -56,29 +56,22 @@ static int print_clear_json(const char *pipeline, const char *tenant, const char
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "pipeline", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "pipeline", 1);
 	faucet__json_string(&b, pipeline);
-	jw_member(&b, "tenant", 0);
+	cli_jw_member(&b, "tenant", 0);
 	faucet__json_string(&b, tenant);
-	jw_member(&b, "row", 0);
+	cli_jw_member(&b, "row", 0);
 	faucet__json_string(&b, row);
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, dry_run ? "true" : "false");
-	jw_member(&b, "count", 0);
-	(void)faucet_buf_printf(&b, "%zu", keys->count);
-	jw_member(&b, "keys", 0);
-	jw_string_array(&b, keys);
-	if (w != NULL) {
-		cli_write_run_json(w, &b);
-	} else {
-		jw_member(&b, "run", 0);
-		(void)faucet_buf_puts(&b, "null");
-		jw_member(&b, "undo", 0);
-		(void)faucet_buf_puts(&b, "null");
-	}
-	(void)faucet_buf_putc(&b, '}');
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, dry_run ? "true" : "false");
+	cli_jw_member(&b, "count", 0);
+	(void)faucet__buf_printf(&b, "%zu", keys->count);
+	cli_jw_member(&b, "keys", 0);
+	cli_jw_string_array(&b, keys);
+	cli_write_run_json(w, &b);
+	(void)faucet__buf_putc(&b, '}');
+	return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 static void print_keys(const faucet_strarray *keys)

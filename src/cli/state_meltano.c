@@ -143,35 +143,35 @@ static int merge_objects(const char *src, size_t slen, const char *dst, size_t d
 
 	if (members(src, slen, &sm, &sn) != 0 || members(dst, dlen, &dm, &dn) != 0)
 		goto done;
-	if (faucet_buf_putc(out, '{') != 0)
+	if (faucet__buf_putc(out, '{') != 0)
 		goto done;
 	for (size_t i = 0; i < dn; i++) {
 		const member *s = find_member(sm, sn, &dm[i]);
 
-		if ((!first && faucet_buf_putc(out, ',') != 0) ||
-		    faucet_buf_put(out, dm[i].key, dm[i].key_len) != 0 || faucet_buf_putc(out, ':') != 0)
+		if ((!first && faucet__buf_putc(out, ',') != 0) ||
+		    faucet__buf_put(out, dm[i].key, dm[i].key_len) != 0 || faucet__buf_putc(out, ':') != 0)
 			goto done;
 		first = 0;
 		if (s == NULL) {
-			if (faucet_buf_put(out, dm[i].val, dm[i].val_len) != 0)
+			if (faucet__buf_put(out, dm[i].val, dm[i].val_len) != 0)
 				goto done;
 		} else if (is_object(s->val, s->val_len) && is_object(dm[i].val, dm[i].val_len)) {
 			if (merge_objects(s->val, s->val_len, dm[i].val, dm[i].val_len, out) != 0)
 				goto done;
-		} else if (faucet_buf_put(out, s->val, s->val_len) != 0) {
+		} else if (faucet__buf_put(out, s->val, s->val_len) != 0) {
 			goto done;
 		}
 	}
 	for (size_t i = 0; i < sn; i++) {
 		if (find_member(dm, dn, &sm[i]) != NULL)
 			continue;
-		if ((!first && faucet_buf_putc(out, ',') != 0) ||
-		    faucet_buf_put(out, sm[i].key, sm[i].key_len) != 0 || faucet_buf_putc(out, ':') != 0 ||
-		    faucet_buf_put(out, sm[i].val, sm[i].val_len) != 0)
+		if ((!first && faucet__buf_putc(out, ',') != 0) ||
+		    faucet__buf_put(out, sm[i].key, sm[i].key_len) != 0 || faucet__buf_putc(out, ':') != 0 ||
+		    faucet__buf_put(out, sm[i].val, sm[i].val_len) != 0)
 			goto done;
 		first = 0;
 	}
-	rc = faucet_buf_putc(out, '}');
+	rc = faucet__buf_putc(out, '}');
 done:
 	free(sm);
 	free(dm);
@@ -275,9 +275,9 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 	if (rc == 0 && !is_object(faucet_value_json(v), faucet_value_len(v)))
 		rc = cli_error(CLI_EXIT_FAILED, "state export: the bookmark at %s is not a JSON "
 			       "object, so it is not Singer state", key);
-	if (rc == 0 && (faucet_buf_puts(&b, "{\"singer_state\":") != 0 ||
-			faucet_buf_put(&b, faucet_value_json(v), faucet_value_len(v)) != 0 ||
-			faucet_buf_puts(&b, "}\n") != 0))
+	if (rc == 0 && (faucet__buf_puts(&b, "{\"singer_state\":") != 0 ||
+			faucet__buf_put(&b, faucet_value_json(v), faucet_value_len(v)) != 0 ||
+			faucet__buf_puts(&b, "}\n") != 0))
 		rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 	if (rc == 0 && (output == NULL || strcmp(output, "-") == 0)) {
 		if (fwrite(b.ptr, 1, b.len, stdout) != b.len)
@@ -288,20 +288,20 @@ int cli_state_export_meltano(cli_context *ctx, int argc, char **argv)
 		else if (ctx->json) {
 			faucet_buf j = FAUCET_BUF_INIT;
 
-			(void)faucet_buf_putc(&j, '{');
-			jw_member(&j, "key", 1);
+			(void)faucet__buf_putc(&j, '{');
+			cli_jw_member(&j, "key", 1);
 			faucet__json_string(&j, key);
-			jw_member(&j, "format", 0);
+			cli_jw_member(&j, "format", 0);
 			faucet__json_string(&j, "meltano");
-			jw_member(&j, "output", 0);
+			cli_jw_member(&j, "output", 0);
 			faucet__json_string(&j, output);
-			(void)faucet_buf_putc(&j, '}');
-			rc = jw_print(&j) != 0 ? CLI_EXIT_FAILED : 0;
+			(void)faucet__buf_putc(&j, '}');
+			rc = cli_jw_print(&j) != 0 ? CLI_EXIT_FAILED : 0;
 		} else if (!ctx->quiet) {
 			printf("exported the bookmark %s as Meltano state to %s\n", key, output);
 		}
 	}
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	faucet_value_free(v);
 	free(key);
 	return rc;
@@ -368,12 +368,12 @@ static int singer_state_of(const char *where, const faucet_value *doc, int merge
 
 		if (merge_objects(faucet_value_json(partial), faucet_value_len(partial), dst, dlen,
 				  &b) != 0) {
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			rc = cli_error(CLI_EXIT_FAILED, "out of memory");
 			goto done;
 		}
 		rc = faucet_value_parse(&merged, b.ptr, b.len);
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		if (rc != 0) {
 			rc = cli_fail(CLI_EXIT_FAILED, "%s: merging \"partial\" over \"completed\"",
 				      where);
@@ -535,29 +535,24 @@ static int print_import_json(const import_args *a, const import_job *j)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "key", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "key", 1);
 	faucet__json_string(&b, j->key);
-	jw_member(&b, "pipeline", 0);
+	cli_jw_member(&b, "pipeline", 0);
 	faucet__json_string(&b, a->pipeline);
-	jw_member(&b, "row", 0);
+	cli_jw_member(&b, "row", 0);
 	faucet__json_string(&b, a->row);
-	jw_member(&b, "tenant", 0);
+	cli_jw_member(&b, "tenant", 0);
 	faucet__json_string(&b, a->tenant);
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
-	jw_member(&b, "changed", 0);
-	(void)faucet_buf_puts(&b, j->changed ? "true" : "false");
-	jw_member(&b, "value", 0);
-	(void)faucet_buf_put(&b, faucet_value_json(j->state), faucet_value_len(j->state));
-	if (a->dry_run) {
-		jw_member(&b, "run", 0);
-		(void)faucet_buf_puts(&b, "null");
-	} else {
-		cli_write_run_json(&j->w, &b);
-	}
-	(void)faucet_buf_putc(&b, '}');
-	return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, a->dry_run ? "true" : "false");
+	cli_jw_member(&b, "changed", 0);
+	(void)faucet__buf_puts(&b, j->changed ? "true" : "false");
+	cli_jw_member(&b, "value", 0);
+	(void)faucet__buf_put(&b, faucet_value_json(j->state), faucet_value_len(j->state));
+	cli_write_run_json(a->dry_run ? NULL : &j->w, &b);
+	(void)faucet__buf_putc(&b, '}');
+	return cli_jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 }
 
 static int report_import(cli_context *ctx, const import_args *a, const import_job *j)

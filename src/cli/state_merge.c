@@ -105,29 +105,22 @@ static int print_merge_json(const merge_args *ma, int written, int attempts,
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "key", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "key", 1);
 	faucet__json_string(&b, ma->key);
-	jw_member(&b, "written", 0);
-	(void)faucet_buf_puts(&b, written ? "true" : "false");
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, ma->dry_run ? "true" : "false");
-	jw_member(&b, "attempts", 0);
-	(void)faucet_buf_printf(&b, "%d", attempts);
-	jw_member(&b, "previous", 0);
-	(void)faucet_buf_puts(&b, previous ? faucet_value_json(previous) : "null");
-	jw_member(&b, "value", 0);
-	(void)faucet_buf_puts(&b, value ? faucet_value_json(value) : "null");
-	if (w != NULL) {
-		cli_write_run_json(w, &b);
-	} else {
-		jw_member(&b, "run", 0);
-		(void)faucet_buf_puts(&b, "null");
-		jw_member(&b, "undo", 0);
-		(void)faucet_buf_puts(&b, "null");
-	}
-	(void)faucet_buf_putc(&b, '}');
-	return jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+	cli_jw_member(&b, "written", 0);
+	(void)faucet__buf_puts(&b, written ? "true" : "false");
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, ma->dry_run ? "true" : "false");
+	cli_jw_member(&b, "attempts", 0);
+	(void)faucet__buf_printf(&b, "%d", attempts);
+	cli_jw_member(&b, "previous", 0);
+	(void)faucet__buf_puts(&b, previous ? faucet_value_json(previous) : "null");
+	cli_jw_member(&b, "value", 0);
+	(void)faucet__buf_puts(&b, value ? faucet_value_json(value) : "null");
+	cli_write_run_json(w, &b);
+	(void)faucet__buf_putc(&b, '}');
+	return cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 /* --if-equals did not hold: exit 3, saying what was found. */

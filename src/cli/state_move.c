@@ -156,15 +156,15 @@ static int print_export_summary(cli_context *ctx, const char *pipeline, const ch
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "pipeline", 1);
 		faucet__json_string(&b, pipeline);
-		jw_member(&b, "keys", 0);
-		(void)faucet_buf_printf(&b, "%zu", count);
-		jw_member(&b, "output", 0);
+		cli_jw_member(&b, "keys", 0);
+		(void)faucet__buf_printf(&b, "%zu", count);
+		cli_jw_member(&b, "output", 0);
 		faucet__json_string(&b, output);
-		(void)faucet_buf_putc(&b, '}');
-		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+		(void)faucet__buf_putc(&b, '}');
+		return cli_jw_print(&b) != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 	}
 	if (!ctx->quiet)
 		printf("exported %zu keys of pipeline '%s' to %s\n", count, pipeline, output);
@@ -241,36 +241,36 @@ int cli_state_export(cli_context *ctx, int argc, char **argv)
 static void print_json_report(faucet_buf *b, const char *pipeline, const char *label,
 			      const faucet_import_report *r, const cli_write_run *w)
 {
-	(void)faucet_buf_putc(b, '{');
-	jw_member(b, "pipeline", 1);
+	(void)faucet__buf_putc(b, '{');
+	cli_jw_member(b, "pipeline", 1);
 	faucet__json_string(b, pipeline);
-	jw_member(b, "store", 0);
+	cli_jw_member(b, "store", 0);
 	faucet__json_string(b, label);
-	jw_member(b, "dry_run", 0);
-	(void)faucet_buf_puts(b, r->dry_run ? "true" : "false");
-	jw_member(b, "written", 0);
-	jw_string_array(b, &r->written);
-	jw_member(b, "durability_unknown", 0);
-	jw_string_array(b, &r->durability_unknown);
-	jw_member(b, "deleted", 0);
-	jw_string_array(b, &r->deleted);
-	jw_member(b, "atomic", 0);
-	(void)faucet_buf_puts(b, r->atomic ? "true" : "false");
-	jw_member(b, "error", 0);
+	cli_jw_member(b, "dry_run", 0);
+	(void)faucet__buf_puts(b, r->dry_run ? "true" : "false");
+	cli_jw_member(b, "written", 0);
+	cli_jw_string_array(b, &r->written);
+	cli_jw_member(b, "durability_unknown", 0);
+	cli_jw_string_array(b, &r->durability_unknown);
+	cli_jw_member(b, "deleted", 0);
+	cli_jw_string_array(b, &r->deleted);
+	cli_jw_member(b, "atomic", 0);
+	(void)faucet__buf_puts(b, r->atomic ? "true" : "false");
+	cli_jw_member(b, "error", 0);
 	if (r->error == NULL) {
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 	} else {
-		(void)faucet_buf_putc(b, '{');
-		jw_member(b, "code", 1);
+		(void)faucet__buf_putc(b, '{');
+		cli_jw_member(b, "code", 1);
 		faucet__json_string(b, faucet_error_name(r->error_code));
-		jw_member(b, "message", 0);
+		cli_jw_member(b, "message", 0);
 		faucet__json_string(b, r->error);
-		jw_member(b, "exit", 0);
-		(void)faucet_buf_printf(b, "%d", CLI_EXIT_FAILED);
-		(void)faucet_buf_putc(b, '}');
+		cli_jw_member(b, "exit", 0);
+		(void)faucet__buf_printf(b, "%d", CLI_EXIT_FAILED);
+		(void)faucet__buf_putc(b, '}');
 	}
 	cli_write_run_json(w, b);
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 static void print_list(const char *what, const faucet_strarray *keys)
@@ -310,7 +310,7 @@ static int print_report(cli_context *ctx, const char *pipeline, const char *labe
 		faucet_buf b = FAUCET_BUF_INIT;
 
 		print_json_report(&b, pipeline, label, r, w);
-		if (jw_print(&b) != 0)
+		if (cli_jw_print(&b) != 0)
 			return CLI_EXIT_FAILED;
 	} else if (!ctx->quiet || r->dry_run || r->error != NULL) {
 		/* -q: a successful write's report is chatter; a failure's is not. */

@@ -379,29 +379,24 @@ static int print_result(pcopy *p, const faucet_strarray *deleted, const cli_writ
 		faucet_buf b = FAUCET_BUF_INIT;
 		int rc;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "pipeline", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "pipeline", 1);
 		faucet__json_string(&b, p->src);
-		jw_member(&b, "to_pipeline", 0);
+		cli_jw_member(&b, "to_pipeline", 0);
 		faucet__json_string(&b, p->dst);
-		jw_member(&b, "tenant", 0);
+		cli_jw_member(&b, "tenant", 0);
 		faucet__json_string(&b, p->tenant);
-		jw_member(&b, "move", 0);
-		(void)faucet_buf_puts(&b, p->move ? "true" : "false");
-		jw_member(&b, "dry_run", 0);
-		(void)faucet_buf_puts(&b, p->dry_run ? "true" : "false");
-		jw_member(&b, "written", 0);
-		jw_string_array(&b, &p->dst_keys);
-		jw_member(&b, "deleted", 0);
-		jw_string_array(&b, del);
-		if (w != NULL) {
-			cli_write_run_json(w, &b);
-		} else {
-			jw_member(&b, "run", 0);
-			(void)faucet_buf_puts(&b, "null");
-		}
-		(void)faucet_buf_putc(&b, '}');
-		rc = jw_print(&b);
+		cli_jw_member(&b, "move", 0);
+		(void)faucet__buf_puts(&b, p->move ? "true" : "false");
+		cli_jw_member(&b, "dry_run", 0);
+		(void)faucet__buf_puts(&b, p->dry_run ? "true" : "false");
+		cli_jw_member(&b, "written", 0);
+		cli_jw_string_array(&b, &p->dst_keys);
+		cli_jw_member(&b, "deleted", 0);
+		cli_jw_string_array(&b, del);
+		cli_write_run_json(w, &b);
+		(void)faucet__buf_putc(&b, '}');
+		rc = cli_jw_print(&b);
 		faucet_strarray_dispose(&would);
 		return rc != 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 	}

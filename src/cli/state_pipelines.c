@@ -170,29 +170,29 @@ static void append_json(const pipe_scan *ps, faucet_buf *out)
 {
 	faucet_buf b = *out;
 
-	(void)faucet_buf_putc(&b, '[');
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0; i < ps->count; i++) {
 		const pipe_info *p = &ps->items[i];
 
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
+		(void)faucet__buf_puts(&b, i ? ",{" : "{");
 		if (ps->tenant != NULL) {
-			jw_member(&b, "tenant", 1);
+			cli_jw_member(&b, "tenant", 1);
 			faucet__json_string(&b, ps->tenant);
 		}
-		jw_member(&b, "pipeline", ps->tenant == NULL);
+		cli_jw_member(&b, "pipeline", ps->tenant == NULL);
 		faucet__json_string(&b, p->name);
-		jw_member(&b, "keys", 0);
-		(void)faucet_buf_printf(&b, "%zu", p->keys);
-		jw_member(&b, "last_run", 0);
+		cli_jw_member(&b, "keys", 0);
+		(void)faucet__buf_printf(&b, "%zu", p->keys);
+		cli_jw_member(&b, "last_run", 0);
 		faucet__json_string(&b, p->last_run);
-		jw_member(&b, "last_change", 0);
+		cli_jw_member(&b, "last_change", 0);
 		faucet__json_string(&b, p->last_change);
-		jw_member(&b, "leases", 0);
-		(void)faucet_buf_printf(&b, "%zu", p->live_leases);
-		jw_member(&b, "backfill_running", 0);
-		(void)faucet_buf_puts(&b, p->backfill ? "true}" : "false}");
+		cli_jw_member(&b, "leases", 0);
+		(void)faucet__buf_printf(&b, "%zu", p->live_leases);
+		cli_jw_member(&b, "backfill_running", 0);
+		(void)faucet__buf_puts(&b, p->backfill ? "true}" : "false}");
 	}
-	(void)faucet_buf_putc(&b, ']');
+	(void)faucet__buf_putc(&b, ']');
 	*out = b;
 }
 
@@ -309,10 +309,10 @@ int cli_state_pipelines(cli_context *ctx, int argc, char **argv)
 		faucet_buf b = FAUCET_BUF_INIT;
 
 		if (cli_pipelines_json(s, ps.tenant, &b) != 0) {
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			rc = cli_fail(CLI_EXIT_FAILED, "cannot list the pipelines of %s", ctx->store_label);
 		} else {
-			rc = jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
+			rc = cli_jw_print(&b) == 0 ? 0 : CLI_EXIT_FAILED;
 		}
 	} else if (collect(s, &ps) != 0) {
 		rc = cli_fail(CLI_EXIT_FAILED, "cannot list the pipelines of %s", ctx->store_label);

@@ -44,13 +44,13 @@ int cli_state_reindex(cli_context *ctx, int argc, char **argv)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "added", 1);
-		(void)faucet_buf_printf(&b, "%zu", added);
-		jw_member(&b, "removed", 0);
-		(void)faucet_buf_printf(&b, "%zu", removed);
-		(void)faucet_buf_putc(&b, '}');
-		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "added", 1);
+		(void)faucet__buf_printf(&b, "%zu", added);
+		cli_jw_member(&b, "removed", 0);
+		(void)faucet__buf_printf(&b, "%zu", removed);
+		(void)faucet__buf_putc(&b, '}');
+		return cli_jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 	}
 	printf("index of %s rebuilt: %zu key(s) added, %zu stale member(s) removed\n",
 	       ctx->store_label, added, removed);

@@ -52,13 +52,13 @@ int cli_state_rekey(cli_context *ctx, int argc, char **argv)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "rewritten", 1);
-		(void)faucet_buf_printf(&b, "%zu", rewritten);
-		jw_member(&b, "skipped", 0);
-		(void)faucet_buf_printf(&b, "%zu", skipped);
-		(void)faucet_buf_putc(&b, '}');
-		return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "rewritten", 1);
+		(void)faucet__buf_printf(&b, "%zu", rewritten);
+		cli_jw_member(&b, "skipped", 0);
+		(void)faucet__buf_printf(&b, "%zu", skipped);
+		(void)faucet__buf_putc(&b, '}');
+		return cli_jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 	}
 	printf("re-sealed %zu file%s with the current key (%zu changed meanwhile and were left "
 	       "as written)\n",

@@ -120,9 +120,9 @@ static void put_escaped(faucet_buf *b, const char *msg)
 {
 	for (const char *p = msg; *p; p++) {
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			(void)faucet_buf_printf(b, "\\x%02x", (unsigned char)*p);
+			(void)faucet__buf_printf(b, "\\x%02x", (unsigned char)*p);
 		else
-			(void)faucet_buf_putc(b, *p);
+			(void)faucet__buf_putc(b, *p);
 	}
 }
 
@@ -150,7 +150,7 @@ static int print_history_table(cli_context *ctx, const history_row *rows, size_t
 			nkeys = (size_t)json_object_get_int64(total);
 		(void)snprintf(kbuf, sizeof(kbuf), "%zu", nkeys);
 		if (undoes != NULL)
-			(void)faucet_buf_printf(&note, "undoes %s%s", undoes, msg ? "; " : "");
+			(void)faucet__buf_printf(&note, "undoes %s%s", undoes, msg ? "; " : "");
 		if (msg != NULL)
 			put_escaped(&note, msg);
 		cells[0] = rows[i].run;
@@ -163,7 +163,7 @@ static int print_history_table(cli_context *ctx, const history_row *rows, size_t
 		if (note.failed)
 			t.failed = 1;
 		(void)cli_table_add(&t, cells);
-		faucet_buf_dispose(&note);
+		faucet__buf_dispose(&note);
 	}
 	rc = cli_table_print(&t, ctx, heads);
 	cli_table_dispose(&t);
@@ -294,18 +294,18 @@ static void conflict_line(const faucet_undo_conflict *c)
 
 static void conflict_json(faucet_buf *b, const faucet_undo_conflict *c)
 {
-	(void)faucet_buf_putc(b, '{');
-	jw_member(b, "key", 1);
+	(void)faucet__buf_putc(b, '{');
+	cli_jw_member(b, "key", 1);
 	faucet__json_string(b, c->key);
-	jw_member(b, "current", 0);
-	(void)faucet_buf_puts(b, c->current ? faucet_value_json(c->current) : "null");
-	jw_member(b, "wrote", 0);
-	(void)faucet_buf_puts(b, c->wrote ? faucet_value_json(c->wrote) : "null");
-	jw_member(b, "wrote_known", 0);
-	(void)faucet_buf_puts(b, c->wrote_known ? "true" : "false");
-	jw_member(b, "later_run", 0);
+	cli_jw_member(b, "current", 0);
+	(void)faucet__buf_puts(b, c->current ? faucet_value_json(c->current) : "null");
+	cli_jw_member(b, "wrote", 0);
+	(void)faucet__buf_puts(b, c->wrote ? faucet_value_json(c->wrote) : "null");
+	cli_jw_member(b, "wrote_known", 0);
+	(void)faucet__buf_puts(b, c->wrote_known ? "true" : "false");
+	cli_jw_member(b, "later_run", 0);
 	faucet__json_string(b, c->run);
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
@@ -319,39 +319,39 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_puts(&b, "{\"error\":{");
-		jw_member(&b, "code", 1);
+		(void)faucet__buf_puts(&b, "{\"error\":{");
+		cli_jw_member(&b, "code", 1);
 		faucet__json_string(&b, "conflict");
-		jw_member(&b, "message", 0);
+		cli_jw_member(&b, "message", 0);
 		faucet__json_string(&b, "a key changed since the run");
-		jw_member(&b, "exit", 0);
-		(void)faucet_buf_puts(&b, "3}");
-		jw_member(&b, "run", 0);
+		cli_jw_member(&b, "exit", 0);
+		(void)faucet__buf_puts(&b, "3}");
+		cli_jw_member(&b, "run", 0);
 		faucet__json_string(&b, r->run);
-		jw_member(&b, "key", 0);
+		cli_jw_member(&b, "key", 0);
 		faucet__json_string(&b, r->conflict_key);
-		jw_member(&b, "current", 0);
-		(void)faucet_buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
+		cli_jw_member(&b, "current", 0);
+		(void)faucet__buf_puts(&b, r->conflict_current ? faucet_value_json(r->conflict_current)
 							    : "null");
-		jw_member(&b, "wrote", 0);
-		(void)faucet_buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
+		cli_jw_member(&b, "wrote", 0);
+		(void)faucet__buf_puts(&b, r->conflict_wrote ? faucet_value_json(r->conflict_wrote)
 							 : "null");
-		jw_member(&b, "later_run", 0);
+		cli_jw_member(&b, "later_run", 0);
 		faucet__json_string(&b, r->conflict_run);
-		jw_member(&b, "conflicts", 0);
-		(void)faucet_buf_putc(&b, '[');
+		cli_jw_member(&b, "conflicts", 0);
+		(void)faucet__buf_putc(&b, '[');
 		for (size_t i = 0; i < r->conflict_count; i++) {
 			if (i > 0)
-				(void)faucet_buf_putc(&b, ',');
+				(void)faucet__buf_putc(&b, ',');
 			conflict_json(&b, &r->conflicts[i]);
 		}
-		(void)faucet_buf_putc(&b, ']');
-		jw_member(&b, "conflict_total", 0);
-		(void)faucet_buf_printf(&b, "%zu", r->conflict_total);
-		jw_member(&b, "truncated", 0);
-		(void)faucet_buf_puts(&b, r->conflicts_truncated ? "true" : "false");
-		(void)faucet_buf_putc(&b, '}');
-		(void)jw_print(&b);
+		(void)faucet__buf_putc(&b, ']');
+		cli_jw_member(&b, "conflict_total", 0);
+		(void)faucet__buf_printf(&b, "%zu", r->conflict_total);
+		cli_jw_member(&b, "truncated", 0);
+		(void)faucet__buf_puts(&b, r->conflicts_truncated ? "true" : "false");
+		(void)faucet__buf_putc(&b, '}');
+		(void)cli_jw_print(&b);
 	} else if (r->conflict_total > 1) {
 		/* Every key, so that one retry after fixing them is enough. */
 		for (size_t i = 0; i < r->conflict_count; i++)
@@ -379,22 +379,22 @@ static int report_conflict(cli_context *ctx, const faucet_undo_result *r)
 /* "steps": what each restored key held and gets back. */
 static void steps_json(faucet_buf *b, const faucet_undo_result *r)
 {
-	jw_member(b, "steps", 0);
-	(void)faucet_buf_putc(b, '[');
+	cli_jw_member(b, "steps", 0);
+	(void)faucet__buf_putc(b, '[');
 	for (size_t i = 0; i < r->restored.count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(b, ',');
-		(void)faucet_buf_putc(b, '{');
-		jw_member(b, "key", 1);
+			(void)faucet__buf_putc(b, ',');
+		(void)faucet__buf_putc(b, '{');
+		cli_jw_member(b, "key", 1);
 		faucet__json_string(b, r->restored.strings[i]);
-		jw_member(b, "replaced", 0);
-		(void)faucet_buf_puts(b, r->replaced[i] ? faucet_value_json(r->replaced[i]) : "null");
-		jw_member(b, "restored_to", 0);
-		(void)faucet_buf_puts(b, r->restored_to[i] ? faucet_value_json(r->restored_to[i])
+		cli_jw_member(b, "replaced", 0);
+		(void)faucet__buf_puts(b, r->replaced[i] ? faucet_value_json(r->replaced[i]) : "null");
+		cli_jw_member(b, "restored_to", 0);
+		(void)faucet__buf_puts(b, r->restored_to[i] ? faucet_value_json(r->restored_to[i])
 							 : "null");
-		(void)faucet_buf_putc(b, '}');
+		(void)faucet__buf_putc(b, '}');
 	}
-	(void)faucet_buf_putc(b, ']');
+	(void)faucet__buf_putc(b, ']');
 }
 
 /* The library's options from the arguments, --wait's duration checked. */
@@ -445,22 +445,22 @@ static int print_undo_json(const runs_args *a, const faucet_undo_result *r, cons
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "undone", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "undone", 1);
 	faucet__json_string(&b, r->run);
-	jw_member(&b, "scope", 0);
+	cli_jw_member(&b, "scope", 0);
 	faucet__json_string(&b, r->scope);
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, a->dry_run ? "true" : "false");
-	jw_member(&b, "restored", 0);
-	jw_string_array(&b, &r->restored);
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, a->dry_run ? "true" : "false");
+	cli_jw_member(&b, "restored", 0);
+	cli_jw_string_array(&b, &r->restored);
 	steps_json(&b, r);
-	jw_member(&b, "run", 0);
+	cli_jw_member(&b, "run", 0);
 	faucet__json_string(&b, r->undo_run);
-	jw_member(&b, "undo", 0);
+	cli_jw_member(&b, "undo", 0);
 	faucet__json_string(&b, again);
-	(void)faucet_buf_putc(&b, '}');
-	return jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
+	(void)faucet__buf_putc(&b, '}');
+	return cli_jw_print(&b) != 0 ? CLI_EXIT_FAILED : 0;
 }
 
 /* The keys restored (stdout) and the command that undoes the undo

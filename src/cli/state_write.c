@@ -100,18 +100,18 @@ static int print_put_json(const char *key, int written, int conditional, int ato
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "key", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "key", 1);
 	faucet__json_string(&b, key);
-	jw_member(&b, "written", 0);
-	(void)faucet_buf_puts(&b, written ? "true" : "false");
+	cli_jw_member(&b, "written", 0);
+	(void)faucet__buf_puts(&b, written ? "true" : "false");
 	if (conditional) {
-		jw_member(&b, "atomic", 0);
-		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
+		cli_jw_member(&b, "atomic", 0);
+		(void)faucet__buf_puts(&b, atomic ? "true" : "false");
 	}
 	cli_write_run_json(w, &b);
-	(void)faucet_buf_putc(&b, '}');
-	return jw_print(&b);
+	(void)faucet__buf_putc(&b, '}');
+	return cli_jw_print(&b);
 }
 
 /* The longest found value the stderr line shows in full; --json always
@@ -156,20 +156,20 @@ static int condition_failed(cli_context *ctx, faucet_store *s, const put_args *p
 	if (ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, pa->key);
-		jw_member(&b, "written", 0);
-		(void)faucet_buf_puts(&b, "false");
-		jw_member(&b, "atomic", 0);
-		(void)faucet_buf_puts(&b, atomic ? "true" : "false");
-		jw_member(&b, "found", 0);
-		(void)faucet_buf_puts(&b, text ? text : "null");
+		cli_jw_member(&b, "written", 0);
+		(void)faucet__buf_puts(&b, "false");
+		cli_jw_member(&b, "atomic", 0);
+		(void)faucet__buf_puts(&b, atomic ? "true" : "false");
+		cli_jw_member(&b, "found", 0);
+		(void)faucet__buf_puts(&b, text ? text : "null");
 		cli_write_run_json(w, &b);
-		jw_member(&b, "error", 0);
+		cli_jw_member(&b, "error", 0);
 		cli_json_error_object(&b, faucet_error_name(FAUCET_ERROR), msg, CLI_EXIT_CONDITION);
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0) {
+		(void)faucet__buf_putc(&b, '}');
+		if (cli_jw_print(&b) != 0) {
 			free(msg);
 			faucet_value_free(found);
 			return CLI_EXIT_FAILED;
@@ -297,17 +297,17 @@ int cli_state_delete(cli_context *ctx, int argc, char **argv)
 	if (rc == 0 && ctx->json) {
 		faucet_buf b = FAUCET_BUF_INIT;
 
-		(void)faucet_buf_putc(&b, '{');
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_putc(&b, '{');
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, key);
-		jw_member(&b, "deleted", 0);
+		cli_jw_member(&b, "deleted", 0);
 		/* A delete of an absent key deleted nothing (and recorded no run). */
-		(void)faucet_buf_puts(&b, w.run == NULL ? "true"
+		(void)faucet__buf_puts(&b, w.run == NULL ? "true"
 				       : (w.joined ? faucet_run_keys(w.run)->count
 						   : faucet_run_changed(w.run)) > 0 ? "true" : "false");
 		cli_write_run_json(&w, &b);
-		(void)faucet_buf_putc(&b, '}');
-		if (jw_print(&b) != 0)
+		(void)faucet__buf_putc(&b, '}');
+		if (cli_jw_print(&b) != 0)
 			rc = CLI_EXIT_FAILED;
 	}
 	cli_write_run_dispose(&w);

@@ -168,10 +168,10 @@ static const char *recorded_run(const cli_write_run *w)
 
 void cli_write_run_json(const cli_write_run *w, faucet_buf *b)
 {
-	jw_member(b, "run", 0);
-	faucet__json_string(b, recorded_run(w));
-	jw_member(b, "undo", 0);
-	faucet__json_string(b, w->undo);
+	cli_jw_member(b, "run", 0);
+	faucet__json_string(b, w != NULL ? recorded_run(w) : NULL);
+	cli_jw_member(b, "undo", 0);
+	faucet__json_string(b, w != NULL ? w->undo : NULL);
 }
 
 void cli_write_run_dispose(cli_write_run *w)

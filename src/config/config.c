@@ -155,13 +155,13 @@ char *faucet_config_scrub(const faucet_config *c, const char *text)
 		long i = env_value_at(c, p);
 
 		if (i < 0) {
-			(void)faucet_buf_putc(&b, *p++);
+			(void)faucet__buf_putc(&b, *p++);
 			continue;
 		}
-		(void)faucet_buf_puts(&b, c->env_refs.strings[i]);
+		(void)faucet__buf_puts(&b, c->env_refs.strings[i]);
 		p += strlen(c->env_values.strings[i]);
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
@@ -444,8 +444,8 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 			int rc;
 
 			for (i = 0; allowed[i] != NULL; i++) {
-				(void)faucet_buf_puts(&names, i ? ", " : "");
-				(void)faucet_buf_puts(&names, allowed[i]);
+				(void)faucet__buf_puts(&names, i ? ", " : "");
+				(void)faucet__buf_puts(&names, allowed[i]);
 			}
 			const char *best;
 			size_t count = i;
@@ -458,7 +458,7 @@ static int check_mapping(loader *l, const yaml_node_t *node, const char *field,
 			else
 				rc = node_error(l, key, "%s: unknown field '%s' (known: %s)", field,
 						scalar_raw(key), names.ptr ? names.ptr : "");
-			faucet_buf_dispose(&names);
+			faucet__buf_dispose(&names);
 			return rc;
 		}
 	}
@@ -617,10 +617,10 @@ static int not_this_backends(loader *l, const yaml_node_t *key, const faucet_bac
 	int rc;
 
 	for (const faucet_backend_field *f = be->fields; f->name != NULL; f++)
-		(void)faucet_buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);
+		(void)faucet__buf_printf(&takes, "%s%s", f == be->fields ? "" : ", ", f->name);
 	rc = node_error(l, key, "state.config.%s does not apply to type '%s' (it takes: %s)",
 			scalar_raw(key), be->type, takes.ptr ? takes.ptr : "no options");
-	faucet_buf_dispose(&takes);
+	faucet__buf_dispose(&takes);
 	return rc;
 }
 
@@ -658,12 +658,12 @@ static int field_text(loader *l, yaml_node_t *node, const faucet_backend_field *
 			rc = node_error(l, node, "%s[%zu] '%s' may not hold ','", label, i,
 					items.strings[i]);
 		else
-			(void)faucet_buf_printf(&b, "%s%s", i ? "," : "", items.strings[i]);
+			(void)faucet__buf_printf(&b, "%s%s", i ? "," : "", items.strings[i]);
 	}
 	wipe_strarray(&items);
-	if (rc == 0 && b.len > 0 && (*out = faucet_buf_detach(&b)) == NULL)
+	if (rc == 0 && b.len > 0 && (*out = faucet__buf_detach(&b)) == NULL)
 		rc = FAUCET_ENOMEM;
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
@@ -760,9 +760,9 @@ static int load_state(loader *l, yaml_node_t *node)
 		faucet_buf known = FAUCET_BUF_INIT;
 
 		for (size_t i = 0; i < nt; i++)
-			(void)faucet_buf_printf(&known, "%s%s", i ? ", " : "", types[i]);
+			(void)faucet__buf_printf(&known, "%s%s", i ? ", " : "", types[i]);
 		rc = node_error(l, node, "state needs a `type` (%s)", known.ptr ? known.ptr : "");
-		faucet_buf_dispose(&known);
+		faucet__buf_dispose(&known);
 		return rc;
 	}
 	rc = read_string(l, type, "state.type", &name);
@@ -868,10 +868,10 @@ static int read_config_file(const char *path, char **out, size_t *len)
 	if (fd < 0)
 		return faucet__error_os(FAUCET_ECONFIG, errno, "config %s: cannot open", path);
 	/* Size the buffer up front so it never moves: it may hold a key. */
-	if (fstat(fd, &st) != 0 || faucet_buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
+	if (fstat(fd, &st) != 0 || faucet__buf_grow(&b, (size_t)st.st_size + 4096) != 0) {
 		int err = errno;
 		close(fd);
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 	}
 	for (;;) {
@@ -880,16 +880,16 @@ static int read_config_file(const char *path, char **out, size_t *len)
 		if (b.cap - b.len < 2) {
 			/* The file grew while we read it; wipe the old buffer. */
 			faucet_buf bigger = FAUCET_BUF_INIT;
-			if (faucet_buf_grow(&bigger, b.cap * 2) != 0 ||
-			    faucet_buf_put(&bigger, b.ptr, b.len) != 0) {
+			if (faucet__buf_grow(&bigger, b.cap * 2) != 0 ||
+			    faucet__buf_put(&bigger, b.ptr, b.len) != 0) {
 				explicit_bzero(b.ptr, b.len);
-				faucet_buf_dispose(&b);
-				faucet_buf_dispose(&bigger);
+				faucet__buf_dispose(&b);
+				faucet__buf_dispose(&bigger);
 				close(fd);
 				return FAUCET_ENOMEM;
 			}
 			explicit_bzero(b.ptr, b.len);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			b = bigger;
 		}
 		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
@@ -898,7 +898,7 @@ static int read_config_file(const char *path, char **out, size_t *len)
 		if (n < 0) {
 			int err = errno;
 			explicit_bzero(b.ptr, b.len);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			close(fd);
 			return faucet__error_os(FAUCET_ECONFIG, err, "config %s: cannot read", path);
 		}

@@ -152,8 +152,8 @@ int faucet_suffix__known(faucet_suffix_kind kind)
 void faucet_key__push(faucet_buf *out, const char *segment)
 {
 	if (out->len > 0)
-		(void)faucet_buf_puts(out, FAUCET_KEY_SEPARATOR);
-	(void)faucet_buf_puts(out, segment);
+		(void)faucet__buf_puts(out, FAUCET_KEY_SEPARATOR);
+	(void)faucet__buf_puts(out, segment);
 }
 
 void faucet_suffix__push(faucet_buf *out, faucet_suffix_kind kind, const char *arg)
@@ -173,7 +173,7 @@ char *faucet_suffix_render(faucet_suffix_kind kind, const char *arg)
 	faucet_buf buf = FAUCET_BUF_INIT;
 
 	faucet_suffix__push(&buf, kind, arg);
-	return faucet_buf_detach(&buf);
+	return faucet__buf_detach(&buf);
 }
 
 char *faucet_suffix_tail(faucet_suffix_kind kind, const char *arg)

@@ -249,7 +249,7 @@ char *faucet_key_sub(const faucet_key *k)
 static void push_namespace(faucet_buf *out, const faucet_key *k)
 {
 	if (k->rendered) {
-		(void)faucet_buf_puts(out, k->rendered);
+		(void)faucet__buf_puts(out, k->rendered);
 		return;
 	}
 	if (k->tenant)
@@ -264,7 +264,7 @@ char *faucet_key_namespace(const faucet_key *k)
 	if (k == NULL)
 		return NULL;
 	push_namespace(&buf, k);
-	return faucet_buf_detach(&buf);
+	return faucet__buf_detach(&buf);
 }
 
 char *faucet_key_render_scheme(const faucet_key *k, unsigned version)
@@ -279,7 +279,7 @@ char *faucet_key_render_scheme(const faucet_key *k, unsigned version)
 	if (!k->rendered && k->sub_kind != SUB_NONE) {
 		char *sub = render_sub(k, version);
 		if (sub == NULL) {
-			faucet_buf_dispose(&buf);
+			faucet__buf_dispose(&buf);
 			return NULL;
 		}
 		faucet_key__push(&buf, sub);
@@ -288,7 +288,7 @@ char *faucet_key_render_scheme(const faucet_key *k, unsigned version)
 	if (k->shard)
 		faucet_key__push(&buf, k->shard);
 	faucet_suffix__push(&buf, k->suffix, k->suffix_arg);
-	return faucet_buf_detach(&buf);
+	return faucet__buf_detach(&buf);
 }
 
 char *faucet_key_render(const faucet_key *k)
@@ -343,7 +343,7 @@ int faucet_key_legacy_renderings(const faucet_key *k, faucet_strarray *out)
 			free(old);
 			continue;
 		}
-		if (faucet_strarray_push_owned(out, old) != 0) {
+		if (faucet__strarray_push_owned(out, old) != 0) {
 			free(current);
 			faucet_strarray_dispose(out);
 			return FAUCET_ENOMEM;

@@ -74,20 +74,20 @@ int faucet__lease_doc(const char *holder, int64_t expires_at, const char *run, f
 	faucet_buf b = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&b, "{\"holder\":");
+	(void)faucet__buf_puts(&b, "{\"holder\":");
 	faucet__json_string(&b, holder);
-	(void)faucet_buf_printf(&b, ",\"expires_at\":%lld", (long long)expires_at);
+	(void)faucet__buf_printf(&b, ",\"expires_at\":%lld", (long long)expires_at);
 	if (run != NULL) {
-		(void)faucet_buf_puts(&b, ",\"run\":");
+		(void)faucet__buf_puts(&b, ",\"run\":");
 		faucet__json_string(&b, run);
 	}
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
 	rc = faucet_value_parse(out, b.ptr, b.len);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
@@ -224,7 +224,7 @@ static int collect_lease_key(const char *key, void *ctx)
 		return SCAN_TIMED_OUT;
 	if (n < m || strcmp(key + n - m, LEASE_SUFFIX) != 0)
 		return 0;
-	return faucet_strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
+	return faucet__strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
 }
 
 /* faucet_lease_list_expired with a deadline: FAUCET_ETIMEOUT once
@@ -259,7 +259,7 @@ static int list_expired_until(faucet_store *s, int64_t now, uint64_t deadline_ms
 			faucet_lease_dispose(&l);
 		}
 		if (rc == 0 && v != NULL && expires_at <= now &&
-		    faucet_strarray_push(out, keys->strings[i]) != 0)
+		    faucet__strarray_push(out, keys->strings[i]) != 0)
 			rc = FAUCET_ENOMEM;
 		faucet_value_free(v);
 	}
@@ -303,18 +303,18 @@ int faucet_lease_probe(faucet_store *s, int64_t now, uint64_t timeout_ms,
 	if (expired.count == 0)
 		return faucet_check_report_add(report, name, FAUCET_PROBE_PASS, NULL,
 					       faucet__now_ms() - start, NULL);
-	rc = faucet_buf_printf(&reason, "%zu expired lease(s): ", expired.count);
+	rc = faucet__buf_printf(&reason, "%zu expired lease(s): ", expired.count);
 	for (size_t i = 0; rc == 0 && i < expired.count && i < PROBE_NAMES_MAX; i++)
-		rc = faucet_buf_printf(&reason, "%s%s", i ? ", " : "", expired.strings[i]);
+		rc = faucet__buf_printf(&reason, "%s%s", i ? ", " : "", expired.strings[i]);
 	if (rc == 0 && expired.count > PROBE_NAMES_MAX)
-		rc = faucet_buf_printf(&reason, " and %zu more", expired.count - PROBE_NAMES_MAX);
+		rc = faucet__buf_printf(&reason, " and %zu more", expired.count - PROBE_NAMES_MAX);
 	if (rc == 0)
 		rc = faucet_check_report_add(
 			report, name, FAUCET_PROBE_WARN, reason.ptr, faucet__now_ms() - start,
 			"a runner stopped without releasing these (killed, crashed, or its release "
 			"failed); they block no one, the next claim takes them over - check those "
 			"units or runs, and `faucet lock break KEY` removes a lease");
-	faucet_buf_dispose(&reason);
+	faucet__buf_dispose(&reason);
 	faucet_strarray_dispose(&expired);
 	return rc;
 }

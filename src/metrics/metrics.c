@@ -151,7 +151,7 @@ static void put_double(faucet_buf *buf, double v)
 	(void)snprintf(text, sizeof(text), "%.15g", v);
 	if (strtod(text, NULL) != v)
 		(void)snprintf(text, sizeof(text), "%.17g", v);
-	(void)faucet_buf_printf(buf, " %s\n", text);
+	(void)faucet__buf_printf(buf, " %s\n", text);
 }
 
 int faucet_metrics_render(char **out)
@@ -169,25 +169,25 @@ int faucet_metrics_render(char **out)
 
 		if (last == NULL || last_len != fam || strncmp(last, m->name, fam) != 0) {
 			if (desc >= 0)
-				(void)faucet_buf_printf(&buf, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)fam,
+				(void)faucet__buf_printf(&buf, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)fam,
 							m->name, descriptions[desc].help, (int)fam,
 							m->name, descriptions[desc].type);
 			else
-				(void)faucet_buf_printf(&buf, "# TYPE %s %s\n", m->name,
+				(void)faucet__buf_printf(&buf, "# TYPE %s %s\n", m->name,
 							m->is_gauge ? "gauge" : "counter");
 		}
 		last = m->name;
 		last_len = fam;
-		(void)faucet_buf_puts(&buf, m->name);
+		(void)faucet__buf_puts(&buf, m->name);
 		if (m->labels[0] != '\0')
-			(void)faucet_buf_printf(&buf, "{%s}", m->labels);
+			(void)faucet__buf_printf(&buf, "{%s}", m->labels);
 		if (m->is_gauge)
 			put_double(&buf, m->gauge);
 		else
-			(void)faucet_buf_printf(&buf, " %" PRIu64 "\n", m->count);
+			(void)faucet__buf_printf(&buf, " %" PRIu64 "\n", m->count);
 	}
 	pthread_mutex_unlock(&registry_lock);
-	*out = faucet_buf_detach(&buf);
+	*out = faucet__buf_detach(&buf);
 	return *out ? 0 : FAUCET_ENOMEM;
 }
 

@@ -7,7 +7,7 @@
  * write of its row ("not a faucet run status document"), and no command may
  * write or delete it (doc/design.md §8.9), so doctor is where it is found and
  * cleared.  Clearing never deletes: the value moves to a set-aside key (see
- * run__broken_key) that is neither bookkeeping nor a run document, and only
+ * faucet_run__broken_key) that is neither bookkeeping nor a run document, and only
  * then is the broken key removed, with compare-and-delete against the exact
  * value moved, so a document someone fixed meanwhile is kept.
  */
@@ -102,13 +102,13 @@ static int parse_as_kind(const char *key, const faucet_value *v)
 	}
 	case DOC_STATUS: {
 		run_status st;
-		rc = run__status_parse(v, key, &st);
-		run__status_dispose(&st);
+		rc = faucet_run__status_parse(v, key, &st);
+		faucet_run__status_dispose(&st);
 		return rc;
 	}
 	case DOC_INDEX: {
 		faucet_strarray runs;
-		rc = run__index_parse(v, key, &runs);
+		rc = faucet_run__index_parse(v, key, &runs);
 		faucet_strarray_dispose(&runs);
 		return rc;
 	}
@@ -119,8 +119,8 @@ static int parse_as_kind(const char *key, const faucet_value *v)
 
 		if (part && id == NULL)
 			return FAUCET_ENOMEM;
-		rc = run__marker_parse(v, key, part ? id : run, &m);
-		run__marker_dispose(&m);
+		rc = faucet_run__marker_parse(v, key, part ? id : run, &m);
+		faucet_run__marker_dispose(&m);
 		free(id);
 		return rc;
 	}
@@ -146,12 +146,12 @@ static void put_stripped(faucet_buf *b, const char *seg, size_t len)
 	while (len > 0 && seg[len - 1] == '_')
 		len--;
 	if (len == 0)
-		(void)faucet_buf_putc(b, 'x');
+		(void)faucet__buf_putc(b, 'x');
 	else
-		(void)faucet_buf_printf(b, "%.*s", (int)len, seg);
+		(void)faucet__buf_printf(b, "%.*s", (int)len, seg);
 }
 
-char *run__broken_key(const char *key, int64_t now, unsigned attempt)
+char *faucet_run__broken_key(const char *key, int64_t now, unsigned attempt)
 {
 	char stamp[32], tail[48];
 	time_t t = (time_t)now;
@@ -169,28 +169,28 @@ char *run__broken_key(const char *key, int64_t now, unsigned attempt)
 	else
 		(void)snprintf(tail, sizeof(tail), "%s", stamp);
 	/* {scope}::__broken__::{bookkeeping part, underscores off}::{stamp} */
-	(void)faucet_buf_printf(&b, "%.*s::" BROKEN_SEGMENT, (int)mark, key);
+	(void)faucet__buf_printf(&b, "%.*s::" BROKEN_SEGMENT, (int)mark, key);
 	for (const char *p = key + mark; p != NULL;) {
 		const char *seg = p + 2, *end = strstr(seg, "::");
 
-		(void)faucet_buf_puts(&b, "::");
+		(void)faucet__buf_puts(&b, "::");
 		put_stripped(&b, seg, end ? (size_t)(end - seg) : strlen(seg));
 		p = end;
 	}
-	(void)faucet_buf_printf(&b, "::%s", tail);
+	(void)faucet__buf_printf(&b, "::%s", tail);
 	/* Too long for a key: the scope and the stamp only, then the stamp
 	 * under a first segment of its own (never bookkeeping: that needs a
 	 * segment after the first). */
 	if (!b.failed && b.len > FAUCET_KEY_MAX) {
 		b.len = 0;
-		(void)faucet_buf_printf(&b, "%.*s::" BROKEN_SEGMENT "::%s", (int)mark, key, tail);
+		(void)faucet__buf_printf(&b, "%.*s::" BROKEN_SEGMENT "::%s", (int)mark, key, tail);
 	}
 	if (!b.failed && b.len > FAUCET_KEY_MAX) {
 		b.len = 0;
-		(void)faucet_buf_printf(&b, BROKEN_SEGMENT "::%s", tail);
+		(void)faucet__buf_printf(&b, BROKEN_SEGMENT "::%s", tail);
 	}
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return NULL;
 	}
 	return b.ptr;
@@ -231,7 +231,7 @@ static int collect_key(const char *key, void *ctx)
 		return SCAN_TIMED_OUT;
 	if (!faucet__is_bookkeeping_key(key))
 		return 0;
-	return faucet_strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
+	return faucet__strarray_push(&scan->keys, key) == 0 ? 0 : FAUCET_ENOMEM;
 }
 
 static void broken_dispose(broken_doc *d)
@@ -332,7 +332,7 @@ static int set_aside(faucet_store *s, int64_t now, broken_doc *d)
 
 	for (unsigned attempt = 1; attempt <= SET_ASIDE_TRIES && !written; attempt++) {
 		free(to);
-		to = run__broken_key(d->key, now, attempt);
+		to = faucet_run__broken_key(d->key, now, attempt);
 		if (to == NULL)
 			return FAUCET_ENOMEM;
 		if (faucet_validate_key(to) != 0) { /* cannot happen: a safety stop */
@@ -387,9 +387,9 @@ static void put_error(faucet_buf *b, const char *error)
 	size_t len = strlen(error);
 
 	if (len <= ERROR_SHOWN_MAX)
-		(void)faucet_buf_puts(b, error);
+		(void)faucet__buf_puts(b, error);
 	else
-		(void)faucet_buf_printf(b, "%.*s...", ERROR_SHOWN_MAX, error);
+		(void)faucet__buf_printf(b, "%.*s...", ERROR_SHOWN_MAX, error);
 }
 
 static int report_text(faucet_check_report *r, faucet_probe_status st, faucet_buf *reason,
@@ -402,8 +402,8 @@ static int report_text(faucet_check_report *r, faucet_probe_status st, faucet_bu
 	else
 		rc = faucet_check_report_add(r, PROBE_NAME, st, reason->len ? reason->ptr : NULL,
 					     elapsed, hint->len ? hint->ptr : NULL);
-	faucet_buf_dispose(reason);
-	faucet_buf_dispose(hint);
+	faucet__buf_dispose(reason);
+	faucet__buf_dispose(hint);
 	return rc;
 }
 
@@ -414,29 +414,29 @@ static int verdict(faucet_check_report *r, const doc_scan *scan, int repair, uin
 	size_t failed = 0, moved = 0, changed = 0;
 
 	if (scan->nbroken == 0 && scan->timed_out) {
-		(void)faucet_buf_printf(&reason, "ran out of time after %zu of %zu run documents",
+		(void)faucet__buf_printf(&reason, "ran out of time after %zu of %zu run documents",
 					scan->checked, scan->keys.count);
 		return report_text(r, FAUCET_PROBE_SKIP, &reason, &hint, elapsed);
 	}
 	if (scan->nbroken == 0)
 		return report_text(r, FAUCET_PROBE_PASS, &reason, &hint, elapsed);
 	if (!repair) {
-		(void)faucet_buf_printf(&reason, "%zu run document%s of %zu do%s not parse: ",
+		(void)faucet__buf_printf(&reason, "%zu run document%s of %zu do%s not parse: ",
 					scan->nbroken, scan->nbroken == 1 ? "" : "s",
 					scan->checked, scan->nbroken == 1 ? "es" : "");
 		for (size_t i = 0; i < scan->nbroken; i++) {
 			const broken_doc *d = &scan->broken[i];
 
-			(void)faucet_buf_puts(&reason, i ? "; " : "");
+			(void)faucet__buf_puts(&reason, i ? "; " : "");
 			/* The parsers' messages name the key; say it if one did not. */
 			if (strstr(d->error, d->key) == NULL)
-				(void)faucet_buf_printf(&reason, "%s: ", d->key);
+				(void)faucet__buf_printf(&reason, "%s: ", d->key);
 			put_error(&reason, d->error);
 		}
 		if (scan->timed_out)
-			(void)faucet_buf_printf(&reason, " (ran out of time after %zu of %zu)",
+			(void)faucet__buf_printf(&reason, " (ran out of time after %zu of %zu)",
 						scan->checked, scan->keys.count);
-		(void)faucet_buf_puts(&hint,
+		(void)faucet__buf_puts(&hint,
 				      "their rows cannot be written until they are cleared: "
 				      "`faucet doctor --repair` sets each aside under "
 				      "{scope}::" BROKEN_SEGMENT "::... (never deletes it)");
@@ -446,23 +446,23 @@ static int verdict(faucet_check_report *r, const doc_scan *scan, int repair, uin
 		const broken_doc *d = &scan->broken[i];
 
 		if (d->repair_error != NULL) {
-			(void)faucet_buf_printf(&reason, "%scannot set %s aside: ",
+			(void)faucet__buf_printf(&reason, "%scannot set %s aside: ",
 						failed++ ? "; " : "", d->key);
 			put_error(&reason, d->repair_error);
 		} else if (d->changed) {
-			(void)faucet_buf_printf(&hint, "%s%s changed while being set aside, left as "
+			(void)faucet__buf_printf(&hint, "%s%s changed while being set aside, left as "
 						"it is",
 						(moved + changed++) ? "; " : "", d->key);
 			if (d->moved_to != NULL)
-				(void)faucet_buf_printf(&hint, " (a copy of what it held is at %s)",
+				(void)faucet__buf_printf(&hint, " (a copy of what it held is at %s)",
 							d->moved_to);
 		} else {
-			(void)faucet_buf_printf(&hint, "%sset aside %s as %s", (moved++ + changed) ? "; " : "",
+			(void)faucet__buf_printf(&hint, "%sset aside %s as %s", (moved++ + changed) ? "; " : "",
 						d->key, d->moved_to);
 		}
 	}
 	if (failed == 0 && scan->timed_out)
-		(void)faucet_buf_printf(&reason, "ran out of time after %zu of %zu run documents",
+		(void)faucet__buf_printf(&reason, "ran out of time after %zu of %zu run documents",
 					scan->checked, scan->keys.count);
 	/* Set aside: nothing is left to look at, so a pass that says what it
 	 * did (as the temp files' repair does). */

@@ -24,7 +24,7 @@
 /* Ids are made from the wall clock in milliseconds, never going backwards
  * within a process: two runs begun in the same millisecond (or across a
  * clock step) still sort in the order they began. */
-int run__new_id(char *out, size_t size)
+int faucet_run__new_id(char *out, size_t size)
 {
 	static _Atomic long long last_ms;
 	struct timeval tv;
@@ -55,7 +55,7 @@ int run__new_id(char *out, size_t size)
 	return 0;
 }
 
-int run__valid_id(const char *id)
+int faucet_run__valid_id(const char *id)
 {
 	static const char shape[] = "99999999T999999.999Z-xxxxxx";
 
@@ -74,17 +74,17 @@ int run__valid_id(const char *id)
 	return 1;
 }
 
-char *run__key(const char *scope, const char *suffix)
+char *faucet_run__key(const char *scope, const char *suffix)
 {
 	return faucet__sprintf("%s::%s", scope, suffix);
 }
 
-char *run__marker_key(const char *scope, const char *run)
+char *faucet_run__marker_key(const char *scope, const char *run)
 {
 	return faucet__sprintf("%s::__rollback__::%s", scope, run);
 }
 
-char *run__marker_part_key(const char *marker_key, size_t n)
+char *faucet_run__marker_part_key(const char *marker_key, size_t n)
 {
 	return faucet__sprintf("%s::%zu", marker_key, n);
 }
@@ -164,7 +164,7 @@ static int runs_document(const faucet_value *v, json_object **root, json_object 
 
 /* ---- rollback marker ---------------------------------------------------------- */
 
-run_image *run__marker_find(run_marker *m, const char *key)
+run_image *faucet_run__marker_find(run_marker *m, const char *key)
 {
 	int found = 0;
 	size_t i = faucet__find_sorted_near(m->items, m->count, sizeof(run_image), key, &m->near,
@@ -178,7 +178,7 @@ static int compare_images(const void *a, const void *b)
 	return strcmp(((const run_image *)a)->key, ((const run_image *)b)->key);
 }
 
-int run__marker_add_many(run_marker *m, const char *const *keys,
+int faucet_run__marker_add_many(run_marker *m, const char *const *keys,
 			 faucet_value *const *befores, size_t n, int *added)
 {
 	run_image *fresh, *items;
@@ -188,7 +188,7 @@ int run__marker_add_many(run_marker *m, const char *const *keys,
 	if ((fresh = faucet__calloc(n ? n : 1, sizeof(*fresh))) == NULL)
 		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (run__marker_find(m, keys[i]) == NULL) {
+		if (faucet_run__marker_find(m, keys[i]) == NULL) {
 			fresh[k].key = (char *)keys[i];
 			fresh[k++].before = befores[i];
 		}
@@ -235,7 +235,7 @@ int run__marker_add_many(run_marker *m, const char *const *keys,
 	return 0;
 }
 
-int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added)
+int faucet_run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added)
 {
 	int found = 0;
 	size_t i = m->count ? faucet__find_sorted(m->items, m->count, sizeof(run_image), key, &found)
@@ -282,13 +282,13 @@ static int read_images(run_marker *m, json_object *images, int after, int as_tex
 			return rc;
 		}
 		if (!after) {
-			rc = run__marker_add(m, name, v, &added);
+			rc = faucet_run__marker_add(m, name, v, &added);
 			faucet_value_free(v);
 			if (rc != 0)
 				return rc;
 			continue;
 		}
-		img = run__marker_find(m, name);
+		img = faucet_run__marker_find(m, name);
 		if (img == NULL) {
 			/* An after-image without a before-image: the document was not
 			 * written by us.  Treat it as foreign. */
@@ -302,7 +302,7 @@ static int read_images(run_marker *m, json_object *images, int after, int as_tex
 	return 0;
 }
 
-int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m)
+int faucet_run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m)
 {
 	json_object *root = NULL, *before, *after;
 	char *id = NULL;
@@ -341,7 +341,7 @@ done:
 	free(id);
 	json_object_put(root);
 	if (rc != 0) {
-		run__marker_dispose(m);
+		faucet_run__marker_dispose(m);
 		return rc == -1 ? foreign(key, "rollback marker") : rc;
 	}
 	return 0;
@@ -387,7 +387,7 @@ static void images_json(faucet_buf *b, const run_marker *m, int after, int as_te
 {
 	size_t n = 0;
 
-	(void)faucet_buf_putc(b, '{');
+	(void)faucet__buf_putc(b, '{');
 	for (size_t i = 0; i < m->count; i++) {
 		const faucet_value *v = after ? m->items[i].after : m->items[i].before;
 
@@ -396,15 +396,15 @@ static void images_json(faucet_buf *b, const run_marker *m, int after, int as_te
 		if (too_deep(v) != as_text)
 			continue;
 		if (n++ > 0)
-			(void)faucet_buf_putc(b, ',');
+			(void)faucet__buf_putc(b, ',');
 		faucet__json_string(b, m->items[i].key);
-		(void)faucet_buf_putc(b, ':');
+		(void)faucet__buf_putc(b, ':');
 		if (as_text)
 			faucet__json_string(b, faucet_value_json(v));
 		else
-			(void)faucet_buf_puts(b, v ? faucet_value_json(v) : "null");
+			(void)faucet__buf_puts(b, v ? faucet_value_json(v) : "null");
 	}
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 static int any_too_deep(const run_marker *m, int after)
@@ -418,7 +418,7 @@ static int any_too_deep(const run_marker *m, int after)
 	return 0;
 }
 
-int run__marker_any_after(const run_marker *m)
+int faucet_run__marker_any_after(const run_marker *m)
 {
 	for (size_t i = 0; i < m->count; i++) {
 		if (m->items[i].after_known)
@@ -427,34 +427,34 @@ int run__marker_any_after(const run_marker *m)
 	return m->has_after;
 }
 
-int run__marker_value(const run_marker *m, faucet_value **out)
+int faucet_run__marker_value(const run_marker *m, faucet_value **out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&b, "{\"version\":1,\"run\":");
+	(void)faucet__buf_puts(&b, "{\"version\":1,\"run\":");
 	faucet__json_string(&b, m->run);
-	(void)faucet_buf_puts(&b, ",\"before\":");
+	(void)faucet__buf_puts(&b, ",\"before\":");
 	images_json(&b, m, 0, 0);
 	if (any_too_deep(m, 0)) {
-		(void)faucet_buf_puts(&b, ",\"before_text\":");
+		(void)faucet__buf_puts(&b, ",\"before_text\":");
 		images_json(&b, m, 0, 1);
 	}
-	if (run__marker_any_after(m)) {
-		(void)faucet_buf_puts(&b, ",\"after\":");
+	if (faucet_run__marker_any_after(m)) {
+		(void)faucet__buf_puts(&b, ",\"after\":");
 		images_json(&b, m, 1, 0);
 		if (any_too_deep(m, 1)) {
-			(void)faucet_buf_puts(&b, ",\"after_text\":");
+			(void)faucet__buf_puts(&b, ",\"after_text\":");
 			images_json(&b, m, 1, 1);
 		}
 	}
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
 	rc = faucet_value__from_buf(out, &b, "rollback marker");
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
@@ -490,7 +490,7 @@ static int sort_images(run_marker *m, const char *key)
 	return 0;
 }
 
-int run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
+int faucet_run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
 		     int *exists, size_t *parts)
 {
 	faucet_value *v = NULL;
@@ -501,10 +501,10 @@ int run__marker_load(faucet_store *s, const char *key, const char *run, run_mark
 	memset(m, 0, sizeof(*m));
 	if ((rc = faucet_store_get(s, key, &v)) != 0 || v == NULL)
 		goto out;
-	if ((rc = run__marker_parse(v, key, run, m)) != 0)
+	if ((rc = faucet_run__marker_parse(v, key, run, m)) != 0)
 		goto out;
 	for (;;) {
-		char *pk = run__marker_part_key(key, n + 1);
+		char *pk = faucet_run__marker_part_key(key, n + 1);
 		faucet_value *pv = NULL;
 		run_marker part;
 
@@ -513,9 +513,9 @@ int run__marker_load(faucet_store *s, const char *key, const char *run, run_mark
 			break;
 		}
 		rc = faucet_store_get(s, pk, &pv);
-		if (rc == 0 && pv != NULL && (rc = run__marker_parse(pv, pk, run, &part)) == 0) {
+		if (rc == 0 && pv != NULL && (rc = faucet_run__marker_parse(pv, pk, run, &part)) == 0) {
 			rc = take_images(m, &part);
-			run__marker_dispose(&part);
+			faucet_run__marker_dispose(&part);
 			n++;
 		}
 		faucet_value_free(pv);
@@ -526,7 +526,7 @@ int run__marker_load(faucet_store *s, const char *key, const char *run, run_mark
 	if (rc == 0 && n > 0)
 		rc = sort_images(m, key);
 	if (rc != 0)
-		run__marker_dispose(m);
+		faucet_run__marker_dispose(m);
 	*exists = rc == 0;
 out:
 	if (parts != NULL)
@@ -535,22 +535,22 @@ out:
 	return rc;
 }
 
-int run__marker_delete(faucet_store *s, const char *key)
+int faucet_run__marker_delete(faucet_store *s, const char *key)
 {
 	int rc = faucet_store_delete(s, key);
 
 	/* The marker first: a crash part-way leaves parts that nothing reads
 	 * (a marker is only read through its main document), never a marker
 	 * that reads as fewer keys than its run changed. */
-	return rc == 0 ? run__marker_delete_parts(s, key) : rc;
+	return rc == 0 ? faucet_run__marker_delete_parts(s, key) : rc;
 }
 
-int run__marker_delete_parts(faucet_store *s, const char *key)
+int faucet_run__marker_delete_parts(faucet_store *s, const char *key)
 {
 	int rc = 0;
 
 	for (size_t n = 1; rc == 0; n++) {
-		char *pk = run__marker_part_key(key, n);
+		char *pk = faucet_run__marker_part_key(key, n);
 		faucet_value *pv = NULL;
 
 		if (pk == NULL)
@@ -566,7 +566,7 @@ int run__marker_delete_parts(faucet_store *s, const char *key)
 	return rc;
 }
 
-void run__marker_dispose(run_marker *m)
+void faucet_run__marker_dispose(run_marker *m)
 {
 	for (size_t i = 0; i < m->count; i++) {
 		free(m->items[i].key);
@@ -580,7 +580,7 @@ void run__marker_dispose(run_marker *m)
 
 /* ---- status ------------------------------------------------------------------ */
 
-void run__entry_dispose(run_entry *e)
+void faucet_run__entry_dispose(run_entry *e)
 {
 	free(e->run);
 	free(e->started_at);
@@ -594,10 +594,10 @@ void run__entry_dispose(run_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-void run__status_dispose(run_status *st)
+void faucet_run__status_dispose(run_status *st)
 {
 	for (size_t i = 0; i < st->count; i++)
-		run__entry_dispose(&st->items[i]);
+		faucet_run__entry_dispose(&st->items[i]);
 	free(st->items);
 	memset(st, 0, sizeof(*st));
 }
@@ -631,7 +631,7 @@ static int read_entry(json_object *o, run_entry *e)
 			json_object *k = json_object_array_get_idx(keys, i);
 			if (!json_object_is_type(k, json_type_string))
 				return -1;
-			if (faucet_strarray_push(&e->keys, json_object_get_string(k)) != 0)
+			if (faucet__strarray_push(&e->keys, json_object_get_string(k)) != 0)
 				return FAUCET_ENOMEM;
 		}
 	}
@@ -673,7 +673,7 @@ static char *by_holder(const char *by)
 	return out;
 }
 
-int run__entry_gone(faucet_store *s, const run_entry *e, int *gone)
+int faucet_run__entry_gone(faucet_store *s, const run_entry *e, int *gone)
 {
 	faucet_value *v = NULL;
 	faucet_lease l;
@@ -715,7 +715,7 @@ int run__entry_gone(faucet_store *s, const run_entry *e, int *gone)
 	return 0;
 }
 
-int run__status_parse(const faucet_value *v, const char *key, run_status *st)
+int faucet_run__status_parse(const faucet_value *v, const char *key, run_status *st)
 {
 	json_object *root = NULL, *runs;
 	int rc = 0;
@@ -738,83 +738,83 @@ int run__status_parse(const faucet_value *v, const char *key, run_status *st)
 done:
 	json_object_put(root);
 	if (rc != 0) {
-		run__status_dispose(st);
+		faucet_run__status_dispose(st);
 		return rc == -1 ? foreign(key, "run status document") : rc;
 	}
 	return 0;
 }
 
-int run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total)
+int faucet_run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total)
 {
 	size_t n = keys ? keys->count : 0;
 
 	faucet_strarray_dispose(&e->keys);
 	for (size_t i = 0; i < n && i < RUN_STATUS_KEYS; i++) {
-		if (faucet_strarray_push(&e->keys, keys->strings[i]) != 0)
+		if (faucet__strarray_push(&e->keys, keys->strings[i]) != 0)
 			return FAUCET_ENOMEM;
 	}
 	e->keys_total = total > n ? total : n;
 	return 0;
 }
 
-void run__entry_json(faucet_buf *b, const run_entry *e)
+void faucet_run__entry_json(faucet_buf *b, const run_entry *e)
 {
-	(void)faucet_buf_puts(b, "{\"run\":");
+	(void)faucet__buf_puts(b, "{\"run\":");
 	faucet__json_string(b, e->run);
-	(void)faucet_buf_puts(b, ",\"started_at\":");
+	(void)faucet__buf_puts(b, ",\"started_at\":");
 	faucet__json_string(b, e->started_at);
-	(void)faucet_buf_puts(b, ",\"ended_at\":");
+	(void)faucet__buf_puts(b, ",\"ended_at\":");
 	faucet__json_string(b, e->ended_at);
-	(void)faucet_buf_puts(b, ",\"outcome\":");
+	(void)faucet__buf_puts(b, ",\"outcome\":");
 	faucet__json_string(b, e->outcome);
 	if (e->has_exit)
-		(void)faucet_buf_printf(b, ",\"exit_status\":%lld", e->exit_status);
+		(void)faucet__buf_printf(b, ",\"exit_status\":%lld", e->exit_status);
 	else
-		(void)faucet_buf_puts(b, ",\"exit_status\":null");
-	(void)faucet_buf_puts(b, ",\"message\":");
+		(void)faucet__buf_puts(b, ",\"exit_status\":null");
+	(void)faucet__buf_puts(b, ",\"message\":");
 	faucet__json_string(b, e->message);
-	(void)faucet_buf_puts(b, ",\"keys\":[");
+	(void)faucet__buf_puts(b, ",\"keys\":[");
 	for (size_t i = 0; i < e->keys.count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(b, ',');
+			(void)faucet__buf_putc(b, ',');
 		faucet__json_string(b, e->keys.strings[i]);
 	}
-	(void)faucet_buf_putc(b, ']');
+	(void)faucet__buf_putc(b, ']');
 	if (e->keys_total > e->keys.count)
-		(void)faucet_buf_printf(b, ",\"keys_total\":%zu", e->keys_total);
-	(void)faucet_buf_puts(b, ",\"undoes\":");
+		(void)faucet__buf_printf(b, ",\"keys_total\":%zu", e->keys_total);
+	(void)faucet__buf_puts(b, ",\"undoes\":");
 	faucet__json_string(b, e->undoes);
 	if (e->lease != NULL) {
-		(void)faucet_buf_puts(b, ",\"lease\":");
+		(void)faucet__buf_puts(b, ",\"lease\":");
 		faucet__json_string(b, e->lease);
 	}
-	(void)faucet_buf_puts(b, ",\"by\":");
-	(void)faucet_buf_puts(b, e->by ? e->by : "null");
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_puts(b, ",\"by\":");
+	(void)faucet__buf_puts(b, e->by ? e->by : "null");
+	(void)faucet__buf_putc(b, '}');
 }
 
-int run__status_value(const run_status *st, faucet_value **out)
+int faucet_run__status_value(const run_status *st, faucet_value **out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&b, "{\"version\":1,\"runs\":[");
+	(void)faucet__buf_puts(&b, "{\"version\":1,\"runs\":[");
 	for (size_t i = 0; i < st->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(&b, ',');
-		run__entry_json(&b, &st->items[i]);
+			(void)faucet__buf_putc(&b, ',');
+		faucet_run__entry_json(&b, &st->items[i]);
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)faucet__buf_puts(&b, "]}");
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
 	rc = faucet_value_parse(out, b.ptr, b.len);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
-run_entry *run__status_find(const run_status *st, const char *run)
+run_entry *faucet_run__status_find(const run_status *st, const char *run)
 {
 	for (size_t i = 0; i < st->count; i++) {
 		if (strcmp(st->items[i].run, run) == 0)
@@ -823,7 +823,7 @@ run_entry *run__status_find(const run_status *st, const char *run)
 	return NULL;
 }
 
-int run__status_push(run_status *st, run_entry *e)
+int faucet_run__status_push(run_status *st, run_entry *e)
 {
 	run_entry *items = faucet__reserve(st->items, &st->cap, st->count + 1, sizeof(run_entry), 8);
 
@@ -835,13 +835,13 @@ int run__status_push(run_status *st, run_entry *e)
 	memset(e, 0, sizeof(*e));
 	st->count++;
 	while (st->count > FAUCET_RUN_STATUS_MAX)
-		run__entry_dispose(&st->items[--st->count]);
+		faucet_run__entry_dispose(&st->items[--st->count]);
 	return 0;
 }
 
 /* ---- rollback index ------------------------------------------------------------ */
 
-int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs)
+int faucet_run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs)
 {
 	json_object *root = NULL, *list;
 	int rc = 0;
@@ -856,7 +856,7 @@ int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *ru
 		if (!json_object_is_type(id, json_type_string))
 			rc = -1;
 		else
-			rc = faucet_strarray_push(runs, json_object_get_string(id));
+			rc = faucet__strarray_push(runs, json_object_get_string(id));
 	}
 done:
 	json_object_put(root);
@@ -867,23 +867,23 @@ done:
 	return 0;
 }
 
-int run__index_value(const faucet_strarray *runs, faucet_value **out)
+int faucet_run__index_value(const faucet_strarray *runs, faucet_value **out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&b, "{\"version\":1,\"runs\":[");
+	(void)faucet__buf_puts(&b, "{\"version\":1,\"runs\":[");
 	for (size_t i = 0; i < runs->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_putc(&b, ',');
+			(void)faucet__buf_putc(&b, ',');
 		faucet__json_string(&b, runs->strings[i]);
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)faucet__buf_puts(&b, "]}");
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
 	rc = faucet_value_parse(out, b.ptr, b.len);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }

@@ -73,14 +73,14 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 	*active = 0;
 	if (h->begin_run == NULL)
 		return 0;
-	run__scope_init(&sc);
+	faucet_run__scope_init(&sc);
 	for (size_t i = 0; i < count && rc == 0; i++)
-		rc = run__scope_add(&sc, names[i]);
+		rc = faucet_run__scope_add(&sc, names[i]);
 	for (size_t i = 0; i < nstale && rc == 0; i++)
-		rc = run__scope_add(&sc, stale[i]);
+		rc = faucet_run__scope_add(&sc, stale[i]);
 	if (rc == 0)
 		rc = h->begin_run(h->ctx, pipeline, sc.any && !sc.spans ? sc.row : NULL, &ri->run);
-	run__scope_dispose(&sc);
+	faucet_run__scope_dispose(&sc);
 	*active = rc == 0 && ri->run != NULL;
 	ri->names = names;
 	ri->count = count;

@@ -138,12 +138,12 @@ int faucet_run_is_bookkeeping_key(const char *key)
 
 /* ---- which invocation keys belong to ------------------------------------------ */
 
-void run__scope_init(run_scope *sc)
+void faucet_run__scope_init(run_scope *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 }
 
-void run__scope_dispose(run_scope *sc)
+void faucet_run__scope_dispose(run_scope *sc)
 {
 	free(sc->pipeline);
 	free(sc->row);
@@ -153,7 +153,7 @@ void run__scope_dispose(run_scope *sc)
 /* A key's pipeline is its first segment and its row what the key parser
  * says (p::backfill::h::u belongs to the backfill unit's invocation;
  * p::__backfill__::h to none). */
-int run__scope_add(run_scope *sc, const char *key)
+int faucet_run__scope_add(run_scope *sc, const char *key)
 {
 	const char *sep, *row = NULL;
 	faucet_key *k = NULL;
@@ -196,11 +196,11 @@ int faucet_run_keys_invocation(const char *const *keys, size_t count, char **pip
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_keys_invocation: NULL argument");
 	*pipeline = NULL;
 	*row = NULL;
-	run__scope_init(&sc);
+	faucet_run__scope_init(&sc);
 	for (size_t i = 0; i < count && rc == 0; i++)
-		rc = run__scope_add(&sc, keys[i]);
+		rc = faucet_run__scope_add(&sc, keys[i]);
 	if (rc != 0) {
-		run__scope_dispose(&sc);
+		faucet_run__scope_dispose(&sc);
 		return rc;
 	}
 	*pipeline = sc.pipeline;
@@ -258,9 +258,9 @@ static int run_new(faucet_run **out, faucet_store *s, const char *pipeline, cons
 	r->row = row ? faucet__strdup(row) : NULL;
 	r->scope = row ? faucet__sprintf("%s::%s", pipeline, row) : faucet__strdup(pipeline);
 	if (r->scope != NULL) {
-		r->lease_key = run__key(r->scope, "__lease__");
-		r->status_key = run__key(r->scope, "__status__");
-		r->index_key = run__key(r->scope, "__rollback__");
+		r->lease_key = faucet_run__key(r->scope, "__lease__");
+		r->status_key = faucet_run__key(r->scope, "__status__");
+		r->index_key = faucet_run__key(r->scope, "__rollback__");
 	}
 	if (r->pipeline == NULL || (row && r->row == NULL) || r->scope == NULL ||
 	    r->lease_key == NULL || r->status_key == NULL || r->index_key == NULL) {
@@ -275,9 +275,9 @@ static int set_id(faucet_run *r, const char *id)
 {
 	if (id != NULL)
 		(void)snprintf(r->id, sizeof(r->id), "%s", id);
-	else if (run__new_id(r->id, sizeof(r->id)) != 0)
+	else if (faucet_run__new_id(r->id, sizeof(r->id)) != 0)
 		return faucet_error_last()->code;
-	r->marker_key = run__marker_key(r->scope, r->id);
+	r->marker_key = faucet_run__marker_key(r->scope, r->id);
 	return r->marker_key ? 0 : FAUCET_ENOMEM;
 }
 
@@ -299,10 +299,10 @@ void faucet_run_free(faucet_run *r)
 	faucet_value_free(r->plock);
 	faucet_value_free(r->lease);
 	faucet_value_free(r->marker);
-	run__marker_dispose(&r->mcache);
+	faucet_run__marker_dispose(&r->mcache);
 	faucet_value_free(r->status);
 	if (r->scache_ok)
-		run__status_dispose(&r->scache);
+		faucet_run__status_dispose(&r->scache);
 	for (size_t i = 0; r->after != NULL && i < r->recorded.count; i++)
 		faucet_value_free(r->after[i]);
 	free(r->after);
@@ -369,9 +369,9 @@ static int status_update(faucet_run *r, status_edit_fn edit, void *ctx)
 		} else {
 			if ((rc = faucet_store_get(r->s, r->status_key, &cur)) != 0)
 				return rc;
-			rc = run__status_parse(cur, r->status_key, &st);
+			rc = faucet_run__status_parse(cur, r->status_key, &st);
 		}
-		if (rc == 0 && (rc = edit(&st, ctx)) == 0 && (rc = run__status_value(&st, &next)) == 0)
+		if (rc == 0 && (rc = edit(&st, ctx)) == 0 && (rc = faucet_run__status_value(&st, &next)) == 0)
 			rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);
 		if (rc == 0 && written) {
 			faucet_value_free(r->status);
@@ -380,7 +380,7 @@ static int status_update(faucet_run *r, status_edit_fn edit, void *ctx)
 			r->scache_ok = 1;
 			next = NULL;
 		} else {
-			run__status_dispose(&st);
+			faucet_run__status_dispose(&st);
 		}
 		faucet_value_free(cur);
 		faucet_value_free(next);
@@ -407,21 +407,21 @@ static char *by_json(const char *command)
 		user = res->pw_name;
 	if (user == NULL)
 		user = getenv("USER");
-	(void)faucet_buf_puts(&b, "{\"host\":");
+	(void)faucet__buf_puts(&b, "{\"host\":");
 	faucet__json_string(&b, host);
-	(void)faucet_buf_printf(&b, ",\"pid\":%ld,\"user\":", (long)getpid());
+	(void)faucet__buf_printf(&b, ",\"pid\":%ld,\"user\":", (long)getpid());
 	faucet__json_string(&b, user ? user : "");
-	(void)faucet_buf_puts(&b, ",\"command\":");
+	(void)faucet__buf_puts(&b, ",\"command\":");
 	faucet__json_string(&b, safe ? safe : "");
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	if (safe == NULL)
 		b.failed = 1;
 	free(safe);
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return NULL;
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 typedef struct {
@@ -439,7 +439,7 @@ static int edit_start(run_status *st, void *arg)
 	char when[32];
 
 	if (c->abandoned != NULL) {
-		run_entry *dead = run__status_find(st, c->abandoned);
+		run_entry *dead = faucet_run__status_find(st, c->abandoned);
 		if (dead != NULL && strcmp(dead->outcome, "running") == 0) {
 			char *o = faucet__strdup("abandoned");
 			if (o == NULL)
@@ -447,13 +447,13 @@ static int edit_start(run_status *st, void *arg)
 			free(dead->outcome);
 			dead->outcome = o;
 			if (c->abandoned_keys != NULL &&
-			    run__entry_set_keys(dead, c->abandoned_keys, 0) != 0)
+			    faucet_run__entry_set_keys(dead, c->abandoned_keys, 0) != 0)
 				return FAUCET_ENOMEM;
 		}
 	}
 	/* A first put that lost a race after its status write landed (a
 	 * backend without put_guarded_many) tries again: it is there. */
-	if (run__status_find(st, c->r->id) != NULL)
+	if (faucet_run__status_find(st, c->r->id) != NULL)
 		return 0;
 	memset(&e, 0, sizeof(e));
 	(void)faucet_utc_text(wall_now(), when, sizeof(when));
@@ -463,15 +463,15 @@ static int edit_start(run_status *st, void *arg)
 	e.by = by_json(c->command);
 	e.undoes = c->r->undoes ? faucet__strdup(c->r->undoes) : NULL;
 	/* The lease the run holds, by which every reader tells a run whose
-	 * holder is gone (run__entry_gone). */
+	 * holder is gone (faucet_run__entry_gone). */
 	held = c->r->lease != NULL ? c->r->lease_key : c->r->plock != NULL ? c->r->plock_key : NULL;
 	e.lease = held ? faucet__strdup(held) : NULL;
 	if (e.run == NULL || e.started_at == NULL || e.outcome == NULL || e.by == NULL ||
 	    (c->r->undoes && e.undoes == NULL) || (held && e.lease == NULL)) {
-		run__entry_dispose(&e);
+		faucet_run__entry_dispose(&e);
 		return FAUCET_ENOMEM;
 	}
-	return run__status_push(st, &e);
+	return faucet_run__status_push(st, &e);
 }
 
 /* ---- rollback index -------------------------------------------------------------------- */
@@ -483,21 +483,21 @@ static int index_next(const faucet_value *cur, const char *index_key, const char
 		      faucet_value **next, faucet_strarray *dropped)
 {
 	faucet_strarray runs = {0}, next_runs = {0};
-	int rc = run__index_parse(cur, index_key, &runs);
+	int rc = faucet_run__index_parse(cur, index_key, &runs);
 
 	*next = NULL;
 	if (rc == 0)
-		rc = faucet_strarray_push(&next_runs, run);
+		rc = faucet__strarray_push(&next_runs, run);
 	for (size_t i = 0; rc == 0 && i < runs.count; i++) {
 		if (strcmp(runs.strings[i], run) == 0)
 			continue;
 		if (next_runs.count < FAUCET_RUN_ROLLBACK_MAX)
-			rc = faucet_strarray_push(&next_runs, runs.strings[i]);
+			rc = faucet__strarray_push(&next_runs, runs.strings[i]);
 		else
-			rc = faucet_strarray_push(dropped, runs.strings[i]);
+			rc = faucet__strarray_push(dropped, runs.strings[i]);
 	}
 	if (rc == 0)
-		rc = run__index_value(&next_runs, next);
+		rc = faucet_run__index_value(&next_runs, next);
 	faucet_strarray_dispose(&runs);
 	faucet_strarray_dispose(&next_runs);
 	return rc;
@@ -509,9 +509,9 @@ static int index_retire(faucet_store *s, const char *scope, const faucet_strarra
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < dropped->count; i++) {
-		char *mk = run__marker_key(scope, dropped->strings[i]);
+		char *mk = faucet_run__marker_key(scope, dropped->strings[i]);
 
-		rc = mk ? run__marker_delete(s, mk) : FAUCET_ENOMEM;
+		rc = mk ? faucet_run__marker_delete(s, mk) : FAUCET_ENOMEM;
 		free(mk);
 	}
 	return rc;
@@ -553,7 +553,7 @@ static int index_drop(faucet_store *s, const char *index_key, const char *run)
 
 		if ((rc = faucet_store_get(s, index_key, &cur)) != 0)
 			return rc;
-		rc = run__index_parse(cur, index_key, &runs);
+		rc = faucet_run__index_parse(cur, index_key, &runs);
 		for (size_t i = 0; rc == 0 && i < runs.count; i++) {
 			if (strcmp(runs.strings[i], run) != 0)
 				continue;
@@ -564,7 +564,7 @@ static int index_drop(faucet_store *s, const char *index_key, const char *run)
 			found = 1;
 			break;
 		}
-		if (rc == 0 && found && (rc = run__index_value(&runs, &next)) == 0)
+		if (rc == 0 && found && (rc = faucet_run__index_value(&runs, &next)) == 0)
 			rc = faucet_store_compare_and_put(s, index_key, cur, next, &written);
 		faucet_value_free(cur);
 		faucet_value_free(next);
@@ -848,17 +848,17 @@ static int take_leases(faucet_run *r, uint64_t wait_ms, char **dead)
 /* The keys in a dead run's marker (for its status entry). */
 static int dead_run_keys(faucet_run *r, const char *dead, faucet_strarray *keys, int *has_marker)
 {
-	char *mk = run__marker_key(r->scope, dead);
+	char *mk = faucet_run__marker_key(r->scope, dead);
 	run_marker m;
 	int rc;
 
 	*has_marker = 0;
 	if (mk == NULL)
 		return FAUCET_ENOMEM;
-	rc = run__marker_load(r->s, mk, dead, &m, has_marker, NULL);
+	rc = faucet_run__marker_load(r->s, mk, dead, &m, has_marker, NULL);
 	for (size_t i = 0; rc == 0 && i < m.count; i++)
-		rc = faucet_strarray_push(keys, m.items[i].key);
-	run__marker_dispose(&m);
+		rc = faucet__strarray_push(keys, m.items[i].key);
+	faucet_run__marker_dispose(&m);
 	free(mk);
 	return rc;
 }
@@ -870,7 +870,7 @@ static int check_index(faucet_run *r)
 	int rc = faucet_store_get(r->s, r->index_key, &v);
 
 	if (rc == 0)
-		rc = run__index_parse(v, r->index_key, &runs);
+		rc = faucet_run__index_parse(v, r->index_key, &runs);
 	faucet_strarray_dispose(&runs);
 	if (rc == 0) {
 		r->index_seen = v;
@@ -949,7 +949,7 @@ int faucet_run_begin(faucet_run **out, faucet_store *s, const char *pipeline,
 	if ((rc = set_id(r, NULL)) != 0)
 		goto fail;
 	if ((o.command != NULL && (r->command_own = faucet__strdup(o.command)) == NULL) ||
-	    (r->plock_key = run__key(r->pipeline, "__lease__")) == NULL) {
+	    (r->plock_key = faucet_run__key(r->pipeline, "__lease__")) == NULL) {
 		rc = FAUCET_ENOMEM;
 		goto fail;
 	}
@@ -1010,7 +1010,7 @@ int faucet_run_join(faucet_run **out, faucet_store *s, const char *pipeline, con
 	if (out == NULL)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_run_join: out is NULL");
 	*out = NULL;
-	if (!run__valid_id(run_id))
+	if (!faucet_run__valid_id(run_id))
 		return faucet_error_set(FAUCET_EINVALID, "'%s' is not a run id", run_id ? run_id : "");
 	if ((rc = run_new(&r, s, pipeline, row ? row : FAUCET_RUN_DEFAULT_ROW)) != 0)
 		return rc;
@@ -1407,7 +1407,7 @@ static void first_guards_dispose(first_guards *g)
 	faucet_value_free(g->icur);
 	faucet_value_free(g->inext);
 	if (g->st_ok)
-		run__status_dispose(&g->st);
+		faucet_run__status_dispose(&g->st);
 	faucet_strarray_dispose(&g->dropped);
 	memset(g, 0, sizeof(*g));
 }
@@ -1421,10 +1421,10 @@ static int first_guards_build(faucet_run *r, int attempt, first_guards *g)
 
 	memset(g, 0, sizeof(*g));
 	if ((rc = faucet_store_get(r->s, r->status_key, &g->scur)) != 0 ||
-	    (rc = run__status_parse(g->scur, r->status_key, &g->st)) != 0)
+	    (rc = faucet_run__status_parse(g->scur, r->status_key, &g->st)) != 0)
 		return rc;
 	g->st_ok = 1;
-	if ((rc = edit_start(&g->st, &c)) != 0 || (rc = run__status_value(&g->st, &g->snext)) != 0)
+	if ((rc = edit_start(&g->st, &c)) != 0 || (rc = faucet_run__status_value(&g->st, &g->snext)) != 0)
 		return rc;
 	if (attempt == 0 && r->index_seen_ok)
 		g->icur = r->index_seen ? faucet_value_ref(r->index_seen) : NULL;
@@ -1442,7 +1442,7 @@ static void first_guards_unretired(faucet_run *r, first_guards *g, size_t done)
 		return;
 	/* Out of memory, a part is left behind: nothing reads it. */
 	for (size_t i = 0; i < done && i < g->dropped.count; i++)
-		(void)faucet_strarray_push_owned(&r->parts_retire, g->dropped.strings[i]);
+		(void)faucet__strarray_push_owned(&r->parts_retire, g->dropped.strings[i]);
 	memmove(g->dropped.strings, g->dropped.strings + done,
 		(g->dropped.count - done) * sizeof(g->dropped.strings[0]));
 	g->dropped.count -= done;
@@ -1454,7 +1454,7 @@ static void first_guards_keep(faucet_run *r, first_guards *g)
 {
 	faucet_value_free(r->status);
 	if (r->scache_ok)
-		run__status_dispose(&r->scache);
+		faucet_run__status_dispose(&r->scache);
 	r->status = g->snext;
 	r->scache = g->st;
 	r->scache_ok = 1;
@@ -1481,7 +1481,7 @@ static int folded_end(faucet_run *r, first_guards *g, faucet_value **final)
 	if (rc == 0)
 		rc = end_edit_ok(r, &g->st, &keys);
 	if (rc == 0)
-		rc = run__status_value(&g->st, final);
+		rc = faucet_run__status_value(&g->st, final);
 	faucet_strarray_dispose(&keys);
 	return rc;
 }
@@ -1546,7 +1546,7 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
 		 * index, full, drops one); any beyond are left to the end. */
 		for (; rc == 0 && ndrop < g.dropped.count && ndrop < FAUCET_STORE_GUARDS_MAX;
 		     ndrop++)
-			if ((drop[ndrop] = run__marker_key(r->scope, g.dropped.strings[ndrop])) ==
+			if ((drop[ndrop] = faucet_run__marker_key(r->scope, g.dropped.strings[ndrop])) ==
 			    NULL)
 				rc = FAUCET_ENOMEM;
 		if (rc == 0 && r->end_with_put && r->undoes == NULL)
@@ -1570,7 +1570,7 @@ static int guarded_put(faucet_run *r, int attempt, faucet_value *cur, faucet_val
 			} else if (final != NULL) {
 				/* The kept parse is the end's, the store's the
 				 * start's: the end reads the store's. */
-				run__status_dispose(&r->scache);
+				faucet_run__status_dispose(&r->scache);
 				r->scache_ok = 0;
 			}
 		} else if (rc != 0) {
@@ -1607,9 +1607,9 @@ static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *c
 				return rc;
 			if (reread || attempt > 0)
 				cur = fresh;
-			run__marker_dispose(&r->mcache);
+			faucet_run__marker_dispose(&r->mcache);
 			r->mcache_ok = 0;
-			if ((rc = run__marker_parse(cur, r->marker_key, r->id, &r->mcache)) != 0) {
+			if ((rc = faucet_run__marker_parse(cur, r->marker_key, r->id, &r->mcache)) != 0) {
 				faucet_value_free(fresh);
 				return rc;
 			}
@@ -1621,7 +1621,7 @@ static int marker_update(faucet_run *r, int reread, marker_edit_fn edit, void *c
 		 * leaves its start to the guarded put) is recorded on its own. */
 		if (rc == 0 && !changed && kp != NULL && r->lazy && !r->started)
 			rc = start_entry(r, NULL, NULL);
-		if (rc == 0 && changed && (rc = run__marker_value(&r->mcache, &next)) == 0) {
+		if (rc == 0 && changed && (rc = faucet_run__marker_value(&r->mcache, &next)) == 0) {
 			if (kp != NULL) {
 				kp->rc = guarded_put(r, attempt, cur, next, kp, &written);
 				/* The marker was written and the put failed after it:
@@ -1756,7 +1756,7 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	int rc, added = 0;
 
 	if (q->n == 1) {
-		run_image *img = run__marker_find(m, q->keys[0]);
+		run_image *img = faucet_run__marker_find(m, q->keys[0]);
 
 		faucet_value_free(q->prev_after);
 		q->prev_after = NULL;
@@ -1765,11 +1765,11 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 		if (q->had_after && img->after != NULL)
 			q->prev_after = faucet_value_ref(img->after);
 	}
-	if ((rc = run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
+	if ((rc = faucet_run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
 		return rc;
 	*changed = added;
 	for (size_t i = 0; i < q->again; i++) {
-		run_image *img = run__marker_find(m, q->again_keys[i]);
+		run_image *img = faucet_run__marker_find(m, q->again_keys[i]);
 
 		/* Changed by someone else since it was recorded ahead (and not
 		 * written by this run): its value now is its before-image. */
@@ -1784,7 +1784,7 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	if (q->vals == NULL || (!logs_after(r) && !(q->after_ahead && added)))
 		return 0;
 	for (size_t i = 0; i < q->n; i++) {
-		run_image *img = run__marker_find(m, q->keys[i]);
+		run_image *img = faucet_run__marker_find(m, q->keys[i]);
 
 		/* Ahead only for a key this edit recorded: a later write of it
 		 * leaves its after-image to the end (edit_final). */
@@ -1810,7 +1810,7 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 static int edit_forget(faucet_run *r, run_marker *m, void *ctx, int *changed)
 {
 	write_req *q = ctx;
-	run_image *img = run__marker_find(m, q->keys[0]);
+	run_image *img = faucet_run__marker_find(m, q->keys[0]);
 
 	(void)r;
 	*changed = 0;
@@ -2301,11 +2301,11 @@ static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, 
 	if (rc == 0 && (m->run = faucet__strdup(r->id)) == NULL)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
-		rc = run__marker_add_many(m, keys, befores, count, &added);
+		rc = faucet_run__marker_add_many(m, keys, befores, count, &added);
 	if (rc == 0 && m->count != count)
 		*dup = 1;
 	for (size_t i = 0; rc == 0 && !*dup && i < count; i++) {
-		run_image *img = run__marker_find(m, keys[i]);
+		run_image *img = faucet_run__marker_find(m, keys[i]);
 
 		img->after = entries[i].value ? faucet_value_ref((faucet_value *)entries[i].value)
 					      : NULL;
@@ -2317,7 +2317,7 @@ static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, 
 	free(befores);
 	free(keys);
 	if (rc != 0 || *dup)
-		run__marker_dispose(m);
+		faucet_run__marker_dispose(m);
 	return rc;
 }
 
@@ -2326,13 +2326,13 @@ static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, 
  * that was lost); anything else is not. */
 static int part_write(faucet_run *r, const run_marker *m)
 {
-	char *pk = run__marker_part_key(r->marker_key, r->parts + 1);
+	char *pk = faucet_run__marker_part_key(r->marker_key, r->parts + 1);
 	faucet_value *v = NULL, *there = NULL;
 	int rc, written = 0;
 
 	if (pk == NULL)
 		return FAUCET_ENOMEM;
-	rc = run__marker_value(m, &v);
+	rc = faucet_run__marker_value(m, &v);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(r->s, pk, NULL, v, &written);
 	if (rc == 0 && !written && (rc = faucet_store_get(r->s, pk, &there)) == 0 &&
@@ -2372,7 +2372,7 @@ static int part_remember(faucet_run *r, const run_marker *m)
 			continue;
 		r->part_changed_total++;
 		if (r->part_changed.count < RUN_STATUS_KEYS)
-			rc = faucet_strarray_push(&r->part_changed, img->key);
+			rc = faucet__strarray_push(&r->part_changed, img->key);
 	}
 	return rc;
 }
@@ -2398,7 +2398,7 @@ int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t coun
 	rc = part_write(r, &m);
 	if (rc == 0)
 		rc = part_remember(r, &m);
-	run__marker_dispose(&m);
+	faucet_run__marker_dispose(&m);
 	if (rc != 0)
 		return rc;
 	if (written != NULL)
@@ -2483,7 +2483,7 @@ static int changed_keys(const run_marker *m, faucet_strarray *keys)
 		int rc;
 
 		if (!img->after_known || !faucet_value_equal(img->before, img->after))
-			if ((rc = faucet_strarray_push(keys, img->key)) != 0)
+			if ((rc = faucet__strarray_push(keys, img->key)) != 0)
 				return rc;
 	}
 	return 0;
@@ -2508,7 +2508,7 @@ static int record_after(faucet_run *r, faucet_strarray *keys, int *has_marker, s
 	/* The parts' changed keys after the marker's own (the status lists the
 	 * first of them; the parts have them all). */
 	for (size_t i = 0; i < r->part_changed.count && keys->count < RUN_STATUS_KEYS; i++)
-		if ((rc = faucet_strarray_push(keys, r->part_changed.strings[i])) != 0)
+		if ((rc = faucet__strarray_push(keys, r->part_changed.strings[i])) != 0)
 			return rc;
 	if (r->parts > 0) {
 		*has_marker = 1;
@@ -2556,7 +2556,7 @@ static int set_outcome(run_entry *e, const char *outcome)
 static int edit_end(run_status *st, void *arg)
 {
 	end_ctx *c = arg;
-	run_entry *e = run__status_find(st, c->r->id), fresh;
+	run_entry *e = faucet_run__status_find(st, c->r->id), fresh;
 	char when[32];
 	int rc;
 
@@ -2568,8 +2568,8 @@ static int edit_end(run_status *st, void *arg)
 		fresh.started_at = faucet__strdup(when);
 		fresh.outcome = faucet__strdup("running");
 		if (fresh.run == NULL || fresh.started_at == NULL || fresh.outcome == NULL ||
-		    run__status_push(st, &fresh) != 0) {
-			run__entry_dispose(&fresh);
+		    faucet_run__status_push(st, &fresh) != 0) {
+			faucet_run__entry_dispose(&fresh);
 			return FAUCET_ENOMEM;
 		}
 		e = &st->items[0];
@@ -2584,12 +2584,12 @@ static int edit_end(run_status *st, void *arg)
 	 * "undone". */
 	if (strcmp(e->outcome, "undone") != 0 && (rc = set_outcome(e, c->outcome)) != 0)
 		return rc;
-	if (run__entry_set_keys(e, c->keys, c->total) != 0)
+	if (faucet_run__entry_set_keys(e, c->keys, c->total) != 0)
 		return FAUCET_ENOMEM;
 	if (e->ended_at == NULL || (c->message && e->message == NULL))
 		return FAUCET_ENOMEM;
 	if (c->r->undoes != NULL && strcmp(c->outcome, "ok") == 0) {
-		run_entry *target = run__status_find(st, c->r->undoes);
+		run_entry *target = faucet_run__status_find(st, c->r->undoes);
 
 		if (target != NULL && (rc = set_outcome(target, "undone")) != 0)
 			return rc;
@@ -2622,9 +2622,9 @@ static int retire_parts(faucet_run *r)
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < r->parts_retire.count; i++) {
-		char *mk = run__marker_key(r->scope, r->parts_retire.strings[i]);
+		char *mk = faucet_run__marker_key(r->scope, r->parts_retire.strings[i]);
 
-		rc = mk ? run__marker_delete_parts(r->s, mk) : FAUCET_ENOMEM;
+		rc = mk ? faucet_run__marker_delete_parts(r->s, mk) : FAUCET_ENOMEM;
 		free(mk);
 	}
 	if (rc == 0)

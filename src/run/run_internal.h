@@ -20,10 +20,10 @@
 /* ---- text helpers ------------------------------------------------------------ */
 
 /* A new run id YYYYMMDDTHHMMSS.mmmZ-xxxxxx; out >= FAUCET_RUN_ID_LEN + 1. */
-int run__new_id(char *out, size_t size);
+int faucet_run__new_id(char *out, size_t size);
 
 /* Whether `id` has the run id shape (and so is a valid key component). */
-int run__valid_id(const char *id);
+int faucet_run__valid_id(const char *id);
 
 /* ---- rollback marker ---------------------------------------------------------- */
 
@@ -47,25 +47,25 @@ typedef struct {
 	char *run;
 	run_image *items; /* sorted by key */
 	size_t count, cap;
-	size_t near;      /* where the last lookup ended (run__marker_find) */
+	size_t near;      /* where the last lookup ended (faucet_run__marker_find) */
 	int has_after;    /* the document has an "after" object */
 } run_marker;
 
 /* Parse (v NULL = an empty marker of `run`).  FAUCET_ERROR naming key when
  * the document is not a marker. */
-int run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m);
-int run__marker_value(const run_marker *m, faucet_value **out);
+int faucet_run__marker_parse(const faucet_value *v, const char *key, const char *run, run_marker *m);
+int faucet_run__marker_value(const run_marker *m, faucet_value **out);
 /* Whether any key has an after-image (or the document had "after"). */
-int run__marker_any_after(const run_marker *m);
-run_image *run__marker_find(run_marker *m, const char *key);
+int faucet_run__marker_any_after(const run_marker *m);
+run_image *faucet_run__marker_find(run_marker *m, const char *key);
 /* Add key's before-image unless it has one; *added says whether. */
-int run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
+int faucet_run__marker_add(run_marker *m, const char *key, const faucet_value *before, int *added);
 /* The same for n keys (befores[i] NULL = absent), sorted and merged in one
  * pass: adding them one at a time moves the sorted items once per key,
  * quadratic for keys not in order.  *added: whether any was new. */
-int run__marker_add_many(run_marker *m, const char *const *keys,
+int faucet_run__marker_add_many(run_marker *m, const char *const *keys,
 			 faucet_value *const *befores, size_t n, int *added);
-void run__marker_dispose(run_marker *m);
+void faucet_run__marker_dispose(run_marker *m);
 
 /*
  * A marker in parts.  A big import records each chunk after its first in a
@@ -75,16 +75,16 @@ void run__marker_dispose(run_marker *m);
  * everything recorded so far per chunk (doc/design.md §8.6).  A key has
  * images in one document only.
  */
-char *run__marker_part_key(const char *marker_key, size_t n);
+char *faucet_run__marker_part_key(const char *marker_key, size_t n);
 /* The marker at `key` with every part's images merged in, sorted.  *exists
  * 0 (and m empty) when there is no marker; *parts (may be NULL) gets how
  * many parts it had. */
-int run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
+int faucet_run__marker_load(faucet_store *s, const char *key, const char *run, run_marker *m,
 		     int *exists, size_t *parts);
 /* Delete the marker at `key`, then its parts. */
-int run__marker_delete(faucet_store *s, const char *key);
+int faucet_run__marker_delete(faucet_store *s, const char *key);
 /* Delete the parts of the marker at `key` (its main document gone). */
-int run__marker_delete_parts(faucet_store *s, const char *key);
+int faucet_run__marker_delete_parts(faucet_store *s, const char *key);
 
 /* ---- status ------------------------------------------------------------------ */
 
@@ -114,19 +114,19 @@ typedef struct {
 	size_t count, cap;
 } run_status;
 
-int run__status_parse(const faucet_value *v, const char *key, run_status *st);
-int run__status_value(const run_status *st, faucet_value **out);
-run_entry *run__status_find(const run_status *st, const char *run);
+int faucet_run__status_parse(const faucet_value *v, const char *key, run_status *st);
+int faucet_run__status_value(const run_status *st, faucet_value **out);
+run_entry *faucet_run__status_find(const run_status *st, const char *run);
 /* Put `e` first (taking its contents), dropping entries beyond 50. */
-int run__status_push(run_status *st, run_entry *e);
-void run__entry_dispose(run_entry *e);
+int faucet_run__status_push(run_status *st, run_entry *e);
+void faucet_run__entry_dispose(run_entry *e);
 /* Set the entry's changed keys: the first RUN_STATUS_KEYS of keys, and
  * keys_total the larger of `total` and keys->count (a run whose changed
  * keys are not all in memory says how many there were). */
-int run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total);
-void run__status_dispose(run_status *st);
+int faucet_run__entry_set_keys(run_entry *e, const faucet_strarray *keys, size_t total);
+void faucet_run__status_dispose(run_status *st);
 /* One entry as JSON text appended to b. */
-void run__entry_json(faucet_buf *b, const run_entry *e);
+void faucet_run__entry_json(faucet_buf *b, const run_entry *e);
 /* An unleased run (a CLI write) still "running" this long after it started
  * is gone, whatever host it ran on (doc/design.md §8.3). */
 #define RUN_UNLEASED_MAX_S (24 * 3600)
@@ -135,18 +135,18 @@ void run__entry_json(faucet_buf *b, const run_entry *e);
  * absent, expired, taken or its holder dead, or (no lease) its process is
  * dead on this host or it started over RUN_UNLEASED_MAX_S ago: every reader
  * then shows it "abandoned".  0 for an entry that is not running. */
-int run__entry_gone(faucet_store *s, const run_entry *e, int *gone);
+int faucet_run__entry_gone(faucet_store *s, const run_entry *e, int *gone);
 
 /* ---- rollback index ------------------------------------------------------------ */
 
-int run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs);
-int run__index_value(const faucet_strarray *runs, faucet_value **out);
+int faucet_run__index_parse(const faucet_value *v, const char *key, faucet_strarray *runs);
+int faucet_run__index_value(const faucet_strarray *runs, faucet_value **out);
 
 /* ---- keys ---------------------------------------------------------------------- */
 
 /* "{scope}::__lease__" etc.  Caller frees. */
-char *run__key(const char *scope, const char *suffix);
-char *run__marker_key(const char *scope, const char *run);
+char *faucet_run__key(const char *scope, const char *suffix);
+char *faucet_run__marker_key(const char *scope, const char *run);
 
 /* ---- which invocation keys belong to (faucet_run_keys_invocation) --------------- */
 
@@ -157,10 +157,10 @@ typedef struct {
 	int spans;      /* the keys span several invocations, or one has none */
 } run_scope;
 
-void run__scope_init(run_scope *sc);
+void faucet_run__scope_init(run_scope *sc);
 /* Add a key (bookkeeping keys are skipped). */
-int run__scope_add(run_scope *sc, const char *key);
-void run__scope_dispose(run_scope *sc);
+int faucet_run__scope_add(run_scope *sc, const char *key);
+void faucet_run__scope_dispose(run_scope *sc);
 
 /* Record the before-images of keys the run is about to write, in one
  * marker write, ahead of the writes themselves (an import knows all its
@@ -210,6 +210,6 @@ int faucet_run__set_undoes(faucet_run *r, const char *run);
  * when that is longer than a key may be, "{scope}::__broken__::{stamp}",
  * then "__broken__::{stamp}".  Never a bookkeeping key.  NULL when `key` is
  * not bookkeeping or out of memory.  Caller frees. */
-char *run__broken_key(const char *key, int64_t now, unsigned attempt);
+char *faucet_run__broken_key(const char *key, int64_t now, unsigned attempt);
 
 #endif

@@ -105,9 +105,9 @@ static int status_scopes(faucet_store *s, const char *pipeline, faucet_strarray 
 		size_t len = strlen(keys.strings[i]);
 
 		if (strcmp(k, "__status__") == 0)
-			rc = faucet_strarray_push(rows, "");
+			rc = faucet__strarray_push(rows, "");
 		else if (len > strlen(tail) && strcmp(keys.strings[i] + len - strlen(tail), tail) == 0)
-			rc = faucet_strarray_push_owned(
+			rc = faucet__strarray_push_owned(
 				rows, faucet__strndup(k, strlen(k) - strlen(tail)));
 	}
 	faucet_strarray_dispose(&keys);
@@ -122,7 +122,7 @@ static char *scope_of(const char *pipeline, const char *row)
 
 static int load_status(faucet_store *s, const char *scope, run_status *st)
 {
-	char *key = run__key(scope, "__status__");
+	char *key = faucet_run__key(scope, "__status__");
 	faucet_value *v = NULL;
 	int rc;
 
@@ -131,7 +131,7 @@ static int load_status(faucet_store *s, const char *scope, run_status *st)
 		return FAUCET_ENOMEM;
 	rc = faucet_store_get(s, key, &v);
 	if (rc == 0)
-		rc = run__status_parse(v, key, st);
+		rc = faucet_run__status_parse(v, key, st);
 	faucet_value_free(v);
 	free(key);
 	return rc;
@@ -141,14 +141,14 @@ static int load_status(faucet_store *s, const char *scope, run_status *st)
 static int load_marker(faucet_store *s, const char *scope, const char *run, run_marker *m,
 		       int *exists)
 {
-	char *key = run__marker_key(scope, run);
+	char *key = faucet_run__marker_key(scope, run);
 	int rc;
 
 	*exists = 0;
 	memset(m, 0, sizeof(*m));
 	if (key == NULL)
 		return FAUCET_ENOMEM;
-	rc = run__marker_load(s, key, run, m, exists, NULL);
+	rc = faucet_run__marker_load(s, key, run, m, exists, NULL);
 	free(key);
 	return rc;
 }
@@ -163,7 +163,7 @@ typedef struct {
 
 static void located_dispose(located *l)
 {
-	run__entry_dispose(&l->entry);
+	faucet_run__entry_dispose(&l->entry);
 	free(l->row);
 	memset(l, 0, sizeof(*l));
 }
@@ -181,7 +181,7 @@ static int candidate(faucet_store *s, const run_entry *e, int *yes)
 	if (strcmp(e->outcome, "undone") == 0 || e->undoes != NULL)
 		return 0;
 	if (strcmp(e->outcome, "running") == 0) {
-		if ((rc = run__entry_gone(s, e, &gone)) != 0)
+		if ((rc = faucet_run__entry_gone(s, e, &gone)) != 0)
 			return rc;
 		*yes = gone;
 		return 0;
@@ -192,7 +192,7 @@ static int candidate(faucet_store *s, const run_entry *e, int *yes)
 
 static int marker_exists(faucet_store *s, const char *scope, const char *run, int *exists)
 {
-	char *key = run__marker_key(scope, run);
+	char *key = faucet_run__marker_key(scope, run);
 	faucet_value *v = NULL;
 	int rc;
 
@@ -251,9 +251,9 @@ static int locate(faucet_store *s, const char *pipeline, const faucet_undo_optio
 
 	memset(out, 0, sizeof(*out));
 	if (o->pipeline_level)
-		rc = faucet_strarray_push(&rows, "");
+		rc = faucet__strarray_push(&rows, "");
 	else if (o->row != NULL)
-		rc = faucet_strarray_push(&rows, o->row);
+		rc = faucet__strarray_push(&rows, o->row);
 	else
 		rc = status_scopes(s, pipeline, &rows);
 	for (size_t i = 0; rc == 0 && i < rows.count && !(run && out->found); i++) {
@@ -266,7 +266,7 @@ static int locate(faucet_store *s, const char *pipeline, const faucet_undo_optio
 		}
 		if ((rc = load_status(s, scope, &st)) == 0)
 			rc = locate_in(s, scope, rows.strings[i], run, &st, out);
-		run__status_dispose(&st);
+		faucet_run__status_dispose(&st);
 		free(scope);
 	}
 	faucet_strarray_dispose(&rows);
@@ -376,7 +376,7 @@ static int later_from_run(faucet_store *s, const char *scope, const run_entry *e
 			if (!img->after_known || !faucet_value_equal(img->before, img->after))
 				rc = later_add(l, img->key, e->run);
 		}
-		run__marker_dispose(&m);
+		faucet_run__marker_dispose(&m);
 		return rc;
 	}
 	for (size_t i = 0; rc == 0 && i < e->keys.count; i++)
@@ -424,7 +424,7 @@ static int later_runs(faucet_store *s, const char *pipeline, const char *target,
 				continue;
 			rc = later_from_run(s, scope, e, l);
 		}
-		run__status_dispose(&st);
+		faucet_run__status_dispose(&st);
 		free(scope);
 	}
 	faucet_strarray_dispose(&rows);
@@ -547,7 +547,7 @@ static int report_plan(faucet_undo_result *res, const step *steps, size_t n, int
 	for (size_t i = 0; i < n; i++) {
 		if (steps[i].kind == STEP_DONE && !force)
 			continue;
-		if (faucet_strarray_push(&res->restored, steps[i].img->key) != 0)
+		if (faucet__strarray_push(&res->restored, steps[i].img->key) != 0)
 			return FAUCET_ENOMEM;
 		res->replaced[k] = faucet_value_ref(steps[i].current);
 		res->restored_to[k++] = faucet_value_ref(steps[i].img->before);
@@ -727,7 +727,7 @@ static int undo_start(undo_job *j, faucet_store *s, const char *pipeline,
 	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::"))
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
-	if (j->o.run != NULL && !run__valid_id(j->o.run))
+	if (j->o.run != NULL && !faucet_run__valid_id(j->o.run))
 		return faucet_error_set(FAUCET_EINVALID,
 					"'%s' is not a run id (YYYYMMDDTHHMMSS.mmmZ-xxxxxx)", j->o.run);
 	return 0;
@@ -778,7 +778,7 @@ static int undo_plan(undo_job *j)
 	if (rc == 0 && strcmp(j->loc.entry.outcome, "running") == 0) {
 		int gone = 0;
 
-		if ((rc = run__entry_gone(j->s, &j->loc.entry, &gone)) == 0 && !gone)
+		if ((rc = faucet_run__entry_gone(j->s, &j->loc.entry, &gone)) == 0 && !gone)
 			rc = faucet_error_set(FAUCET_EBUSY, "run %s is still running",
 					      j->loc.entry.run);
 	}
@@ -877,7 +877,7 @@ static int undo_finish(undo_job *j, int rc)
 	free(j->steps);
 	faucet_run_free(j->u); /* an unended run releases nothing: ended above */
 	later_dispose(&j->later);
-	run__marker_dispose(&j->m);
+	faucet_run__marker_dispose(&j->m);
 	located_dispose(&j->loc);
 	return rc;
 }
@@ -914,8 +914,8 @@ int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *r
 	if (pipeline == NULL || faucet_validate_key(pipeline) != 0 || strstr(pipeline, "::"))
 		return faucet_error_set(FAUCET_EINVALID, "invalid pipeline name '%s'",
 					pipeline ? pipeline : "");
-	rc = row ? faucet_strarray_push(&rows, row) : status_scopes(s, pipeline, &rows);
-	(void)faucet_buf_putc(&b, '[');
+	rc = row ? faucet__strarray_push(&rows, row) : status_scopes(s, pipeline, &rows);
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0, n = 0; rc == 0 && i < rows.count; i++) {
 		char *scope = scope_of(pipeline, rows.strings[i]);
 		run_status st;
@@ -930,7 +930,7 @@ int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *r
 		for (size_t j = 0; rc == 0 && j < st.count; j++) {
 			int gone = 0;
 
-			if ((rc = run__entry_gone(s, &st.items[j], &gone)) == 0 && gone) {
+			if ((rc = faucet_run__entry_gone(s, &st.items[j], &gone)) == 0 && gone) {
 				char *o = faucet__strdup("abandoned");
 
 				if (o == NULL) {
@@ -943,30 +943,30 @@ int faucet_run_history_json(faucet_store *s, const char *pipeline, const char *r
 		}
 		if (rc == 0 && (st.count > 0 || row == NULL)) {
 			if (n++ > 0)
-				(void)faucet_buf_putc(&b, ',');
-			(void)faucet_buf_puts(&b, "{\"scope\":");
+				(void)faucet__buf_putc(&b, ',');
+			(void)faucet__buf_puts(&b, "{\"scope\":");
 			faucet__json_string(&b, scope);
-			(void)faucet_buf_puts(&b, ",\"row\":");
+			(void)faucet__buf_puts(&b, ",\"row\":");
 			faucet__json_string(&b, *rows.strings[i] ? rows.strings[i] : NULL);
-			(void)faucet_buf_puts(&b, ",\"runs\":[");
+			(void)faucet__buf_puts(&b, ",\"runs\":[");
 			for (size_t j = 0; j < st.count; j++) {
 				if (j > 0)
-					(void)faucet_buf_putc(&b, ',');
-				run__entry_json(&b, &st.items[j]);
+					(void)faucet__buf_putc(&b, ',');
+				faucet_run__entry_json(&b, &st.items[j]);
 			}
-			(void)faucet_buf_puts(&b, "]}");
+			(void)faucet__buf_puts(&b, "]}");
 		}
-		run__status_dispose(&st);
+		faucet_run__status_dispose(&st);
 		free(scope);
 	}
-	(void)faucet_buf_putc(&b, ']');
+	(void)faucet__buf_putc(&b, ']');
 	faucet_strarray_dispose(&rows);
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc != 0) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return rc;
 	}
-	*json_out = faucet_buf_detach(&b);
+	*json_out = faucet__buf_detach(&b);
 	return *json_out ? 0 : FAUCET_ENOMEM;
 }

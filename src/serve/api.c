@@ -81,7 +81,7 @@ static int end_key_run(faucet_run *run, serve_reply *out, int ok)
 
 static void run_member(faucet_buf *b, const serve_reply *out)
 {
-	jw_member(b, "run", 0);
+	cli_jw_member(b, "run", 0);
 	faucet__json_string(b, out->run[0] ? out->run : NULL);
 }
 
@@ -99,12 +99,12 @@ static void get_health(serve_request *rq, serve_reply *out)
 		return;
 	}
 	faucet_value_free(v);
-	(void)faucet_buf_puts(&b, "{\"status\":\"ok\",");
-	jw_member(&b, "backend", 1);
+	(void)faucet__buf_puts(&b, "{\"status\":\"ok\",");
+	cli_jw_member(&b, "backend", 1);
 	faucet__json_string(&b, faucet_store_backend_name(serve_store(rq)));
-	jw_member(&b, "version", 0);
+	cli_jw_member(&b, "version", 0);
 	faucet__json_string(&b, faucet_version());
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	serve_json(out, 200, &b);
 }
 
@@ -113,7 +113,7 @@ static void get_openapi(serve_request *rq, serve_reply *out)
 	faucet_buf b = FAUCET_BUF_INIT;
 
 	(void)rq;
-	(void)faucet_buf_put(&b, (const char *)serve_openapi_json, serve_openapi_json_len);
+	(void)faucet__buf_put(&b, (const char *)serve_openapi_json, serve_openapi_json_len);
 	serve_json(out, 200, &b);
 }
 
@@ -141,7 +141,7 @@ static void get_pipelines(serve_request *rq, serve_reply *out)
 		return;
 	}
 	if (cli_pipelines_json(serve_store(rq), tenant, &b) != 0) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		serve_fail(out, "listing the pipelines");
 		return;
 	}
@@ -201,12 +201,12 @@ static void get_keys(serve_request *rq, serve_reply *out)
 		serve_fail(out, "listing the keys");
 		return;
 	}
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "keys", 1);
-	jw_string_array(&b, &ps.keys);
-	jw_member(&b, "next_cursor", 0);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "keys", 1);
+	cli_jw_string_array(&b, &ps.keys);
+	cli_jw_member(&b, "next_cursor", 0);
 	faucet__json_string(&b, ps.more && ps.keys.count ? ps.keys.strings[ps.keys.count - 1] : NULL);
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	faucet_strarray_dispose(&ps.keys);
 	serve_json(out, 200, &b);
 }
@@ -244,7 +244,7 @@ static void get_key(serve_request *rq, serve_reply *out)
 		out->type = "application/json";
 		return;
 	}
-	(void)faucet_buf_put(&b, faucet_value_json(v), faucet_value_len(v));
+	(void)faucet__buf_put(&b, faucet_value_json(v), faucet_value_len(v));
 	faucet_value_free(v);
 	serve_json(out, 200, &b);
 }
@@ -295,13 +295,13 @@ static void write_reply(serve_reply *out, unsigned status, const char *key, cons
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "key", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "key", 1);
 	faucet__json_string(&b, key);
-	jw_member(&b, "outcome", 0);
+	cli_jw_member(&b, "outcome", 0);
 	faucet__json_string(&b, what);
 	run_member(&b, out);
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	serve_json(out, status, &b);
 }
 
@@ -507,7 +507,7 @@ static void get_export(serve_request *rq, serve_reply *out)
 		return;
 	}
 	faucet_export_free(e);
-	(void)faucet_buf_puts(&b, text);
+	(void)faucet__buf_puts(&b, text);
 	faucet_free(text);
 	serve_json(out, 200, &b);
 }
@@ -595,17 +595,17 @@ static void post_import(serve_request *rq, serve_reply *out)
 		faucet_import_report_dispose(&report);
 		return;
 	}
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "pipeline", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "pipeline", 1);
 	faucet__json_string(&b, p);
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, o.dry_run ? "true" : "false");
-	jw_member(&b, "written", 0);
-	jw_string_array(&b, &report.written);
-	jw_member(&b, "deleted", 0);
-	jw_string_array(&b, &report.deleted);
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, o.dry_run ? "true" : "false");
+	cli_jw_member(&b, "written", 0);
+	cli_jw_string_array(&b, &report.written);
+	cli_jw_member(&b, "deleted", 0);
+	cli_jw_string_array(&b, &report.deleted);
 	run_member(&b, out);
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	faucet_import_report_dispose(&report);
 	serve_json(out, 200, &b);
 }
@@ -624,7 +624,7 @@ static void get_runs(serve_request *rq, serve_reply *out)
 		serve_fail(out, "reading the run history");
 		return;
 	}
-	(void)faucet_buf_puts(&b, json);
+	(void)faucet__buf_puts(&b, json);
 	faucet_free(json);
 	serve_json(out, 200, &b);
 }
@@ -632,9 +632,9 @@ static void get_runs(serve_request *rq, serve_reply *out)
 static void value_or_null(faucet_buf *b, const faucet_value *v)
 {
 	if (v == NULL)
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 	else
-		(void)faucet_buf_put(b, faucet_value_json(v), faucet_value_len(v));
+		(void)faucet__buf_put(b, faucet_value_json(v), faucet_value_len(v));
 }
 
 static void post_undo(serve_request *rq, serve_reply *out)
@@ -659,73 +659,73 @@ static void post_undo(serve_request *rq, serve_reply *out)
 	}
 	if (res.undo_run != NULL)
 		(void)snprintf(out->run, sizeof(out->run), "%s", res.undo_run);
-	(void)faucet_buf_putc(&b, '{');
+	(void)faucet__buf_putc(&b, '{');
 	if (res.conflict) {
 		faucet_buf msg = FAUCET_BUF_INIT;
 
 		if (res.conflict_total > 1)
-			(void)faucet_buf_printf(&msg, "%zu keys changed since run %s wrote them (see "
+			(void)faucet__buf_printf(&msg, "%zu keys changed since run %s wrote them (see "
 						      "conflicts); nothing was restored (?force=true "
 						      "restores anyway)",
 						res.conflict_total, res.run);
 		else
-			(void)faucet_buf_printf(&msg, "%s changed since run %s wrote it; nothing was "
+			(void)faucet__buf_printf(&msg, "%s changed since run %s wrote it; nothing was "
 						      "restored (?force=true restores anyway)",
 						res.conflict_key ? res.conflict_key : "a key", res.run);
-		(void)faucet_buf_puts(&b, "\"error\":{");
-		jw_member(&b, "code", 1);
+		(void)faucet__buf_puts(&b, "\"error\":{");
+		cli_jw_member(&b, "code", 1);
 		faucet__json_string(&b, "conflict");
-		jw_member(&b, "message", 0);
+		cli_jw_member(&b, "message", 0);
 		faucet__json_string(&b, msg.ptr ? msg.ptr : "conflict");
-		faucet_buf_dispose(&msg);
-		(void)faucet_buf_puts(&b, "},");
+		faucet__buf_dispose(&msg);
+		(void)faucet__buf_puts(&b, "},");
 	}
-	jw_member(&b, "run", 1);
+	cli_jw_member(&b, "run", 1);
 	faucet__json_string(&b, res.run);
-	jw_member(&b, "scope", 0);
+	cli_jw_member(&b, "scope", 0);
 	faucet__json_string(&b, res.scope);
-	jw_member(&b, "dry_run", 0);
-	(void)faucet_buf_puts(&b, o.dry_run ? "true" : "false");
-	jw_member(&b, "undo_run", 0);
+	cli_jw_member(&b, "dry_run", 0);
+	(void)faucet__buf_puts(&b, o.dry_run ? "true" : "false");
+	cli_jw_member(&b, "undo_run", 0);
 	faucet__json_string(&b, res.undo_run);
-	jw_member(&b, "restored", 0);
-	(void)faucet_buf_putc(&b, '[');
+	cli_jw_member(&b, "restored", 0);
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0; !res.conflict && i < res.restored.count; i++) {
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_puts(&b, i ? ",{" : "{");
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, res.restored.strings[i]);
-		jw_member(&b, "from", 0);
+		cli_jw_member(&b, "from", 0);
 		value_or_null(&b, res.replaced ? res.replaced[i] : NULL);
-		jw_member(&b, "to", 0);
+		cli_jw_member(&b, "to", 0);
 		value_or_null(&b, res.restored_to ? res.restored_to[i] : NULL);
-		(void)faucet_buf_putc(&b, '}');
+		(void)faucet__buf_putc(&b, '}');
 	}
-	(void)faucet_buf_putc(&b, ']');
-	jw_member(&b, "conflicts", 0);
-	(void)faucet_buf_putc(&b, '[');
+	(void)faucet__buf_putc(&b, ']');
+	cli_jw_member(&b, "conflicts", 0);
+	(void)faucet__buf_putc(&b, '[');
 	/* Every conflicting key (the library lists up to max_conflicts). */
 	for (size_t i = 0; res.conflict && i < res.conflict_count; i++) {
 		const faucet_undo_conflict *c = &res.conflicts[i];
 
-		(void)faucet_buf_puts(&b, i ? ",{" : "{");
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_puts(&b, i ? ",{" : "{");
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, c->key);
-		jw_member(&b, "current", 0);
+		cli_jw_member(&b, "current", 0);
 		value_or_null(&b, c->current);
-		jw_member(&b, "wrote", 0);
+		cli_jw_member(&b, "wrote", 0);
 		value_or_null(&b, c->wrote_known ? c->wrote : NULL);
-		jw_member(&b, "wrote_known", 0);
-		(void)faucet_buf_puts(&b, c->wrote_known ? "true" : "false");
-		jw_member(&b, "changed_by", 0);
+		cli_jw_member(&b, "wrote_known", 0);
+		(void)faucet__buf_puts(&b, c->wrote_known ? "true" : "false");
+		cli_jw_member(&b, "changed_by", 0);
 		faucet__json_string(&b, c->run);
-		(void)faucet_buf_putc(&b, '}');
+		(void)faucet__buf_putc(&b, '}');
 	}
-	(void)faucet_buf_putc(&b, ']');
-	jw_member(&b, "conflict_total", 0);
-	(void)faucet_buf_printf(&b, "%zu", res.conflict_total);
-	jw_member(&b, "conflicts_truncated", 0);
-	(void)faucet_buf_puts(&b, res.conflicts_truncated ? "true" : "false");
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, ']');
+	cli_jw_member(&b, "conflict_total", 0);
+	(void)faucet__buf_printf(&b, "%zu", res.conflict_total);
+	cli_jw_member(&b, "conflicts_truncated", 0);
+	(void)faucet__buf_puts(&b, res.conflicts_truncated ? "true" : "false");
+	(void)faucet__buf_putc(&b, '}');
 	serve_json(out, res.conflict ? 409 : 200, &b);
 	faucet_undo_result_dispose(&res);
 }
@@ -751,7 +751,7 @@ static void get_locks(serve_request *rq, serve_reply *out)
 		serve_fail(out, "listing the leases");
 		return;
 	}
-	(void)faucet_buf_putc(&b, '[');
+	(void)faucet__buf_putc(&b, '[');
 	for (size_t i = 0; i < keys.count; i++) {
 		faucet_value *v = NULL;
 		faucet_lease l;
@@ -762,7 +762,7 @@ static void get_locks(serve_request *rq, serve_reply *out)
 		if (faucet_store_get(serve_store(rq), keys.strings[i], &v) != 0) {
 			serve_fail(out, "reading a lease");
 			faucet_strarray_dispose(&keys);
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return;
 		}
 		if (v == NULL || faucet_lease_parse(v, keys.strings[i], &l) != 0) {
@@ -772,27 +772,27 @@ static void get_locks(serve_request *rq, serve_reply *out)
 		serve_etag(v, etag);
 		faucet_value_free(v);
 		(void)faucet_utc_text(l.expires_at, until, sizeof(until));
-		(void)faucet_buf_puts(&b, n++ ? ",{" : "{");
-		jw_member(&b, "key", 1);
+		(void)faucet__buf_puts(&b, n++ ? ",{" : "{");
+		cli_jw_member(&b, "key", 1);
 		faucet__json_string(&b, keys.strings[i]);
-		jw_member(&b, "holder", 0);
+		cli_jw_member(&b, "holder", 0);
 		faucet__json_string(&b, l.holder);
-		jw_member(&b, "run", 0);
+		cli_jw_member(&b, "run", 0);
 		faucet__json_string(&b, l.run);
-		jw_member(&b, "expires_at", 0);
-		(void)faucet_buf_printf(&b, "%lld", (long long)l.expires_at);
-		jw_member(&b, "expires", 0);
+		cli_jw_member(&b, "expires_at", 0);
+		(void)faucet__buf_printf(&b, "%lld", (long long)l.expires_at);
+		cli_jw_member(&b, "expires", 0);
 		faucet__json_string(&b, until);
-		jw_member(&b, "state", 0);
+		cli_jw_member(&b, "state", 0);
 		faucet__json_string(&b, faucet_lease_holder_dead(&l) ? "dead"
 			      : l.expires_at > now        ? "live"
 							  : "expired");
-		jw_member(&b, "etag", 0);
+		cli_jw_member(&b, "etag", 0);
 		faucet__json_string(&b, etag);
-		(void)faucet_buf_putc(&b, '}');
+		(void)faucet__buf_putc(&b, '}');
 		faucet_lease_dispose(&l);
 	}
-	(void)faucet_buf_putc(&b, ']');
+	(void)faucet__buf_putc(&b, ']');
 	faucet_strarray_dispose(&keys);
 	serve_json(out, 200, &b);
 }
@@ -838,12 +838,12 @@ static void delete_lock(serve_request *rq, serve_reply *out)
 		serve_error(out, 412, "condition", "the lease at %s changed while it was broken", key);
 		return;
 	}
-	(void)faucet_buf_putc(&b, '{');
-	jw_member(&b, "key", 1);
+	(void)faucet__buf_putc(&b, '{');
+	cli_jw_member(&b, "key", 1);
 	faucet__json_string(&b, key);
-	jw_member(&b, "outcome", 0);
+	cli_jw_member(&b, "outcome", 0);
 	faucet__json_string(&b, "broken");
-	(void)faucet_buf_putc(&b, '}');
+	(void)faucet__buf_putc(&b, '}');
 	serve_json(out, 200, &b);
 }
 
@@ -858,7 +858,7 @@ static void get_backfills(serve_request *rq, serve_reply *out)
 		return;
 	faucet_error_clear();
 	if (cli_backfill_status_json(serve_context(), serve_store(rq), p, NULL, &b) != 0) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		serve_fail(out, "reading the backfills");
 		return;
 	}
@@ -899,7 +899,7 @@ static void get_backfill(serve_request *rq, serve_reply *out)
 	free(key);
 	faucet_error_clear();
 	if (cli_backfill_status_json(serve_context(), serve_store(rq), p, hash, &b) != 0) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		serve_fail(out, "reading the backfill");
 		return;
 	}

@@ -50,8 +50,8 @@ int serve_dashboard(const char *method, const char *url, serve_reply *out)
 			out->allow = "GET, HEAD";
 			return 1;
 		}
-		if (faucet_buf_put(&b, (const char *)files[i].data, *files[i].len) != 0) {
-			faucet_buf_dispose(&b);
+		if (faucet__buf_put(&b, (const char *)files[i].data, *files[i].len) != 0) {
+			faucet__buf_dispose(&b);
 			serve_error(out, 500, "out-of-memory", "out of memory");
 			return 1;
 		}

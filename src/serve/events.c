@@ -120,27 +120,27 @@ static void add_event(const char *kind, const char *key, const char *change)
 	const char *sep = strstr(key, "::");
 	ev *slot = &E.ring[seq % SERVE_EVENTS_RING];
 
-	(void)faucet_buf_printf(&b, "id: %llu\nevent: %s\ndata: {", seq, kind);
-	jw_member(&b, "kind", 1);
+	(void)faucet__buf_printf(&b, "id: %llu\nevent: %s\ndata: {", seq, kind);
+	cli_jw_member(&b, "kind", 1);
 	faucet__json_string(&b, kind);
-	jw_member(&b, "key", 0);
+	cli_jw_member(&b, "key", 0);
 	faucet__json_string(&b, key);
-	jw_member(&b, "pipeline", 0);
+	cli_jw_member(&b, "pipeline", 0);
 	{
 		char *p = faucet__strndup(key, sep ? (size_t)(sep - key) : strlen(key));
 
 		faucet__json_string(&b, p ? p : "");
 		free(p);
 	}
-	jw_member(&b, "change", 0);
+	cli_jw_member(&b, "change", 0);
 	faucet__json_string(&b, change);
-	(void)faucet_buf_puts(&b, "}\n\n");
+	(void)faucet__buf_puts(&b, "}\n\n");
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return;
 	}
 	free(slot->text);
-	slot->text = faucet_buf_detach(&b);
+	slot->text = faucet__buf_detach(&b);
 	slot->seq = seq;
 	E.seq = seq;
 }
@@ -409,7 +409,7 @@ int serve_events_start(faucet_store *s)
 void serve_events_metrics(faucet_buf *b)
 {
 	pthread_mutex_lock(&E.mu);
-	(void)faucet_buf_printf(b,
+	(void)faucet__buf_printf(b,
 			     "# HELP faucet_serve_event_polls_total Reads of the store's bookkeeping "
 			     "for /v1/events.\n"
 			     "# TYPE faucet_serve_event_polls_total counter\n"

@@ -250,7 +250,7 @@ void serve_metrics_text(faucet_buf *b)
 	size_t n;
 	const serve_route *r = serve_routes(&n);
 
-	(void)faucet_buf_puts(b, "# HELP faucet_serve_requests_total HTTP requests by route and status.\n"
+	(void)faucet__buf_puts(b, "# HELP faucet_serve_requests_total HTTP requests by route and status.\n"
 			      "# TYPE faucet_serve_requests_total counter\n");
 	for (size_t i = 0; i <= MAX_ROUTES && i <= n; i++) {
 		for (size_t j = 0; j < NSTATUS; j++) {
@@ -263,30 +263,30 @@ void serve_metrics_text(faucet_buf *b)
 				(void)snprintf(status, sizeof(status), "%u", status_slots[j]);
 			else
 				(void)snprintf(status, sizeof(status), "other");
-			(void)faucet_buf_printf(b,
+			(void)faucet__buf_printf(b,
 					     "faucet_serve_requests_total{method=\"%s\",route=\"%s\","
 					     "status=\"%s\"} %llu\n",
 					     i < n ? r[i].method : "", i < n ? r[i].path : "unmatched",
 					     status, c);
 		}
 	}
-	(void)faucet_buf_puts(b, "# HELP faucet_serve_request_duration_seconds Time to answer a request.\n"
+	(void)faucet__buf_puts(b, "# HELP faucet_serve_request_duration_seconds Time to answer a request.\n"
 			      "# TYPE faucet_serve_request_duration_seconds histogram\n");
 	for (size_t i = 0; i < NBUCKETS; i++)
-		(void)faucet_buf_printf(b, "faucet_serve_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
+		(void)faucet__buf_printf(b, "faucet_serve_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
 				     buckets[i], atomic_load(&m_hist[i]));
-	(void)faucet_buf_printf(b, "faucet_serve_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+	(void)faucet__buf_printf(b, "faucet_serve_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
 			     atomic_load(&m_hist[NBUCKETS]));
-	(void)faucet_buf_printf(b, "faucet_serve_request_duration_seconds_sum %.6f\n",
+	(void)faucet__buf_printf(b, "faucet_serve_request_duration_seconds_sum %.6f\n",
 			     (double)atomic_load(&m_sum_us) / 1e6);
-	(void)faucet_buf_printf(b, "faucet_serve_request_duration_seconds_count %llu\n",
+	(void)faucet__buf_printf(b, "faucet_serve_request_duration_seconds_count %llu\n",
 			     atomic_load(&m_count));
-	(void)faucet_buf_printf(b,
+	(void)faucet__buf_printf(b,
 			     "# HELP faucet_serve_store_errors_total Store operations that failed.\n"
 			     "# TYPE faucet_serve_store_errors_total counter\n"
 			     "faucet_serve_store_errors_total %llu\n",
 			     atomic_load(&m_store_errors));
-	(void)faucet_buf_printf(b,
+	(void)faucet__buf_printf(b,
 			     "# HELP faucet_serve_connections Open connections.\n"
 			     "# TYPE faucet_serve_connections gauge\n"
 			     "faucet_serve_connections %u\n",
@@ -299,14 +299,14 @@ void serve_metrics_text(faucet_buf *b)
 void serve_json(serve_reply *out, unsigned status, faucet_buf *b)
 {
 	if (b->failed || b->ptr == NULL) {
-		faucet_buf_dispose(b);
+		faucet__buf_dispose(b);
 		serve_error(out, 500, "out-of-memory", "out of memory");
 		return;
 	}
 	free(out->body);
 	out->status = status;
 	out->len = b->len;
-	out->body = faucet_buf_detach(b);
+	out->body = faucet__buf_detach(b);
 	out->type = "application/json";
 }
 
@@ -320,13 +320,13 @@ void serve_error(serve_reply *out, unsigned status, const char *code, const char
 	(void)vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	cli_escape(&msg, text);
-	(void)faucet_buf_puts(&b, "{\"error\":{");
-	jw_member(&b, "code", 1);
+	(void)faucet__buf_puts(&b, "{\"error\":{");
+	cli_jw_member(&b, "code", 1);
 	faucet__json_string(&b, code);
-	jw_member(&b, "message", 0);
+	cli_jw_member(&b, "message", 0);
 	faucet__json_string(&b, msg.ptr ? msg.ptr : text);
-	(void)faucet_buf_puts(&b, "}}");
-	faucet_buf_dispose(&msg);
+	(void)faucet__buf_puts(&b, "}}");
+	faucet__buf_dispose(&msg);
 	free(out->body);
 	out->body = NULL;
 	out->len = 0;
@@ -334,9 +334,9 @@ void serve_error(serve_reply *out, unsigned status, const char *code, const char
 	out->type = "application/json";
 	if (!b.failed && b.ptr != NULL) {
 		out->len = b.len;
-		out->body = faucet_buf_detach(&b);
+		out->body = faucet__buf_detach(&b);
 	}
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 }
 
 void serve_fail(serve_reply *out, const char *what)
@@ -646,7 +646,7 @@ static void access_log(const serve_request *rq, unsigned status, size_t bytes, u
 	cli_escape(&b, rq->url ? rq->url : "?");
 	fprintf(stderr, "faucet serve: %s %s %u %zu %.3fms\n", rq->method, b.ptr ? b.ptr : "?", status,
 		bytes, (double)us / 1000.0);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 }
 
 static enum MHD_Result send_reply(serve_request *rq, size_t route, serve_reply *r)
@@ -1249,7 +1249,7 @@ static void wait_and_drain(struct MHD_Daemon *d, sigset_t *set, unsigned long lo
 	fprintf(stderr, "faucet serve: stopped\n");
 }
 
-int cli_serve_main(cli_context *ctx, int argc, char **argv)
+int serve_main(cli_context *ctx, int argc, char **argv)
 {
 	struct sockaddr_storage addr;
 	socklen_t alen = 0;

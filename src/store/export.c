@@ -226,9 +226,9 @@ int faucet_export_validate(const faucet_export *e)
 /* A member name and the separator after it: `"name":` or `"name": `. */
 static void put_member(faucet_buf *b, const char *indent, const char *name, int pretty)
 {
-	(void)faucet_buf_puts(b, indent);
+	(void)faucet__buf_puts(b, indent);
 	faucet__json_string(b, name);
-	(void)faucet_buf_puts(b, pretty ? ": " : ":");
+	(void)faucet__buf_puts(b, pretty ? ": " : ":");
 }
 
 /* An upper bound on the text, so the buffer grows once, not 20 times. */
@@ -248,35 +248,35 @@ static void put_header(faucet_buf *b, unsigned version, const char *pipeline,
 {
 	const char *nl = pretty ? "\n" : "", *in1 = pretty ? "  " : "";
 
-	(void)faucet_buf_printf(b, "{%s", nl);
+	(void)faucet__buf_printf(b, "{%s", nl);
 	put_member(b, in1, "version", pretty);
-	(void)faucet_buf_printf(b, "%u,%s", version, nl);
+	(void)faucet__buf_printf(b, "%u,%s", version, nl);
 	put_member(b, in1, "pipeline", pretty);
 	faucet__json_string(b, pipeline);
-	(void)faucet_buf_printf(b, ",%s", nl);
+	(void)faucet__buf_printf(b, ",%s", nl);
 	if (exported_at != NULL) {
 		put_member(b, in1, "exported_at", pretty);
 		faucet__json_string(b, exported_at);
-		(void)faucet_buf_printf(b, ",%s", nl);
+		(void)faucet__buf_printf(b, ",%s", nl);
 	}
 	put_member(b, in1, "keys", pretty);
-	(void)faucet_buf_putc(b, '{');
+	(void)faucet__buf_putc(b, '{');
 }
 
 static void put_entry(faucet_buf *b, int first, const char *key, const faucet_value *v,
 		      int pretty)
 {
-	(void)faucet_buf_puts(b, first ? "" : ",");
-	(void)faucet_buf_puts(b, pretty ? "\n" : "");
+	(void)faucet__buf_puts(b, first ? "" : ",");
+	(void)faucet__buf_puts(b, pretty ? "\n" : "");
 	put_member(b, pretty ? "    " : "", key, pretty);
-	(void)faucet_buf_put(b, faucet_value_json(v), faucet_value_len(v));
+	(void)faucet__buf_put(b, faucet_value_json(v), faucet_value_len(v));
 }
 
 static void put_trailer(faucet_buf *b, size_t count, int pretty)
 {
 	if (count > 0 && pretty)
-		(void)faucet_buf_puts(b, "\n  ");
-	(void)faucet_buf_printf(b, "}%s}", pretty ? "\n" : "");
+		(void)faucet__buf_puts(b, "\n  ");
+	(void)faucet__buf_printf(b, "}%s}", pretty ? "\n" : "");
 }
 
 int faucet_export_to_json(const faucet_export *e, int pretty, char **out)
@@ -289,13 +289,13 @@ int faucet_export_to_json(const faucet_export *e, int pretty, char **out)
 		return faucet_error_set(FAUCET_EINVALID, "faucet_export_to_json: NULL argument");
 	}
 	*out = NULL;
-	if (faucet_buf_grow(&b, estimate_size(e)) != 0)
+	if (faucet__buf_grow(&b, estimate_size(e)) != 0)
 		return FAUCET_ENOMEM;
 	put_header(&b, e->version, e->pipeline, e->exported_at, pretty);
 	for (size_t i = 0; i < e->count; i++)
 		put_entry(&b, i == 0, e->entries[i].key, e->entries[i].value, pretty);
 	put_trailer(&b, e->count, pretty);
-	*out = faucet_buf_detach(&b);
+	*out = faucet__buf_detach(&b);
 	return *out ? 0 : FAUCET_ENOMEM;
 }
 
@@ -605,7 +605,7 @@ static int export_streamed(faucet_store *s, const char *prefix, const char *pipe
 		put_trailer(&so.b, so.written, pretty);
 		rc = flush_out(&so.b, out);
 	}
-	faucet_buf_dispose(&so.b);
+	faucet__buf_dispose(&so.b);
 	if (rc == 0 && count != NULL)
 		*count = so.written;
 	return rc;
@@ -657,7 +657,7 @@ int faucet_export_write(faucet_store *s, const char *pipeline, const char *expor
 		put_trailer(&b, written, pretty);
 		rc = flush_out(&b, out);
 	}
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	free(values);
 	faucet_strarray_dispose(&keys);
 	if (rc == 0 && count != NULL)

@@ -250,7 +250,7 @@ static void put_utf8(faucet_buf *b, unsigned cp)
 		u[3] = (char)(0x80 | (cp & 0x3F));
 		n = 4;
 	}
-	(void)faucet_buf_put(b, u, n);
+	(void)faucet__buf_put(b, u, n);
 }
 
 /* Decode the quoted JSON string text[0..len) (quotes included, already
@@ -263,7 +263,7 @@ static int decode_string(const char *text, size_t len, faucet_buf *out, uint64_t
 
 	out->len = 0;
 	out->failed = 0;
-	if (faucet_buf_grow(out, len) != 0)
+	if (faucet__buf_grow(out, len) != 0)
 		return FAUCET_ENOMEM;
 	out->ptr[0] = '\0';
 	while (p < end) {
@@ -273,19 +273,19 @@ static int decode_string(const char *text, size_t len, faucet_buf *out, uint64_t
 			const char *run = p;
 			while (p < end && *p != '\\')
 				p++;
-			(void)faucet_buf_put(out, run, (size_t)(p - run));
+			(void)faucet__buf_put(out, run, (size_t)(p - run));
 			continue;
 		}
 		p++;
 		switch (*p++) {
-		case '"': (void)faucet_buf_putc(out, '"'); continue;
-		case '\\': (void)faucet_buf_putc(out, '\\'); continue;
-		case '/': (void)faucet_buf_putc(out, '/'); continue;
-		case 'b': (void)faucet_buf_putc(out, '\b'); continue;
-		case 'f': (void)faucet_buf_putc(out, '\f'); continue;
-		case 'n': (void)faucet_buf_putc(out, '\n'); continue;
-		case 'r': (void)faucet_buf_putc(out, '\r'); continue;
-		case 't': (void)faucet_buf_putc(out, '\t'); continue;
+		case '"': (void)faucet__buf_putc(out, '"'); continue;
+		case '\\': (void)faucet__buf_putc(out, '\\'); continue;
+		case '/': (void)faucet__buf_putc(out, '/'); continue;
+		case 'b': (void)faucet__buf_putc(out, '\b'); continue;
+		case 'f': (void)faucet__buf_putc(out, '\f'); continue;
+		case 'n': (void)faucet__buf_putc(out, '\n'); continue;
+		case 'r': (void)faucet__buf_putc(out, '\r'); continue;
+		case 't': (void)faucet__buf_putc(out, '\t'); continue;
 		case 'u': break;
 		default: goto bad_escape;
 		}
@@ -416,7 +416,7 @@ static int header_member(doc_in *in, header_state *h, const char *text, size_t l
 						"string, got %.*s", (int)(len < 64 ? len : 64), text);
 		if ((rc = decode_string(text, len, &in->name, at)) != 0)
 			return rc;
-		h->out->exported_at = faucet_buf_detach(&in->name);
+		h->out->exported_at = faucet__buf_detach(&in->name);
 		return h->out->exported_at ? 0 : FAUCET_ENOMEM;
 	}
 	return 0; /* unknown members are ignored, as the original does */
@@ -460,7 +460,7 @@ static int finish_header(doc_in *in, header_state *h)
 	rc = decode_string(h->pipeline_text, strlen(h->pipeline_text), &in->name, h->pipeline_at);
 	if (rc != 0)
 		return rc;
-	h->out->pipeline = faucet_buf_detach(&in->name);
+	h->out->pipeline = faucet__buf_detach(&in->name);
 	return h->out->pipeline ? 0 : FAUCET_ENOMEM;
 }
 
@@ -575,7 +575,7 @@ static int walk(doc_in *in, faucet__doc_entry_fn fn, void *ctx, faucet__doc_head
 	rc = walk_document(in, &h, fn, ctx);
 	free(h.version);
 	free(h.pipeline_text);
-	faucet_buf_dispose(&in->name);
+	faucet__buf_dispose(&in->name);
 	free(in->buf);
 	if (rc != 0)
 		faucet__doc_header_dispose(header);

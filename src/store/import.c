@@ -129,7 +129,7 @@ static int report_failure(faucet_import_report *r, const char *what, const char 
 static int note_unknown(importer *imp, size_t from, size_t n)
 {
 	for (size_t i = from; i < from + n; i++) {
-		if (faucet_strarray_push(&imp->r->durability_unknown, imp->names[i]) != 0)
+		if (faucet__strarray_push(&imp->r->durability_unknown, imp->names[i]) != 0)
 			return FAUCET_ENOMEM;
 	}
 	imp->r->written.count += n;

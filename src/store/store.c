@@ -166,7 +166,7 @@ static int cannot_enumerate(void)
 
 static int push_key(const char *key, void *arr)
 {
-	return faucet_strarray_push(arr, key);
+	return faucet__strarray_push(arr, key);
 }
 
 #define LIST_BY_PAGES 10000
@@ -182,7 +182,7 @@ static int list_by_pages(faucet_store *s, const char *prefix, faucet_strarray *o
 	if (rc == 0)
 		rc = faucet_store_iter_set_page_size(it, LIST_BY_PAGES);
 	while (rc == 0 && (rc = faucet_store_iter_next(it, &key)) == 1)
-		rc = faucet_strarray_push(out, key);
+		rc = faucet__strarray_push(out, key);
 	faucet_store_iter_free(it);
 	if (rc != 0)
 		faucet_strarray_dispose(out);

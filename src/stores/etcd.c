@@ -36,7 +36,7 @@
  *
  * Threads and fork: connections come from a pool (pool.c), one thread per
  * connection at a time; a forked child drops the inherited ones without
- * touching their sockets (faucet_pool_detach_socket) and opens its own.
+ * touching their sockets (faucet__pool_detach_socket) and opens its own.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -133,7 +133,7 @@ static int b64_put(faucet_buf *b, const void *data, size_t len)
 		q[1] = b64chars[(v >> 12) & 63];
 		q[2] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
 		q[3] = i + 2 < len ? b64chars[v & 63] : '=';
-		if (faucet_buf_put(b, q, 4) != 0)
+		if (faucet__buf_put(b, q, 4) != 0)
 			return FAUCET_ENOMEM;
 	}
 	return b->failed ? FAUCET_ENOMEM : 0;
@@ -210,7 +210,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
 		c->reply_too_big = 1;
 		return 0;
 	}
-	if (faucet_buf_put(&c->reply, data, n) != 0)
+	if (faucet__buf_put(&c->reply, data, n) != 0)
 		return 0;
 	return n;
 }
@@ -247,7 +247,7 @@ static void etcd_disconnect(void *conn)
 		curl_slist_free_all(c->headers);
 	if (c->gheaders != NULL)
 		curl_slist_free_all(c->gheaders);
-	faucet_buf_dispose(&c->reply);
+	faucet__buf_dispose(&c->reply);
 	free(c);
 }
 
@@ -259,7 +259,7 @@ static void abandon_handle(CURL **h)
 	curl_socket_t fd = CURL_SOCKET_BAD;
 
 	if (*h != NULL && curl_easy_getinfo(*h, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
-	    fd != CURL_SOCKET_BAD && faucet_pool_detach_socket(fd) != 0)
+	    fd != CURL_SOCKET_BAD && faucet__pool_detach_socket(fd) != 0)
 		*h = NULL; /* leaked: the parent's connection stays untouched */
 }
 
@@ -977,18 +977,18 @@ static int put_full_key(faucet_buf *b, const etcd_store *s, const char *key)
 	faucet_buf k = FAUCET_BUF_INIT;
 	int rc;
 
-	(void)faucet_buf_puts(&k, s->prefix);
-	(void)faucet_buf_puts(&k, key);
+	(void)faucet__buf_puts(&k, s->prefix);
+	(void)faucet__buf_puts(&k, key);
 	rc = k.failed ? FAUCET_ENOMEM : b64_put(b, k.ptr, k.len);
-	faucet_buf_dispose(&k);
+	faucet__buf_dispose(&k);
 	return rc;
 }
 
 /* The range_end of "PREFIX/p"'s keys into e. */
 static int range_end(faucet_buf *e, const etcd_store *s, const char *prefix)
 {
-	(void)faucet_buf_puts(e, s->prefix);
-	(void)faucet_buf_puts(e, prefix);
+	(void)faucet__buf_puts(e, s->prefix);
+	(void)faucet__buf_puts(e, prefix);
 	if (e->failed)
 		return FAUCET_ENOMEM;
 	/* Every key byte is ASCII below 0x7f, so bumping the last byte ends
@@ -1005,16 +1005,16 @@ static int put_range(faucet_buf *b, const etcd_store *s, const char *start, size
 	int rc;
 
 	if (range_end(&e, s, prefix) != 0) {
-		faucet_buf_dispose(&e);
+		faucet__buf_dispose(&e);
 		return FAUCET_ENOMEM;
 	}
-	(void)faucet_buf_puts(b, "\"key\":\"");
+	(void)faucet__buf_puts(b, "\"key\":\"");
 	rc = b64_put(b, start, start_len);
-	(void)faucet_buf_puts(b, "\",\"range_end\":\"");
+	(void)faucet__buf_puts(b, "\",\"range_end\":\"");
 	if (rc == 0)
 		rc = b64_put(b, e.ptr, e.len);
-	(void)faucet_buf_puts(b, "\"");
-	faucet_buf_dispose(&e);
+	(void)faucet__buf_puts(b, "\"");
+	faucet__buf_dispose(&e);
 	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
 }
 
@@ -1023,14 +1023,14 @@ static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
 {
 	int rc;
 
-	(void)faucet_buf_puts(b, "{\"request_put\":{\"key\":\"");
+	(void)faucet__buf_puts(b, "{\"request_put\":{\"key\":\"");
 	rc = put_full_key(b, s, key);
-	(void)faucet_buf_puts(b, "\",\"value\":\"");
+	(void)faucet__buf_puts(b, "\",\"value\":\"");
 	if (rc == 0)
 		rc = b64_put(b, faucet_value_json(v), faucet_value_len(v));
 	if (lease != 0)
-		(void)faucet_buf_printf(b, "\",\"lease\":\"%lld", (long long)lease);
-	(void)faucet_buf_puts(b, "\"}}");
+		(void)faucet__buf_printf(b, "\",\"lease\":\"%lld", (long long)lease);
+	(void)faucet__buf_puts(b, "\"}}");
 	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
 }
 
@@ -1081,10 +1081,10 @@ static int lease_for(etcd_store *s, etcd_conn *c, const char *key, const faucet_
 	*lease = 0;
 	if (ttl == 0)
 		return 0;
-	if (faucet_buf_printf(&b, "{\"TTL\":%lld}", (long long)ttl) != 0)
+	if (faucet__buf_printf(&b, "{\"TTL\":%lld}", (long long)ttl) != 0)
 		return FAUCET_ENOMEM;
 	rc = etcd_request(c, "/v3/lease/grant", &b, 0, "lease grant", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	if (rc != 0)
 		return rc;
 	id = member(r, "ID");
@@ -1131,12 +1131,12 @@ typedef int (*etcd_op)(etcd_store *s, etcd_conn *c, etcd_args *a);
 static int etcd_run(etcd_store *s, etcd_op op, etcd_args *a)
 {
 	etcd_conn *c = NULL;
-	int rc = faucet_pool_acquire(s->pool, (void **)&c, NULL);
+	int rc = faucet__pool_acquire(s->pool, (void **)&c, NULL);
 
 	if (rc != 0)
 		return rc;
 	rc = op(s, c, a);
-	faucet_pool_release(s->pool, c, 0);
+	faucet__pool_release(s->pool, c, 0);
 	return rc;
 }
 
@@ -1148,14 +1148,14 @@ static int read_key(etcd_store *s, etcd_conn *c, const char *key, etcd_kv *kv)
 	int rc;
 
 	memset(kv, 0, sizeof(*kv));
-	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	(void)faucet__buf_puts(&b, "{\"key\":\"");
 	rc = put_full_key(&b, s, key);
-	(void)faucet_buf_puts(&b, "\"}");
+	(void)faucet__buf_puts(&b, "\"}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
 		rc = etcd_request(c, "/v3/kv/range", &b, 0, "get", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	if (rc != 0)
 		return rc;
 	kvs = member(r, "kvs");
@@ -1186,19 +1186,19 @@ static int op_put(etcd_store *s, etcd_conn *c, etcd_args *a)
 
 	if ((rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
 		return rc;
-	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	(void)faucet__buf_puts(&b, "{\"key\":\"");
 	rc = put_full_key(&b, s, a->key);
-	(void)faucet_buf_puts(&b, "\",\"value\":\"");
+	(void)faucet__buf_puts(&b, "\",\"value\":\"");
 	if (rc == 0)
 		rc = b64_put(&b, faucet_value_json(a->value), faucet_value_len(a->value));
 	if (lease != 0)
-		(void)faucet_buf_printf(&b, "\",\"lease\":\"%lld", (long long)lease);
-	(void)faucet_buf_puts(&b, "\"}");
+		(void)faucet__buf_printf(&b, "\",\"lease\":\"%lld", (long long)lease);
+	(void)faucet__buf_puts(&b, "\"}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
 		rc = etcd_request(c, "/v3/kv/put", &b, 1, "put", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	json_object_put(r);
 	return rc;
 }
@@ -1209,14 +1209,14 @@ static int op_del(etcd_store *s, etcd_conn *c, etcd_args *a)
 	json_object *r = NULL;
 	int rc;
 
-	(void)faucet_buf_puts(&b, "{\"key\":\"");
+	(void)faucet__buf_puts(&b, "{\"key\":\"");
 	rc = put_full_key(&b, s, a->key);
-	(void)faucet_buf_puts(&b, "\"}");
+	(void)faucet__buf_puts(&b, "\"}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
 		rc = etcd_request(c, "/v3/kv/deleterange", &b, 1, "delete", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	json_object_put(r);
 	return rc;
 }
@@ -1581,17 +1581,17 @@ static int page_request(etcd_store *s, etcd_args *a, int grpc, int serial, fauce
 
 			rc = faucet__etcd_grpc_range_encode(b, &r);
 		}
-		faucet_buf_dispose(&e);
+		faucet__buf_dispose(&e);
 		return rc;
 	}
-	(void)faucet_buf_puts(b, "{");
+	(void)faucet__buf_puts(b, "{");
 	rc = put_range(b, s, a->start, a->start_len, a->prefix);
-	(void)faucet_buf_printf(b, ",\"limit\":\"%zu\"%s", a->limit,
+	(void)faucet__buf_printf(b, ",\"limit\":\"%zu\"%s", a->limit,
 				a->keys_only ? ",\"keys_only\":true" : "");
 	if (a->revision > 0)
-		(void)faucet_buf_printf(b, ",\"revision\":\"%lld\"%s", (long long)a->revision,
+		(void)faucet__buf_printf(b, ",\"revision\":\"%lld\"%s", (long long)a->revision,
 					serial ? ",\"serializable\":true" : "");
-	(void)faucet_buf_puts(b, "}");
+	(void)faucet__buf_puts(b, "}");
 	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
 }
 
@@ -1618,7 +1618,7 @@ static int op_page(etcd_store *s, etcd_conn *c, etcd_args *a)
 			rc = grpc_request(c, ETCD_GRPC_RANGE, &b, "list");
 		else if (rc == 0)
 			rc = etcd_request(c, "/v3/kv/range", &b, 0, "list", NULL);
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		if (rc == ETCD_NOT_GRPC) {
 			atomic_store(&s->grpc_off, 1);
 			grpc = 0;
@@ -1708,7 +1708,7 @@ static int collect_keys(etcd_store *s, etcd_args *a, void *ctx)
 
 	(void)s;
 	for (size_t i = 0; i < a->page_n; i++) {
-		if (faucet_strarray_push(out, a->page[i].key) != 0)
+		if (faucet__strarray_push(out, a->page[i].key) != 0)
 			return FAUCET_ENOMEM;
 	}
 	return 0;
@@ -1799,32 +1799,32 @@ static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
 
 		if (a->value != NULL && (rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
 			break;
-		(void)faucet_buf_puts(&b, "{\"compare\":[{\"key\":\"");
+		(void)faucet__buf_puts(&b, "{\"compare\":[{\"key\":\"");
 		rc = put_full_key(&b, s, guard);
-		(void)faucet_buf_printf(&b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
+		(void)faucet__buf_printf(&b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
 					    "\"success\":[",
 					(long long)kv.mod);
 		if (rc == 0 && a->guard != NULL) {
 			rc = put_request_put(&b, s, a->guard, a->guard_value, 0);
-			(void)faucet_buf_puts(&b, ",");
+			(void)faucet__buf_puts(&b, ",");
 		}
 		if (rc == 0 && a->value != NULL) {
 			rc = put_request_put(&b, s, a->key, a->value, lease);
 		} else if (rc == 0) {
-			(void)faucet_buf_puts(&b, "{\"request_delete_range\":{\"key\":\"");
+			(void)faucet__buf_puts(&b, "{\"request_delete_range\":{\"key\":\"");
 			rc = put_full_key(&b, s, a->key);
-			(void)faucet_buf_puts(&b, "\"}}");
+			(void)faucet__buf_puts(&b, "\"}}");
 		}
-		(void)faucet_buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":\"");
+		(void)faucet__buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":\"");
 		if (rc == 0)
 			rc = put_full_key(&b, s, guard);
-		(void)faucet_buf_puts(&b, "\"}}]}");
+		(void)faucet__buf_puts(&b, "\"}}]}");
 		if (rc == 0 && b.failed)
 			rc = FAUCET_ENOMEM;
 		if (rc == 0)
 			rc = etcd_request(c, "/v3/kv/txn", &b, 1,
 					  a->value ? "compare-and-put" : "compare-and-delete", &r);
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		if (rc != 0)
 			break;
 		if (bool_member(r, "succeeded")) {
@@ -1854,18 +1854,18 @@ static int op_put_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
 	json_object *r = NULL;
 	int rc = 0;
 
-	(void)faucet_buf_puts(&b, "{\"success\":[");
+	(void)faucet__buf_puts(&b, "{\"success\":[");
 	for (size_t i = 0; rc == 0 && i < a->count; i++) {
 		if (i > 0)
-			(void)faucet_buf_puts(&b, ",");
+			(void)faucet__buf_puts(&b, ",");
 		rc = put_request_put(&b, s, a->entries[i].key, a->entries[i].value, 0);
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)faucet__buf_puts(&b, "]}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
 		rc = etcd_request(c, "/v3/kv/txn", &b, 1, "batch put", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	json_object_put(r);
 	return rc;
 }
@@ -1891,21 +1891,21 @@ static int op_get_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
 	json_object *r = NULL, *resp;
 	int rc = 0;
 
-	(void)faucet_buf_puts(&b, "{\"success\":[");
+	(void)faucet__buf_puts(&b, "{\"success\":[");
 	for (size_t i = 0; rc == 0 && i < a->count; i++) {
-		(void)faucet_buf_puts(&b, i > 0 ? ",{\"request_range\":{\"key\":\""
+		(void)faucet__buf_puts(&b, i > 0 ? ",{\"request_range\":{\"key\":\""
 						: "{\"request_range\":{\"key\":\"");
 		rc = put_full_key(&b, s, a->many[i]);
 		if (a->revision > 0)
-			(void)faucet_buf_printf(&b, "\",\"revision\":\"%lld", (long long)a->revision);
-		(void)faucet_buf_puts(&b, "\"}}");
+			(void)faucet__buf_printf(&b, "\",\"revision\":\"%lld", (long long)a->revision);
+		(void)faucet__buf_puts(&b, "\"}}");
 	}
-	(void)faucet_buf_puts(&b, "]}");
+	(void)faucet__buf_puts(&b, "]}");
 	if (rc == 0 && b.failed)
 		rc = FAUCET_ENOMEM;
 	if (rc == 0)
 		rc = etcd_request(c, "/v3/kv/txn", &b, 0, "get", &r);
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	if (rc != 0)
 		return rc;
 	if (a->revision == 0)
@@ -2164,7 +2164,7 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		return FAUCET_ENOMEM;
 	rc = faucet_check_report_new(out);
 	if (rc == 0)
-		rc = faucet_pool_acquire(s->pool, (void **)&c, NULL);
+		rc = faucet__pool_acquire(s->pool, (void **)&c, NULL);
 	if (rc != 0) {
 		faucet_check_report_free(*out);
 		*out = NULL;
@@ -2184,7 +2184,7 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	} else {
 		for (size_t i = 0; i < total; i++) {
 			json_object *m = json_object_array_get_idx(members, i), *urls = member(m, "clientURLs");
-			(void)faucet_buf_printf(&reason, "%s%s (%s)", i ? ", " : "",
+			(void)faucet__buf_printf(&reason, "%s%s (%s)", i ? ", " : "",
 						json_object_get_string(member(m, "name")),
 						urls && json_object_array_length(urls)
 							? json_object_get_string(json_object_array_get_idx(urls, 0))
@@ -2192,14 +2192,14 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		}
 		rc = add_probe(*out, "members", FAUCET_PROBE_PASS, reason.ptr, start, NULL);
 	}
-	faucet_buf_dispose(&reason);
+	faucet__buf_dispose(&reason);
 	/* quorum, leader, version: ask every endpoint for its status. */
 	start = faucet__now_ms();
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
 		json_object *st = NULL;
 
 		if (request_at(c, i, "/v3/maintenance/status", timeout, &st) != 0) {
-			(void)faucet_buf_printf(&down, "%s%s", down.len ? "; " : "",
+			(void)faucet__buf_printf(&down, "%s%s", down.len ? "; " : "",
 						faucet_error_last()->message);
 			continue;
 		}
@@ -2212,7 +2212,7 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 				(void)snprintf(leader, sizeof(leader), "%s", l);
 			else if (l != NULL && strcmp(l, leader) != 0)
 				leaders_agree = 0;
-			(void)faucet_buf_printf(&versions, "%s%s %s", versions.len ? ", " : "",
+			(void)faucet__buf_printf(&versions, "%s%s %s", versions.len ? ", " : "",
 						host_of(s->endpoints[i]), v ? v : "?");
 		}
 		json_object_put(st);
@@ -2220,11 +2220,11 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	if (rc == 0) {
 		int ok = members != NULL ? up * 2 > total : up * 2 > s->n;
 
-		(void)faucet_buf_printf(&reason, "%zu of %zu members answer%s%s", up, total,
+		(void)faucet__buf_printf(&reason, "%zu of %zu members answer%s%s", up, total,
 					down.len ? ": " : "", down.len ? down.ptr : "");
 		rc = add_probe(*out, "quorum", ok ? FAUCET_PROBE_PASS : FAUCET_PROBE_FAIL, reason.ptr,
 			       start, ok ? NULL : hint);
-		faucet_buf_dispose(&reason);
+		faucet__buf_dispose(&reason);
 	}
 	if (rc == 0) {
 		if (leader[0] == '\0' || strcmp(leader, "0") == 0)
@@ -2235,18 +2235,18 @@ static int etcd_check(faucet_store_backend *b, const faucet_check_context *ctx,
 				       "the members name different leaders (an election is under way)",
 				       start, NULL);
 		else {
-			(void)faucet_buf_printf(&reason, "%s", member_name(members, leader));
+			(void)faucet__buf_printf(&reason, "%s", member_name(members, leader));
 			rc = add_probe(*out, "leader", FAUCET_PROBE_PASS, reason.ptr, start, NULL);
-			faucet_buf_dispose(&reason);
+			faucet__buf_dispose(&reason);
 		}
 	}
 	if (rc == 0)
 		rc = add_probe(*out, "version", up ? FAUCET_PROBE_PASS : FAUCET_PROBE_SKIP,
 			       up ? versions.ptr : "no member answered", start, NULL);
 	json_object_put(ml);
-	faucet_buf_dispose(&versions);
-	faucet_buf_dispose(&down);
-	faucet_pool_release(s->pool, c, 0);
+	faucet__buf_dispose(&versions);
+	faucet__buf_dispose(&down);
+	faucet__pool_release(s->pool, c, 0);
 	if (rc == 0) {
 		start = faucet__now_ms();
 		rc = faucet__check_report_probe(*out, "sentinel",
@@ -2454,12 +2454,12 @@ static int etcd_watch_keys(faucet_store_backend *b, const char *prefix, faucet_w
 	etcd_watch w;
 	int rc;
 
-	(void)faucet_buf_puts(&start, s->prefix);
-	(void)faucet_buf_puts(&start, prefix);
-	(void)faucet_buf_puts(&body, "{\"create_request\":{");
+	(void)faucet__buf_puts(&start, s->prefix);
+	(void)faucet__buf_puts(&start, prefix);
+	(void)faucet__buf_puts(&body, "{\"create_request\":{");
 	rc = start.failed ? FAUCET_ENOMEM : put_range(&body, s, start.ptr, start.len, prefix);
-	(void)faucet_buf_puts(&body, "}}");
-	faucet_buf_dispose(&start);
+	(void)faucet__buf_puts(&body, "}}");
+	faucet__buf_dispose(&start);
 	if (rc == 0 && body.failed)
 		rc = FAUCET_ENOMEM;
 	/* Each member in turn until one takes the watch; once one has, its
@@ -2476,7 +2476,7 @@ static int etcd_watch_keys(faucet_store_backend *b, const char *prefix, faucet_w
 		if (i + 1 < s->n)
 			rc = 0;
 	}
-	faucet_buf_dispose(&body);
+	faucet__buf_dispose(&body);
 	return rc;
 }
 
@@ -2484,7 +2484,7 @@ static void etcd_free(faucet_store_backend *b)
 {
 	etcd_store *s = (etcd_store *)b;
 
-	faucet_pool_free(s->pool);
+	faucet__pool_free(s->pool);
 	for (size_t i = 0; s->endpoints != NULL && i < s->n; i++)
 		free(s->endpoints[i]);
 	free(s->endpoints);
@@ -2616,7 +2616,7 @@ static int parse_url(etcd_store *s, const char *url)
 
 /* The URL carries its own options (dial_timeout, request_timeout,
  * max_connections), so a config of type etcd is just its `url`. */
-int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
+int faucet__store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 {
 	static const char *const names[] = {"dial_timeout", "request_timeout", "max_connections"};
 	char *values[3] = {NULL, NULL, NULL};
@@ -2665,7 +2665,7 @@ int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 	if (rc == 0)
 		rc = faucet__curl_load();
 	if (rc == 0)
-		rc = faucet_pool_new(&s->pool, &etcd_pool_ops, s, (size_t)pool);
+		rc = faucet__pool_new(&s->pool, &etcd_pool_ops, s, (size_t)pool);
 	if (rc != 0) {
 		etcd_free(&s->base);
 		return rc;

@@ -36,7 +36,7 @@ static void put_varint(faucet_buf *b, uint64_t v)
 		v >>= 7;
 		tmp[n++] = (char)(v ? byte | 0x80 : byte);
 	} while (v);
-	(void)faucet_buf_put(b, tmp, n);
+	(void)faucet__buf_put(b, tmp, n);
 }
 
 static void put_tag(faucet_buf *b, unsigned field, unsigned wire)
@@ -48,7 +48,7 @@ static void put_bytes(faucet_buf *b, unsigned field, const char *p, size_t len)
 {
 	put_tag(b, field, WT_BYTES);
 	put_varint(b, len);
-	(void)faucet_buf_put(b, p, len);
+	(void)faucet__buf_put(b, p, len);
 }
 
 /* An int64 or bool field; proto3 leaves zero out. */
@@ -65,7 +65,7 @@ int faucet__etcd_grpc_range_encode(faucet_buf *b, const etcd_grpc_range_req *r)
 	static const char head[ETCD_GRPC_FRAME_HEAD] = {0};
 	size_t start = b->len, len;
 
-	(void)faucet_buf_put(b, head, sizeof(head));
+	(void)faucet__buf_put(b, head, sizeof(head));
 	if (r->key_len > 0)
 		put_bytes(b, 1, r->key, r->key_len);
 	if (r->range_end != NULL && r->range_end_len > 0)

@@ -1022,7 +1022,7 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
 
 	if (l->count == 0)
 		return 0;
-	/* Capacity as faucet_strarray_push_owned() expects it: the next power
+	/* Capacity as faucet__strarray_push_owned() expects it: the next power
 	 * of two, so a caller may append to the result. */
 	while (cap < l->count)
 		cap *= 2;

@@ -161,7 +161,7 @@ static int walk_root(file_store *fs, int dfd, doctor_walk *w)
 			if (w->symlinks++ == 0)
 				(void)snprintf(w->first_link, sizeof(w->first_link), "%s", e->d_name);
 		} else if (faucet_file__is_temp_name(e->d_name)) {
-			rc = faucet_strarray_push(&w->temps, e->d_name);
+			rc = faucet__strarray_push(&w->temps, e->d_name);
 		} else {
 			if (!w->store_file)
 				w->store_file = is_store_file(dfd, e->d_name, len);

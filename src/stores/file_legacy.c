@@ -111,7 +111,7 @@ int faucet_file__scan_dir(const file_store *fs, DIR *d, const char *prefix, key_
 		if (klen == 0)
 			continue;
 		if (legacy != NULL && is_legacy)
-			rc = faucet_strarray_push(legacy, e->d_name);
+			rc = faucet__strarray_push(legacy, e->d_name);
 		if (rc == 0 && keys != NULL && klen >= plen && memcmp(key, prefix, plen) == 0)
 			rc = faucet_file__key_list_push(keys, key, klen);
 		if (rc != 0)

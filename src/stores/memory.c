@@ -188,7 +188,7 @@ static int memory_list(faucet_store_backend *b, const char *prefix, faucet_strar
 	for (size_t i = 0; i < m->nbuckets && rc == 0; i++) {
 		for (node *e = m->buckets[i]; e != NULL && rc == 0; e = e->next) {
 			if (strncmp(e->key, prefix, plen) == 0)
-				rc = faucet_strarray_push(out, e->key);
+				rc = faucet__strarray_push(out, e->key);
 		}
 	}
 	pthread_rwlock_unlock(&m->lock);
@@ -196,7 +196,7 @@ static int memory_list(faucet_store_backend *b, const char *prefix, faucet_strar
 		faucet_strarray_dispose(out);
 		return rc;
 	}
-	faucet_strarray_sort_unique(out);
+	faucet__strarray_sort_unique(out);
 	return 0;
 }
 

@@ -20,15 +20,15 @@ static void list_known(faucet_buf *b, int schemes)
 
 	for (size_t i = 0; (be = faucet__backend_at(i)) != NULL; i++) {
 		if (i > 0)
-			(void)faucet_buf_puts(b, ", ");
+			(void)faucet__buf_puts(b, ", ");
 		if (!schemes) {
-			(void)faucet_buf_puts(b, be->info.type);
+			(void)faucet__buf_puts(b, be->info.type);
 			continue;
 		}
 		for (size_t j = 0; be->info.schemes[j] != NULL; j++) {
 			if (j > 0)
-				(void)faucet_buf_puts(b, ", ");
-			(void)faucet_buf_puts(b, be->info.schemes[j]);
+				(void)faucet__buf_puts(b, ", ");
+			(void)faucet__buf_puts(b, be->info.schemes[j]);
 		}
 	}
 }
@@ -139,7 +139,7 @@ int faucet_store_open_config(faucet_store **out, const faucet_store_config *call
 	(void)faucet_error_set(FAUCET_ECONFIG,
 			       "unknown state store type '%s' (this build knows: %s)", cfg->type,
 			       known.ptr ? known.ptr : "");
-	faucet_buf_dispose(&known);
+	faucet__buf_dispose(&known);
 	return FAUCET_ECONFIG;
 }
 
@@ -172,7 +172,7 @@ int faucet_store_open_url(faucet_store **out, const char *url)
 	(void)faucet_error_set(FAUCET_ECONFIG, "unknown state store URL '%s' (this build knows: %s)",
 			       redacted ? redacted : "?", known.ptr ? known.ptr : "");
 	free(redacted);
-	faucet_buf_dispose(&known);
+	faucet__buf_dispose(&known);
 	return FAUCET_ECONFIG;
 }
 

@@ -103,7 +103,7 @@ static void drop_inherited(faucet_pool *p)
 	p->inherited = 0;
 }
 
-int faucet_pool_detach_socket(int fd)
+int faucet__pool_detach_socket(int fd)
 {
 	int null, rc;
 
@@ -124,7 +124,7 @@ int faucet_pool_detach_socket(int fd)
 	return 0;
 }
 
-int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max)
+int faucet__pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max)
 {
 	faucet_pool *p;
 
@@ -188,7 +188,7 @@ static void drop_slot(faucet_pool *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh)
+int faucet__pool_acquire(faucet_pool *p, void **conn, int *fresh)
 {
 	int rc;
 
@@ -237,7 +237,7 @@ int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh)
 	}
 }
 
-void faucet_pool_release(faucet_pool *p, void *conn, int broken)
+void faucet__pool_release(faucet_pool *p, void *conn, int broken)
 {
 	void **stale = NULL;
 	size_t nstale = 0;
@@ -282,7 +282,7 @@ void faucet_pool_release(faucet_pool *p, void *conn, int broken)
 	free(stale);
 }
 
-void faucet_pool_free(faucet_pool *p)
+void faucet__pool_free(faucet_pool *p)
 {
 	if (p == NULL)
 		return;
@@ -317,7 +317,7 @@ static int still_unknown(const char *first)
 	return FAUCET_EUNKNOWN;
 }
 
-int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent)
+int faucet__pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent)
 {
 	char *unknown = NULL; /* the first try's message when its outcome is unknown */
 
@@ -325,11 +325,11 @@ int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx,
 		void *conn;
 		int fresh, broken = 0, rc;
 
-		rc = faucet_pool_acquire(p, &conn, &fresh);
+		rc = faucet__pool_acquire(p, &conn, &fresh);
 		if (rc == 0) {
 			rc = fn(conn, ctx);
 			broken = p->ops.broken != NULL && p->ops.broken(conn);
-			faucet_pool_release(p, conn, broken);
+			faucet__pool_release(p, conn, broken);
 		}
 		if (rc != 0 && unknown != NULL)
 			rc = still_unknown(unknown);
@@ -343,7 +343,7 @@ int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx,
 	}
 }
 
-int faucet_pool_socket_quiet(int fd)
+int faucet__pool_socket_quiet(int fd)
 {
 	struct pollfd pfd = {fd, POLLIN, 0};
 

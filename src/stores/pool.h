@@ -19,7 +19,7 @@
  * takes each pool's lock (so no other thread is half-way through the
  * bookkeeping), and in the child it marks each pool as inherited and gives
  * it a fresh condition variable (the parent's waiters do not exist there).
- * The child's first acquire (or faucet_pool_free) drops every inherited
+ * The child's first acquire (or faucet__pool_free) drops every inherited
  * idle connection with the `abandon` callback, which must not disturb the
  * parent's session, and the child opens connections of its own.  The
  * hot path costs nothing: the mark is read under the lock acquire takes
@@ -47,7 +47,7 @@ typedef struct {
 	 * round trip).  NULL = always. */
 	int (*alive)(void *conn);
 	/* Optional: whether a connection that just ran an operation is broken
-	 * and must not be reused (used by faucet_pool_run).  NULL = never. */
+	 * and must not be reused (used by faucet__pool_run).  NULL = never. */
 	int (*broken)(void *conn);
 	/* Optional: drop a connection inherited across fork() without
 	 * disturbing the parent, which still uses it: send the server nothing
@@ -56,15 +56,15 @@ typedef struct {
 	void (*abandon)(void *conn);
 } faucet_pool_ops;
 
-int faucet_pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max);
+int faucet__pool_new(faucet_pool **out, const faucet_pool_ops *ops, void *owner, size_t max);
 
 /* Take a connection, opening one when none is idle and fewer than `max`
  * exist, else waiting for one.  *fresh (may be NULL) says whether it was
  * opened by this call. */
-int faucet_pool_acquire(faucet_pool *p, void **conn, int *fresh);
+int faucet__pool_acquire(faucet_pool *p, void **conn, int *fresh);
 
 /* Give a connection back; `broken` closes it and every idle connection. */
-void faucet_pool_release(faucet_pool *p, void *conn, int broken);
+void faucet__pool_release(faucet_pool *p, void *conn, int broken);
 
 /* Run `fn` on a pooled connection and give it back.  A server restart
  * closes every idle connection at once and only their next use finds out,
@@ -76,12 +76,12 @@ void faucet_pool_release(faucet_pool *p, void *conn, int broken);
  * When the first try's outcome was unknown (FAUCET_EUNKNOWN) and the retry
  * fails too, the result stays FAUCET_EUNKNOWN: the first try may have been
  * applied whatever stopped the second. */
-int faucet_pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent);
+int faucet__pool_run(faucet_pool *p, int (*fn)(void *conn, void *ctx), void *ctx, int idempotent);
 
 /* For `alive` callbacks of network connections: whether socket fd is open
  * and has nothing to read.  An idle connection is owed no data, so a
  * readable socket means the server is closing it (EOF after a restart). */
-int faucet_pool_socket_quiet(int fd);
+int faucet__pool_socket_quiet(int fd);
 
 /* For `abandon` callbacks: make descriptor fd, a socket this process shares
  * with its parent, refer to /dev/null instead (dup2, atomic), so that the
@@ -89,10 +89,10 @@ int faucet_pool_socket_quiet(int fd);
  * parent's connection and closes only this process's descriptor.  Returns
  * 0, or -1 when /dev/null cannot be opened - then the caller must leave the
  * connection alone (leak it) rather than close it normally. */
-int faucet_pool_detach_socket(int fd);
+int faucet__pool_detach_socket(int fd);
 
 /* Close every connection (abandon them in a forked child that inherited
  * them).  No connection may be in use. */
-void faucet_pool_free(faucet_pool *p);
+void faucet__pool_free(faucet_pool *p);
 
 #endif

@@ -97,16 +97,16 @@ static char *clean_message(const pg_store *s, const char *msg)
 		if (hit == NULL || (size_t)(hit - msg) + pwlen > len)
 			break;
 		if (pwlen >= PG_MASK_ANYWHERE || in_quotes(msg, hit, pwlen)) {
-			(void)faucet_buf_put(&b, from, (size_t)(hit - from));
-			(void)faucet_buf_puts(&b, "***");
+			(void)faucet__buf_put(&b, from, (size_t)(hit - from));
+			(void)faucet__buf_puts(&b, "***");
 			from = p = hit + pwlen;
 		} else {
 			p = hit + 1;
 		}
 	}
-	(void)faucet_buf_put(&b, from, len - (size_t)(from - msg));
-	(void)faucet_buf_puts(&b, "");
-	return faucet_buf_detach(&b);
+	(void)faucet__buf_put(&b, from, len - (size_t)(from - msg));
+	(void)faucet__buf_puts(&b, "");
+	return faucet__buf_detach(&b);
 }
 
 /* Set the last error: what failed, on which server and table, and why. */
@@ -327,16 +327,16 @@ char *faucet__pg_statement_sql(const char *sql, const char *quoted)
 	const char *hit;
 
 	while ((hit = strstr(sql, TABLE_MARK)) != NULL) {
-		(void)faucet_buf_put(&b, sql, (size_t)(hit - sql));
-		(void)faucet_buf_puts(&b, quoted);
+		(void)faucet__buf_put(&b, sql, (size_t)(hit - sql));
+		(void)faucet__buf_puts(&b, quoted);
 		sql = hit + strlen(TABLE_MARK);
 	}
-	(void)faucet_buf_puts(&b, sql);
+	(void)faucet__buf_puts(&b, sql);
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return NULL;
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 static PGresult *exec_sql(PGconn *c, const char *sql, int n, const char *const *params)
@@ -486,7 +486,7 @@ static int pg_alive(void *conn)
 	PGconn *c = conn;
 
 	return PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE &&
-	       faucet_pool_socket_quiet(PQsocket(c));
+	       faucet__pool_socket_quiet(PQsocket(c));
 }
 
 /* A connection that lost the server, or was left inside a transaction by a
@@ -506,7 +506,7 @@ static int pg_broken(void *conn)
  * is left alone (its memory and descriptor stay with the child). */
 static void pg_abandon(void *conn)
 {
-	if (faucet_pool_detach_socket(PQsocket(conn)) == 0)
+	if (faucet__pool_detach_socket(PQsocket(conn)) == 0)
 		PQfinish(conn);
 }
 
@@ -755,15 +755,15 @@ static char *key_array(const char *const *keys, size_t count)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&b, '{');
+	(void)faucet__buf_putc(&b, '{');
 	for (size_t i = 0; i < count; i++)
-		(void)faucet_buf_printf(&b, "%s\"%s\"", i ? "," : "", keys[i]);
-	(void)faucet_buf_putc(&b, '}');
+		(void)faucet__buf_printf(&b, "%s\"%s\"", i ? "," : "", keys[i]);
+	(void)faucet__buf_putc(&b, '}');
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return NULL;
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 /* Hand each row of a get_many result to every slot that asked for its key
@@ -922,7 +922,7 @@ static int op_list_page(pg_store *s, PGconn *c, pg_args *a)
 	return 0;
 }
 
-/* One operation bound to its store and arguments, for faucet_pool_run. */
+/* One operation bound to its store and arguments, for faucet__pool_run. */
 typedef struct {
 	pg_store *s;
 	pg_op op;
@@ -938,12 +938,12 @@ static int pg_call_on(void *conn, void *ctx)
 }
 
 /* Run op on a pooled connection; the pool retries an idempotent op once
- * after a broken connection (faucet_pool_run). */
+ * after a broken connection (faucet__pool_run). */
 static int pg_run(pg_store *s, pg_op op, pg_args *a, int idempotent)
 {
 	pg_call k = {s, op, a};
 
-	return faucet_pool_run(s->pool, pg_call_on, &k, idempotent);
+	return faucet__pool_run(s->pool, pg_call_on, &k, idempotent);
 }
 
 static int pg_get(faucet_store_backend *b, const char *key, faucet_value **out)
@@ -1021,7 +1021,7 @@ static int pg_list_page(faucet_store_backend *b, const char *prefix, const char 
 	int rc = pg_run((pg_store *)b, op_list_page, &a, 1);
 
 	for (int i = 0; rc == 0 && i < PQntuples(a.rows); i++)
-		rc = faucet_strarray_push(out, PQgetvalue(a.rows, i, 0));
+		rc = faucet__strarray_push(out, PQgetvalue(a.rows, i, 0));
 	PQclear(a.rows);
 	if (rc != 0)
 		faucet_strarray_dispose(out);
@@ -1178,7 +1178,7 @@ static int durability_probe(pg_store *s, PGconn *c, faucet_check_report *r)
 	for (int i = 0; i < PQntuples(res); i++) {
 		const char *name = PQgetvalue(res, i, 0), *value = PQgetvalue(res, i, 1);
 		if (!setting_is_durable(name, value))
-			(void)faucet_buf_printf(&bad, "%s%s=%s", bad.len ? ", " : "", name, value);
+			(void)faucet__buf_printf(&bad, "%s%s=%s", bad.len ? ", " : "", name, value);
 	}
 	PQclear(res);
 	return faucet__check_durability_verdict(
@@ -1299,7 +1299,7 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 		free(hint);
 		return rc;
 	}
-	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
+	failed = faucet__pool_acquire(s->pool, (void **)&c, NULL) != 0;
 	if (!failed) {
 		PGresult *res;
 		if (set_timeout(c, timeout) != 0)
@@ -1324,7 +1324,7 @@ static int pg_check(faucet_store_backend *b, const faucet_check_context *ctx,
 	}
 	if (c != NULL) {
 		broken = PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE;
-		faucet_pool_release(s->pool, c, broken);
+		faucet__pool_release(s->pool, c, broken);
 	}
 	free(hint);
 	if (rc != 0) {
@@ -1340,7 +1340,7 @@ static void pg_free(faucet_store_backend *b)
 {
 	pg_store *s = (pg_store *)b;
 
-	faucet_pool_free(s->pool);
+	faucet__pool_free(s->pool);
 	pthread_mutex_destroy(&s->table_lock);
 	free(s->url);
 	free(s->redacted);
@@ -1383,7 +1383,7 @@ static char *url_password(const char *url)
 	return NULL;
 }
 
-int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg)
+int faucet__store_open_postgres(faucet_store **out, const faucet_store_config *cfg)
 {
 	const char *table = cfg->table ? cfg->table : PG_DEFAULT_TABLE;
 	int pool = cfg->max_connections ? cfg->max_connections : PG_DEFAULT_POOL;
@@ -1424,7 +1424,7 @@ int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cf
 		free(s);
 		return faucet_error_set(FAUCET_ENOMEM, "postgres state store: out of memory");
 	}
-	rc = faucet_pool_new(&s->pool, &pg_pool_ops, s, (size_t)pool);
+	rc = faucet__pool_new(&s->pool, &pg_pool_ops, s, (size_t)pool);
 	if (rc != 0) {
 		s->pool = NULL;
 		pg_free(&s->base);

@@ -153,18 +153,18 @@ static char *batch_object(const faucet_entry *entries, size_t count)
 {
 	faucet_buf doc = FAUCET_BUF_INIT;
 
-	(void)faucet_buf_putc(&doc, '{');
+	(void)faucet__buf_putc(&doc, '{');
 	for (size_t i = 0; i < count; i++) {
-		(void)faucet_buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
-		(void)faucet_buf_put(&doc, faucet_value_json(entries[i].value),
+		(void)faucet__buf_printf(&doc, "%s\"%s\":", i ? "," : "", entries[i].key);
+		(void)faucet__buf_put(&doc, faucet_value_json(entries[i].value),
 				     faucet_value_len(entries[i].value));
 	}
-	(void)faucet_buf_putc(&doc, '}');
+	(void)faucet__buf_putc(&doc, '}');
 	if (doc.failed) {
-		faucet_buf_dispose(&doc);
+		faucet__buf_dispose(&doc);
 		return NULL;
 	}
-	return faucet_buf_detach(&doc);
+	return faucet__buf_detach(&doc);
 }
 
 /* Two statements, because the one that is right in every case is not the
@@ -215,12 +215,12 @@ static void copy_field(faucet_buf *b, const char *p)
 	for (;;) {
 		size_t run = strcspn(p, "\\\t\n\r");
 
-		(void)faucet_buf_put(b, p, run);
+		(void)faucet__buf_put(b, p, run);
 		p += run;
 		if (*p == '\0')
 			return;
-		(void)faucet_buf_putc(b, '\\');
-		(void)faucet_buf_putc(b, *p == '\t' ? 't' : *p == '\n' ? 'n' : *p == '\r' ? 'r' : '\\');
+		(void)faucet__buf_putc(b, '\\');
+		(void)faucet__buf_putc(b, *p == '\t' ? 't' : *p == '\n' ? 'n' : *p == '\r' ? 'r' : '\\');
 		p++;
 	}
 }
@@ -246,9 +246,9 @@ static int batch_rows(const faucet_entry *entries, size_t count, int with_now,
 {
 	for (size_t i = 0; i < count; i++) {
 		copy_field(rows, entries[i].key);
-		(void)faucet_buf_putc(rows, '\t');
+		(void)faucet__buf_putc(rows, '\t');
 		copy_field(rows, faucet_value_json(entries[i].value));
-		(void)faucet_buf_puts(rows, with_now ? "\tnow\n" : "\n");
+		(void)faucet__buf_puts(rows, with_now ? "\tnow\n" : "\n");
 	}
 	return rows->failed ? FAUCET_ENOMEM : 0;
 }
@@ -353,14 +353,14 @@ static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
 	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
 	 * by the statements.) */
 	if (rc != 0 || taken || rows.len > INT_MAX - 5) {
-		faucet_buf_dispose(&rows);
+		faucet__buf_dispose(&rows);
 		return rc;
 	}
 	sql = faucet__pg_statement_sql(s->default_now ? "COPY {table} (key, value) FROM STDIN"
 					   : "COPY {table} (key, value, updated_at) FROM STDIN",
 			    s->quoted);
 	if (sql == NULL) {
-		faucet_buf_dispose(&rows);
+		faucet__buf_dispose(&rows);
 		return FAUCET_ENOMEM;
 	}
 	res = PQexec(c, sql);
@@ -370,7 +370,7 @@ static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
 		PQclear(res);
 		rc = copy_send(s, c, &rows, copied);
 	}
-	faucet_buf_dispose(&rows);
+	faucet__buf_dispose(&rows);
 	return rc;
 }
 
@@ -452,7 +452,7 @@ static int batch_by_stage(pg_store *s, PGconn *c, pg_args *a, int *staged)
 	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
 	 * by the statement.) */
 	if (rc != 0 || sql == NULL) {
-		faucet_buf_dispose(&rows);
+		faucet__buf_dispose(&rows);
 		return rc;
 	}
 	res = PQexec(c, "BEGIN; CREATE TEMP TABLE IF NOT EXISTS faucet_batch_stage "
@@ -470,7 +470,7 @@ static int batch_by_stage(pg_store *s, PGconn *c, pg_args *a, int *staged)
 			rc = faucet__pg_fail(s, FAUCET_ERROR, "cannot write a batch",
 					     "the staging table refused the rows");
 	}
-	faucet_buf_dispose(&rows);
+	faucet__buf_dispose(&rows);
 	if (rc == 0) {
 		if (PQsendQuery(c, sql) == 1)
 			rc = stage_finish(s, c, staged);

@@ -45,17 +45,17 @@ static void redact_query(faucet_buf *b, const char *q)
 		const char *eq = memchr(q, '=', seg);
 
 		if (eq != NULL && secret_option(q, (size_t)(eq - q))) {
-			(void)faucet_buf_put(b, q, (size_t)(eq - q) + 1);
-			(void)faucet_buf_puts(b, "***");
+			(void)faucet__buf_put(b, q, (size_t)(eq - q) + 1);
+			(void)faucet__buf_puts(b, "***");
 		} else {
-			(void)faucet_buf_put(b, q, seg);
+			(void)faucet__buf_put(b, q, seg);
 		}
 		q += seg;
 		if (*q == '&') {
-			(void)faucet_buf_putc(b, '&');
+			(void)faucet__buf_putc(b, '&');
 			q++;
 		} else if (*q == '#') {
-			(void)faucet_buf_puts(b, q);
+			(void)faucet__buf_puts(b, q);
 			break;
 		}
 	}
@@ -69,25 +69,25 @@ static void redact_conninfo(faucet_buf *b, const char *p)
 		size_t klen;
 
 		if (isspace((unsigned char)*p)) {
-			(void)faucet_buf_putc(b, *p++);
+			(void)faucet__buf_putc(b, *p++);
 			continue;
 		}
 		key = p;
 		while (*p && !isspace((unsigned char)*p) && *p != '=')
 			p++;
 		klen = (size_t)(p - key);
-		(void)faucet_buf_put(b, key, klen);
+		(void)faucet__buf_put(b, key, klen);
 		sep = p;
 		while (isspace((unsigned char)*p))
 			p++;
 		if (*p != '=') {
-			(void)faucet_buf_put(b, sep, (size_t)(p - sep));
+			(void)faucet__buf_put(b, sep, (size_t)(p - sep));
 			continue;
 		}
 		p++;
 		while (isspace((unsigned char)*p))
 			p++;
-		(void)faucet_buf_put(b, sep, (size_t)(p - sep));
+		(void)faucet__buf_put(b, sep, (size_t)(p - sep));
 		val = p;
 		if (*p == '\'') {
 			for (p++; *p && *p != '\''; p++) {
@@ -101,9 +101,9 @@ static void redact_conninfo(faucet_buf *b, const char *p)
 				p++;
 		}
 		if (secret_option(key, klen))
-			(void)faucet_buf_puts(b, "***");
+			(void)faucet__buf_puts(b, "***");
 		else
-			(void)faucet_buf_put(b, val, (size_t)(p - val));
+			(void)faucet__buf_put(b, val, (size_t)(p - val));
 	}
 }
 
@@ -122,7 +122,7 @@ char *faucet_url_redact(const char *url)
 		if (strchr(url, '=') == NULL)
 			return faucet__strdup(url);
 		redact_conninfo(&b, url);
-		return faucet_buf_detach(&b);
+		return faucet__buf_detach(&b);
 	}
 	auth = scheme_end + 3;
 	auth_end = auth + strcspn(auth, "/?#");
@@ -135,25 +135,25 @@ char *faucet_url_redact(const char *url)
 		const char *colon = memchr(auth, ':', (size_t)(at - auth));
 
 		if (colon != NULL) {
-			(void)faucet_buf_put(&b, url, (size_t)(colon - url) + 1);
-			(void)faucet_buf_puts(&b, "***");
+			(void)faucet__buf_put(&b, url, (size_t)(colon - url) + 1);
+			(void)faucet__buf_puts(&b, "***");
 			rest = at;
 		} else if ((be = faucet__backend_by_url(url, 1)) != NULL && be->userinfo_is_secret) {
-			(void)faucet_buf_put(&b, url, (size_t)(auth - url));
-			(void)faucet_buf_puts(&b, "***");
+			(void)faucet__buf_put(&b, url, (size_t)(auth - url));
+			(void)faucet__buf_puts(&b, "***");
 			rest = at;
 		}
 	}
 	if (rest == auth)
-		(void)faucet_buf_put(&b, url, (size_t)(auth - url));
+		(void)faucet__buf_put(&b, url, (size_t)(auth - url));
 	q = strchr(rest, '?');
 	if (q == NULL) {
-		(void)faucet_buf_puts(&b, rest);
+		(void)faucet__buf_puts(&b, rest);
 	} else {
-		(void)faucet_buf_put(&b, rest, (size_t)(q - rest) + 1);
+		(void)faucet__buf_put(&b, rest, (size_t)(q - rest) + 1);
 		redact_query(&b, q + 1);
 	}
-	return faucet_buf_detach(&b);
+	return faucet__buf_detach(&b);
 }
 
 /* Whether a NAME=VALUE word's name says it holds a secret. */
@@ -186,16 +186,16 @@ char *faucet__redact_command(const char *cmd)
 		char *word, *safe;
 
 		if (len == 0) {
-			(void)faucet_buf_putc(&b, *p++);
+			(void)faucet__buf_putc(&b, *p++);
 			continue;
 		}
 		if ((word = faucet__strndup(p, len)) == NULL) {
-			faucet_buf_dispose(&b);
+			faucet__buf_dispose(&b);
 			return NULL;
 		}
 		if (secret_word(word, len)) {
-			(void)faucet_buf_put(&b, word, (size_t)(strchr(word, '=') - word) + 1);
-			(void)faucet_buf_puts(&b, "***");
+			(void)faucet__buf_put(&b, word, (size_t)(strchr(word, '=') - word) + 1);
+			(void)faucet__buf_puts(&b, "***");
 		} else if (strstr(word, "://") != NULL || strchr(word, '=') != NULL) {
 			/* A URL anywhere in the word (--state=postgres://u:pw@h). */
 			const char *u = strstr(word, "://");
@@ -209,21 +209,21 @@ char *faucet__redact_command(const char *cmd)
 			}
 			if ((safe = faucet_url_redact(word + start)) == NULL) {
 				free(word);
-				faucet_buf_dispose(&b);
+				faucet__buf_dispose(&b);
 				return NULL;
 			}
-			(void)faucet_buf_put(&b, word, start);
-			(void)faucet_buf_puts(&b, safe);
+			(void)faucet__buf_put(&b, word, start);
+			(void)faucet__buf_puts(&b, safe);
 			free(safe);
 		} else {
-			(void)faucet_buf_put(&b, word, len);
+			(void)faucet__buf_put(&b, word, len);
 		}
 		free(word);
 		p += len;
 	}
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return NULL;
 	}
-	return b.ptr ? faucet_buf_detach(&b) : faucet__strdup("");
+	return b.ptr ? faucet__buf_detach(&b) : faucet__strdup("");
 }

@@ -364,16 +364,16 @@ static int resolve_master(redis_store *s, char **host, int *port)
 	for (size_t i = 0; i < s->nsentinels; i++) {
 		rc = ask_sentinel(s, &s->sentinels[i], host, port);
 		if (rc == 0 || rc == FAUCET_ENOMEM || rc == FAUCET_EAUTH) {
-			faucet_buf_dispose(&why);
+			faucet__buf_dispose(&why);
 			return rc;
 		}
-		(void)faucet_buf_printf(&why, "%s%s", i ? "; " : "", faucet_error_last()->message);
+		(void)faucet__buf_printf(&why, "%s%s", i ? "; " : "", faucet_error_last()->message);
 	}
 	(void)faucet_error_set(FAUCET_EUNAVAILABLE,
 			       "redis state store %s: no sentinel gave the address of master "
 			       "'%s' (%s)",
 			       s->redacted, s->master, why.ptr ? why.ptr : "no sentinels");
-	faucet_buf_dispose(&why);
+	faucet__buf_dispose(&why);
 	return FAUCET_EUNAVAILABLE;
 }
 
@@ -446,7 +446,7 @@ static int redis_alive(void *conn)
 {
 	redisContext *c = conn;
 
-	return c->err == 0 && faucet_pool_socket_quiet(c->fd);
+	return c->err == 0 && faucet__pool_socket_quiet(c->fd);
 }
 
 /* hiredis sets err on a context once its connection failed. */
@@ -464,7 +464,7 @@ static void redis_abandon(void *conn)
 {
 	redisContext *c = conn;
 
-	if (faucet_pool_detach_socket(c->fd) == 0)
+	if (faucet__pool_detach_socket(c->fd) == 0)
 		redisFree(c);
 }
 
@@ -493,8 +493,8 @@ static void put_glob_literal(faucet_buf *b, const char *text)
 {
 	for (; *text; text++) {
 		if (strchr("*?[]\\", *text) != NULL)
-			(void)faucet_buf_putc(b, '\\');
-		(void)faucet_buf_putc(b, *text);
+			(void)faucet__buf_putc(b, '\\');
+		(void)faucet__buf_putc(b, *text);
 	}
 }
 
@@ -535,28 +535,28 @@ static int send_by_writev(redis_store *s, redisContext *c, const tx_cmd *cmds, s
 	size_t nseg = 0, start = 0;
 	int rc = 0, at = 0, count;
 
-	(void)faucet_buf_puts(&b, "*1\r\n$5\r\nMULTI\r\n");
+	(void)faucet__buf_puts(&b, "*1\r\n$5\r\nMULTI\r\n");
 	for (size_t i = 0; i < n; i++) {
-		(void)faucet_buf_printf(&b, "*%d\r\n", cmds[i].argc);
+		(void)faucet__buf_printf(&b, "*%d\r\n", cmds[i].argc);
 		for (int k = 0; k < cmds[i].argc; k++) {
 			const char *arg = cmds[i].argv[k];
 			size_t len = cmds[i].lens ? cmds[i].lens[k] : strlen(arg);
 
-			(void)faucet_buf_printf(&b, "$%zu\r\n", len);
+			(void)faucet__buf_printf(&b, "$%zu\r\n", len);
 			if (len >= REDIS_BIG_VALUE && nseg + 3 <= SEND_SEGMENTS) {
 				seg[nseg++] = (send_segment){start, b.len - start, NULL};
 				seg[nseg++] = (send_segment){0, len, arg};
 				start = b.len;
 			} else {
-				(void)faucet_buf_put(&b, arg, len);
+				(void)faucet__buf_put(&b, arg, len);
 			}
-			(void)faucet_buf_puts(&b, "\r\n");
+			(void)faucet__buf_puts(&b, "\r\n");
 		}
 	}
-	(void)faucet_buf_puts(&b, "*1\r\n$4\r\nEXEC\r\n");
+	(void)faucet__buf_puts(&b, "*1\r\n$4\r\nEXEC\r\n");
 	seg[nseg++] = (send_segment){start, b.len - start, NULL};
 	if (b.failed) {
-		faucet_buf_dispose(&b);
+		faucet__buf_dispose(&b);
 		return FAUCET_ENOMEM;
 	}
 	for (size_t i = 0; i < nseg; i++)
@@ -583,7 +583,7 @@ static int send_by_writev(redis_store *s, redisContext *c, const tx_cmd *cmds, s
 			iov[at].iov_len -= done;
 		}
 	}
-	faucet_buf_dispose(&b);
+	faucet__buf_dispose(&b);
 	return rc;
 }
 
@@ -726,7 +726,7 @@ int faucet_redis__index_range(redis_store *s, redisContext *c, const char *prefi
 		got = r->elements;
 		for (size_t i = 0; i < got && rc == 0; i++) {
 			if (r->element[i]->type == REDIS_REPLY_STRING)
-				rc = faucet_strarray_push(out, r->element[i]->str);
+				rc = faucet__strarray_push(out, r->element[i]->str);
 		}
 		if (rc == 0 && got == INDEX_PAGE) {
 			free(min);
@@ -764,7 +764,7 @@ static int op_list_page(redis_store *s, redisContext *c, redis_args *a)
 		if (rc == 0) {
 			for (size_t i = 0; rc == 0 && i < r->elements; i++) {
 				if (r->element[i]->type == REDIS_REPLY_STRING)
-					rc = faucet_strarray_push(a->list, r->element[i]->str);
+					rc = faucet__strarray_push(a->list, r->element[i]->str);
 			}
 			freeReplyObject(r);
 		}
@@ -965,11 +965,11 @@ int faucet_redis__scan_namespace(redis_store *s, redisContext *c, const char *pr
 	int rc = 0;
 
 	put_glob_literal(&pattern, s->ns);
-	(void)faucet_buf_putc(&pattern, ':');
+	(void)faucet__buf_putc(&pattern, ':');
 	put_glob_literal(&pattern, prefix);
-	(void)faucet_buf_putc(&pattern, '*');
+	(void)faucet__buf_putc(&pattern, '*');
 	if (pattern.failed) {
-		faucet_buf_dispose(&pattern);
+		faucet__buf_dispose(&pattern);
 		return FAUCET_ENOMEM;
 	}
 	do {
@@ -991,16 +991,16 @@ int faucet_redis__scan_namespace(redis_store *s, redisContext *c, const char *pr
 		for (size_t i = 0; i < r->element[1]->elements && rc == 0; i++) {
 			redisReply *k = r->element[1]->element[i];
 			if (k->type == REDIS_REPLY_STRING && k->len >= nslen)
-				rc = faucet_strarray_push(out, k->str + nslen);
+				rc = faucet__strarray_push(out, k->str + nslen);
 		}
 		freeReplyObject(r);
 	} while (rc == 0 && strcmp(cursor, "0") != 0);
-	faucet_buf_dispose(&pattern);
+	faucet__buf_dispose(&pattern);
 	if (rc != 0) {
 		faucet_strarray_dispose(out);
 		return rc;
 	}
-	faucet_strarray_sort_unique(out);
+	faucet__strarray_sort_unique(out);
 	return 0;
 }
 
@@ -1157,7 +1157,7 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 
 /* ---- pooled operations ------------------------------------------------- */
 
-/* One operation bound to its store and arguments, for faucet_pool_run. */
+/* One operation bound to its store and arguments, for faucet__pool_run. */
 typedef struct {
 	redis_store *s;
 	redis_op op;
@@ -1172,12 +1172,12 @@ static int redis_call_on(void *conn, void *ctx)
 }
 
 /* Run op on a pooled connection; the pool retries an idempotent op once
- * after a broken connection (faucet_pool_run). */
+ * after a broken connection (faucet__pool_run). */
 int faucet_redis__run(redis_store *s, redis_op op, redis_args *a, int idempotent)
 {
 	redis_call k = {s, op, a};
 
-	return faucet_pool_run(s->pool, redis_call_on, &k, idempotent);
+	return faucet__pool_run(s->pool, redis_call_on, &k, idempotent);
 }
 
 static int run_on_key(redis_store *s, redis_op op, redis_args *a, int idempotent)
@@ -1296,7 +1296,7 @@ static void redis_free_store(faucet_store_backend *b)
 {
 	redis_store *s = (redis_store *)b;
 
-	faucet_pool_free(s->pool);
+	faucet__pool_free(s->pool);
 	free(s->redacted);
 	free(s->host);
 	free(s->user);
@@ -1510,7 +1510,7 @@ static int parse_url(redis_store *s, const char *url)
 	return 0;
 }
 
-int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
+int faucet__store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 {
 	const char *ns = cfg->namespace_name ? cfg->namespace_name : REDIS_DEFAULT_NAMESPACE;
 	int pool = cfg->max_connections ? cfg->max_connections : REDIS_DEFAULT_POOL;
@@ -1561,7 +1561,7 @@ int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 							: REDIS_DEFAULT_WAIT_MS;
 	rc = sentinel ? parse_sentinel_url(s, cfg->url) : parse_url(s, cfg->url);
 	if (rc == 0)
-		rc = faucet_pool_new(&s->pool, &redis_pool_ops, s, (size_t)pool);
+		rc = faucet__pool_new(&s->pool, &redis_pool_ops, s, (size_t)pool);
 	if (rc != 0) {
 		redis_free_store(&s->base);
 		return rc;

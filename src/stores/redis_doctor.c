@@ -97,9 +97,9 @@ static int durability_probe(redis_store *s, redisContext *c, faucet_check_report
 		return rc;
 	}
 	if (strcmp(aof, "yes") != 0)
-		(void)faucet_buf_printf(&bad, "appendonly %s", aof);
+		(void)faucet__buf_printf(&bad, "appendonly %s", aof);
 	if (strcmp(fsync_mode, "always") != 0)
-		(void)faucet_buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
+		(void)faucet__buf_printf(&bad, "%sappendfsync %s", bad.len ? ", " : "", fsync_mode);
 	free(aof);
 	free(fsync_mode);
 	return faucet__check_durability_verdict(
@@ -131,9 +131,9 @@ static int index_diff(redis_store *s, redisContext *c, faucet_strarray *missing,
 			: j == indexed.count ? -1
 					     : strcmp(scanned.strings[i], indexed.strings[j]);
 		if (cmp < 0)
-			rc = faucet_strarray_push(missing, scanned.strings[i++]);
+			rc = faucet__strarray_push(missing, scanned.strings[i++]);
 		else if (cmp > 0)
-			rc = faucet_strarray_push(stale, indexed.strings[j++]);
+			rc = faucet__strarray_push(stale, indexed.strings[j++]);
 		else
 			i++, j++;
 	}
@@ -359,26 +359,26 @@ static int sentinel_view(redis_store *s, const redis_addr *at, faucet_buf *b, ch
 	}
 	*master_at = faucet__sprintf("%s:%s", flat_field(m, "ip") ? flat_field(m, "ip") : "?",
 				     flat_field(m, "port") ? flat_field(m, "port") : "?");
-	(void)faucet_buf_printf(b, "master '%s' at %s (flags %s) as sentinel %s:%d sees it; ",
+	(void)faucet__buf_printf(b, "master '%s' at %s (flags %s) as sentinel %s:%d sees it; ",
 				s->master, *master_at ? *master_at : "?",
 				flat_field(m, "flags") ? flat_field(m, "flags") : "?", at->host,
 				at->port);
 	rs = faucet_redis__command(c, 3, replicas_argv, NULL);
 	if (faucet_redis__reply_ok(s, c, rs, REDIS_REPLY_ARRAY,
 				   "cannot ask a sentinel about the replicas") == 0) {
-		(void)faucet_buf_puts(b, "replicas: ");
+		(void)faucet__buf_puts(b, "replicas: ");
 		for (size_t i = 0; i < rs->elements; i++) {
 			const redisReply *one = rs->element[i];
-			(void)faucet_buf_printf(b, "%s%s:%s (%s)", i ? ", " : "",
+			(void)faucet__buf_printf(b, "%s%s:%s (%s)", i ? ", " : "",
 						flat_field(one, "ip") ? flat_field(one, "ip") : "?",
 						flat_field(one, "port") ? flat_field(one, "port") : "?",
 						flat_field(one, "flags") ? flat_field(one, "flags") : "?");
 		}
 		if (rs->elements == 0)
-			(void)faucet_buf_puts(b, "none");
+			(void)faucet__buf_puts(b, "none");
 		freeReplyObject(rs);
 	}
-	(void)faucet_buf_printf(b, "; quorum %s, %s other sentinel(s)",
+	(void)faucet__buf_printf(b, "; quorum %s, %s other sentinel(s)",
 				flat_field(m, "quorum") ? flat_field(m, "quorum") : "?",
 				flat_field(m, "num-other-sentinels") ? flat_field(m, "num-other-sentinels")
 								     : "?");
@@ -405,22 +405,22 @@ static int sentinels_probe(redis_store *s, faucet_check_report *r)
 		if (one == FAUCET_ENOMEM)
 			rc = FAUCET_ENOMEM;
 		else if (one != 0)
-			(void)faucet_buf_printf(&odd, "; sentinel %s:%d did not answer",
+			(void)faucet__buf_printf(&odd, "; sentinel %s:%d did not answer",
 						s->sentinels[i].host, s->sentinels[i].port);
 		else if (first == NULL)
 			first = at, at = NULL;
 		else if (strcmp(first, at) != 0)
-			(void)faucet_buf_printf(&odd, "; sentinel %s:%d names %s as master",
+			(void)faucet__buf_printf(&odd, "; sentinel %s:%d names %s as master",
 						s->sentinels[i].host, s->sentinels[i].port, at);
 		free(at);
-		faucet_buf_dispose(&mine);
+		faucet__buf_dispose(&mine);
 	}
 	if (rc == 0) {
 		status = first == NULL ? FAUCET_PROBE_FAIL
 			 : odd.len ? FAUCET_PROBE_WARN
 				   : FAUCET_PROBE_PASS;
-		(void)faucet_buf_puts(&view, first == NULL ? "no sentinel answered" : "");
-		(void)faucet_buf_puts(&view, odd.ptr ? odd.ptr : "");
+		(void)faucet__buf_puts(&view, first == NULL ? "no sentinel answered" : "");
+		(void)faucet__buf_puts(&view, odd.ptr ? odd.ptr : "");
 		rc = view.failed ? FAUCET_ENOMEM
 				 : faucet_check_report_add(
 					   r, "sentinels", (faucet_probe_status)status, view.ptr,
@@ -431,8 +431,8 @@ static int sentinels_probe(redis_store *s, faucet_check_report *r)
 						     "monitors the master under this name");
 	}
 	free(first);
-	faucet_buf_dispose(&view);
-	faucet_buf_dispose(&odd);
+	faucet__buf_dispose(&view);
+	faucet__buf_dispose(&odd);
 	return rc;
 }
 
@@ -508,7 +508,7 @@ int faucet_redis__check(faucet_store_backend *b, const faucet_check_context *ctx
 		free(hint);
 		return rc;
 	}
-	failed = faucet_pool_acquire(s->pool, (void **)&c, NULL) != 0;
+	failed = faucet__pool_acquire(s->pool, (void **)&c, NULL) != 0;
 	if (!failed) {
 		const char *ping[1] = {"PING"};
 
@@ -531,7 +531,7 @@ int faucet_redis__check(faucet_store_backend *b, const faucet_check_context *ctx
 	if (c != NULL) {
 		if (c->err == 0)
 			(void)redisSetTimeout(c, faucet_redis__ms_to_tv(REDIS_COMMAND_TIMEOUT_MS));
-		faucet_pool_release(s->pool, c, c->err != 0);
+		faucet__pool_release(s->pool, c, c->err != 0);
 	}
 	free(hint);
 	if (rc != 0) {

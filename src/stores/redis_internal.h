@@ -120,7 +120,7 @@ int faucet_redis__op_put(redis_store *s, redisContext *c, redis_args *a);
 int faucet_redis__fail(const redis_store *s, const char *what, const char *why);
 
 /* Run op on a pooled connection; the pool retries an idempotent op once
- * after a broken connection (faucet_pool_run). */
+ * after a broken connection (faucet__pool_run). */
 int faucet_redis__run(redis_store *s, redis_op op, redis_args *a, int idempotent);
 
 /* Check a reply's type; on failure set the last error (a connection error,

@@ -81,7 +81,7 @@ static int sqlite_open(faucet_store **out, const faucet_store_config *cfg)
 {
 	if (cfg->path == NULL || *cfg->path == '\0')
 		return faucet_error_set(FAUCET_ECONFIG, "sqlite state store needs a `path`");
-	return faucet_store_open_sqlite(out, cfg->path);
+	return faucet__store_open_sqlite(out, cfg->path);
 }
 
 /*
@@ -215,14 +215,14 @@ static int postgres_open(faucet_store **out, const faucet_store_config *cfg)
 {
 	int rc = faucet__libpq_load();
 
-	return rc ? rc : faucet_store_open_postgres(out, cfg);
+	return rc ? rc : faucet__store_open_postgres(out, cfg);
 }
 
 static int redis_open(faucet_store **out, const faucet_store_config *cfg)
 {
 	int rc = faucet__hiredis_load();
 
-	return rc ? rc : faucet_store_open_redis(out, cfg);
+	return rc ? rc : faucet__store_open_redis(out, cfg);
 }
 
 /* etcd://H:P[,H:P...]/PREFIX?dial_timeout=2s&request_timeout=10s: the
@@ -283,12 +283,12 @@ static int etcd_from_fields(faucet_store_config *cfg, const char *const *names,
 	if (strpbrk(prefix, "?&") != NULL)
 		return faucet_error_set(FAUCET_ECONFIG, "prefix '%s' may not hold '?' or '&'",
 					prefix);
-	(void)faucet_buf_printf(&b, "etcd://%s/%s", ends, prefix);
+	(void)faucet__buf_printf(&b, "etcd://%s/%s", ends, prefix);
 	if (dial != NULL)
-		(void)faucet_buf_printf(&b, "?dial_timeout=%s", dial);
+		(void)faucet__buf_printf(&b, "?dial_timeout=%s", dial);
 	if (request != NULL)
-		(void)faucet_buf_printf(&b, "%crequest_timeout=%s", dial ? '&' : '?', request);
-	*url_out = faucet_buf_detach(&b);
+		(void)faucet__buf_printf(&b, "%crequest_timeout=%s", dial ? '&' : '?', request);
+	*url_out = faucet__buf_detach(&b);
 	if (*url_out == NULL)
 		return FAUCET_ENOMEM;
 	cfg->url = *url_out;
@@ -297,7 +297,7 @@ static int etcd_from_fields(faucet_store_config *cfg, const char *const *names,
 
 static int etcd_open(faucet_store **out, const faucet_store_config *cfg)
 {
-	return faucet_store_open_etcd(out, cfg);
+	return faucet__store_open_etcd(out, cfg);
 }
 
 /* redis-sentinel://[[user]:password@]H:P[,H:P...]/MASTER[/DB]?namespace=ns&

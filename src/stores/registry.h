@@ -59,10 +59,10 @@ const faucet__backend_desc *faucet__backend_by_url(const char *url, int nocase);
 const faucet__backend_desc *faucet__backend_at(size_t i);
 
 /* The stores opened through the table (src/stores/). */
-int faucet_store_open_sqlite(faucet_store **out, const char *path);
-int faucet_store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
-int faucet_store_open_redis(faucet_store **out, const faucet_store_config *cfg);
-int faucet_store_open_etcd(faucet_store **out, const faucet_store_config *cfg);
+int faucet__store_open_sqlite(faucet_store **out, const char *path);
+int faucet__store_open_postgres(faucet_store **out, const faucet_store_config *cfg);
+int faucet__store_open_redis(faucet_store **out, const faucet_store_config *cfg);
+int faucet__store_open_etcd(faucet_store **out, const faucet_store_config *cfg);
 
 /* A command line with the secrets it may carry replaced by *** - the
  * passwords of URLs (user:pw@, ?password=), libpq's password=, and any

@@ -355,14 +355,14 @@ static int write_value(sqlite_store *s, sq_conn *c, const char *key, const fauce
 
 static int with_conn(sqlite_store *s, sq_conn **c)
 {
-	return faucet_pool_acquire(s->pool, (void **)c, NULL);
+	return faucet__pool_acquire(s->pool, (void **)c, NULL);
 }
 
 /* Hand a connection back.  A connection whose error left a transaction open
  * (it cannot roll back) is closed rather than reused. */
 static void give_back(sqlite_store *s, sq_conn *c)
 {
-	faucet_pool_release(s->pool, c, !sqlite3_get_autocommit(c->db));
+	faucet__pool_release(s->pool, c, !sqlite3_get_autocommit(c->db));
 }
 
 static int sq_get(faucet_store_backend *b, const char *key, faucet_value **out)
@@ -552,7 +552,7 @@ static int sq_list_page(faucet_store_backend *b, const char *prefix, const char 
 	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		if (key != NULL)
-			rc = faucet_strarray_push(out, key);
+			rc = faucet__strarray_push(out, key);
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = sq_error(s, c->db, "cannot list a page of keys");
@@ -750,7 +750,7 @@ static void sq_free(faucet_store_backend *b)
 {
 	sqlite_store *s = (sqlite_store *)b;
 
-	faucet_pool_free(s->pool);
+	faucet__pool_free(s->pool);
 	free(s->path);
 	free(s->vfs);
 	free(s);
@@ -781,7 +781,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->vfs = vfs ? faucet__strdup(vfs) : NULL;
 	rc = s->path == NULL || (vfs != NULL && s->vfs == NULL) ? FAUCET_ENOMEM : 0;
 	if (rc == 0)
-		rc = faucet_pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
+		rc = faucet__pool_new(&s->pool, &sq_pool_ops, s, SQLITE_POOL_SIZE);
 	if (rc != 0) {
 		free(s->path);
 		free(s->vfs);
@@ -809,7 +809,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	return rc;
 }
 
-int faucet_store_open_sqlite(faucet_store **out, const char *path)
+int faucet__store_open_sqlite(faucet_store **out, const char *path)
 {
 	return faucet__store_open_sqlite_vfs(out, path, NULL, NULL);
 }

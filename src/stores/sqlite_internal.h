@@ -18,7 +18,7 @@
 
 typedef struct faucet_sqlite_store faucet_sqlite_store;
 
-/* faucet_store_open_sqlite with the SQLite VFS named `vfs` (NULL = the
+/* faucet__store_open_sqlite with the SQLite VFS named `vfs` (NULL = the
  * default one, which the store uses otherwise).  *handle (may be NULL) is
  * the backend, valid until the store is freed. */
 int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const char *vfs,

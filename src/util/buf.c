@@ -2,7 +2,7 @@
  * buf.c - the growable text buffer and the one JSON string writer.
  *
  * A buffer remembers a failed append (`failed`), so a caller may append a
- * whole document and check once, at faucet_buf_detach.
+ * whole document and check once, at faucet__buf_detach.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -14,7 +14,7 @@
 
 /* ---- faucet_buf ------------------------------------------------------ */
 
-int faucet_buf_grow(faucet_buf *b, size_t extra)
+int faucet__buf_grow(faucet_buf *b, size_t extra)
 {
 	size_t want, cap;
 	char *p;
@@ -43,9 +43,9 @@ int faucet_buf_grow(faucet_buf *b, size_t extra)
 	return 0;
 }
 
-int faucet_buf_put(faucet_buf *b, const char *data, size_t len)
+int faucet__buf_put(faucet_buf *b, const char *data, size_t len)
 {
-	if (faucet_buf_grow(b, len) != 0)
+	if (faucet__buf_grow(b, len) != 0)
 		return FAUCET_ENOMEM;
 	memcpy(b->ptr + b->len, data, len);
 	b->len += len;
@@ -53,17 +53,17 @@ int faucet_buf_put(faucet_buf *b, const char *data, size_t len)
 	return 0;
 }
 
-int faucet_buf_puts(faucet_buf *b, const char *s)
+int faucet__buf_puts(faucet_buf *b, const char *s)
 {
-	return faucet_buf_put(b, s, strlen(s));
+	return faucet__buf_put(b, s, strlen(s));
 }
 
-int faucet_buf_putc(faucet_buf *b, char c)
+int faucet__buf_putc(faucet_buf *b, char c)
 {
-	return faucet_buf_put(b, &c, 1);
+	return faucet__buf_put(b, &c, 1);
 }
 
-int faucet_buf_printf(faucet_buf *b, const char *fmt, ...)
+int faucet__buf_printf(faucet_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -71,7 +71,7 @@ int faucet_buf_printf(faucet_buf *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0 || faucet_buf_grow(b, (size_t)n) != 0) {
+	if (n < 0 || faucet__buf_grow(b, (size_t)n) != 0) {
 		b->failed = 1;
 		return FAUCET_ENOMEM;
 	}
@@ -82,16 +82,16 @@ int faucet_buf_printf(faucet_buf *b, const char *fmt, ...)
 	return 0;
 }
 
-char *faucet_buf_detach(faucet_buf *b)
+char *faucet__buf_detach(faucet_buf *b)
 {
 	char *p;
 
 	if (b->failed) {
-		faucet_buf_dispose(b);
+		faucet__buf_dispose(b);
 		(void)faucet_error_set(FAUCET_ENOMEM, "out of memory");
 		return NULL;
 	}
-	if (b->ptr == NULL && faucet_buf_grow(b, 0) != 0)
+	if (b->ptr == NULL && faucet__buf_grow(b, 0) != 0)
 		return NULL;
 	b->ptr[b->len] = '\0';
 	p = b->ptr;
@@ -100,7 +100,7 @@ char *faucet_buf_detach(faucet_buf *b)
 	return p;
 }
 
-void faucet_buf_dispose(faucet_buf *b)
+void faucet__buf_dispose(faucet_buf *b)
 {
 	free(b->ptr);
 	b->ptr = NULL;
@@ -117,10 +117,10 @@ void faucet__json_string(faucet_buf *b, const char *s)
 	const char *start;
 
 	if (s == NULL) {
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 		return;
 	}
-	(void)faucet_buf_putc(b, '"');
+	(void)faucet__buf_putc(b, '"');
 	start = s;
 	for (const char *p = s; *p; p++) {
 		unsigned char c = (unsigned char)*p;
@@ -128,19 +128,19 @@ void faucet__json_string(faucet_buf *b, const char *s)
 
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
-		(void)faucet_buf_put(b, start, (size_t)(p - start));
+		(void)faucet__buf_put(b, start, (size_t)(p - start));
 		start = p + 1;
 		switch (c) {
-		case '"': (void)faucet_buf_puts(b, "\\\""); break;
-		case '\\': (void)faucet_buf_puts(b, "\\\\"); break;
-		case '\n': (void)faucet_buf_puts(b, "\\n"); break;
-		case '\r': (void)faucet_buf_puts(b, "\\r"); break;
-		case '\t': (void)faucet_buf_puts(b, "\\t"); break;
-		default: (void)faucet_buf_puts(b, esc); break;
+		case '"': (void)faucet__buf_puts(b, "\\\""); break;
+		case '\\': (void)faucet__buf_puts(b, "\\\\"); break;
+		case '\n': (void)faucet__buf_puts(b, "\\n"); break;
+		case '\r': (void)faucet__buf_puts(b, "\\r"); break;
+		case '\t': (void)faucet__buf_puts(b, "\\t"); break;
+		default: (void)faucet__buf_puts(b, esc); break;
 		}
 	}
-	(void)faucet_buf_puts(b, start);
-	(void)faucet_buf_putc(b, '"');
+	(void)faucet__buf_puts(b, start);
+	(void)faucet__buf_putc(b, '"');
 }
 
 int faucet__hex_digit(char c)

@@ -20,7 +20,7 @@ void faucet_strarray_dispose(faucet_strarray *arr)
 	arr->count = 0;
 }
 
-int faucet_strarray_push_owned(faucet_strarray *arr, char *s)
+int faucet__strarray_push_owned(faucet_strarray *arr, char *s)
 {
 	char **grown;
 	size_t count = arr->count;
@@ -40,10 +40,10 @@ int faucet_strarray_push_owned(faucet_strarray *arr, char *s)
 	return 0;
 }
 
-int faucet_strarray_push(faucet_strarray *arr, const char *s)
+int faucet__strarray_push(faucet_strarray *arr, const char *s)
 {
 	char *copy = faucet__strdup(s);
-	return copy ? faucet_strarray_push_owned(arr, copy) : FAUCET_ENOMEM;
+	return copy ? faucet__strarray_push_owned(arr, copy) : FAUCET_ENOMEM;
 }
 
 static const char *name_at(const void *base, size_t i, size_t stride)
@@ -119,7 +119,7 @@ static int compare_strings(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void faucet_strarray_sort_unique(faucet_strarray *arr)
+void faucet__strarray_sort_unique(faucet_strarray *arr)
 {
 	size_t kept = 0;
 

@@ -56,17 +56,17 @@ typedef struct {
 
 #define FAUCET_BUF_INIT {NULL, 0, 0, 0}
 
-int faucet_buf_grow(faucet_buf *b, size_t extra);
-int faucet_buf_put(faucet_buf *b, const char *data, size_t len);
-int faucet_buf_puts(faucet_buf *b, const char *s);
-int faucet_buf_putc(faucet_buf *b, char c);
-int faucet_buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int faucet__buf_grow(faucet_buf *b, size_t extra);
+int faucet__buf_put(faucet_buf *b, const char *data, size_t len);
+int faucet__buf_puts(faucet_buf *b, const char *s);
+int faucet__buf_putc(faucet_buf *b, char c);
+int faucet__buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append `s` as a JSON string, quoted and escaped ("null" for NULL); a
  * failure shows in b->failed. */
 void faucet__json_string(faucet_buf *b, const char *s);
 /* Hand the buffer's string to the caller (never NULL unless failed). */
-char *faucet_buf_detach(faucet_buf *b);
-void faucet_buf_dispose(faucet_buf *b);
+char *faucet__buf_detach(faucet_buf *b);
+void faucet__buf_dispose(faucet_buf *b);
 
 /* Binary search of `count` elements of `stride` bytes, each starting with
  * its `char *` name, sorted by strcmp: the index of `name`, or where it
@@ -86,14 +86,14 @@ size_t faucet__find_sorted_near(const void *base, size_t count, size_t stride, c
 /* Append one string to a strarray (copied) / taking ownership (freed on
  * failure).  For arrays grown by these from empty only: capacity is
  * assumed to be the next power of two above the count. */
-int faucet_strarray_push(faucet_strarray *arr, const char *s);
-int faucet_strarray_push_owned(faucet_strarray *arr, char *s);
+int faucet__strarray_push(faucet_strarray *arr, const char *s);
+int faucet__strarray_push_owned(faucet_strarray *arr, char *s);
 /* The same for an array of any origin (one the library returned): grows
  * by exactly one.  `s` NULL (an allocation that failed) is FAUCET_ENOMEM. */
 int faucet__strarray_append(faucet_strarray *arr, const char *s);
 int faucet__strarray_append_owned(faucet_strarray *arr, char *s);
 /* Sort by strcmp and drop duplicates. */
-void faucet_strarray_sort_unique(faucet_strarray *arr);
+void faucet__strarray_sort_unique(faucet_strarray *arr);
 
 /* The value of one hexadecimal digit (either case), or -1. */
 int faucet__hex_digit(char c);

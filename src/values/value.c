@@ -585,7 +585,7 @@ static void canonical_number(faucet_buf *out, const char *p, const char **end,
 
 	*end = decimal_read(p, &d);
 	if (d.zero) {
-		(void)faucet_buf_putc(out, '0');
+		(void)faucet__buf_putc(out, '0');
 		return;
 	}
 	if (d.exp_len > SHORT_EXPONENT) {
@@ -593,7 +593,7 @@ static void canonical_number(faucet_buf *out, const char *p, const char **end,
 			*lowest = INT64_MIN;
 		else
 			*highest = INT64_MAX;
-		(void)faucet_buf_put(out, p, (size_t)(*end - p));
+		(void)faucet__buf_put(out, p, (size_t)(*end - p));
 		return;
 	}
 	top = exponent_value(&d) + d.adjust;
@@ -603,13 +603,13 @@ static void canonical_number(faucet_buf *out, const char *p, const char **end,
 	if (top > *highest)
 		*highest = top;
 	if (d.negative)
-		(void)faucet_buf_putc(out, '-');
-	(void)faucet_buf_putc(out, digit_at(&d, d.first));
+		(void)faucet__buf_putc(out, '-');
+	(void)faucet__buf_putc(out, digit_at(&d, d.first));
 	if (d.last > d.first)
-		(void)faucet_buf_putc(out, '.');
+		(void)faucet__buf_putc(out, '.');
 	for (size_t i = d.first + 1; i <= d.last; i++)
-		(void)faucet_buf_putc(out, digit_at(&d, i));
-	(void)faucet_buf_printf(out, "e%" PRId64, top);
+		(void)faucet__buf_putc(out, digit_at(&d, i));
+	(void)faucet__buf_printf(out, "e%" PRId64, top);
 }
 
 int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, int64_t *lowest,
@@ -631,20 +631,20 @@ int faucet_value__canonical_numbers(const faucet_value *v, faucet_value **out, i
 				if (*p == '\\')
 					p++;
 			}
-			(void)faucet_buf_put(&buf, from, (size_t)(++p - from));
+			(void)faucet__buf_put(&buf, from, (size_t)(++p - from));
 		} else if (*p == '-' || is_digit_char(*p)) {
 			canonical_number(&buf, p, &p, lowest, highest);
 		} else {
-			(void)faucet_buf_putc(&buf, *p++);
+			(void)faucet__buf_putc(&buf, *p++);
 		}
 	}
 	/* Every append fails once the buffer has: one check covers them. */
 	if (buf.failed || buf.ptr == NULL) {
-		faucet_buf_dispose(&buf);
+		faucet__buf_dispose(&buf);
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory spelling numbers canonically");
 	}
 	rc = faucet_value_parse_at(out, buf.ptr, buf.len, "JSON value");
-	faucet_buf_dispose(&buf);
+	faucet__buf_dispose(&buf);
 	return rc;
 }
 
@@ -678,18 +678,18 @@ void faucet_value_free(faucet_value *v)
 
 static void merge_put_name(faucet_buf *b, const char *name)
 {
-	(void)faucet_buf_putc(b, '"');
+	(void)faucet__buf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
 		if (*p == '"' || *p == '\\') {
-			(void)faucet_buf_putc(b, '\\');
-			(void)faucet_buf_putc(b, (char)*p);
+			(void)faucet__buf_putc(b, '\\');
+			(void)faucet__buf_putc(b, (char)*p);
 		} else if (*p < 0x20) {
-			(void)faucet_buf_printf(b, "\\u%04x", (unsigned)*p);
+			(void)faucet__buf_printf(b, "\\u%04x", (unsigned)*p);
 		} else {
-			(void)faucet_buf_putc(b, (char)*p);
+			(void)faucet__buf_putc(b, (char)*p);
 		}
 	}
-	(void)faucet_buf_putc(b, '"');
+	(void)faucet__buf_putc(b, '"');
 }
 
 static void merge_put_node(faucet_buf *b, json_object *o)
@@ -698,7 +698,7 @@ static void merge_put_node(faucet_buf *b, json_object *o)
 	const char *text;
 
 	if (o == NULL) {
-		(void)faucet_buf_puts(b, "null");
+		(void)faucet__buf_puts(b, "null");
 		return;
 	}
 	text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
@@ -707,16 +707,16 @@ static void merge_put_node(faucet_buf *b, json_object *o)
 	if (text == NULL)
 		b->failed = 1;
 	else
-		(void)faucet_buf_put(b, text, len);
+		(void)faucet__buf_put(b, text, len);
 }
 
 static void merge_member(faucet_buf *b, int *first, const char *name)
 {
 	if (!*first)
-		(void)faucet_buf_putc(b, ',');
+		(void)faucet__buf_putc(b, ',');
 	*first = 0;
 	merge_put_name(b, name);
-	(void)faucet_buf_putc(b, ':');
+	(void)faucet__buf_putc(b, ':');
 }
 
 /* MergePatch(target, patch) of RFC 7396 section 2; `has_target` is 0 for
@@ -732,7 +732,7 @@ static void merge_tree(faucet_buf *b, json_object *target, int has_target, json_
 	}
 	if (!has_target || !json_object_is_type(target, json_type_object))
 		target = NULL; /* a non-object target is replaced by {} */
-	(void)faucet_buf_putc(b, '{');
+	(void)faucet__buf_putc(b, '{');
 	if (target != NULL) {
 		json_object_object_foreach(target, name, tv) {
 			json_object *pv;
@@ -752,7 +752,7 @@ static void merge_tree(faucet_buf *b, json_object *target, int has_target, json_
 		merge_member(b, &first, pname);
 		merge_tree(b, NULL, 0, pv);
 	}
-	(void)faucet_buf_putc(b, '}');
+	(void)faucet__buf_putc(b, '}');
 }
 
 int faucet_value_merge_patch(const faucet_value *target, const faucet_value *patch,
@@ -780,7 +780,7 @@ int faucet_value_merge_patch(const faucet_value *target, const faucet_value *pat
 		else
 			rc = faucet_value_parse_at(out, buf.ptr, buf.len, "merged value");
 	}
-	faucet_buf_dispose(&buf);
+	faucet__buf_dispose(&buf);
 	json_object_put(ttree);
 	json_object_put(ptree);
 	return rc;

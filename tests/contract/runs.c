@@ -73,12 +73,12 @@ static void end_ok(faucet_run *r)
 
 static run_status status_of(faucet_store *s, const char *scope)
 {
-	char *key = run__key(scope, "__status__");
+	char *key = faucet_run__key(scope, "__status__");
 	faucet_value *v = NULL;
 	run_status st;
 
 	assert_int_equal(faucet_store_get(s, key, &v), 0);
-	assert_int_equal(run__status_parse(v, key, &st), 0);
+	assert_int_equal(faucet_run__status_parse(v, key, &st), 0);
 	faucet_value_free(v);
 	free(key);
 	return st;
@@ -88,10 +88,10 @@ static const char *outcome_of(faucet_store *s, const char *scope, const char *ru
 			      size_t size)
 {
 	run_status st = status_of(s, scope);
-	run_entry *e = run__status_find(&st, run);
+	run_entry *e = faucet_run__status_find(&st, run);
 
 	snprintf(buf, size, "%s", e ? e->outcome : "(missing)");
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	return buf;
 }
 
@@ -105,7 +105,7 @@ static void assert_outcome(faucet_store *s, const char *scope, const char *run, 
 /* Make the stored lease look as it does once its TTL has run out. */
 static void expire_lease(faucet_store *s, const char *scope)
 {
-	char *key = run__key(scope, "__lease__");
+	char *key = faucet_run__key(scope, "__lease__");
 	faucet_value *v = NULL, *old;
 	faucet_lease l;
 
@@ -149,7 +149,7 @@ static void a_run_records_images_status_and_index(void **state)
 	tu_put(s, "p::default", "{\"cursor\":1}");
 	r = begin(s, NULL);
 	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
-	assert_true(run__valid_id(id));
+	assert_true(faucet_run__valid_id(id));
 	assert_outcome(s, "p::default", id, "running");
 	{
 		faucet_value *l = NULL;
@@ -162,33 +162,33 @@ static void a_run_records_images_status_and_index(void **state)
 	run_put(r, "p::default::extra", "18446744073709551615");
 	assert_int_equal(faucet_run_delete(r, "p::gone"), 0);
 	/* The before-images are durable before the run ends. */
-	mk = run__marker_key("p::default", id);
+	mk = faucet_run__marker_key("p::default", id);
 	assert_int_equal(faucet_store_get(s, mk, &v), 0);
-	assert_int_equal(run__marker_parse(v, mk, id, &m), 0);
+	assert_int_equal(faucet_run__marker_parse(v, mk, id, &m), 0);
 	/* (The delete of the absent p::gone changed nothing: not recorded.) */
 	assert_int_equal(m.count, 2);
-	assert_null(run__marker_find(&m, "p::gone"));
+	assert_null(faucet_run__marker_find(&m, "p::gone"));
 	/* ... and so are the after-images of a leased run, recorded as it
 	 * wrote them (never read back at its end: another writer may have
 	 * changed a key since). */
 	assert_true(m.has_after);
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->after),
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default")->after),
 			    "{\"cursor\":3}");
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->before),
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default")->before),
 			    "{\"cursor\":1}");
-	assert_null(run__marker_find(&m, "p::default::extra")->before);
-	run__marker_dispose(&m);
+	assert_null(faucet_run__marker_find(&m, "p::default::extra")->before);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(v);
 	end_ok(r);
 
 	assert_int_equal(faucet_store_get(s, mk, &v), 0);
-	assert_int_equal(run__marker_parse(v, mk, id, &m), 0);
+	assert_int_equal(faucet_run__marker_parse(v, mk, id, &m), 0);
 	assert_true(m.has_after);
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->after),
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default")->after),
 			    "{\"cursor\":3}");
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default::extra")->after),
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default::extra")->after),
 			    "18446744073709551615");
-	run__marker_dispose(&m);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(v);
 	free(mk);
 
@@ -200,10 +200,10 @@ static void a_run_records_images_status_and_index(void **state)
 	/* The delete of an absent key changed nothing: not listed. */
 	assert_int_equal(st.items[0].keys.count, 2);
 	assert_non_null(strstr(st.items[0].by, "\"command\":\"contract\""));
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 
 	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
-	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(faucet_run__index_parse(v, "p::default::__rollback__", &idx), 0);
 	assert_int_equal(idx.count, 1);
 	assert_string_equal(idx.strings[0], id);
 	faucet_strarray_dispose(&idx);
@@ -358,7 +358,7 @@ static void eight_racing_begins_one_winner(void **state)
 		run_status st = status_of(f->store, "p::default");
 		assert_int_equal(st.count, 1);
 		assert_string_equal(st.items[0].outcome, "running");
-		run__status_dispose(&st);
+		faucet_run__status_dispose(&st);
 	}
 }
 
@@ -504,7 +504,7 @@ static void a_joined_run_records_into_the_runs_marker(void **state)
 	end_ok(r);
 	st = status_of(s, "p::default");
 	assert_int_equal(st.items[0].keys.count, 3);
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	/* Undo restores what the child wrote too, and the parent's before-image wins. */
 	faucet_undo_result res = undo(s, NULL, 0);
 	assert_false(res.conflict);
@@ -544,8 +544,8 @@ static void undo_restores_before_images_and_is_a_run(void **state)
 	assert_string_equal(st.items[0].run, res.undo_run);
 	assert_string_equal(st.items[0].undoes, id);
 	assert_string_equal(st.items[0].outcome, "ok");
-	assert_string_equal(run__status_find(&st, id)->outcome, "undone");
-	run__status_dispose(&st);
+	assert_string_equal(faucet_run__status_find(&st, id)->outcome, "undone");
+	faucet_run__status_dispose(&st);
 
 	/* The same run again: refused, nothing written. */
 	o.run = id;
@@ -749,7 +749,7 @@ static void a_key_changed_after_an_unleased_run_wrote_it_is_a_conflict(void **st
 	st = status_of(s, "p::default");
 	assert_int_equal(st.items[0].keys.count, 1);
 	assert_string_equal(st.items[0].keys.strings[0], "p::default");
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	res = undo(s, id, 0);
 	assert_true(res.conflict);
 	assert_string_equal(res.conflict_key, "p::default");
@@ -791,17 +791,17 @@ static void a_key_recorded_ahead_but_never_written_is_left_alone_by_undo(void **
 	st = status_of(s, "p::default");
 	assert_int_equal(st.items[0].keys.count, 1);
 	assert_string_equal(st.items[0].keys.strings[0], "p::default");
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	{
-		char *mk = run__marker_key("p::default", id);
+		char *mk = faucet_run__marker_key("p::default", id);
 		faucet_value *mv = NULL;
 		run_marker m;
 
 		assert_int_equal(faucet_store_get(s, mk, &mv), 0);
-		assert_int_equal(run__marker_parse(mv, mk, id, &m), 0);
+		assert_int_equal(faucet_run__marker_parse(mv, mk, id, &m), 0);
 		assert_int_equal(m.count, 1);
 		assert_string_equal(m.items[0].key, "p::default");
-		run__marker_dispose(&m);
+		faucet_run__marker_dispose(&m);
 		faucet_value_free(mv);
 		free(mk);
 	}
@@ -864,12 +864,12 @@ static void a_big_runs_status_lists_some_keys_and_the_count(void **state)
 	assert_int_equal(faucet_run_put_batch(r, e, N), 0);
 	end_ok(r);
 	st = status_of(s, "p::default");
-	entry = run__status_find(&st, id);
+	entry = faucet_run__status_find(&st, id);
 	assert_non_null(entry);
 	assert_int_equal(entry->keys.count, RUN_STATUS_KEYS);
 	assert_int_equal(entry->keys_total, N);
 	assert_string_equal(entry->keys.strings[0], "p::default::k00000");
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 
 	res = undo(s, id, 0);
 	assert_false(res.conflict);
@@ -1052,7 +1052,7 @@ static void a_killed_run_is_abandoned_and_its_marker_undoes_it(void **state)
 	assert_int_equal(st.count, 1);
 	assert_string_equal(st.items[0].outcome, "running");
 	snprintf(dead, sizeof(dead), "%s", st.items[0].run);
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	tu_assert_value(s, "p::default", "2");
 
 	/* A holder that is alive keeps the invocation until its lease
@@ -1065,9 +1065,9 @@ static void a_killed_run_is_abandoned_and_its_marker_undoes_it(void **state)
 	}
 	b = begin(s, NULL);
 	st = status_of(s, "p::default");
-	assert_string_equal(run__status_find(&st, dead)->outcome, "abandoned");
-	assert_int_equal(run__status_find(&st, dead)->keys.count, 2);
-	run__status_dispose(&st);
+	assert_string_equal(faucet_run__status_find(&st, dead)->outcome, "abandoned");
+	assert_int_equal(faucet_run__status_find(&st, dead)->keys.count, 2);
+	faucet_run__status_dispose(&st);
 	run_put(b, "p::default::x", "3");
 	end_ok(b);
 
@@ -1134,7 +1134,7 @@ static void a_killed_cli_write_keeps_its_after_image_so_undo_spares_a_later_put(
 	st = status_of(s, "p::default");
 	assert_int_equal(st.count, 1);
 	snprintf(dead, sizeof(dead), "%s", st.items[0].run);
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	tu_put(s, "p::default", "3"); /* a plain write, no run */
 
 	res = undo(s, dead, 0);
@@ -1168,16 +1168,16 @@ static void status_keeps_50_runs_and_rollback_20_markers(void **state)
 	}
 	st = status_of(s, "p::default");
 	assert_int_equal(st.count, FAUCET_RUN_STATUS_MAX);
-	assert_null(run__status_find(&st, first));
+	assert_null(faucet_run__status_find(&st, first));
 	for (size_t i = 1; i < st.count; i++)
 		assert_true(strcmp(st.items[i - 1].run, st.items[i].run) > 0);
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
-	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(faucet_run__index_parse(v, "p::default::__rollback__", &idx), 0);
 	assert_int_equal(idx.count, FAUCET_RUN_ROLLBACK_MAX);
 	faucet_strarray_dispose(&idx);
 	faucet_value_free(v);
-	mk = run__marker_key("p::default", first);
+	mk = faucet_run__marker_key("p::default", first);
 	tu_assert_value(s, mk, NULL);
 	free(mk);
 	{
@@ -1251,7 +1251,7 @@ static void a_pipeline_level_run_takes_no_lease(void **state)
 		run_status st = status_of(s, "p");
 		assert_int_equal(st.count, 1);
 		assert_int_equal(st.items[0].keys.count, 2);
-		run__status_dispose(&st);
+		faucet_run__status_dispose(&st);
 	}
 	uo.pipeline_level = 1;
 	assert_int_equal(faucet_run_undo(s, "p", &uo, &res), 0);
@@ -1582,9 +1582,9 @@ static void a_put_that_ends_the_run_records_what_an_end_does(void **state)
 	assert_int_equal(st.items[0].exit_status, 0);
 	assert_int_equal(st.items[0].keys.count, 1);
 	assert_string_equal(st.items[0].keys.strings[0], "p::default");
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 	assert_int_equal(faucet_store_get(s, "p::default::__rollback__", &v), 0);
-	assert_int_equal(run__index_parse(v, "p::default::__rollback__", &idx), 0);
+	assert_int_equal(faucet_run__index_parse(v, "p::default::__rollback__", &idx), 0);
 	assert_int_equal(idx.count, FAUCET_RUN_ROLLBACK_MAX);
 	assert_string_equal(idx.strings[0], last);
 	faucet_strarray_dispose(&idx);
@@ -1592,17 +1592,17 @@ static void a_put_that_ends_the_run_records_what_an_end_does(void **state)
 	assert_int_equal(faucet_store_list(s, "p::default::__rollback__::", &markers), 0);
 	assert_int_equal(markers.count, FAUCET_RUN_ROLLBACK_MAX);
 	faucet_strarray_dispose(&markers);
-	mk = run__marker_key("p::default", first);
+	mk = faucet_run__marker_key("p::default", first);
 	tu_assert_value(s, mk, NULL);
 	free(mk);
-	mk = run__marker_key("p::default", last);
+	mk = faucet_run__marker_key("p::default", last);
 	assert_int_equal(faucet_store_get(s, mk, &v), 0);
-	assert_int_equal(run__marker_parse(v, mk, last, &m), 0);
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->before),
+	assert_int_equal(faucet_run__marker_parse(v, mk, last, &m), 0);
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default")->before),
 			    "{\"a\":20}");
-	assert_string_equal(faucet_value_json(run__marker_find(&m, "p::default")->after),
+	assert_string_equal(faucet_value_json(faucet_run__marker_find(&m, "p::default")->after),
 			    "{\"a\":21}");
-	run__marker_dispose(&m);
+	faucet_run__marker_dispose(&m);
 	faucet_value_free(v);
 	free(mk);
 	/* Undone like any run. */
@@ -1621,8 +1621,8 @@ static void a_put_that_ends_the_run_records_what_an_end_does(void **state)
 		assert_int_equal(done, 1);
 		assert_int_equal(faucet_run_changed(w), 0);
 		st = status_of(s, "p::default");
-		assert_null(run__status_find(&st, faucet_run_id(w)));
-		run__status_dispose(&st);
+		assert_null(faucet_run__status_find(&st, faucet_run_id(w)));
+		faucet_run__status_dispose(&st);
 		faucet_value_free(same);
 		faucet_run_free(w);
 	}
@@ -2035,7 +2035,7 @@ static void big_import(big_hook *h)
  * its image count, or -1 when it is absent. */
 static long marker_doc_count(faucet_store *s, const char *mk, const char *id, size_t n)
 {
-	char *key = n ? run__marker_part_key(mk, n) : strdup(mk);
+	char *key = n ? faucet_run__marker_part_key(mk, n) : strdup(mk);
 	faucet_value *v = NULL;
 	run_marker m;
 	long count = -1;
@@ -2043,9 +2043,9 @@ static long marker_doc_count(faucet_store *s, const char *mk, const char *id, si
 	assert_non_null(key);
 	assert_int_equal(faucet_store_get(s, key, &v), 0);
 	if (v != NULL) {
-		assert_int_equal(run__marker_parse(v, key, id, &m), 0);
+		assert_int_equal(faucet_run__marker_parse(v, key, id, &m), 0);
 		count = (long)m.count;
-		run__marker_dispose(&m);
+		faucet_run__marker_dispose(&m);
 	}
 	faucet_value_free(v);
 	free(key);
@@ -2076,7 +2076,7 @@ static void a_big_import_is_recorded_in_parts_and_undone_whole(void **state)
 	}
 	big_import(&h);
 	id = strdup(faucet_run_id(h.run));
-	mk = run__marker_key("p::big", id);
+	mk = faucet_run__marker_key("p::big", id);
 	/* A key in a part is not the handle's to write again. */
 	{
 		faucet_value *v = tu_v("{\"again\":1}");
@@ -2092,17 +2092,17 @@ static void a_big_import_is_recorded_in_parts_and_undone_whole(void **state)
 	assert_int_equal(marker_doc_count(s, mk, id, 1), BIG_CHUNK);
 	assert_int_equal(marker_doc_count(s, mk, id, 2), 5);
 	assert_int_equal(marker_doc_count(s, mk, id, 3), -1);
-	assert_int_equal(run__marker_load(s, mk, id, &all, &exists, &parts), 0);
+	assert_int_equal(faucet_run__marker_load(s, mk, id, &all, &exists, &parts), 0);
 	assert_true(exists);
 	assert_int_equal(parts, 2);
 	assert_int_equal(all.count, BIG_IMPORT);
 	for (size_t i = 1; i < all.count; i++)
 		assert_true(strcmp(all.items[i - 1].key, all.items[i].key) < 0);
-	run__marker_dispose(&all);
+	faucet_run__marker_dispose(&all);
 	st = status_of(s, "p::big");
 	assert_string_equal(st.items[0].outcome, "ok");
 	assert_int_equal(st.items[0].keys_total, BIG_IMPORT);
-	run__status_dispose(&st);
+	faucet_run__status_dispose(&st);
 
 	res = undo(s, id, 0);
 	assert_false(res.conflict);
@@ -2130,7 +2130,7 @@ static void a_big_imports_parts_conflict_and_retire_with_it(void **state)
 
 	big_import(&h);
 	id = strdup(faucet_run_id(h.run));
-	mk = run__marker_key("p::big", id);
+	mk = faucet_run__marker_key("p::big", id);
 	end_ok(h.run);
 	tu_put(s, "p::big::k00070", "{\"operator\":1}");
 	o.run = id;
