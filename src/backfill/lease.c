@@ -104,7 +104,8 @@ int faucet_bf__lease_claim(faucet_store *s, const char *unit_key, const char *ho
 	if (rc == 0)
 		rc = faucet__lease_doc(holder, faucet__lease_until(now, ttl), NULL, &mine);
 	if (rc == 0) {
-		rc = faucet_store_compare_and_put(s, out->key, current, mine, &written);
+		rc = faucet__lease_write(s, out->key, current, mine, faucet__lease_until(now, ttl),
+					 &written);
 		if (rc != 0) {
 			/* Our holder id there means our write landed after all; the
 			 * entry unchanged means it did not, and the error stands;
@@ -158,7 +159,7 @@ int faucet_bf__lease_renew(faucet_store *s, faucet_bf_lease *l, int64_t now, int
 	rc = faucet__lease_doc(l->holder, faucet__lease_until(now, ttl), NULL, &next);
 	if (rc != 0)
 		return rc;
-	rc = faucet_store_compare_and_put(s, l->key, l->value, next, &written);
+	rc = faucet__lease_write(s, l->key, l->value, next, faucet__lease_until(now, ttl), &written);
 	if (rc != 0) {
 		/* Did it land?  Our holder id there says the lease is still ours
 		 * (renewed or not); anything else means it was taken over. */

@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "values/value_internal.h"
 #include "lease/lease.h"
+#include "store/open_internal.h"
 
 /* ---- the document ------------------------------------------------------------------------- */
 
@@ -67,6 +68,12 @@ void faucet_lease_dispose(faucet_lease *l)
 int faucet_lease_holder_dead(const faucet_lease *l)
 {
 	return l != NULL && faucet__holder_dead(l->holder);
+}
+
+int faucet__lease_write(faucet_store *s, const char *key, const faucet_value *expected,
+			const faucet_value *doc, int64_t expires_at, int *written)
+{
+	return faucet__store_compare_and_put_expiring(s, key, expected, doc, expires_at, written);
 }
 
 int faucet__lease_doc(const char *holder, int64_t expires_at, const char *run, faucet_value **out)

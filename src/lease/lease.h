@@ -15,6 +15,14 @@
  * unit's claim, no "run" member).  0 and *out, or FAUCET_ENOMEM. */
 int faucet__lease_doc(const char *holder, int64_t expires_at, const char *run, faucet_value **out);
 
+/* Write lease document `doc`, which says `expires_at`, at `key` by
+ * compare-and-put over `expected` (NULL = absent): every claim and renewal
+ * goes through here, so that a store able to drop the key by itself once
+ * expires_at has passed does (etcd's native leases,
+ * compare_and_put_expiring in faucet/sys/store_backend.h). */
+int faucet__lease_write(faucet_store *s, const char *key, const faucet_value *expected,
+			const faucet_value *doc, int64_t expires_at, int *written);
+
 /* The expires_at of a lease written at `now` (whole seconds) with a TTL of
  * `ttl_s`: now + ttl_s + 1, so that it lasts at least its TTL wherever in
  * the second it was written - with now + ttl_s a 1 s lease written late in

@@ -664,7 +664,7 @@ static int claim_lease(faucet_run *r, const char *key, const char *what, uint64_
 		}
 		rc = faucet__lease_doc(r->holder, lease_until(r, now), r->id, &mine);
 		if (rc == 0) {
-			rc = faucet_store_compare_and_put(r->s, key, cur, mine, &written);
+			rc = faucet__lease_write(r->s, key, cur, mine, lease_until(r, now), &written);
 			if (rc != 0)
 				rc = settle_claim(r, key, mine, rc, &written);
 		}
@@ -1108,7 +1108,7 @@ static int renew_one(faucet_run *r, const char *key, faucet_value **held, int64_
 		return lease_lost(r, "it expired before it was renewed");
 	rc = faucet__lease_doc(r->holder, until, r->id, &next);
 	if (rc == 0)
-		rc = faucet_store_compare_and_put(r->s, key, *held, next, &written);
+		rc = faucet__lease_write(r->s, key, *held, next, until, &written);
 	if (rc != 0 || !written) {
 		faucet_value_free(next);
 		return rc != 0 ? rc : lease_lost(r, "another run took it over");

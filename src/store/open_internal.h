@@ -14,6 +14,14 @@
 #include "check/check_internal.h"
 #include "store/sentinel.h"
 
+/* faucet_store_compare_and_put of a lease document the backend may drop by
+ * itself once `expires_at` (unix seconds) has passed, through its
+ * compare_and_put_expiring slot (etcd's native leases); without the slot a
+ * plain compare-and-put.  The lease module's one way to write a lease. */
+int faucet__store_compare_and_put_expiring(faucet_store *s, const char *key,
+					   const faucet_value *expected, const faucet_value *value,
+					   int64_t expires_at, int *written);
+
 /* Write entries in order, by the backend's put_many or one put each; on
  * error *written leading entries are in place, and with FAUCET_EUNKNOWN
  * those from *unknown_from on may not be durable (either may be NULL). */

@@ -497,6 +497,25 @@ int faucet_store_compare_and_put(faucet_store *s, const char *key,
 	return rc;
 }
 
+int faucet__store_compare_and_put_expiring(faucet_store *s, const char *key,
+					   const faucet_value *expected, const faucet_value *value,
+					   int64_t expires_at, int *written)
+{
+	int dummy;
+
+	if (s->backend->compare_and_put_expiring == NULL)
+		return faucet_store_compare_and_put(s, key, expected, value, written);
+	if (written == NULL)
+		written = &dummy;
+	*written = 0;
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
+	return s->backend->compare_and_put_expiring(s->backend, key, expected, value, expires_at,
+						   written);
+}
+
 int faucet_store_compare_and_delete(faucet_store *s, const char *key,
 				    const faucet_value *expected, int *deleted)
 {

@@ -1035,51 +1035,29 @@ static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
 }
 
 /*
- * Native leases (doc/design.md §3.8).  A faucet lease - a key ending in
- * "::__lease__" holding {"holder", "expires_at", ...} - is written attached
- * to an etcd lease that runs out one second after its expires_at, so etcd
- * itself deletes the lease of a holder that stopped renewing (killed,
- * frozen, cut off): nothing is left behind for doctor to warn about.  Each
- * write of a lease key (a claim or a renewal: a compare-and-put on the
- * key's mod_revision, which is also what fences it) grants a fresh etcd
- * lease; the one it replaces holds no key any more and simply runs out.
- * A lease document already expired (or one we cannot read) is written
- * without one.
+ * Native leases (doc/design.md §3.8).  The lease module writes every claim
+ * and renewal of a faucet lease through compare_and_put_expiring with the
+ * document's expires_at; here that write is attached to an etcd lease that
+ * runs out one second after it, so etcd itself deletes the lease of a
+ * holder that stopped renewing (killed, frozen, cut off): nothing is left
+ * behind for doctor to warn about.  Each such write (a compare-and-put on
+ * the key's mod_revision, which is also what fences it) grants a fresh etcd
+ * lease; the one it replaces holds no key any more and simply runs out.  A
+ * document already expired is written without one.
  */
-#define ETCD_LEASE_SUFFIX "::__lease__"
 
-static int64_t lease_ttl_of(const char *key, const faucet_value *v)
-{
-	size_t n = strlen(key), m = sizeof(ETCD_LEASE_SUFFIX) - 1;
-	json_object *tree = NULL, *e = NULL;
-	int64_t ttl;
-
-	if (v == NULL || n < m || strcmp(key + n - m, ETCD_LEASE_SUFFIX) != 0)
-		return 0;
-	if (faucet_value__tree(v, &tree) != 0) {
-		faucet_error_clear();
-		return 0;
-	}
-	if (!json_object_is_type(tree, json_type_object) ||
-	    !json_object_object_get_ex(tree, "expires_at", &e) || !json_object_is_type(e, json_type_int))
-		return 0;
-	ttl = json_object_get_int64(e) - (int64_t)time(NULL) + 1;
-	return ttl > 0 ? ttl : 0;
-}
-
-/* The etcd lease to attach to a write of `v` at `key`, in *lease (0: none).
- * A grant is safe to send again (an extra lease holds nothing), so it is
- * not a write for failover's sake. */
-static int lease_for(etcd_store *s, etcd_conn *c, const char *key, const faucet_value *v,
-		     int64_t *lease)
+/* The etcd lease to attach to a write that may go at `expires_at` (unix
+ * seconds; 0 = never), in *lease (0: none).  A grant is safe to send again
+ * (an extra lease holds nothing), so it is not a write for failover's sake. */
+static int lease_for(etcd_store *s, etcd_conn *c, int64_t expires_at, int64_t *lease)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
 	json_object *r = NULL, *id;
-	int64_t ttl = lease_ttl_of(key, v);
+	int64_t ttl = expires_at > 0 ? expires_at - (int64_t)time(NULL) + 1 : 0;
 	int rc;
 
 	*lease = 0;
-	if (ttl == 0)
+	if (ttl <= 0)
 		return 0;
 	if (faucet__buf_printf(&b, "{\"TTL\":%lld}", (long long)ttl) != 0)
 		return FAUCET_ENOMEM;
@@ -1106,6 +1084,7 @@ typedef struct {
 	const faucet_value *expected;
 	const char *guard;
 	const faucet_value *guard_value;
+	int64_t expires_at; /* compare_and_put_expiring: when the key may go (0: never) */
 	faucet_value **out;
 	int *done;
 	/* lists and scans */
@@ -1184,7 +1163,7 @@ static int op_put(etcd_store *s, etcd_conn *c, etcd_args *a)
 	int64_t lease = 0;
 	int rc;
 
-	if ((rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
+	if ((rc = lease_for(s, c, a->expires_at, &lease)) != 0)
 		return rc;
 	(void)faucet__buf_puts(&b, "{\"key\":\"");
 	rc = put_full_key(&b, s, a->key);
@@ -1797,7 +1776,7 @@ static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
 			break;
 		int64_t lease = 0;
 
-		if (a->value != NULL && (rc = lease_for(s, c, a->key, a->value, &lease)) != 0)
+		if (a->value != NULL && (rc = lease_for(s, c, a->expires_at, &lease)) != 0)
 			break;
 		(void)faucet__buf_puts(&b, "{\"compare\":[{\"key\":\"");
 		rc = put_full_key(&b, s, guard);
@@ -2040,6 +2019,16 @@ static int etcd_compare_and_put(faucet_store_backend *b, const char *key,
 				int *written)
 {
 	etcd_args a = {.key = key, .expected = expected, .value = value, .done = written};
+
+	return etcd_run((etcd_store *)b, op_cas, &a);
+}
+
+static int etcd_compare_and_put_expiring(faucet_store_backend *b, const char *key,
+					 const faucet_value *expected, const faucet_value *value,
+					 int64_t expires_at, int *written)
+{
+	etcd_args a = {.key = key, .expected = expected, .value = value, .expires_at = expires_at,
+		       .done = written};
 
 	return etcd_run((etcd_store *)b, op_cas, &a);
 }
@@ -2681,6 +2670,7 @@ int faucet__store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 	s->base.scan_entries = etcd_scan_entries;
 	s->base.scan_data = etcd_scan_data;
 	s->base.compare_and_put = etcd_compare_and_put;
+	s->base.compare_and_put_expiring = etcd_compare_and_put_expiring;
 	s->base.compare_and_delete = etcd_compare_and_delete;
 	s->base.put_guarded = etcd_put_guarded;
 	s->base.put_many = etcd_put_many;

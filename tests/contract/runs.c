@@ -21,6 +21,7 @@
 #include "run/run_internal.h"
 #include "store/export_internal.h"
 #include "store/open_internal.h"
+#include "backfill/backfill_internal.h"
 
 typedef contract_fixture fixture;
 
@@ -1670,6 +1671,9 @@ typedef struct {
 	const char *value;
 	int armed;
 	size_t marker_writes; /* writes of a rollback marker through this store */
+	size_t expiring;      /* compare_and_put_expiring calls, the last one's: */
+	char last_expiring[128];
+	int64_t last_expires_at;
 } racing_store;
 
 /* Count a write of `key` when it is a rollback marker. */
@@ -1715,6 +1719,20 @@ static int race_cas(faucet_store_backend *b, const char *key, const faucet_value
 					    written);
 }
 
+/* A lease write: recorded, then the inner store's own (etcd's native lease). */
+static int race_cas_expiring(faucet_store_backend *b, const char *key,
+			     const faucet_value *expected, const faucet_value *value,
+			     int64_t expires_at, int *written)
+{
+	racing_store *rs = (racing_store *)b;
+
+	rs->expiring++;
+	snprintf(rs->last_expiring, sizeof(rs->last_expiring), "%s", key);
+	rs->last_expires_at = expires_at;
+	return faucet__store_compare_and_put_expiring(rs->inner, key, expected, value, expires_at,
+						      written);
+}
+
 static int race_cad(faucet_store_backend *b, const char *key, const faucet_value *expected,
 		    int *deleted)
 {
@@ -1754,6 +1772,7 @@ static faucet_store *racing(faucet_store *s, const char *key, const char *value)
 	rs->base.del = race_del;
 	rs->base.list = race_list;
 	rs->base.compare_and_put = race_cas;
+	rs->base.compare_and_put_expiring = race_cas_expiring;
 	rs->base.compare_and_delete = race_cad;
 	rs->base.put_guarded_if = race_put_guarded_if;
 	rs->base.free = race_free;
@@ -2155,6 +2174,55 @@ static void a_big_imports_parts_conflict_and_retire_with_it(void **state)
 	free(id);
 }
 
+/* Every lease claim and renewal - a run's, a backfill unit's - goes through
+ * the lease module's one write, compare_and_put_expiring with the
+ * document's own expires_at (so that etcd attaches it to a native lease).
+ * Fails when a claim or renewal is a plain compare-and-put. */
+static void lease_writes_say_when_the_lease_may_go(void **state)
+{
+	faucet_store *s = S(state), *cs = racing(s, "", "");
+	racing_store *rs = (racing_store *)faucet_store_backend_of(cs);
+	faucet_run_options o = FAUCET_RUN_OPTIONS_INIT;
+	faucet_lease held;
+	faucet_bf_lease unit;
+	faucet_value *v = NULL;
+	faucet_run *r = NULL;
+	char *holder = faucet_bf__lease_holder();
+	int claimed = 0, kept = 0;
+	int64_t now = (int64_t)time(NULL);
+
+	rs->armed = 0;
+	o.lease_ttl_ms = 30000;
+	assert_int_equal(faucet_run_begin(&r, cs, "p", &o), 0);
+	assert_int_equal(rs->expiring, 1);
+	assert_string_equal(rs->last_expiring, "p::default::__lease__");
+	assert_int_equal(faucet_store_get(s, "p::default::__lease__", &v), 0);
+	assert_int_equal(faucet_lease_parse(v, "p::default::__lease__", &held), 0);
+	assert_int_equal(rs->last_expires_at, held.expires_at);
+	assert_true(held.expires_at >= now + 30);
+	faucet_lease_dispose(&held);
+	faucet_value_free(v);
+	assert_int_equal(faucet_run_renew(r), 0);
+	assert_int_equal(rs->expiring, 2);
+	end_ok(r);
+
+	assert_non_null(holder);
+	assert_int_equal(faucet_bf__lease_claim(cs, "p::__backfill__::h::u1", holder, now, 60,
+						&unit, &claimed, NULL),
+			 0);
+	assert_true(claimed);
+	assert_int_equal(rs->expiring, 3);
+	assert_int_equal(rs->last_expires_at, unit.expires_at);
+	assert_int_equal(faucet_bf__lease_renew(cs, &unit, now + 1, 60, &kept), 0);
+	assert_true(kept);
+	assert_int_equal(rs->expiring, 4);
+	assert_int_equal(rs->last_expires_at, unit.expires_at);
+	assert_int_equal(faucet_bf__lease_release(cs, &unit), 0);
+	faucet_bf__lease_dispose(&unit);
+	free(holder);
+	faucet_store_free(cs);
+}
+
 /* An undo of N keys writes its own run's marker a few times, not once a
  * key: recorded one key at a time, the marker (one key longer each time)
  * was rewritten with every restore, O(N^2) bytes - an undo of a
@@ -2262,6 +2330,7 @@ int contract_runs_run(const contract_backend *b)
 						big_setup, big_teardown),
 		cmocka_unit_test_setup_teardown(a_big_imports_parts_conflict_and_retire_with_it,
 						big_setup, big_teardown),
+		cmocka_unit_test_setup_teardown(lease_writes_say_when_the_lease_may_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_undo_of_many_keys_writes_its_marker_a_few_times,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -21,14 +21,14 @@
 extern "C" {
 #endif
 
-/* Version 11 is the first layout released (versions 1 to 10 existed only
+/* Version 12 is the first layout released (versions 1 to 11 existed only
  * while faucet was developed, and are refused).  From it on, a new slot is
  * only ever added at the end of the struct, with the version raised, so an
  * older backend's struct is a prefix of the current one and the front-end
  * reads no slot past the end of the version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 11
+#define FAUCET_STORE_BACKEND_VERSION 12
 /* The oldest version faucet_store_new() accepts. */
-#define FAUCET_STORE_BACKEND_MIN_VERSION 11
+#define FAUCET_STORE_BACKEND_MIN_VERSION 12
 
 /* Start a backend struct with this (every slot NULL, the name unset), then
  * fill in the slots the backend implements. */
@@ -185,6 +185,16 @@ struct faucet_store_backend {
 			      const char *const *drop, size_t ndrop, const faucet_store_guard *put,
 			      const faucet_store_guard *then, int *written, int *then_written,
 			      int *moved);
+
+	/* Optional: compare_and_put of a lease document (the lease module's
+	 * claims and renewals, faucet/lease.h) that the engine may drop by
+	 * itself once `expires_at` (unix seconds) has passed - etcd attaches
+	 * the key to one of its own leases, so a dead holder's lease goes
+	 * without anyone removing it.  NULL: a plain compare_and_put (the
+	 * lease then stays until a reader finds it expired).  (Version 12.) */
+	int (*compare_and_put_expiring)(faucet_store_backend *b, const char *key,
+					const faucet_value *expected, const faucet_value *value,
+					int64_t expires_at, int *written);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
