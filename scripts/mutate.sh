@@ -64,34 +64,40 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        chunks after the first: undo would leave them)
 #   run-undo-per-key     an undo's keys recorded one at a time with their
 #                        writes (its marker rewritten once a key: O(N^2))
+# The run mutants that change one line: kind, file, which occurrence of the
+# line (first or last), the line's text (found with grep -F), and the
+# regular expression in it replaced by the replacement - one row each, read
+# both to find the line and to apply the mutant.
+RUN_MUTANTS=$(cat <<'TABLE'
+run-later-one-scope	src/run/undo.c	last	int rc = status_scopes(s, pipeline, &rows);	status_scopes\(s, pipeline, &rows\)	faucet__strarray_push(&rows, "")
+run-undo-no-lease	src/run/undo.c	first	ro.exclusive = 1;	ro\.exclusive = 1;	ro.exclusive = 0;
+run-status-no-cas	src/run/run.c	first	rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);	faucet_store_compare_and_put\(r->s, r->status_key, cur, next, &written\)	((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))
+run-after-not-ahead	src/run/run.c	first	!(q->after_ahead && added)	!\(q->after_ahead && added\)	1
+run-no-read-again	src/run/run.c	first	if (rc == 0 && q->vals != NULL && (!r->joined || q->moved))	q->vals != NULL && \(!r->joined \|\| q->moved\)	q->vals != NULL && (!r->joined || q->moved) && 0
+run-no-watchdog	src/cli/run.c	first	if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)	faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0	1
+run-first-put-blind	src/run/run.c	first	kp->expected = first_write_expects(q, &kp->cond);	first_write_expects\(q, &kp->cond\);	first_write_expects(q, &kp->cond), kp->cond = 0;
+run-first-del-blind	src/run/run.c	first	rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);	faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)	(deleted = 1, faucet_store_delete(r->s, key))
+run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
+run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
+run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force);	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
+TABLE
+)
+export RUN_MUTANTS
+
 run_mutants() {
   # A line 0 (a pattern no longer in the source) fails when applied, so a
   # renamed line is an ERROR, never a mutant silently left out.
-  local f
+  local f kind file which text
   f=$(grep -n 'static int edit_final' src/run/run.c | cut -d: -f1) || true
   printf 'src/run/run.c\t%s\trun-after-at-end\n' "${f:-0}"
-  f=$(grep -n 'int rc = status_scopes(s, pipeline, &rows);' src/run/undo.c | tail -1 | cut -d: -f1) || true
-  printf 'src/run/undo.c\t%s\trun-later-one-scope\n' "${f:-0}"
-  f=$(grep -n 'ro.exclusive = 1;' src/run/undo.c | cut -d: -f1) || true
-  printf 'src/run/undo.c\t%s\trun-undo-no-lease\n' "${f:-0}"
-  f=$(grep -n 'rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-status-no-cas\n' "${f:-0}"
-  f=$(grep -n '!(q->after_ahead && added)' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-after-not-ahead\n' "${f:-0}"
-  f=$(grep -n 'if (rc == 0 && q->vals != NULL && (!r->joined || q->moved))' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-no-read-again\n' "${f:-0}"
-  f=$(grep -n 'if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)' src/cli/run.c | cut -d: -f1) || true
-  printf 'src/cli/run.c\t%s\trun-no-watchdog\n' "${f:-0}"
-  f=$(grep -n 'kp->expected = first_write_expects(q, &kp->cond);' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-first-put-blind\n' "${f:-0}"
-  f=$(grep -n 'rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-first-del-blind\n' "${f:-0}"
-  f=$(grep -n 'return q->todo == 1 ? !q->had_image : q->moved;' src/run/run.c | cut -d: -f1) || true
-  printf 'src/run/run.c\t%s\trun-joined-first-blind\n' "${f:-0}"
-  f=$(grep -n 'rc = faucet_store_get(s, pk, &pv);' src/run/docs.c | head -1 | cut -d: -f1) || true
-  printf 'src/run/docs.c\t%s\trun-parts-unread\n' "${f:-0}"
-  f=$(grep -n 'int rc = record_restores(u, steps, n, force);' src/run/undo.c | cut -d: -f1) || true
-  printf 'src/run/undo.c\t%s\trun-undo-per-key\n' "${f:-0}"
+  while IFS=$'\t' read -r kind file which text _; do
+    if [ "$which" = last ]; then
+      f=$(grep -n -F -- "$text" "$file" | tail -1 | cut -d: -f1) || true
+    else
+      f=$(grep -n -F -- "$text" "$file" | head -1 | cut -d: -f1) || true
+    fi
+    printf '%s\t%s\t%s\n' "$file" "${f:-0}" "$kind"
+  done <<<"$RUN_MUTANTS"
 }
 
 # Mutants as "file<TAB>line<TAB>kind"; the line is 1-based.
@@ -138,6 +144,10 @@ def skipped(m):
         args.insert(0, m.group(1))  # the helper stays referenced, not "unused"
     return '(' + ''.join('(void)(%s), ' % a for a in args) + '0)'
 ARGS = r'\((?P<args>[^()]*(\([^()]*\))?[^()]*)\)'
+import os
+# The one-line run mutants: kind -> (regular expression, replacement).
+TABLE = {row[0]: (row[4], row[5]) for row in
+         (r.split('\t') for r in os.environ.get('RUN_MUTANTS', '').split('\n') if r)}
 if kind == 'skip-fsync':
     # The call with its receiver: faucet__sys()->fsync(fd), sys->fsync(fd), fsync(fd).
     sub_line(r'([A-Za-z_]\w*(\(\))?\s*->\s*|\b)(f(data)?sync|syncfs)' + ARGS, skipped)
@@ -162,31 +172,8 @@ elif kind == 'run-after-at-end':
             break
     else:
         sys.exit("mutate: no edit_final body at %s:%d" % (path, line))
-elif kind == 'run-later-one-scope':
-    sub_line(r'status_scopes\(s, pipeline, &rows\)', 'faucet__strarray_push(&rows, "")')
-elif kind == 'run-undo-no-lease':
-    sub_line(r'ro\.exclusive = 1;', 'ro.exclusive = 0;')
-elif kind == 'run-status-no-cas':
-    sub_line(r'faucet_store_compare_and_put\(r->s, r->status_key, cur, next, &written\)',
-             '((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))')
-elif kind == 'run-after-not-ahead':
-    sub_line(r'!\(q->after_ahead && added\)', '1')
-elif kind == 'run-no-read-again':
-    sub_line(r'q->vals != NULL && \(!r->joined \|\| q->moved\)',
-             'q->vals != NULL && (!r->joined || q->moved) && 0')
-elif kind == 'run-no-watchdog':
-    sub_line(r'faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0', '1')
-elif kind == 'run-first-put-blind':
-    sub_line(r'first_write_expects\(q, &kp->cond\);', 'first_write_expects(q, &kp->cond), kp->cond = 0;')
-elif kind == 'run-first-del-blind':
-    sub_line(r'faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)',
-             '(deleted = 1, faucet_store_delete(r->s, key))')
-elif kind == 'run-joined-first-blind':
-    sub_line(r'return q->todo == 1 \? !q->had_image : q->moved;', 'return 0;')
-elif kind == 'run-parts-unread':
-    sub_line(r'rc = faucet_store_get\(s, pk, &pv\);', 'rc = 0, pv = NULL;')
-elif kind == 'run-undo-per-key':
-    sub_line(r'record_restores\(u, steps, n, force\)', '((void)record_restores, 0)')
+elif kind in TABLE:
+    sub_line(*TABLE[kind])
 elif kind == 'then-before-key':
     # The follow-up's rename moved above the key's.
     moved = src.pop(line - 1)

@@ -484,6 +484,48 @@ static yaml_node_t *field_of(loader *l, const yaml_node_t *map, const char *name
 
 /* ---- the blocks -------------------------------------------------------- */
 
+/* state.config.encryption.algorithm: aes-256-gcm, the one there is. */
+static int check_algorithm(loader *l, const yaml_node_t *algo)
+{
+	char *name;
+	int rc = read_string(l, algo, "state.config.encryption.algorithm", &name);
+
+	if (rc == 0 && name != NULL && strcasecmp(name, "aes-256-gcm") != 0)
+		rc = node_error(l, algo,
+				"encryption algorithm '%s' is not supported (supported: aes-256-gcm)",
+				shown(algo));
+	free(name);
+	return rc;
+}
+
+/* The key in the environment variable state.config.encryption.key_env
+ * names, copied into *out (caller wipes and frees). */
+static int key_from_env(loader *l, const yaml_node_t *key_env, char **out)
+{
+	const char *val;
+	char *var;
+	int rc = read_string(l, key_env, "state.config.encryption.key_env", &var);
+
+	*out = NULL;
+	if (rc != 0)
+		return rc;
+	if (var == NULL || *var == '\0') {
+		free(var);
+		return node_error(l, key_env, "state.config.encryption.key_env is empty");
+	}
+	val = getenv(var);
+	if (val == NULL)
+		rc = node_error(l, key_env,
+				"environment variable %s (state.config.encryption.key_env) is not set",
+				var);
+	else if ((*out = faucet__strdup(val)) == NULL)
+		rc = FAUCET_ENOMEM;
+	free(var);
+	return rc;
+}
+
+static int load_previous_keys(loader *l, yaml_node_t *prev);
+
 static int load_encryption(loader *l, yaml_node_t *node)
 {
 	static const char *const fields[] = {"key", "key_env", "previous_keys", "algorithm", NULL};
@@ -502,20 +544,8 @@ static int load_encryption(loader *l, yaml_node_t *node)
 	prev = field_of(l, node, "previous_keys", NULL);
 	algo = field_of(l, node, "algorithm", NULL);
 
-	if (algo != NULL) {
-		char *name;
-		rc = read_string(l, algo, "state.config.encryption.algorithm", &name);
-		if (rc != 0)
-			return rc;
-		if (name != NULL && strcasecmp(name, "aes-256-gcm") != 0) {
-			rc = node_error(l, algo,
-					"encryption algorithm '%s' is not supported (supported: aes-256-gcm)",
-					shown(algo));
-			free(name);
-			return rc;
-		}
-		free(name);
-	}
+	if (algo != NULL && (rc = check_algorithm(l, algo)) != 0)
+		return rc;
 	if (key != NULL && key_env != NULL)
 		return node_error(l, key_env,
 				  "state.config.encryption: give `key` or `key_env`, not both");
@@ -524,28 +554,8 @@ static int load_encryption(loader *l, yaml_node_t *node)
 		if (rc != 0)
 			return rc;
 	} else if (key_env != NULL) {
-		char *var;
-		const char *val;
-
-		rc = read_string(l, key_env, "state.config.encryption.key_env", &var);
-		if (rc != 0)
+		if ((rc = key_from_env(l, key_env, &secret)) != 0)
 			return rc;
-		if (var == NULL || *var == '\0') {
-			free(var);
-			return node_error(l, key_env, "state.config.encryption.key_env is empty");
-		}
-		val = getenv(var);
-		if (val == NULL) {
-			rc = node_error(l, key_env,
-					"environment variable %s (state.config.encryption.key_env) is not set",
-					var);
-			free(var);
-			return rc;
-		}
-		free(var);
-		secret = faucet__strdup(val);
-		if (secret == NULL)
-			return FAUCET_ENOMEM;
 	} else {
 		return node_error(l, node, "state.config.encryption needs a `key` (or `key_env`)");
 	}
@@ -557,10 +567,16 @@ static int load_encryption(loader *l, yaml_node_t *node)
 		return FAUCET_ENOMEM;
 	c->enc.key = secret;
 	c->store.encryption = &c->enc;
-	if (prev == NULL)
-		return 0;
-	rc = read_string_list(l, prev, "state.config.encryption.previous_keys", 1,
-			      &c->previous_keys);
+	return prev == NULL ? 0 : load_previous_keys(l, prev);
+}
+
+/* state.config.encryption.previous_keys, into the encryption options. */
+static int load_previous_keys(loader *l, yaml_node_t *prev)
+{
+	faucet_config *c = l->cfg;
+	int rc = read_string_list(l, prev, "state.config.encryption.previous_keys", 1,
+				  &c->previous_keys);
+
 	if (rc != 0)
 		return rc;
 	/* enc wants `const char *const *`: a copy of the array (not the keys). */
