@@ -171,17 +171,12 @@ static int node_error(loader *l, const yaml_node_t *node, const char *fmt, ...)
 {
 	char *msg, *scrubbed;
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	msg = faucet__vsprintf(fmt, ap);
 	va_end(ap);
-	msg = n < 0 ? NULL : malloc((size_t)n + 1);
 	if (msg == NULL)
 		return faucet_error_set(FAUCET_ENOMEM, "out of memory");
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, (size_t)n + 1, fmt, ap);
-	va_end(ap);
 	/* A value from ${env:...} may have found its way into the detail (a
 	 * type named in another field's message, say): put the reference back. */
 	scrubbed = faucet_config_scrub(l->cfg, msg);

@@ -464,6 +464,18 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 	return rc;
 }
 
+/* The checks of every compare-and-put before the backend sees it: *written
+ * 0, then a valid key and a value (0), else FAUCET_EINVALID. */
+static int cas_refused(const char *key, const faucet_value *value, int *written)
+{
+	*written = 0;
+	if (faucet_validate_key(key) != 0)
+		return FAUCET_EINVALID;
+	if (value == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
+	return 0;
+}
+
 int faucet_store_compare_and_put(faucet_store *s, const char *key,
 				 const faucet_value *expected,
 				 const faucet_value *value, int *written)
@@ -473,11 +485,8 @@ int faucet_store_compare_and_put(faucet_store *s, const char *key,
 
 	if (written == NULL)
 		written = &dummy;
-	*written = 0;
-	if (faucet_validate_key(key) != 0)
-		return FAUCET_EINVALID;
-	if (value == NULL)
-		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
+	if ((rc = cas_refused(key, value, written)) != 0)
+		return rc;
 	if (s->backend->compare_and_put != NULL)
 		return s->backend->compare_and_put(s->backend, key, expected, value, written);
 
@@ -501,17 +510,14 @@ int faucet__store_compare_and_put_expiring(faucet_store *s, const char *key,
 					   const faucet_value *expected, const faucet_value *value,
 					   int64_t expires_at, int *written)
 {
-	int dummy;
+	int rc, dummy;
 
 	if (s->backend->compare_and_put_expiring == NULL)
 		return faucet_store_compare_and_put(s, key, expected, value, written);
 	if (written == NULL)
 		written = &dummy;
-	*written = 0;
-	if (faucet_validate_key(key) != 0)
-		return FAUCET_EINVALID;
-	if (value == NULL)
-		return faucet_error_set(FAUCET_EINVALID, "compare-and-put '%s': no value", key);
+	if ((rc = cas_refused(key, value, written)) != 0)
+		return rc;
 	return s->backend->compare_and_put_expiring(s->backend, key, expected, value, expires_at,
 						   written);
 }

@@ -119,22 +119,30 @@ void *faucet__reserve(void *items, size_t *cap, size_t need, size_t size, size_t
 	return grown;
 }
 
-char *faucet__sprintf(const char *fmt, ...)
+char *faucet__vsprintf(const char *fmt, va_list ap)
 {
-	va_list ap;
+	va_list copy;
 	int n;
 	char *p;
 
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
 	if (n < 0)
 		return oom();
 	p = faucet__malloc((size_t)n + 1);
-	if (p == NULL)
-		return NULL;
+	if (p != NULL)
+		(void)vsnprintf(p, (size_t)n + 1, fmt, ap);
+	return p;
+}
+
+char *faucet__sprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
 	va_start(ap, fmt);
-	(void)vsnprintf(p, (size_t)n + 1, fmt, ap);
+	p = faucet__vsprintf(fmt, ap);
 	va_end(ap);
 	return p;
 }

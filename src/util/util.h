@@ -29,6 +29,8 @@ char *faucet__strdup(const char *s);
 void *faucet__reserve(void *items, size_t *cap, size_t need, size_t size, size_t first);
 char *faucet__strndup(const char *s, size_t n);
 char *faucet__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same from a va_list (which it leaves used). */
+char *faucet__vsprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* For the tests only (this header is not installed): make the n-th call
  * from now of faucet__malloc/calloc/realloc (and of everything built on
