@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
 status=0
+failed=()
+
+# failed [WHAT]: the stage under way failed; the run goes on and exits 1,
+# and its last lines name every failed stage (CI may keep only the tail).
+failed() {
+  status=1
+  failed+=("$stage_name${1:+: $1}")
+}
 
 # stage NAME: print the stage's heading, and how long the one before took
 # (the whole run must stay within CI's budget: these say where it goes).
@@ -32,7 +40,9 @@ run_suite() {
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAUCET_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   # shellcheck disable=SC2086
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" ${ctest_args:-}) || status=1
+  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" ${ctest_args:-}); then
+    failed "$(tr '\n' ' ' <"$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"
+  fi
 }
 
 stage "normal build"
@@ -75,11 +85,11 @@ other_builds_pid=$!
 # The shared library's ABI against the committed baseline abi/libfaucet.abi
 # (scripts/abi-check.sh --update records an intended change).
 stage "ABI check"
-./scripts/abi-check.sh build || status=1
+./scripts/abi-check.sh build || failed
 
 # Modules depend on the ones below them only (the order is in the script).
 stage "layer check"
-./scripts/check-layers.sh build || status=1
+./scripts/check-layers.sh build || failed
 
 # The Python binding (bindings/python) against the library just built, on
 # the file, SQLite, PostgreSQL and Redis stores.  Debian's interpreter has
@@ -87,20 +97,20 @@ stage "layer check"
 # package is also imported with that one, which is all it must do there.
 stage "Python binding"
 FAUCET_LIBRARY=build/libfaucet.so /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  bindings/python/tests || status=1
+  bindings/python/tests || failed
 if [ "$(command -v python3)" != /usr/bin/python3 ]; then
   FAUCET_LIBRARY=build/libfaucet.so PYTHONPATH=bindings/python python3 -c \
     'import faucet; s = faucet.open("memory:"); s.put("p::r", 2**64 - 1); assert s.get("p::r") == 2**64 - 1' \
-    || status=1
+    || failed
 fi
 # The durability proof must be able to fail: every fsync removed, every
 # directory sync dropped, the temp file synced after its rename, SQLite at
 # synchronous=OFF/NORMAL - each must turn a durability test red.
 stage "mutation check of the durability tests"
-./scripts/mutate.sh || status=1
+./scripts/mutate.sh || failed
 
 stage "other build types (compile only; built in the background since the normal build)"
-wait "$other_builds_pid" || status=1
+wait "$other_builds_pid" || failed
 cat build-other.log
 
 stage "AddressSanitizer + UndefinedBehaviorSanitizer build"
@@ -120,7 +130,7 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAUCET_WERROR=ON -D
   >/dev/null
 cmake --build build-tsan -j"$jobs" --target $tsan_tests >/dev/null
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:abort_on_error=1 \
-  ctest --output-on-failure -R "^($(echo $tsan_tests | tr ' ' '|'))\$") || status=1
+  ctest --output-on-failure -R "^($(echo $tsan_tests | tr ' ' '|'))\$") || failed
 
 # The binding again, over the sanitized library: a struct declared in
 # bindings/python/faucet/_ffi.py that no longer matches its header makes
@@ -131,7 +141,7 @@ stage "Python binding over the ASan/UBSan library"
 LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
   PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 FAUCET_LIBRARY=build-asan/libfaucet.so \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider bindings/python/tests || status=1
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider bindings/python/tests || failed
 
 # Coverage-guided fuzzing (tests/fuzz/): a clang build whose ctest tests
 # each fuzz one parser for FAUCET_FUZZ_SECONDS (20 s) and fail on any crash,
@@ -156,14 +166,18 @@ if fuzzer_available; then
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
     -DFAUCET_WERROR=ON -DFAUCET_FUZZ=ON >/dev/null
   cmake --build build-fuzz -j"$jobs" --target fuzz_targets
-  (cd build-fuzz && ctest --output-on-failure -j"$jobs") || status=1
+  (cd build-fuzz && ctest --output-on-failure -j"$jobs") || failed
 elif [ "${CI:-}" = "true" ]; then
   echo "clang-14 with libFuzzer is missing although install-deps.sh installs it" >&2
-  status=1
+  failed
 else
   echo "skipped: clang-14 with libFuzzer is not installed (scripts/install-deps.sh installs it)"
 fi
 
 stage ""
 echo "-- the whole run: $SECONDS s"
+if [ "$status" -ne 0 ]; then
+  echo "== FAILED =="
+  printf '  %s\n' "${failed[@]}"
+fi
 exit $status
