@@ -65,6 +65,13 @@ int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guar
 				 const faucet_store_guard *then, int *written, int *then_written,
 				 int *moved);
 
+/* The backend's compare_and_put_batch (faucet/sys/store_backend.h): the
+ * entries' keys checked (valid, distinct, 1 to FAUCET_STORE_CAS_BATCH_MAX
+ * of them), then all written or none (*written).  FAUCET_EUNSUPPORTED, with
+ * no message, when the backend has no such slot. */
+int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guard *entries,
+					size_t n, int *written);
+
 /* Whether the store's backend reads its listing a page at a time
  * (list_page, version 7): what the key iterator pages with. */
 int faucet__store_has_list_page(const faucet_store *s);

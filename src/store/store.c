@@ -464,6 +464,51 @@ int faucet__store_put_guarded_many(faucet_store *s, const faucet_store_guard *gu
 	return rc;
 }
 
+static int compare_key_ptrs(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every key valid, and no key twice (sorted copies of the pointers). */
+static int check_batch_keys(const faucet_store_guard *entries, size_t n)
+{
+	const char **keys = faucet__calloc(n, sizeof(*keys));
+	int rc = 0;
+
+	if (keys == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		keys[i] = entries[i].key;
+		if (faucet_validate_key(keys[i]) != 0)
+			rc = FAUCET_EINVALID;
+	}
+	if (rc == 0)
+		qsort(keys, n, sizeof(*keys), compare_key_ptrs);
+	for (size_t i = 1; i < n && rc == 0; i++)
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			rc = faucet_error_set(FAUCET_EINVALID,
+					      "compare-and-put batch: %s is given twice", keys[i]);
+	free(keys);
+	return rc;
+}
+
+int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guard *entries,
+					size_t n, int *written)
+{
+	int rc;
+
+	*written = 0;
+	if (n == 0 || n > FAUCET_STORE_CAS_BATCH_MAX)
+		return faucet_error_set(FAUCET_EINVALID,
+					"compare-and-put batch: %zu entries (1 to %d)", n,
+					FAUCET_STORE_CAS_BATCH_MAX);
+	if (s->backend->version < 13 || s->backend->compare_and_put_batch == NULL)
+		return FAUCET_EUNSUPPORTED;
+	if ((rc = check_batch_keys(entries, n)) != 0)
+		return rc;
+	return s->backend->compare_and_put_batch(s->backend, entries, n, written);
+}
+
 /* The checks of every compare-and-put before the backend sees it: *written
  * 0, then a valid key and a value (0), else FAUCET_EINVALID. */
 static int cas_refused(const char *key, const faucet_value *value, int *written)

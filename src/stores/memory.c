@@ -261,6 +261,69 @@ static int memory_put_batch(faucet_store_backend *b, const faucet_entry *entries
 	return rc;
 }
 
+/* Every key's condition checked under the write lock, then every write
+ * made under the same lock: all or nothing.  The nodes a put may need are
+ * allocated before the lock, so nothing fails once it is taken. */
+static int memory_compare_and_put_batch(faucet_store_backend *b,
+					const faucet_store_guard *entries, size_t n, int *written)
+{
+	memory_store *m = (memory_store *)b;
+	node **fresh = faucet__calloc(n, sizeof(*fresh));
+	faucet_value **old = faucet__calloc(n, sizeof(*old));
+	node **gone = faucet__calloc(n, sizeof(*gone));
+	int rc = 0, holds = 1;
+
+	*written = 0;
+	if (fresh == NULL || old == NULL || gone == NULL)
+		rc = FAUCET_ENOMEM;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (entries[i].value == NULL)
+			continue;
+		fresh[i] = node_new(entries[i].key, key_hash(entries[i].key), entries[i].value);
+		if (fresh[i] == NULL)
+			rc = FAUCET_ENOMEM;
+	}
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&m->lock);
+		for (size_t i = 0; i < n && holds; i++) {
+			node *e = *slot_for(m, entries[i].key, key_hash(entries[i].key));
+
+			holds = faucet_value_equal(e ? e->value : NULL, entries[i].expected);
+		}
+		for (size_t i = 0; i < n && holds; i++) {
+			node **slot = slot_for(m, entries[i].key, key_hash(entries[i].key));
+
+			if (entries[i].value != NULL) {
+				(void)insert_locked(m, entries[i].key, fresh[i]->hash,
+						    entries[i].value, fresh[i], &old[i]);
+				fresh[i] = NULL;
+			} else if (*slot != NULL) {
+				gone[i] = *slot;
+				*slot = gone[i]->next;
+				m->count--;
+			}
+		}
+		pthread_rwlock_unlock(&m->lock);
+		*written = holds;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (fresh != NULL && fresh[i] != NULL) {
+			faucet_value_free(fresh[i]->value);
+			free(fresh[i]);
+		}
+		if (gone != NULL && gone[i] != NULL) {
+			faucet_value_free(gone[i]->value);
+			free(gone[i]);
+		}
+		if (old != NULL)
+			faucet_value_free(old[i]);
+	}
+	free(fresh);
+	free(old);
+	free(gone);
+	return rc;
+}
+
 static int memory_check(faucet_store_backend *b, const faucet_check_context *ctx,
 			faucet_check_report **out)
 {
@@ -317,6 +380,7 @@ int faucet_store_open_memory(faucet_store **out)
 	m->base.compare_and_put = memory_compare_and_put;
 	m->base.compare_and_delete = memory_compare_and_delete;
 	m->base.put_batch = memory_put_batch;
+	m->base.compare_and_put_batch = memory_compare_and_put_batch;
 	m->base.check = memory_check;
 	m->base.free = memory_free;
 	return faucet_store_new(out, &m->base);

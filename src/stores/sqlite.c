@@ -688,6 +688,45 @@ static int sq_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *
 	return rc;
 }
 
+/* Every entry's condition compared, then every write made, in one BEGIN
+ * IMMEDIATE transaction: all or nothing. */
+static int sq_compare_and_put_batch(faucet_store_backend *b, const faucet_store_guard *entries,
+				    size_t n, int *written)
+{
+	sqlite_store *s = (sqlite_store *)b;
+	sq_stamp when;
+	sq_conn *c;
+	int rc = with_conn(s, &c), holds = 1;
+
+	*written = 0;
+	if (rc != 0)
+		return rc;
+	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
+	for (size_t i = 0; rc == 0 && holds && i < n; i++) {
+		faucet_value *current = NULL;
+
+		rc = read_value(s, c, entries[i].key, &current);
+		holds = rc == 0 && faucet_value_equal(current, entries[i].expected);
+		faucet_value_free(current);
+	}
+	if (rc == 0 && holds) {
+		stamp_now(&when);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			rc = entries[i].value != NULL
+				     ? write_value(s, c, entries[i].key, entries[i].value, &when)
+				     : delete_on(s, c, entries[i].key);
+	}
+	/* Commit even when nothing changed: it only releases the lock. */
+	if (rc == 0)
+		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
+	if (rc != 0)
+		rollback_quietly(c);
+	else
+		*written = holds;
+	give_back(s, c);
+	return rc;
+}
+
 static int sq_compare_and_delete(faucet_store_backend *b, const char *key,
 				 const faucet_value *expected, int *deleted)
 {
@@ -799,6 +838,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->base.put_guarded = sq_put_guarded;
 	s->base.put_guarded_if = sq_put_guarded_if;
 	s->base.compare_and_delete = sq_compare_and_delete;
+	s->base.compare_and_put_batch = sq_compare_and_put_batch;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;
 	s->base.get_many = sq_get_many;

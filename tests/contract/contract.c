@@ -15,6 +15,7 @@
 
 #include "testutil.h"
 #include "contract.h"
+#include "store/open_internal.h"
 
 typedef contract_fixture fixture;
 
@@ -1354,6 +1355,117 @@ static void scan_entries_walks_the_prefix_in_byte_order(void **state)
 	}
 }
 
+/* faucet__store_compare_and_put_batch on the faucet_store_guard list
+ * given as text: "key=expected>value" triples, "-" meaning no entry. */
+static int cas_batch(faucet_store *s, const char *const *spec, size_t n, int *written)
+{
+	faucet_store_guard *g = calloc(n, sizeof(*g));
+	faucet_value **held = calloc(2 * n, sizeof(*held));
+	char (*keys)[64] = calloc(n, sizeof(*keys));
+	int rc;
+
+	assert_non_null(g);
+	assert_non_null(held);
+	assert_non_null(keys);
+	for (size_t i = 0; i < n; i++) {
+		char exp[256], val[256];
+
+		assert_int_equal(sscanf(spec[i], "%63[^=]=%255[^>]>%255s", keys[i], exp, val), 3);
+		held[2 * i] = strcmp(exp, "-") == 0 ? NULL : tu_v(exp);
+		held[2 * i + 1] = strcmp(val, "-") == 0 ? NULL : tu_v(val);
+		g[i] = (faucet_store_guard){keys[i], held[2 * i], held[2 * i + 1]};
+	}
+	*written = -1;
+	rc = faucet__store_compare_and_put_batch(s, g, n, written);
+	for (size_t i = 0; i < 2 * n; i++)
+		faucet_value_free(held[i]);
+	free(held);
+	free(keys);
+	free(g);
+	return rc;
+}
+
+/* A batch of compare-and-puts (an undo's restores) is written whole when
+ * every key holds what it expects, by value as compare-and-put compares,
+ * and not at all when one key does not - a put, a delete, an insert of an
+ * absent key alike.  The file and etcd stores have none: their undo goes
+ * key by key. */
+static void compare_and_put_batch_writes_all_or_nothing(void **state)
+{
+	faucet_store *s = S(state);
+	const char *first[] = {"b::a=1>2", "b::b=\"x\">-", "b::c=->3", "b::o={\"b\":[2],\"a\":1.0}>4",
+			       "b::gone=->-"};
+	const char *stale[] = {"b::a=2>5", "b::d=->6", "b::c=3.5>7"};
+	const char *taken[] = {"b::a=2>5", "b::c=->7"};
+	const char *missing[] = {"b::b=\"x\">8", "b::a=2>5"};
+	const char *twice[] = {"b::a=2>5", "b::a=2>6"};
+	int supported = strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0;
+	int written;
+
+	tu_put(s, "b::a", "1");
+	tu_put(s, "b::b", "\"x\"");
+	tu_put(s, "b::o", "{\"a\":1,\"b\":[2e0]}");
+	if (!supported) {
+		assert_int_equal(cas_batch(s, first, 5, &written), FAUCET_EUNSUPPORTED);
+		assert_int_equal(written, 0);
+		tu_assert_value(s, "b::a", "1");
+		return;
+	}
+	assert_int_equal(cas_batch(s, first, 5, &written), 0);
+	assert_int_equal(written, 1);
+	tu_assert_value(s, "b::a", "2");
+	tu_assert_value(s, "b::b", NULL);
+	tu_assert_value(s, "b::c", "3");
+	tu_assert_value(s, "b::o", "4");
+	tu_assert_value(s, "b::gone", NULL);
+	/* One key off (b::c holds 3, not 3.5): nothing of it is written. */
+	assert_int_equal(cas_batch(s, stale, 3, &written), 0);
+	assert_int_equal(written, 0);
+	tu_assert_value(s, "b::a", "2");
+	tu_assert_value(s, "b::d", NULL);
+	tu_assert_value(s, "b::c", "3");
+	/* A key expected absent that exists, one expected present that is gone. */
+	assert_int_equal(cas_batch(s, taken, 2, &written), 0);
+	assert_int_equal(written, 0);
+	assert_int_equal(cas_batch(s, missing, 2, &written), 0);
+	assert_int_equal(written, 0);
+	tu_assert_value(s, "b::a", "2");
+	tu_assert_value(s, "b::b", NULL);
+	/* A key given twice is refused before the backend sees it. */
+	assert_int_equal(cas_batch(s, twice, 2, &written), FAUCET_EINVALID);
+	assert_int_equal(written, 0);
+	tu_assert_value(s, "b::a", "2");
+}
+
+/* The largest batch, every key new, lands whole; one more is refused. */
+static void compare_and_put_batch_takes_its_largest_size(void **state)
+{
+	faucet_store *s = S(state);
+	size_t n = FAUCET_STORE_CAS_BATCH_MAX + 1;
+	faucet_store_guard *g = calloc(n, sizeof(*g));
+	char (*keys)[32] = calloc(n, sizeof(*keys));
+	faucet_value *v = tu_v("{\"cursor\":\"2026-12-07T00:00:00Z\"}");
+	int written = 0;
+
+	assert_non_null(g);
+	assert_non_null(keys);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "big::k%05zu", i);
+		g[i] = (faucet_store_guard){keys[i], NULL, v};
+	}
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, n, &written), FAUCET_EINVALID);
+	if (strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0) {
+		assert_int_equal(faucet__store_compare_and_put_batch(s, g, n - 1, &written), 0);
+		assert_int_equal(written, 1);
+		tu_assert_value(s, "big::k00000", "{\"cursor\":\"2026-12-07T00:00:00Z\"}");
+		tu_assert_value(s, "big::k00999", "{\"cursor\":\"2026-12-07T00:00:00Z\"}");
+		tu_assert_value(s, "big::k01000", NULL);
+	}
+	faucet_value_free(v);
+	free(keys);
+	free(g);
+}
+
 static void backend_name_is_reported(void **state)
 {
 	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
@@ -1363,6 +1475,10 @@ int contract_run(const contract_backend *b)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(backend_name_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_batch_writes_all_or_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(compare_and_put_batch_takes_its_largest_size, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(get_many_reads_each_key_in_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(get_many_of_a_large_chunk, setup, teardown),
 		cmocka_unit_test_setup_teardown(scan_entries_walks_the_prefix_in_byte_order, setup,

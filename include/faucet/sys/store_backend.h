@@ -26,7 +26,7 @@ extern "C" {
  * only ever added at the end of the struct, with the version raised, so an
  * older backend's struct is a prefix of the current one and the front-end
  * reads no slot past the end of the version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 12
+#define FAUCET_STORE_BACKEND_VERSION 13
 /* The oldest version faucet_store_new() accepts. */
 #define FAUCET_STORE_BACKEND_MIN_VERSION 12
 
@@ -46,6 +46,9 @@ typedef struct {
 
 /* Most guards put_guarded_many is given. */
 #define FAUCET_STORE_GUARDS_MAX 4
+
+/* Most entries compare_and_put_batch is given. */
+#define FAUCET_STORE_CAS_BATCH_MAX 1000
 
 struct faucet_store_backend {
 	unsigned int version; /* FAUCET_STORE_BACKEND_VERSION */
@@ -195,6 +198,17 @@ struct faucet_store_backend {
 	int (*compare_and_put_expiring)(faucet_store_backend *b, const char *key,
 					const faucet_value *expected, const faucet_value *value,
 					int64_t expires_at, int *written);
+
+	/* Optional: 1 to FAUCET_STORE_CAS_BATCH_MAX compare-and-puts of distinct
+	 * keys, all or nothing: each entry's key from `expected` (NULL = no
+	 * entry) to `value` (NULL = deleted).  When every key holds its
+	 * expected, all are written in one commit and *written is 1; when one
+	 * does not, nothing is written and *written is 0.  A reply lost after
+	 * the commit was sent is FAUCET_EUNKNOWN.  NULL: the front-end says
+	 * FAUCET_EUNSUPPORTED and the caller goes key by key (an undo's
+	 * restores, faucet_run_undo).  (Version 13.) */
+	int (*compare_and_put_batch)(faucet_store_backend *b, const faucet_store_guard *entries,
+				     size_t n, int *written);
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
