@@ -2109,6 +2109,75 @@ int faucet_run_compare_and_delete(faucet_run *r, const char *key, const faucet_v
 	return run_cas(r, key, expected, NULL, deleted);
 }
 
+/* The value q read of keys[i] just now, and whether it read one: the
+ * before-image of a key new to the run, or the value of a key recorded
+ * ahead, read again.  (Both lists follow q->keys' order.) */
+static int read_now(const write_req *q, size_t *todo_at, size_t *again_at, const char *key,
+		    const faucet_value **now)
+{
+	if (*todo_at < q->todo && strcmp(q->todo_keys[*todo_at], key) == 0) {
+		*now = q->todo_vals[(*todo_at)++];
+		return 1;
+	}
+	if (*again_at < q->again && strcmp(q->again_keys[*again_at], key) == 0) {
+		*now = q->again_vals[(*again_at)++];
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether every key read just now holds what its compare-and-put expects
+ * (run_cas's first-write rule, for each key of the batch). */
+static int batch_holds_now(const write_req *q, const faucet_store_guard *g, size_t n)
+{
+	size_t todo_at = 0, again_at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const faucet_value *now = NULL;
+
+		if (read_now(q, &todo_at, &again_at, g[i].key, &now) &&
+		    !faucet_value_equal(now, g[i].expected))
+			return 0;
+	}
+	return 1;
+}
+
+int faucet_run__compare_and_put_batch(faucet_run *r, const faucet_store_guard *g, size_t n,
+				      int *held)
+{
+	write_req q = {.n = n};
+	const char **keys = NULL;
+	const faucet_value **vals = NULL;
+	int rc = 0, holds = 0;
+
+	*held = 0;
+	if (r == NULL || r->joined || logs_after(r) || n == 0)
+		return FAUCET_EUNSUPPORTED; /* the caller goes key by key */
+	keys = faucet__calloc(n, sizeof(*keys));
+	vals = faucet__calloc(n, sizeof(*vals));
+	if (keys == NULL || vals == NULL)
+		rc = FAUCET_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		keys[i] = g[i].key;
+		vals[i] = g[i].value;
+	}
+	q.keys = keys;
+	q.vals = vals;
+	if (rc == 0)
+		rc = prepare(r, &q, NULL, NULL);
+	if (rc == 0 && batch_holds_now(&q, g, n)) {
+		rc = faucet__store_compare_and_put_batch(r->s, g, n, &holds);
+		for (size_t i = 0; rc != FAUCET_EUNSUPPORTED && i < n; i++)
+			note_after(r, keys[i], vals[i],
+				   rc != 0 ? NOTE_UNKNOWN : holds ? NOTE_WROTE : NOTE_NOTHING);
+	}
+	req_dispose(&q);
+	free(keys);
+	free(vals);
+	*held = rc == 0 && holds;
+	return rc;
+}
+
 /* The keys and values of a batch (borrowed), for prepare().  Caller frees
  * both. */
 static int entry_arrays(const faucet_entry *entries, size_t count, const char ***keys,

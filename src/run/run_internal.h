@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "lease/lease.h"
+#include <faucet/sys/store_backend.h>
 
 /* ---- text helpers ------------------------------------------------------------ */
 
@@ -169,6 +170,15 @@ void faucet_run__scope_dispose(run_scope *sc);
  * by an unleased run gets its before-image as its after-image, so undo
  * leaves it alone.  No-op for a joined handle. */
 int faucet_run__record(faucet_run *r, const char *const *keys, size_t n);
+
+/* Compare-and-puts of 1 to FAUCET_STORE_CAS_BATCH_MAX distinct keys (value
+ * NULL: delete) through the run, all or nothing: recorded and fenced as one
+ * write, then written in one commit only when every key still holds its
+ * expected (*held).  FAUCET_EUNSUPPORTED when the store has no such batch,
+ * or the run logs its after-images ahead (leased or joined): then the
+ * caller goes key by key. */
+int faucet_run__compare_and_put_batch(faucet_run *r, const faucet_store_guard *g, size_t n,
+				      int *held);
 
 /* faucet_run_put_batch for a batch that is not all-or-nothing: the
  * entries' before-images are recorded (one marker write), then the entries

@@ -460,15 +460,36 @@ typedef struct {
 	int restored;          /* written by this undo */
 } step;
 
+/* Keys read per get_many while planning. */
+#define PLAN_CHUNK 1000
+
+/* What every key of the marker holds now, a chunk of keys per read. */
+static int read_current(faucet_store *s, const run_marker *m, step *steps)
+{
+	const char *keys[PLAN_CHUNK];
+	faucet_value *got[PLAN_CHUNK];
+	int rc = 0;
+
+	for (size_t from = 0; rc == 0 && from < m->count; from += PLAN_CHUNK) {
+		size_t k = m->count - from < PLAN_CHUNK ? m->count - from : PLAN_CHUNK;
+
+		for (size_t i = 0; i < k; i++)
+			keys[i] = m->items[from + i].key;
+		rc = faucet_store_get_many(s, keys, k, got);
+		for (size_t i = 0; rc == 0 && i < k; i++)
+			steps[from + i].current = got[i];
+	}
+	return rc;
+}
+
 static int plan(faucet_store *s, const run_marker *m, const later_set *later, step *steps)
 {
-	for (size_t i = 0; i < m->count; i++) {
+	int rc = read_current(s, m, steps);
+
+	for (size_t i = 0; rc == 0 && i < m->count; i++) {
 		const run_image *img = &m->items[i];
-		int rc = faucet_store_get(s, img->key, &steps[i].current);
 
 		steps[i].img = img;
-		if (rc != 0)
-			return rc;
 		if (faucet_value_equal(steps[i].current, img->before))
 			steps[i].kind = STEP_DONE;
 		else if (img->after_known && !faucet_value_equal(steps[i].current, img->after)) {
@@ -479,7 +500,7 @@ static int plan(faucet_store *s, const run_marker *m, const later_set *later, st
 		else
 			steps[i].kind = STEP_RESTORE;
 	}
-	return 0;
+	return rc;
 }
 
 static int note_conflict(faucet_undo_result *res, const step *st)
@@ -630,35 +651,93 @@ static int record_restores(faucet_run *u, const step *steps, size_t n, int force
 	return rc;
 }
 
-/* Restore every planned key; on a conflict met on the way, roll back. */
+/* A conflict met on the way at steps[i]: the key read again for the
+ * report, then every key restored so far put back. */
+static int stop_at(faucet_store *s, faucet_run *u, step *steps, size_t n, size_t i, size_t max,
+		   faucet_undo_result *res)
+{
+	int rc;
+
+	/* Someone wrote the key between the plan and now. */
+	faucet_value_free(steps[i].current);
+	steps[i].current = NULL;
+	/* The only conflict: the plan had none. */
+	steps[i].kind = STEP_CONFLICT;
+	if ((rc = faucet_store_get(s, steps[i].img->key, &steps[i].current)) == 0)
+		rc = note_conflicts(res, steps, n, max);
+	if (rc == 0)
+		rc = roll_back(u, steps, i);
+	return rc;
+}
+
+/* Restore steps [from, to) in one compare-and-put batch through the undo
+ * run, when the store has one (*batched): all of them, or - a key changed
+ * since the plan - none, and then the caller goes key by key, which finds
+ * the key.  *next is where the batch stopped (to, or from when it wrote
+ * nothing). */
+static int restore_batch(faucet_run *u, step *steps, size_t from, size_t to, size_t *next,
+			 int *batched)
+{
+	faucet_store_guard g[FAUCET_STORE_CAS_BATCH_MAX];
+	size_t at[FAUCET_STORE_CAS_BATCH_MAX], k = 0;
+	int held = 0, rc;
+
+	*next = from;
+	for (size_t i = from; i < to && k < FAUCET_STORE_CAS_BATCH_MAX; i++) {
+		*next = i + 1;
+		if (steps[i].kind == STEP_DONE)
+			continue;
+		g[k] = (faucet_store_guard){steps[i].img->key, steps[i].current, steps[i].img->before};
+		at[k++] = i;
+	}
+	if (k == 0)
+		return 0;
+	rc = faucet_run__compare_and_put_batch(u, g, k, &held);
+	if (rc == FAUCET_EUNSUPPORTED) {
+		*batched = 0;
+		rc = 0;
+	}
+	if (rc != 0 || !held) {
+		*next = from;
+		return rc;
+	}
+	for (size_t j = 0; j < k; j++)
+		steps[at[j]].restored = 1;
+	return 0;
+}
+
+/* Restore every planned key - a batch at a time where the store writes
+ * batches, else (and forced, and after a batch that did not hold) key by
+ * key; on a conflict met on the way, roll back. */
 static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int force, size_t max,
 		 faucet_undo_result *res)
 {
-	int rc = record_restores(u, steps, n, force);
+	int rc = record_restores(u, steps, n, force), batched = !force;
+	size_t i = 0;
 
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		int ok = 1;
+	while (rc == 0 && i < n) {
+		size_t end = n - i < FAUCET_STORE_CAS_BATCH_MAX ? n : i + FAUCET_STORE_CAS_BATCH_MAX;
+		size_t next = i;
 
-		if (steps[i].kind == STEP_DONE && !force)
+		if (batched && (rc = restore_batch(u, steps, i, end, &next, &batched)) != 0)
+			break;
+		if (next > i) {
+			i = next;
 			continue;
-		rc = restore(u, &steps[i], force, &ok);
-		if (rc == 0 && !ok) {
-			/* Someone wrote the key between the plan and now. */
-			faucet_value_free(steps[i].current);
-			steps[i].current = NULL;
-			/* The only conflict: the plan had none. */
-			steps[i].kind = STEP_CONFLICT;
-			if ((rc = faucet_store_get(s, steps[i].img->key, &steps[i].current)) == 0)
-				rc = note_conflicts(res, steps, n, max);
-			if (rc == 0)
-				rc = roll_back(u, steps, i);
-			return rc;
+		}
+		for (; rc == 0 && i < end; i++) {
+			int ok = 1;
+
+			if (steps[i].kind == STEP_DONE && !force)
+				continue;
+			rc = restore(u, &steps[i], force, &ok);
+			if (rc == 0 && !ok)
+				return stop_at(s, u, steps, n, i, max, res);
 		}
 	}
 	return rc;
 }
 
-/* Each version's size of faucet_undo_options. */
 static const size_t undo_options_sizes[] = {offsetof(faucet_undo_options, wait_ms),
 					    offsetof(faucet_undo_options, max_conflicts),
 					    sizeof(faucet_undo_options)};

@@ -1669,11 +1669,13 @@ typedef struct {
 	faucet_store *inner; /* borrowed */
 	const char *key;
 	const char *value;
-	int armed;
+	int armed;            /* the put lands after the first read of key */
+	int armed_batch;      /* the put lands just before the first batch */
 	size_t marker_writes; /* writes of a rollback marker through this store */
 	size_t expiring;      /* compare_and_put_expiring calls, the last one's: */
 	char last_expiring[128];
 	int64_t last_expires_at;
+	size_t batches;       /* compare_and_put_batch calls */
 } racing_store;
 
 /* Count a write of `key` when it is a rollback marker. */
@@ -1753,6 +1755,23 @@ static int race_put_guarded_if(faucet_store_backend *b, const faucet_store_guard
 					    put, then, written, then_written, moved);
 }
 
+/* The backend's own compare-and-put batch (an undo's restores), counted;
+ * a backend without one says so as the front-end does. */
+static int race_cas_batch(faucet_store_backend *b, const faucet_store_guard *entries, size_t n,
+			  int *written)
+{
+	racing_store *rs = (racing_store *)b;
+	int rc;
+
+	if (rs->armed_batch) {
+		rs->armed_batch = 0;
+		tu_put(rs->inner, rs->key, rs->value);
+	}
+	rc = faucet__store_compare_and_put_batch(rs->inner, entries, n, written);
+	rs->batches += rc != FAUCET_EUNSUPPORTED;
+	return rc;
+}
+
 static void race_free(faucet_store_backend *b)
 {
 	free(b);
@@ -1775,6 +1794,7 @@ static faucet_store *racing(faucet_store *s, const char *key, const char *value)
 	rs->base.compare_and_put_expiring = race_cas_expiring;
 	rs->base.compare_and_delete = race_cad;
 	rs->base.put_guarded_if = race_put_guarded_if;
+	rs->base.compare_and_put_batch = race_cas_batch;
 	rs->base.free = race_free;
 	rs->inner = s;
 	rs->key = key;
@@ -1951,6 +1971,54 @@ static void an_undo_is_all_or_nothing(void **state)
 	faucet_undo_result_dispose(&res);
 	tu_assert_value(s, "p::default::a", "2");
 	tu_assert_value(s, "p::default::b", "3");
+}
+
+/* A key written between the undo's plan and its restores: where the store
+ * restores in batches the batch holding the key writes nothing, the keys
+ * go one by one, the key is the conflict and every key restored before it
+ * is put back - the same outcome as without batches. */
+static void an_undo_in_batches_stops_at_a_key_written_after_its_plan(void **state)
+{
+	faucet_store *s = S(state), *rs;
+	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
+	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
+	faucet_run *w;
+	char id[FAUCET_RUN_ID_LEN + 1];
+	int batches = strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0;
+
+	tu_put(s, "p::default::a", "1");
+	tu_put(s, "p::default::c", "1");
+	w = begin_write(s, "default", 0);
+	snprintf(id, sizeof(id), "%s", faucet_run_id(w));
+	run_put(w, "p::default::a", "2");
+	run_put(w, "p::default::b", "2");
+	run_put(w, "p::default::c", "2");
+	end_ok(w);
+	/* Another writer's put lands on b after every read of the undo, just
+	 * before its first batch. */
+	rs = racing(s, "p::default::b", "{\"v\":\"written after the plan\"}");
+	((racing_store *)faucet_store_backend_of(rs))->armed = 0;
+	((racing_store *)faucet_store_backend_of(rs))->armed_batch = 1;
+	o.run = id;
+	assert_int_equal(faucet_run_undo(rs, "p", &o, &res), 0);
+	assert_true(res.conflict);
+	assert_string_equal(res.conflict_key, "p::default::b");
+	assert_int_equal(res.restored.count, 0);
+	assert_int_equal((int)((racing_store *)faucet_store_backend_of(rs))->batches * 10 + batches, batches * 11);
+	faucet_undo_result_dispose(&res);
+	faucet_store_free(rs);
+	tu_assert_value(s, "p::default::a", "2");
+	tu_assert_value(s, "p::default::b", "{\"v\":\"written after the plan\"}");
+	tu_assert_value(s, "p::default::c", "2");
+	/* Nothing in the way: the same undo restores every key, in a batch. */
+	tu_put(s, "p::default::b", "2");
+	res = undo(s, id, 0);
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, 3);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, "p::default::a", "1");
+	tu_assert_value(s, "p::default::b", NULL);
+	tu_assert_value(s, "p::default::c", "1");
 }
 
 /* faucet_run_delete_batch: every before-image recorded, the keys gone, and
@@ -2319,6 +2387,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(a_write_that_changes_nothing_records_no_run, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(an_undo_is_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			an_undo_in_batches_stops_at_a_key_written_after_its_plan, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_batch_out_of_order_is_recorded_sorted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
