@@ -12,7 +12,10 @@
  * GET it, compare with faucet_value_equal, then MULTI/SET/EXEC.  EXEC fails
  * when anyone wrote the key after the WATCH; we then read it again - usually
  * it no longer equals `expected` and the answer is "not written".  A batch
- * is one MSET, which Redis applies atomically.
+ * is one MSET, which Redis applies atomically.  A compare-and-put batch is
+ * the same over all its keys: WATCH them all and GET each in one round
+ * trip, then the MSET of the puts and the DEL of the deletes in one
+ * MULTI/EXEC.
  *
  * Connections: a pool (pool.c) of hiredis connections, each authenticated
  * (AUTH) and on the URL's database (SELECT) before use, with timeouts on
@@ -1028,6 +1031,18 @@ static int current_matches(redis_store *s, redisContext *c, const redis_args *a,
 	return rc;
 }
 
+/* Drop the WATCH of a compare that did not hold (or failed), so that no
+ * later MULTI on the connection is aborted by it. */
+static void unwatch(redisContext *c)
+{
+	const char *argv[1] = {"UNWATCH"};
+	redisReply *r = faucet_redis__command(c, 1, argv, NULL);
+
+	/* No reply: the connection is broken and the pool drops it. */
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
 /* One optimistic attempt at compare-and-put (a->value given) or
  * compare-and-delete (a->value NULL): *done = 0 when EXEC found the key
  * changed. */
@@ -1056,12 +1071,7 @@ static int cas_attempt(redis_store *s, redisContext *c, redis_args *a, int *done
 		return rc;
 	rc = current_matches(s, c, a, faucet_redis__command(c, 2, get, NULL), &holds);
 	if (rc != 0 || !holds) {
-		const char *unwatch[1] = {"UNWATCH"};
-		redisReply *r;
-
-		r = faucet_redis__command(c, 1, unwatch, NULL);
-		if (r != NULL)
-			freeReplyObject(r);
+		unwatch(c);
 		return rc;
 	}
 	/* In one MULTI/EXEC: SET or DEL, the guarded key's SET (put_guarded),
@@ -1116,6 +1126,16 @@ static int batch_with_index(redis_store *s, redisContext *c, const redis_args *a
 	return rc;
 }
 
+/* An MSET's pair at argv[at]: the full key and the value's JSON. */
+static void put_pair(const char **argv, size_t *lens, size_t at, const char *rkey,
+		     const faucet_value *value)
+{
+	argv[at] = rkey;
+	lens[at] = strlen(rkey);
+	argv[at + 1] = faucet_value_json(value);
+	lens[at + 1] = faucet_value_len(value);
+}
+
 /* MSET sets every key at once, atomically. */
 static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 {
@@ -1133,10 +1153,7 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 			rc = FAUCET_ENOMEM;
 			break;
 		}
-		argv[1 + 2 * i] = keys[i];
-		lens[1 + 2 * i] = strlen(keys[i]);
-		argv[2 + 2 * i] = faucet_value_json(a->entries[i].value);
-		lens[2 + 2 * i] = faucet_value_len(a->entries[i].value);
+		put_pair(argv, lens, 1 + 2 * i, keys[i], a->entries[i].value);
 	}
 	if (rc == 0) {
 		argv[0] = "MSET";
@@ -1152,6 +1169,192 @@ static int op_batch(redis_store *s, redisContext *c, redis_args *a)
 	free(keys);
 	free(argv);
 	free(lens);
+	return rc;
+}
+
+/* ---- compare-and-put batches ------------------------------------------- */
+
+#define CAS_BATCH_WHAT "cannot compare-and-put a batch"
+
+/* A compare-and-put batch's commands, built once for all its attempts:
+ * WATCH of every key, then for the MULTI/EXEC the MSET of the puts, the
+ * DEL of the deletes and, with the index, their ZADD and ZREM. */
+typedef struct {
+	char **rkeys;       /* the entries' full keys */
+	const char **args;  /* every command's arguments, carved up below */
+	size_t *lens;       /* the MSET's */
+	const char **watch; /* WATCH and every full key */
+	tx_cmd tx[4];
+	size_t ntx;
+} cas_batch;
+
+static void cas_batch_free(cas_batch *b, size_t n)
+{
+	for (size_t i = 0; b->rkeys != NULL && i < n; i++)
+		free(b->rkeys[i]);
+	free(b->rkeys);
+	free(b->args);
+	free(b->lens);
+}
+
+/* Room for every command's arguments, and each entry's full key. */
+static int cas_batch_alloc(const redis_store *s, const faucet_store_guard *g, size_t n,
+			   size_t nput, cas_batch *b)
+{
+	size_t ndel = n - nput;
+	size_t nargs = (1 + n) + (1 + 2 * nput) + (1 + ndel) + (2 + 2 * nput) + (2 + ndel);
+
+	memset(b, 0, sizeof(*b));
+	b->rkeys = faucet__calloc(n, sizeof(*b->rkeys));
+	b->args = faucet__calloc(nargs, sizeof(*b->args));
+	b->lens = faucet__calloc(1 + 2 * nput, sizeof(*b->lens));
+	if (b->rkeys == NULL || b->args == NULL || b->lens == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if ((b->rkeys[i] = faucet_redis__full_key(s, g[i].key)) == NULL)
+			return FAUCET_ENOMEM;
+	}
+	return 0;
+}
+
+/* A command of the MULTI/EXEC, left out when it has no keys: Redis
+ * refuses an MSET, DEL, ZADD or ZREM of none. */
+static void cas_batch_add(cas_batch *b, size_t keys, int argc, const char **argv,
+			  const size_t *lens)
+{
+	if (keys > 0)
+		b->tx[b->ntx++] = (tx_cmd){argc, argv, lens};
+}
+
+/* Fill the commands in, the puts' and the deletes' each in entry order. */
+static void cas_batch_fill(const redis_store *s, const faucet_store_guard *g, size_t n,
+			   size_t nput, cas_batch *b)
+{
+	const char **mset = b->args + 1 + n, **del = mset + 1 + 2 * nput;
+	const char **zadd = del + 1 + (n - nput), **zrem = zadd + 2 + 2 * nput;
+	size_t p = 0, d = 0;
+
+	b->watch = b->args;
+	b->watch[0] = "WATCH";
+	mset[0] = "MSET";
+	b->lens[0] = 4;
+	del[0] = "DEL";
+	zadd[0] = "ZADD";
+	zrem[0] = "ZREM";
+	zadd[1] = zrem[1] = s->index;
+	for (size_t i = 0; i < n; i++) {
+		b->watch[1 + i] = b->rkeys[i];
+		if (g[i].value != NULL) {
+			put_pair(mset, b->lens, 1 + 2 * p, b->rkeys[i], g[i].value);
+			zadd[2 + 2 * p] = "0";
+			zadd[3 + 2 * p++] = g[i].key;
+		} else {
+			del[1 + d] = b->rkeys[i];
+			zrem[2 + d++] = g[i].key;
+		}
+	}
+	cas_batch_add(b, p, (int)(1 + 2 * p), mset, b->lens);
+	cas_batch_add(b, d, (int)(1 + d), del, NULL);
+	cas_batch_add(b, s->index ? p : 0, (int)(2 + 2 * p), zadd, NULL);
+	cas_batch_add(b, s->index ? d : 0, (int)(2 + d), zrem, NULL);
+}
+
+static int cas_batch_build(const redis_store *s, const faucet_store_guard *g, size_t n,
+			   cas_batch *b)
+{
+	size_t nput = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		nput += g[i].value != NULL;
+	if ((rc = cas_batch_alloc(s, g, n, nput, b)) == 0)
+		cas_batch_fill(s, g, n, nput, b);
+	return rc;
+}
+
+/* Queue the WATCH of every key and a GET of each, sent in one round trip
+ * by the first read.  A GET, unlike MGET, says WRONGTYPE of a key that is
+ * not a string instead of nil, so a hash is never taken for "absent" and
+ * overwritten, just as compare-and-put refuses it. */
+static int append_reads(redis_store *s, redisContext *c, const cas_batch *b, size_t n)
+{
+	/* A failed append marks the connection broken: the pool drops it. */
+	if (redisAppendCommandArgv(c, (int)(1 + n), b->watch, NULL) != REDIS_OK)
+		return faucet_redis__fail(s, "cannot watch keys", c->errstr);
+	for (size_t i = 0; i < n; i++) {
+		const char *get[2] = {"GET", b->rkeys[i]};
+
+		if (redisAppendCommandArgv(c, 2, get, NULL) != REDIS_OK)
+			return faucet_redis__fail(s, "cannot read keys", c->errstr);
+	}
+	return 0;
+}
+
+/* Read the WATCH's reply, then each GET's, compared with its entry's
+ * expected as compare-and-put compares (current_matches).  Every reply is
+ * read, even after an error reply or a key that does not hold, so the
+ * connection stays in step. */
+static int read_verdicts(redis_store *s, redisContext *c, const redis_args *a, int *holds)
+{
+	int rc = 0;
+
+	*holds = 1;
+	for (size_t i = 0; i <= a->count; i++) {
+		void *reply = NULL;
+
+		if (redisGetReply(c, &reply) != REDIS_OK)
+			return faucet_redis__reply_ok(s, c, NULL, REDIS_REPLY_STATUS,
+						      "cannot read keys");
+		if (rc != 0 || !*holds) {
+			freeReplyObject(reply);
+		} else if (i == 0) {
+			rc = faucet_redis__reply_ok(s, c, reply, REDIS_REPLY_STATUS,
+						    "cannot watch keys");
+			if (rc == 0)
+				freeReplyObject(reply);
+		} else {
+			redis_args one = {.key = a->guards[i - 1].key,
+					  .expected = a->guards[i - 1].expected};
+
+			rc = current_matches(s, c, &one, reply, holds);
+		}
+	}
+	return rc;
+}
+
+/* One optimistic attempt: *done = 0 when EXEC found a key changed since
+ * the WATCH (nothing was written; the caller reads them all again). */
+static int cas_batch_attempt(redis_store *s, redisContext *c, const redis_args *a,
+			     const cas_batch *b, int *done)
+{
+	int aborted, executed = 0, holds = 0, rc;
+
+	*done = 1;
+	rc = append_reads(s, c, b, a->count);
+	if (rc == 0)
+		rc = read_verdicts(s, c, a, &holds);
+	if (rc != 0 || !holds) {
+		unwatch(c);
+		return rc;
+	}
+	rc = run_tx(s, c, b->tx, b->ntx, CAS_BATCH_WHAT, &aborted, &executed);
+	*done = !aborted;
+	/* EXEC ran the block: the MSET and DEL, first in it, took effect. */
+	*a->written = executed;
+	return rc;
+}
+
+static int op_cas_batch(redis_store *s, redisContext *c, redis_args *a)
+{
+	cas_batch b;
+	int done = 0, rc = cas_batch_build(s, a->guards, a->count, &b);
+
+	for (int attempt = 0; rc == 0 && !done && attempt < REDIS_CAS_ATTEMPTS; attempt++)
+		rc = cas_batch_attempt(s, c, a, &b, &done);
+	if (rc == 0 && !done)
+		rc = faucet_redis__fail(s, CAS_BATCH_WHAT, "the keys kept changing under us; "
+							   "gave up after 1000 attempts");
+	cas_batch_free(&b, a->count);
 	return rc;
 }
 
@@ -1287,6 +1490,16 @@ static int redis_put_batch(faucet_store_backend *b, const faucet_entry *entries,
 	if (count == 0)
 		return 0;
 	return faucet_redis__run((redis_store *)b, op_batch, &a, 1);
+}
+
+static int redis_compare_and_put_batch(faucet_store_backend *b, const faucet_store_guard *entries,
+				       size_t n, int *written)
+{
+	redis_args a = {.guards = entries, .count = n, .written = written};
+
+	*written = 0;
+	/* Never retried after a broken connection: EXEC may have run. */
+	return faucet_redis__run((redis_store *)b, op_cas_batch, &a, 0);
 }
 
 
@@ -1582,5 +1795,6 @@ int faucet__store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.check = faucet_redis__check;
 	s->base.free = redis_free_store;
 	s->base.reindex = faucet_redis__reindex;
+	s->base.compare_and_put_batch = redis_compare_and_put_batch;
 	return faucet_store_new(out, &s->base);
 }

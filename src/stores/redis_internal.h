@@ -65,6 +65,7 @@ typedef struct {
 	/* put_guarded: the key set in the guard's (key's) MULTI when it holds */
 	const char *then_key, *then_rkey;
 	const faucet_value *then_value;
+	const faucet_store_guard *guards; /* compare_and_put_batch: `count` of them */
 } redis_args;
 
 typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
