@@ -24,6 +24,7 @@
 
 #include "testutil.h"
 #include "contract/servers.h"
+#include "store/open_internal.h"
 
 typedef struct {
 	int listen_fd;
@@ -320,6 +321,57 @@ static void postgres_lost_reply_of_an_update(void **state)
 					    "; COMMIT", strlen("; COMMIT"), 1);
 }
 
+/* A compare-and-put batch is two requests, "BEGIN; SELECT ... FOR UPDATE"
+ * and then its writes and "; COMMIT" in one: the reply lost is the
+ * second's, after which the server committed - FAUCET_EUNKNOWN, never
+ * "not written", and the batch did land. */
+static void postgres_lost_reply_of_a_compare_and_put_batch(void **state)
+{
+	char query[64], *url, *direct_url = NULL;
+	faucet_value *one = tu_v("1"), *two = tu_v("2");
+	faucet_store_guard warm[1] = {{"o::warm", NULL, one}};
+	faucet_store_guard g[2] = {{"o::a", one, two}, {"o::b", NULL, two}};
+	faucet_store *through, *direct;
+	int target, written = 0;
+	proxy p;
+
+	(void)state;
+	snprintf(query, sizeof(query), "table=lost_cas_batch_%d", (int)getpid());
+	proxy_start(&p, 0, "Z\0\0\0\5I", 6, "; COMMIT", strlen("; COMMIT"));
+	url = url_through("FAUCET_TEST_PG_URL", p.port, &target, query);
+	atomic_store(&p.target_port, target);
+	through = open_url(url);
+	assert_true(asprintf(&direct_url, "%s%s%s", ts_env("FAUCET_TEST_PG_URL"),
+			     strchr(ts_env("FAUCET_TEST_PG_URL"), '?') ? "&" : "?", query) > 0);
+	direct = open_url(direct_url);
+	assert_int_equal(faucet_store_put(direct, "o::a", one), 0);
+	assert_int_equal(faucet_store_delete(direct, "o::b"), 0);
+	assert_int_equal(faucet_store_delete(direct, "o::warm"), 0);
+	assert_int_equal(faucet__store_compare_and_put_batch(through, warm, 1, &written), 0);
+	assert_int_equal(written, 1);
+
+	atomic_store(&p.armed, 1);
+	written = -1;
+	assert_int_equal(faucet__store_compare_and_put_batch(through, g, 2, &written),
+			 FAUCET_EUNKNOWN);
+	tu_assert_error_contains("outcome unknown");
+	assert_int_equal(written, 0);
+	assert_true(atomic_load(&p.dropped));
+	tu_assert_value(direct, "o::a", "2");
+	tu_assert_value(direct, "o::b", "2");
+
+	proxy_join(&p);
+	assert_int_equal(faucet_store_delete(direct, "o::a"), 0);
+	assert_int_equal(faucet_store_delete(direct, "o::b"), 0);
+	assert_int_equal(faucet_store_delete(direct, "o::warm"), 0);
+	faucet_store_free(through);
+	faucet_store_free(direct);
+	faucet_value_free(one);
+	faucet_value_free(two);
+	free(url);
+	free(direct_url);
+}
+
 static void redis_lost_reply(void **state)
 {
 	char query[64];
@@ -377,6 +429,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(postgres_lost_reply),
 		cmocka_unit_test(postgres_lost_reply_of_an_update),
+		cmocka_unit_test(postgres_lost_reply_of_a_compare_and_put_batch),
 		cmocka_unit_test(redis_lost_reply),
 		cmocka_unit_test(redis_lost_reply_of_a_big_write),
 	};

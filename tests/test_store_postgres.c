@@ -4,7 +4,8 @@
  * written with psql are read, ours are read by psql), configuration errors,
  * an unreachable server, a wrong password, a missing table, values JSONB
  * cannot give back, every way a batch is written (COPY for new keys, the
- * statements otherwise, either racing another writer), a connection lost
+ * statements otherwise, either racing another writer), a compare-and-put
+ * batch racing an insert of a key it expects absent, a connection lost
  * in a batch's COPY, statements that time out, and a server restarted
  * under a live store.
  */
@@ -19,6 +20,7 @@
 
 #include "testutil.h"
 #include "contract/servers.h"
+#include "store/open_internal.h"
 
 static char *url_with(const char *base, const char *query)
 {
@@ -671,8 +673,10 @@ static void raw_exec(PGconn *c, const char *sql)
 typedef struct {
 	faucet_store *store;
 	const faucet_entry *entries;
+	const faucet_store_guard *guards; /* run_cas_batch, `count` of them */
 	size_t count;
 	int rc;
+	int written; /* run_cas_batch */
 	char message[512];
 	atomic_int done;
 } batch_call;
@@ -682,6 +686,17 @@ static void *run_batch(void *arg)
 	batch_call *b = arg;
 
 	b->rc = faucet_store_put_batch(b->store, b->entries, b->count);
+	if (b->rc != 0)
+		snprintf(b->message, sizeof(b->message), "%s", faucet_error_last()->message);
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+static void *run_cas_batch(void *arg)
+{
+	batch_call *b = arg;
+
+	b->rc = faucet__store_compare_and_put_batch(b->store, b->guards, b->count, &b->written);
 	if (b->rc != 0)
 		snprintf(b->message, sizeof(b->message), "%s", faucet_error_last()->message);
 	atomic_store(&b->done, 1);
@@ -791,6 +806,85 @@ static void a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands(void 
 {
 	(void)state;
 	race_a_batch("copyrace", 0);
+}
+
+/* A compare-and-put batch expects c::race absent, and another session
+ * inserts it after the batch looked (uncommitted, so invisible to the
+ * batch's SELECT ... FOR UPDATE): the batch's plain INSERT of the key
+ * waits for that transaction - the test commits it once the server shows
+ * that wait (pg_blocking_pids), not after a fixed time - and fails with a
+ * unique violation once it commits.  The key no longer holds, so nothing of the batch is written
+ * and the batch says so (*written 0, no error).  With `stays`, the batch
+ * meant the key to stay absent: its null placeholder claims the key the
+ * same way. */
+static void race_a_cas_batch(int stays)
+{
+	char name[64], sql[256], *waiting;
+	faucet_value *one = tu_v("1"), *two = tu_v("2"), *ours = tu_v("\"ours\"");
+	faucet_value *theirs = tu_v("\"theirs\"");
+	faucet_store_guard g[3] = {{"c::a", one, two},
+				   {"c::race", NULL, stays ? NULL : ours},
+				   {"c::new", NULL, ours}};
+	batch_call b = {0};
+	PGconn *other, *monitor;
+	pthread_t thread;
+	faucet_store *s;
+
+	snprintf(name, sizeof(name), "casrace_%d", getpid());
+	s = open_created(name);
+	assert_int_equal(faucet_store_put(s, "c::a", one), 0);
+	other = raw_connect();
+	monitor = raw_connect();
+	raw_exec(other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('c::race', '\"theirs\"')",
+		 name);
+	raw_exec(other, sql);
+	b.store = s;
+	b.guards = g;
+	b.count = 3;
+	b.written = -1;
+	assert_int_equal(pthread_create(&thread, NULL, run_cas_batch, &b), 0);
+	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
+	assert_string_equal(waiting, "INSERT");
+	free(waiting);
+	raw_exec(other, "COMMIT");
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	if (b.rc != 0)
+		fail_msg("compare_and_put_batch: %s", b.message);
+	assert_int_equal(b.written, 0);
+	tu_assert_value(s, "c::a", "1");
+	tu_assert_value(s, "c::race", "\"theirs\"");
+	tu_assert_value(s, "c::new", NULL);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s;", name);
+	assert_psql(sql, "2");
+	/* The connection went back to the pool idle: a batch over what the
+	 * keys hold now lands. */
+	g[1] = (faucet_store_guard){"c::race", theirs, NULL};
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, 2, &b.written), 0);
+	assert_int_equal(b.written, 1);
+	tu_assert_value(s, "c::a", "2");
+	tu_assert_value(s, "c::race", NULL);
+	PQfinish(other);
+	PQfinish(monitor);
+	faucet_store_free(s);
+	snprintf(sql, sizeof(sql), "DROP TABLE %s;", name);
+	free(psql(sql));
+	faucet_value_free(one);
+	faucet_value_free(two);
+	faucet_value_free(ours);
+	faucet_value_free(theirs);
+}
+
+static void a_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused(void **state)
+{
+	(void)state;
+	race_a_cas_batch(0);
+}
+
+static void a_cas_batch_racing_an_insert_of_a_key_to_stay_absent_is_refused(void **state)
+{
+	(void)state;
+	race_a_cas_batch(1);
 }
 
 /* A table laid out as the store creates it, made before any store opens
@@ -1067,6 +1161,8 @@ int main(void)
 		cmocka_unit_test(values_read_back_without_the_spaces_jsonb_prints),
 		cmocka_unit_test(a_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
+		cmocka_unit_test(a_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused),
+		cmocka_unit_test(a_cas_batch_racing_an_insert_of_a_key_to_stay_absent_is_refused),
 		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
 		cmocka_unit_test(a_staged_batch_over_existing_keys_is_exact),
 		cmocka_unit_test(a_staged_batch_that_fails_writes_nothing),

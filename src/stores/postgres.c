@@ -39,7 +39,8 @@
  * server is replaced; an operation that fails because its connection broke
  * reports the error, and - for idempotent operations on a reused
  * connection, the usual sign of a server restart - is tried once more on a
- * fresh one.  compare-and-put is one statement (see pg_cas_on), never
+ * fresh one.  compare-and-put is one statement (see pg_cas_on), a batch
+ * of them one transaction (faucet__pg_cas_batch_on); neither is ever
  * retried.  Credentials never appear in messages: the URL is redacted and
  * the password is scrubbed from libpq's own text.
  */
@@ -640,8 +641,8 @@ size_t faucet__pg_jsonb_squeeze(char *p, size_t len)
 
 /* Parse a stored value (JSONB's text) that libpq holds: squeezed in a copy
  * of our own. */
-static int parse_stored(const pg_store *s, const char *key, const char *text, size_t len,
-			faucet_value **out)
+int faucet__pg_parse_stored(const pg_store *s, const char *key, const char *text, size_t len,
+			    faucet_value **out)
 {
 	char *copy = faucet__malloc(len + 1);
 	int rc;
@@ -674,7 +675,8 @@ static int pg_get_on(pg_store *s, PGconn *c, const char *key, faucet_value **out
 	if (rc != 0)
 		return rc;
 	if (PQntuples(res) == 1)
-		rc = parse_stored(s, key, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0), out);
+		rc = faucet__pg_parse_stored(s, key, PQgetvalue(res, 0, 0),
+					     (size_t)PQgetlength(res, 0, 0), out);
 	PQclear(res);
 	return rc;
 }
@@ -782,8 +784,9 @@ static int fill_slots(pg_store *s, PGresult *res, const pg_wanted *w, size_t cou
 		for (; found && at < count && strcmp(w[at].key, key) == 0; at++) {
 			if (out[w[at].slot] != NULL)
 				continue;
-			int rc = parse_stored(s, key, PQgetvalue(res, row, 1),
-					      (size_t)PQgetlength(res, row, 1), &out[w[at].slot]);
+			int rc = faucet__pg_parse_stored(s, key, PQgetvalue(res, row, 1),
+							 (size_t)PQgetlength(res, row, 1),
+							 &out[w[at].slot]);
 			if (rc != 0)
 				return rc;
 		}
@@ -1101,6 +1104,29 @@ static int pg_put_batch(faucet_store_backend *b, const faucet_entry *entries, si
 			return FAUCET_EINVALID;
 	}
 	return pg_run(s, faucet__pg_batch_on, &a, 1);
+}
+
+/* All or nothing in one transaction of two round trips
+ * (faucet__pg_cas_batch_on).  Never retried, for the reason compare-and-put
+ * is not.  Every value is checked first, as a put's is: one that JSONB
+ * cannot hold exactly refuses the whole batch. */
+static int pg_compare_and_put_batch(faucet_store_backend *b, const faucet_store_guard *entries,
+				    size_t n, int *written)
+{
+	pg_store *s = (pg_store *)b;
+	pg_args a = {.guards = entries, .count = n, .written = written};
+
+	*written = 0;
+	if (n == 0) {
+		*written = 1; /* nothing to compare: it holds (the front-end gives 1 or more) */
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (entries[i].value != NULL &&
+		    check_jsonb_safe(s, entries[i].key, entries[i].value) != 0)
+			return FAUCET_EINVALID;
+	}
+	return pg_run(s, faucet__pg_cas_batch_on, &a, 0);
 }
 
 /* ---- doctor ------------------------------------------------------------ */
@@ -1444,6 +1470,7 @@ int faucet__store_open_postgres(faucet_store **out, const faucet_store_config *c
 	s->base.put_guarded = pg_put_guarded;
 	s->base.compare_and_delete = pg_compare_and_delete;
 	s->base.put_batch = pg_put_batch;
+	s->base.compare_and_put_batch = pg_compare_and_put_batch;
 	s->base.check = pg_check;
 	s->base.free = pg_free;
 	return faucet_store_new(out, &s->base);

@@ -11,6 +11,9 @@
  * for a batch over existing keys.  A batch the staging path cannot write
  * (a key given twice) goes by the one statement over a JSON object.
  * Every path is all-or-nothing: one statement, or one transaction.
+ *
+ * And compare_and_put_batch: up to 1000 compare-and-puts in one
+ * transaction of two round trips (faucet__pg_cas_batch_on).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -501,4 +504,254 @@ int faucet__pg_batch_on(pg_store *s, PGconn *c, pg_args *a)
 	if (rc != 0 || staged)
 		return rc;
 	return batch_by_statement(s, c, a);
+}
+
+/* ---- a batch of compare-and-puts ---------------------------------------- */
+
+/*
+ * compare_and_put_batch: one transaction, two round trips whatever the
+ * batch's size.
+ *
+ *   1. "BEGIN; SELECT key, value ... WHERE key = ANY(...) ORDER BY key
+ *      FOR UPDATE" reads every row of the batch that exists and locks it,
+ *      in key order so that two batches over the same keys queue instead
+ *      of deadlocking.  Under READ COMMITTED a row another session is
+ *      updating is waited for, and its newest version is what we read.
+ *   2. Each row is compared here, with faucet_value_equal - the equality
+ *      every other store uses, which JSONB's own = is not quite (its
+ *      numbers refuse some spellings) - and then either ROLLBACK, or the
+ *      writes and their COMMIT in one request: "INSERT ...; UPDATE ...;
+ *      DELETE ...; COMMIT".
+ *
+ * The locked rows cannot change before the commit.  A key expected absent
+ * has no row to lock: a plain INSERT of it - no ON CONFLICT - claims it
+ * instead.  When another session has inserted it since the SELECT, our
+ * INSERT waits for that transaction and fails with unique_violation once
+ * it commits: the key no longer holds, the server skips the rest of the
+ * request (the COMMIT too), and nothing is written (*written 0, no error).
+ * A key expected absent that is to stay absent is claimed the same way,
+ * inserted as a null placeholder that the DELETE removes again, so that
+ * no insert of it can slip in before our commit either.  The INSERT, too,
+ * takes its keys in one order (JSONB's order of an object's members).
+ *
+ * The batch travels as literals (PQescapeLiteral) because a request of
+ * several statements takes no parameters.  A reply lost once the request
+ * with the COMMIT was sent is FAUCET_EUNKNOWN (faucet__pg_write_result_ok);
+ * the caller never retries it (pg_run(..., 0)).
+ */
+#define PG_CAS_BATCH_WHAT "cannot compare-and-put a batch"
+
+/* Append `body` as one string literal, quoted for this connection. */
+static int put_literal(pg_store *s, PGconn *c, faucet_buf *sql, const faucet_buf *body)
+{
+	char *literal;
+
+	if (body->failed)
+		return FAUCET_ENOMEM;
+	literal = PQescapeLiteral(c, body->ptr, body->len);
+	if (literal == NULL)
+		return faucet__pg_fail(s, FAUCET_ERROR, PG_CAS_BATCH_WHAT, PQerrorMessage(c));
+	(void)faucet__buf_puts(sql, literal);
+	PQfreemem(literal);
+	return sql->failed ? FAUCET_ENOMEM : 0;
+}
+
+/* One item of a list: with `member`, `"key":value` of a JSON object (a
+ * NULL value is JSON null, the placeholder of a key to stay absent), else
+ * `"key"` of a text[] array.  Keys are valid state keys ([A-Za-z0-9_.:/-]):
+ * nothing in them needs escaping in either. */
+static void put_item(faucet_buf *b, size_t *count, const char *key, int member,
+		     const faucet_value *value)
+{
+	(void)faucet__buf_printf(b, "%s\"%s\"", *count > 0 ? "," : "{", key);
+	if (member && value != NULL) {
+		(void)faucet__buf_putc(b, ':');
+		(void)faucet__buf_put(b, faucet_value_json(value), faucet_value_len(value));
+	} else if (member) {
+		(void)faucet__buf_puts(b, ":null");
+	}
+	(*count)++;
+}
+
+/* One statement over a list's literal, or nothing when the list is empty:
+ * head (its {table} replaced, never the literal's text), the literal,
+ * tail. */
+static int put_statement(pg_store *s, PGconn *c, faucet_buf *sql, faucet_buf *list,
+			 size_t count, const char *head, const char *tail)
+{
+	char *start;
+	int rc;
+
+	if (count == 0)
+		return 0;
+	start = faucet__pg_statement_sql(head, s->quoted);
+	if (start == NULL)
+		return FAUCET_ENOMEM;
+	(void)faucet__buf_putc(list, '}');
+	(void)faucet__buf_puts(sql, start);
+	free(start);
+	rc = put_literal(s, c, sql, list);
+	if (rc == 0 && faucet__buf_puts(sql, tail) != 0)
+		rc = FAUCET_ENOMEM;
+	return rc;
+}
+
+/* The two requests: *lock reads and locks the batch's rows (step 1),
+ * *write makes every write and commits (step 2).  Built before the
+ * transaction starts, so that no lock waits on them. */
+static int cas_batch_sql(pg_store *s, PGconn *c, const faucet_store_guard *g, size_t n,
+			 char **lock, char **write)
+{
+	faucet_buf keys = FAUCET_BUF_INIT, ins = FAUCET_BUF_INIT, upd = FAUCET_BUF_INIT;
+	faucet_buf del = FAUCET_BUF_INIT, locking = FAUCET_BUF_INIT, writing = FAUCET_BUF_INIT;
+	size_t nkeys = 0, nins = 0, nupd = 0, ndel = 0;
+	int rc;
+
+	*lock = *write = NULL;
+	for (size_t i = 0; i < n; i++) {
+		put_item(&keys, &nkeys, g[i].key, 0, NULL);
+		if (g[i].expected == NULL)
+			put_item(&ins, &nins, g[i].key, 1, g[i].value);
+		else if (g[i].value != NULL)
+			put_item(&upd, &nupd, g[i].key, 1, g[i].value);
+		if (g[i].value == NULL)
+			put_item(&del, &ndel, g[i].key, 0, NULL);
+	}
+	rc = put_statement(s, c, &locking, &keys, nkeys,
+			   "BEGIN; SELECT key, value::text FROM {table} WHERE key = ANY(",
+			   "::text[]) ORDER BY key FOR UPDATE");
+	if (rc == 0)
+		rc = put_statement(s, c, &writing, &ins, nins,
+				   "INSERT INTO {table} (key, value, updated_at) "
+				   "SELECT key, value, NOW() FROM jsonb_each(",
+				   "::jsonb); ");
+	if (rc == 0)
+		rc = put_statement(s, c, &writing, &upd, nupd,
+				   "UPDATE {table} AS t SET value = e.value, updated_at = NOW() "
+				   "FROM jsonb_each(",
+				   "::jsonb) AS e WHERE t.key = e.key; ");
+	if (rc == 0)
+		rc = put_statement(s, c, &writing, &del, ndel,
+				   "DELETE FROM {table} WHERE key = ANY(", "::text[]); ");
+	if (rc == 0 && faucet__buf_puts(&writing, "COMMIT") != 0)
+		rc = FAUCET_ENOMEM;
+	if (rc == 0 && (locking.failed || writing.failed))
+		rc = FAUCET_ENOMEM;
+	if (rc == 0) {
+		*lock = faucet__buf_detach(&locking);
+		*write = faucet__buf_detach(&writing);
+	}
+	faucet__buf_dispose(&keys);
+	faucet__buf_dispose(&ins);
+	faucet__buf_dispose(&upd);
+	faucet__buf_dispose(&del);
+	faucet__buf_dispose(&locking);
+	faucet__buf_dispose(&writing);
+	return rc;
+}
+
+static int compare_guard_keys(const void *a, const void *b)
+{
+	return strcmp(((const faucet_store_guard *)a)->key, ((const faucet_store_guard *)b)->key);
+}
+
+/* Whether every entry holds: each row the lock returned equal to its
+ * entry's expected value, and a row for every entry that expects one.
+ * The entries are looked up by key in a sorted copy (faucet__find_sorted:
+ * the key is a guard's first member). */
+static int cas_batch_holds(pg_store *s, PGresult *rows, const faucet_store_guard *g, size_t n,
+			   int *holds)
+{
+	faucet_store_guard *sorted = faucet__calloc(n, sizeof(*sorted));
+	size_t present = 0, seen = 0;
+	int rc = 0;
+
+	*holds = 0;
+	if (sorted == NULL)
+		return FAUCET_ENOMEM;
+	memcpy(sorted, g, n * sizeof(*g));
+	qsort(sorted, n, sizeof(*sorted), compare_guard_keys);
+	for (size_t i = 0; i < n; i++)
+		present += g[i].expected != NULL;
+	*holds = 1;
+	for (int row = 0; rc == 0 && *holds && row < PQntuples(rows); row++) {
+		const char *key = PQgetvalue(rows, row, 0);
+		faucet_value *current = NULL;
+		int found = 0;
+		size_t at = faucet__find_sorted(sorted, n, sizeof(*sorted), key, &found);
+
+		/* A row under a key we did not ask for (a collation that calls
+		 * other bytes equal) or one expected absent: does not hold. */
+		if (!found || sorted[at].expected == NULL) {
+			*holds = 0;
+			break;
+		}
+		rc = faucet__pg_parse_stored(s, key, PQgetvalue(rows, row, 1),
+					     (size_t)PQgetlength(rows, row, 1), &current);
+		*holds = rc == 0 && faucet_value_equal(current, sorted[at].expected);
+		faucet_value_free(current);
+		seen++;
+	}
+	if (rc == 0 && *holds)
+		*holds = seen == present;
+	free(sorted);
+	return rc;
+}
+
+/* Send the writes and the COMMIT, and read every result.  A
+ * unique_violation is a key expected absent that another session
+ * inserted: nothing was committed (the server skipped the rest of the
+ * request), *written stays 0, and it is no error. */
+static int cas_batch_commit(pg_store *s, PGconn *c, const char *sql, int *written)
+{
+	PGresult *res;
+	int rc = 0, taken = 0;
+
+	if (PQsendQuery(c, sql) != 1)
+		return faucet__pg_fail(s, PQstatus(c) == CONNECTION_BAD ? FAUCET_EUNAVAILABLE
+								       : FAUCET_ERROR,
+				       PG_CAS_BATCH_WHAT, PQerrorMessage(c));
+	while ((res = PQgetResult(c)) != NULL) {
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		if (rc != 0 || taken) {
+			PQclear(res);
+		} else if (state != NULL && strcmp(state, PG_UNIQUE_VIOLATION) == 0) {
+			taken = 1;
+			PQclear(res);
+		} else {
+			/* A lost reply: the COMMIT may have landed (FAUCET_EUNKNOWN). */
+			rc = faucet__pg_write_result_ok(s, c, res, PGRES_COMMAND_OK,
+							PG_CAS_BATCH_WHAT);
+			if (rc == 0)
+				PQclear(res);
+		}
+	}
+	*written = rc == 0 && !taken;
+	return rc;
+}
+
+int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a)
+{
+	PGresult *rows;
+	char *lock = NULL, *write = NULL;
+	int holds = 0, rc;
+
+	*a->written = 0;
+	rc = cas_batch_sql(s, c, a->guards, a->count, &lock, &write);
+	if (rc == 0) {
+		rows = PQexec(c, lock);
+		rc = faucet__pg_result_ok(s, c, rows, PGRES_TUPLES_OK, PG_CAS_BATCH_WHAT);
+		if (rc == 0) {
+			rc = cas_batch_holds(s, rows, a->guards, a->count, &holds);
+			PQclear(rows);
+		}
+	}
+	if (rc == 0 && holds)
+		rc = cas_batch_commit(s, c, write, a->written);
+	/* Does not hold, or failed: the ROLLBACK releases the locks. */
+	stage_rollback(c);
+	free(lock);
+	free(write);
+	return rc;
 }

@@ -40,6 +40,7 @@ typedef struct {
 	const char *prefix;
 	PGresult *rows; /* scan: the listed keys, visited after the connection is back */
 	const faucet_entry *entries; /* put_batch, `count` of them */
+	const faucet_store_guard *guards; /* compare_and_put_batch, `count` of them */
 	int *written;
 	const char *const *keys; /* get_many */
 	size_t count;
@@ -69,11 +70,16 @@ int faucet__pg_command_on(pg_store *s, PGconn *c, const char *name, int n,
 int faucet__pg_bad_stored_value(const pg_store *s, const char *key);
 /* JSONB's text without the spaces it puts after ':' and ','; in place. */
 size_t faucet__pg_jsonb_squeeze(char *p, size_t len);
+/* Parse a stored value (JSONB's text, len bytes) that libpq holds. */
+int faucet__pg_parse_stored(const pg_store *s, const char *key, const char *text, size_t len,
+			    faucet_value **out);
 
 /* postgres_batch.c: every entry under a prefix by COPY ... TO STDOUT
  * (data_only leaves the run bookkeeping out), and a batch of writes. */
 int faucet__pg_scan_entries_on(pg_store *s, PGconn *c, const char *prefix, int data_only,
 			       faucet_entry_fn fn, void *ctx);
 int faucet__pg_batch_on(pg_store *s, PGconn *c, pg_args *a);
+/* postgres_batch.c: compare_and_put_batch (a->guards, a->count, a->written). */
+int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a);
 
 #endif

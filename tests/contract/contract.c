@@ -1393,8 +1393,8 @@ static int cas_batch(faucet_store *s, const char *const *spec, size_t n, int *wr
 static void compare_and_put_batch_writes_all_or_nothing(void **state)
 {
 	faucet_store *s = S(state);
-	const char *first[] = {"b::a=1>2", "b::b=\"x\">-", "b::c=->3", "b::o={\"b\":[2],\"a\":1.0}>4",
-			       "b::gone=->-"};
+	const char *first[] = {"b::a=1>2", "b::b=\"x\">-", "b::c=->3",
+			       "b::o={\"b\":[2e0],\"a\":1.0}>4", "b::gone=->-"};
 	const char *stale[] = {"b::a=2>5", "b::d=->6", "b::c=3.5>7"};
 	const char *taken[] = {"b::a=2>5", "b::c=->7"};
 	const char *missing[] = {"b::b=\"x\">8", "b::a=2>5"};
@@ -1404,7 +1404,8 @@ static void compare_and_put_batch_writes_all_or_nothing(void **state)
 
 	tu_put(s, "b::a", "1");
 	tu_put(s, "b::b", "\"x\"");
-	tu_put(s, "b::o", "{\"a\":1,\"b\":[2e0]}");
+	/* (Stored without an exponent: PostgreSQL refuses 2e0 in a put.) */
+	tu_put(s, "b::o", "{\"a\":1,\"b\":[2]}");
 	if (!supported) {
 		assert_int_equal(cas_batch(s, first, 5, &written), FAUCET_EUNSUPPORTED);
 		assert_int_equal(written, 0);
