@@ -2151,7 +2151,7 @@ int faucet_run__compare_and_put_batch(faucet_run *r, const faucet_store_guard *g
 	int rc = 0, holds = 0;
 
 	*held = 0;
-	if (r == NULL || r->joined || logs_after(r) || n == 0)
+	if (r == NULL || r->joined || logs_after(r) || n == 0 || !faucet__store_has_cas_batch(r->s))
 		return FAUCET_EUNSUPPORTED; /* the caller goes key by key */
 	keys = faucet__calloc(n, sizeof(*keys));
 	vals = faucet__calloc(n, sizeof(*vals));

@@ -72,6 +72,9 @@ int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guar
 int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guard *entries,
 					size_t n, int *written);
 
+/* Whether the store's backend has compare_and_put_batch (version 13). */
+int faucet__store_has_cas_batch(const faucet_store *s);
+
 /* Whether the store's backend reads its listing a page at a time
  * (list_page, version 7): what the key iterator pages with. */
 int faucet__store_has_list_page(const faucet_store *s);

@@ -86,6 +86,11 @@ int faucet__store_has_list_page(const faucet_store *s)
 	return s->backend->list_page != NULL;
 }
 
+int faucet__store_has_cas_batch(const faucet_store *s)
+{
+	return s->backend->version >= 13 && s->backend->compare_and_put_batch != NULL;
+}
+
 int faucet_store_supports_list(const faucet_store *s)
 {
 	return s->backend->list != NULL || s->backend->scan != NULL ||
@@ -502,7 +507,7 @@ int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guar
 		return faucet_error_set(FAUCET_EINVALID,
 					"compare-and-put batch: %zu entries (1 to %d)", n,
 					FAUCET_STORE_CAS_BATCH_MAX);
-	if (s->backend->version < 13 || s->backend->compare_and_put_batch == NULL)
+	if (!faucet__store_has_cas_batch(s))
 		return FAUCET_EUNSUPPORTED;
 	if ((rc = check_batch_keys(entries, n)) != 0)
 		return rc;
