@@ -322,19 +322,21 @@ static int gone_within(pid_t pid, int seconds)
 /*
  * An owner process spawns `sh` with DIE_WITH_PARENT and a watchdog; the
  * shell starts a grandchild (`sleep`) and reports both pids.  The owner is
- * then killed outright: the shell dies by the parent-death signal and the
- * grandchild by the watchdog.  With watchdog = 0 the grandchild survives,
- * which shows the test can tell.
+ * then killed outright - only once it says its watchdog is in place, else
+ * the kill could come first - the shell dies by the parent-death signal and
+ * the grandchild by the watchdog.  With watchdog = 0 the grandchild
+ * survives, which shows the test can tell.
  */
 static void owner_dies(int watchdog, int *grandchild_gone)
 {
-	int fds[2];
+	int fds[2], ready[2];
 	pid_t owner, sh_pid = 0, sleeper = 0;
-	char buf[128] = {0};
+	char buf[128] = {0}, c = 0;
 	size_t len = 0;
 	ssize_t n;
 
 	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(ready), 0);
 	owner = fork();
 	assert_true(owner >= 0);
 	if (owner == 0) {
@@ -345,6 +347,7 @@ static void owner_dies(int watchdog, int *grandchild_gone)
 		pid_t child = 0;
 
 		close(fds[0]);
+		close(ready[0]);
 		o.path = "/bin/sh";
 		o.argv = argv;
 		o.fd[1] = fds[1];
@@ -354,6 +357,8 @@ static void owner_dies(int watchdog, int *grandchild_gone)
 		if (watchdog && faucet_proc_watchdog_start(child, &w) != 0)
 			_exit(2);
 		close(fds[1]);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(3);
 		pause();
 		_exit(0);
 	}
@@ -362,6 +367,9 @@ static void owner_dies(int watchdog, int *grandchild_gone)
 	       (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
 		len += (size_t)n;
 	close(fds[0]);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1); /* the owner's watchdog is in place */
+	close(ready[0]);
 	assert_int_equal(sscanf(buf, "%d %d", &sh_pid, &sleeper), 2);
 	assert_int_equal(kill(owner, SIGKILL), 0);
 	assert_int_equal(waitpid(owner, NULL, 0), owner);
