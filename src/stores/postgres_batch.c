@@ -12,7 +12,7 @@
  * (a key given twice) goes by the one statement over a JSON object.
  * Every path is all-or-nothing: one statement, or one transaction.
  *
- * And compare_and_put_batch: up to 1000 compare-and-puts in one
+ * And compare_and_put_batch: up to FAUCET_STORE_CAS_BATCH_MAX compare-and-puts in one
  * transaction of two round trips (faucet__pg_cas_batch_on).
  */
 #include <limits.h>

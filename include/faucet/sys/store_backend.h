@@ -47,8 +47,9 @@ typedef struct {
 /* Most guards put_guarded_many is given. */
 #define FAUCET_STORE_GUARDS_MAX 4
 
-/* Most entries compare_and_put_batch is given. */
-#define FAUCET_STORE_CAS_BATCH_MAX 1000
+/* Most entries compare_and_put_batch is given: etcd's default limit of
+ * operations in one transaction (--max-txn-ops). */
+#define FAUCET_STORE_CAS_BATCH_MAX 128
 
 struct faucet_store_backend {
 	unsigned int version; /* FAUCET_STORE_BACKEND_VERSION */
