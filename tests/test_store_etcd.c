@@ -5,7 +5,9 @@
  * FAUCET_EUNKNOWN and is not sent again, to that member or any other; a
  * write answered Unavailable (503) likewise; a read answered 503 moves on to
  * the next endpoint; a member that refuses the connection is skipped for a
- * write too (nothing was sent); a member that does not speak gRPC (these
+ * write too (nothing was sent); a compare-and-put batch is one write txn,
+ * unknown when its reply is lost and unsupported when the member refuses
+ * it for its --max-txn-ops; a member that does not speak gRPC (these
  * fakes speak HTTP/1.1 only unless told, as a gateway-only port would) has its ranges
  * read through the JSON gateway, and the store remembers it; a member
  * that does (a minimal HTTP/2 server here) has its grpc-status mapped to
@@ -26,16 +28,19 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "store/open_internal.h"
 
-typedef enum { ANSWER, DROP, UNAVAILABLE } fake_mode;
+/* TOO_MANY: refused as a txn over the member's --max-txn-ops is. */
+typedef enum { ANSWER, DROP, UNAVAILABLE, TOO_MANY } fake_mode;
 
 typedef struct {
 	int fd;
 	int port;
 	fake_mode puts, ranges;
+	fake_mode txns; /* txns with compares (writes); a read-only txn is answered */
 	const char *range_body; /* the range reply (NULL: "p/o::k" = "1") */
 	const char *watch_body; /* the watch stream, sent in pieces, then closed */
-	atomic_int put_count, range_count, h2_count;
+	atomic_int put_count, range_count, h2_count, txn_count;
 	/* Speak gRPC (a minimal HTTP/2 server) with this grpc-status; -1: refuse
 	 * HTTP/2 as an HTTP/1.1-only server does. */
 	atomic_int grpc_status;
@@ -45,10 +50,11 @@ typedef struct {
 	pthread_t thread;
 } fake_member;
 
-static int read_request(int c, char *path, size_t path_len)
+/* The request's path, and its body's first body_cap - 1 bytes. */
+static int read_request(int c, char *path, size_t path_len, char *body, size_t body_cap)
 {
 	char buf[65536];
-	size_t have = 0;
+	size_t have = 0, kept;
 	char *end = NULL;
 	long clen = 0;
 
@@ -72,7 +78,10 @@ static int read_request(int c, char *path, size_t path_len)
 	if (sscanf(buf, "%*s %255s", path) != 1)
 		return -1;
 	(void)path_len;
-	/* The body: whatever is left of it. */
+	/* The body: what came with the head, then whatever is left of it. */
+	kept = have - (size_t)(end + 4 - buf);
+	kept = kept < body_cap - 1 ? kept : body_cap - 1;
+	memcpy(body, end + 4, kept);
 	{
 		long got = (long)(have - (size_t)(end + 4 - buf));
 		while (got < clen) {
@@ -80,9 +89,14 @@ static int read_request(int c, char *path, size_t path_len)
 			ssize_t n = read(c, tmp, sizeof(tmp));
 			if (n <= 0)
 				return -1;
+			if (kept + (size_t)n < body_cap) {
+				memcpy(body + kept, tmp, (size_t)n);
+				kept += (size_t)n;
+			}
 			got += n;
 		}
 	}
+	body[kept] = '\0';
 	return 0;
 }
 
@@ -125,6 +139,24 @@ typedef struct {
 	fake_member *m;
 	int c;
 } fake_conn;
+
+/* A txn answered: a write's succeeded, a read's one empty range per
+ * request_range (every key absent). */
+static void reply_txn(int c, const char *body)
+{
+	char out[8192] = "{\"header\":{\"revision\":\"6\"},\"succeeded\":true,\"responses\":[";
+	const char *p = strstr(body, "\"compare\"") != NULL ? NULL : body, *sep = "";
+
+	while (p != NULL && (p = strstr(p, "request_range")) != NULL &&
+	       strlen(out) + 64 < sizeof(out)) {
+		strcat(out, sep);
+		strcat(out, "{\"response_range\":{}}");
+		sep = ",";
+		p++;
+	}
+	strcat(out, "]}");
+	reply(c, 200, out);
+}
 
 /* ---- a minimal HTTP/2 server for gRPC ----------------------------------
  * Just enough for curl: the client's preface is read, our SETTINGS sent and
@@ -229,7 +261,7 @@ static void *serve_conn(void *arg)
 	fake_conn *fc = arg;
 	fake_member *m = fc->m;
 	int c = fc->c;
-	char path[256];
+	char path[256], body[65536];
 
 	free(fc);
 	if (atomic_load(&m->grpc_status) >= 0 && recv(c, path, 4, MSG_PEEK | MSG_WAITALL) == 4 &&
@@ -239,7 +271,7 @@ static void *serve_conn(void *arg)
 		atomic_fetch_sub(&m->conns, 1);
 		return NULL;
 	}
-	while (read_request(c, path, sizeof(path)) == 0) {
+	while (read_request(c, path, sizeof(path), body, sizeof(body)) == 0) {
 		fake_mode mode = ANSWER;
 
 		/* HTTP/2's preface ("PRI * HTTP/2.0"): refused as an
@@ -263,12 +295,25 @@ static void *serve_conn(void *arg)
 		} else if (strcmp(path, "/v3/kv/range") == 0) {
 			atomic_fetch_add(&m->range_count, 1);
 			mode = m->ranges;
+		} else if (strcmp(path, "/v3/kv/txn") == 0 && strstr(body, "\"compare\"")) {
+			atomic_fetch_add(&m->txn_count, 1);
+			mode = m->txns;
 		}
 		if (mode == DROP)
 			break;
 		if (mode == UNAVAILABLE) {
 			reply(c, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14,"
 				      "\"message\":\"etcdserver: no leader\"}");
+			continue;
+		}
+		if (mode == TOO_MANY) {
+			reply(c, 400, "{\"error\":\"etcdserver: too many operations in txn "
+				      "request\",\"message\":\"etcdserver: too many operations in "
+				      "txn request\",\"code\":3}");
+			continue;
+		}
+		if (strcmp(path, "/v3/kv/txn") == 0) {
+			reply_txn(c, body);
 			continue;
 		}
 		/* "p/o::k" = "1" at revision 5 (base64). */
@@ -393,6 +438,63 @@ static void a_write_answered_unavailable_is_unknown(void **state)
 	faucet_value_free(v);
 	fake_stop(&a);
 	fake_stop(&b);
+}
+
+/* A compare-and-put batch of two new keys on members answering its write
+ * txn with `txns`: what the batch returns, and how many write txns were
+ * sent in all. */
+static int cas_batch_on(fake_mode txns, int *written, int *sent)
+{
+	fake_member a, b;
+	char hosts[64];
+	faucet_store *s;
+	faucet_value *v = tu_v("1");
+	faucet_store_guard g[2] = {{"o::a", NULL, v}, {"o::b", NULL, NULL}};
+	int rc;
+
+	fake_start(&a, ANSWER, ANSWER);
+	fake_start(&b, ANSWER, ANSWER);
+	a.txns = b.txns = txns;
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", a.port, b.port);
+	s = open_on(hosts);
+	rc = faucet__store_compare_and_put_batch(s, g, 2, written);
+	*sent = atomic_load(&a.txn_count) + atomic_load(&b.txn_count);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	fake_stop(&a);
+	fake_stop(&b);
+	return rc;
+}
+
+/* Its write txn is sent once; a lost or Unavailable reply is outcome
+ * unknown, as for a single write. */
+static void a_compare_and_put_batch_is_one_write_and_a_lost_reply_is_unknown(void **state)
+{
+	int written = -1, sent = 0;
+
+	(void)state;
+	assert_int_equal(cas_batch_on(ANSWER, &written, &sent), 0);
+	assert_int_equal(written, 1);
+	assert_int_equal(sent, 1);
+	assert_int_equal(cas_batch_on(DROP, &written, &sent), FAUCET_EUNKNOWN);
+	assert_non_null(strstr(faucet_error_last()->message, "outcome unknown"));
+	assert_int_equal(written, 0);
+	assert_int_equal(sent, 1);
+	assert_int_equal(cas_batch_on(UNAVAILABLE, &written, &sent), FAUCET_EUNKNOWN);
+	assert_int_equal(sent, 1);
+}
+
+/* A cluster whose --max-txn-ops is below the batch refuses it before
+ * anything is written: unsupported, so that undo goes key by key. */
+static void a_compare_and_put_batch_over_max_txn_ops_is_unsupported(void **state)
+{
+	int written = -1, sent = 0;
+
+	(void)state;
+	assert_int_equal(cas_batch_on(TOO_MANY, &written, &sent), FAUCET_EUNSUPPORTED);
+	assert_non_null(strstr(faucet_error_last()->message, "too many operations"));
+	assert_int_equal(written, 0);
+	assert_int_equal(sent, 1);
 }
 
 static void a_read_answered_unavailable_moves_to_the_next_endpoint(void **state)
@@ -702,6 +804,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_lost_write_reply_is_unknown_and_not_sent_again),
 		cmocka_unit_test(a_write_answered_unavailable_is_unknown),
+		cmocka_unit_test(a_compare_and_put_batch_is_one_write_and_a_lost_reply_is_unknown),
+		cmocka_unit_test(a_compare_and_put_batch_over_max_txn_ops_is_unsupported),
 		cmocka_unit_test(a_read_answered_unavailable_moves_to_the_next_endpoint),
 		cmocka_unit_test(a_write_to_a_refusing_member_moves_on),
 		cmocka_unit_test(a_range_reply_is_read_whatever_its_member_order),

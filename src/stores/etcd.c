@@ -19,9 +19,10 @@
  * with faucet_value_equal, then write in one txn guarded by the key's
  * mod_revision; when only the revision moved, we look again (the txn's
  * failure branch returns the new value, so that costs no extra round trip).
- * compare-and-delete and put_guarded are the same txn shape.  A batch is
- * NOT all-or-nothing: etcd refuses a txn of more than --max-txn-ops (128 by
- * default) operations, so put_many writes txns of at most 128 puts, each
+ * compare-and-delete, put_guarded and compare_and_put_batch (up to 128 keys,
+ * one txn reading them, one writing them) are the same txn shape.  A batch
+ * is NOT all-or-nothing: etcd refuses a txn of more than --max-txn-ops (128
+ * by default) operations, so put_many writes txns of at most 128 puts, each
  * atomic, and reports the prefix of chunks that landed.
  *
  * Failover: every connection holds one keep-alive curl handle per endpoint
@@ -1034,6 +1035,29 @@ static int put_request_put(faucet_buf *b, const etcd_store *s, const char *key,
 	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
 }
 
+static int put_request_delete(faucet_buf *b, const etcd_store *s, const char *key)
+{
+	int rc;
+
+	(void)faucet__buf_puts(b, "{\"request_delete_range\":{\"key\":\"");
+	rc = put_full_key(b, s, key);
+	(void)faucet__buf_puts(b, "\"}}");
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+/* A txn's compare: key is still at mod_revision `mod` (0: still absent,
+ * which is how etcd sees a key that is not there). */
+static int put_compare_mod(faucet_buf *b, const etcd_store *s, const char *key, int64_t mod)
+{
+	int rc;
+
+	(void)faucet__buf_puts(b, "{\"key\":\"");
+	rc = put_full_key(b, s, key);
+	(void)faucet__buf_printf(b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}",
+				(long long)mod);
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
 /*
  * Native leases (doc/design.md §3.8).  The lease module writes every claim
  * and renewal of a faucet lease through compare_and_put_expiring with the
@@ -1099,6 +1123,7 @@ typedef struct {
 	size_t limit;
 	int keys_only;
 	/* batches */
+	const faucet_store_guard *guards;
 	const faucet_entry *entries;
 	size_t count;
 	const char *const *many;
@@ -1778,11 +1803,9 @@ static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
 
 		if (a->value != NULL && (rc = lease_for(s, c, a->expires_at, &lease)) != 0)
 			break;
-		(void)faucet__buf_puts(&b, "{\"compare\":[{\"key\":\"");
-		rc = put_full_key(&b, s, guard);
-		(void)faucet__buf_printf(&b, "\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
-					    "\"success\":[",
-					(long long)kv.mod);
+		(void)faucet__buf_puts(&b, "{\"compare\":[");
+		rc = put_compare_mod(&b, s, guard, kv.mod);
+		(void)faucet__buf_puts(&b, "],\"success\":[");
 		if (rc == 0 && a->guard != NULL) {
 			rc = put_request_put(&b, s, a->guard, a->guard_value, 0);
 			(void)faucet__buf_puts(&b, ",");
@@ -1790,9 +1813,7 @@ static int op_cas(etcd_store *s, etcd_conn *c, etcd_args *a)
 		if (rc == 0 && a->value != NULL) {
 			rc = put_request_put(&b, s, a->key, a->value, lease);
 		} else if (rc == 0) {
-			(void)faucet__buf_puts(&b, "{\"request_delete_range\":{\"key\":\"");
-			rc = put_full_key(&b, s, a->key);
-			(void)faucet__buf_puts(&b, "\"}}");
+			rc = put_request_delete(&b, s, a->key);
 		}
 		(void)faucet__buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":\"");
 		if (rc == 0)
@@ -1862,49 +1883,192 @@ static size_t chunk_len(const faucet_entry *e, size_t count)
 	return n;
 }
 
+static void kvs_free(etcd_kv *kvs, size_t n)
+{
+	for (size_t i = 0; kvs != NULL && i < n; i++)
+		kv_clear(&kvs[i]);
+	free(kvs);
+}
+
+/* A read-only txn of one range per key, at `revision` when it is set. */
+static int ranges_body(faucet_buf *b, const etcd_store *s, const char *const *keys, size_t n,
+		       int64_t revision)
+{
+	int rc = 0;
+
+	(void)faucet__buf_puts(b, "{\"success\":[");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		(void)faucet__buf_puts(b, i > 0 ? ",{\"request_range\":{\"key\":\""
+						: "{\"request_range\":{\"key\":\"");
+		rc = put_full_key(b, s, keys[i]);
+		if (revision > 0)
+			(void)faucet__buf_printf(b, "\",\"revision\":\"%lld", (long long)revision);
+		(void)faucet__buf_puts(b, "\"}}");
+	}
+	(void)faucet__buf_puts(b, "]}");
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+/* keys[0..n) (at most ETCD_MAX_TXN_OPS) read in one txn, at *revision when
+ * it is set, else at the latest, which *revision is then set to: *kvs =
+ * n entries, each with its value and mod_revision (key NULL: absent).
+ * Caller frees them (kvs_free). */
+static int read_keys(etcd_store *s, etcd_conn *c, const char *const *keys, size_t n,
+		     int64_t *revision, const char *what, etcd_kv **kvs)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL, *resp;
+	int rc;
+
+	if ((*kvs = faucet__calloc(n, sizeof(**kvs))) == NULL)
+		return FAUCET_ENOMEM;
+	rc = ranges_body(&b, s, keys, n, *revision);
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/txn", &b, 0, what, &r);
+	faucet__buf_dispose(&b);
+	if (rc == 0 && *revision == 0)
+		*revision = int64_member(member(r, "header"), "revision");
+	resp = member(r, "responses");
+	if (rc == 0 && (resp == NULL || json_object_array_length(resp) != n))
+		rc = etcd_fail(s, FAUCET_ERROR, what,
+			       "the txn's reply has the wrong number of answers");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		json_object *kv = member(member(json_object_array_get_idx(resp, i), "response_range"),
+					 "kvs");
+
+		if (kv != NULL && json_object_array_length(kv) > 0)
+			rc = kv_read(s, json_object_array_get_idx(kv, 0), 1, &(*kvs)[i]);
+	}
+	json_object_put(r);
+	if (rc != 0) {
+		kvs_free(*kvs, n);
+		*kvs = NULL;
+	}
+	return rc;
+}
+
 /* get_many: txns of up to ETCD_MAX_TXN_OPS ranges, the later ones at the
  * first one's revision, so the whole answer is one snapshot. */
 static int op_get_chunk(etcd_store *s, etcd_conn *c, etcd_args *a)
 {
-	faucet_buf b = FAUCET_BUF_INIT;
-	json_object *r = NULL, *resp;
+	etcd_kv *kvs = NULL;
+	int rc = read_keys(s, c, a->many, a->count, &a->revision, "get", &kvs);
+
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		if (kvs[i].key != NULL)
+			rc = parse_value(s, &kvs[i], &a->many_out[i]);
+	}
+	kvs_free(kvs, a->count);
+	return rc;
+}
+
+/*
+ * compare_and_put_batch: the single-key compare-and-put's shape for up to
+ * ETCD_MAX_TXN_OPS keys.  Read every key in one txn, compare each with its
+ * expected in C (faucet_value_equal, as op_cas does), then write them all in
+ * one txn guarded by every mod_revision read; when one moved since the
+ * read, read them all again and decide again (it may still hold).
+ */
+
+/* Does every key hold its expected value? */
+static int batch_holds(etcd_store *s, const etcd_args *a, const etcd_kv *kvs, int *holds)
+{
 	int rc = 0;
 
-	(void)faucet__buf_puts(&b, "{\"success\":[");
-	for (size_t i = 0; rc == 0 && i < a->count; i++) {
-		(void)faucet__buf_puts(&b, i > 0 ? ",{\"request_range\":{\"key\":\""
-						: "{\"request_range\":{\"key\":\"");
-		rc = put_full_key(&b, s, a->many[i]);
-		if (a->revision > 0)
-			(void)faucet__buf_printf(&b, "\",\"revision\":\"%lld", (long long)a->revision);
-		(void)faucet__buf_puts(&b, "\"}}");
-	}
-	(void)faucet__buf_puts(&b, "]}");
-	if (rc == 0 && b.failed)
-		rc = FAUCET_ENOMEM;
-	if (rc == 0)
-		rc = etcd_request(c, "/v3/kv/txn", &b, 0, "get", &r);
-	faucet__buf_dispose(&b);
-	if (rc != 0)
-		return rc;
-	if (a->revision == 0)
-		a->revision = int64_member(member(r, "header"), "revision");
-	resp = member(r, "responses");
-	if (resp == NULL || json_object_array_length(resp) != a->count)
-		rc = etcd_fail(s, FAUCET_ERROR, "get", "the txn's reply has the wrong number of answers");
-	for (size_t i = 0; rc == 0 && i < a->count; i++) {
-		json_object *kvs = member(member(json_object_array_get_idx(resp, i), "response_range"),
-					  "kvs");
-		etcd_kv kv;
+	*holds = 1;
+	for (size_t i = 0; rc == 0 && *holds && i < a->count; i++)
+		rc = matches(s, &kvs[i], a->guards[i].expected, holds);
+	return rc;
+}
 
-		if (kvs == NULL || json_object_array_length(kvs) == 0)
-			continue;
-		rc = kv_read(s, json_object_array_get_idx(kvs, 0), 1, &kv);
-		if (rc == 0)
-			rc = parse_value(s, &kv, &a->many_out[i]);
-		kv_clear(&kv);
+/* Each key still at the revision read, then every put and delete; the
+ * failure branch is empty (what moved is read again). */
+static int batch_body(faucet_buf *b, const etcd_store *s, const etcd_args *a, const etcd_kv *kvs)
+{
+	const faucet_store_guard *g = a->guards;
+	int rc = 0;
+
+	(void)faucet__buf_puts(b, "{\"compare\":[");
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		(void)faucet__buf_puts(b, i > 0 ? "," : "");
+		rc = put_compare_mod(b, s, g[i].key, kvs[i].mod);
+	}
+	(void)faucet__buf_puts(b, "],\"success\":[");
+	for (size_t i = 0; rc == 0 && i < a->count; i++) {
+		(void)faucet__buf_puts(b, i > 0 ? "," : "");
+		rc = g[i].value != NULL ? put_request_put(b, s, g[i].key, g[i].value, 0)
+					: put_request_delete(b, s, g[i].key);
+	}
+	(void)faucet__buf_puts(b, "]}");
+	return rc == 0 && b->failed ? FAUCET_ENOMEM : rc;
+}
+
+/* The batch's one write, through the write path of every other write (a
+ * lost reply is FAUCET_EUNKNOWN, never sent again): *a->done = 1 when it
+ * landed, *moved when a key changed since the read (nothing written). */
+static int batch_commit(etcd_store *s, etcd_conn *c, etcd_args *a, const etcd_kv *kvs,
+			int *moved)
+{
+	faucet_buf b = FAUCET_BUF_INIT;
+	json_object *r = NULL;
+	int rc = batch_body(&b, s, a, kvs);
+
+	if (rc == 0)
+		rc = etcd_request(c, "/v3/kv/txn", &b, 1, "compare-and-put batch", &r);
+	faucet__buf_dispose(&b);
+	if (rc == 0) {
+		*a->done = bool_member(r, "succeeded");
+		*moved = !*a->done;
 	}
 	json_object_put(r);
+	return rc;
+}
+
+static int op_cas_batch(etcd_store *s, etcd_conn *c, etcd_args *a)
+{
+	int rc = 0, moved = 1;
+
+	*a->done = 0;
+	for (int attempt = 0; rc == 0 && moved; attempt++) {
+		etcd_kv *kvs = NULL;
+		int64_t revision = 0;
+		int holds = 0;
+
+		if (attempt == ETCD_CAS_ATTEMPTS)
+			return etcd_fail(s, FAUCET_ECONTENTION, "compare-and-put batch",
+					 "it kept losing to other writers");
+		moved = 0;
+		rc = read_keys(s, c, a->many, a->count, &revision, "compare-and-put batch", &kvs);
+		if (rc == 0)
+			rc = batch_holds(s, a, kvs, &holds);
+		if (rc == 0 && holds)
+			rc = batch_commit(s, c, a, kvs, &moved);
+		kvs_free(kvs, a->count);
+	}
+	return rc;
+}
+
+/* etcd refuses a txn beyond its limits before proposing it, so nothing of
+ * it was written: more operations than --max-txn-ops (a user's cluster may
+ * set it below the 128 of a full batch; the reads count too) or more bytes
+ * than --max-request-bytes (a batch of large values; "request is too
+ * large" up to 512 KiB over it, gRPC's "larger than max" beyond).  That is
+ * FAUCET_EUNSUPPORTED, so that the caller (undo) goes key by key. */
+static int batch_refused(const etcd_store *s, int rc)
+{
+	static const char *const limits[] = {"too many operations in txn request",
+					     "request is too large",
+					     "received message larger than max"};
+	const char *msg = faucet_error_last()->message;
+
+	for (size_t i = 0; rc == FAUCET_ERROR && i < sizeof(limits) / sizeof(*limits); i++) {
+		if (strstr(msg, limits[i]) != NULL)
+			return faucet_error_set(FAUCET_EUNSUPPORTED,
+						"etcd state store %s: compare-and-put batch: the "
+						"cluster refuses a txn this big (%s); nothing was "
+						"written",
+						s->redacted, limits[i]);
+	}
 	return rc;
 }
 
@@ -2076,6 +2240,27 @@ static int etcd_put_many(faucet_store_backend *b, const faucet_entry *entries, s
 	if (rc == FAUCET_EUNKNOWN)
 		*written = done + a.count; /* that chunk may have landed, whole */
 	return rc;
+}
+
+/* All or nothing, in one txn of a compare and a put or delete per key (so
+ * FAUCET_STORE_CAS_BATCH_MAX is etcd's default --max-txn-ops); a cluster
+ * whose limits refuse it says FAUCET_EUNSUPPORTED (batch_refused). */
+static int etcd_compare_and_put_batch(faucet_store_backend *b, const faucet_store_guard *entries,
+				      size_t n, int *written)
+{
+	etcd_store *s = (etcd_store *)b;
+	const char *keys[FAUCET_STORE_CAS_BATCH_MAX];
+	etcd_args a = {.guards = entries, .count = n, .many = keys, .done = written};
+
+	_Static_assert(FAUCET_STORE_CAS_BATCH_MAX <= ETCD_MAX_TXN_OPS,
+		       "a compare-and-put batch is one txn");
+	*written = 0;
+	/* The front-end checked n; keys[] relies on it. */
+	if (n == 0 || n > FAUCET_STORE_CAS_BATCH_MAX)
+		return faucet_error_set(FAUCET_EINVALID, "compare-and-put batch: %zu entries", n);
+	for (size_t i = 0; i < n; i++)
+		keys[i] = entries[i].key;
+	return batch_refused(s, etcd_run(s, op_cas_batch, &a));
 }
 
 /* ---- doctor ------------------------------------------------------------ */
@@ -2674,6 +2859,7 @@ int faucet__store_open_etcd(faucet_store **out, const faucet_store_config *cfg)
 	s->base.compare_and_delete = etcd_compare_and_delete;
 	s->base.put_guarded = etcd_put_guarded;
 	s->base.put_many = etcd_put_many;
+	s->base.compare_and_put_batch = etcd_compare_and_put_batch;
 	s->base.check = etcd_check;
 	s->base.watch = etcd_watch_keys;
 	s->base.free = etcd_free;

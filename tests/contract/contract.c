@@ -1388,8 +1388,8 @@ static int cas_batch(faucet_store *s, const char *const *spec, size_t n, int *wr
 /* A batch of compare-and-puts (an undo's restores) is written whole when
  * every key holds what it expects, by value as compare-and-put compares,
  * and not at all when one key does not - a put, a delete, an insert of an
- * absent key alike.  The file and etcd stores have none: their undo goes
- * key by key. */
+ * absent key alike.  The file store has none: its undo goes key by
+ * key. */
 static void compare_and_put_batch_writes_all_or_nothing(void **state)
 {
 	faucet_store *s = S(state);
@@ -1399,7 +1399,7 @@ static void compare_and_put_batch_writes_all_or_nothing(void **state)
 	const char *taken[] = {"b::a=2>5", "b::c=->7"};
 	const char *missing[] = {"b::b=\"x\">8", "b::a=2>5"};
 	const char *twice[] = {"b::a=2>5", "b::a=2>6"};
-	int supported = strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0;
+	int supported = strcmp(current->name, "file") != 0;
 	int written;
 
 	tu_put(s, "b::a", "1");
@@ -1455,7 +1455,7 @@ static void compare_and_put_batch_takes_its_largest_size(void **state)
 		g[i] = (faucet_store_guard){keys[i], NULL, v};
 	}
 	assert_int_equal(faucet__store_compare_and_put_batch(s, g, n, &written), FAUCET_EINVALID);
-	if (strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0) {
+	if (strcmp(current->name, "file") != 0) {
 		assert_int_equal(faucet__store_compare_and_put_batch(s, g, n - 1, &written), 0);
 		assert_int_equal(written, 1);
 		tu_assert_value(s, "big::k00000", "{\"cursor\":\"2026-12-07T00:00:00Z\"}");

@@ -1984,7 +1984,7 @@ static void an_undo_in_batches_stops_at_a_key_written_after_its_plan(void **stat
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	faucet_run *w;
 	char id[FAUCET_RUN_ID_LEN + 1];
-	int batches = strcmp(current->name, "file") != 0 && strcmp(current->name, "etcd") != 0;
+	int batches = strcmp(current->name, "file") != 0;
 
 	tu_put(s, "p::default::a", "1");
 	tu_put(s, "p::default::c", "1");
