@@ -634,6 +634,24 @@ static int sq_put_guarded(faucet_store_backend *b, const char *guard,
 			       written);
 }
 
+/* Inside a transaction: whether every key holds its expected value
+ * (*holds), read until the first that does not. */
+static int each_holds(sqlite_store *s, sq_conn *c, const faucet_store_guard *g, size_t n,
+		      int *holds)
+{
+	int rc = 0;
+
+	*holds = 1;
+	for (size_t i = 0; rc == 0 && *holds && i < n; i++) {
+		faucet_value *current = NULL;
+
+		rc = read_value(s, c, g[i].key, &current);
+		*holds = rc == 0 && faucet_value_equal(current, g[i].expected);
+		faucet_value_free(current);
+	}
+	return rc;
+}
+
 /* Every guard and the key's condition compared, then all of it written -
  * guards, drops, the key, `then` - in one BEGIN IMMEDIATE transaction. */
 static int sq_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *guards, size_t n,
@@ -652,16 +670,11 @@ static int sq_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *
 	if (rc != 0)
 		return rc;
 	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
-	for (size_t i = 0; rc == 0 && holds && i <= n; i++) {
-		const faucet_store_guard *g = i < n ? &guards[i] : put;
-		faucet_value *current = NULL;
-
-		rc = read_value(s, c, g->key, &current);
-		if (rc == 0 && !faucet_value_equal(current, g->expected)) {
-			holds = 0;
-			*moved = i == n;
-		}
-		faucet_value_free(current);
+	if (rc == 0)
+		rc = each_holds(s, c, guards, n, &holds);
+	if (rc == 0 && holds) {
+		rc = each_holds(s, c, put, 1, &holds);
+		*moved = rc == 0 && !holds;
 	}
 	if (rc == 0 && holds) {
 		stamp_now(&when);
@@ -702,13 +715,8 @@ static int sq_compare_and_put_batch(faucet_store_backend *b, const faucet_store_
 	if (rc != 0)
 		return rc;
 	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
-	for (size_t i = 0; rc == 0 && holds && i < n; i++) {
-		faucet_value *current = NULL;
-
-		rc = read_value(s, c, entries[i].key, &current);
-		holds = rc == 0 && faucet_value_equal(current, entries[i].expected);
-		faucet_value_free(current);
-	}
+	if (rc == 0)
+		rc = each_holds(s, c, entries, n, &holds);
 	if (rc == 0 && holds) {
 		stamp_now(&when);
 		for (size_t i = 0; rc == 0 && i < n; i++)
