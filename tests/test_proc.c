@@ -390,6 +390,54 @@ static void test_watchdog(void **state)
 	assert_false(gone);
 }
 
+/* faucet_proc_spawn_watched: the watchdog is there before the command runs
+ * - the command's first look at its parent's children finds it beside
+ * itself - and a command that cannot run leaves no watchdog behind. */
+static void test_spawn_watched(void **state)
+{
+	faucet_proc_options o = FAUCET_PROC_OPTIONS_INIT;
+	faucet_proc_watchdog *w = NULL;
+	char *argv[] = {"sh", "-c", "cat /proc/$PPID/task/$PPID/children", NULL};
+	char buf[256] = {0};
+	int fds[2], exec_errno = 0, status, count = 0;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid = 0;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	o.path = "/bin/sh";
+	o.argv = argv;
+	o.fd[1] = fds[1];
+	o.flags = FAUCET_PROC_DIE_WITH_PARENT;
+	assert_int_equal(faucet_proc_spawn_watched(&o, &pid, &exec_errno, &w), 0);
+	assert_int_equal(exec_errno, 0);
+	assert_non_null(w);
+	close(fds[1]);
+	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(faucet_proc_exit_code(status), 0);
+	faucet_proc_watchdog_stop(w);
+	/* "PID PID ": the command and the watchdog, and nothing else. */
+	for (char *p = buf; *p != '\0'; p++)
+		count += *p != ' ' && (p[1] == ' ' || p[1] == '\n' || p[1] == '\0');
+	assert_int_equal(count, 2);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* the watchdog was reaped */
+
+	argv[0] = "no-such-command";
+	o.path = "/nonexistent/no-such-command";
+	o.fd[1] = -1;
+	w = (faucet_proc_watchdog *)&o; /* overwritten */
+	assert_int_equal(faucet_proc_spawn_watched(&o, &pid, &exec_errno, &w), 0);
+	assert_int_equal(exec_errno, ENOENT);
+	assert_int_equal(pid, 0);
+	assert_null(w);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* nothing left to reap */
+	assert_int_equal(faucet_proc_spawn_watched(&o, &pid, &exec_errno, NULL), FAUCET_EINVALID);
+}
+
 /* Stopping the watchdog after the command was reaped kills nothing. */
 static void test_watchdog_stop(void **state)
 {
@@ -423,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_exit_code),
 		cmocka_unit_test(test_watchdog),
 		cmocka_unit_test(test_watchdog_stop),
+		cmocka_unit_test(test_spawn_watched),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

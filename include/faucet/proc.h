@@ -81,6 +81,15 @@ typedef struct faucet_proc_watchdog faucet_proc_watchdog;
  * runs unwatched; FAUCET_PROC_DIE_WITH_PARENT still ends the command). */
 FAUCET_EXTERN int faucet_proc_watchdog_start(pid_t group, faucet_proc_watchdog **out);
 
+/* faucet_proc_spawn with a watchdog of the command's group in place before
+ * the command runs (the child waits for it), so that no moment exists in
+ * which the caller dying leaves the command's children behind.  *watchdog
+ * is for faucet_proc_watchdog_stop once the command is reaped; NULL when
+ * the command could not run, or (the command then runs unwatched, as a
+ * failed faucet_proc_watchdog_start says) no watchdog could be started. */
+FAUCET_EXTERN int faucet_proc_spawn_watched(const faucet_proc_options *o, pid_t *pid,
+					    int *exec_errno, faucet_proc_watchdog **watchdog);
+
 /* The group's leader has been reaped: the watchdog leaves without killing
  * (the group id may be reused) and `w` is freed.  NULL is a no-op. */
 FAUCET_EXTERN void faucet_proc_watchdog_stop(faucet_proc_watchdog *w);

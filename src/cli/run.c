@@ -332,15 +332,15 @@ static int spawn_command(run_state *st)
 	po.envp = env;
 	po.fd[1] = out[1];
 	po.flags = FAUCET_PROC_DIE_WITH_PARENT;
-	if (faucet_proc_spawn(&po, &st->pid, &exec_errno) != 0 || exec_errno != 0) {
+	/* The command's group is watched from before the command runs: faucet
+	 * killed at any moment takes the command's children with it.  Without
+	 * a watchdog the parent-death signal still ends the command itself. */
+	if (faucet_proc_spawn_watched(&po, &st->pid, &exec_errno, &st->watchdog) != 0 ||
+	    exec_errno != 0) {
 		st->pid = 0;
 		rc = cli_fail(CLI_EXIT_FAILED, "run");
 		goto done;
 	}
-	/* The command runs: from here its group is watched.  Without a
-	 * watchdog the parent-death signal still ends the command itself. */
-	if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)
-		faucet_error_clear();
 	if (out[1] >= 0) {
 		close(out[1]);
 		out[1] = -1;

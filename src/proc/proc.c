@@ -164,9 +164,23 @@ typedef struct {
 	char *const *envp;
 	int fd[3];        /* the child's 0, 1, 2: above 2, or -1 = inherited */
 	int report;       /* the write end of the exec report */
+	int go;           /* the read end of the go-ahead, or -1: exec at once */
 	sigset_t mask;    /* the child's signal mask */
 	pid_t parent;
 } child_plan;
+
+/* In the child: wait for the parent's one byte (its watchdog is in
+ * place); end of file means the parent is gone. */
+static int go_ahead(int fd)
+{
+	char b;
+	ssize_t n;
+
+	do
+		n = read(fd, &b, 1);
+	while (n < 0 && errno == EINTR);
+	return n == 1;
+}
 
 /* In the child: only async-signal-safe calls.  Signals are all blocked on
  * entry (see faucet_proc_spawn), so no handler of the caller's runs here;
@@ -190,6 +204,8 @@ static void child_exec(const child_plan *c)
 		if (getppid() != c->parent)
 			_exit(127);
 	}
+	if (c->go >= 0 && !go_ahead(c->go))
+		_exit(127); /* the parent died before its watchdog was in place */
 	/* Every source is above 2 (faucet_proc_spawn), so no dup2 overwrites
 	 * another's source; dup2 clears close-on-exec on the copy. */
 	for (int i = 0; i < 3; i++)
@@ -240,12 +256,26 @@ static void read_exec_report(int report, pid_t pid, int *exec_errno)
 		;
 }
 
-int faucet_proc_spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_errno)
+/* With `watchdog`, start one for the child's group, then let the child go
+ * on to its exec (the go-ahead's write end, closed here either way).  A
+ * watchdog that cannot start leaves the command unwatched, not unrun. */
+static void watch_then_go(pid_t child, int *go, faucet_proc_watchdog **watchdog)
+{
+	if (watchdog == NULL)
+		return;
+	if (faucet_proc_watchdog_start(child, watchdog) != 0)
+		faucet_error_clear();
+	(void)!write(go[1], "g", 1);
+	close_all(&go[1], 1);
+}
+
+static int spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_errno,
+		 faucet_proc_watchdog **watchdog)
 {
 	faucet_proc_options opts;
 	const faucet_proc_options *o = &opts;
 	child_plan c;
-	int rep[2] = {-1, -1}, mine[3] = {-1, -1, -1}, err = 0;
+	int rep[2] = {-1, -1}, go[2] = {-1, -1}, mine[3] = {-1, -1, -1}, err = 0;
 	sigset_t all, old;
 	pid_t child;
 
@@ -266,9 +296,11 @@ int faucet_proc_spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_e
 	 * child's dup2 onto it would then be a no-op that leaves it
 	 * close-on-exec.  So every source goes above 2 first. */
 	if (pipe2(rep, O_CLOEXEC) != 0 || above_stdio(o->fd[0], &mine[0]) != 0 ||
-	    above_stdio(o->fd[1], &mine[1]) != 0 || above_stdio(o->fd[2], &mine[2]) != 0) {
+	    above_stdio(o->fd[1], &mine[1]) != 0 || above_stdio(o->fd[2], &mine[2]) != 0 ||
+	    (watchdog != NULL && pipe2(go, O_CLOEXEC) != 0)) {
 		err = errno;
 		close_all(rep, 2);
+		close_all(go, 2);
 		close_all(mine, 3);
 		return faucet__error_os(FAUCET_EIO, err, "cannot start '%s'", o->path);
 	}
@@ -279,6 +311,7 @@ int faucet_proc_spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_e
 	}
 	memcpy(c.fd, mine, sizeof(c.fd));
 	c.report = rep[1];
+	c.go = go[0]; /* (read once, before any dup2: its number does not matter) */
 	/* No handler of the caller's may run in the child before it resets
 	 * them; the command gets the caller's mask, but never INT, TERM or HUP
 	 * blocked (a program reading them from a signalfd blocks them, and the
@@ -296,22 +329,43 @@ int faucet_proc_spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_e
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close_all(mine, 3);
 	close_all(&rep[1], 1);
+	close_all(&go[0], 1);
 	if (child < 0) {
 		close_all(rep, 1);
+		close_all(&go[1], 1);
 		return faucet__error_os(FAUCET_EIO, err, "cannot start '%s'", o->path);
 	}
 	/* Also here, so the group exists before anyone signals it (whichever
 	 * of the two setpgid calls comes second fails harmlessly). */
 	(void)setpgid(child, child);
+	watch_then_go(child, go, watchdog);
 	read_exec_report(rep[0], child, exec_errno);
 	close_all(rep, 1);
 	if (*exec_errno != 0) {
+		if (watchdog != NULL) { /* the child is reaped: nothing to kill */
+			faucet_proc_watchdog_stop(*watchdog);
+			*watchdog = NULL;
+		}
 		(void)faucet_error_set(FAUCET_ENOTFOUND, "cannot run '%s': %s", o->path,
 				       strerror(*exec_errno));
 		return 0;
 	}
 	*pid = child;
 	return 0;
+}
+
+int faucet_proc_spawn(const faucet_proc_options *o, pid_t *pid, int *exec_errno)
+{
+	return spawn(o, pid, exec_errno, NULL);
+}
+
+int faucet_proc_spawn_watched(const faucet_proc_options *o, pid_t *pid, int *exec_errno,
+			      faucet_proc_watchdog **watchdog)
+{
+	if (watchdog == NULL)
+		return faucet_error_set(FAUCET_EINVALID, "faucet_proc_spawn_watched: watchdog is NULL");
+	*watchdog = NULL;
+	return spawn(o, pid, exec_errno, watchdog);
 }
 
 int faucet_proc_exit_code(int wait_status)
