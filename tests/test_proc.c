@@ -438,6 +438,74 @@ static void test_spawn_watched(void **state)
 	assert_int_equal(faucet_proc_spawn_watched(&o, &pid, &exec_errno, NULL), FAUCET_EINVALID);
 }
 
+/* This process's children, from /proc (at most `max`). */
+static size_t my_children(pid_t *out, size_t max)
+{
+	char path[64], buf[256] = {0};
+	FILE *f;
+	size_t n = 0;
+	char *p = buf;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(fgets(buf, sizeof(buf), f) != NULL || feof(f));
+	fclose(f);
+	while (n < max && *p != '\0') {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+		p = end;
+	}
+	return n;
+}
+
+/* A watchdog that died before it was stopped (someone killed it): stopping
+ * it is no SIGPIPE for the caller, whose default would end it. */
+static void test_watchdog_stop_after_it_died(void **state)
+{
+	faucet_proc_options o = FAUCET_PROC_OPTIONS_INIT;
+	faucet_proc_watchdog *w = NULL;
+	char *argv[] = {"sleep", "300", NULL};
+	pid_t kids[8], pid = 0, dog = 0;
+	int exec_errno = 0, status;
+	size_t n;
+
+	(void)state;
+	o.path = "/bin/sleep";
+	o.argv = argv;
+	assert_int_equal(faucet_proc_spawn_watched(&o, &pid, &exec_errno, &w), 0);
+	assert_non_null(w);
+	n = my_children(kids, 8);
+	for (size_t i = 0; i < n; i++)
+		if (kids[i] != pid)
+			dog = kids[i];
+	assert_true(dog > 0);
+	assert_int_equal(kill(dog, SIGKILL), 0);
+	/* Its end of the channel is closed once it is gone (a zombie until
+	 * the stop reaps it): wait for that, as the test's only wait. */
+	while (kill(dog, 0) == 0) {
+		char stat[64], line[256] = {0};
+		FILE *f;
+
+		snprintf(stat, sizeof(stat), "/proc/%d/stat", (int)dog);
+		f = fopen(stat, "r");
+		if (f == NULL)
+			break;
+		assert_true(fgets(line, sizeof(line), f) != NULL);
+		fclose(f);
+		if (strstr(line, ") Z ") != NULL)
+			break;
+		usleep(1000); /* polling for the outcome */
+	}
+	faucet_proc_watchdog_stop(w); /* no SIGPIPE */
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
 /* Stopping the watchdog after the command was reaped kills nothing. */
 static void test_watchdog_stop(void **state)
 {
@@ -472,6 +540,7 @@ int main(void)
 		cmocka_unit_test(test_watchdog),
 		cmocka_unit_test(test_watchdog_stop),
 		cmocka_unit_test(test_spawn_watched),
+		cmocka_unit_test(test_watchdog_stop_after_it_died),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,6 +170,21 @@ typedef struct {
 	pid_t parent;
 } child_plan;
 
+/* A one-way channel to a child (the go-ahead, the watchdog's): [0] the
+ * child's end, [1] the parent's, close-on-exec.  A socket pair rather than
+ * a pipe, so that a byte sent to a child that died is no SIGPIPE for the
+ * caller (tell).  The child reads end of file once [1] is closed. */
+static int channel(int ends[2])
+{
+	return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends);
+}
+
+/* One byte to the child's end; a child gone already is no error. */
+static void tell(int fd, char byte)
+{
+	(void)!send(fd, &byte, 1, MSG_NOSIGNAL);
+}
+
 /* In the child: wait for the parent's one byte (its watchdog is in
  * place); end of file means the parent is gone. */
 static int go_ahead(int fd)
@@ -265,7 +281,7 @@ static void watch_then_go(pid_t child, int *go, faucet_proc_watchdog **watchdog)
 		return;
 	if (faucet_proc_watchdog_start(child, watchdog) != 0)
 		faucet_error_clear();
-	(void)!write(go[1], "g", 1);
+	tell(go[1], 'g');
 	close_all(&go[1], 1);
 }
 
@@ -297,7 +313,7 @@ static int spawn(const faucet_proc_options *caller, pid_t *pid, int *exec_errno,
 	 * close-on-exec.  So every source goes above 2 first. */
 	if (pipe2(rep, O_CLOEXEC) != 0 || above_stdio(o->fd[0], &mine[0]) != 0 ||
 	    above_stdio(o->fd[1], &mine[1]) != 0 || above_stdio(o->fd[2], &mine[2]) != 0 ||
-	    (watchdog != NULL && pipe2(go, O_CLOEXEC) != 0)) {
+	    (watchdog != NULL && channel(go) != 0)) {
 		err = errno;
 		close_all(rep, 2);
 		close_all(go, 2);
@@ -430,7 +446,7 @@ int faucet_proc_watchdog_start(pid_t group, faucet_proc_watchdog **out)
 	w = faucet__calloc(1, sizeof(*w));
 	if (w == NULL)
 		return FAUCET_ENOMEM;
-	if (pipe2(fds, O_CLOEXEC) != 0) {
+	if (channel(fds) != 0) {
 		err = errno;
 		free(w);
 		return faucet__error_os(FAUCET_EIO, err, "cannot start a watchdog");
@@ -456,7 +472,7 @@ void faucet_proc_watchdog_stop(faucet_proc_watchdog *w)
 {
 	if (w == NULL)
 		return;
-	(void)!write(w->fd, "d", 1);
+	tell(w->fd, 'd');
 	(void)close(w->fd);
 	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 		;
