@@ -74,12 +74,12 @@ run-undo-no-lease	src/run/undo.c	first	ro.exclusive = 1;	ro\.exclusive = 1;	ro.e
 run-status-no-cas	src/run/run.c	first	rc = faucet_store_compare_and_put(r->s, r->status_key, cur, next, &written);	faucet_store_compare_and_put\(r->s, r->status_key, cur, next, &written\)	((void)cur, written = 1, faucet_store_put(r->s, r->status_key, next))
 run-after-not-ahead	src/run/run.c	first	!(q->after_ahead && added)	!\(q->after_ahead && added\)	1
 run-no-read-again	src/run/run.c	first	if (rc == 0 && q->vals != NULL && (!r->joined || q->moved))	q->vals != NULL && \(!r->joined \|\| q->moved\)	q->vals != NULL && (!r->joined || q->moved) && 0
-run-no-watchdog	src/cli/run.c	first	if (faucet_proc_watchdog_start(st->pid, &st->watchdog) != 0)	faucet_proc_watchdog_start\(st->pid, &st->watchdog\) != 0	1
+run-no-watchdog	src/cli/run.c	first	if (faucet_proc_spawn_watched(&po, &st->pid, &exec_errno, &st->watchdog) != 0 ||	faucet_proc_spawn_watched\(&po, &st->pid, &exec_errno, &st->watchdog\)	faucet_proc_spawn(&po, &st->pid, &exec_errno)
 run-first-put-blind	src/run/run.c	first	kp->expected = first_write_expects(q, &kp->cond);	first_write_expects\(q, &kp->cond\);	first_write_expects(q, &kp->cond), kp->cond = 0;
 run-first-del-blind	src/run/run.c	first	rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);	faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)	(deleted = 1, faucet_store_delete(r->s, key))
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
-run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force);	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
+run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force), batched = !force;	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
 TABLE
 )
 export RUN_MUTANTS

@@ -2302,25 +2302,31 @@ static void an_undo_of_many_keys_writes_its_marker_a_few_times(void **state)
 	faucet_run *w = begin_write(s, "default", 0);
 	faucet_undo_result res;
 	racing_store *rs;
+	/* More keys than several compare-and-put batches hold: recorded a
+	 * batch at a time, the marker would be written once per batch. */
+	enum { KEYS = 1000 };
+	static char keys[KEYS][32];
+	static faucet_entry entries[KEYS];
+	faucet_value *one = tu_v("1");
 
-	for (int i = 0; i < 100; i++) {
-		char key[32];
-
-		snprintf(key, sizeof(key), "p::default::k%03d", i);
-		run_put(w, key, "1");
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "p::default::k%03d", i);
+		entries[i] = (faucet_entry){keys[i], one};
 	}
+	assert_int_equal(faucet_run_put_batch(w, entries, KEYS), 0);
+	faucet_value_free(one);
 	end_ok(w);
 	cs = racing(s, "", "");
 	rs = (racing_store *)faucet_store_backend_of(cs);
 	rs->armed = 0;
 	res = undo(cs, NULL, 0);
 	assert_false(res.conflict);
-	assert_int_equal(res.restored.count, 100);
+	assert_int_equal(res.restored.count, KEYS);
 	faucet_undo_result_dispose(&res);
 	assert_true(rs->marker_writes <= 4);
 	faucet_store_free(cs);
 	tu_assert_value(s, "p::default::k000", NULL);
-	tu_assert_value(s, "p::default::k099", NULL);
+	tu_assert_value(s, "p::default::k999", NULL);
 }
 
 int contract_runs_run(const contract_backend *b)
