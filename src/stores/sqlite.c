@@ -576,6 +576,17 @@ static void rollback_quietly(sq_conn *c)
 	}
 }
 
+/* The end of a write transaction: committed when everything before went
+ * well (rc 0), else rolled back; the transaction's outcome returned. */
+static int end_write(sqlite_store *s, sq_conn *c, int rc, const char *what)
+{
+	if (rc == 0)
+		rc = st_exec(s, c, ST_COMMIT, what);
+	if (rc != 0)
+		rollback_quietly(c);
+	return rc;
+}
+
 /* Compare-and-put (value given) or compare-and-delete (value NULL): read,
  * compare and act inside one BEGIN IMMEDIATE transaction - with then_key,
  * also put then_value there in the same transaction (put_guarded). */
@@ -606,13 +617,9 @@ static int compare_and_act(sqlite_store *s, const char *key, const faucet_value 
 		if (rc == 0)
 			*done = 1;
 	}
-	/* Commit even when nothing changed: it only releases the lock. */
-	if (rc == 0)
-		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
-	if (rc != 0) {
+	/* Committed even when nothing changed: it only releases the lock. */
+	if ((rc = end_write(s, c, rc, "cannot commit")) != 0)
 		*done = 0;
-		rollback_quietly(c);
-	}
 	faucet_value_free(current);
 	give_back(s, c);
 	return rc;
@@ -687,12 +694,9 @@ static int sq_put_guarded_if(faucet_store_backend *b, const faucet_store_guard *
 		if (rc == 0 && then != NULL)
 			rc = write_value(s, c, then->key, then->value, &when);
 	}
-	/* Commit even when nothing changed: it only releases the lock. */
-	if (rc == 0)
-		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
-	if (rc != 0) {
+	/* Committed even when nothing changed: it only releases the lock. */
+	if ((rc = end_write(s, c, rc, "cannot commit")) != 0) {
 		*moved = 0;
-		rollback_quietly(c);
 	} else if (holds) {
 		*written = 1;
 		*then_written = then != NULL;
@@ -724,12 +728,8 @@ static int sq_compare_and_put_batch(faucet_store_backend *b, const faucet_store_
 				     ? write_value(s, c, entries[i].key, entries[i].value, &when)
 				     : delete_on(s, c, entries[i].key);
 	}
-	/* Commit even when nothing changed: it only releases the lock. */
-	if (rc == 0)
-		rc = st_exec(s, c, ST_COMMIT, "cannot commit");
-	if (rc != 0)
-		rollback_quietly(c);
-	else
+	/* Committed even when nothing changed: it only releases the lock. */
+	if ((rc = end_write(s, c, rc, "cannot commit")) == 0)
 		*written = holds;
 	give_back(s, c);
 	return rc;
@@ -754,10 +754,7 @@ static int sq_put_batch(faucet_store_backend *b, const faucet_entry *entries, si
 	rc = st_exec(s, c, ST_BEGIN, "cannot take the write lock");
 	for (size_t i = 0; i < count && rc == 0; i++)
 		rc = write_value(s, c, entries[i].key, entries[i].value, &when);
-	if (rc == 0)
-		rc = st_exec(s, c, ST_COMMIT, "cannot commit a batch");
-	if (rc != 0)
-		rollback_quietly(c);
+	rc = end_write(s, c, rc, "cannot commit a batch");
 	give_back(s, c);
 	return rc;
 }
