@@ -703,6 +703,21 @@ static void *run_cas_batch(void *arg)
 	return NULL;
 }
 
+/* Another session inserts `key` ("theirs") into `table` and keeps its
+ * transaction open (*other); *monitor is a third session to watch the
+ * server with. */
+static void rival_insert(const char *table, const char *key, PGconn **other, PGconn **monitor)
+{
+	char sql[256];
+
+	*other = raw_connect();
+	*monitor = raw_connect();
+	raw_exec(*other, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('%s', '\"theirs\"')",
+		 table, key);
+	raw_exec(*other, sql);
+}
+
 /* Wait until some backend waits for a lock held by backend `pid`; fails
  * when the batch finishes first or nothing waits within a minute.  Returns
  * the first word of the waiting statement. */
@@ -766,12 +781,7 @@ static void race_a_batch(const char *prefix, int old)
 	s = open_created(name);
 	if (old)
 		assert_int_equal(faucet_store_put(s, "r::old", before), 0);
-	other = raw_connect();
-	monitor = raw_connect();
-	raw_exec(other, "BEGIN");
-	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('r::race', '\"theirs\"')",
-		 name);
-	raw_exec(other, sql);
+	rival_insert(name, "r::race", &other, &monitor);
 	b.store = s;
 	b.entries = e;
 	b.count = 4;
@@ -833,12 +843,7 @@ static void race_a_cas_batch(int stays)
 	snprintf(name, sizeof(name), "casrace_%d", getpid());
 	s = open_created(name);
 	assert_int_equal(faucet_store_put(s, "c::a", one), 0);
-	other = raw_connect();
-	monitor = raw_connect();
-	raw_exec(other, "BEGIN");
-	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, value) VALUES ('c::race', '\"theirs\"')",
-		 name);
-	raw_exec(other, sql);
+	rival_insert(name, "c::race", &other, &monitor);
 	b.store = s;
 	b.guards = g;
 	b.count = 3;
