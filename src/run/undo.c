@@ -670,40 +670,35 @@ static int stop_at(faucet_store *s, faucet_run *u, step *steps, size_t n, size_t
 	return rc;
 }
 
-/* Restore steps [from, to) in one compare-and-put batch through the undo
- * run, when the store has one (*batched): all of them, or - a key changed
- * since the plan - none, and then the caller goes key by key, which finds
- * the key.  *next is where the batch stopped (to, or from when it wrote
- * nothing). */
-static int restore_batch(faucet_run *u, step *steps, size_t from, size_t to, size_t *next,
+/* Restore steps [from, to) - at most FAUCET_STORE_CAS_BATCH_MAX - in one
+ * compare-and-put batch through the undo run, when the store has one
+ * (*batched): all of them (*done), or - a key changed since the plan -
+ * none, and then the caller goes key by key, which finds the key. */
+static int restore_batch(faucet_run *u, step *steps, size_t from, size_t to, int *done,
 			 int *batched)
 {
 	faucet_store_guard g[FAUCET_STORE_CAS_BATCH_MAX];
 	size_t at[FAUCET_STORE_CAS_BATCH_MAX], k = 0;
 	int held = 0, rc;
 
-	*next = from;
-	for (size_t i = from; i < to && k < FAUCET_STORE_CAS_BATCH_MAX; i++) {
-		*next = i + 1;
+	for (size_t i = from; i < to; i++) {
 		if (steps[i].kind == STEP_DONE)
 			continue;
 		g[k] = (faucet_store_guard){steps[i].img->key, steps[i].current, steps[i].img->before};
 		at[k++] = i;
 	}
+	*done = k == 0;
 	if (k == 0)
 		return 0;
 	rc = faucet_run__compare_and_put_batch(u, g, k, &held);
 	if (rc == FAUCET_EUNSUPPORTED) {
 		*batched = 0;
-		rc = 0;
+		return 0;
 	}
-	if (rc != 0 || !held) {
-		*next = from;
-		return rc;
-	}
-	for (size_t j = 0; j < k; j++)
+	for (size_t j = 0; rc == 0 && held && j < k; j++)
 		steps[at[j]].restored = 1;
-	return 0;
+	*done = rc == 0 && held;
+	return rc;
 }
 
 /* Restore every planned key - a batch at a time where the store writes
@@ -717,12 +712,12 @@ static int apply(faucet_store *s, faucet_run *u, step *steps, size_t n, int forc
 
 	while (rc == 0 && i < n) {
 		size_t end = n - i < FAUCET_STORE_CAS_BATCH_MAX ? n : i + FAUCET_STORE_CAS_BATCH_MAX;
-		size_t next = i;
+		int done = 0;
 
-		if (batched && (rc = restore_batch(u, steps, i, end, &next, &batched)) != 0)
+		if (batched && (rc = restore_batch(u, steps, i, end, &done, &batched)) != 0)
 			break;
-		if (next > i) {
-			i = next;
+		if (done) {
+			i = end;
 			continue;
 		}
 		for (; rc == 0 && i < end; i++) {
