@@ -212,6 +212,13 @@ static void legacy_stems_decode_and_bad_escapes_are_rejected(void **state)
 	assert_decodes("a%00b", NULL);
 	assert_decodes(".hidden", NULL);    /* a key never starts with a dot */
 	assert_decodes("a%2F%2Fb", NULL);   /* "a//b" reads as a path */
+	assert_decodes("a%2Fb", "a/b");
+	assert_decodes("%2Fa", NULL);       /* nor may '/' start or end a key */
+	assert_decodes("a%2F", NULL);
+	assert_decodes("a%2F.b", NULL);     /* nor a segment start with a dot */
+	assert_decodes("%2Ea", NULL);       /* an escaped dot is still a dot */
+	assert_decodes("a%C3%A9", NULL);    /* only ASCII */
+	assert_decodes("a%7F", NULL);
 	assert_decodes("a b", NULL);
 	assert_decodes("", NULL);
 }
@@ -267,6 +274,13 @@ static void quiet_validation_agrees_with_validate_key(void **state)
 		int loud = faucet_validate_key(cases[i]) == 0;
 		if (quiet != loud)
 			fail_msg("\"%s\": quiet %d, validate_key %d", cases[i], quiet, loud);
+	}
+	/* Every byte value, inside a key. */
+	for (int c = 1; c < 256; c++) {
+		char key[4] = {'a', (char)c, 'b', '\0'};
+		int quiet = faucet_file__key_is_valid(key, 3);
+		if (quiet != (faucet_validate_key(key) == 0))
+			fail_msg("byte 0x%02x: quiet %d, validate_key disagrees", c, quiet);
 	}
 	memset(big, 'k', sizeof(big));
 	for (size_t len = 250; len < 260; len++) {
@@ -1076,6 +1090,67 @@ static void list_sorts_many_keys_in_byte_order(void **state)
 	faucet_strarray_dispose(&want);
 }
 
+/* Write a value file of `key` under its legacy name (':' as %3A; the
+ * current name differs from it for a key with capitals). */
+static void write_legacy_name(const char *dir, const char *key)
+{
+	char name[4096];
+	size_t n = (size_t)snprintf(name, sizeof(name), "%s/", dir);
+
+	for (const char *k = key; *k != '\0'; k++)
+		n += (size_t)snprintf(name + n, sizeof(name) - n, *k == ':' ? "%%3A" : "%c", *k);
+	snprintf(name + n, sizeof(name) - n, ".json");
+	tu_write_file(name, "1", 1);
+}
+
+/* A key found under its legacy and its current name (before migration) is
+ * listed once wherever the sort puts the two together: a list of a few
+ * keys, a run of keys that end on an 8-byte boundary, and a small group
+ * inside a big list. */
+static void list_gives_a_key_under_two_names_once(void **state)
+{
+	fixture *f = *state;
+	static const struct {
+		int count;     /* keys in the store */
+		const char *prefix; /* key i is prefix + i; every 50th also has
+				     * its legacy name */
+	} cases[] = {
+		{5, "p::K"},     /* a few keys: one insertion sort */
+		{200, "p::AB::"}, /* runs sorted again 8 bytes deeper */
+		{100, "p::A"},    /* keys under 8 bytes: equal in the first pass */
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char *dir, sub[32], key[64];
+		faucet_store *s;
+		faucet_strarray got = {NULL, 0};
+
+		snprintf(sub, sizeof(sub), "case%zu", c);
+		dir = tu_join(f->dir, sub);
+		assert_int_equal(mkdir(dir, 0700), 0);
+		s = open_at(dir);
+		for (int i = 0; i < cases[c].count; i++) {
+			faucet_value *v = tu_v("1");
+
+			snprintf(key, sizeof(key), "%s%d", cases[c].prefix, i);
+			assert_int_equal(faucet_store_put(s, key, v), 0);
+			faucet_value_free(v);
+			if (i % 50 == 0)
+				write_legacy_name(dir, key);
+		}
+		faucet_store_free(s);
+		/* A new handle has not migrated yet: its listing sees both names. */
+		s = open_at(dir);
+		list_into(s, "", &got);
+		assert_int_equal(got.count, (size_t)cases[c].count);
+		for (size_t i = 1; i < got.count; i++)
+			assert_true(strcmp(got.strings[i - 1], got.strings[i]) < 0);
+		faucet_strarray_dispose(&got);
+		faucet_store_free(s);
+		free(dir);
+	}
+}
+
 static void list_reports_an_unreadable_root(void **state)
 {
 	fixture *f = *state;
@@ -1409,6 +1484,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_failed_migration_is_reported_and_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_ignores_temp_foreign_and_hidden_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_sorts_many_keys_in_byte_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_gives_a_key_under_two_names_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_reports_an_unreadable_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_lock_that_cannot_be_created_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_writes_only_over_the_expected_value, setup, teardown),
