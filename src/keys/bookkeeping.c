@@ -9,11 +9,22 @@
 
 #include "bookkeeping.h"
 
+/* Whether `key` holds "::__". */
+static int has_marker_start(const char *key)
+{
+	for (const char *c = strchr(key, ':'); c != NULL; c = strchr(c + 1, ':')) {
+		if (c[1] == ':' && c[2] == '_' && c[3] == '_')
+			return 1;
+	}
+	return 0;
+}
+
 int faucet__is_bookkeeping_key(const char *key)
 {
 	/* Every marker segment starts "::__": most keys are told apart by
-	 * that one search. */
-	const char *p = key && strstr(key, "::__") != NULL ? strstr(key, "::") : NULL;
+	 * looking for that at each ':' (strchr is vectorised; a strstr of a
+	 * four-byte needle was a twentieth of a big import's CPU). */
+	const char *p = key != NULL && has_marker_start(key) ? strstr(key, "::") : NULL;
 
 	/* The first segment is the pipeline (or tenant); a marker segment can
 	 * only come after it. */

@@ -227,7 +227,9 @@ static int sort_names(char **names, size_t count, char ***sorted)
 	if (*sorted == NULL)
 		return FAUCET_ENOMEM;
 	memcpy(*sorted, names, count * sizeof(**sorted));
-	qsort(*sorted, count, sizeof(**sorted), compare_names);
+	/* An export document lists its keys in order: one pass says so. */
+	if (!faucet__names_sorted(*sorted, count, sizeof(**sorted)))
+		qsort(*sorted, count, sizeof(**sorted), compare_names);
 	for (size_t i = 1; i < count; i++) {
 		if (strcmp((*sorted)[i - 1], (*sorted)[i]) == 0) {
 			int rc = faucet__export_duplicate_key((*sorted)[i]);

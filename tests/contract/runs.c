@@ -1277,6 +1277,13 @@ static void bookkeeping_keys_are_recognised(void **state)
 	assert_false(faucet_run_is_bookkeeping_key("p::__status__x"));
 	assert_false(faucet_run_is_bookkeeping_key("p::__lease__::x"));
 	assert_false(faucet_run_is_bookkeeping_key("p::__backfill__::abc"));
+	/* Runs of colons split from the left: "::" "::" leaves an empty
+	 * segment, "::" ":" a segment that starts with ':'. */
+	assert_true(faucet_run_is_bookkeeping_key("p::::__status__"));
+	assert_false(faucet_run_is_bookkeeping_key("p:::__status__"));
+	assert_false(faucet_run_is_bookkeeping_key("p:x::r:::__rollback__"));
+	assert_false(faucet_run_is_bookkeeping_key("p:__status__"));
+	assert_false(faucet_run_is_bookkeeping_key("p::_:__status__"));
 }
 
 
