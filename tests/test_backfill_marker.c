@@ -68,6 +68,40 @@ static void marker_round_trips(void **state)
 	faucet_value_free(v);
 }
 
+/* Every field the marker writes, and text that needs escaping, as exact
+ * text: the marker is rewritten after every unit, and a reader (the
+ * original among them) must find the same document whatever builds it. */
+static void marker_text_is_exact(void **state)
+{
+	faucet_backfill_marker *m = NULL, *back = NULL;
+	faucet_value *v = NULL;
+	(void)state;
+
+	assert_int_equal(faucet_backfill_marker_new(&m, "a/b|\"q\"|1h"), 0);
+	assert_int_equal(faucet_backfill_marker_set_timezone(m, "America/New_York"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_failed(m, "u2", "bad \"x\"\n\ttab\\ \x01 \xc3\xa9 /"), 0);
+	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u2", 3, "2026-06-01T00:00:00Z",
+							    "2026-06-01T00:00:01Z"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_done(m, "u1"), 0);
+	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u1", 10, NULL, "2026-06-01T00:00:02Z"), 0);
+	assert_int_equal(faucet_backfill_marker_mark_done(m, "u3"), 0);
+	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u3", 1000000000u, NULL, NULL), 0);
+	assert_int_equal(faucet_backfill_marker_to_value(m, &v), 0);
+	assert_string_equal(faucet_value_json(v),
+			    "{\"descriptor\":\"a/b|\\\"q\\\"|1h\",\"timezone\":\"America/New_York\","
+			    "\"units\":{"
+			    "\"u1\":{\"status\":\"done\",\"attempts\":10,\"ended_at\":\"2026-06-01T00:00:02Z\"},"
+			    "\"u2\":{\"status\":\"failed\",\"error\":\"bad \\\"x\\\"\\n\\ttab\\\\ \\u0001 \xc3\xa9 /\","
+			    "\"attempts\":3,\"started_at\":\"2026-06-01T00:00:00Z\","
+			    "\"ended_at\":\"2026-06-01T00:00:01Z\"},"
+			    "\"u3\":{\"status\":\"done\",\"attempts\":1000000000}}}");
+	assert_int_equal(faucet_backfill_marker_from_value(&back, v), 0);
+	assert_true(faucet_backfill_marker_equal(back, m));
+	faucet_backfill_marker_free(back);
+	faucet_value_free(v);
+	faucet_backfill_marker_free(m);
+}
+
 static void keys_are_valid_and_namespaced(void **state)
 {
 	char *marker = faucet_backfill_marker_key("orders", "0123456789abcdef");
@@ -410,6 +444,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(marker_round_trips),
+		cmocka_unit_test(marker_text_is_exact),
 		cmocka_unit_test(keys_are_valid_and_namespaced),
 		cmocka_unit_test(split_remaining_skips_done_retries_failed),
 		cmocka_unit_test(fresh_marker_runs_everything),

@@ -111,6 +111,18 @@ void faucet__buf_dispose(faucet_buf *b)
 /* The one JSON string writer of libfaucet and the command (see util.h):
  * the short escapes JSON has for quote, backslash, newline, return and tab,
  * \u00XX for the other control characters, every other byte as it is. */
+int faucet__buf_put_uint(faucet_buf *b, uint64_t n)
+{
+	char digits[20];
+	size_t at = sizeof(digits);
+
+	do {
+		digits[--at] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n > 0);
+	return faucet__buf_put(b, digits + at, sizeof(digits) - at);
+}
+
 void faucet__json_string(faucet_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";

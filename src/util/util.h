@@ -63,6 +63,8 @@ int faucet__buf_put(faucet_buf *b, const char *data, size_t len);
 int faucet__buf_puts(faucet_buf *b, const char *s);
 int faucet__buf_putc(faucet_buf *b, char c);
 int faucet__buf_printf(faucet_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append n in decimal (what "%" PRIu64 gives, without printf's cost). */
+int faucet__buf_put_uint(faucet_buf *b, uint64_t n);
 /* Append `s` as a JSON string, quoted and escaped ("null" for NULL); a
  * failure shows in b->failed. */
 void faucet__json_string(faucet_buf *b, const char *s);
