@@ -412,7 +412,9 @@ int main(int argc, char **argv)
 	}
 	{
 		double best_floor = 1e9, best_store = 1e9;
-		for (int i = 0; i < 3; i++) {
+		/* Best of 7 each, alternating: one pass is under 0.1 s, and a
+		 * single stall of the machine is as long as a listing. */
+		for (int i = 0; i < 7; i++) {
 			t0 = bench_now_s();
 			(void)floor_readdir(big, 0);
 			if (bench_now_s() - t0 < best_floor)
@@ -426,7 +428,7 @@ int main(int argc, char **argv)
 		}
 		line("floor: readdir of 100,000 files", best_floor * 1e3, "ms", 0, "", "");
 		line("file list, 100,000 keys", best_store * 1e3, "ms", best_store / best_floor,
-		     "vs readdir", "<= 1.50x");
+		     "vs readdir", "<= 1.30x");
 	}
 	{
 		double best_floor = 1e9, best_store = 1e9;
