@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Install every Debian package the build, the tests and the benchmarks need,
 # when it is missing.  Safe to run again; does nothing when all are present.
+#
+#   scripts/install-deps.sh                    what the build, tests and CI need
+#   scripts/install-deps.sh --original-bench   and the crate sources that
+#       bench/original.sh builds the original Rust store against (opt-in: CI
+#       does not install them; rustc >= 1.88 and cargo are not Debian 12's
+#       and must already be on PATH)
 set -euo pipefail
 
 packages=(
@@ -16,6 +22,22 @@ packages=(
   abigail-tools
   libmicrohttpd-dev wrk
 )
+
+# The crates the original faucet_core's state.rs and state_key.rs use, as
+# Debian source packages (into /usr/share/cargo/registry; each provides
+# every feature of its crate that Debian can build).
+original_bench_packages=(
+  librust-async-trait-dev librust-serde-dev librust-serde-derive-dev
+  librust-serde-json-dev librust-sha2-dev librust-tokio-dev
+  librust-tokio-macros-dev librust-tracing-dev librust-uuid-dev
+  librust-tempfile-dev
+)
+for arg in "$@"; do
+  case "$arg" in
+    --original-bench) packages+=("${original_bench_packages[@]}") ;;
+    *) echo "usage: $0 [--original-bench]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
