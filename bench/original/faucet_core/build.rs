@@ -65,7 +65,10 @@ fn main() {
             continue;
         }
         if found.iter().any(|(n, _)| n == name) {
-            panic!("two seed files hold faucet_core/{name} (in {})", dir.display());
+            panic!(
+                "two seed files hold faucet_core/{name} (in {})",
+                dir.display()
+            );
         }
         println!("cargo:rerun-if-changed={}", path.display());
         let dest = out.join(name);
@@ -81,7 +84,10 @@ fn main() {
             );
         };
         let module = name.trim_end_matches(".rs");
-        modules.push_str(&format!("#[path = {:?}]\npub mod {module};\n", dest.display().to_string()));
+        modules.push_str(&format!(
+            "#[path = {:?}]\npub mod {module};\n",
+            dest.display().to_string()
+        ));
     }
     write_if_changed(&out.join("modules.rs"), &modules);
 }

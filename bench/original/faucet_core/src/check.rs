@@ -13,7 +13,10 @@ pub enum ProbeStatus {
     /// It passed.
     Pass,
     /// It failed, with what went wrong and what to do about it.
-    Fail { message: String, hint: Option<String> },
+    Fail {
+        message: String,
+        hint: Option<String>,
+    },
     /// It was not run, and why.
     Skip { reason: String },
 }
@@ -29,7 +32,11 @@ pub struct Probe {
 impl Probe {
     /// A probe that passed.
     pub fn pass(name: impl Into<String>, elapsed: Duration) -> Self {
-        Self { name: name.into(), elapsed, status: ProbeStatus::Pass }
+        Self {
+            name: name.into(),
+            elapsed,
+            status: ProbeStatus::Pass,
+        }
     }
 
     /// A probe that failed, with a hint.
@@ -42,7 +49,10 @@ impl Probe {
         Self {
             name: name.into(),
             elapsed,
-            status: ProbeStatus::Fail { message: message.into(), hint: Some(hint.into()) },
+            status: ProbeStatus::Fail {
+                message: message.into(),
+                hint: Some(hint.into()),
+            },
         }
     }
 }
@@ -56,7 +66,9 @@ pub struct CheckReport {
 impl CheckReport {
     /// A report of one probe.
     pub fn single(probe: Probe) -> Self {
-        Self { probes: vec![probe] }
+        Self {
+            probes: vec![probe],
+        }
     }
 
     /// The report of a store that has no check: one skipped probe.
@@ -64,7 +76,9 @@ impl CheckReport {
         Self::single(Probe {
             name: "check".into(),
             elapsed: Duration::ZERO,
-            status: ProbeStatus::Skip { reason: "not implemented".into() },
+            status: ProbeStatus::Skip {
+                reason: "not implemented".into(),
+            },
         })
     }
 

@@ -41,7 +41,11 @@ fn die(what: &str, e: impl std::fmt::Display) -> ! {
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn json(text: &str) -> Value {
@@ -71,7 +75,9 @@ fn durable_replace(dir: &Path, dir_handle: &File, name: &str, seq: usize, data: 
     f.sync_all().unwrap_or_else(|e| die("floor fsync", e));
     drop(f);
     fs::rename(&tmp, dir.join(name)).unwrap_or_else(|e| die("floor rename", e));
-    dir_handle.sync_all().unwrap_or_else(|e| die("floor dir fsync", e));
+    dir_handle
+        .sync_all()
+        .unwrap_or_else(|e| die("floor dir fsync", e));
 }
 
 fn floor_read(path: &Path) {
@@ -124,11 +130,19 @@ async fn alternate(s: &FileStateStore, dir: &Path, op: WriteOp) -> (f64, f64, f6
     if op == WriteOp::Cas {
         cur = json(r#"{"start":true}"#);
         let _ = s.delete("bench::cas").await;
-        if !s.compare_and_put("bench::cas", None, &cur).await.unwrap_or_else(|e| die("cas seed", e)) {
+        if !s
+            .compare_and_put("bench::cas", None, &cur)
+            .await
+            .unwrap_or_else(|e| die("cas seed", e))
+        {
             die("cas seed", "not written");
         }
     }
-    let floor_name = if op == WriteOp::PutDistinct { "floor-distinct" } else { "floor-one" };
+    let floor_name = if op == WriteOp::PutDistinct {
+        "floor-distinct"
+    } else {
+        "floor-one"
+    };
     for b in 0..BLOCKS {
         let t0 = Instant::now();
         for _ in 0..BLOCK_OPS {
@@ -138,13 +152,19 @@ async fn alternate(s: &FileStateStore, dir: &Path, op: WriteOp) -> (f64, f64, f6
         let t1 = Instant::now();
         for i in 0..BLOCK_OPS {
             match op {
-                WriteOp::PutOne => s.put("bench::one", &cur).await.unwrap_or_else(|e| die("put", e)),
+                WriteOp::PutOne => s
+                    .put("bench::one", &cur)
+                    .await
+                    .unwrap_or_else(|e| die("put", e)),
                 WriteOp::PutDistinct => s
                     .put(&format!("bench::d{:04}", b * BLOCK_OPS + i), &cur)
                     .await
                     .unwrap_or_else(|e| die("put", e)),
                 WriteOp::Cas => {
-                    let next = json(&format!(r#"{{"cursor":"c","offset":{}}}"#, b * BLOCK_OPS + i));
+                    let next = json(&format!(
+                        r#"{{"cursor":"c","offset":{}}}"#,
+                        b * BLOCK_OPS + i
+                    ));
                     let written = s
                         .compare_and_put("bench::cas", Some(&cur), &next)
                         .await
@@ -163,13 +183,22 @@ async fn alternate(s: &FileStateStore, dir: &Path, op: WriteOp) -> (f64, f64, f6
         stores.push(st);
         ratios.push(st / f);
     }
-    (median(&mut floors), median(&mut stores), median(&mut ratios))
+    (
+        median(&mut floors),
+        median(&mut stores),
+        median(&mut ratios),
+    )
 }
 
 // ---- threads ---------------------------------------------------------------
 
 /// Puts per second of `tasks` tasks putting `ops_each` distinct keys each.
-fn threaded_puts(rt: &tokio::runtime::Runtime, s: &Arc<FileStateStore>, tasks: usize, ops_each: usize) -> f64 {
+fn threaded_puts(
+    rt: &tokio::runtime::Runtime,
+    s: &Arc<FileStateStore>,
+    tasks: usize,
+    ops_each: usize,
+) -> f64 {
     let v = Arc::new(json(PAYLOAD));
     rt.block_on(async {
         let t0 = Instant::now();
@@ -179,7 +208,9 @@ fn threaded_puts(rt: &tokio::runtime::Runtime, s: &Arc<FileStateStore>, tasks: u
                 let id = i + tasks * 100;
                 tokio::spawn(async move {
                     for n in 0..ops_each {
-                        s.put(&format!("bench::t{id}::{n:05}"), &v).await.unwrap_or_else(|e| die("thread put", e));
+                        s.put(&format!("bench::t{id}::{n:05}"), &v)
+                            .await
+                            .unwrap_or_else(|e| die("thread put", e));
                     }
                 })
             })
@@ -207,35 +238,66 @@ fn main() {
     let _ = fs::remove_dir_all(&wdir);
     let _ = fs::remove_dir_all(&big);
     fs::create_dir_all(&wdir).unwrap_or_else(|e| die("mkdir", e));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mrt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(THREADS)
         .enable_all()
         .build()
         .unwrap();
 
-    println!("original (Rust) state store benchmark, data under {}\n", base.display());
-    println!("{:<44} {:>10} {:<5}  ratio to the floor measured in this run", "figure", "value", "unit");
+    println!(
+        "original (Rust) state store benchmark, data under {}\n",
+        base.display()
+    );
+    println!(
+        "{:<44} {:>10} {:<5}  ratio to the floor measured in this run",
+        "figure", "value", "unit"
+    );
 
     // Durable writes.
     let s = Arc::new(FileStateStore::new(&wdir));
     let v = json(PAYLOAD);
     rt.block_on(async {
-        s.put("bench::one", &v).await.unwrap_or_else(|e| die("put", e)); // warm
+        s.put("bench::one", &v)
+            .await
+            .unwrap_or_else(|e| die("put", e)); // warm
         let (f, st, r) = alternate(&s, &wdir, WriteOp::PutOne).await;
         line("floor: temp+fsync+rename+fsync dir", f, "ms", None);
-        line("file put, one key", st, "ms", Some((r, "median block ratio")));
+        line(
+            "file put, one key",
+            st,
+            "ms",
+            Some((r, "median block ratio")),
+        );
         let (_, st, r) = alternate(&s, &wdir, WriteOp::PutDistinct).await;
-        line("file put, distinct keys", st, "ms", Some((r, "median block ratio")));
+        line(
+            "file put, distinct keys",
+            st,
+            "ms",
+            Some((r, "median block ratio")),
+        );
         let (_, st, r) = alternate(&s, &wdir, WriteOp::Cas).await;
-        line("file compare-and-put cycle", st, "ms", Some((r, "median block ratio")));
+        line(
+            "file compare-and-put cycle",
+            st,
+            "ms",
+            Some((r, "median block ratio")),
+        );
     });
 
     // Threads: one task, then eight, same directory, distinct keys.
     let one = threaded_puts(&mrt, &s, 1, 160);
     let eight = threaded_puts(&mrt, &s, THREADS, 40);
     line("file put throughput, 1 thread", one, "op/s", None);
-    line("file put throughput, 8 threads", eight, "op/s", Some((eight / one, "vs one thread")));
+    line(
+        "file put throughput, 8 threads",
+        eight,
+        "op/s",
+        Some((eight / one, "vs one thread")),
+    );
     drop(s);
 
     // Reads: 100,000 keys.
@@ -245,7 +307,11 @@ fn main() {
         let reps = 20_000;
         for i in 0..1000 {
             let key = format!("bench::k{i:07}");
-            if s.get(&key).await.unwrap_or_else(|e| die("get", e)).is_none() {
+            if s.get(&key)
+                .await
+                .unwrap_or_else(|e| die("get", e))
+                .is_none()
+            {
                 die("get", "missing");
             }
         }
@@ -257,13 +323,22 @@ fn main() {
         let floor_t = t0.elapsed().as_secs_f64() / reps as f64 * 1e6;
         let t0 = Instant::now();
         for i in 0..reps {
-            if s.get(&format!("bench::k{:07}", i % 1000)).await.unwrap_or_else(|e| die("get", e)).is_none() {
+            if s.get(&format!("bench::k{:07}", i % 1000))
+                .await
+                .unwrap_or_else(|e| die("get", e))
+                .is_none()
+            {
                 die("get", "missing");
             }
         }
         let store_t = t0.elapsed().as_secs_f64() / reps as f64 * 1e6;
         line("floor: open+read+close", floor_t, "us", None);
-        line("file get", store_t, "us", Some((store_t / floor_t, "vs open+read+close")));
+        line(
+            "file get",
+            store_t,
+            "us",
+            Some((store_t / floor_t, "vs open+read+close")),
+        );
 
         let (mut best_floor, mut best_store) = (f64::MAX, f64::MAX);
         for _ in 0..3 {
@@ -277,8 +352,18 @@ fn main() {
                 die("list big", format!("{} keys", keys.len()));
             }
         }
-        line("floor: readdir of 100,000 files", best_floor * 1e3, "ms", None);
-        line("file list, 100,000 keys", best_store * 1e3, "ms", Some((best_store / best_floor, "vs readdir")));
+        line(
+            "floor: readdir of 100,000 files",
+            best_floor * 1e3,
+            "ms",
+            None,
+        );
+        line(
+            "file list, 100,000 keys",
+            best_store * 1e3,
+            "ms",
+            Some((best_store / best_floor, "vs readdir")),
+        );
 
         // The export and its JSON text, as bench_core times
         // faucet_export_namespace + faucet_export_to_json.
@@ -288,14 +373,21 @@ fn main() {
             floor_readdir(&big, true);
             best_floor = best_floor.min(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            let exp = export_namespace(&s, "bench").await.unwrap_or_else(|e| die("export", e));
+            let exp = export_namespace(&s, "bench")
+                .await
+                .unwrap_or_else(|e| die("export", e));
             let doc = serde_json::to_string(&exp).unwrap_or_else(|e| die("export", e));
             best_store = best_store.min(t0.elapsed().as_secs_f64());
             if exp.keys.len() != BIG_COUNT || doc.is_empty() {
                 die("export", format!("{} keys", exp.keys.len()));
             }
         }
-        line("floor: readdir + read of 100,000 files", best_floor * 1e3, "ms", None);
+        line(
+            "floor: readdir + read of 100,000 files",
+            best_floor * 1e3,
+            "ms",
+            None,
+        );
         line(
             "file export, 100,000 keys",
             best_store * 1e3,
@@ -312,16 +404,33 @@ fn main() {
         let keys: Vec<String> = (0..1000).map(|i| format!("bench::m{i:04}")).collect();
         let t0 = Instant::now();
         for i in 0..n {
-            mem.put(&keys[i % 1000], &v).await.unwrap_or_else(|e| die("memory put", e));
+            mem.put(&keys[i % 1000], &v)
+                .await
+                .unwrap_or_else(|e| die("memory put", e));
         }
-        line("memory put", n as f64 / t0.elapsed().as_secs_f64() / 1e6, "M/s", None);
+        line(
+            "memory put",
+            n as f64 / t0.elapsed().as_secs_f64() / 1e6,
+            "M/s",
+            None,
+        );
         let t0 = Instant::now();
         for i in 0..n {
-            if mem.get(&keys[i % 1000]).await.unwrap_or_else(|e| die("memory get", e)).is_none() {
+            if mem
+                .get(&keys[i % 1000])
+                .await
+                .unwrap_or_else(|e| die("memory get", e))
+                .is_none()
+            {
                 die("memory get", "missing");
             }
         }
-        line("memory get", n as f64 / t0.elapsed().as_secs_f64() / 1e6, "M/s", None);
+        line(
+            "memory get",
+            n as f64 / t0.elapsed().as_secs_f64() / 1e6,
+            "M/s",
+            None,
+        );
     });
 
     let _ = fs::remove_dir_all(&wdir);
