@@ -12,7 +12,7 @@
 #   --rounds N    rounds of (ours, original), at least 3 (default 3)
 #   --seed-tests  also run the seeds' own tests (cargo test) first
 #
-# Needs rustc >= 1.88 and cargo on PATH (or in ~/.cargo/bin), and the crate
+# Needs rustc >= 1.89 and cargo on PATH (or in ~/.cargo/bin), and the crate
 # sources Debian packages (nothing is downloaded; cargo's crates-io source is
 # replaced by /usr/share/cargo/registry, see bench/original/.cargo):
 #   scripts/install-deps.sh --original-bench
@@ -58,13 +58,13 @@ fi
 # ---- the toolchain and the crates -------------------------------------------
 PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
 if ! command -v cargo >/dev/null || ! command -v rustc >/dev/null; then
-  echo "original.sh: cargo and rustc (>= 1.88) are needed on PATH" >&2
+  echo "original.sh: cargo and rustc (>= 1.89) are needed on PATH" >&2
   exit 1
 fi
 rustc_version=$(rustc --version)
 minor=$(echo "$rustc_version" | sed -n 's/^rustc 1\.\([0-9]*\)\..*/\1/p')
-if [ -z "$minor" ] || [ "$minor" -lt 88 ]; then
-  echo "original.sh: $rustc_version is too old: the seeds need 1.88 (let-chains, File::try_lock)" >&2
+if [ -z "$minor" ] || [ "$minor" -lt 89 ]; then
+  echo "original.sh: $rustc_version is too old: the seeds need 1.89 (let-chains: 1.88, File::try_lock: 1.89)" >&2
   exit 1
 fi
 registry=/usr/share/cargo/registry

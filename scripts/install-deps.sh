@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh                    what the build, tests and CI need
 #   scripts/install-deps.sh --original-bench   and the crate sources that
 #       bench/original.sh builds the original Rust store against (opt-in: CI
-#       does not install them; rustc >= 1.88 and cargo are not Debian 12's
+#       does not install them; rustc >= 1.89 and cargo are not Debian 12's
 #       and must already be on PATH)
 set -euo pipefail
 
