@@ -210,6 +210,59 @@ static void json_c_leniencies_are_refused(void **state)
 	assert_round_trip("[-0.0e-0,0e0,1E+2,-1]", "[-0.0e-0,0e0,1E+2,-1]");
 }
 
+/* A string is scanned a word at a time where it is plain: each byte that
+ * ends the plain run - a quote, a backslash, a control character, a byte
+ * of UTF-8, a bad byte - is found at every offset of a long string, and
+ * the error names its exact offset. */
+static void strings_are_checked_at_every_offset(void **state)
+{
+	static const struct {
+		const char *bytes; /* put at offset i of 40 'a's inside quotes */
+		const char *refused; /* NULL: accepted */
+	} cases[] = {
+		{"\\\"", NULL}, {"\\\\", NULL}, {"\\u00e9", NULL}, {"\xc3\xa9", NULL},
+		{"\xe2\x82\xac", NULL}, {"\x7f", NULL}, {" ", NULL},
+		{"\t", "control character 0x09"}, {"\x01", "control character 0x01"},
+		{"\x1f", "control character 0x1f"}, {"\x80", "invalid UTF-8"},
+		{"\xff", "invalid UTF-8"}, {"\\q", "invalid escape"},
+	};
+	(void)state;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (size_t i = 0; i <= 40; i++) {
+			char text[64], want[64];
+			faucet_value *v = NULL;
+			size_t n = 0, blen = strlen(cases[c].bytes);
+
+			text[n++] = '"';
+			memset(text + n, 'a', i);
+			n += i;
+			memcpy(text + n, cases[c].bytes, blen);
+			n += blen;
+			memset(text + n, 'b', 40 - i);
+			n += 40 - i;
+			text[n++] = '"';
+			if (cases[c].refused == NULL) {
+				if (faucet_value_parse(&v, text, n) != 0)
+					fail_msg("case %zu at %zu: %s", c, i, faucet_error_last()->message);
+				faucet_value_free(v);
+				continue;
+			}
+			assert_int_not_equal(faucet_value_parse(&v, text, n), 0);
+			assert_null(v);
+			snprintf(want, sizeof(want), "byte %zu: ", i + 1);
+			tu_assert_error_contains(want);
+			tu_assert_error_contains(cases[c].refused);
+		}
+	}
+	/* A plain run that reaches the end of the input. */
+	for (size_t i = 0; i <= 20; i++) {
+		char text[32] = "\"aaaaaaaaaaaaaaaaaaaa";
+
+		assert_refused_len(text, 1 + i, "end of input inside a string");
+	}
+}
+
 static void nesting_limit_is_exact(void **state)
 {
 	char text[1200];
@@ -477,6 +530,7 @@ int main(void)
 		cmocka_unit_test(malformed_json_is_refused_with_an_offset),
 		cmocka_unit_test(deep_nesting_is_bounded),
 		cmocka_unit_test(json_c_leniencies_are_refused),
+		cmocka_unit_test(strings_are_checked_at_every_offset),
 		cmocka_unit_test(nesting_limit_is_exact),
 		cmocka_unit_test(duplicate_names_are_found_in_any_object),
 		cmocka_unit_test(equality_is_structural),

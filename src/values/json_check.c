@@ -190,6 +190,20 @@ static int check_escape(checker *ck, const char *p, const char **next)
 
 /* A string starting at the quote at p; on success *next is past the
  * closing quote and *span holds its raw content. */
+/* Whether all 8 bytes of x are plain: printable ASCII, neither '"' nor
+ * '\\'.  Each test is the exact "some byte is below n" one of the bit
+ * hacks: (x - n per byte) & ~x has a byte's top bit set for some byte
+ * below n (exact as a whole for n <= 128, and bytes >= 0x80 are refused
+ * by the last term anyway). */
+static int plain8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101u, top = 0x8080808080808080u;
+	uint64_t quote = x ^ (ones * '"'), slash = x ^ (ones * '\\');
+
+	return (((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash) |
+		x) & top ? 0 : 1;
+}
+
 static int check_string(checker *ck, const char *p, const char **next, name_span *span)
 {
 	const char *q = p + 1;
@@ -197,7 +211,13 @@ static int check_string(checker *ck, const char *p, const char **next, name_span
 	for (;;) {
 		unsigned char c;
 
-		/* Plain ASCII is almost everything: run through it first. */
+		/* Plain ASCII is almost everything: run through it first, a word
+		 * at a time, then byte by byte to the byte that ends it. */
+		for (uint64_t w; ck->end - q >= 8; q += 8) {
+			memcpy(&w, q, sizeof(w));
+			if (!plain8(w))
+				break;
+		}
 		while (q < ck->end && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80 &&
 		       *q != '"' && *q != '\\')
 			q++;
