@@ -50,10 +50,8 @@ case "$rounds" in ''|*[!0-9]*) echo "original.sh: --rounds takes a number" >&2; 
 build=$(cd "${build_arg:-build}" && pwd)
 data="$build/bench-data/original-side-by-side"
 mkdir -p "$data"
-if [ "$(stat -f -c %T "$data")" = "tmpfs" ]; then
-  echo "original.sh: $data is on tmpfs; durable-write figures would be meaningless" >&2
-  exit 1
-fi
+. "$here/bench/lib.sh"
+refuse_tmpfs "$data" original.sh
 
 # ---- the toolchain and the crates -------------------------------------------
 PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"

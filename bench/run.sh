@@ -10,10 +10,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 data="$build/bench-data"
 mkdir -p "$data"
-if [ "$(stat -f -c %T "$data")" = "tmpfs" ]; then
-  echo "bench: $data is on tmpfs; durable-write figures would be meaningless" >&2
-  exit 1
-fi
+. "$here/bench/lib.sh"
+refuse_tmpfs "$data" bench
 # On a machine with two CPUs or more, the servers run on CPU 1 and the
 # backend benchmark on CPU 0.  Unpinned, the scheduler sometimes puts client
 # and server on one CPU (a loopback round trip of ~10 us) and sometimes on

@@ -56,10 +56,8 @@ trash="$build/bench-data/trash.$$"
 mkdir -p "$trash"
 if [ -d "$data" ]; then mv "$data" "$trash/previous"; fi
 mkdir -p "$data"
-if [ "$(stat -f -c %T "$data")" = "tmpfs" ]; then
-  echo "scale: $data is on tmpfs; durable-write figures would be meaningless" >&2
-  exit 1
-fi
+. "$here/bench/lib.sh"
+refuse_tmpfs "$data" scale
 pin=()
 if [ -z "${FAUCET_TEST_PG_URL:-}" ]; then
   if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then

@@ -386,6 +386,17 @@ int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet
  * freeing a tree of every unit each time made the per-unit cost grow with
  * the range (a third of a 1,000-unit backfill's CPU).  Members in the order
  * a reader of earlier versions saw them. */
+/* Append ,"name":"s" - nothing when s is NULL (the member is absent). */
+static void put_member(faucet_buf *b, const char *name, const char *s)
+{
+	if (s == NULL)
+		return;
+	(void)faucet__buf_putc(b, ',');
+	faucet__json_string(b, name);
+	(void)faucet__buf_putc(b, ':');
+	faucet__json_string(b, s);
+}
+
 int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out)
 {
 	faucet_buf b = FAUCET_BUF_INIT;
@@ -394,10 +405,7 @@ int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_valu
 	*out = NULL;
 	(void)faucet__buf_puts(&b, "{\"descriptor\":");
 	faucet__json_string(&b, m->descriptor);
-	if (m->timezone != NULL) {
-		(void)faucet__buf_puts(&b, ",\"timezone\":");
-		faucet__json_string(&b, m->timezone);
-	}
+	put_member(&b, "timezone", m->timezone);
 	(void)faucet__buf_puts(&b, ",\"units\":{");
 	for (size_t i = 0; i < m->count; i++) {
 		const unit_outcome *u = &m->units[i];
@@ -407,22 +415,14 @@ int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_valu
 			(void)faucet__buf_putc(&b, ',');
 		faucet__json_string(&b, u->unit);
 		(void)faucet__buf_puts(&b, failed ? ":{\"status\":\"failed\"" : ":{\"status\":\"done\"");
-		if (failed) {
-			(void)faucet__buf_puts(&b, ",\"error\":");
-			faucet__json_string(&b, u->error != NULL ? u->error : "");
-		}
+		if (failed)
+			put_member(&b, "error", u->error != NULL ? u->error : "");
 		if (u->attempts > 0) {
 			(void)faucet__buf_puts(&b, ",\"attempts\":");
 			(void)faucet__buf_put_uint(&b, u->attempts);
 		}
-		if (u->started_at != NULL) {
-			(void)faucet__buf_puts(&b, ",\"started_at\":");
-			faucet__json_string(&b, u->started_at);
-		}
-		if (u->ended_at != NULL) {
-			(void)faucet__buf_puts(&b, ",\"ended_at\":");
-			faucet__json_string(&b, u->ended_at);
-		}
+		put_member(&b, "started_at", u->started_at);
+		put_member(&b, "ended_at", u->ended_at);
 		(void)faucet__buf_putc(&b, '}');
 	}
 	(void)faucet__buf_puts(&b, "}}");
