@@ -108,9 +108,6 @@ void faucet__buf_dispose(faucet_buf *b)
 	b->failed = 0;
 }
 
-/* The one JSON string writer of libfaucet and the command (see util.h):
- * the short escapes JSON has for quote, backslash, newline, return and tab,
- * \u00XX for the other control characters, every other byte as it is. */
 int faucet__buf_put_uint(faucet_buf *b, uint64_t n)
 {
 	char digits[20];
@@ -123,6 +120,9 @@ int faucet__buf_put_uint(faucet_buf *b, uint64_t n)
 	return faucet__buf_put(b, digits + at, sizeof(digits) - at);
 }
 
+/* The one JSON string writer of libfaucet and the command (see util.h):
+ * the short escapes JSON has for quote, backslash, newline, return and tab,
+ * \u00XX for the other control characters, every other byte as it is. */
 void faucet__json_string(faucet_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
