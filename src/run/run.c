@@ -2020,13 +2020,14 @@ int faucet_run_put_end(faucet_run *r, const char *key, const faucet_value *value
 /* The first write of a key by a handle that has not joined is a
  * compare-and-delete against the before-image it recorded: a put that
  * landed since is recorded as the before-image instead (the retry, q.moved)
- * and deleted, not lost unseen. */
-int faucet_run_delete(faucet_run *r, const char *key)
+ * and deleted, not lost unseen.  `attempt` > 0: a caller's own first
+ * attempt found the key moved. */
+static int run_delete_from(faucet_run *r, const char *key, int attempt)
 {
 	const faucet_value *none = NULL;
 	int rc = 0, noop = 0;
 
-	for (int attempt = 0;; attempt++) {
+	for (;; attempt++) {
 		write_req q = {.keys = &key, .vals = &none, .n = 1, .after_ahead = 1,
 			       .moved = attempt > 0};
 		int first = 0, deleted = 0, present;
@@ -2056,6 +2057,11 @@ int faucet_run_delete(faucet_run *r, const char *key)
 	}
 	note_after(r, key, NULL, note_of(rc));
 	return rc;
+}
+
+int faucet_run_delete(faucet_run *r, const char *key)
+{
+	return run_delete_from(r, key, 0);
 }
 
 /* A compare-and-put or -delete through the run (value NULL = delete). */
@@ -2257,11 +2263,38 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 	return rc;
 }
 
+/* One key of a run's batch delete, read just now as *now (read: whether
+ * it was).  A handle that has not joined deletes it only while it holds
+ * what was read - absent, there is nothing to delete - and a key that moved
+ * since goes the way of a delete's retry: read again, its new value
+ * recorded as its before-image, deleted against that (design §8.2).  A
+ * joined handle, or a key this run wrote before, is deleted plainly. */
+static int delete_read_key(faucet_run *r, const char *key, int read, const faucet_value *now)
+{
+	int rc, deleted = 0;
+
+	if (!read || r->joined) {
+		rc = faucet_store_delete(r->s, key);
+	} else if (now == NULL) {
+		/* Absent when read: a put landing since is not this run's to
+		 * delete, and the key is not its change - left unwritten, its
+		 * image leaves the marker at the end (a leased run logged the
+		 * after-image ahead: undo then sees such a put as a conflict). */
+		return 0;
+	} else {
+		rc = faucet_store_compare_and_delete(r->s, key, now, &deleted);
+		if (rc == 0 && !deleted)
+			return run_delete_from(r, key, 1);
+	}
+	note_after(r, key, NULL, note_of(rc));
+	return rc;
+}
+
 int faucet_run_delete_batch(faucet_run *r, const char *const *keys, size_t count)
 {
 	const faucet_value **vals;
 	write_req q;
-	size_t done = 0;
+	size_t done = 0, todo_at = 0, again_at = 0;
 	int rc;
 
 	if (r == NULL || (count > 0 && keys == NULL))
@@ -2271,18 +2304,21 @@ int faucet_run_delete_batch(faucet_run *r, const char *const *keys, size_t count
 	vals = faucet__calloc(count, sizeof(*vals)); /* every one NULL: a delete */
 	if (vals == NULL)
 		return FAUCET_ENOMEM;
-	/* Every before-image in one marker write, then the deletes. */
+	/* Every before-image in one marker write, then the deletes, each
+	 * against the value the marker write read. */
 	memset(&q, 0, sizeof(q));
 	q.keys = keys;
 	q.vals = vals;
 	q.n = count;
 	rc = prepare(r, &q, NULL, NULL);
+	for (; rc == 0 && done < count; done++) {
+		const faucet_value *now = NULL;
+		int read = read_now(&q, &todo_at, &again_at, keys[done], &now);
+
+		rc = delete_read_key(r, keys[done], read, now);
+	}
 	req_dispose(&q);
 	free(vals);
-	for (; rc == 0 && done < count; done++) {
-		rc = faucet_store_delete(r->s, keys[done]);
-		note_after(r, keys[done], NULL, note_of(rc));
-	}
 	/* After a failed delete the keys not reached are as they were, but
 	 * their images are marked unknown: a false conflict is safe. */
 	for (size_t i = done; rc != 0 && i < count; i++)

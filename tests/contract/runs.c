@@ -1853,6 +1853,53 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 	}
 }
 
+/* The same for a batch delete (what `faucet state clear` does): every
+ * before-image is recorded in one marker write, then each key is deleted
+ * only while it holds what that write read.  A put that landed on one key
+ * in between is recorded as its before-image and given back by undo; a key
+ * that was absent when read and written meanwhile is left as written, and
+ * is not the batch's change.
+ * Fails before the batch's deletes were conditional: the put was deleted
+ * unseen and undo restored the value read before it. */
+static void undo_restores_a_put_that_landed_before_a_batch_delete(void **state)
+{
+	faucet_store *s = S(state);
+	const char *keys[] = {"p::default::a", "p::default::b", "p::default::c"};
+
+	/* (leased, absent): a leased run logs the after-images ahead, and its
+	 * undo sees a put on a key absent when read as a conflict (safe). */
+	for (int c = 0; c < 3; c++) {
+		int leased = c == 1, absent = c == 2;
+		{
+			faucet_undo_result res;
+			faucet_store *rs;
+			faucet_run *w;
+
+			tu_put(s, keys[0], "{\"v\":0}");
+			tu_put(s, keys[2], "{\"v\":2}");
+			if (!absent)
+				tu_put(s, keys[1], "{\"v\":1}");
+			rs = racing(s, keys[1], "{\"v\":\"put in the window\"}");
+			w = leased ? begin(rs, NULL) : begin_write(rs, "default", 0);
+			assert_int_equal(faucet_run_delete_batch(w, keys, 3), 0);
+			tu_assert_value(s, keys[0], NULL);
+			/* Absent when read: the put is not the batch's to delete. */
+			tu_assert_value(s, keys[1], absent ? "{\"v\":\"put in the window\"}" : NULL);
+			tu_assert_value(s, keys[2], NULL);
+			end_ok(w);
+			faucet_store_free(rs);
+			res = undo(s, NULL, 0);
+			assert_false(res.conflict);
+			faucet_undo_result_dispose(&res);
+			tu_assert_value(s, keys[0], "{\"v\":0}");
+			tu_assert_value(s, keys[1], "{\"v\":\"put in the window\"}");
+			tu_assert_value(s, keys[2], "{\"v\":2}");
+			tu_put(s, keys[1], "{\"v\":1}");
+			assert_int_equal(faucet_store_delete(s, keys[1]), 0);
+		}
+	}
+}
+
 /* The same for a command of a `faucet run` (a handle that joined the run):
  * its first write of a key - the run's first - replaces exactly the
  * before-image it recorded in the run's shared marker.  A put that landed
@@ -2346,6 +2393,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_between_record_and_write,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_a_runs_first_write,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_a_batch_delete,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_runs_compare_and_put_holds_against_what_it_read,
 						setup, teardown),
