@@ -423,6 +423,21 @@ class Schedule:
         self.finish_write(op, ok_codes=(0,))
         return op
 
+    def op_clear(self, actor, rng, last_read):
+        """`state clear` of the pipeline or of one row: a batch delete whose
+        keys are each deleted against the value its marker write read."""
+        row = rng.choice(ROWS + [None])
+        scope = [k for k in KEYS
+                 if row is None or k == "%s::%s" % (PIPELINE, row)
+                 or k.startswith("%s::%s::" % (PIPELINE, row))]
+        op = Op(actor, "clear", values={k: None for k in scope})
+        argv = ["state", "clear", PIPELINE, "--yes"] + (["--row", row] if row else [])
+        self.launch(op, argv, rng)
+        if op.outcome is None and op.rc == 75:
+            op.outcome = "rejected"  # the pipeline lease was held: nothing deleted
+        self.finish_write(op, ok_codes=(0,))
+        return op
+
     def op_noop(self, actor, rng, last_read):
         if rng.random() < 0.5:
             op = Op(actor, "noop_put", key=NOOP_PUT_KEY, value=NOOP_PUT_VALUE)
@@ -624,7 +639,7 @@ class Schedule:
         return op
 
     OPS = [("put", 18), ("cas", 12), ("delete", 7), ("get", 14), ("import", 6), ("run", 12),
-           ("undo", 16), ("lockbreak", 3), ("noop", 5)]
+           ("undo", 16), ("lockbreak", 3), ("noop", 5), ("clear", 3)]
 
     def actor_main(self, actor, rng):
         last_read = {}
@@ -818,7 +833,7 @@ def register_events(ops, key):
         elif op.kind in ("get", "final") and op.key == key and ok:
             cmp = op.cmp if op.kind == "get" else INF
             ev.append((op.inv, cmp, "r", op.value, None, True, op))
-        elif op.kind == "import" and op.values and key in op.values:
+        elif op.kind in ("import", "clear") and op.values and key in op.values:
             if ok:
                 ev.append((op.inv, op.cmp, "w", op.values[key], None, True, op))
             elif op.outcome in ("unknown", "failed"):
@@ -863,9 +878,10 @@ WILD = object()
 # against the before-image it records: what the key held just before the
 # write (doc/design.md §8.2) - a `state put`/`delete`/compare-and-put, and a
 # command of a `faucet run` ("cput", a joined handle: its run's first write
-# of the key).  Imports are left out: their window is still open (§8.2,
-# "What is not closed yet").
-BEFORE_KINDS = ("put", "delete", "cas", "cput")
+# of the key), a `state clear` (each key deleted against what it read).
+# Imports are left out: their window is still open (§8.2, "What is not
+# closed yet").
+BEFORE_KINDS = ("put", "delete", "cas", "cput", "clear")
 
 
 def before_of(befores, run):
@@ -1040,7 +1056,7 @@ def acknowledged_writes(ops):
             continue
         if op.kind in ("put", "cput", "delete", "cas") and op.key in KEYS:
             writes.append((op.key, op.run, op))
-        elif op.kind == "import" and op.values:
+        elif op.kind in ("import", "clear") and op.values:
             for k in op.values:
                 writes.append((k, op.run, op))
         elif op.kind == "undo":
@@ -1068,6 +1084,16 @@ def changed_key_per_history(index, run, key):
     if not entries:
         return None
     return any(key in (e.get("keys") or []) for _, e in entries)
+
+
+def undo_printed(op):
+    """The run an undo printed as undone: an ok undo's, or a killed one's
+    that got as far as printing its result (printed after its commit)."""
+    if op.kind != "undo" or not isinstance(op.out, dict) or op.outcome not in ("ok", "unknown"):
+        return None
+    if op.outcome == "unknown" and not ("restored" in op.out and "error" not in op.out):
+        return None
+    return op.out.get("undone")
 
 
 def check_undo_clobber(ops, runs_doc):
@@ -1104,11 +1130,13 @@ def check_undo_clobber(ops, runs_doc):
                 # since V and refused (every value is unique), so a
                 # successful undo of V that overlapped this one went first.
                 # R1 still checks that the values agree with that order.
+                # An undo killed after it printed its result had committed
+                # (the result is printed after the commit) and counts too.
                 undone_before = any(
-                    y.undone == v and y is not x and y.inv < x.cmp for y in ok_undos)
+                    undo_printed(y) == v and y is not x and y.inv < x.cmp for y in ops)
                 if undone_before:
                     continue
-                if w.kind in ("delete",) and changed_key_per_history(index, v, key) is not True:
+                if w.kind in ("delete", "clear") and changed_key_per_history(index, v, key) is not True:
                     continue  # a delete may have changed nothing
                 out.append(Violation(
                     "R2", "undo of %s (op #%d, run %s) restored %s over the later write %s of run %s "
@@ -1125,18 +1153,26 @@ def written_value(op, key):
         return "(a restore by undo of %s)" % op.undone
     if op.kind == "import":
         return (op.values or {}).get(key)
+    if op.kind == "clear":
+        return "(a delete by state clear)"
     return op.value if op.value is not None else "(delete)"
 
 
 def last_writes_of_run(ops, run):
     """key -> (value, acknowledged) of the last write run made to each key."""
     last = {}
-    mine = sorted((o for o in ops if o.run == run and o.kind in ("put", "cput", "cas", "delete", "import")),
+    mine = sorted((o for o in ops if o.run == run and o.kind in ("put", "cput", "cas", "delete", "import",
+                                                                  "clear")),
                   key=lambda o: o.inv)
     for o in mine:
         if o.kind == "import":
             for k, v in (o.values or {}).items():
                 last[k] = (v, o.outcome == "ok")
+        elif o.kind == "clear":
+            # A key absent when the clear read it is not its change (no
+            # step, no image): never taken as a known last write.
+            for k in o.values or {}:
+                last[k] = (None, False)
         else:
             last[o.key] = (o.value, o.outcome == "ok")
     return last
@@ -1208,7 +1244,7 @@ def check_history_agrees(ops, runs_doc):
                                      "dead (must read 'abandoned')" % (run, scope),
                                      [o for o in ops if o.run == run]))
     for op in ops:
-        if op.outcome != "ok" or op.kind not in ("put", "cas", "delete", "import", "undo") or not op.run:
+        if op.outcome != "ok" or op.kind not in ("put", "cas", "delete", "import", "clear", "undo") or not op.run:
             continue
         if op.kind == "noop_put" or op.kind == "noop_del":
             continue
