@@ -906,7 +906,6 @@ typedef struct {
 typedef struct {
 	sort_item *tmp;        /* scatter target, as long as the input */
 	size_t count[8][256];  /* per byte of the chunk; reused at every level */
-	int equal;             /* the sort met two equal keys */
 } sort_space;
 
 static uint64_t chunk_at(const char *key, size_t depth)
@@ -952,10 +951,11 @@ static void radix_sort_chunks(sort_item *a, size_t n, sort_space *sp)
 
 /* Sort a[0..n), whose keys agree on their first `depth` bytes and whose
  * chunks are loaded for `depth`.  Recursion goes 8 bytes deeper each level,
- * so it is at most 33 levels deep for a 256-byte key.  Sets sp->equal when
- * two keys are equal: keys from different runs differ, and in an insertion
- * sort every pair that ends up adjacent has been compared. */
-static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
+ * so it is at most 33 levels deep for a 256-byte key.  Sets *equal when two
+ * keys are equal: keys from different runs differ, and in an insertion sort
+ * every pair that ends up adjacent has been compared.  `sp` is needed (and
+ * may be NULL otherwise) when n >= 32. */
+static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp, int *equal)
 {
 	if (n < 32) {
 		/* Few keys: insertion sort on their remaining bytes. */
@@ -965,7 +965,7 @@ static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
 				sort_item t;
 
 				if (c <= 0) {
-					sp->equal |= c == 0;
+					*equal |= c == 0;
 					break;
 				}
 				t = a[j - 1];
@@ -983,12 +983,12 @@ static void sort_by_chunks(sort_item *a, size_t n, size_t depth, sort_space *sp)
 			continue;
 		/* A run whose chunk ends in a zero byte holds equal keys. */
 		if ((a[i].chunk & 0xff) == 0) {
-			sp->equal = 1;
+			*equal = 1;
 			continue;
 		}
 		for (size_t k = i; k < j; k++)
 			a[k].chunk = chunk_at(a[k].key, depth + 8);
-		sort_by_chunks(a + i, j - i, depth + 8, sp);
+		sort_by_chunks(a + i, j - i, depth + 8, sp, equal);
 	}
 }
 
@@ -1033,6 +1033,7 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
 {
 	sort_space *sp = NULL;
 	size_t cap = 4;
+	int equal = 0;
 
 	if (l->count == 0)
 		return 0;
@@ -1041,13 +1042,11 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
 	while (cap < l->count)
 		cap *= 2;
 	out->strings = faucet__malloc(cap * sizeof(char *));
-	if (out->strings != NULL) {
+	if (out->strings != NULL && l->count >= 32) {
 		sp = faucet__malloc(sizeof(*sp));
-		if (sp != NULL) {
-			sp->equal = 0;
-			sp->tmp = l->count >= 32 ? faucet__malloc(l->count * sizeof(*sp->tmp)) : NULL;
-		}
-		if (sp != NULL && l->count >= 32 && sp->tmp == NULL) {
+		if (sp != NULL)
+			sp->tmp = faucet__malloc(l->count * sizeof(*sp->tmp));
+		if (sp != NULL && sp->tmp == NULL) {
 			free(sp);
 			sp = NULL;
 		}
@@ -1060,17 +1059,18 @@ static int key_list_finish(key_list *l, faucet_strarray *out)
 		key_list_dispose(l);
 		return FAUCET_ENOMEM;
 	}
-	sort_by_chunks(l->items, l->count, 0, sp);
+	sort_by_chunks(l->items, l->count, 0, sp, &equal);
 	out->count = 0;
 	for (size_t i = 0; i < l->count; i++) {
 		/* Equal keys are adjacent now; compare only if the sort met some. */
-		if (sp->equal && out->count > 0 &&
+		if (equal && out->count > 0 &&
 		    strcmp(out->strings[out->count - 1], l->items[i].key) == 0)
 			free(l->items[i].key);
 		else
 			out->strings[out->count++] = l->items[i].key;
 	}
-	free(sp->tmp);
+	if (sp != NULL)
+		free(sp->tmp);
 	free(sp);
 	free(l->items);
 	l->items = NULL;
