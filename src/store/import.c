@@ -220,6 +220,8 @@ static int has_name(char *const *sorted, size_t count, const char *key)
 /* The document's keys sorted (borrowed pointers): a duplicate is refused. */
 static int sort_names(char **names, size_t count, char ***sorted)
 {
+	size_t i;
+
 	*sorted = NULL;
 	if (count == 0)
 		return 0;
@@ -227,10 +229,14 @@ static int sort_names(char **names, size_t count, char ***sorted)
 	if (*sorted == NULL)
 		return FAUCET_ENOMEM;
 	memcpy(*sorted, names, count * sizeof(**sorted));
-	/* An export document lists its keys in order: one pass says so. */
-	if (!faucet__names_sorted(*sorted, count, sizeof(**sorted)))
-		qsort(*sorted, count, sizeof(**sorted), compare_names);
-	for (size_t i = 1; i < count; i++) {
+	/* An export document lists its keys in strictly increasing order: one
+	 * pass says so, and then there is neither a sort nor a duplicate. */
+	for (i = 1; i < count && strcmp((*sorted)[i - 1], (*sorted)[i]) < 0; i++)
+		;
+	if (i == count)
+		return 0;
+	qsort(*sorted, count, sizeof(**sorted), compare_names);
+	for (i = 1; i < count; i++) {
 		if (strcmp((*sorted)[i - 1], (*sorted)[i]) == 0) {
 			int rc = faucet__export_duplicate_key((*sorted)[i]);
 			free(*sorted);
