@@ -264,28 +264,18 @@ fn main() {
         s.put("bench::one", &v)
             .await
             .unwrap_or_else(|e| die("put", e)); // warm
-        let (f, st, r) = alternate(&s, &wdir, WriteOp::PutOne).await;
-        line("floor: temp+fsync+rename+fsync dir", f, "ms", None);
-        line(
-            "file put, one key",
-            st,
-            "ms",
-            Some((r, "median block ratio")),
-        );
-        let (_, st, r) = alternate(&s, &wdir, WriteOp::PutDistinct).await;
-        line(
-            "file put, distinct keys",
-            st,
-            "ms",
-            Some((r, "median block ratio")),
-        );
-        let (_, st, r) = alternate(&s, &wdir, WriteOp::Cas).await;
-        line(
-            "file compare-and-put cycle",
-            st,
-            "ms",
-            Some((r, "median block ratio")),
-        );
+        let ops = [
+            ("file put, one key", WriteOp::PutOne),
+            ("file put, distinct keys", WriteOp::PutDistinct),
+            ("file compare-and-put cycle", WriteOp::Cas),
+        ];
+        for (i, (label, op)) in ops.into_iter().enumerate() {
+            let (f, st, r) = alternate(&s, &wdir, op).await;
+            if i == 0 {
+                line("floor: temp+fsync+rename+fsync dir", f, "ms", None);
+            }
+            line(label, st, "ms", Some((r, "median block ratio")));
+        }
     });
 
     // Threads: one task, then eight, same directory, distinct keys.
