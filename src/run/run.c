@@ -1768,14 +1768,20 @@ static int edit_write(faucet_run *r, run_marker *m, void *ctx, int *changed)
 	if ((rc = faucet_run__marker_add_many(m, q->todo_keys, q->todo_vals, q->todo, &added)) != 0)
 		return rc;
 	*changed = added;
-	for (size_t i = 0; i < q->again; i++) {
+	for (size_t i = 0, at = 0; i < q->again; i++) {
 		run_image *img = faucet_run__marker_find(m, q->again_keys[i]);
 
 		/* Changed by someone else since it was recorded ahead (and not
 		 * written by this run): its value now is its before-image. */
 		if (img == NULL || faucet_value_equal(img->before, q->again_vals[i]))
 			continue;
-		if (img->after_known && !(q->moved && same_value(img->after, q->vals[0])))
+		/* An after-image logged ahead is this write's own only on its
+		 * retry, when it is the value this write gives that key
+		 * (again_keys are q->keys' own pointers, in their order). */
+		while (at < q->n && q->keys[at] != q->again_keys[i])
+			at++;
+		if (img->after_known &&
+		    !(q->moved && q->vals != NULL && at < q->n && same_value(img->after, q->vals[at])))
 			continue;
 		faucet_value_free(img->before);
 		img->before = q->again_vals[i] ? faucet_value_ref(q->again_vals[i]) : NULL;
@@ -2250,12 +2256,79 @@ static int put_prefix_noted(faucet_run *r, const faucet_entry *entries, size_t c
 	return rc;
 }
 
+/* Whether the batch can be one compare-and-put batch: a value for every
+ * key (the plain path refuses a missing one) and no key twice. */
+static int batch_can_hold(const faucet_entry *entries, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (entries[i].key == NULL || entries[i].value == NULL)
+			return 0;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(entries[i].key, entries[j].key) == 0)
+				return 0;
+	}
+	return 1;
+}
+
+/* A batch of first writes, each against the value its before-image was
+ * read as (design §8.2): all written at once, or - when a put landed on one
+ * of them after the read - none, and then every key not yet written is read
+ * again, its before-image recorded anew, and the batch tried again, so that
+ * undo gives back the put that landed rather than the value read before
+ * it.  FAUCET_EUNSUPPORTED, before anything is written, when the batch is
+ * not one of first writes or the backend has no compare-and-put batch:
+ * the caller writes it plainly. */
+static int put_batch_held(faucet_run *r, const faucet_entry *entries, size_t count)
+{
+	faucet_store_guard *g = faucet__calloc(count, sizeof(*g));
+	const char **keys = NULL;
+	const faucet_value **vals = NULL;
+	int rc = g == NULL ? FAUCET_ENOMEM : entry_arrays(entries, count, &keys, &vals);
+
+	for (int attempt = 0; rc == 0; attempt++) {
+		write_req q = {.keys = keys, .vals = vals, .n = count, .moved = attempt > 0};
+		size_t todo_at = 0, again_at = 0;
+		int written = 0;
+
+		if (attempt >= CAS_ATTEMPTS) {
+			rc = kept_moving(r, entries[0].key);
+			break;
+		}
+		rc = prepare(r, &q, NULL, NULL);
+		for (size_t i = 0; rc == 0 && i < count; i++) {
+			const faucet_value *now = NULL;
+
+			/* A key this run wrote already is not a first write. */
+			if (!read_now(&q, &todo_at, &again_at, keys[i], &now))
+				rc = FAUCET_EUNSUPPORTED;
+			g[i] = (faucet_store_guard){keys[i], now, vals[i]};
+		}
+		if (rc == 0)
+			rc = faucet__store_compare_and_put_batch(r->s, g, count, &written);
+		req_dispose(&q);
+		if (rc == FAUCET_EUNSUPPORTED)
+			break;
+		if (rc != 0 || written) {
+			note_after_entries(r, entries, count, rc == 0 ? count : 0);
+			break;
+		}
+	}
+	free(keys);
+	free(vals);
+	free(g);
+	return rc;
+}
+
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
 {
 	int rc;
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
+	if (r != NULL && !r->joined && count <= FAUCET_STORE_CAS_BATCH_MAX &&
+	    faucet__store_has_cas_batch(r->s) && entries != NULL && batch_can_hold(entries, count) &&
+	    (rc = put_batch_held(r, entries, count)) != FAUCET_EUNSUPPORTED)
+		return rc;
 	if ((rc = prepare_entries(r, entries, count)) != 0)
 		return rc;
 	rc = faucet_store_put_batch(r->s, entries, count);
