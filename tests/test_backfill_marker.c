@@ -86,6 +86,9 @@ static void marker_text_is_exact(void **state)
 	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u1", 10, NULL, "2026-06-01T00:00:02Z"), 0);
 	assert_int_equal(faucet_backfill_marker_mark_done(m, "u3"), 0);
 	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u3", 1000000000u, NULL, NULL), 0);
+	/* One more could not be read back: refused, the unit as it was. */
+	assert_int_equal(faucet_backfill_marker_set_attempt(m, "u3", 1000000001u, "x", "y"),
+			 FAUCET_EINVALID);
 	assert_int_equal(faucet_backfill_marker_to_value(m, &v), 0);
 	assert_string_equal(faucet_value_json(v),
 			    "{\"descriptor\":\"a/b|\\\"q\\\"|1h\",\"timezone\":\"America/New_York\","
@@ -304,6 +307,18 @@ static void record_outcome_counts_attempts(void **state)
 	v = tu_v("{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"done\",\"ended_at\":5}}}");
 	assert_int_equal(faucet_backfill_marker_from_value(&m, v), FAUCET_ECONFIG);
 	faucet_value_free(v);
+	/* A count at the reader's limit stays there: the outcome is still
+	 * recorded, and the marker still reads. */
+	tu_put(s, "p::__backfill__::h",
+	       "{\"descriptor\":\"d\",\"units\":{\"u\":{\"status\":\"failed\",\"error\":\"x\","
+	       "\"attempts\":1000000000}}}");
+	o.error = "again";
+	assert_int_equal(faucet_backfill_marker_record_outcome(s, "p::__backfill__::h", &o, NULL), 0);
+	assert_int_equal(faucet_backfill_marker_load(s, "p::__backfill__::h", &m), 0);
+	assert_int_equal(faucet_backfill_marker_unit_info(m, "u", &info), 1);
+	assert_int_equal(info.attempts, 1000000000u);
+	assert_string_equal(info.error, "again");
+	faucet_backfill_marker_free(m);
 	faucet_store_free(s);
 }
 

@@ -187,8 +187,8 @@ FAUCET_EXTERN int faucet_backfill_marker_unit_info(const faucet_backfill_marker 
 						   const char *unit,
 						   faucet_backfill_unit_info *out);
 
-/* Set the attempt count and times of a unit that has an outcome
- * (FAUCET_EINVALID otherwise).  Times may be NULL. */
+/* Set the attempt count (at most 1,000,000,000) and times of a unit that
+ * has an outcome (FAUCET_EINVALID otherwise).  Times may be NULL. */
 FAUCET_EXTERN int faucet_backfill_marker_set_attempt(faucet_backfill_marker *m, const char *unit,
 						     unsigned attempts, const char *started_at,
 						     const char *ended_at);

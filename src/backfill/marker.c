@@ -31,6 +31,9 @@
 #include <faucet/backfill.h>
 #include <faucet/keys.h>
 
+/* Most attempts a unit's entry may count (what the reader accepts). */
+#define MARKER_ATTEMPTS_MAX 1000000000u
+
 #define RECORD_MAX_ATTEMPTS 10000 /* conflicts are short-lived; this is a safety stop */
 
 typedef struct {
@@ -214,6 +217,12 @@ int faucet_backfill_marker_set_attempt(faucet_backfill_marker *m, const char *un
 	if (!found)
 		return faucet_error_set(FAUCET_EINVALID, "backfill marker: no outcome for unit '%s'",
 					unit);
+	/* What the reader takes (read_attempt): a marker is never written
+	 * that it could not read back. */
+	if (attempts > MARKER_ATTEMPTS_MAX)
+		return faucet_error_set(FAUCET_EINVALID,
+					"backfill marker: unit '%s': %u attempts is over the limit of %u",
+					unit, attempts, (unsigned)MARKER_ATTEMPTS_MAX);
 	if (set_text(&s, started_at) != 0 || set_text(&e, ended_at) != 0) {
 		free(s);
 		return FAUCET_ENOMEM;
@@ -291,7 +300,7 @@ static int read_attempt(faucet_backfill_marker *m, const char *unit, json_object
 
 	if (json_object_object_get_ex(o, "attempts", &att)) {
 		if (!json_object_is_type(att, json_type_int) || (n = json_object_get_int64(att)) < 0 ||
-		    n > 1000000000)
+		    n > MARKER_ATTEMPTS_MAX)
 			return faucet_error_set(FAUCET_ECONFIG,
 						"backfill marker: unit '%s' has a bad \"attempts\"", unit);
 	}
@@ -522,9 +531,11 @@ static int apply_outcome(faucet_backfill_marker *m, const faucet_backfill_outcom
 		return 0;
 	rc = o->error == NULL ? faucet_backfill_marker_mark_done(m, o->unit)
 			      : faucet_backfill_marker_mark_failed(m, o->unit, o->error);
+	/* The count stops at the limit rather than fail the record. */
 	if (rc == 0 && (o->started_at != NULL || o->ended_at != NULL))
-		rc = faucet_backfill_marker_set_attempt(m, o->unit, prev.attempts + 1, o->started_at,
-							o->ended_at);
+		rc = faucet_backfill_marker_set_attempt(
+			m, o->unit, prev.attempts < MARKER_ATTEMPTS_MAX ? prev.attempts + 1 : prev.attempts,
+			o->started_at, o->ended_at);
 	if (rc == 0 && o->timezone != NULL && m->timezone == NULL)
 		rc = faucet_backfill_marker_set_timezone(m, o->timezone);
 	return rc;
