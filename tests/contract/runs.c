@@ -1853,6 +1853,40 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 	}
 }
 
+/* The three keys of a batch-window test as they are before the run (the
+ * second absent with `absent`), and a run over a racing store in front of
+ * s (*rs, freed by the caller) whose first read of the second key lets a
+ * put land on it; `cas_batch` 0 takes the store's compare-and-put batch
+ * away, as on the file store. */
+static faucet_run *batch_window_run(faucet_store *s, const char *const *keys, int absent,
+				    int leased, int cas_batch, faucet_store **rs)
+{
+	tu_put(s, keys[0], "{\"v\":0}");
+	tu_put(s, keys[2], "{\"v\":2}");
+	if (!absent)
+		tu_put(s, keys[1], "{\"v\":1}");
+	*rs = racing(s, keys[1], "{\"v\":\"put in the window\"}");
+	if (!cas_batch)
+		((racing_store *)faucet_store_backend_of(*rs))->base.compare_and_put_batch = NULL;
+	return leased ? begin(*rs, NULL) : begin_write(*rs, "default", 0);
+}
+
+/* End batch_window_run's run w, free its racing store, and undo it: no
+ * conflict, the first and third keys back as they were. */
+static void undo_batch_window_run(faucet_store *s, const char *const *keys, faucet_run *w,
+				  faucet_store *rs)
+{
+	faucet_undo_result res;
+
+	end_ok(w);
+	faucet_store_free(rs);
+	res = undo(s, NULL, 0);
+	assert_false(res.conflict);
+	faucet_undo_result_dispose(&res);
+	tu_assert_value(s, keys[0], "{\"v\":0}");
+	tu_assert_value(s, keys[2], "{\"v\":2}");
+}
+
 /* The same for a batch delete (what `faucet state clear` does): every
  * before-image is recorded in one marker write, then each key is deleted
  * only while it holds what that write read.  A put that landed on one key
@@ -1871,29 +1905,16 @@ static void undo_restores_a_put_that_landed_before_a_batch_delete(void **state)
 	for (int c = 0; c < 3; c++) {
 		int leased = c == 1, absent = c == 2;
 		{
-			faucet_undo_result res;
 			faucet_store *rs;
-			faucet_run *w;
+			faucet_run *w = batch_window_run(s, keys, absent, leased, 1, &rs);
 
-			tu_put(s, keys[0], "{\"v\":0}");
-			tu_put(s, keys[2], "{\"v\":2}");
-			if (!absent)
-				tu_put(s, keys[1], "{\"v\":1}");
-			rs = racing(s, keys[1], "{\"v\":\"put in the window\"}");
-			w = leased ? begin(rs, NULL) : begin_write(rs, "default", 0);
 			assert_int_equal(faucet_run_delete_batch(w, keys, 3), 0);
 			tu_assert_value(s, keys[0], NULL);
 			/* Absent when read: the put is not the batch's to delete. */
 			tu_assert_value(s, keys[1], absent ? "{\"v\":\"put in the window\"}" : NULL);
 			tu_assert_value(s, keys[2], NULL);
-			end_ok(w);
-			faucet_store_free(rs);
-			res = undo(s, NULL, 0);
-			assert_false(res.conflict);
-			faucet_undo_result_dispose(&res);
-			tu_assert_value(s, keys[0], "{\"v\":0}");
+			undo_batch_window_run(s, keys, w, rs);
 			tu_assert_value(s, keys[1], "{\"v\":\"put in the window\"}");
-			tu_assert_value(s, keys[2], "{\"v\":2}");
 			tu_put(s, keys[1], "{\"v\":1}");
 			assert_int_equal(faucet_store_delete(s, keys[1]), 0);
 		}
@@ -1921,30 +1942,16 @@ static void undo_restores_a_put_that_landed_before_a_batch_put(void **state)
 		faucet_value *v[3] = {tu_v("{\"v\":\"a\"}"), tu_v("{\"v\":\"b\"}"),
 				      tu_v("{\"v\":\"c\"}")};
 		faucet_entry e[3] = {{keys[0], v[0]}, {keys[1], v[1]}, {keys[2], v[2]}};
-		faucet_undo_result res;
 		faucet_store *rs;
 		faucet_run *w;
 
-		tu_put(s, keys[0], "{\"v\":0}");
-		tu_put(s, keys[2], "{\"v\":2}");
-		if (!absent)
-			tu_put(s, keys[1], "{\"v\":1}");
-		rs = racing(s, keys[1], "{\"v\":\"put in the window\"}");
-		/* The batch path the backend itself offers, none on the file
+		/* The batch path the backend itself offers: none on the file
 		 * store. */
-		if (!held)
-			((racing_store *)faucet_store_backend_of(rs))->base.compare_and_put_batch = NULL;
-		w = leased ? begin(rs, NULL) : begin_write(rs, "default", 0);
+		w = batch_window_run(s, keys, absent, leased, held, &rs);
 		assert_int_equal(faucet_run_put_batch(w, e, 3), 0);
 		for (int i = 0; i < 3; i++)
 			tu_assert_value(s, keys[i], faucet_value_json(v[i]));
-		end_ok(w);
-		faucet_store_free(rs);
-		res = undo(s, NULL, 0);
-		assert_false(res.conflict);
-		faucet_undo_result_dispose(&res);
-		tu_assert_value(s, keys[0], "{\"v\":0}");
-		tu_assert_value(s, keys[2], "{\"v\":2}");
+		undo_batch_window_run(s, keys, w, rs);
 		if (held)
 			tu_assert_value(s, keys[1], "{\"v\":\"put in the window\"}");
 		else
