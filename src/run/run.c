@@ -2303,15 +2303,16 @@ static int put_batch_held(faucet_run *r, const faucet_entry *entries, size_t cou
 				rc = FAUCET_EUNSUPPORTED;
 			g[i] = (faucet_store_guard){keys[i], now, vals[i]};
 		}
-		if (rc == 0)
+		if (rc == 0) {
 			rc = faucet__store_compare_and_put_batch(r->s, g, count, &written);
-		req_dispose(&q);
-		if (rc == FAUCET_EUNSUPPORTED)
-			break;
-		if (rc != 0 || written) {
-			note_after_entries(r, entries, count, rc == 0 ? count : 0);
-			break;
+			/* What the batch did, once it was tried; a key moved
+			 * (nothing written) goes round again. */
+			if (rc != FAUCET_EUNSUPPORTED && (rc != 0 || written))
+				note_after_entries(r, entries, count, rc == 0 ? count : 0);
 		}
+		req_dispose(&q);
+		if (rc != 0 || written)
+			break;
 	}
 	free(keys);
 	free(vals);
