@@ -389,12 +389,6 @@ int faucet_backfill_marker_from_value(faucet_backfill_marker **out, const faucet
 	return 0;
 }
 
-/* Add a string member; json-c takes ownership of the new node. */
-/* The marker's text is written directly, not through a json-c tree: a
- * runner rewrites the whole marker after every unit, so building and
- * freeing a tree of every unit each time made the per-unit cost grow with
- * the range (a third of a 1,000-unit backfill's CPU).  Members in the order
- * a reader of earlier versions saw them. */
 /* Append ,"name":"s" - nothing when s is NULL (the member is absent). */
 static void put_member(faucet_buf *b, const char *name, const char *s)
 {
@@ -405,6 +399,12 @@ static void put_member(faucet_buf *b, const char *name, const char *s)
 	(void)faucet__buf_putc(b, ':');
 	faucet__json_string(b, s);
 }
+
+/* The marker's text is written directly, not through a json-c tree: a
+ * runner rewrites the whole marker after every unit, so building and
+ * freeing a tree of every unit each time made the per-unit cost grow with
+ * the range (a third of a 1,000-unit backfill's CPU).  Members in the order
+ * a reader of earlier versions saw them. */
 
 int faucet_backfill_marker_to_value(const faucet_backfill_marker *m, faucet_value **out)
 {

@@ -188,8 +188,6 @@ static int check_escape(checker *ck, const char *p, const char **next)
 	return 0;
 }
 
-/* A string starting at the quote at p; on success *next is past the
- * closing quote and *span holds its raw content. */
 /* Whether all 8 bytes of x are plain: printable ASCII, neither '"' nor
  * '\\'.  Each test is the exact "some byte is below n" one of the bit
  * hacks: (x - n per byte) & ~x has a byte's top bit set for some byte
@@ -204,6 +202,8 @@ static int plain8(uint64_t x)
 		x) & top ? 0 : 1;
 }
 
+/* A string starting at the quote at p; on success *next is past the
+ * closing quote and *span holds its raw content. */
 static int check_string(checker *ck, const char *p, const char **next, name_span *span)
 {
 	const char *q = p + 1;
