@@ -13,8 +13,10 @@
  * The first chunk's before-images go into the run's marker as any batch's
  * do.  Each later chunk is recorded in a marker part of its own - its
  * keys' before-images, read just before it, and the values it writes -
- * written once before the chunk and never rewritten (faucet_run__put_part,
- * doc/design.md §8.6): the marker then costs what its images weigh, where
+ * written once, with the chunk in one compare-and-put batch where the
+ * backend's batch holds both (else just before it), and never rewritten
+ * (faucet_run__put_part, doc/design.md §8.2, §8.6): the marker then costs
+ * what its images weigh, where
  * one document rewritten at every chunk made an import of N keys write
  * O(N^2) bytes of marker.
  *

@@ -2256,18 +2256,35 @@ static int put_prefix_noted(faucet_run *r, const faucet_entry *entries, size_t c
 	return rc;
 }
 
-/* Whether the batch can be one compare-and-put batch: a value for every
- * key (the plain path refuses a missing one) and no key twice. */
-static int batch_can_hold(const faucet_entry *entries, size_t count)
+static int by_key_text(const void *a, const void *b)
 {
-	for (size_t i = 0; i < count; i++) {
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether the batch can be one compare-and-put batch of the store's, with
+ * `extra` more entries (a marker part): a value for every key (the plain
+ * path refuses a missing one), no key twice, and small enough for the
+ * backend's batch.  Sorted copies of the keys find a repeat in n log n. */
+static int batch_can_hold(const faucet_run *r, const faucet_entry *entries, size_t count,
+			  size_t extra)
+{
+	const char **keys;
+	int ok = 1;
+
+	if (count == 0 || count + extra > faucet__store_cas_batch_max(r->s))
+		return 0;
+	for (size_t i = 0; i < count; i++)
 		if (entries[i].key == NULL || entries[i].value == NULL)
 			return 0;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(entries[i].key, entries[j].key) == 0)
-				return 0;
-	}
-	return 1;
+	if ((keys = faucet__calloc(count, sizeof(*keys))) == NULL)
+		return 0; /* the plain path then runs into the same shortage */
+	for (size_t i = 0; i < count; i++)
+		keys[i] = entries[i].key;
+	qsort(keys, count, sizeof(*keys), by_key_text);
+	for (size_t i = 1; i < count && ok; i++)
+		ok = strcmp(keys[i - 1], keys[i]) != 0;
+	free(keys);
+	return ok;
 }
 
 /* A batch of first writes, each against the value its before-image was
@@ -2326,8 +2343,7 @@ int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t coun
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
-	if (r != NULL && !r->joined && count <= FAUCET_STORE_CAS_BATCH_MAX &&
-	    faucet__store_has_cas_batch(r->s) && entries != NULL && batch_can_hold(entries, count) &&
+	if (r != NULL && !r->joined && entries != NULL && batch_can_hold(r, entries, count, 0) &&
 	    (rc = put_batch_held(r, entries, count)) != FAUCET_EUNSUPPORTED)
 		return rc;
 	if ((rc = prepare_entries(r, entries, count)) != 0)
@@ -2500,13 +2516,30 @@ static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, 
 	return rc;
 }
 
+/* A part's write that did not land, or whose reply was lost: whether part
+ * pk holds v.  Found with the same text, it is ours (*ours 1; a reply
+ * that was lost); absent, *ours 0; anything else is not this run's. */
+static int part_is_ours(faucet_run *r, const char *pk, const faucet_value *v, int *ours)
+{
+	faucet_value *there = NULL;
+	int rc = faucet_store_get(r->s, pk, &there);
+
+	*ours = rc == 0 && there != NULL && same_value(there, v);
+	if (rc == 0 && there != NULL && !*ours)
+		rc = faucet_error_set(FAUCET_ERROR,
+				      "%s is there already and is not this run's part: "
+				      "not writing over it",
+				      pk);
+	faucet_value_free(there);
+	return rc;
+}
+
 /* Write part number r->parts + 1, once: compare-and-put against its
- * absence.  Found there already with the same text, it is ours (a reply
- * that was lost); anything else is not. */
+ * absence (part_is_ours when it is there). */
 static int part_write(faucet_run *r, const run_marker *m)
 {
 	char *pk = faucet_run__marker_part_key(r->marker_key, r->parts + 1);
-	faucet_value *v = NULL, *there = NULL;
+	faucet_value *v = NULL;
 	int rc, written = 0;
 
 	if (pk == NULL)
@@ -2514,13 +2547,8 @@ static int part_write(faucet_run *r, const run_marker *m)
 	rc = faucet_run__marker_value(m, &v);
 	if (rc == 0)
 		rc = faucet_store_compare_and_put(r->s, pk, NULL, v, &written);
-	if (rc == 0 && !written && (rc = faucet_store_get(r->s, pk, &there)) == 0 &&
-	    !same_value(there, v))
-		rc = faucet_error_set(FAUCET_ERROR,
-				      "%s is there already and is not this run's part: "
-				      "not writing over it",
-				      pk);
-	faucet_value_free(there);
+	if (rc == 0 && !written && (rc = part_is_ours(r, pk, v, &written)) == 0 && !written)
+		rc = faucet_error_set(FAUCET_ERROR, "%s: cannot write the run's part", pk);
 	faucet_value_free(v);
 	free(pk);
 	if (rc == 0)
@@ -2556,6 +2584,78 @@ static int part_remember(faucet_run *r, const run_marker *m)
 	return rc;
 }
 
+/* One attempt of put_part_held: the part built from a new read of the
+ * chunk's keys, then it and the chunk in one compare-and-put batch (g:
+ * count + 1 slots).  *landed when both are in place. */
+static int part_and_chunk(faucet_run *r, const faucet_entry *entries, size_t count,
+			  const char *pk, faucet_store_guard *g, int *landed)
+{
+	run_marker m;
+	faucet_value *pv = NULL;
+	int rc, dup = 0;
+
+	*landed = 0;
+	if ((rc = part_build(r, entries, count, &m, &dup)) != 0)
+		return rc;
+	if (dup) { /* batch_can_hold let no key come twice */
+		faucet_run__marker_dispose(&m);
+		return faucet_error_set(FAUCET_EINVALID, "%s: a key is given twice", pk);
+	}
+	rc = faucet_run__marker_value(&m, &pv);
+	g[0] = (faucet_store_guard){pk, NULL, pv};
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		g[i + 1] = (faucet_store_guard){entries[i].key,
+						faucet_run__marker_find(&m, entries[i].key)->before,
+						entries[i].value};
+	if (rc == 0)
+		rc = faucet__store_compare_and_put_batch(r->s, g, count + 1, landed);
+	if (rc == FAUCET_EUNSUPPORTED)
+		faucet_error_clear();
+	/* Nothing written, or a reply lost: the part tells, since it lands
+	 * with the chunk or not at all.  Absent, a key moved (or the batch
+	 * did not land: the error stands). */
+	if ((rc == 0 && !*landed) || rc == FAUCET_EUNKNOWN) {
+		int err = rc, ours = 0;
+
+		rc = part_is_ours(r, pk, pv, &ours);
+		*landed = rc == 0 && ours;
+		if (rc == 0 && !ours)
+			rc = err;
+		else if (rc != 0 && err == FAUCET_EUNKNOWN)
+			rc = faucet_error_set(FAUCET_EUNKNOWN,
+					      "%s: whether the chunk landed is unknown: reading its "
+					      "part back failed too",
+					      pk);
+	}
+	if (rc == 0 && *landed) {
+		r->parts++;
+		rc = part_remember(r, &m);
+	}
+	faucet_run__marker_dispose(&m);
+	faucet_value_free(pv);
+	return rc;
+}
+
+/* A chunk of first writes and its part in one compare-and-put batch
+ * (design §8.2, §8.6): the part expected absent, each key expected to hold
+ * the before-image the part records.  Both land, or neither: when a put
+ * landed on a key after it was read, nothing is written, and the part is
+ * built again from a new read and tried again - so that undo gives back
+ * that put, not the value read before it. */
+static int put_part_held(faucet_run *r, const faucet_entry *entries, size_t count)
+{
+	char *pk = faucet_run__marker_part_key(r->marker_key, r->parts + 1);
+	faucet_store_guard *g = faucet__calloc(count + 1, sizeof(*g));
+	int rc = pk == NULL || g == NULL ? FAUCET_ENOMEM : 0, landed = 0;
+
+	for (int attempt = 0; rc == 0 && !landed; attempt++)
+		rc = attempt < CAS_ATTEMPTS ? part_and_chunk(r, entries, count, pk, g, &landed)
+					    : kept_moving(r, entries[0].key);
+	free(g);
+	free(pk);
+	return rc;
+}
+
 int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t count,
 			 size_t *written, size_t *unknown_from)
 {
@@ -2568,6 +2668,14 @@ int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t coun
 		goto plain;
 	if ((rc = fence(r)) != 0)
 		return rc;
+	/* (FAUCET_EUNSUPPORTED, before anything is written: a backend that
+	 * passes the batch on to one without it.) */
+	if (batch_can_hold(r, entries, count, 1) &&
+	    (rc = put_part_held(r, entries, count)) != FAUCET_EUNSUPPORTED) {
+		if (rc == 0 && written != NULL)
+			*written = *unknown_from = count;
+		return rc;
+	}
 	if ((rc = part_build(r, entries, count, &m, &dup)) != 0)
 		return rc;
 	if (dup)

@@ -193,9 +193,12 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
  * none of the keys recorded yet. */
 int faucet_run__can_part(faucet_run *r, const faucet_entry *entries, size_t count);
 /* A big import's chunk after its first: its before- and after-images in a
- * new part of the marker (written once, never rewritten), then the chunk
- * written - all-or-nothing as faucet_store_put_batch, or with `written`
- * (and unknown_from) as faucet__store_put_prefix.  Falls back to
+ * new part of the marker (written once, never rewritten) and the chunk,
+ * in one compare-and-put batch against those before-images where the
+ * backend's batch holds both (read again and retried when a key moved);
+ * else the part, then the chunk written - all-or-nothing as
+ * faucet_store_put_batch, or with `written` (and unknown_from) as
+ * faucet__store_put_prefix.  Falls back to
  * faucet_run_put_batch / faucet_run__put_prefix when it cannot part.  A
  * key recorded in a part cannot be written again by the handle. */
 int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t count,

@@ -66,7 +66,7 @@ int faucet__store_put_guarded_if(faucet_store *s, const faucet_store_guard *guar
 				 int *moved);
 
 /* The backend's compare_and_put_batch (faucet/sys/store_backend.h): the
- * entries' keys checked (valid, distinct, 1 to FAUCET_STORE_CAS_BATCH_MAX
+ * entries' keys checked (valid, distinct, 1 to faucet__store_cas_batch_max
  * of them), then all written or none (*written).  FAUCET_EUNSUPPORTED, with
  * no message, when the backend has no such slot. */
 int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guard *entries,
@@ -74,6 +74,18 @@ int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guar
 
 /* Whether the store's backend has compare_and_put_batch (version 13). */
 int faucet__store_has_cas_batch(const faucet_store *s);
+
+/* Most entries the backend's compare_and_put_batch takes (its
+ * cas_batch_max, version 14, else FAUCET_STORE_CAS_BATCH_MAX); 0 without
+ * the slot. */
+size_t faucet__store_cas_batch_max(const faucet_store *s);
+
+/* The cas_batch_max of a backend whose compare-and-put batch is one
+ * transaction of any size (SQLite, PostgreSQL, memory): an
+ * import's chunk and its marker part fit in one. */
+#define FAUCET__CAS_BATCH_ONE_TXN 16384
+_Static_assert(FAUCET__CAS_BATCH_ONE_TXN > FAUCET_IMPORT_CHUNK,
+	       "an import's chunk and its part fit in one compare-and-put batch");
 
 /* Whether the store's backend reads its listing a page at a time
  * (list_page, version 7): what the key iterator pages with. */

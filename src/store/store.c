@@ -91,6 +91,15 @@ int faucet__store_has_cas_batch(const faucet_store *s)
 	return s->backend->version >= 13 && s->backend->compare_and_put_batch != NULL;
 }
 
+size_t faucet__store_cas_batch_max(const faucet_store *s)
+{
+	if (!faucet__store_has_cas_batch(s))
+		return 0;
+	if (s->backend->version >= 14 && s->backend->cas_batch_max > FAUCET_STORE_CAS_BATCH_MAX)
+		return s->backend->cas_batch_max;
+	return FAUCET_STORE_CAS_BATCH_MAX;
+}
+
 int faucet_store_supports_list(const faucet_store *s)
 {
 	return s->backend->list != NULL || s->backend->scan != NULL ||
@@ -503,12 +512,12 @@ int faucet__store_compare_and_put_batch(faucet_store *s, const faucet_store_guar
 	int rc;
 
 	*written = 0;
-	if (n == 0 || n > FAUCET_STORE_CAS_BATCH_MAX)
-		return faucet_error_set(FAUCET_EINVALID,
-					"compare-and-put batch: %zu entries (1 to %d)", n,
-					FAUCET_STORE_CAS_BATCH_MAX);
 	if (!faucet__store_has_cas_batch(s))
 		return FAUCET_EUNSUPPORTED;
+	if (n == 0 || n > faucet__store_cas_batch_max(s))
+		return faucet_error_set(FAUCET_EINVALID,
+					"compare-and-put batch: %zu entries (1 to %zu)", n,
+					faucet__store_cas_batch_max(s));
 	if ((rc = check_batch_keys(entries, n)) != 0)
 		return rc;
 	return s->backend->compare_and_put_batch(s->backend, entries, n, written);

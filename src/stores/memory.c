@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "store/open_internal.h"
 #include <faucet/sys/store_backend.h>
 #include <faucet/keys.h>
 
@@ -381,6 +382,7 @@ int faucet_store_open_memory(faucet_store **out)
 	m->base.compare_and_delete = memory_compare_and_delete;
 	m->base.put_batch = memory_put_batch;
 	m->base.compare_and_put_batch = memory_compare_and_put_batch;
+	m->base.cas_batch_max = FAUCET__CAS_BATCH_ONE_TXN;
 	m->base.check = memory_check;
 	m->base.free = memory_free;
 	return faucet_store_new(out, &m->base);

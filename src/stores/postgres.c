@@ -1471,6 +1471,7 @@ int faucet__store_open_postgres(faucet_store **out, const faucet_store_config *c
 	s->base.compare_and_delete = pg_compare_and_delete;
 	s->base.put_batch = pg_put_batch;
 	s->base.compare_and_put_batch = pg_compare_and_put_batch;
+	s->base.cas_batch_max = FAUCET__CAS_BATCH_ONE_TXN;
 	s->base.check = pg_check;
 	s->base.free = pg_free;
 	return faucet_store_new(out, &s->base);

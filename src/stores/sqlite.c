@@ -844,6 +844,7 @@ int faucet__store_open_sqlite_vfs(faucet_store **out, const char *path, const ch
 	s->base.put_guarded_if = sq_put_guarded_if;
 	s->base.compare_and_delete = sq_compare_and_delete;
 	s->base.compare_and_put_batch = sq_compare_and_put_batch;
+	s->base.cas_batch_max = FAUCET__CAS_BATCH_ONE_TXN;
 	s->base.put_batch = sq_put_batch;
 	s->base.check = sq_check;
 	s->base.get_many = sq_get_many;

@@ -137,6 +137,7 @@ class Op:
         self.run = kw.get("run")  # the run id this op wrote as
         self.pid = kw.get("pid")
         self.killed = False
+        self.held_first = kw.get("held_first", False)  # an import whose window is closed
         self.note = kw.get("note", "")
 
     # The run an undo undid (ok undo), from its JSON.
@@ -411,7 +412,7 @@ class Schedule:
         path = os.path.join(self.workdir, "import-%s-%d.json" % (actor, self.counter))
         with open(path, "w") as f:
             json.dump(doc, f)
-        op = Op(actor, "import", values=values)
+        op = Op(actor, "import", values=values, held_first=self.backend != "file")
         # Half the imports are written a key per chunk, so that each key
         # after the first is recorded in a marker part of its own (a big
         # import's layout, doc/design.md §8.6), killed and faulted as any.
@@ -879,8 +880,11 @@ WILD = object()
 # write (doc/design.md §8.2) - a `state put`/`delete`/compare-and-put, and a
 # command of a `faucet run` ("cput", a joined handle: its run's first write
 # of the key), a `state clear` (each key deleted against what it read).
-# Imports are left out: their window is still open (§8.2, "What is not
-# closed yet").
+# An import's is too where the store has a compare-and-put batch: its
+# chunks (and their marker parts) are written against what was read - every
+# store but the file store, for the few keys the schedule imports
+# (Op.held_first); on the file store its window is still open (§8.2, "What
+# is not closed yet").
 BEFORE_KINDS = ("put", "delete", "cas", "cput", "clear")
 
 
@@ -903,7 +907,7 @@ def apply_event(e, state, track=True):
     kind, a, b, op = e[2], e[3], e[4], e[6]
     cur, transient, befores = state
     if track and op.run and kind in ("w", "cas") and (
-            op.kind in BEFORE_KINDS or (op.kind == "undo" and kind == "cas")):
+            op.kind in BEFORE_KINDS or op.held_first or (op.kind == "undo" and kind == "cas")):
         if before_of(befores, op.run) is befores:
             befores = befores | {(op.run, cur)}
     if track and op.kind == "undo" and kind == "cas" and op.undone:

@@ -26,7 +26,7 @@ extern "C" {
  * only ever added at the end of the struct, with the version raised, so an
  * older backend's struct is a prefix of the current one and the front-end
  * reads no slot past the end of the version the backend says it has. */
-#define FAUCET_STORE_BACKEND_VERSION 13
+#define FAUCET_STORE_BACKEND_VERSION 14
 /* The oldest version faucet_store_new() accepts. */
 #define FAUCET_STORE_BACKEND_MIN_VERSION 12
 
@@ -47,8 +47,9 @@ typedef struct {
 /* Most guards put_guarded_many is given. */
 #define FAUCET_STORE_GUARDS_MAX 4
 
-/* Most entries compare_and_put_batch is given: etcd's default limit of
- * operations in one transaction (--max-txn-ops). */
+/* Most entries compare_and_put_batch is given unless the backend says it
+ * takes more (cas_batch_max): etcd's default limit of operations in one
+ * transaction (--max-txn-ops). */
 #define FAUCET_STORE_CAS_BATCH_MAX 128
 
 struct faucet_store_backend {
@@ -200,7 +201,7 @@ struct faucet_store_backend {
 					const faucet_value *expected, const faucet_value *value,
 					int64_t expires_at, int *written);
 
-	/* Optional: 1 to FAUCET_STORE_CAS_BATCH_MAX compare-and-puts of distinct
+	/* Optional: 1 to cas_batch_max (below) compare-and-puts of distinct
 	 * keys, all or nothing: each entry's key from `expected` (NULL = no
 	 * entry) to `value` (NULL = deleted).  When every key holds its
 	 * expected, all are written in one commit and *written is 1; when one
@@ -210,6 +211,12 @@ struct faucet_store_backend {
 	 * restores, faucet_run_undo).  (Version 13.) */
 	int (*compare_and_put_batch)(faucet_store_backend *b, const faucet_store_guard *entries,
 				     size_t n, int *written);
+
+	/* Most entries this backend's compare_and_put_batch takes; 0 means
+	 * FAUCET_STORE_CAS_BATCH_MAX.  A run writes a batch of first writes
+	 * (an import's chunk and its marker part) as one compare-and-put
+	 * batch when it fits.  (Version 14.) */
+	size_t cas_batch_max;
 };
 
 /* Wrap a backend in a store handle; the store owns the backend from here on
