@@ -34,6 +34,7 @@
 
 #include "run/run_internal.h"
 #include "store/export_internal.h"
+#include "store/open_internal.h"
 
 typedef struct {
 	const faucet_import_run_hook *hook;
@@ -44,6 +45,7 @@ typedef struct {
 	size_t done, sdone;   /* names / stale keys handed to the writes so far */
 	size_t ahead, sahead; /* names / stale keys recorded so far */
 	size_t window_min;    /* the smallest window: the import's own chunk */
+	size_t chunk;         /* the import's chunk when this makes it smaller (ri_chunk) */
 } recorded_import;
 
 
@@ -88,7 +90,7 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 	ri->count = count;
 	ri->stale = stale;
 	ri->nstale = nstale;
-	ri->window_min = faucet__import_chunk();
+	ri->window_min = ri->chunk ? ri->chunk : faucet__import_chunk();
 	return rc;
 }
 
@@ -131,6 +133,21 @@ static int ri_delete(void *arg, const char *key)
 	return faucet_run_delete(ri->run, key);
 }
 
+/* A chunk small enough that it and its marker part are one compare-and-put
+ * batch of the store's (design §8.2), on a store whose chunks are not
+ * all-or-nothing anyway: etcd's 128 operations a transaction make chunks
+ * of 127 keys.  0, the import's own chunk, where the batch holds one
+ * (SQLite, PostgreSQL, memory), there is none (the file store), or a
+ * smaller chunk would cost the chunk's all-or-nothing write (Redis). */
+static size_t ri_chunk(const faucet_store *s)
+{
+	size_t max = faucet__store_cas_batch_max(s);
+
+	if (faucet_store_supports_atomic_batch(s) || max < 2)
+		return 0;
+	return max - 1 < faucet__import_chunk() ? max - 1 : 0;
+}
+
 int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_options *opts,
 				const faucet_import_run_hook *hook, faucet_import_report *report)
 {
@@ -151,5 +168,6 @@ int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_o
 	w.put_prefix = ri_put_prefix;
 	w.del = ri_delete;
 	w.ctx = &ri;
+	w.chunk = ri.chunk = ri_chunk(s);
 	return faucet__import_file_via(s, in, opts, &w, report);
 }

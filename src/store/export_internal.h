@@ -57,6 +57,7 @@ typedef struct {
 			  size_t *unknown_from);
 	int (*del)(void *ctx, const char *key);
 	void *ctx;
+	size_t chunk; /* the most keys a chunk of the writer's holds; 0: any */
 } faucet__import_writer;
 
 /* The checks export.c and import.c share (each sets the last error):

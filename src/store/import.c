@@ -343,6 +343,8 @@ static int run_import(faucet_store *s, const char *pipeline, char **names, size_
 	r->written.strings = names;
 	memset(&imp, 0, sizeof(imp));
 	imp.max = faucet__import_chunk();
+	if (w != NULL && w->chunk > 0 && w->chunk < imp.max)
+		imp.max = w->chunk;
 	r->atomic = faucet_store_supports_atomic_batch(s) && count <= imp.max;
 	if (o->dry_run) {
 		r->dry_run = 1;

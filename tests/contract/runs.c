@@ -2261,9 +2261,9 @@ static int big_begin(void *ctx, const char *pipeline, const char *row, faucet_ru
 	return 0;
 }
 
-/* Import BIG_IMPORT keys p::big::kNNNNN = {"new":N} as one run, left for
- * the caller to end (h->run). */
-static void big_import(big_hook *h)
+/* Import n keys p::big::kNNNNN = {"new":N} as one run, left for the
+ * caller to end (h->run). */
+static void import_n(big_hook *h, int n)
 {
 	faucet_import_run_hook hook = FAUCET_IMPORT_RUN_HOOK_INIT;
 	faucet_import_report rep = FAUCET_IMPORT_REPORT_INIT;
@@ -2271,7 +2271,7 @@ static void big_import(big_hook *h)
 
 	assert_non_null(f);
 	fputs("{\"version\":1,\"pipeline\":\"p\",\"keys\":{", f);
-	for (int i = 0; i < BIG_IMPORT; i++)
+	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\"p::big::k%05d\":{\"new\":%d}", i ? "," : "", i, i);
 	fputs("}}", f);
 	rewind(f);
@@ -2285,6 +2285,12 @@ static void big_import(big_hook *h)
 	faucet_import_report_dispose(&rep);
 	fclose(f);
 	assert_non_null(h->run);
+}
+
+/* import_n of BIG_IMPORT keys. */
+static void big_import(big_hook *h)
+{
+	import_n(h, BIG_IMPORT);
 }
 
 /* The marker document n of a run (0 = the main one, n > 0 its parts):
@@ -2343,6 +2349,32 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	tu_assert_value(s, "p::big::k00010", "{\"old\":10}");
 	tu_assert_value(s, "p::big::k00076", NULL);
 	tu_assert_value(s, k, held ? "{\"v\":\"put in the window\"}" : "{\"old\":75}");
+	free(id);
+}
+
+/* An import's chunk is as big as the store's compare-and-put batch takes
+ * with the chunk's marker part, where its chunks are not all-or-nothing
+ * anyway: 127 keys on etcd (128 operations a transaction), so that every
+ * chunk after the first is written with its part against what was read
+ * (design §8.2).  Elsewhere the import's own chunk (10,000 keys): here
+ * one chunk, no part. */
+static void an_import_chunk_fits_the_stores_batch_with_its_part(void **state)
+{
+	faucet_store *s = S(state);
+	int etcd = strcmp(current->name, "etcd") == 0;
+	big_hook h = {s, NULL};
+	char *id, *mk;
+
+	import_n(&h, 300);
+	id = strdup(faucet_run_id(h.run));
+	mk = faucet_run__marker_key("p::big", id);
+	end_ok(h.run);
+	assert_int_equal(marker_doc_count(s, mk, id, 0), etcd ? 127 : 300);
+	assert_int_equal(marker_doc_count(s, mk, id, 1), etcd ? 127 : -1);
+	assert_int_equal(marker_doc_count(s, mk, id, 2), etcd ? 46 : -1);
+	assert_int_equal(marker_doc_count(s, mk, id, 3), -1);
+	tu_assert_value(s, "p::big::k00299", "{\"new\":299}");
+	free(mk);
 	free(id);
 }
 
@@ -2555,6 +2587,8 @@ int contract_runs_run(const contract_backend *b)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_an_import_chunk,
 						big_setup, big_teardown),
+		cmocka_unit_test_setup_teardown(an_import_chunk_fits_the_stores_batch_with_its_part,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_runs_compare_and_put_holds_against_what_it_read,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_conditional_guarded_put_writes_only_a_key_that_holds,
