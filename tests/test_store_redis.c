@@ -16,6 +16,7 @@
 
 #include "testutil.h"
 #include "contract/servers.h"
+#include "store/open_internal.h"
 
 /* redis-cli against the shared server's database `db`. */
 static char *cli(int db, const char *args)
@@ -421,6 +422,44 @@ static void get_many_refuses_a_key_that_is_not_a_string(void **state)
 	faucet_value_free(v);
 }
 
+/* A compare-and-put batch over a key that is not a string fails naming the
+ * key and writes nothing - a small batch (WATCH) and a big one (a script,
+ * redis_cas_script.c) alike. */
+static void a_batch_refuses_a_key_that_is_not_a_string(void **state)
+{
+	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
+	char ns[64], args[256], (*keys)[32] = calloc(N, sizeof(*keys));
+	faucet_store_guard *g = calloc(N, sizeof(*g));
+	faucet_value *v = tu_v("{\"v\":1}");
+	faucet_store *s;
+	int written = -1;
+
+	(void)state;
+	assert_non_null(keys);
+	assert_non_null(g);
+	snprintf(ns, sizeof(ns), "cb%d", getpid());
+	snprintf(args, sizeof(args), "RPUSH %s:p::list x", ns);
+	free(cli(0, args));
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	for (size_t n = 3; n <= N; n += N - 3) {
+		for (size_t i = 0; i < n; i++) {
+			snprintf(keys[i], sizeof(keys[i]), i == n - 1 ? "p::list" : "p::k%04zu", i);
+			g[i] = (faucet_store_guard){keys[i], NULL, v};
+		}
+		assert_int_equal(faucet__store_compare_and_put_batch(s, g, n, &written),
+				 FAUCET_ERROR);
+		tu_assert_error_contains("'p::list' is not a string");
+		assert_int_equal(written, 0);
+		tu_assert_value(s, "p::k0000", NULL);
+		tu_assert_value(s, "p::k0001", NULL);
+	}
+	assert_int_equal(faucet_store_delete(s, "p::list"), 0);
+	faucet_store_free(s);
+	faucet_value_free(v);
+	free(keys);
+	free(g);
+}
+
 static void a_restarted_server_is_reconnected(void **state)
 {
 	faucet_store *s = open_ns("FAUCET_TEST_REDIS_RESTART_URL", "restart", NULL);
@@ -447,6 +486,7 @@ int main(void)
 		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
 		cmocka_unit_test(the_namespace_index_is_kept_checked_and_rebuilt),
 		cmocka_unit_test(get_many_refuses_a_key_that_is_not_a_string),
+		cmocka_unit_test(a_batch_refuses_a_key_that_is_not_a_string),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
 

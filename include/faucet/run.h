@@ -127,7 +127,7 @@ FAUCET_EXTERN int faucet_run_compare_and_put(faucet_run *r, const char *key,
 FAUCET_EXTERN int faucet_run_compare_and_delete(faucet_run *r, const char *key,
 						const faucet_value *expected, int *deleted);
 /* A batch of first writes that the backend's compare-and-put batch takes
- * (128 keys, 16,384 on SQLite, PostgreSQL, memory) is written only while
+ * (128 keys on etcd, 16,384 on the others) is written only while
  * each key holds what its before-image was read as (else read again and
  * retried); a bigger batch, or one on the file store, is written plainly. */
 FAUCET_EXTERN int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count);

@@ -81,8 +81,8 @@ int faucet__store_has_cas_batch(const faucet_store *s);
 size_t faucet__store_cas_batch_max(const faucet_store *s);
 
 /* The cas_batch_max of a backend whose compare-and-put batch is one
- * transaction of any size (SQLite, PostgreSQL, memory): an
- * import's chunk and its marker part fit in one. */
+ * transaction or script of any size (SQLite, PostgreSQL, Redis, memory):
+ * an import's chunk and its marker part fit in one. */
 #define FAUCET__CAS_BATCH_ONE_TXN 16384
 _Static_assert(FAUCET__CAS_BATCH_ONE_TXN > FAUCET_IMPORT_CHUNK,
 	       "an import's chunk and its part fit in one compare-and-put batch");

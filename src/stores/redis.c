@@ -1498,8 +1498,13 @@ static int redis_compare_and_put_batch(faucet_store_backend *b, const faucet_sto
 	redis_args a = {.guards = entries, .count = n, .written = written};
 
 	*written = 0;
-	/* Never retried after a broken connection: EXEC may have run. */
-	return faucet_redis__run((redis_store *)b, op_cas_batch, &a, 0);
+	/* Never retried after a broken connection: EXEC may have run.  More
+	 * keys than FAUCET_STORE_CAS_BATCH_MAX go by a script: a WATCH of n
+	 * keys costs the server n^2 (redis_cas_script.c). */
+	return faucet_redis__run((redis_store *)b,
+				 n > FAUCET_STORE_CAS_BATCH_MAX ? faucet_redis__op_cas_script
+								: op_cas_batch,
+				 &a, 0);
 }
 
 
@@ -1796,5 +1801,6 @@ int faucet__store_open_redis(faucet_store **out, const faucet_store_config *cfg)
 	s->base.free = redis_free_store;
 	s->base.reindex = faucet_redis__reindex;
 	s->base.compare_and_put_batch = redis_compare_and_put_batch;
+	s->base.cas_batch_max = FAUCET__CAS_BATCH_ONE_TXN;
 	return faucet_store_new(out, &s->base);
 }

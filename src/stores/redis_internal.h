@@ -1,7 +1,8 @@
 /*
  * redis_internal.h - what the Redis store's files share (redis.c: the
  * connections, the operations and open; redis_doctor.c: doctor's probes,
- * the index against the namespace and reindex).  Not installed.
+ * the index against the namespace and reindex; redis_cas_script.c: a big
+ * compare-and-put batch).  Not installed.
  */
 #ifndef FAUCET_STORES_REDIS_INTERNAL_H
 #define FAUCET_STORES_REDIS_INTERNAL_H
@@ -69,6 +70,10 @@ typedef struct {
 } redis_args;
 
 typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
+
+/* redis_cas_script.c: compare_and_put_batch of a->guards (a->count, more
+ * than WATCH is good for) as one script; *a->written. */
+int faucet_redis__op_cas_script(redis_store *s, redisContext *c, redis_args *a);
 
 /* Queue WAIT min_replicas wait_timeout behind a write (never timeout 0). */
 int faucet_redis__append_wait(const redis_store *s, redisContext *c);
