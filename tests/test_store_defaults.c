@@ -7,6 +7,7 @@
  * slot, the key iterator over a list_page slot or over a listing taken
  * once - and the checks faucet_store_new makes on a backend struct.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "testutil.h"
 #include "util.h"
 #include <faucet/sys/store_backend.h>
+#include "store/open_internal.h"
 
 /* A bare backend over a memory store.  put fails for keys ending "::boom";
  * get fails for keys ending "::unreadable". */
@@ -646,6 +648,88 @@ static void backend_table_is_well_formed(void **state)
 	assert_null(faucet_store_backend_info(n + 1));
 }
 
+/* ---- a backend of version 13, before cas_batch_max ---------------------- */
+
+static int v13_get(faucet_store_backend *b, const char *key, faucet_value **out)
+{
+	(void)b;
+	(void)key;
+	*out = NULL;
+	return 0;
+}
+
+static int v13_put(faucet_store_backend *b, const char *key, const faucet_value *v)
+{
+	(void)b;
+	(void)key;
+	(void)v;
+	return 0;
+}
+
+static int v13_del(faucet_store_backend *b, const char *key)
+{
+	(void)b;
+	(void)key;
+	return 0;
+}
+
+static int v13_cas_batch(faucet_store_backend *b, const faucet_store_guard *g, size_t n,
+			 int *written)
+{
+	(void)b;
+	(void)g;
+	(void)n;
+	*written = 1;
+	return 0;
+}
+
+static void v13_free(faucet_store_backend *b)
+{
+	free(b);
+}
+
+/* A version-13 backend's struct ends before cas_batch_max (version 14):
+ * its batch takes FAUCET_STORE_CAS_BATCH_MAX entries, and the front-end
+ * reads nothing past the struct - allocated here to end exactly there, so
+ * that AddressSanitizer sees any such read. */
+static void a_version_13_backend_batches_at_most_128(void **state)
+{
+	faucet_store_backend full = FAUCET_STORE_BACKEND_INIT;
+	size_t size = offsetof(faucet_store_backend, cas_batch_max);
+	void *b = malloc(size);
+	faucet_store_guard g[FAUCET_STORE_CAS_BATCH_MAX + 1];
+	char keys[FAUCET_STORE_CAS_BATCH_MAX + 1][16];
+	faucet_value *v = tu_v("1");
+	faucet_store *s = NULL;
+	int written = 0;
+
+	(void)state;
+	assert_non_null(b);
+	full.version = 13;
+	full.name = "v13";
+	full.get = v13_get;
+	full.put = v13_put;
+	full.del = v13_del;
+	full.free = v13_free;
+	full.compare_and_put_batch = v13_cas_batch;
+	memcpy(b, &full, size);
+	assert_int_equal(faucet_store_new(&s, b), 0);
+	assert_int_equal(faucet__store_cas_batch_max(s), FAUCET_STORE_CAS_BATCH_MAX);
+	for (size_t i = 0; i <= FAUCET_STORE_CAS_BATCH_MAX; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "p::k%03zu", i);
+		g[i] = (faucet_store_guard){keys[i], NULL, v};
+	}
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, FAUCET_STORE_CAS_BATCH_MAX + 1,
+							     &written),
+			 FAUCET_EINVALID);
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, FAUCET_STORE_CAS_BATCH_MAX,
+							     &written),
+			 0);
+	assert_int_equal(written, 1);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +747,7 @@ int main(void)
 		cmocka_unit_test(reindex_goes_to_the_backend_slot),
 		cmocka_unit_test(faucet_store_new_refuses_a_backend_it_cannot_use),
 		cmocka_unit_test(backend_table_is_well_formed),
+		cmocka_unit_test(a_version_13_backend_batches_at_most_128),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -838,28 +838,38 @@ static void a_batch_out_of_order_is_recorded_sorted(void **state)
 	faucet_value_free(v);
 }
 
+/* n entries p::default::kNNNNN = v (borrowed), their keys in *names.  The
+ * caller frees both. */
+static faucet_entry *numbered_entries(size_t n, faucet_value *v, char (**names)[32])
+{
+	faucet_entry *e = calloc(n, sizeof(*e));
+	char (*k)[32] = calloc(n, sizeof(*k));
+
+	assert_non_null(e);
+	assert_non_null(k);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(k[i], sizeof(k[i]), "p::default::k%05zu", i);
+		e[i] = (faucet_entry){k[i], v};
+	}
+	*names = k;
+	return e;
+}
+
 /* A big run's status entry lists its first RUN_STATUS_KEYS keys and the
  * count; the marker still has them all, so undo restores every one. */
 static void a_big_runs_status_lists_some_keys_and_the_count(void **state)
 {
 	enum { N = RUN_STATUS_KEYS + 500 };
 	faucet_store *s = S(state);
-	faucet_entry *e = calloc(N, sizeof(*e));
-	char (*names)[32] = calloc(N, sizeof(*names));
 	faucet_value *v = tu_v("1");
+	char (*names)[32];
+	faucet_entry *e = numbered_entries(N, v, &names);
 	faucet_undo_result res = FAUCET_UNDO_RESULT_INIT;
 	char id[FAUCET_RUN_ID_LEN + 1];
 	run_status st;
 	run_entry *entry;
 	faucet_run *r;
 
-	assert_non_null(e);
-	assert_non_null(names);
-	for (size_t i = 0; i < N; i++) {
-		snprintf(names[i], sizeof(names[i]), "p::default::k%05zu", i);
-		e[i].key = names[i];
-		e[i].value = v;
-	}
 	r = begin(s, NULL);
 	snprintf(id, sizeof(id), "%s", faucet_run_id(r));
 	assert_int_equal(faucet_run_put_batch(r, e, N), 0);
@@ -1981,20 +1991,14 @@ static void undo_restores_a_put_that_landed_before_a_big_batch_put(void **state)
 {
 	faucet_store *s = S(state);
 	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
-	char (*keys)[32] = calloc(N, sizeof(*keys));
-	faucet_entry *e = calloc(N, sizeof(*e));
 	faucet_value *v = tu_v("{\"v\":\"the batch\"}");
+	char (*keys)[32];
+	faucet_entry *e = numbered_entries(N, v, &keys);
 	int held = faucet__store_cas_batch_max(s) >= N;
 	faucet_undo_result res;
 	faucet_store *rs;
 	faucet_run *w;
 
-	assert_non_null(keys);
-	assert_non_null(e);
-	for (int i = 0; i < N; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "p::default::k%03d", i);
-		e[i] = (faucet_entry){keys[i], v};
-	}
 	tu_put(s, keys[0], "{\"v\":0}");
 	tu_put(s, keys[150], "{\"v\":150}");
 	rs = racing(s, keys[150], "{\"v\":\"put in the window\"}");
@@ -2544,16 +2548,14 @@ static void an_undo_of_many_keys_writes_its_marker_a_few_times(void **state)
 	/* More keys than several compare-and-put batches hold: recorded a
 	 * batch at a time, the marker would be written once per batch. */
 	enum { KEYS = 1000 };
-	static char keys[KEYS][32];
-	static faucet_entry entries[KEYS];
 	faucet_value *one = tu_v("1");
+	char (*keys)[32];
+	faucet_entry *entries = numbered_entries(KEYS, one, &keys);
 
-	for (int i = 0; i < KEYS; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "p::default::k%03d", i);
-		entries[i] = (faucet_entry){keys[i], one};
-	}
 	assert_int_equal(faucet_run_put_batch(w, entries, KEYS), 0);
 	faucet_value_free(one);
+	free(entries);
+	free(keys);
 	end_ok(w);
 	cs = racing(s, "", "");
 	rs = (racing_store *)faucet_store_backend_of(cs);
@@ -2564,8 +2566,8 @@ static void an_undo_of_many_keys_writes_its_marker_a_few_times(void **state)
 	faucet_undo_result_dispose(&res);
 	assert_true(rs->marker_writes <= 4);
 	faucet_store_free(cs);
-	tu_assert_value(s, "p::default::k000", NULL);
-	tu_assert_value(s, "p::default::k999", NULL);
+	tu_assert_value(s, "p::default::k00000", NULL);
+	tu_assert_value(s, "p::default::k00999", NULL);
 }
 
 int contract_runs_run(const contract_backend *b)
