@@ -827,15 +827,23 @@ static void a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands(void 
  * and the batch says so (*written 0, no error).  With `stays`, the batch
  * meant the key to stay absent: its null placeholder claims the key the
  * same way. */
-static void race_a_cas_batch(int stays)
+static void race_a_cas_batch(int stays, size_t pad)
 {
-	char name[64], sql[256], *waiting;
+	char name[64], sql[256], *waiting, (*pads)[24] = calloc(pad ? pad : 1, sizeof(*pads));
 	faucet_value *one = tu_v("1"), *two = tu_v("2"), *ours = tu_v("\"ours\"");
 	faucet_value *theirs = tu_v("\"theirs\"");
-	faucet_store_guard g[3] = {{"c::a", one, two},
-				   {"c::race", NULL, stays ? NULL : ours},
-				   {"c::new", NULL, ours}};
+	faucet_store_guard *g = calloc(3 + pad, sizeof(*g));
 	batch_call b = {0};
+
+	assert_non_null(g);
+	assert_non_null(pads);
+	g[0] = (faucet_store_guard){"c::a", one, two};
+	g[1] = (faucet_store_guard){"c::race", NULL, stays ? NULL : ours};
+	g[2] = (faucet_store_guard){"c::new", NULL, ours};
+	for (size_t i = 0; i < pad; i++) {
+		snprintf(pads[i], sizeof(pads[i]), "c::pad%04zu", i);
+		g[3 + i] = (faucet_store_guard){pads[i], NULL, ours};
+	}
 	PGconn *other, *monitor;
 	pthread_t thread;
 	faucet_store *s;
@@ -846,11 +854,13 @@ static void race_a_cas_batch(int stays)
 	rival_insert(name, "c::race", &other, &monitor);
 	b.store = s;
 	b.guards = g;
-	b.count = 3;
+	b.count = 3 + pad;
 	b.written = -1;
 	assert_int_equal(pthread_create(&thread, NULL, run_cas_batch, &b), 0);
 	waiting = wait_until_blocked_by(monitor, PQbackendPID(other), &b);
-	assert_string_equal(waiting, "INSERT");
+	/* (The staged batch's request begins with its UPDATE of the locked
+	 * rows; the INSERT after it is what waits.) */
+	assert_string_equal(waiting, pad ? "UPDATE" : "INSERT");
 	free(waiting);
 	raw_exec(other, "COMMIT");
 	assert_int_equal(pthread_join(thread, NULL), 0);
@@ -878,18 +888,30 @@ static void race_a_cas_batch(int stays)
 	faucet_value_free(two);
 	faucet_value_free(ours);
 	faucet_value_free(theirs);
+	free(g);
+	free(pads);
 }
 
 static void a_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused(void **state)
 {
 	(void)state;
-	race_a_cas_batch(0);
+	race_a_cas_batch(0, 0);
 }
 
 static void a_cas_batch_racing_an_insert_of_a_key_to_stay_absent_is_refused(void **state)
 {
 	(void)state;
-	race_a_cas_batch(1);
+	race_a_cas_batch(1, 0);
+}
+
+/* The same for a batch of more than FAUCET_STORE_CAS_BATCH_MAX puts, whose
+ * values are staged by COPY (an import's chunk and its part): its plain
+ * INSERT of the fresh keys waits and fails the same way, and nothing is
+ * written. */
+static void a_big_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused(void **state)
+{
+	(void)state;
+	race_a_cas_batch(0, FAUCET_STORE_CAS_BATCH_MAX);
 }
 
 /* A table laid out as the store creates it, made before any store opens
@@ -1168,6 +1190,7 @@ int main(void)
 		cmocka_unit_test(a_copied_batch_racing_an_insert_of_one_of_its_keys_still_lands),
 		cmocka_unit_test(a_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused),
 		cmocka_unit_test(a_cas_batch_racing_an_insert_of_a_key_to_stay_absent_is_refused),
+		cmocka_unit_test(a_big_cas_batch_racing_an_insert_of_a_key_it_expects_absent_is_refused),
 		cmocka_unit_test(a_connection_lost_in_a_batch_copy_writes_nothing),
 		cmocka_unit_test(a_staged_batch_over_existing_keys_is_exact),
 		cmocka_unit_test(a_staged_batch_that_fails_writes_nothing),

@@ -12,8 +12,9 @@
  * (a key given twice) goes by the one statement over a JSON object.
  * Every path is all-or-nothing: one statement, or one transaction.
  *
- * And compare_and_put_batch: up to FAUCET_STORE_CAS_BATCH_MAX compare-and-puts in one
- * transaction of two round trips (faucet__pg_cas_batch_on).
+ * And compare_and_put_batch: compare-and-puts in one transaction of two
+ * round trips (faucet__pg_cas_batch_on); a big batch of puts stages its
+ * values by COPY (cas_batch_stage_commit).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -597,8 +598,9 @@ static int put_statement(pg_store *s, PGconn *c, faucet_buf *sql, faucet_buf *li
 }
 
 /* The two requests: *lock reads and locks the batch's rows (step 1),
- * *write makes every write and commits (step 2).  Built before the
- * transaction starts, so that no lock waits on them. */
+ * *write makes every write and commits (step 2; NULL: not built, the
+ * staged path writes).  Built before the transaction starts, so that no
+ * lock waits on them. */
 static int cas_batch_sql(pg_store *s, PGconn *c, const faucet_store_guard *g, size_t n,
 			 char **lock, char **write)
 {
@@ -607,9 +609,13 @@ static int cas_batch_sql(pg_store *s, PGconn *c, const faucet_store_guard *g, si
 	size_t nkeys = 0, nins = 0, nupd = 0, ndel = 0;
 	int rc;
 
-	*lock = *write = NULL;
+	*lock = NULL;
+	if (write != NULL)
+		*write = NULL;
 	for (size_t i = 0; i < n; i++) {
 		put_item(&keys, &nkeys, g[i].key, 0, NULL);
+		if (write == NULL)
+			continue;
 		if (g[i].expected == NULL)
 			put_item(&ins, &nins, g[i].key, 1, g[i].value);
 		else if (g[i].value != NULL)
@@ -639,7 +645,8 @@ static int cas_batch_sql(pg_store *s, PGconn *c, const faucet_store_guard *g, si
 		rc = FAUCET_ENOMEM;
 	if (rc == 0) {
 		*lock = faucet__buf_detach(&locking);
-		*write = faucet__buf_detach(&writing);
+		if (write != NULL)
+			*write = faucet__buf_detach(&writing);
 	}
 	faucet__buf_dispose(&keys);
 	faucet__buf_dispose(&ins);
@@ -731,14 +738,88 @@ static int cas_batch_commit(pg_store *s, PGconn *c, const char *sql, int *writte
 	return rc;
 }
 
+/*
+ * A big batch of puts - more than FAUCET_STORE_CAS_BATCH_MAX entries, none
+ * a delete: an import's chunk and its marker part - takes the same lock
+ * and compare, but its values go by COPY into a staging table, as a plain
+ * batch's do, instead of in one JSON literal that the server parses into
+ * jsonb and takes apart (a million-key import took 22.5 s that way against
+ * 13.1 s for plain chunks).  Then "UPDATE ... FROM the stage WHERE NOT
+ * fresh; INSERT ... WHERE fresh; COMMIT" in one request: the rows updated
+ * are the ones the lock holds, and a key expected absent is inserted with
+ * no ON CONFLICT, so one that another session inserted since is a
+ * unique_violation that commits nothing (cas_batch_commit).
+ */
+#define PG_CAS_STAGE "pg_temp.faucet_cas_stage"
+
+static int cas_batch_stageable(const pg_args *a)
+{
+	if (a->count <= FAUCET_STORE_CAS_BATCH_MAX)
+		return 0;
+	for (size_t i = 0; i < a->count; i++)
+		if (a->guards[i].value == NULL)
+			return 0;
+	return 1;
+}
+
+/* COPY rows "key<TAB>value<TAB>fresh" (fresh: expected absent). */
+static int cas_stage_rows(const faucet_store_guard *g, size_t n, faucet_buf *rows)
+{
+	for (size_t i = 0; i < n; i++) {
+		copy_field(rows, g[i].key);
+		(void)faucet__buf_putc(rows, '\t');
+		copy_field(rows, faucet_value_json(g[i].value));
+		(void)faucet__buf_puts(rows, g[i].expected == NULL ? "\tt\n" : "\tf\n");
+	}
+	return rows->failed ? FAUCET_ENOMEM : 0;
+}
+
+/* The rows are locked and hold: stage the values and commit. */
+static int cas_batch_stage_commit(pg_store *s, PGconn *c, pg_args *a)
+{
+	faucet_buf rows = FAUCET_BUF_INIT;
+	char *sql = faucet__pg_statement_sql(
+		"UPDATE {table} AS t SET value = s.value, updated_at = NOW() FROM " PG_CAS_STAGE
+		" AS s WHERE t.key = s.key AND NOT s.fresh; INSERT INTO {table} (key, value, "
+		"updated_at) SELECT key, value, NOW() FROM " PG_CAS_STAGE " WHERE fresh; COMMIT",
+		s->quoted);
+	PGresult *res;
+	int copied = 0, rc = sql == NULL ? FAUCET_ENOMEM : cas_stage_rows(a->guards, a->count, &rows);
+
+	if (rc == 0 && rows.len > INT_MAX - 5)
+		rc = faucet__pg_fail(s, FAUCET_EINVALID, PG_CAS_BATCH_WHAT,
+				     "more than one COPY message carries");
+	if (rc == 0) {
+		res = PQexec(c, "CREATE TEMP TABLE IF NOT EXISTS faucet_cas_stage (key text NOT NULL, "
+				"value jsonb NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS");
+		rc = faucet__pg_result_ok(s, c, res, PGRES_COMMAND_OK, PG_CAS_BATCH_WHAT);
+		if (rc == 0)
+			PQclear(res);
+	}
+	if (rc == 0) {
+		res = PQexec(c, "COPY " PG_CAS_STAGE " (key, value, fresh) FROM STDIN");
+		rc = faucet__pg_result_ok(s, c, res, PGRES_COPY_IN, PG_CAS_BATCH_WHAT);
+		if (rc == 0)
+			PQclear(res);
+	}
+	if (rc == 0 && (rc = copy_send(s, c, &rows, &copied)) == 0 && !copied)
+		rc = faucet__pg_fail(s, FAUCET_ERROR, PG_CAS_BATCH_WHAT,
+				     "the staging table refused the rows");
+	if (rc == 0)
+		rc = cas_batch_commit(s, c, sql, a->written);
+	faucet__buf_dispose(&rows);
+	free(sql);
+	return rc;
+}
+
 int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a)
 {
 	PGresult *rows;
 	char *lock = NULL, *write = NULL;
-	int holds = 0, rc;
+	int holds = 0, staged = cas_batch_stageable(a), rc;
 
 	*a->written = 0;
-	rc = cas_batch_sql(s, c, a->guards, a->count, &lock, &write);
+	rc = cas_batch_sql(s, c, a->guards, a->count, &lock, staged ? NULL : &write);
 	if (rc == 0) {
 		rows = PQexec(c, lock);
 		rc = faucet__pg_result_ok(s, c, rows, PGRES_TUPLES_OK, PG_CAS_BATCH_WHAT);
@@ -748,7 +829,7 @@ int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a)
 		}
 	}
 	if (rc == 0 && holds)
-		rc = cas_batch_commit(s, c, write, a->written);
+		rc = staged ? cas_batch_stage_commit(s, c, a) : cas_batch_commit(s, c, write, a->written);
 	/* Does not hold, or failed: the ROLLBACK releases the locks. */
 	stage_rollback(c);
 	free(lock);
