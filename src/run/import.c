@@ -45,7 +45,6 @@ typedef struct {
 	size_t done, sdone;   /* names / stale keys handed to the writes so far */
 	size_t ahead, sahead; /* names / stale keys recorded so far */
 	size_t window_min;    /* the smallest window: the import's own chunk */
-	size_t chunk;         /* the import's chunk when this makes it smaller (ri_chunk) */
 } recorded_import;
 
 
@@ -90,7 +89,6 @@ static int ri_begin(void *arg, const char *pipeline, const char *const *names, s
 	ri->count = count;
 	ri->stale = stale;
 	ri->nstale = nstale;
-	ri->window_min = ri->chunk ? ri->chunk : faucet__import_chunk();
 	return rc;
 }
 
@@ -168,6 +166,7 @@ int faucet_import_file_recorded(faucet_store *s, FILE *in, const faucet_import_o
 	w.put_prefix = ri_put_prefix;
 	w.del = ri_delete;
 	w.ctx = &ri;
-	w.chunk = ri.chunk = ri_chunk(s);
+	w.chunk = ri_chunk(s);
+	ri.window_min = w.chunk ? w.chunk : faucet__import_chunk();
 	return faucet__import_file_via(s, in, opts, &w, report);
 }

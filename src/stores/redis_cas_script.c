@@ -128,6 +128,24 @@ static size_t entry_at(const redis_store *s, size_t n, size_t i)
 	return 3 + n + (s->index != NULL) + 1 + 4 * i;
 }
 
+/* Argument `at` is p, len bytes (a value's text holds no NUL, but its
+ * length is known: no strlen over 10,000 values). */
+static void set_arg(script_call *k, size_t at, const char *p, size_t len)
+{
+	k->argv[at] = p;
+	k->lens[at] = len;
+}
+
+static void set_str(script_call *k, size_t at, const char *p)
+{
+	set_arg(k, at, p, strlen(p));
+}
+
+static void set_value(script_call *k, size_t at, const faucet_value *v)
+{
+	set_arg(k, at, v ? faucet_value_json(v) : "", v ? faucet_value_len(v) : 0);
+}
+
 static int call_build(const redis_store *s, const faucet_store_guard *g, size_t n,
 		      script_call *k)
 {
@@ -143,34 +161,22 @@ static int call_build(const redis_store *s, const faucet_store_guard *g, size_t 
 	if (k->argv == NULL || k->lens == NULL || k->rkeys == NULL || k->owned == NULL)
 		return FAUCET_ENOMEM;
 	snprintf(k->numkeys, sizeof(k->numkeys), "%zu", nkeys);
-	k->argv[0] = "EVAL";
-	k->argv[1] = CAS_SCRIPT;
-	k->argv[2] = k->numkeys;
+	set_str(k, 0, "EVAL");
+	set_str(k, 1, CAS_SCRIPT);
+	set_str(k, 2, k->numkeys);
 	if (s->index != NULL)
-		k->argv[3 + n] = s->index;
-	k->argv[3 + nkeys] = s->index != NULL ? "1" : "0";
+		set_str(k, 3 + n, s->index);
+	set_str(k, 3 + nkeys, s->index != NULL ? "1" : "0");
 	for (size_t i = 0; i < n; i++) {
 		size_t at = entry_at(s, n, i);
 
 		if ((k->rkeys[i] = faucet_redis__full_key(s, g[i].key)) == NULL)
 			return FAUCET_ENOMEM;
-		k->argv[3 + i] = k->rkeys[i];
-		k->argv[at] = flags[(g[i].expected != NULL) * 2 + (g[i].value != NULL)];
-		k->argv[at + 1] = g[i].expected ? faucet_value_json(g[i].expected) : "";
-		k->argv[at + 2] = g[i].value ? faucet_value_json(g[i].value) : "";
-		k->argv[at + 3] = g[i].key;
-	}
-	for (size_t i = 0; i < k->argc; i++) {
-		k->lens[i] = strlen(k->argv[i]);
-		/* (values hold no NUL: faucet_value_json is their text) */
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t at = entry_at(s, n, i);
-
-		if (g[i].expected != NULL)
-			k->lens[at + 1] = faucet_value_len(g[i].expected);
-		if (g[i].value != NULL)
-			k->lens[at + 2] = faucet_value_len(g[i].value);
+		set_str(k, 3 + i, k->rkeys[i]);
+		set_str(k, at, flags[(g[i].expected != NULL) * 2 + (g[i].value != NULL)]);
+		set_value(k, at + 1, g[i].expected);
+		set_value(k, at + 2, g[i].value);
+		set_str(k, at + 3, g[i].key);
 	}
 	return 0;
 }
@@ -187,18 +193,18 @@ static int scripts_refused(const char *msg)
 static int mismatch(const redis_store *s, const faucet_store_guard *g, size_t n,
 		    script_call *k, const redisReply *r, int *again)
 {
-	long long i = r->element[0]->integer;
+	long long i = r->element[0]->type == REDIS_REPLY_INTEGER ? r->element[0]->integer : 0;
 	faucet_value *cur = NULL;
 	size_t at;
 	int rc;
 
 	*again = 0;
-	if (r->element[0]->type == REDIS_REPLY_INTEGER && i < 0 && (size_t)-i <= n)
+	if (i < 0 && (size_t)-i <= n)
 		return faucet_error_set(FAUCET_ERROR,
 					"redis state store namespace '%s': Redis key '%s:%s' for key "
 					"'%s' is not a string",
 					s->ns, s->ns, g[-i - 1].key, g[-i - 1].key);
-	if (r->element[0]->type != REDIS_REPLY_INTEGER || i < 1 || (size_t)i > n ||
+	if (i < 1 || (size_t)i > n ||
 	    (r->elements == 2 && r->element[1]->type != REDIS_REPLY_STRING))
 		return faucet_redis__fail(s, SCRIPT_WHAT, "unexpected reply");
 	if (r->elements < 2 || g[i - 1].expected == NULL)
@@ -220,8 +226,7 @@ static int mismatch(const redis_store *s, const faucet_store_guard *g, size_t n,
 		return rc;
 	memcpy(k->owned[i - 1], r->element[1]->str, r->element[1]->len);
 	k->owned[i - 1][r->element[1]->len] = '\0';
-	k->argv[at + 1] = k->owned[i - 1];
-	k->lens[at + 1] = r->element[1]->len;
+	set_arg(k, at + 1, k->owned[i - 1], r->element[1]->len);
 	*again = 1;
 	return 0;
 }

@@ -1889,10 +1889,9 @@ static faucet_run *batch_window_run(faucet_store *s, const char *const *keys, in
 	return leased ? begin(*rs, NULL) : begin_write(*rs, "default", 0);
 }
 
-/* End batch_window_run's run w, free its racing store, and undo it: no
- * conflict, the first and third keys back as they were. */
-static void undo_batch_window_run(faucet_store *s, const char *const *keys, faucet_run *w,
-				  faucet_store *rs)
+/* End run w, free its racing store rs, and undo the newest run of s: no
+ * conflict. */
+static void end_and_undo(faucet_store *s, faucet_run *w, faucet_store *rs)
 {
 	faucet_undo_result res;
 
@@ -1901,6 +1900,14 @@ static void undo_batch_window_run(faucet_store *s, const char *const *keys, fauc
 	res = undo(s, NULL, 0);
 	assert_false(res.conflict);
 	faucet_undo_result_dispose(&res);
+}
+
+/* end_and_undo of batch_window_run's run: the first and third keys back
+ * as they were. */
+static void undo_batch_window_run(faucet_store *s, const char *const *keys, faucet_run *w,
+				  faucet_store *rs)
+{
+	end_and_undo(s, w, rs);
 	tu_assert_value(s, keys[0], "{\"v\":0}");
 	tu_assert_value(s, keys[2], "{\"v\":2}");
 }
@@ -1995,7 +2002,6 @@ static void undo_restores_a_put_that_landed_before_a_big_batch_put(void **state)
 	char (*keys)[32];
 	faucet_entry *e = numbered_entries(N, v, &keys);
 	int held = faucet__store_cas_batch_max(s) >= N;
-	faucet_undo_result res;
 	faucet_store *rs;
 	faucet_run *w;
 
@@ -2005,11 +2011,7 @@ static void undo_restores_a_put_that_landed_before_a_big_batch_put(void **state)
 	w = begin_write(rs, "default", 0);
 	assert_int_equal(faucet_run_put_batch(w, e, N), 0);
 	tu_assert_value(s, keys[150], "{\"v\":\"the batch\"}");
-	end_ok(w);
-	faucet_store_free(rs);
-	res = undo(s, NULL, 0);
-	assert_false(res.conflict);
-	faucet_undo_result_dispose(&res);
+	end_and_undo(s, w, rs);
 	tu_assert_value(s, keys[0], "{\"v\":0}");
 	tu_assert_value(s, keys[1], NULL);
 	tu_assert_value(s, keys[150], held ? "{\"v\":\"put in the window\"}" : "{\"v\":150}");
@@ -2265,6 +2267,16 @@ static int big_begin(void *ctx, const char *pipeline, const char *row, faucet_ru
 	return 0;
 }
 
+/* Undo the big import run `id` of s: no conflict, every key restored. */
+static void undo_big_import(faucet_store *s, const char *id)
+{
+	faucet_undo_result res = undo(s, id, 0);
+
+	assert_false(res.conflict);
+	assert_int_equal(res.restored.count, BIG_IMPORT);
+	faucet_undo_result_dispose(&res);
+}
+
 /* Import n keys p::big::kNNNNN = {"new":N} as one run, left for the
  * caller to end (h->run). */
 static void import_n(big_hook *h, int n)
@@ -2331,7 +2343,6 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	faucet_store *s = S(state);
 	const char *k = "p::big::k00075"; /* the second chunk's: the first part */
 	int held = faucet__store_has_cas_batch(s);
-	faucet_undo_result res;
 	big_hook h;
 	char *id;
 
@@ -2346,10 +2357,7 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	id = strdup(faucet_run_id(h.run));
 	end_ok(h.run);
 	faucet_store_free(h.s);
-	res = undo(s, id, 0);
-	assert_false(res.conflict);
-	assert_int_equal(res.restored.count, BIG_IMPORT);
-	faucet_undo_result_dispose(&res);
+	undo_big_import(s, id);
 	tu_assert_value(s, "p::big::k00010", "{\"old\":10}");
 	tu_assert_value(s, "p::big::k00076", NULL);
 	tu_assert_value(s, k, held ? "{\"v\":\"put in the window\"}" : "{\"old\":75}");
@@ -2390,7 +2398,6 @@ static void a_big_import_is_recorded_in_parts_and_undone_whole(void **state)
 {
 	faucet_store *s = S(state);
 	big_hook h = {s, NULL};
-	faucet_undo_result res;
 	run_marker all;
 	run_status st;
 	size_t parts = 0;
@@ -2434,10 +2441,7 @@ static void a_big_import_is_recorded_in_parts_and_undone_whole(void **state)
 	assert_int_equal(st.items[0].keys_total, BIG_IMPORT);
 	faucet_run__status_dispose(&st);
 
-	res = undo(s, id, 0);
-	assert_false(res.conflict);
-	assert_int_equal(res.restored.count, BIG_IMPORT);
-	faucet_undo_result_dispose(&res);
+	undo_big_import(s, id);
 	tu_assert_value(s, "p::big::k00000", "{\"old\":0}");
 	tu_assert_value(s, "p::big::k00001", NULL);
 	tu_assert_value(s, "p::big::k00070", "{\"old\":70}");
