@@ -72,6 +72,15 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        chunks after the first: undo would leave them)
 #   run-undo-per-key     an undo's keys recorded one at a time with their
 #                        writes (its marker rewritten once a key: O(N^2))
+#   run-file-put-ungated a file store put no longer takes the writers' lock
+#                        (it lands inside a compare-and-put batch, between
+#                        its compare and its write, and is overwritten)
+#   run-file-batch-shared  the file store's compare-and-put batch takes the
+#                        writers' lock shared, not exclusive
+#   file-batch-first-not-alone  the file store's compare-and-put batch writes
+#                        its first entry (a run's marker part) in the same
+#                        group as the rest, not durably before them (a
+#                        durability mutant: the power-loss test must kill it)
 # The run mutants that change one line: kind, file, which occurrence of the
 # line (first or last), the line's text (found with grep -F), and the
 # regular expression in it replaced by the replacement - one row each, read
@@ -91,6 +100,9 @@ run-part-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
 run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force), batched = !force;	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
+run-file-put-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
+run-file-batch-shared	src/stores/file_batch.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
+file-batch-first-not-alone	src/stores/file_batch.c	first	size_t alone = 1;	size_t alone = 1;	size_t alone = 0;
 TABLE
 )
 export RUN_MUTANTS

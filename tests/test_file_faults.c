@@ -509,6 +509,105 @@ static void a_put_landing_while_the_guards_sync_is_not_overwritten(void **state)
 	faucet_store_free(s);
 }
 
+/* ---- a compare-and-put batch that fails part-way ----------------------------- */
+
+#define FB_PUTS 5
+#define FB_DELS 2
+
+/* The batch of the test below, every key as it expects: a part (absent,
+ * put first), FB_PUTS keys replaced, FB_DELS deleted. */
+static void fb_setup(faucet_store *s)
+{
+	char key[16];
+
+	for (int i = 0; i < FB_PUTS; i++) {
+		snprintf(key, sizeof(key), "p::k%d", i);
+		tu_put(s, key, "\"old\"");
+	}
+	for (int i = 0; i < FB_DELS; i++) {
+		snprintf(key, sizeof(key), "p::d%d", i);
+		tu_put(s, key, "\"old\"");
+	}
+}
+
+/* Each system call of a file store compare-and-put batch fails in turn.
+ * A failure is never FAUCET_EUNKNOWN (a run that then found its part in
+ * place would take the whole chunk as landed); no entry after the first
+ * is written unless the first is (a run's marker part is never behind the
+ * keys it records); a success wrote everything; no temp file is left. */
+static void a_batch_failing_part_way_never_writes_ahead_of_its_first_entry(void **state)
+{
+	fixture *f = *state;
+	faucet_value *old = tu_v("\"old\""), *part = tu_v("{\"images\":[]}"),
+		     *nv = tu_v("\"new\"");
+	faucet_store_guard g[1 + FB_PUTS + FB_DELS];
+	char keys[1 + FB_PUTS + FB_DELS][16];
+	size_t calls = 0, failures = 0;
+
+	snprintf(keys[0], sizeof(keys[0]), "p::part");
+	g[0] = (faucet_store_guard){keys[0], NULL, part};
+	for (int i = 0; i < FB_PUTS; i++) {
+		snprintf(keys[1 + i], sizeof(keys[1 + i]), "p::k%d", i);
+		g[1 + i] = (faucet_store_guard){keys[1 + i], old, nv};
+	}
+	for (int i = 0; i < FB_DELS; i++) {
+		snprintf(keys[1 + FB_PUTS + i], sizeof(keys[0]), "p::d%d", i);
+		g[1 + FB_PUTS + i] = (faucet_store_guard){keys[1 + FB_PUTS + i], old, NULL};
+	}
+	faucet__durable_test_batch_size(2);
+	for (size_t n = 0; n == 0 || n <= calls; n++) {
+		char name[32], *dir;
+		faucet_store *s;
+		int written = 0, rc, first = 0, others = 0;
+
+		(void)snprintf(name, sizeof(name), "run%zu", n);
+		dir = tu_join(f->dir, name);
+		s = open_store(dir);
+		fb_setup(s);
+		fault_start();
+		fault_arm(n, FAULT_EIO);
+		rc = faucet__store_compare_and_put_batch(s, g, 1 + FB_PUTS + FB_DELS, &written);
+		if (n == 0)
+			calls = fault_calls();
+		failures += fault_fired() != 0;
+		fault_stop();
+		if (rc == FAUCET_EUNKNOWN)
+			fail_msg("call %zu: a batch failure is FAUCET_EUNKNOWN (%s)", n,
+				 faucet_error_last()->message);
+		for (size_t i = 0; i < 1 + FB_PUTS + FB_DELS; i++) {
+			faucet_value *v = NULL;
+			int changed;
+
+			assert_int_equal(faucet_store_get(s, keys[i], &v), 0);
+			changed = !faucet_value_equal(v, g[i].expected);
+			if (changed && !faucet_value_equal(v, g[i].value))
+				fail_msg("call %zu: %s holds %s", n, keys[i],
+					 v ? faucet_value_json(v) : "nothing");
+			if (i == 0)
+				first = changed;
+			else
+				others += changed;
+			faucet_value_free(v);
+		}
+		if (rc == 0 && (!written || !first || others != FB_PUTS + FB_DELS))
+			fail_msg("call %zu: success, but %d of %d entries written", n,
+				 first + others, 1 + FB_PUTS + FB_DELS);
+		if (rc != 0 && written)
+			fail_msg("call %zu: failed, yet said written", n);
+		if (others > 0 && !first)
+			fail_msg("call %zu: %d entries written ahead of the first", n, others);
+		if (tu_has_suffix_entry(dir, ".tmp"))
+			fail_msg("call %zu: a temp file was left", n);
+		faucet_store_free(s);
+		free(dir);
+	}
+	faucet__durable_test_batch_size(0);
+	assert_true(failures > 10);
+	faucet_value_free(old);
+	faucet_value_free(part);
+	faucet_value_free(nv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +620,7 @@ int main(void)
 		FAULT_TEST(a_writer_whose_new_temp_file_was_repaired_away_takes_another),
 		FAULT_TEST(a_symlinked_key_sidecar_is_not_followed),
 		FAULT_TEST(a_put_landing_while_the_guards_sync_is_not_overwritten),
+		FAULT_TEST(a_batch_failing_part_way_never_writes_ahead_of_its_first_entry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/sha.h>
@@ -28,6 +30,7 @@
 #include "common/durable.h"
 #include "internal.h"
 #include "stores/file_internal.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 typedef struct {
@@ -72,7 +75,8 @@ static void list_into(faucet_store *s, const char *prefix, faucet_strarray *out)
 		fail_msg("list '%s': %s", prefix, faucet_error_last()->message);
 }
 
-/* The directory's entry names, sorted, as one "a|b|c" string. */
+/* The directory's entry names, sorted, as one "a|b|c" string (the
+ * writers' lock files left out, as by tu_count_entries). */
 static char *dir_names(const char *dir)
 {
 	faucet_strarray names = {NULL, 0};
@@ -83,7 +87,8 @@ static char *dir_names(const char *dir)
 
 	assert_non_null(d);
 	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    !tu_is_writers_lock(e->d_name))
 			assert_int_equal(faucet__strarray_push(&names, e->d_name), 0);
 	}
 	closedir(d);
@@ -1399,6 +1404,262 @@ static void compare_and_put_gives_up_on_a_live_lock(void **state)
 	free(path);
 }
 
+/* ---- the writers' gate and the compare-and-put batch ------------------------- */
+
+#define GATE_KEYS 5
+
+/* One round of the gate test: what the writer thread does while the batch
+ * holds the writers' lock, and how it went. */
+typedef struct {
+	faucet_store *other; /* a second handle: another writer */
+	int kind;            /* 0 put, 1 compare-and-put, 2 delete, 3 batch put,
+			      * 4 compare-and-delete */
+	const char *key;
+	char *before;        /* what key held before the batch (NULL: absent) */
+	const char *value;   /* what the writer writes */
+	int rc, written;
+	int pipe[2];         /* 'b' the writer found a lock held, 'd' it is done */
+	atomic_int told_busy;
+	char first;          /* which came first, as the batch saw it */
+	pthread_t t;
+} gate_round;
+
+static void gate_busy(void *arg)
+{
+	gate_round *g = arg;
+	char c = 'b';
+
+	if (atomic_exchange(&g->told_busy, 1) == 0 && write(g->pipe[1], &c, 1) != 1)
+		abort();
+}
+
+static void *gate_writer(void *arg)
+{
+	gate_round *g = arg;
+	faucet_value *v = tu_v(g->value), *before = g->before ? tu_v(g->before) : NULL;
+	faucet_entry e[2] = {{g->key, v}, {"p::x", v}};
+	char c = 'd';
+
+	g->written = 1;
+	switch (g->kind) {
+	case 0:
+		g->rc = faucet_store_put(g->other, g->key, v);
+		break;
+	case 1:
+		g->rc = faucet_store_compare_and_put(g->other, g->key, before, v, &g->written);
+		break;
+	case 2:
+		g->rc = faucet_store_delete(g->other, g->key);
+		break;
+	case 3:
+		g->rc = faucet_store_put_batch(g->other, e, 2);
+		break;
+	default:
+		g->rc = faucet_store_compare_and_delete(g->other, g->key, before, &g->written);
+		break;
+	}
+	faucet_value_free(v);
+	faucet_value_free(before);
+	if (write(g->pipe[1], &c, 1) != 1)
+		abort();
+	return NULL;
+}
+
+/* The batch's hook: start the writer, and see whether it had to wait. */
+static void gate_batch_hook(void *arg)
+{
+	gate_round *g = arg;
+
+	assert_int_equal(pthread_create(&g->t, NULL, gate_writer, g), 0);
+	assert_int_equal(read(g->pipe[0], &g->first, 1), 1);
+}
+
+static unsigned gate_seed(void)
+{
+	const char *env = getenv("FAUCET_TEST_SEED");
+
+	return env != NULL ? (unsigned)strtoul(env, NULL, 10)
+			   : (unsigned)time(NULL) ^ (unsigned)getpid();
+}
+
+/* Seeded random rounds: a compare-and-put batch over random keys (puts and
+ * deletes, of keys present and absent) and, once it has compared every key,
+ * a write of another handle - a put, a compare-and-put against what the key
+ * held before, a delete, a batch put, a compare-and-delete - of a random
+ * key.  The write must wait for the batch (it finds a lock held before it
+ * is done), and the store must end as the model says: the batch, then the
+ * write.  Fails before every write took the writers' gate: the write landed
+ * between the batch's compare and its write, and the batch overwrote it
+ * unseen (an acknowledged write lost, design §8.2). */
+static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **state)
+{
+	fixture *f = *state;
+	char keys[GATE_KEYS + 1][16];
+	char *model[GATE_KEYS + 1] = {NULL};
+	const unsigned seed0 = gate_seed();
+	unsigned seed = seed0;
+	faucet_store *other = open_at(f->dir);
+
+	fprintf(stderr, "gate test seed %u (FAUCET_TEST_SEED)\n", seed0);
+	for (int i = 0; i <= GATE_KEYS; i++)
+		snprintf(keys[i], sizeof(keys[i]), i < GATE_KEYS ? "p::k%d" : "p::x", i);
+	for (int round = 0; round < 60; round++) {
+		faucet_store_guard g[GATE_KEYS];
+		faucet_value *vals[GATE_KEYS] = {NULL}, *exp[GATE_KEYS] = {NULL};
+		char bval[GATE_KEYS][32], wval[32];
+		int n = 0, written = 0, rc;
+		gate_round gr;
+
+		/* The keys as the round starts: random, the model the same. */
+		for (int i = 0; i <= GATE_KEYS; i++) {
+			free(model[i]);
+			model[i] = NULL;
+			if (rand_r(&seed) % 3 != 0) {
+				char v[32];
+
+				snprintf(v, sizeof(v), "{\"r\":%d,\"k\":%d}", round, i);
+				model[i] = strdup(v);
+				tu_put(f->s, keys[i], v);
+			} else {
+				assert_int_equal(faucet_store_delete(f->s, keys[i]), 0);
+			}
+		}
+		/* The batch: each key in it with a probability of 1/2 (at
+		 * least one), expected as it is, put or (1 in 4) deleted. */
+		for (int i = 0; i < GATE_KEYS; i++) {
+			if (rand_r(&seed) % 2 != 0 && !(i == GATE_KEYS - 1 && n == 0))
+				continue;
+			snprintf(bval[n], sizeof(bval[n]), "\"batch %d.%d\"", round, i);
+			vals[n] = rand_r(&seed) % 4 == 0 ? NULL : tu_v(bval[n]);
+			exp[n] = model[i] ? tu_v(model[i]) : NULL;
+			g[n] = (faucet_store_guard){keys[i], exp[n], vals[n]};
+			n++;
+		}
+		memset(&gr, 0, sizeof(gr));
+		gr.other = other;
+		gr.kind = (int)(rand_r(&seed) % 5);
+		gr.key = keys[rand_r(&seed) % GATE_KEYS];
+		snprintf(wval, sizeof(wval), "\"writer %d\"", round);
+		gr.value = wval;
+		{
+			int ki = gr.key[4] - '0';
+
+			gr.before = model[ki] ? strdup(model[ki]) : NULL;
+			if (gr.kind == 4 && gr.before == NULL)
+				gr.kind = 2; /* compare-and-delete wants a value */
+		}
+		assert_int_equal(pipe(gr.pipe), 0);
+		atomic_init(&gr.told_busy, 0);
+		faucet_file__set_lock_busy_hook(gate_busy, &gr);
+		faucet_file__set_batch_hook(gate_batch_hook, &gr);
+		rc = faucet__store_compare_and_put_batch(f->s, g, (size_t)n, &written);
+		faucet_file__set_batch_hook(NULL, NULL);
+		if (rc != 0)
+			fail_msg("seed %u round %d: batch: %s", seed0, round, faucet_error_last()->message);
+		assert_int_equal(pthread_join(gr.t, NULL), 0);
+		faucet_file__set_lock_busy_hook(NULL, NULL);
+		assert_true(written);
+		if (gr.first != 'b')
+			fail_msg("seed %u round %d: writer kind %d of %s did not wait for the batch",
+				 seed0, round, gr.kind, gr.key);
+		if (gr.rc != 0)
+			fail_msg("seed %u round %d: writer: %s", seed0, round,
+				 faucet_error_last()->message);
+		/* The model: the batch, then the write. */
+		for (int j = 0; j < n; j++) {
+			int ki = g[j].key[4] - '0';
+
+			free(model[ki]);
+			model[ki] = vals[j] ? strdup(faucet_value_json(vals[j])) : NULL;
+		}
+		{
+			int ki = gr.key[4] - '0', holds;
+
+			holds = (model[ki] == NULL && gr.before == NULL) ||
+				(model[ki] != NULL && gr.before != NULL &&
+				 strcmp(model[ki], gr.before) == 0);
+			if (gr.kind == 1 || gr.kind == 4)
+				assert_int_equal(gr.written, holds);
+			if (gr.kind == 0 || gr.kind == 3 || (gr.kind == 1 && holds)) {
+				free(model[ki]);
+				model[ki] = strdup(wval);
+			}
+			if (gr.kind == 3) {
+				free(model[GATE_KEYS]);
+				model[GATE_KEYS] = strdup(wval);
+			}
+			if (gr.kind == 2 || (gr.kind == 4 && holds)) {
+				free(model[ki]);
+				model[ki] = NULL;
+			}
+		}
+		for (int i = 0; i <= GATE_KEYS; i++) {
+			faucet_value *now = NULL, *want = model[i] ? tu_v(model[i]) : NULL;
+
+			assert_int_equal(faucet_store_get(f->s, keys[i], &now), 0);
+			if (!faucet_value_equal(now, want))
+				fail_msg("seed %u round %d (writer kind %d of %s): %s holds %s, the "
+					 "model %s",
+					 seed0, round, gr.kind, gr.key, keys[i],
+					 now ? faucet_value_json(now) : "nothing",
+					 model[i] ? model[i] : "nothing");
+			faucet_value_free(now);
+			faucet_value_free(want);
+		}
+		for (int j = 0; j < n; j++) {
+			faucet_value_free(vals[j]);
+			faucet_value_free(exp[j]);
+		}
+		free(gr.before);
+		close(gr.pipe[0]);
+		close(gr.pipe[1]);
+	}
+	for (int i = 0; i <= GATE_KEYS; i++)
+		free(model[i]);
+	faucet_store_free(other);
+}
+
+/* A batch waits for a write in progress (the writers' lock held shared)
+ * and gives up busy, writing nothing; a write waits for a batch in
+ * progress (held exclusive) the same way.  Both lock files are hidden from
+ * the listing. */
+static void the_writers_lock_is_waited_for_and_given_up_busy(void **state)
+{
+	fixture *f = *state;
+	char *path = tu_join(f->dir, ".faucet-writers.lock");
+	faucet_value *v = tu_v("1"), *w = tu_v("2");
+	faucet_store_guard g[2] = {{"p::a", NULL, v}, {"p::b", NULL, v}};
+	faucet_strarray out = {NULL, 0};
+	int fd, written = 1;
+
+	tu_put(f->s, "p::c", "0"); /* the root and both lock files exist */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	faucet_file__set_lock_wait_ms(30);
+	assert_int_equal(flock(fd, LOCK_SH), 0);
+	assert_int_equal(faucet__store_compare_and_put_batch(f->s, g, 2, &written), FAUCET_EBUSY);
+	assert_int_equal(written, 0);
+	tu_assert_error_contains(".faucet-writers.lock");
+	tu_assert_error_contains("held by another writer");
+	tu_assert_value(f->s, "p::a", NULL);
+	tu_put(f->s, "p::c", "1"); /* writers share it */
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(faucet_store_put(f->s, "p::c", w), FAUCET_EBUSY);
+	assert_int_equal(faucet_store_delete(f->s, "p::c"), FAUCET_EBUSY);
+	tu_assert_value(f->s, "p::c", "1");
+	assert_int_equal(close(fd), 0);
+	faucet_file__set_lock_wait_ms(0);
+	assert_int_equal(faucet__store_compare_and_put_batch(f->s, g, 2, &written), 0);
+	assert_int_equal(written, 1);
+	tu_assert_value(f->s, "p::b", "1");
+	list_into(f->s, "", &out);
+	tu_assert_strings(&out, "p::a", "p::b", "p::c", NULL);
+	faucet_strarray_dispose(&out);
+	faucet_value_free(v);
+	faucet_value_free(w);
+	free(path);
+}
+
 /* ---- check ------------------------------------------------------------------------ */
 
 static void check_passes_and_leaves_no_residue(void **state)
@@ -1493,6 +1754,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(delete_removes_the_lock_file_and_the_key_stays_usable, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_lock_won_on_an_unlinked_file_is_retaken_on_the_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_gives_up_on_a_live_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_write_waits_for_a_compare_and_put_batch_and_lands_after_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_writers_lock_is_waited_for_and_given_up_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_passes_and_leaves_no_residue, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_fails_for_an_unusable_root, setup, teardown),
 	};

@@ -129,7 +129,7 @@ FAUCET_EXTERN int faucet_run_compare_and_delete(faucet_run *r, const char *key,
 /* A batch of first writes that the backend's compare-and-put batch takes
  * (128 keys on etcd, 16,384 on the others) is written only while
  * each key holds what its before-image was read as (else read again and
- * retried); a bigger batch, or one on the file store, is written plainly. */
+ * retried); a bigger batch is written plainly. */
 FAUCET_EXTERN int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count);
 /* Delete every key (borrowed), in order, recording all their before-images
  * in one marker write first (a per-key delete writes the marker per key).

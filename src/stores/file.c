@@ -60,6 +60,7 @@
 #include "file_internal.h"
 #include "file_store.h"
 #include "crypto/envelope.h"
+#include "store/open_internal.h"
 #include <faucet/keys.h>
 
 /* "{stem}{suffix}" into out[FILE_NAME_CAP]; both are short and known. */
@@ -272,6 +273,11 @@ static int fix_mode(int fd, mode_t mode)
 	return fchmod(fd, mode);
 }
 
+/* What a lock file locks: a key (exclusive), or the store's writers' lock
+ * and its gate (shared by every write, exclusive for a compare-and-put
+ * batch: "The writers' gate" below). */
+typedef enum { LOCK_KEY, LOCK_GATE_SHARED, LOCK_GATE_EXCLUSIVE } lock_kind;
+
 /* Open (creating) the lock file; *open_err receives errno on failure. */
 static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
 {
@@ -320,17 +326,18 @@ static void sleep_ms(unsigned ms)
 	(void)nanosleep(&ts, NULL);
 }
 
-static int lock_acquire(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
+static int lock_acquire(int dirfd, const char *name, const char *path, lock_kind kind,
+			int *fd_out, int *open_err)
 {
 	uint64_t wait = atomic_load(&lock_wait_ms);
 	uint64_t started = faucet__now_ms();
-	int fd = -1, rc;
+	int fd = -1, rc, op = kind == LOCK_GATE_SHARED ? LOCK_SH : LOCK_EX;
 
 	if (wait == 0)
 		wait = FILE_LOCK_WAIT_MS;
 	rc = lock_open(dirfd, name, path, &fd, open_err);
 	while (rc == 0) {
-		if (faucet__sys()->flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (faucet__sys()->flock(fd, op | LOCK_NB) == 0) {
 			int named = lock_names_file(dirfd, name, path, fd);
 			if (named == 1) {
 				*fd_out = fd;
@@ -369,7 +376,7 @@ int faucet_file__lock(int dirfd, const char *name, const char *path, int *fd_out
 	int open_err = 0;
 
 	*fd_out = -1;
-	return lock_acquire(dirfd, name, path, fd_out, &open_err);
+	return lock_acquire(dirfd, name, path, LOCK_KEY, fd_out, &open_err);
 }
 
 /* ---- the root directory ----------------------------------------------- */
@@ -1267,9 +1274,18 @@ static int ensure_marker(file_store *fs, int *dfd)
 	return rc == FAUCET_EUNKNOWN ? FAUCET_EIO : rc;
 }
 
+static int enter_shared(file_store *fs, int create, int *fd_out);
+static void writers_leave(int fd);
+
 static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
 {
-	return store_value((file_store *)b, key, value);
+	file_store *fs = (file_store *)b;
+	int gate, rc = enter_shared(fs, 1, &gate);
+
+	if (rc == 0)
+		rc = store_value(fs, key, value);
+	writers_leave(gate);
+	return rc;
 }
 
 /* ---- compare-and-put, delete and the listing ------------------------------ */
@@ -1284,14 +1300,75 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	faucet_file__name_from_stem(name, stem, ".json.lock");
 	faucet_file__path_of(fs, name, path);
 	*fd_out = -1;
-	rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
+	rc = lock_acquire(*dfd, name, path, LOCK_KEY, fd_out, &open_err);
 	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
 		rc = root_reopen(fs, *dfd, create, dfd);
 		if (rc != 0 || *dfd < 0)
 			return rc;
-		rc = lock_acquire(*dfd, name, path, fd_out, &open_err);
+		rc = lock_acquire(*dfd, name, path, LOCK_KEY, fd_out, &open_err);
 	}
 	return rc;
+}
+
+/*
+ * The writers' gate.  A key's lock orders compare-and-puts of that key, but
+ * a compare-and-put batch compares many keys and then writes them all: a
+ * write of one of them that landed in between would be overwritten unseen
+ * (and undo would give back the value read before it, design §8.2).  So
+ * every write of ours holds the store's writers' lock ".faucet-writers.lock"
+ * shared for its duration, and a batch holds it exclusive from its first
+ * compare to its last rename.  A waiting batch would starve behind a
+ * stream of shared holders (flock grants a shared lock while an exclusive
+ * one waits), so a writer first passes ".faucet-writers.gate" - shared,
+ * held only until the writers' lock is taken - which a batch holds
+ * exclusive while it waits: new writers queue at the gate, those inside
+ * finish, and the batch goes in.  Both files are empty, hidden, never
+ * removed, and invisible to the listing, doctor and the original faucet
+ * (which does not take them: its writes are not ordered against our
+ * batches).
+ */
+int faucet_file__writers_enter(file_store *fs, int *dfd, int create, int exclusive,
+			       int *fd_out)
+{
+	lock_kind kind = exclusive ? LOCK_GATE_EXCLUSIVE : LOCK_GATE_SHARED;
+	char path[PATH_CAP];
+	int gate = -1, open_err = 0, rc;
+
+	*fd_out = -1;
+	faucet_file__path_of(fs, WRITERS_GATE, path);
+	rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, &gate, &open_err);
+	/* The root was removed or replaced: follow it once, as a key's lock
+	 * does (take_key_lock). */
+	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
+		if ((rc = root_reopen(fs, *dfd, create, dfd)) != 0 || *dfd < 0)
+			return rc; /* without `create`: no root, nothing to write */
+		rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, &gate, &open_err);
+	}
+	if (rc != 0)
+		return rc;
+	faucet_file__path_of(fs, WRITERS_LOCK, path);
+	rc = lock_acquire(*dfd, WRITERS_LOCK, path, kind, fd_out, &open_err);
+	(void)close(gate); /* the next writer may queue behind us now */
+	return rc;
+}
+
+/* Enter the writers' lock shared, in the root (made when `create`): *fd_out
+ * -1 (rc 0) when there is no root and so nothing to write. */
+static int enter_shared(file_store *fs, int create, int *fd_out)
+{
+	int dfd, rc = faucet_file__root_get(fs, create, &dfd);
+
+	*fd_out = -1;
+	if (rc != 0 || dfd < 0)
+		return rc;
+	return faucet_file__writers_enter(fs, &dfd, create, 0, fd_out);
+}
+
+/* Leave the writers' lock entered with fd (-1: none was). */
+static void writers_leave(int fd)
+{
+	if (fd >= 0)
+		(void)close(fd); /* releases the lock */
 }
 
 /* Take the key's lock and compare its entry with `expected`: *holds says
@@ -1336,18 +1413,22 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 {
 	file_store *fs = (file_store *)b;
 	char stem[FILE_STEM_MAX + 1];
-	int dfd, lock_fd, holds, rc = lock_and_compare(fs, &dfd, key, expected, stem, &lock_fd,
-						       &holds);
+	int dfd, lock_fd, holds, gate, rc = enter_shared(fs, 1, &gate);
 
 	*written = 0;
-	if (rc != 0)
+	if (rc == 0)
+		rc = lock_and_compare(fs, &dfd, key, expected, stem, &lock_fd, &holds);
+	if (rc != 0) {
+		writers_leave(gate);
 		return rc;
+	}
 	if (holds) {
 		rc = store_value(fs, key, value);
 		/* FAUCET_EUNKNOWN: the new value is in place, durable or not. */
 		*written = rc == 0 || rc == FAUCET_EUNKNOWN;
 	}
 	(void)close(lock_fd); /* releases the lock */
+	writers_leave(gate);
 	return rc;
 }
 
@@ -1500,11 +1581,11 @@ static guard_slot *then_slot(guard_slot *slots, size_t nslots, const faucet_stor
  * is not written (*then_written 0).  With `cond` (the key and the value
  * it must hold), the key is locked and compared with the guards: when it
  * holds something else nothing is written and *moved is set. */
-static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guards, size_t n,
-				 const char *const *drop, size_t ndrop, const char *key,
-				 const faucet_value *value, const faucet_store_guard *then,
-				 const faucet_store_guard *cond, int *written, int *then_written,
-				 int *moved)
+static int put_guarded_entered(file_store *fs, const faucet_store_guard *guards, size_t n,
+			       const char *const *drop, size_t ndrop, const char *key,
+			       const faucet_value *value, const faucet_store_guard *then,
+			       const faucet_store_guard *cond, int *written, int *then_written,
+			       int *moved)
 {
 	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX + 1], *ts;
 	faucet_durable_target targets[FAUCET_STORE_GUARDS_MAX];
@@ -1587,6 +1668,24 @@ static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guard
 		if (slots[i].lock_fd >= 0)
 			(void)close(slots[i].lock_fd); /* releases the lock */
 	}
+	return rc;
+}
+
+/* put_guarded_entered in the writers' lock. */
+static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guards, size_t n,
+				 const char *const *drop, size_t ndrop, const char *key,
+				 const faucet_value *value, const faucet_store_guard *then,
+				 const faucet_store_guard *cond, int *written, int *then_written,
+				 int *moved)
+{
+	int gate, rc = enter_shared(fs, 1, &gate);
+
+	*written = 0;
+	*then_written = 0;
+	if (rc == 0)
+		rc = put_guarded_entered(fs, guards, n, drop, ndrop, key, value, then, cond,
+					 written, then_written, moved);
+	writers_leave(gate);
 	return rc;
 }
 
@@ -1707,13 +1806,15 @@ static int file_del(faucet_store_backend *b, const char *key)
 	file_store *fs = (file_store *)b;
 	char stem[FILE_STEM_MAX + 1];
 	size_t stem_len = 0;
-	int dfd = -1, lock_fd, removed = 0;
-	int rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+	int dfd = -1, lock_fd = -1, removed = 0, gate, rc = enter_shared(fs, 0, &gate);
 
-	if (rc != 0 || lock_fd < 0)
-		return rc;
-	rc = remove_locked(fs, dfd, stem, stem_len, 1, &removed);
-	(void)close(lock_fd);
+	if (rc == 0 && gate >= 0)
+		rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+	if (rc == 0 && lock_fd >= 0) {
+		rc = remove_locked(fs, dfd, stem, stem_len, 1, &removed);
+		(void)close(lock_fd);
+	}
+	writers_leave(gate);
 	return rc;
 }
 
@@ -1725,12 +1826,15 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
 	faucet_value *current = NULL;
 	size_t stem_len = 0;
-	int dfd = -1, lock_fd, removed = 0;
-	int rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+	int dfd = -1, lock_fd = -1, removed = 0, gate, rc = enter_shared(fs, 0, &gate);
 
 	*deleted = 0;
-	if (rc != 0 || lock_fd < 0)
+	if (rc == 0 && gate >= 0)
+		rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+	if (rc != 0 || lock_fd < 0) {
+		writers_leave(gate);
 		return rc;
+	}
 	faucet_file__name_from_stem(name, stem, ".json");
 	rc = faucet_file__read_entry(fs, key, name, NULL, &current);
 	if (rc == 0 && current != NULL && faucet_value_equal(current, expected)) {
@@ -1739,7 +1843,52 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	}
 	faucet_value_free(current);
 	(void)close(lock_fd);
+	writers_leave(gate);
 	return rc;
+}
+
+/* ---- what a compare-and-put batch (file_batch.c) does key by key ---------- */
+
+int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
+			     const faucet_value *expected, int *holds)
+{
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	faucet_value *current = NULL;
+	int rc = faucet_file__settle_legacy(fs, dfd, key);
+
+	*holds = 0;
+	if (rc == 0)
+		rc = faucet_file__key_stem(key, stem, NULL);
+	if (rc != 0)
+		return rc;
+	faucet_file__name_from_stem(name, stem, ".json");
+	rc = read_entry_as(fs, key, name, NULL, expected, &current, holds);
+	faucet_value_free(current);
+	return rc;
+}
+
+int faucet_file__store_value(file_store *fs, const char *key, const faucet_value *value)
+{
+	return store_value(fs, key, value);
+}
+
+int faucet_file__remove_key(file_store *fs, const char *key, int sync, int *removed)
+{
+	char stem[FILE_STEM_MAX + 1];
+	size_t stem_len = 0;
+	int dfd = -1, lock_fd = -1, rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+
+	*removed = 0;
+	if (rc == 0 && lock_fd >= 0) {
+		rc = remove_locked(fs, dfd, stem, stem_len, sync, removed);
+		(void)close(lock_fd);
+	}
+	return rc;
+}
+
+int faucet_file__sync_root(const file_store *fs, int dfd)
+{
+	return sync_root(fs, dfd);
 }
 
 static int file_list(faucet_store_backend *b, const char *prefix, faucet_strarray *out)
@@ -1888,6 +2037,8 @@ int faucet_store_open_file(faucet_store **out, const char *root,
 	fs->base.compare_and_delete = file_compare_and_delete;
 	fs->base.put_batch = NULL; /* a batch of files is not atomic: put_many */
 	fs->base.put_many = faucet_file__put_many;
+	fs->base.compare_and_put_batch = faucet_file__compare_and_put_batch;
+	fs->base.cas_batch_max = FAUCET__CAS_BATCH_ONE_TXN;
 	fs->base.get_many = file_get_many;
 	fs->base.check = faucet_file__check;
 	fs->base.free = file_free;

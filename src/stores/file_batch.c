@@ -1,5 +1,6 @@
 /*
- * file_batch.c - the file store's batches (its put_many slot).
+ * file_batch.c - the file store's batches: its put_many slot, and its
+ * compare_and_put_batch (below, "the compare-and-put batch").
  *
  * A put pays two fsyncs - its temp file's and the directory's - and an
  * import of a million keys paid two million (377 s).  put_many writes a
@@ -10,10 +11,13 @@
  * commits on a second thread.  Not all-or-nothing: a crash
  * or a failure leaves a prefix of the entries written, and says how long.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "durable.h"
+#include "file_internal.h"
 #include "file_store.h"
 
 /* What one group of a batch needs to live until its files are written. */
@@ -103,23 +107,21 @@ static int put_groups(file_store *fs, int dfd, const faucet_entry *entries, size
 	return rc != 0 && end_rc == 0 ? rc : end_rc;
 }
 
-int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
-			  size_t *written, size_t *unknown_from)
+/* entries[0..count) as put_groups does, under the root dfd, without the
+ * writers' lock (the caller holds it). */
+static int put_entries(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
+		       size_t *written, size_t *unknown_from)
 {
-	file_store *fs = (file_store *)b;
 	size_t group = faucet__durable_batch_size();
 	batch_slot *slots[2] = {NULL, NULL};
 	faucet_durable_item *items[2] = {NULL, NULL};
-	int dfd, sets = count > group ? 2 : 1, rc;
+	int sets = count > group ? 2 : 1, rc = 0;
 
 	*written = *unknown_from = 0;
 	if (count == 0)
 		return 0;
 	if (group > count)
 		group = count;
-	rc = faucet_file__root_get(fs, 1, &dfd);
-	if (rc != 0)
-		return rc;
 	for (int i = 0; i < sets && rc == 0; i++) {
 		slots[i] = faucet__calloc(group, sizeof(*slots[i]));
 		items[i] = faucet__calloc(group, sizeof(*items[i]));
@@ -133,5 +135,149 @@ int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, 
 		free(slots[i]);
 		free(items[i]);
 	}
+	return rc;
+}
+
+/* A plain batch holds the writers' lock shared a slice at a time, so that
+ * a compare-and-put batch waits for one slice, not for a million keys. */
+#define PUT_SLICE 4096
+
+int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
+			  size_t *written, size_t *unknown_from)
+{
+	file_store *fs = (file_store *)b;
+	size_t done = 0;
+	int dfd, rc;
+
+	*written = *unknown_from = 0;
+	if (count == 0)
+		return 0;
+	rc = faucet_file__root_get(fs, 1, &dfd);
+	while (rc == 0 && done < count) {
+		size_t n = count - done < PUT_SLICE ? count - done : PUT_SLICE, w = 0, u = 0;
+		int gate = -1;
+
+		rc = faucet_file__writers_enter(fs, &dfd, 1, 0, &gate);
+		if (rc == 0) {
+			rc = put_entries(fs, dfd, entries + done, n, &w, &u);
+			(void)close(gate); /* leaves the writers' lock */
+		}
+		if (rc != 0) {
+			*written = done + w;
+			*unknown_from = done + u;
+			return rc;
+		}
+		done += n;
+	}
+	*written = *unknown_from = done;
+	return rc;
+}
+
+/* ---- the compare-and-put batch ------------------------------------------------
+ *
+ * Files cannot be renamed into place all at once.  What the batch promises
+ * instead: every key is compared, and then all are written or - one does
+ * not hold - none, with no write of ours in between (the writers' lock
+ * held exclusive, file.c's "The writers' gate").  The first entry is made
+ * durable before any other is written: a run puts its marker part there,
+ * and the part must never be behind the keys it records (design §8.2).  A
+ * failure after that (a full disk) leaves the first entry and part of the
+ * rest, and is an error the caller sees as a failed write, never
+ * FAUCET_EUNKNOWN: that would tell a run that found its part in place that
+ * the whole chunk landed.
+ */
+
+static _Atomic(faucet_file_batch_hook) batch_hook;
+static _Atomic(void *) batch_hook_arg;
+
+void faucet_file__set_batch_hook(faucet_file_batch_hook hook, void *arg)
+{
+	atomic_store(&batch_hook_arg, arg);
+	atomic_store(&batch_hook, hook);
+}
+
+/* g[from..n): the deletes key by key and one directory sync after them,
+ * the puts in put_many's groups. */
+static int write_rest(file_store *fs, const faucet_store_guard *g, size_t from, size_t n)
+{
+	faucet_entry *puts = faucet__calloc(n, sizeof(*puts));
+	size_t np = 0, written = 0, unknown_from = 0;
+	int dfd = -1, removed_any = 0, rc = puts == NULL ? FAUCET_ENOMEM : 0;
+
+	for (size_t i = from; rc == 0 && i < n; i++) {
+		int removed = 0;
+
+		if (g[i].value != NULL) {
+			puts[np++] = (faucet_entry){g[i].key, g[i].value};
+			continue;
+		}
+		rc = faucet_file__remove_key(fs, g[i].key, 0, &removed);
+		removed_any = removed_any || removed;
+	}
+	if (rc == 0 && (removed_any || np > 0))
+		rc = faucet_file__root_get(fs, 1, &dfd);
+	if (rc == 0 && removed_any)
+		rc = faucet_file__sync_root(fs, dfd);
+	if (rc == 0 && np > 0)
+		rc = put_entries(fs, dfd, puts, np, &written, &unknown_from);
+	free(puts);
+	return rc;
+}
+
+/* Write every entry: the first alone, durable before the rest, then the
+ * rest.  After the first, a failure is not FAUCET_EUNKNOWN (see above). */
+static int write_all(file_store *fs, const faucet_store_guard *g, size_t n)
+{
+	size_t alone = 1; /* the power-loss test fails when this is 0 */
+	int removed = 0, rc = 0;
+
+	if (alone)
+		rc = g[0].value != NULL ? faucet_file__store_value(fs, g[0].key, g[0].value)
+					: faucet_file__remove_key(fs, g[0].key, 1, &removed);
+	if (rc == FAUCET_EUNKNOWN) { /* in place, perhaps not durable: stop here */
+		(void)faucet__error_wrap("compare-and-put batch: %s may be written, the other "
+					 "%zu entries are not",
+					 g[0].key, n - 1);
+		return faucet_error_set(FAUCET_EIO, "%s", faucet_error_last()->message);
+	}
+	if (rc != 0 || n == alone)
+		return rc;
+	if ((rc = write_rest(fs, g, alone, n)) != 0) {
+		(void)faucet__error_wrap("compare-and-put batch: %s is written, the other %zu "
+					 "entries may be in part",
+					 g[0].key, n - 1);
+		if (rc == FAUCET_EUNKNOWN)
+			rc = faucet_error_set(FAUCET_EIO, "%s", faucet_error_last()->message);
+	}
+	return rc;
+}
+
+int faucet_file__compare_and_put_batch(faucet_store_backend *b,
+				       const faucet_store_guard *entries, size_t n,
+				       int *written)
+{
+	file_store *fs = (file_store *)b;
+	int dfd, gate = -1, holds = 1, rc = faucet_file__root_get(fs, 1, &dfd);
+	faucet_file_batch_hook hook;
+
+	*written = 0;
+	if (rc == 0)
+		rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
+	/* Refused before anything is written: a put without the key to an
+	 * encrypted store. */
+	for (size_t i = 0; rc == 0 && fs->keyring == NULL && i < n; i++)
+		if (entries[i].value != NULL && faucet_file__store_is_marked(dfd))
+			rc = faucet_file__keyless_write_refused(fs);
+	for (size_t i = 0; rc == 0 && holds && i < n; i++)
+		rc = faucet_file__entry_holds(fs, &dfd, entries[i].key, entries[i].expected,
+					      &holds);
+	if (rc == 0 && holds && (hook = atomic_load(&batch_hook)) != NULL)
+		hook(atomic_load(&batch_hook_arg));
+	if (rc == 0 && holds) {
+		rc = write_all(fs, entries, n);
+		*written = rc == 0;
+	}
+	if (gate >= 0)
+		(void)close(gate); /* leaves the writers' lock */
 	return rc;
 }

@@ -29,6 +29,13 @@ void faucet_file__set_lock_wait_ms(uint64_t ms);
 typedef void (*faucet_file_lock_hook)(void *arg);
 void faucet_file__set_lock_busy_hook(faucet_file_lock_hook hook, void *arg);
 
+/* Called (with `arg`) by a compare-and-put batch once every key was
+ * compared and found holding, before its first write, in the writers' lock;
+ * NULL removes it.  Lets a test start a write that must wait for the batch
+ * (file_batch.c). */
+typedef void (*faucet_file_batch_hook)(void *arg);
+void faucet_file__set_batch_hook(faucet_file_batch_hook hook, void *arg);
+
 /* Take the exclusive lock on the lock file `name` under directory `dirfd`
  * (AT_FDCWD and a full path work too), creating it 0600 when missing.
  * `path` names it in messages.  On success *fd_out holds the lock; closing

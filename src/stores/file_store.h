@@ -2,13 +2,15 @@
  * file_store.h - what the file state store's four sources share (internal
  * to libfaucet, not installed).
  *
- * file.c is the store: temp names, the advisory lock, the root directory,
- * reading, the disk encoding, writing, the listing's sort, the backend
- * slots, the encrypted-store marker, open and free.  Three concerns live
+ * file.c is the store: temp names, the advisory locks (a key's, and the
+ * writers' lock every write shares), the root directory, reading, the disk
+ * encoding, writing, the listing's sort, the backend slots, the
+ * encrypted-store marker, open and free.  Three concerns live
  * in files of their own: file_legacy.c (renaming the files earlier
  * releases named otherwise, and the directory walk the listing shares with
- * it), file_batch.c (put_many) and file_doctor.c (the doctor probes).  The
- * tests' hooks are in file_internal.h, not here.
+ * it), file_batch.c (put_many and compare_and_put_batch) and file_doctor.c
+ * (the doctor probes).  The tests' hooks are in file_internal.h, not
+ * here.
  */
 #ifndef FAUCET_FILE_STORE_H
 #define FAUCET_FILE_STORE_H
@@ -30,6 +32,12 @@
 /* The hidden file that marks a store encrypted (file.c's encrypted-store
  * marker section says why it exists). */
 #define STORE_MARKER ".faucet-encrypted"
+
+/* The writers' lock every write holds shared and a compare-and-put batch
+ * exclusive, and the gate a writer passes to take it (file.c, "The
+ * writers' gate"). */
+#define WRITERS_LOCK ".faucet-writers.lock"
+#define WRITERS_GATE ".faucet-writers.gate"
 
 typedef struct {
 	faucet_store_backend base;
@@ -110,6 +118,30 @@ int faucet_file__store_is_marked(int dfd);
 /* The error of a write without the key to an encrypted store. */
 int faucet_file__keyless_write_refused(const file_store *fs);
 
+/* Enter the writers' lock under the root *dfd (followed when it was
+ * replaced, and made again only with `create`: else *fd_out -1, rc 0, as
+ * there is nothing to write), shared or `exclusive` (a compare-and-put
+ * batch): closing *fd_out leaves it (file.c, "The writers' gate"). */
+int faucet_file__writers_enter(file_store *fs, int *dfd, int create, int exclusive,
+			       int *fd_out);
+
+/* Whether `key` holds `expected` (NULL: absent) now: *holds.  Its legacy
+ * file settled first. */
+int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
+			     const faucet_value *expected, int *holds);
+
+/* put's write of one value, without the writers' lock (the caller holds
+ * it). */
+int faucet_file__store_value(file_store *fs, const char *key, const faucet_value *value);
+
+/* delete's removal of one key under its lock, without the writers' lock;
+ * without `sync` the directory is left for the caller to sync.  *removed
+ * when a file went away. */
+int faucet_file__remove_key(file_store *fs, const char *key, int sync, int *removed);
+
+/* fsync the root directory dfd. */
+int faucet_file__sync_root(const file_store *fs, int dfd);
+
 /* ---- file_legacy.c ---- */
 
 /* If `name` is a value file, its key into key[FILE_KEY_CAP] and the key's
@@ -143,6 +175,13 @@ int faucet_file__settle_legacy(file_store *fs, int *dfd, const char *key);
  * per group; a failure leaves a prefix of *written entries written. */
 int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
 			  size_t *written, size_t *unknown_from);
+
+/* The compare_and_put_batch slot: every key compared, then all written or
+ * none, in the writers' lock held exclusive; the first entry is durable
+ * before any other is written (a run puts its marker part first). */
+int faucet_file__compare_and_put_batch(faucet_store_backend *b,
+				       const faucet_store_guard *entries, size_t n,
+				       int *written);
 
 /* ---- file_doctor.c ---- */
 

@@ -1406,8 +1406,7 @@ static int cas_batch(faucet_store *s, const char *const *spec, size_t n, int *wr
 /* A batch of compare-and-puts (an undo's restores) is written whole when
  * every key holds what it expects, by value as compare-and-put compares,
  * and not at all when one key does not - a put, a delete, an insert of an
- * absent key alike.  The file store has none: its undo goes key by
- * key. */
+ * absent key alike - on every store, the file store's batch included. */
 static void all_or_nothing(faucet_store *s)
 {
 	const char *first[] = {"b::a=1>2", "b::b=\"x\">-", "b::c=->3",
@@ -1416,19 +1415,12 @@ static void all_or_nothing(faucet_store *s)
 	const char *taken[] = {"b::a=2>5", "b::c=->7"};
 	const char *missing[] = {"b::b=\"x\">8", "b::a=2>5"};
 	const char *twice[] = {"b::a=2>5", "b::a=2>6"};
-	int supported = strcmp(current->name, "file") != 0;
 	int written;
 
 	tu_put(s, "b::a", "1");
 	tu_put(s, "b::b", "\"x\"");
 	/* (Stored without an exponent: PostgreSQL refuses 2e0 in a put.) */
 	tu_put(s, "b::o", "{\"a\":1,\"b\":[2]}");
-	if (!supported) {
-		assert_int_equal(cas_batch(s, first, 5, &written), FAUCET_EUNSUPPORTED);
-		assert_int_equal(written, 0);
-		tu_assert_value(s, "b::a", "1");
-		return;
-	}
 	assert_int_equal(cas_batch(s, first, 5, &written), 0);
 	assert_int_equal(written, 1);
 	tu_assert_value(s, "b::a", "2");
@@ -1475,8 +1467,8 @@ static void compare_and_put_batch_writes_all_or_nothing(void **state)
 }
 
 /* The largest batch, every key new, lands whole; one more is refused.
- * SQLite, PostgreSQL, Redis (a script) and memory take an import's chunk
- * and its marker part; etcd takes 128; the file store has none. */
+ * SQLite, PostgreSQL, Redis (a script), memory and the file store take an
+ * import's chunk and its marker part; etcd takes 128. */
 static void compare_and_put_batch_takes_its_largest_size(void **state)
 {
 	faucet_store *s = S(state);
@@ -1486,9 +1478,7 @@ static void compare_and_put_batch_takes_its_largest_size(void **state)
 	faucet_value *v = tu_v("{\"cursor\":\"2026-12-07T00:00:00Z\"}");
 	int written = 0;
 
-	if (strcmp(current->name, "file") == 0)
-		assert_int_equal(max, 0);
-	else if (strcmp(current->name, "etcd") == 0)
+	if (strcmp(current->name, "etcd") == 0)
 		assert_int_equal(max, FAUCET_STORE_CAS_BATCH_MAX);
 	else
 		assert_true(max > FAUCET_IMPORT_CHUNK);

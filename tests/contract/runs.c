@@ -1874,18 +1874,15 @@ static void undo_restores_a_put_that_landed_before_a_runs_first_write(void **sta
 /* The three keys of a batch-window test as they are before the run (the
  * second absent with `absent`), and a run over a racing store in front of
  * s (*rs, freed by the caller) whose first read of the second key lets a
- * put land on it; `cas_batch` 0 takes the store's compare-and-put batch
- * away, as on the file store. */
+ * put land on it. */
 static faucet_run *batch_window_run(faucet_store *s, const char *const *keys, int absent,
-				    int leased, int cas_batch, faucet_store **rs)
+				    int leased, faucet_store **rs)
 {
 	tu_put(s, keys[0], "{\"v\":0}");
 	tu_put(s, keys[2], "{\"v\":2}");
 	if (!absent)
 		tu_put(s, keys[1], "{\"v\":1}");
 	*rs = racing(s, keys[1], "{\"v\":\"put in the window\"}");
-	if (!cas_batch)
-		((racing_store *)faucet_store_backend_of(*rs))->base.compare_and_put_batch = NULL;
 	return leased ? begin(*rs, NULL) : begin_write(*rs, "default", 0);
 }
 
@@ -1931,7 +1928,7 @@ static void undo_restores_a_put_that_landed_before_a_batch_delete(void **state)
 		int leased = c == 1, absent = c == 2;
 		{
 			faucet_store *rs;
-			faucet_run *w = batch_window_run(s, keys, absent, leased, 1, &rs);
+			faucet_run *w = batch_window_run(s, keys, absent, leased, &rs);
 
 			assert_int_equal(faucet_run_delete_batch(w, keys, 3), 0);
 			tu_assert_value(s, keys[0], NULL);
@@ -1952,16 +1949,13 @@ static void undo_restores_a_put_that_landed_before_a_batch_delete(void **state)
  * read - else each key is read again, recorded anew, and the batch tried
  * again.  A put that landed on one key in between is then recorded as its
  * before-image and given back by undo, for a key present and one absent
- * when read.  The file store has no compare-and-put batch: its batch is
- * written plainly, and the put is lost to undo (design §8.2).
- * Fails before the batch was conditional: undo restored the value read
- * before the put. */
+ * when read.  Fails before the batch was conditional: undo restored the
+ * value read before the put (and on the file store, before it had a
+ * compare-and-put batch). */
 static void undo_restores_a_put_that_landed_before_a_batch_put(void **state)
 {
 	faucet_store *s = S(state);
 	const char *keys[] = {"p::default::a", "p::default::b", "p::default::c"};
-	int held = strcmp(current->name, "file") != 0;
-
 	for (int c = 0; c < 3; c++) {
 		int leased = c == 1, absent = c == 2;
 		faucet_value *v[3] = {tu_v("{\"v\":\"a\"}"), tu_v("{\"v\":\"b\"}"),
@@ -1970,17 +1964,12 @@ static void undo_restores_a_put_that_landed_before_a_batch_put(void **state)
 		faucet_store *rs;
 		faucet_run *w;
 
-		/* The batch path the backend itself offers: none on the file
-		 * store. */
-		w = batch_window_run(s, keys, absent, leased, held, &rs);
+		w = batch_window_run(s, keys, absent, leased, &rs);
 		assert_int_equal(faucet_run_put_batch(w, e, 3), 0);
 		for (int i = 0; i < 3; i++)
 			tu_assert_value(s, keys[i], faucet_value_json(v[i]));
 		undo_batch_window_run(s, keys, w, rs);
-		if (held)
-			tu_assert_value(s, keys[1], "{\"v\":\"put in the window\"}");
-		else
-			tu_assert_value(s, keys[1], absent ? NULL : "{\"v\":1}");
+		tu_assert_value(s, keys[1], "{\"v\":\"put in the window\"}");
 		assert_int_equal(faucet_store_delete(s, keys[1]), 0);
 		for (int i = 0; i < 3; i++)
 			faucet_value_free(v[i]);
@@ -1991,9 +1980,10 @@ static void undo_restores_a_put_that_landed_before_a_batch_put(void **state)
  * first chunk of up to 10,000 keys): a backend whose compare-and-put batch
  * is one transaction of any size (cas_batch_max) writes it whole against
  * what was read, so the put that landed is given back by undo.  On etcd
- * (128 operations a transaction) and the file store it is written plainly
- * and the put is lost to undo (design §8.2).  Fails before such batches
- * were conditional, on memory, SQLite, PostgreSQL and Redis. */
+ * (128 operations a transaction) it is written plainly and the put is lost
+ * to undo (design §8.2).  Fails before such batches were conditional, on
+ * memory, SQLite, PostgreSQL and Redis, and on the file store before it
+ * had a compare-and-put batch. */
 static void undo_restores_a_put_that_landed_before_a_big_batch_put(void **state)
 {
 	faucet_store *s = S(state);
@@ -2148,7 +2138,7 @@ static void an_undo_is_all_or_nothing(void **state)
 }
 
 /* A key written between the undo's plan and its restores: where the store
- * restores in batches the batch holding the key writes nothing, the keys
+ * restores in batches (every store does) the batch holding the key writes nothing, the keys
  * go one by one, the key is the conflict and every key restored before it
  * is put back - the same outcome as without batches. */
 static void an_undo_in_batches_stops_at_a_key_written_after_its_plan(void **state)
@@ -2158,7 +2148,6 @@ static void an_undo_in_batches_stops_at_a_key_written_after_its_plan(void **stat
 	faucet_undo_options o = FAUCET_UNDO_OPTIONS_INIT;
 	faucet_run *w;
 	char id[FAUCET_RUN_ID_LEN + 1];
-	int batches = strcmp(current->name, "file") != 0;
 
 	tu_put(s, "p::default::a", "1");
 	tu_put(s, "p::default::c", "1");
@@ -2178,7 +2167,8 @@ static void an_undo_in_batches_stops_at_a_key_written_after_its_plan(void **stat
 	assert_true(res.conflict);
 	assert_string_equal(res.conflict_key, "p::default::b");
 	assert_int_equal(res.restored.count, 0);
-	assert_int_equal((int)((racing_store *)faucet_store_backend_of(rs))->batches * 10 + batches, batches * 11);
+	/* One batch, refused: every store restores in batches. */
+	assert_int_equal(((racing_store *)faucet_store_backend_of(rs))->batches, 1);
 	faucet_undo_result_dispose(&res);
 	faucet_store_free(rs);
 	tu_assert_value(s, "p::default::a", "2");
@@ -2333,16 +2323,14 @@ static long marker_doc_count(faucet_store *s, const char *mk, const char *id, si
 /* An import's chunk after its first is written with its marker part in
  * one compare-and-put batch, against the before-images the part records:
  * a put that lands on one of its keys after the part's read is recorded
- * instead (the part built again) and given back by undo.  The file store
- * has no compare-and-put batch: there the put is lost to undo (design
- * §8.2).  Fails before a part and its chunk were one batch: the part was
- * written, then the chunk plainly, and undo restored the value read before
- * the put. */
+ * instead (the part built again) and given back by undo, on every store.
+ * Fails before a part and its chunk were one batch (and on the file store
+ * before it had a compare-and-put batch): the part was written, then the
+ * chunk plainly, and undo restored the value read before the put. */
 static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 {
 	faucet_store *s = S(state);
 	const char *k = "p::big::k00075"; /* the second chunk's: the first part */
-	int held = faucet__store_has_cas_batch(s);
 	big_hook h;
 	char *id;
 
@@ -2350,8 +2338,6 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	tu_put(s, k, "{\"old\":75}");
 	h.s = racing(s, k, "{\"v\":\"put in the window\"}");
 	h.run = NULL;
-	if (!held) /* as the file store itself: no compare-and-put batch */
-		((racing_store *)faucet_store_backend_of(h.s))->base.compare_and_put_batch = NULL;
 	big_import(&h);
 	tu_assert_value(s, k, "{\"new\":75}");
 	id = strdup(faucet_run_id(h.run));
@@ -2360,7 +2346,7 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	undo_big_import(s, id);
 	tu_assert_value(s, "p::big::k00010", "{\"old\":10}");
 	tu_assert_value(s, "p::big::k00076", NULL);
-	tu_assert_value(s, k, held ? "{\"v\":\"put in the window\"}" : "{\"old\":75}");
+	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
 	free(id);
 }
 

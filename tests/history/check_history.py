@@ -412,7 +412,7 @@ class Schedule:
         path = os.path.join(self.workdir, "import-%s-%d.json" % (actor, self.counter))
         with open(path, "w") as f:
             json.dump(doc, f)
-        op = Op(actor, "import", values=values, held_first=self.backend != "file")
+        op = Op(actor, "import", values=values, held_first=True)
         # Half the imports are written a key per chunk, so that each key
         # after the first is recorded in a marker part of its own (a big
         # import's layout, doc/design.md §8.6), killed and faulted as any.
@@ -880,11 +880,9 @@ WILD = object()
 # write (doc/design.md §8.2) - a `state put`/`delete`/compare-and-put, and a
 # command of a `faucet run` ("cput", a joined handle: its run's first write
 # of the key), a `state clear` (each key deleted against what it read).
-# An import's is too where the store has a compare-and-put batch: its
-# chunks (and their marker parts) are written against what was read - every
-# store but the file store, for the few keys the schedule imports
-# (Op.held_first); on the file store its window is still open (§8.2, "What
-# is not closed yet").
+# An import's is too: its chunks (and their marker parts) are written
+# against what was read, in one compare-and-put batch, on every store (for
+# the few keys the schedule imports; Op.held_first).
 BEFORE_KINDS = ("put", "delete", "cas", "cput", "clear")
 
 

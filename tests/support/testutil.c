@@ -93,6 +93,12 @@ int tu_exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
+int tu_is_writers_lock(const char *name)
+{
+	return strcmp(name, ".faucet-writers.lock") == 0 ||
+	       strcmp(name, ".faucet-writers.gate") == 0;
+}
+
 int tu_count_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -102,7 +108,8 @@ int tu_count_entries(const char *dir)
 	if (d == NULL)
 		return -1;
 	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    !tu_is_writers_lock(e->d_name))
 			n++;
 	}
 	closedir(d);

@@ -24,7 +24,12 @@ void tu_write_file(const char *path, const void *data, size_t len);
 /* Read a whole file; NULL when it does not exist.  *len may be NULL. */
 char *tu_read_file(const char *path, size_t *len);
 int tu_exists(const char *path);
-/* Number of directory entries (without . and ..); -1 if unreadable. */
+/* Whether `name` is one of the file store's two writers' lock files, made
+ * once by the first write and kept (src/stores/file.c, "The writers'
+ * gate"). */
+int tu_is_writers_lock(const char *name);
+/* Number of directory entries (without . and .. and the file store's
+ * writers' lock files); -1 if unreadable. */
 int tu_count_entries(const char *dir);
 /* Whether any entry's name ends with `suffix`. */
 int tu_has_suffix_entry(const char *dir, const char *suffix);

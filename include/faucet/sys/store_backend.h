@@ -206,7 +206,12 @@ struct faucet_store_backend {
 	 * entry) to `value` (NULL = deleted).  When every key holds its
 	 * expected, all are written in one commit and *written is 1; when one
 	 * does not, nothing is written and *written is 0.  A reply lost after
-	 * the commit was sent is FAUCET_EUNKNOWN.  NULL: the front-end says
+	 * the commit was sent is FAUCET_EUNKNOWN.  A backend that cannot
+	 * commit many keys at once (the file store) compares all first, makes
+	 * the first entry durable before any other is written, and reports a
+	 * failure after it as an error other than FAUCET_EUNKNOWN (a run reads
+	 * its marker part, the first entry, to learn whether a chunk landed).
+	 * NULL: the front-end says
 	 * FAUCET_EUNSUPPORTED and the caller goes key by key (an undo's
 	 * restores, faucet_run_undo).  (Version 13.) */
 	int (*compare_and_put_batch)(faucet_store_backend *b, const faucet_store_guard *entries,
