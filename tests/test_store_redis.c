@@ -3,8 +3,8 @@
  * store: the key layout shared with the original faucet (keys written with
  * redis-cli are read, ours are read by redis-cli), the database number,
  * namespaces with glob characters, bad stored values, configuration errors,
- * an unreachable server, a wrong password, and a server restarted under a
- * live store.
+ * an unreachable server, a wrong password, a server restarted under a
+ * live store, and a user whose ACL refuses scripts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +460,64 @@ static void a_batch_refuses_a_key_that_is_not_a_string(void **state)
 	free(g);
 }
 
+/* A user whose ACL refuses scripts (-@scripting) still gets a batch of
+ * more than FAUCET_STORE_CAS_BATCH_MAX entries written against what was
+ * read: under a WATCH of every key instead of the script.  Fails before:
+ * the batch was FAUCET_EUNSUPPORTED there, and a run wrote it plainly (a
+ * put landing in between was lost to undo, design §8.2). */
+static void a_server_refusing_scripts_still_batches_against_what_was_read(void **state)
+{
+	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
+	const char *base = ts_env("FAUCET_TEST_REDIS_URL");
+	const char *at = strchr(base, '@'), *slash = strrchr(base, '/');
+	char user[32], args[256], url[512], ns[64], (*keys)[32] = calloc(N, sizeof(*keys));
+	faucet_store_guard *g = calloc(N, sizeof(*g));
+	faucet_value *v = tu_v("{\"v\":1}"), *w = tu_v("{\"v\":2}");
+	faucet_store *s = NULL;
+	char *out;
+	int written = -1;
+
+	(void)state;
+	assert_non_null(keys);
+	assert_non_null(g);
+	assert_non_null(at);
+	snprintf(user, sizeof(user), "noscript%d", getpid());
+	snprintf(ns, sizeof(ns), "ns%d", getpid());
+	snprintf(args, sizeof(args), "ACL SETUSER %s on '>pw' '~*' '&*' +@all -@scripting", user);
+	out = cli(0, args);
+	if (strstr(out, "OK") == NULL)
+		fail_msg("ACL SETUSER: %s", out);
+	free(out);
+	snprintf(url, sizeof(url), "redis://%s:pw@%.*s/0?namespace=%s", user,
+		 (int)(slash - at - 1), at + 1, ns);
+	if (faucet_store_open_url(&s, url) != 0)
+		fail_msg("open %s: %s", url, faucet_error_last()->message);
+	for (size_t i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "p::k%04zu", i);
+		g[i] = (faucet_store_guard){keys[i], NULL, v};
+	}
+	if (faucet__store_compare_and_put_batch(s, g, N, &written) != 0)
+		fail_msg("batch: %s", faucet_error_last()->message);
+	assert_int_equal(written, 1);
+	tu_assert_value(s, keys[N - 1], "{\"v\":1}");
+	/* One key no longer as expected: nothing of it is written. */
+	for (size_t i = 0; i < N; i++)
+		g[i] = (faucet_store_guard){keys[i], i == 7 ? w : v, w};
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, N, &written), 0);
+	assert_int_equal(written, 0);
+	tu_assert_value(s, keys[0], "{\"v\":1}");
+	tu_assert_value(s, keys[N - 1], "{\"v\":1}");
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(faucet_store_delete(s, keys[i]), 0);
+	faucet_store_free(s);
+	snprintf(args, sizeof(args), "ACL DELUSER %s", user);
+	free(cli(0, args));
+	faucet_value_free(v);
+	faucet_value_free(w);
+	free(keys);
+	free(g);
+}
+
 static void a_restarted_server_is_reconnected(void **state)
 {
 	faucet_store *s = open_ns("FAUCET_TEST_REDIS_RESTART_URL", "restart", NULL);
@@ -487,6 +545,7 @@ int main(void)
 		cmocka_unit_test(the_namespace_index_is_kept_checked_and_rebuilt),
 		cmocka_unit_test(get_many_refuses_a_key_that_is_not_a_string),
 		cmocka_unit_test(a_batch_refuses_a_key_that_is_not_a_string),
+		cmocka_unit_test(a_server_refusing_scripts_still_batches_against_what_was_read),
 		cmocka_unit_test(a_restarted_server_is_reconnected),
 	};
 

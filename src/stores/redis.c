@@ -1496,15 +1496,21 @@ static int redis_compare_and_put_batch(faucet_store_backend *b, const faucet_sto
 				       size_t n, int *written)
 {
 	redis_args a = {.guards = entries, .count = n, .written = written};
+	int rc;
 
 	*written = 0;
 	/* Never retried after a broken connection: EXEC may have run.  More
 	 * keys than FAUCET_STORE_CAS_BATCH_MAX go by a script: a WATCH of n
-	 * keys costs the server n^2 (redis_cas_script.c). */
-	return faucet_redis__run((redis_store *)b,
-				 n > FAUCET_STORE_CAS_BATCH_MAX ? faucet_redis__op_cas_script
-								: op_cas_batch,
-				 &a, 0);
+	 * keys costs the server n^2 (redis_cas_script.c).  A server that
+	 * refuses scripts (nothing ran) gets the WATCH all the same: slow
+	 * there, but the batch still holds against what was read. */
+	if (n <= FAUCET_STORE_CAS_BATCH_MAX ||
+	    (rc = faucet_redis__run((redis_store *)b, faucet_redis__op_cas_script, &a, 0)) ==
+		    FAUCET_EUNSUPPORTED) {
+		faucet_error_clear();
+		rc = faucet_redis__run((redis_store *)b, op_cas_batch, &a, 0);
+	}
+	return rc;
 }
 
 
