@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "store/open_internal.h"
 #include "sys.h"
 
 typedef tu_dir_fixture fixture;
@@ -323,21 +324,31 @@ static void a_keyless_write_into_an_encrypted_store_is_refused(void **state)
 }
 
 /* The same refusals for a batch (import, copy), which looks for the marker
- * once per group and at each file it replaces: nothing of the batch lands. */
+ * once per group and at each file it replaces, and for a compare-and-put
+ * batch (an import's chunk in a run), which looks for the marker before
+ * its compares and cannot compare a sealed file without the key: nothing
+ * of the batch lands. */
 static void a_keyless_batch_into_an_encrypted_store_is_refused(void **state)
 {
 	fixture *f = *state;
 	faucet_store *sealed = open_sealed(f->dir, "k1", NULL, NULL);
 	faucet_store *plain = open_sealed(f->dir, NULL, NULL, NULL);
 	char *marker = tu_join(f->dir, ".faucet-encrypted");
-	faucet_value *two = tu_v("2"), *three = tu_v("3");
+	faucet_value *one = tu_v("1"), *two = tu_v("2"), *three = tu_v("3");
 	faucet_entry fresh[2] = {{"p::b", two}, {"p::c", three}};
 	faucet_entry over[2] = {{"p::c", three}, {"p::a", two}};
+	faucet_store_guard cas[2] = {{"p::c", NULL, three}, {"p::a", one, two}};
+	int written = 1;
 
 	tu_put(sealed, "p::a", "1");
 	assert_int_equal(faucet_store_put_batch(plain, fresh, 2), FAUCET_EINVALID);
 	tu_assert_error_contains("is encrypted; give --encryption-key-env");
 	assert_false(exists_in(f, "p%3A%3Ab.json"));
+	assert_false(exists_in(f, "p%3A%3Ac.json"));
+	assert_int_equal(faucet__store_compare_and_put_batch(plain, cas, 2, &written),
+			 FAUCET_EINVALID);
+	tu_assert_error_contains("is encrypted; give --encryption-key-env");
+	assert_int_equal(written, 0);
 	assert_false(exists_in(f, "p%3A%3Ac.json"));
 	/* Without the marker, the header of a file being replaced tells; the
 	 * batch stops there, before writing anything of its group. */
@@ -345,9 +356,13 @@ static void a_keyless_batch_into_an_encrypted_store_is_refused(void **state)
 	assert_int_equal(faucet_store_put_batch(plain, over, 2), FAUCET_EINVALID);
 	tu_assert_error_contains("is encrypted");
 	assert_false(exists_in(f, "p%3A%3Ac.json"));
+	assert_int_not_equal(faucet__store_compare_and_put_batch(plain, cas, 2, &written), 0);
+	assert_int_equal(written, 0);
+	assert_false(exists_in(f, "p%3A%3Ac.json"));
 	tu_assert_value(sealed, "p::a", "1");
 	assert_false(tu_has_suffix_entry(f->dir, ".tmp"));
 	free(marker);
+	faucet_value_free(one);
 	faucet_value_free(two);
 	faucet_value_free(three);
 	faucet_store_free(sealed);

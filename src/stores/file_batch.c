@@ -264,10 +264,13 @@ int faucet_file__compare_and_put_batch(faucet_store_backend *b,
 	if (rc == 0)
 		rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
 	/* Refused before anything is written: a put without the key to an
-	 * encrypted store. */
+	 * encrypted store (deletes need no key). */
 	for (size_t i = 0; rc == 0 && fs->keyring == NULL && i < n; i++)
-		if (entries[i].value != NULL && faucet_file__store_is_marked(dfd))
-			rc = faucet_file__keyless_write_refused(fs);
+		if (entries[i].value != NULL) {
+			if (faucet_file__store_is_marked(dfd))
+				rc = faucet_file__keyless_write_refused(fs);
+			break;
+		}
 	for (size_t i = 0; rc == 0 && holds && i < n; i++)
 		rc = faucet_file__entry_holds(fs, &dfd, entries[i].key, entries[i].expected,
 					      &holds);
