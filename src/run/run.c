@@ -2426,6 +2426,16 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	*unknown_from = 0;
 	if (count == 0)
 		return fence(r);
+	/* First writes the store's compare-and-put batch takes are written
+	 * against what was read, as faucet_run_put_batch's (an import's first
+	 * chunk on the file store and etcd, which write by prefix): all of
+	 * them, or - on an error - none that we can vouch for. */
+	if (r != NULL && !r->joined && entries != NULL && batch_can_hold(r, entries, count, 0) &&
+	    (rc = put_batch_held(r, entries, count)) != FAUCET_EUNSUPPORTED) {
+		if (rc == 0)
+			*written = *unknown_from = count;
+		return rc;
+	}
 	if ((rc = prepare_entries(r, entries, count)) == 0)
 		return put_prefix_noted(r, entries, count, written, unknown_from);
 	/* Some before-image cannot be recorded (a value that cannot be read,
