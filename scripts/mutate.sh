@@ -75,8 +75,15 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #   run-file-put-ungated a file store put no longer takes the writers' lock
 #                        (it lands inside a compare-and-put batch, between
 #                        its compare and its write, and is overwritten)
+#   run-file-guarded-ungated  the same for a guarded put (a run's write with
+#                        its marker)
 #   run-file-batch-shared  the file store's compare-and-put batch takes the
 #                        writers' lock shared, not exclusive
+#   run-file-put-unlocked  a file store put of a key with a lock file no
+#                        longer holds the key's lock (it lands between a
+#                        compare-and-put's compare and its rename)
+#   run-file-guarded-key-unlocked  the same for a guarded put without a
+#                        condition (a run's later write of a key)
 #   file-batch-first-not-alone  the file store's compare-and-put batch writes
 #                        its first entry (a run's marker part) in the same
 #                        group as the rest, not durably before them (a
@@ -100,8 +107,11 @@ run-part-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
 run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force), batched = !force;	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
-run-file-put-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
+run-file-put-ungated	src/stores/file.c	first	int gate, lock_fd = -1, rc = enter_shared(fs, 1, &gate);	int gate, lock_fd = -1, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, lock_fd = -1, rc = 0;
+run-file-guarded-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
 run-file-batch-shared	src/stores/file_batch.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
+run-file-put-unlocked	src/stores/file.c	first	rc = lock_if_managed(fs, key, &lock_fd);	rc = lock_if_managed\(fs, key, &lock_fd\);	rc = ((void)lock_if_managed, 0);
+run-file-guarded-key-unlocked	src/stores/file.c	first	slots[nslots++].lock_fd = -1;	slots\[nslots\+\+\].lock_fd = -1;	slots[nslots].lock_fd = -1, nslots += cond != NULL;
 file-batch-first-not-alone	src/stores/file_batch.c	first	size_t alone = 1;	size_t alone = 1;	size_t alone = 0;
 TABLE
 )

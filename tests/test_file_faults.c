@@ -7,7 +7,7 @@
  * file is an orphan doctor reports and --repair removes, while a live
  * writer's is left alone), a repair that wins the race against a writer
  * that has just created its temp file, symlinked key sidecars, and a plain
- * put that lands while a conditional guarded put syncs its guards.
+ * batch that lands while a conditional guarded put syncs its guards.
  *
  * Failures are injected through the table of system calls (src/common/
  * sys.h); processes are ordered with pipes, never sleeps.
@@ -447,28 +447,34 @@ static void a_symlinked_key_sidecar_is_not_followed(void **state)
 	faucet_store_free(s);
 }
 
-/* ---- a plain put while a conditional guarded put syncs its guards ------ */
+/* ---- a plain batch while a conditional guarded put syncs its guards ------ */
 
 static faucet_store *landing_store;
 static int landing_armed;
 
-/* The guarded put's one data barrier: a plain put of p::k (which takes no
- * lock) lands while it runs. */
+/* The guarded put's one data barrier: a plain batch writing p::k (which
+ * takes no key's lock: a single put of a key with a lock file would wait
+ * for it) lands while it runs. */
 static int syncfs_with_a_landing_put(int fd)
 {
 	if (landing_armed) {
+		faucet_value *v = tu_v("\"landed\"");
+		faucet_entry e = {"p::k", v};
+
 		landing_armed = 0;
 		faucet__sys_set(NULL);
-		tu_put(landing_store, "p::k", "\"landed\"");
+		if (faucet_store_put_batch(landing_store, &e, 1) != 0)
+			fail_msg("landing batch: %s", faucet_error_last()->message);
 		faucet__sys_set(&table);
+		faucet_value_free(v);
 	}
 	return syncfs(fd);
 }
 
 /* A conditional guarded put compared its key when it locked it; the key is
- * compared again right before its rename, so a plain put that landed in
+ * compared again right before its rename, so a batch that landed in
  * between is not overwritten: the guard is written, the key left as the
- * plain put made it, and *moved says so. */
+ * batch made it, and *moved says so. */
 static void a_put_landing_while_the_guards_sync_is_not_overwritten(void **state)
 {
 	fixture *f = *state;

@@ -1413,7 +1413,7 @@ static void compare_and_put_gives_up_on_a_live_lock(void **state)
 typedef struct {
 	faucet_store *other; /* a second handle: another writer */
 	int kind;            /* 0 put, 1 compare-and-put, 2 delete, 3 batch put,
-			      * 4 compare-and-delete */
+			      * 4 compare-and-delete, 5 guarded put (no condition) */
 	const char *key;
 	char *before;        /* what key held before the batch (NULL: absent) */
 	const char *value;   /* what the writer writes */
@@ -1454,9 +1454,20 @@ static void *gate_writer(void *arg)
 	case 3:
 		g->rc = faucet_store_put_batch(g->other, e, 2);
 		break;
-	default:
+	case 4:
 		g->rc = faucet_store_compare_and_delete(g->other, g->key, before, &g->written);
 		break;
+	default: { /* a guarded put without a condition: a run's later write */
+		faucet_value *gv = tu_v("{\"marker\":1}");
+
+		g->rc = faucet__store_put_guarded(g->other, "p::guard", NULL, gv, g->key, v,
+						  &g->written);
+		if (g->rc == 0 && !g->written)
+			g->rc = faucet_error_set(FAUCET_ERROR, "the guard did not hold");
+		assert_int_equal(faucet_store_delete(g->other, "p::guard"), 0);
+		faucet_value_free(gv);
+		break;
+	}
 	}
 	faucet_value_free(v);
 	faucet_value_free(before);
@@ -1485,7 +1496,8 @@ static unsigned gate_seed(void)
 /* Seeded random rounds: a compare-and-put batch over random keys (puts and
  * deletes, of keys present and absent) and, once it has compared every key,
  * a write of another handle - a put, a compare-and-put against what the key
- * held before, a delete, a batch put, a compare-and-delete - of a random
+ * held before, a delete, a batch put, a compare-and-delete, a guarded put
+ * (a run's write with its marker) - of a random
  * key.  The write must wait for the batch (it finds a lock held before it
  * is done), and the store must end as the model says: the batch, then the
  * write.  Fails before every write took the writers' gate: the write landed
@@ -1537,7 +1549,7 @@ static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **
 		}
 		memset(&gr, 0, sizeof(gr));
 		gr.other = other;
-		gr.kind = (int)(rand_r(&seed) % 5);
+		gr.kind = (int)(rand_r(&seed) % 6);
 		gr.key = keys[rand_r(&seed) % GATE_KEYS];
 		snprintf(wval, sizeof(wval), "\"writer %d\"", round);
 		gr.value = wval;
@@ -1580,7 +1592,7 @@ static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **
 				 strcmp(model[ki], gr.before) == 0);
 			if (gr.kind == 1 || gr.kind == 4)
 				assert_int_equal(gr.written, holds);
-			if (gr.kind == 0 || gr.kind == 3 || (gr.kind == 1 && holds)) {
+			if (gr.kind == 0 || gr.kind == 3 || gr.kind == 5 || (gr.kind == 1 && holds)) {
 				free(model[ki]);
 				model[ki] = strdup(wval);
 			}
@@ -1616,6 +1628,76 @@ static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **
 	}
 	for (int i = 0; i <= GATE_KEYS; i++)
 		free(model[i]);
+	faucet_store_free(other);
+}
+
+/* Seeded rounds: a key managed with compare-and-put (its lock file made by
+ * one), its lock held as a compare-and-put holds it between its compare
+ * and its rename, and meanwhile a write of another handle: a plain put, or
+ * a guarded put without a condition (a run's later write of the key).  It
+ * must wait for the lock, and land after what the lock's holder wrote.
+ * Fails before such writes took the key's lock: they landed in between and
+ * the compare-and-put's rename overwrote them unseen - the history
+ * checker's R1 found it on the file store (a `faucet run` command's later
+ * write of a key against an operator's `state put --if-equals`). */
+static void a_write_of_a_managed_key_waits_for_its_compare_and_put(void **state)
+{
+	fixture *f = *state;
+	const unsigned seed0 = gate_seed();
+	unsigned seed = seed0;
+	faucet_store *other = open_at(f->dir);
+
+	fprintf(stderr, "key lock test seed %u (FAUCET_TEST_SEED)\n", seed0);
+	for (int round = 0; round < 20; round++) {
+		char key[16], wval[32], *lock, *file, lname[64], fname[64];
+		faucet_value *now = NULL, *want;
+		gate_round gr;
+		char c;
+		int fd;
+
+		snprintf(key, sizeof(key), "p::m%d", (int)(rand_r(&seed) % 4));
+		snprintf(lname, sizeof(lname), "p%%3A%%3A%s.json.lock", key + 3);
+		snprintf(fname, sizeof(fname), "p%%3A%%3A%s.json", key + 3);
+		lock = tu_join(f->dir, lname);
+		file = tu_join(f->dir, fname);
+		assert_int_equal(faucet_store_get(f->s, key, &now), 0);
+		assert_int_equal(tu_cas(f->s, key, now ? faucet_value_json(now) : NULL, "\"cas\""), 1);
+		faucet_value_free(now);
+		assert_true(tu_exists(lock));
+		memset(&gr, 0, sizeof(gr));
+		gr.other = other;
+		gr.kind = rand_r(&seed) % 2 ? 0 : 5; /* a plain put, or a guarded one */
+		gr.key = key;
+		snprintf(wval, sizeof(wval), "\"writer %d\"", round);
+		gr.value = wval;
+		assert_int_equal(pipe(gr.pipe), 0);
+		atomic_init(&gr.told_busy, 0);
+		assert_int_equal(faucet_file__lock(AT_FDCWD, lock, lock, &fd), 0);
+		faucet_file__set_lock_busy_hook(gate_busy, &gr);
+		assert_int_equal(pthread_create(&gr.t, NULL, gate_writer, &gr), 0);
+		assert_int_equal(read(gr.pipe[0], &c, 1), 1);
+		if (c != 'b')
+			fail_msg("seed %u round %d: writer kind %d of %s did not wait for the key's lock",
+				 seed0, round, gr.kind, key);
+		tu_write_file(file, "\"holder\"", 8); /* the lock holder's write */
+		assert_int_equal(close(fd), 0);
+		assert_int_equal(pthread_join(gr.t, NULL), 0);
+		faucet_file__set_lock_busy_hook(NULL, NULL);
+		if (gr.rc != 0)
+			fail_msg("seed %u round %d: writer: %s", seed0, round,
+				 faucet_error_last()->message);
+		want = tu_v(wval);
+		assert_int_equal(faucet_store_get(f->s, key, &now), 0);
+		if (!faucet_value_equal(now, want))
+			fail_msg("seed %u round %d: %s holds %s, not the writer's %s", seed0, round,
+				 key, now ? faucet_value_json(now) : "nothing", wval);
+		faucet_value_free(now);
+		faucet_value_free(want);
+		close(gr.pipe[0]);
+		close(gr.pipe[1]);
+		free(lock);
+		free(file);
+	}
 	faucet_store_free(other);
 }
 
@@ -1755,6 +1837,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_lock_won_on_an_unlinked_file_is_retaken_on_the_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_gives_up_on_a_live_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_write_waits_for_a_compare_and_put_batch_and_lands_after_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_write_of_a_managed_key_waits_for_its_compare_and_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_writers_lock_is_waited_for_and_given_up_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_passes_and_leaves_no_residue, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_fails_for_an_unusable_root, setup, teardown),

@@ -1276,14 +1276,19 @@ static int ensure_marker(file_store *fs, int *dfd)
 
 static int enter_shared(file_store *fs, int create, int *fd_out);
 static void writers_leave(int fd);
+static int lock_if_managed(file_store *fs, const char *key, int *lock_fd);
 
 static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
 {
 	file_store *fs = (file_store *)b;
-	int gate, rc = enter_shared(fs, 1, &gate);
+	int gate, lock_fd = -1, rc = enter_shared(fs, 1, &gate);
 
 	if (rc == 0)
+		rc = lock_if_managed(fs, key, &lock_fd);
+	if (rc == 0)
 		rc = store_value(fs, key, value);
+	if (lock_fd >= 0)
+		(void)close(lock_fd); /* releases the key's lock */
 	writers_leave(gate);
 	return rc;
 }
@@ -1371,6 +1376,31 @@ static void writers_leave(int fd)
 		(void)close(fd); /* releases the lock */
 }
 
+/* A plain put of a key managed with compare-and-put - its lock file
+ * exists, as for every key a run or a compare-and-put has written - holds
+ * the key's lock, so that it never lands between such a writer's compare
+ * and its rename (which would overwrite the put unseen).  A key without a
+ * lock file is written unlocked: only a compare-and-put that creates the
+ * file at that moment can still meet it (design §3.3). */
+static int lock_if_managed(file_store *fs, const char *key, int *lock_fd)
+{
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	struct stat st;
+	int dfd, rc = faucet_file__root_get(fs, 1, &dfd);
+
+	*lock_fd = -1;
+	if (rc == 0)
+		rc = faucet_file__settle_legacy(fs, &dfd, key);
+	if (rc == 0)
+		rc = faucet_file__key_stem(key, stem, NULL);
+	if (rc != 0)
+		return rc;
+	faucet_file__name_from_stem(name, stem, ".json.lock");
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return 0;
+	return take_key_lock(fs, &dfd, 1, stem, lock_fd);
+}
+
 /* Take the key's lock and compare its entry with `expected`: *holds says
  * whether they are equal.  On success the caller writes (or not), then
  * closes *lock_fd, which releases the lock; on error no lock is held. */
@@ -1441,6 +1471,7 @@ typedef struct {
 	const char *key;
 	const faucet_store_guard *g; /* NULL: a key to drop, or the put's key */
 	const faucet_store_guard *cond; /* the put's key, compared with cond->expected */
+	int lock_only;                  /* the put's key without cond: locked only */
 	int held;                       /* its comparison held (a guard or cond) */
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
 	size_t stem_len;
@@ -1514,7 +1545,7 @@ static void drop_keys(void *arg)
 		guard_slot *sl = &d->slots[i];
 		int removed = 0;
 
-		if (sl->g == NULL && sl->cond == NULL && sl->lock_fd >= 0 &&
+		if (sl->g == NULL && sl->cond == NULL && !sl->lock_only && sl->lock_fd >= 0 &&
 		    remove_locked(d->fs, d->dfd, sl->stem, sl->stem_len, 0, &removed) != 0)
 			faucet__warning_set("%s was not deleted: %s", sl->key,
 					    faucet_error_last()->message);
@@ -1608,11 +1639,13 @@ static int put_guarded_entered(file_store *fs, const faucet_store_guard *guards,
 		slots[i].key = i < n ? guards[i].key : drop[i - n];
 		slots[i].lock_fd = -1;
 	}
-	if (cond != NULL) {
-		slots[nslots].cond = cond;
-		slots[nslots].key = key;
-		slots[nslots++].lock_fd = -1;
-	}
+	/* The put's key is locked too, compared or not: a compare-and-put of
+	 * it (an operator's `state put --if-equals`) then never has a run's
+	 * later write of it land between its compare and its rename. */
+	slots[nslots].cond = cond;
+	slots[nslots].lock_only = cond == NULL;
+	slots[nslots].key = key;
+	slots[nslots++].lock_fd = -1;
 	if ((rc = faucet_file__root_get(fs, 1, &dfd)) != 0 ||
 	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds)) != 0)
 		return rc;
