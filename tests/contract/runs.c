@@ -2319,6 +2319,28 @@ static long marker_doc_count(faucet_store *s, const char *mk, const char *id, si
 	return count;
 }
 
+/* The big import over a racing store whose `armed`-th read of k lets a put
+ * land on k; k then holds `imported`; the run ended and undone, k holds
+ * the put that landed. */
+static void import_with_a_put_in_the_window(faucet_store *s, const char *k, int armed,
+					    const char *imported)
+{
+	big_hook h;
+	char *id;
+
+	h.s = racing(s, k, "{\"v\":\"put in the window\"}");
+	((racing_store *)faucet_store_backend_of(h.s))->armed = armed;
+	h.run = NULL;
+	big_import(&h);
+	tu_assert_value(s, k, imported);
+	id = strdup(faucet_run_id(h.run));
+	end_ok(h.run);
+	faucet_store_free(h.s);
+	undo_big_import(s, id);
+	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+	free(id);
+}
+
 /* An import's chunk after its first is written with its marker part in
  * one compare-and-put batch, against the before-images the part records:
  * a put that lands on one of its keys after the part's read is recorded
@@ -2330,23 +2352,12 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 {
 	faucet_store *s = S(state);
 	const char *k = "p::big::k00075"; /* the second chunk's: the first part */
-	big_hook h;
-	char *id;
 
 	tu_put(s, "p::big::k00010", "{\"old\":10}");
 	tu_put(s, k, "{\"old\":75}");
-	h.s = racing(s, k, "{\"v\":\"put in the window\"}");
-	h.run = NULL;
-	big_import(&h);
-	tu_assert_value(s, k, "{\"new\":75}");
-	id = strdup(faucet_run_id(h.run));
-	end_ok(h.run);
-	faucet_store_free(h.s);
-	undo_big_import(s, id);
+	import_with_a_put_in_the_window(s, k, 1, "{\"new\":75}");
 	tu_assert_value(s, "p::big::k00010", "{\"old\":10}");
 	tu_assert_value(s, "p::big::k00076", NULL);
-	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
-	free(id);
 }
 
 /* The same for a key of an import's first chunk, which is recorded in the
@@ -2359,24 +2370,12 @@ static void undo_restores_a_put_that_landed_before_an_imports_first_chunk(void *
 {
 	faucet_store *s = S(state);
 	const char *k = "p::big::k00010"; /* the first chunk's */
-	big_hook h;
-	char *id;
 
 	tu_put(s, k, "{\"old\":10}");
-	h.s = racing(s, k, "{\"v\":\"put in the window\"}");
 	/* After the second read: the first records the chunk's images ahead
 	 * of it, the second reads them again just before the write. */
-	((racing_store *)faucet_store_backend_of(h.s))->armed = 2;
-	h.run = NULL;
-	big_import(&h);
-	tu_assert_value(s, k, "{\"new\":10}");
-	id = strdup(faucet_run_id(h.run));
-	end_ok(h.run);
-	faucet_store_free(h.s);
-	undo_big_import(s, id);
+	import_with_a_put_in_the_window(s, k, 2, "{\"new\":10}");
 	tu_assert_value(s, "p::big::k00011", NULL);
-	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
-	free(id);
 }
 
 /* An import's chunk is as big as the store's compare-and-put batch takes
