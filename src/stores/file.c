@@ -1883,7 +1883,7 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 /* ---- what a compare-and-put batch (file_batch.c) does key by key ---------- */
 
 int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
-			     const faucet_value *expected, int *holds)
+			     const faucet_value *expected, int *verified, int *holds)
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
 	faucet_value *current = NULL;
@@ -1895,7 +1895,7 @@ int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
 	if (rc != 0)
 		return rc;
 	faucet_file__name_from_stem(name, stem, ".json");
-	rc = read_entry_as(fs, key, name, NULL, expected, &current, holds);
+	rc = read_entry_as(fs, key, name, verified, expected, &current, holds);
 	faucet_value_free(current);
 	return rc;
 }

@@ -257,7 +257,7 @@ int faucet_file__compare_and_put_batch(faucet_store_backend *b,
 				       int *written)
 {
 	file_store *fs = (file_store *)b;
-	int dfd, gate = -1, holds = 1, rc = faucet_file__root_get(fs, 1, &dfd);
+	int dfd, gate = -1, holds = 1, verified = 0, rc = faucet_file__root_get(fs, 1, &dfd);
 	faucet_file_batch_hook hook;
 
 	*written = 0;
@@ -273,7 +273,7 @@ int faucet_file__compare_and_put_batch(faucet_store_backend *b,
 		}
 	for (size_t i = 0; rc == 0 && holds && i < n; i++)
 		rc = faucet_file__entry_holds(fs, &dfd, entries[i].key, entries[i].expected,
-					      &holds);
+					      &verified, &holds);
 	if (rc == 0 && holds && (hook = atomic_load(&batch_hook)) != NULL)
 		hook(atomic_load(&batch_hook_arg));
 	if (rc == 0 && holds) {

@@ -126,9 +126,10 @@ int faucet_file__writers_enter(file_store *fs, int *dfd, int create, int exclusi
 			       int *fd_out);
 
 /* Whether `key` holds `expected` (NULL: absent) now: *holds.  Its legacy
- * file settled first. */
+ * file settled first.  `verified` as for faucet_file__read_entry: a batch
+ * asks whether the root was replaced on its first miss only. */
 int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
-			     const faucet_value *expected, int *holds);
+			     const faucet_value *expected, int *verified, int *holds);
 
 /* put's write of one value, without the writers' lock (the caller holds
  * it). */
