@@ -176,11 +176,23 @@ static int write_chunk_entries(importer *imp)
 			return 0;
 		}
 		imp->r->written.count += unknown_from;
-		/* The key that failed, or the first whose durability is unknown. */
-		stop = report_failure(imp->r, "writing",
-				      imp->chunk[rc == FAUCET_EUNKNOWN || landed >= imp->n ? unknown_from
-											  : landed]
-					      .key);
+		/* The key that failed, or the first whose durability is unknown;
+		 * a run's chunk that landed not at all was written as one batch
+		 * (compared first), whose error names the key it failed at. */
+		if (imp->w != NULL && landed == 0 && unknown_from == 0 && imp->n > 1 &&
+		    rc != FAUCET_EUNKNOWN) {
+			char what[64];
+
+			(void)snprintf(what, sizeof(what), "writing a chunk of %zu keys from",
+				       imp->n);
+			stop = report_failure(imp->r, what, imp->chunk[0].key);
+		} else {
+			stop = report_failure(
+				imp->r, "writing",
+				imp->chunk[rc == FAUCET_EUNKNOWN || landed >= imp->n ? unknown_from
+										   : landed]
+					.key);
+		}
 		if (rc == FAUCET_EUNKNOWN && stop == IMPORT_STOPPED)
 			stop = note_unknown(imp, first + unknown_from, landed - unknown_from) == 0
 				       ? IMPORT_STOPPED

@@ -1120,6 +1120,8 @@ static int file_get_many(faucet_store_backend *b, const char *const *keys, size_
 			break;
 		faucet_file__name_from_stem(name, stem, ".json");
 		rc = faucet_file__read_entry(fs, keys[i], name, &verified, &out[i]);
+		if (rc != 0 && count > 1) /* which of them (a single get's caller knows) */
+			(void)faucet__error_wrap("reading '%s'", keys[i]);
 	}
 	if (rc != 0) {
 		for (size_t i = 0; i < count; i++) {

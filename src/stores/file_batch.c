@@ -272,8 +272,9 @@ int faucet_file__compare_and_put_batch(faucet_store_backend *b,
 			break;
 		}
 	for (size_t i = 0; rc == 0 && holds && i < n; i++)
-		rc = faucet_file__entry_holds(fs, &dfd, entries[i].key, entries[i].expected,
-					      &verified, &holds);
+		if ((rc = faucet_file__entry_holds(fs, &dfd, entries[i].key, entries[i].expected,
+						   &verified, &holds)) != 0)
+			(void)faucet__error_wrap("reading '%s'", entries[i].key);
 	if (rc == 0 && holds && (hook = atomic_load(&batch_hook)) != NULL)
 		hook(atomic_load(&batch_hook_arg));
 	if (rc == 0 && holds) {

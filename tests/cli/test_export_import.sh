@@ -151,16 +151,28 @@ after=$(snapshot b)
 expect_same "$before" "$after" "bad documents wrote nothing"
 
 # ---- a partial import on a non-atomic store says exactly what landed ----
-# A directory where p::b's file belongs makes that one write fail.
+# A directory where p::b's file belongs makes that key unreadable.  A chunk
+# is written as one batch against what was read (design 8.2): the chunk
+# that holds p::b writes nothing, and the error names p::b.
 mkdir -p d/'p%3A%3Ab.json'
 printf '{"version":1,"pipeline":"p","keys":{"p::a":1,"p::b":2,"p::c":3}}' >abc.json
 run state import --state file:d abc.json
-expect_rc 1 "a failed write during import"
+expect_rc 1 "a failed read during import"
+expect_one_error_line "failed import"
+expect_err_contains "reading 'p::b'" "the failing key is named"
+expect_err_contains "nothing was written" "the chunk wrote nothing"
+run state get --state file:d p::a
+expect_out "" "nothing of the failed chunk landed"
+# A key a chunk (FAUCET_TEST_IMPORT_CHUNK): the chunks before p::b's land,
+# and the report lists exactly those.
+FAUCET_TEST_IMPORT_CHUNK=1 run state import --state file:d abc.json
+expect_rc 1 "a failed read during a chunked import"
 expect_one_error_line "partial import"
 expect_err_contains "p::b" "the failing key is named"
 expect_out_contains "written: p::a" "the report lists what landed"
 expect_out_lacks "written: p::c" "nothing after the failure is listed"
-run state import --state file:d abc.json --json
+run state delete --state file:d p::a
+FAUCET_TEST_IMPORT_CHUNK=1 run state import --state file:d abc.json --json
 expect_rc 1 "partial import --json"
 expect_json 'd["written"] == ["p::a"] and d["durability_unknown"] == [] and d["atomic"] is False and "p::b" in d["error"]["message"] and d["error"]["exit"] == 1 and d["error"]["code"] == "io"' "partial import report"
 run state get --state file:d p::a
