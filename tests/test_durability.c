@@ -219,6 +219,26 @@ static int act_cas_batch(faucet_store *s)
 	return rc == 0 && !written ? -100 : rc;
 }
 
+/* The same with deletes only after the part (an undo restoring keys that
+ * were absent): their unlinks need a directory sync of their own. */
+static int act_cas_batch_deletes(faucet_store *s)
+{
+	static const char *const keys[3] = {"p::__part", "p::keep", "p::a"};
+	faucet_value *now[3] = {NULL, NULL, NULL}, *part = tu_v("{\"part\":1}");
+	faucet_store_guard g[3];
+	int written = 0, rc = faucet_store_get_many(s, keys, 3, now);
+
+	g[0] = (faucet_store_guard){keys[0], now[0], part};
+	g[1] = (faucet_store_guard){keys[1], now[1], NULL};
+	g[2] = (faucet_store_guard){keys[2], now[2], NULL};
+	if (rc == 0)
+		rc = faucet__store_compare_and_put_batch(s, g, 3, &written);
+	for (int i = 0; i < 3; i++)
+		faucet_value_free(now[i]);
+	faucet_value_free(part);
+	return rc == 0 && !written ? -100 : rc;
+}
+
 /* No key of the batch is changed in an image without its first entry (a
  * run's marker part) in place: the part is never behind its keys. */
 static void cas_batch_image_check(faucet_store *s, int acknowledged, const char *what)
@@ -714,6 +734,12 @@ static const scenario scenarios[] = {
 	  {"p::a", "{\"cursor\":1}", "{\"cursor\":10}"},
 	  {"p::b", NULL, "{\"cursor\":20}"}},
 	 cas_batch_image_check},
+	{"compare-and-put batch of deletes (part first)", NULL, NULL, NULL, 1, 1, setup_two,
+	 act_cas_batch_deletes,
+	 {{"p::__part", NULL, "{\"part\":1}"},
+	  {"p::keep", "[1,2,3]", NULL},
+	  {"p::a", "{\"cursor\":1}", NULL}},
+	 NULL},
 	{"delete", NULL, NULL, NULL, 1, 0, setup_two, act_delete,
 	 {{"p::a", "{\"cursor\":1}", NULL}, {"p::keep", "[1,2,3]", "[1,2,3]"}},
 	 NULL},

@@ -196,8 +196,8 @@ void faucet_file__set_batch_hook(faucet_file_batch_hook hook, void *arg)
 	atomic_store(&batch_hook, hook);
 }
 
-/* g[from..n): the deletes key by key and one directory sync after them,
- * the puts in put_many's groups. */
+/* g[from..n): the deletes key by key, then the puts in put_many's groups
+ * (or, without puts, one directory sync for the deletes). */
 static int write_rest(file_store *fs, const faucet_store_guard *g, size_t from, size_t n)
 {
 	faucet_entry *puts = faucet__calloc(n, sizeof(*puts));
@@ -216,7 +216,9 @@ static int write_rest(file_store *fs, const faucet_store_guard *g, size_t from, 
 	}
 	if (rc == 0 && (removed_any || np > 0))
 		rc = faucet_file__root_get(fs, 1, &dfd);
-	if (rc == 0 && removed_any)
+	/* The puts' directory sync makes the unlinks durable too; without
+	 * puts, they get one of their own. */
+	if (rc == 0 && removed_any && np == 0)
 		rc = faucet_file__sync_root(fs, dfd);
 	if (rc == 0 && np > 0)
 		rc = put_entries(fs, dfd, puts, np, &written, &unknown_from);
