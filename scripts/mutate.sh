@@ -271,6 +271,14 @@ label_of() {
 mutant_killed() {
   local kind=$1 b
   : >"$scratch/killers"
+  # A file store mutant: its own tests first (seconds; the contract suite
+  # on memory and SQLite never touches the file store).
+  if [ "${kind#run-file-}" != "$kind" ]; then
+    if ! (cd "$build" && ./tests/test_file_store >"$scratch/test.log" 2>&1) 2>/dev/null; then
+      echo "test_file_store" >"$scratch/killers"
+      return 0
+    fi
+  fi
   if [ "${kind#run-}" != "$kind" ]; then
     for b in memory sqlite; do
       if ! (cd "$build" && ./tests/test_contract "$b" >"$scratch/test.log" 2>&1); then
