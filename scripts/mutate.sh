@@ -62,6 +62,9 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #   run-batch-put-blind  a run's batch put (a small import's) writes plainly,
 #                        not only while every key holds what its marker write
 #                        read
+#   run-batch-put-unsliced  a run's batch put bigger than the backend's
+#                        compare-and-put batch written plainly, not in slices
+#                        of it, each against what the marker write read
 #   run-part-blind       an import chunk's marker part written first, then the
 #                        chunk plainly, instead of both in one compare-and-put
 #                        batch against the before-images the part records
@@ -102,7 +105,8 @@ run-no-watchdog	src/cli/run.c	first	if (faucet_proc_spawn_watched(&po, &st->pid,
 run-first-put-blind	src/run/run.c	first	kp->expected = first_write_expects(q, &kp->cond);	first_write_expects\(q, &kp->cond\);	first_write_expects(q, &kp->cond), kp->cond = 0;
 run-first-del-blind	src/run/run.c	first	rc = faucet_store_compare_and_delete(r->s, key, expected, &deleted);	faucet_store_compare_and_delete\(r->s, key, expected, &deleted\)	(deleted = 1, faucet_store_delete(r->s, key))
 run-batch-del-blind	src/run/run.c	first	rc = faucet_store_compare_and_delete(r->s, key, now, &deleted);	faucet_store_compare_and_delete\(r->s, key, now, &deleted\)	(deleted = 1, faucet_store_delete(r->s, key))
-run-batch-put-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, count, &written);	faucet__store_compare_and_put_batch\(r->s, g, count, &written\)	(written = 1, faucet_store_put_batch(r->s, entries, count))
+run-batch-put-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, n, &written);	faucet__store_compare_and_put_batch\(r->s, g, n, &written\)	(written = 1, faucet_store_put_batch(r->s, entries, n))
+run-batch-put-unsliced	src/run/run.c	first	if (r != NULL && !r->joined && entries != NULL && batch_distinct(entries, count) &&	batch_distinct\(entries, count\) &&	batch_can_hold(r, entries, count, 0) &&
 run-part-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, count + 1, landed);	faucet__store_compare_and_put_batch\(r->s, g, count \+ 1, landed\)	(*landed = 1, faucet_store_put(r->s, pk, pv) != 0 ? FAUCET_ERROR : faucet_store_put_batch(r->s, entries, count))
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;

@@ -126,10 +126,10 @@ FAUCET_EXTERN int faucet_run_compare_and_put(faucet_run *r, const char *key,
 					     const faucet_value *value, int *written);
 FAUCET_EXTERN int faucet_run_compare_and_delete(faucet_run *r, const char *key,
 						const faucet_value *expected, int *deleted);
-/* A batch of first writes that the backend's compare-and-put batch takes
- * (128 keys on etcd, 16,384 on the others) is written only while
- * each key holds what its before-image was read as (else read again and
- * retried); a bigger batch is written plainly. */
+/* A batch of first writes is written only while each key holds what its
+ * before-image was read as (else read again and retried), in slices of the
+ * backend's compare-and-put batch (128 keys on etcd, 16,384 on the others),
+ * each all or nothing; on an error the slices before it are written. */
 FAUCET_EXTERN int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count);
 /* Delete every key (borrowed), in order, recording all their before-images
  * in one marker write first (a per-key delete writes the marker per key).

@@ -2261,17 +2261,15 @@ static int by_key_text(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Whether the batch can be one compare-and-put batch of the store's, with
- * `extra` more entries (a marker part): a value for every key (the plain
- * path refuses a missing one), no key twice, and small enough for the
- * backend's batch.  Sorted copies of the keys find a repeat in n log n. */
-static int batch_can_hold(const faucet_run *r, const faucet_entry *entries, size_t count,
-			  size_t extra)
+/* Whether the batch can be written as compare-and-put batches of the
+ * store's: a value for every key (the plain path refuses a missing one)
+ * and no key twice.  Sorted copies of the keys find a repeat in n log n. */
+static int batch_distinct(const faucet_entry *entries, size_t count)
 {
 	const char **keys;
 	int ok = 1;
 
-	if (count == 0 || count + extra > faucet__store_cas_batch_max(r->s))
+	if (count == 0)
 		return 0;
 	for (size_t i = 0; i < count; i++)
 		if (entries[i].key == NULL || entries[i].value == NULL)
@@ -2287,50 +2285,96 @@ static int batch_can_hold(const faucet_run *r, const faucet_entry *entries, size
 	return ok;
 }
 
-/* A batch of first writes, each against the value its before-image was
- * read as (design §8.2): all written at once, or - when a put landed on one
- * of them after the read - none, and then every key not yet written is read
- * again, its before-image recorded anew, and the batch tried again, so that
- * undo gives back the put that landed rather than the value read before
- * it.  FAUCET_EUNSUPPORTED, before anything is written, when the batch is
- * not one of first writes or the backend has no compare-and-put batch:
- * the caller writes it plainly. */
-static int put_batch_held(faucet_run *r, const faucet_entry *entries, size_t count)
+/* Whether the batch, with `extra` more entries (a marker part), is one
+ * compare-and-put batch of the store's: distinct, and small enough. */
+static int batch_can_hold(const faucet_run *r, const faucet_entry *entries, size_t count,
+			  size_t extra)
 {
+	return count + extra <= faucet__store_cas_batch_max(r->s) &&
+	       batch_distinct(entries, count);
+}
+
+/* Guards for keys[0..n) against what q read of them just now.
+ * FAUCET_EUNSUPPORTED when one was not read: this run wrote it already,
+ * and its write is not a first write. */
+static int guards_read(const write_req *q, const char *const *keys,
+		       const faucet_value *const *vals, size_t n, faucet_store_guard *g)
+{
+	size_t todo_at = 0, again_at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const faucet_value *now = NULL;
+
+		if (!read_now(q, &todo_at, &again_at, keys[i], &now))
+			return FAUCET_EUNSUPPORTED;
+		g[i] = (faucet_store_guard){keys[i], now, vals[i]};
+	}
+	return 0;
+}
+
+/* One slice of put_batch_held, its guards g[0..n) against what was read:
+ * written at once, or - when a put landed on one of its keys after the
+ * read - not at all, and then its keys are read again, their before-images
+ * recorded anew and the slice tried again. */
+static int slice_held(faucet_run *r, const faucet_entry *entries, const char *const *keys,
+		      const faucet_value *const *vals, size_t n, faucet_store_guard *g)
+{
+	int rc = 0, written = 0;
+
+	for (int attempt = 0; rc == 0 && !written; attempt++) {
+		write_req q = {.keys = keys, .vals = vals, .n = n, .moved = 1};
+
+		if (attempt >= CAS_ATTEMPTS)
+			return kept_moving(r, keys[0]);
+		/* The first attempt goes against the batch's own read. */
+		if (attempt > 0 && (rc = prepare(r, &q, NULL, NULL)) == 0)
+			rc = guards_read(&q, keys, vals, n, g);
+		if (rc == 0) {
+			rc = faucet__store_compare_and_put_batch(r->s, g, n, &written);
+			/* What the slice did, once it was tried; a key moved
+			 * (nothing written) goes round again. */
+			if (rc != FAUCET_EUNSUPPORTED && (rc != 0 || written))
+				note_after_entries(r, entries, n, rc == 0 ? n : 0);
+		}
+		req_dispose(&q);
+	}
+	return rc;
+}
+
+/* A batch of first writes, each against the value its before-image was
+ * read as (design §8.2): every before-image recorded in one marker write,
+ * then the batch written in slices of the store's compare-and-put batch,
+ * each all at once or - when a put landed on one of its keys after the
+ * read - not at all and tried again (slice_held), so that undo gives back
+ * the put that landed rather than the value read before it.  *landed: the
+ * entries in place as written (the slices before an error).
+ * FAUCET_EUNSUPPORTED, before anything is written, when the batch is not
+ * one of first writes or the backend has no compare-and-put batch: the
+ * caller writes it plainly. */
+static int put_batch_held(faucet_run *r, const faucet_entry *entries, size_t count,
+			  size_t *landed)
+{
+	size_t max = faucet__store_cas_batch_max(r->s);
 	faucet_store_guard *g = faucet__calloc(count, sizeof(*g));
 	const char **keys = NULL;
 	const faucet_value **vals = NULL;
+	write_req all = {.n = count};
 	int rc = g == NULL ? FAUCET_ENOMEM : entry_arrays(entries, count, &keys, &vals);
 
-	for (int attempt = 0; rc == 0; attempt++) {
-		write_req q = {.keys = keys, .vals = vals, .n = count, .moved = attempt > 0};
-		size_t todo_at = 0, again_at = 0;
-		int written = 0;
-
-		if (attempt >= CAS_ATTEMPTS) {
-			rc = kept_moving(r, entries[0].key);
-			break;
-		}
-		rc = prepare(r, &q, NULL, NULL);
-		for (size_t i = 0; rc == 0 && i < count; i++) {
-			const faucet_value *now = NULL;
-
-			/* A key this run wrote already is not a first write. */
-			if (!read_now(&q, &todo_at, &again_at, keys[i], &now))
-				rc = FAUCET_EUNSUPPORTED;
-			g[i] = (faucet_store_guard){keys[i], now, vals[i]};
-		}
-		if (rc == 0) {
-			rc = faucet__store_compare_and_put_batch(r->s, g, count, &written);
-			/* What the batch did, once it was tried; a key moved
-			 * (nothing written) goes round again. */
-			if (rc != FAUCET_EUNSUPPORTED && (rc != 0 || written))
-				note_after_entries(r, entries, count, rc == 0 ? count : 0);
-		}
-		req_dispose(&q);
-		if (rc != 0 || written)
-			break;
+	*landed = 0;
+	if (rc == 0 && max == 0)
+		rc = FAUCET_EUNSUPPORTED;
+	all.keys = keys;
+	all.vals = vals;
+	if (rc == 0 && (rc = prepare(r, &all, NULL, NULL)) == 0)
+		rc = guards_read(&all, keys, vals, count, g);
+	for (size_t off = 0, n; rc == 0 && off < count; off += n) {
+		n = count - off < max ? count - off : max;
+		rc = slice_held(r, entries + off, keys + off, vals + off, n, g + off);
+		if (rc == 0)
+			*landed = off + n;
 	}
+	req_dispose(&all);
 	free(keys);
 	free(vals);
 	free(g);
@@ -2339,12 +2383,13 @@ static int put_batch_held(faucet_run *r, const faucet_entry *entries, size_t cou
 
 int faucet_run_put_batch(faucet_run *r, const faucet_entry *entries, size_t count)
 {
+	size_t landed;
 	int rc;
 
 	if (count == 0)
 		return r ? fence(r) : FAUCET_EINVALID;
-	if (r != NULL && !r->joined && entries != NULL && batch_can_hold(r, entries, count, 0) &&
-	    (rc = put_batch_held(r, entries, count)) != FAUCET_EUNSUPPORTED)
+	if (r != NULL && !r->joined && entries != NULL && batch_distinct(entries, count) &&
+	    (rc = put_batch_held(r, entries, count, &landed)) != FAUCET_EUNSUPPORTED)
 		return rc;
 	if ((rc = prepare_entries(r, entries, count)) != 0)
 		return rc;
@@ -2426,16 +2471,16 @@ int faucet_run__put_prefix(faucet_run *r, const faucet_entry *entries, size_t co
 	*unknown_from = 0;
 	if (count == 0)
 		return fence(r);
-	/* First writes the store's compare-and-put batch takes are written
-	 * against what was read, as faucet_run_put_batch's (an import's first
-	 * chunk on the file store and etcd, which write by prefix): all of
-	 * them, or - on an error - none that we can vouch for. */
-	if (r != NULL && !r->joined && entries != NULL && batch_can_hold(r, entries, count, 0) &&
-	    (rc = put_batch_held(r, entries, count)) != FAUCET_EUNSUPPORTED) {
-		if (rc == 0)
-			*written = *unknown_from = count;
+	/* First writes are written against what was read, as
+	 * faucet_run_put_batch's (an import's first chunk on the file store
+	 * and etcd, which write by prefix): on an error, the slices of the
+	 * store's compare-and-put batch before it are what we vouch for. */
+	if (r != NULL && !r->joined && entries != NULL && batch_distinct(entries, count) &&
+	    (rc = put_batch_held(r, entries, count, written)) != FAUCET_EUNSUPPORTED) {
+		*unknown_from = *written;
 		return rc;
 	}
+	*written = 0;
 	if ((rc = prepare_entries(r, entries, count)) == 0)
 		return put_prefix_noted(r, entries, count, written, unknown_from);
 	/* Some before-image cannot be recorded (a value that cannot be read,
