@@ -87,6 +87,11 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #                        compare-and-put's compare and its rename)
 #   run-file-guarded-key-unlocked  the same for a guarded put without a
 #                        condition (a run's later write of a key)
+#   run-file-lock-made-shared  a key's lock file made in the writers' lock
+#                        shared, not exclusive (a first compare of the key
+#                        meets an unlocked put of it in flight)
+#   run-file-batch-key-unlocked  a plain batch writes a key with a lock file
+#                        without taking its lock
 #   file-batch-first-not-alone  the file store's compare-and-put batch writes
 #                        its first entry (a run's marker part) in the same
 #                        group as the rest, not durably before them (a
@@ -111,8 +116,10 @@ run-part-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
 run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force), batched = !force;	record_restores\(u, steps, n, force\)	((void)record_restores, 0)
-run-file-put-ungated	src/stores/file.c	first	int gate, lock_fd = -1, rc = enter_shared(fs, 1, &gate);	int gate, lock_fd = -1, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, lock_fd = -1, rc = 0;
-run-file-guarded-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
+run-file-put-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
+run-file-guarded-ungated	src/stores/file.c	last	rc = enter_shared(fs, 1, &gate);	enter_shared\(fs, 1, &gate\)	((void)enter_shared, gate = -1, 0)
+run-file-lock-made-shared	src/stores/file.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
+run-file-batch-key-unlocked	src/stores/file_batch.c	first	while (to < count && !faucet_file__has_lock_file(fs, dfd, entries[to].key))	!faucet_file__has_lock_file\(fs, dfd, entries\[to\]\.key\)	((void)faucet_file__has_lock_file, 1)
 run-file-batch-shared	src/stores/file_batch.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
 run-file-put-unlocked	src/stores/file.c	first	rc = lock_if_managed(fs, key, &lock_fd);	rc = lock_if_managed\(fs, key, &lock_fd\);	rc = ((void)lock_if_managed, 0);
 run-file-guarded-key-unlocked	src/stores/file.c	first	slots[nslots++].lock_fd = -1;	slots\[nslots\+\+\].lock_fd = -1;	slots[nslots].lock_fd = -1, nslots += cond != NULL;

@@ -1413,7 +1413,8 @@ static void compare_and_put_gives_up_on_a_live_lock(void **state)
 typedef struct {
 	faucet_store *other; /* a second handle: another writer */
 	int kind;            /* 0 put, 1 compare-and-put, 2 delete, 3 batch put,
-			      * 4 compare-and-delete, 5 guarded put (no condition) */
+			      * 4 compare-and-delete, 5 guarded put (no condition),
+			      * 6 guarded put on the condition `before` */
 	const char *key;
 	char *before;        /* what key held before the batch (NULL: absent) */
 	const char *value;   /* what the writer writes */
@@ -1457,6 +1458,18 @@ static void *gate_writer(void *arg)
 	case 4:
 		g->rc = faucet_store_compare_and_delete(g->other, g->key, before, &g->written);
 		break;
+	case 6: { /* a run's first write of the key: conditional */
+		faucet_value *gv = tu_v("{\"marker\":1}");
+		faucet_store_guard guard = {"p::guard", NULL, gv}, put = {g->key, before, v};
+		int then_written = 0, moved = 0;
+
+		g->rc = faucet__store_put_guarded_if(g->other, &guard, 1, NULL, 0, &put, NULL,
+						     &g->written, &then_written, &moved);
+		g->written = g->written && !moved;
+		assert_int_equal(faucet_store_delete(g->other, "p::guard"), 0);
+		faucet_value_free(gv);
+		break;
+	}
 	default: { /* a guarded put without a condition: a run's later write */
 		faucet_value *gv = tu_v("{\"marker\":1}");
 
@@ -1639,7 +1652,8 @@ static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **
  * Fails before such writes took the key's lock: they landed in between and
  * the compare-and-put's rename overwrote them unseen - the history
  * checker's R1 found it on the file store (a `faucet run` command's later
- * write of a key against an operator's `state put --if-equals`). */
+ * write of a key against an operator's `state put --if-equals`); and, for
+ * a plain batch, before a batch wrote such a key under its lock. */
 static void a_write_of_a_managed_key_waits_for_its_compare_and_put(void **state)
 {
 	fixture *f = *state;
@@ -1666,7 +1680,8 @@ static void a_write_of_a_managed_key_waits_for_its_compare_and_put(void **state)
 		assert_true(tu_exists(lock));
 		memset(&gr, 0, sizeof(gr));
 		gr.other = other;
-		gr.kind = rand_r(&seed) % 2 ? 0 : 5; /* a plain put, or a guarded one */
+		/* a plain put, a plain batch, or a guarded put */
+		gr.kind = (int[]){0, 3, 5}[rand_r(&seed) % 3];
 		gr.key = key;
 		snprintf(wval, sizeof(wval), "\"writer %d\"", round);
 		gr.value = wval;
@@ -1698,6 +1713,85 @@ static void a_write_of_a_managed_key_waits_for_its_compare_and_put(void **state)
 		free(lock);
 		free(file);
 	}
+	faucet_store_free(other);
+}
+
+/* Seeded rounds: a key no compare-and-put has written yet (no lock file),
+ * a plain write of it in progress - unlocked, as a put of such a key is,
+ * inside the writers' lock shared - and meanwhile the key's first compared
+ * write by another handle: a compare-and-put, a compare-and-delete, or a
+ * run's conditional first write (a guarded put).  It must wait for the
+ * plain write to finish before it compares (it makes the key's lock file in
+ * the writers' lock exclusive), and so find what that write landed: its
+ * condition, made against the value before, does not hold, and the landed
+ * value stays.  Fails before lock files were made in the writers' lock
+ * exclusive: the compare took the new lock at once, compared against the
+ * old value, and its rename overwrote the plain write unseen. */
+static void a_first_compare_of_a_key_waits_for_an_unlocked_write_of_it(void **state)
+{
+	fixture *f = *state;
+	const unsigned seed0 = gate_seed();
+	unsigned seed = seed0;
+	faucet_store *other = open_at(f->dir);
+	char *writers = tu_join(f->dir, ".faucet-writers.lock");
+
+	fprintf(stderr, "first compare test seed %u (FAUCET_TEST_SEED)\n", seed0);
+	tu_put(f->s, "p::seed", "0"); /* the root and the writers' lock exist */
+	for (int round = 0; round < 20; round++) {
+		char key[16], wval[32], before[32], *lock, *file, lname[64], fname[64];
+		int fd, present = rand_r(&seed) % 2;
+		gate_round gr;
+		char c;
+
+		snprintf(key, sizeof(key), "p::u%d", round);
+		snprintf(lname, sizeof(lname), "p%%3A%%3Au%d.json.lock", round);
+		snprintf(fname, sizeof(fname), "p%%3A%%3Au%d.json", round);
+		lock = tu_join(f->dir, lname);
+		file = tu_join(f->dir, fname);
+		snprintf(before, sizeof(before), "\"before %d\"", round);
+		if (present)
+			tu_put(f->s, key, before);
+		assert_false(tu_exists(lock));
+		memset(&gr, 0, sizeof(gr));
+		gr.other = other;
+		gr.kind = (int[]){1, 4, 6}[rand_r(&seed) % 3];
+		if (gr.kind == 4 && !present)
+			gr.kind = 1; /* compare-and-delete wants a value */
+		gr.key = key;
+		gr.before = present ? strdup(before) : NULL;
+		snprintf(wval, sizeof(wval), "\"writer %d\"", round);
+		gr.value = wval;
+		assert_int_equal(pipe(gr.pipe), 0);
+		atomic_init(&gr.told_busy, 0);
+		fd = open(writers, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(flock(fd, LOCK_SH), 0); /* the plain write is in */
+		faucet_file__set_lock_busy_hook(gate_busy, &gr);
+		assert_int_equal(pthread_create(&gr.t, NULL, gate_writer, &gr), 0);
+		assert_int_equal(read(gr.pipe[0], &c, 1), 1);
+		if (c != 'b')
+			fail_msg("seed %u round %d: writer kind %d of %s compared while an unlocked "
+				 "write of it was in progress",
+				 seed0, round, gr.kind, key);
+		tu_write_file(file, "\"landed\"", 8); /* the plain write lands */
+		assert_int_equal(close(fd), 0);
+		assert_int_equal(pthread_join(gr.t, NULL), 0);
+		faucet_file__set_lock_busy_hook(NULL, NULL);
+		if (gr.rc != 0)
+			fail_msg("seed %u round %d: writer: %s", seed0, round,
+				 faucet_error_last()->message);
+		if (gr.written)
+			fail_msg("seed %u round %d: writer kind %d of %s wrote over the plain write",
+				 seed0, round, gr.kind, key);
+		tu_assert_value(f->s, key, "\"landed\"");
+		assert_true(tu_exists(lock));
+		free(gr.before);
+		close(gr.pipe[0]);
+		close(gr.pipe[1]);
+		free(lock);
+		free(file);
+	}
+	free(writers);
 	faucet_store_free(other);
 }
 
@@ -1838,6 +1932,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(compare_and_put_gives_up_on_a_live_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_write_waits_for_a_compare_and_put_batch_and_lands_after_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_write_of_a_managed_key_waits_for_its_compare_and_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_first_compare_of_a_key_waits_for_an_unlocked_write_of_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_writers_lock_is_waited_for_and_given_up_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_passes_and_leaves_no_residue, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_fails_for_an_unusable_root, setup, teardown),

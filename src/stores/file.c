@@ -278,16 +278,22 @@ static int fix_mode(int fd, mode_t mode)
  * batch: "The writers' gate" below). */
 typedef enum { LOCK_KEY, LOCK_GATE_SHARED, LOCK_GATE_EXCLUSIVE } lock_kind;
 
-/* Open (creating) the lock file; *open_err receives errno on failure. */
-static int lock_open(int dirfd, const char *name, const char *path, int *fd_out, int *open_err)
+/* Open the lock file, creating it when `make`; *open_err receives errno on
+ * failure.  Without `make`, a lock file that does not exist is *fd_out -1,
+ * rc 0 (and *open_err ENOENT). */
+static int lock_open(int dirfd, const char *name, const char *path, int make, int *fd_out,
+		     int *open_err)
 {
 	/* O_NOFOLLOW: a symlink planted at a lock name (-> /etc/nologin) would
 	 * otherwise make us create or open a file anywhere. */
-	int fd = faucet__sys()->openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-				       0600);
+	int fd = faucet__sys()->openat(dirfd, name,
+				       O_RDWR | (make ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC, 0600);
 
+	*fd_out = -1;
 	if (fd < 0) {
 		*open_err = errno;
+		if (errno == ENOENT && !make)
+			return 0;
 		if (errno == ELOOP)
 			return faucet_error_set(FAUCET_ERROR,
 						"state lock %s is a symbolic link; refusing to follow it",
@@ -326,7 +332,9 @@ static void sleep_ms(unsigned ms)
 	(void)nanosleep(&ts, NULL);
 }
 
-static int lock_acquire(int dirfd, const char *name, const char *path, lock_kind kind,
+/* Take the lock of the file `name` (created when `make`; without it, a file
+ * that does not exist is *fd_out -1, rc 0). */
+static int lock_acquire(int dirfd, const char *name, const char *path, lock_kind kind, int make,
 			int *fd_out, int *open_err)
 {
 	uint64_t wait = atomic_load(&lock_wait_ms);
@@ -335,8 +343,8 @@ static int lock_acquire(int dirfd, const char *name, const char *path, lock_kind
 
 	if (wait == 0)
 		wait = FILE_LOCK_WAIT_MS;
-	rc = lock_open(dirfd, name, path, &fd, open_err);
-	while (rc == 0) {
+	rc = lock_open(dirfd, name, path, make, &fd, open_err);
+	while (rc == 0 && fd >= 0) {
 		if (faucet__sys()->flock(fd, op | LOCK_NB) == 0) {
 			int named = lock_names_file(dirfd, name, path, fd);
 			if (named == 1) {
@@ -345,7 +353,7 @@ static int lock_acquire(int dirfd, const char *name, const char *path, lock_kind
 			}
 			(void)close(fd);
 			fd = -1;
-			rc = named < 0 ? named : lock_open(dirfd, name, path, &fd, open_err);
+			rc = named < 0 ? named : lock_open(dirfd, name, path, make, &fd, open_err);
 			continue;
 		}
 		if (errno == EINTR)
@@ -376,7 +384,7 @@ int faucet_file__lock(int dirfd, const char *name, const char *path, int *fd_out
 	int open_err = 0;
 
 	*fd_out = -1;
-	return lock_acquire(dirfd, name, path, LOCK_KEY, fd_out, &open_err);
+	return lock_acquire(dirfd, name, path, LOCK_KEY, 1, fd_out, &open_err);
 }
 
 /* ---- the root directory ----------------------------------------------- */
@@ -1280,17 +1288,24 @@ static int enter_shared(file_store *fs, int create, int *fd_out);
 static void writers_leave(int fd);
 static int lock_if_managed(file_store *fs, const char *key, int *lock_fd);
 
-static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+int faucet_file__put_entered(file_store *fs, const char *key, const faucet_value *value)
 {
-	file_store *fs = (file_store *)b;
-	int gate, lock_fd = -1, rc = enter_shared(fs, 1, &gate);
+	int lock_fd = -1, rc = lock_if_managed(fs, key, &lock_fd);
 
-	if (rc == 0)
-		rc = lock_if_managed(fs, key, &lock_fd);
 	if (rc == 0)
 		rc = store_value(fs, key, value);
 	if (lock_fd >= 0)
 		(void)close(lock_fd); /* releases the key's lock */
+	return rc;
+}
+
+static int file_put(faucet_store_backend *b, const char *key, const faucet_value *value)
+{
+	file_store *fs = (file_store *)b;
+	int gate, rc = enter_shared(fs, 1, &gate);
+
+	if (rc == 0)
+		rc = faucet_file__put_entered(fs, key, value);
 	writers_leave(gate);
 	return rc;
 }
@@ -1298,7 +1313,9 @@ static int file_put(faucet_store_backend *b, const char *key, const faucet_value
 /* ---- compare-and-put, delete and the listing ------------------------------ */
 
 /* Take the key's lock "{stem}.json.lock", following a replaced root once.
- * Without `create`, a root that no longer exists gives *fd_out = -1, rc 0. */
+ * Without `create`, a root that no longer exists gives *fd_out = -1, rc 0.
+ * The lock file is never made here: a key without one gives *fd_out -1,
+ * rc 0 too ("Lock files are made in the writers' lock", below). */
 static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem, int *fd_out)
 {
 	char name[FILE_NAME_CAP], path[PATH_CAP];
@@ -1307,12 +1324,12 @@ static int take_key_lock(file_store *fs, int *dfd, int create, const char *stem,
 	faucet_file__name_from_stem(name, stem, ".json.lock");
 	faucet_file__path_of(fs, name, path);
 	*fd_out = -1;
-	rc = lock_acquire(*dfd, name, path, LOCK_KEY, fd_out, &open_err);
-	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
+	rc = lock_acquire(*dfd, name, path, LOCK_KEY, 0, fd_out, &open_err);
+	if (*fd_out < 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
 		rc = root_reopen(fs, *dfd, create, dfd);
 		if (rc != 0 || *dfd < 0)
 			return rc;
-		rc = lock_acquire(*dfd, name, path, LOCK_KEY, fd_out, &open_err);
+		rc = lock_acquire(*dfd, name, path, LOCK_KEY, 0, fd_out, &open_err);
 	}
 	return rc;
 }
@@ -1343,18 +1360,18 @@ int faucet_file__writers_enter(file_store *fs, int *dfd, int create, int exclusi
 
 	*fd_out = -1;
 	faucet_file__path_of(fs, WRITERS_GATE, path);
-	rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, &gate, &open_err);
+	rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, 1, &gate, &open_err);
 	/* The root was removed or replaced: follow it once, as a key's lock
 	 * does (take_key_lock). */
 	if (rc != 0 && open_err == ENOENT && root_is_stale(fs, *dfd)) {
 		if ((rc = root_reopen(fs, *dfd, create, dfd)) != 0 || *dfd < 0)
 			return rc; /* without `create`: no root, nothing to write */
-		rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, &gate, &open_err);
+		rc = lock_acquire(*dfd, WRITERS_GATE, path, kind, 1, &gate, &open_err);
 	}
 	if (rc != 0)
 		return rc;
 	faucet_file__path_of(fs, WRITERS_LOCK, path);
-	rc = lock_acquire(*dfd, WRITERS_LOCK, path, kind, fd_out, &open_err);
+	rc = lock_acquire(*dfd, WRITERS_LOCK, path, kind, 1, fd_out, &open_err);
 	(void)close(gate); /* the next writer may queue behind us now */
 	return rc;
 }
@@ -1378,16 +1395,63 @@ static void writers_leave(int fd)
 		(void)close(fd); /* releases the lock */
 }
 
+/*
+ * Lock files are made in the writers' lock, held exclusive.  A write that
+ * compares (compare-and-put, compare-and-delete, a guarded put's guards and
+ * condition) holds its key's lock from its compare to its rename.  A write
+ * that does not (a put, a delete, a plain batch) holds the key's lock only
+ * when the key has a lock file, which it looks for inside the writers'
+ * lock.  Were a lock file made while such a write, having found none, was
+ * writing unlocked, a compare-and-put could take the new lock and compare,
+ * and the unlocked write land before its rename, to be overwritten unseen.
+ * So a writer that compares and finds no lock file leaves the writers' lock
+ * and makes the file here - every write of ours finished, and every later
+ * one sees the file and takes its lock - then tries again.  Only a key's
+ * first compared write pays for this (design §3.3).
+ */
+#define LOCK_MAKE_ATTEMPTS 100
+
+/* Make the lock files of keys[0..n) that have none, in the writers' lock
+ * held exclusive.  attempt: how many times the caller found one missing
+ * in a row (a delete removes a key's lock file): FAUCET_EBUSY past
+ * LOCK_MAKE_ATTEMPTS. */
+static int make_lock_files(file_store *fs, const char *const *keys, size_t n, int attempt)
+{
+	int dfd, gate = -1, rc;
+
+	if (attempt >= LOCK_MAKE_ATTEMPTS)
+		return faucet_error_set(FAUCET_EBUSY,
+					"the lock file of %s was removed %d times while it was taken",
+					keys[0], LOCK_MAKE_ATTEMPTS);
+	rc = faucet_file__root_get(fs, 1, &dfd);
+	if (rc == 0)
+		rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
+		int fd = -1, open_err = 0;
+
+		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
+			break;
+		faucet_file__name_from_stem(name, stem, ".json.lock");
+		faucet_file__path_of(fs, name, path);
+		rc = lock_open(dfd, name, path, 1, &fd, &open_err);
+		if (fd >= 0)
+			(void)close(fd);
+	}
+	writers_leave(gate);
+	return rc;
+}
+
 /* A plain put of a key managed with compare-and-put - its lock file
  * exists, as for every key a run or a compare-and-put has written - holds
  * the key's lock, so that it never lands between such a writer's compare
  * and its rename (which would overwrite the put unseen).  A key without a
- * lock file is written unlocked: only a compare-and-put that creates the
- * file at that moment can still meet it (design §3.3). */
+ * lock file is written unlocked: no writer that compares is inside the
+ * writers' lock with it then, and none enters before it leaves (lock files
+ * are made in the writers' lock exclusive, above; design §3.3). */
 static int lock_if_managed(file_store *fs, const char *key, int *lock_fd)
 {
-	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
-	struct stat st;
+	char stem[FILE_STEM_MAX + 1];
 	int dfd, rc = faucet_file__root_get(fs, 1, &dfd);
 
 	*lock_fd = -1;
@@ -1397,15 +1461,14 @@ static int lock_if_managed(file_store *fs, const char *key, int *lock_fd)
 		rc = faucet_file__key_stem(key, stem, NULL);
 	if (rc != 0)
 		return rc;
-	faucet_file__name_from_stem(name, stem, ".json.lock");
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return 0;
 	return take_key_lock(fs, &dfd, 1, stem, lock_fd);
 }
 
 /* Take the key's lock and compare its entry with `expected`: *holds says
  * whether they are equal.  On success the caller writes (or not), then
- * closes *lock_fd, which releases the lock; on error no lock is held. */
+ * closes *lock_fd, which releases the lock; on error no lock is held.  A
+ * key without a lock file is *lock_fd -1, rc 0: the caller leaves the
+ * writers' lock, makes it (make_lock_files) and tries again. */
 static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 			    const faucet_value *expected, char *stem, int *lock_fd, int *holds)
 {
@@ -1423,7 +1486,7 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 	if (fs->keyring == NULL && faucet_file__store_is_marked(*dfd))
 		return faucet_file__keyless_write_refused(fs);
 	if ((rc = faucet_file__key_stem(key, stem, NULL)) != 0 ||
-	    (rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0)
+	    (rc = take_key_lock(fs, dfd, 1, stem, lock_fd)) != 0 || *lock_fd < 0)
 		return rc;
 	faucet_file__name_from_stem(name, stem, ".json");
 	rc = read_entry_as(fs, key, name, NULL, expected, &current, holds);
@@ -1435,21 +1498,28 @@ static int lock_and_compare(file_store *fs, int *dfd, const char *key,
 }
 
 /* Atomic across threads and processes sharing the directory: the read, the
- * comparison and the write all happen under the key's lock.  delete takes
- * the same lock; a plain put does not (it is atomic on its own, but can
- * land between another writer's read and write), so a key managed with
- * compare-and-put should not also be written with put. */
+ * comparison and the write all happen under the key's lock, which every
+ * other write of the key then takes too (lock_if_managed; a key's first
+ * compare makes its lock file: make_lock_files). */
 static int file_compare_and_put(faucet_store_backend *b, const char *key,
 				const faucet_value *expected, const faucet_value *value,
 				int *written)
 {
 	file_store *fs = (file_store *)b;
 	char stem[FILE_STEM_MAX + 1];
-	int dfd, lock_fd, holds, gate, rc = enter_shared(fs, 1, &gate);
+	int dfd, lock_fd = -1, holds = 0, gate = -1, rc = 0;
 
 	*written = 0;
-	if (rc == 0)
-		rc = lock_and_compare(fs, &dfd, key, expected, stem, &lock_fd, &holds);
+	for (int attempt = 0; rc == 0 && lock_fd < 0; attempt++) {
+		writers_leave(gate);
+		gate = -1;
+		if (attempt > 0)
+			rc = make_lock_files(fs, &key, 1, attempt - 1);
+		if (rc == 0)
+			rc = enter_shared(fs, 1, &gate);
+		if (rc == 0)
+			rc = lock_and_compare(fs, &dfd, key, expected, stem, &lock_fd, &holds);
+	}
 	if (rc != 0) {
 		writers_leave(gate);
 		return rc;
@@ -1492,14 +1562,18 @@ static int by_stem(const void *a, const void *b)
 /* Lock every slot's key in the order of their stems (two guarded puts of
  * the same keys never wait for each other in a circle) and compare each
  * guard and the put's condition (each slot's `held`): *holds when every
- * guard is as expected.  A key to drop that has no lock file has nothing
- * to delete (lock_fd -1).  On error no lock is held. */
-static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, int *holds)
+ * guard is as expected.  A key to drop or the put's uncompared key without
+ * a lock file is written unlocked (lock_fd -1).  On error, or when a key
+ * compared has no lock file (*unmade: the caller makes them and tries
+ * again), no lock is held. */
+static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, int *holds,
+		       int *unmade)
 {
 	int rc = 0;
 	size_t locked = 0;
 
 	*holds = 1;
+	*unmade = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = faucet_file__key_stem(slots[i].key, slots[i].stem, &slots[i].stem_len);
 	if (rc != 0)
@@ -1516,11 +1590,11 @@ static int lock_guards(file_store *fs, int *dfd, guard_slot *slots, size_t n, in
 					      &sl->lock_fd, &sl->held);
 		else
 			rc = take_key_lock(fs, dfd, 0, sl->stem, &sl->lock_fd);
-		if (rc != 0)
-			break; /* neither holds a lock on error */
+		if (rc != 0 || (*unmade = cmp != NULL && sl->lock_fd < 0) != 0)
+			break; /* neither holds a lock then */
 		*holds = *holds && (sl->g == NULL || sl->held);
 	}
-	if (rc != 0)
+	if (rc != 0 || *unmade)
 		for (size_t i = 0; i < locked; i++)
 			if (slots[i].lock_fd >= 0)
 				(void)close(slots[i].lock_fd);
@@ -1547,7 +1621,7 @@ static void drop_keys(void *arg)
 		guard_slot *sl = &d->slots[i];
 		int removed = 0;
 
-		if (sl->g == NULL && sl->cond == NULL && !sl->lock_only && sl->lock_fd >= 0 &&
+		if (sl->g == NULL && sl->cond == NULL && !sl->lock_only &&
 		    remove_locked(d->fs, d->dfd, sl->stem, sl->stem_len, 0, &removed) != 0)
 			faucet__warning_set("%s was not deleted: %s", sl->key,
 					    faucet_error_last()->message);
@@ -1555,9 +1629,9 @@ static void drop_keys(void *arg)
 }
 
 /* The guards are durable: the put's key is compared once more, under its
- * lock, just before its rename.  A writer that takes no lock (a plain put,
- * a batch) may have replaced it while the guards were synced; it is then
- * left as that writer made it (0: not kept). */
+ * lock, just before its rename.  A writer that takes none of our locks
+ * (the original faucet) may have replaced it while the guards were synced;
+ * it is then left as that writer made it (0: not kept). */
 static int key_still_holds(void *arg)
 {
 	drop_ctx *d = arg;
@@ -1618,7 +1692,7 @@ static int put_guarded_entered(file_store *fs, const faucet_store_guard *guards,
 			       const char *const *drop, size_t ndrop, const char *key,
 			       const faucet_value *value, const faucet_store_guard *then,
 			       const faucet_store_guard *cond, int *written, int *then_written,
-			       int *moved)
+			       int *moved, int *unmade)
 {
 	guard_slot slots[2 * FAUCET_STORE_GUARDS_MAX + 1], *ts;
 	faucet_durable_target targets[FAUCET_STORE_GUARDS_MAX];
@@ -1632,6 +1706,7 @@ static int put_guarded_entered(file_store *fs, const faucet_store_guard *guards,
 
 	*written = 0;
 	*then_written = 0;
+	*unmade = 0;
 	if (n == 0 || n > FAUCET_STORE_GUARDS_MAX || ndrop > FAUCET_STORE_GUARDS_MAX)
 		return faucet_error_set(FAUCET_EINVALID, "a guarded put takes 1 to %d guards",
 					FAUCET_STORE_GUARDS_MAX);
@@ -1649,7 +1724,7 @@ static int put_guarded_entered(file_store *fs, const faucet_store_guard *guards,
 	slots[nslots].key = key;
 	slots[nslots++].lock_fd = -1;
 	if ((rc = faucet_file__root_get(fs, 1, &dfd)) != 0 ||
-	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds)) != 0)
+	    (rc = lock_guards(fs, &dfd, slots, nslots, &holds, unmade)) != 0 || *unmade)
 		return rc;
 	for (size_t i = 0; holds && i < nslots; i++)
 		if (slots[i].cond != NULL && !slots[i].held) {
@@ -1713,13 +1788,27 @@ static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guard
 				 const faucet_store_guard *cond, int *written, int *then_written,
 				 int *moved)
 {
-	int gate, rc = enter_shared(fs, 1, &gate);
+	const char *made[FAUCET_STORE_GUARDS_MAX + 1];
+	int gate = -1, unmade = 1, rc = 0;
 
 	*written = 0;
 	*then_written = 0;
-	if (rc == 0)
-		rc = put_guarded_entered(fs, guards, n, drop, ndrop, key, value, then, cond,
-					 written, then_written, moved);
+	/* The keys compared: the guards' and the condition's. */
+	for (size_t i = 0; i < n && i < FAUCET_STORE_GUARDS_MAX; i++)
+		made[i] = guards[i].key;
+	if (cond != NULL && n <= FAUCET_STORE_GUARDS_MAX)
+		made[n] = key;
+	for (int attempt = 0; rc == 0 && unmade; attempt++) {
+		writers_leave(gate);
+		gate = -1;
+		if (attempt > 0)
+			rc = make_lock_files(fs, made, n + (cond != NULL), attempt - 1);
+		if (rc == 0)
+			rc = enter_shared(fs, 1, &gate);
+		if (rc == 0)
+			rc = put_guarded_entered(fs, guards, n, drop, ndrop, key, value, then,
+						 cond, written, then_written, moved, &unmade);
+	}
 	writers_leave(gate);
 	return rc;
 }
@@ -1819,8 +1908,9 @@ static int remove_locked(file_store *fs, int dfd, const char *stem, size_t stem_
 	return rc;
 }
 
-/* Take the key's lock for a removal: *lock_fd is -1 (rc 0) when there is
- * no root, so nothing is stored. */
+/* Take the key's lock for a removal: *dfd is -1 (rc 0) when there is no
+ * root, so nothing is stored; *lock_fd is -1 also when the key has no lock
+ * file (take_key_lock). */
 static int lock_for_removal(file_store *fs, const char *key, char *stem, size_t *stem_len,
 			    int *dfd, int *lock_fd)
 {
@@ -1843,12 +1933,14 @@ static int file_del(faucet_store_backend *b, const char *key)
 	size_t stem_len = 0;
 	int dfd = -1, lock_fd = -1, removed = 0, gate, rc = enter_shared(fs, 0, &gate);
 
+	/* A key without a lock file is removed unlocked, as a put writes it
+	 * (lock_if_managed). */
 	if (rc == 0 && gate >= 0)
 		rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
-	if (rc == 0 && lock_fd >= 0) {
+	if (rc == 0 && dfd >= 0)
 		rc = remove_locked(fs, dfd, stem, stem_len, 1, &removed);
+	if (lock_fd >= 0)
 		(void)close(lock_fd);
-	}
 	writers_leave(gate);
 	return rc;
 }
@@ -1861,11 +1953,23 @@ static int file_compare_and_delete(faucet_store_backend *b, const char *key,
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
 	faucet_value *current = NULL;
 	size_t stem_len = 0;
-	int dfd = -1, lock_fd = -1, removed = 0, gate, rc = enter_shared(fs, 0, &gate);
+	int dfd = -1, lock_fd = -1, removed = 0, gate = -1, rc = 0;
 
 	*deleted = 0;
-	if (rc == 0 && gate >= 0)
-		rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+	/* Compared, so under the key's lock: a key without a lock file gets
+	 * one first (make_lock_files). */
+	for (int attempt = 0; rc == 0 && lock_fd < 0; attempt++) {
+		writers_leave(gate);
+		gate = -1;
+		if (attempt > 0)
+			rc = make_lock_files(fs, &key, 1, attempt - 1);
+		if (rc == 0)
+			rc = enter_shared(fs, 0, &gate);
+		if (rc == 0 && gate >= 0)
+			rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
+		if (rc == 0 && dfd < 0)
+			break; /* no root: nothing stored */
+	}
 	if (rc != 0 || lock_fd < 0) {
 		writers_leave(gate);
 		return rc;
@@ -1907,6 +2011,18 @@ int faucet_file__store_value(file_store *fs, const char *key, const faucet_value
 	return store_value(fs, key, value);
 }
 
+int faucet_file__has_lock_file(const file_store *fs, int dfd, const char *key)
+{
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
+	struct stat st;
+
+	(void)fs;
+	if (faucet_file__key_stem(key, stem, NULL) != 0)
+		return 0; /* the write itself says what is wrong with the key */
+	faucet_file__name_from_stem(name, stem, ".json.lock");
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int faucet_file__remove_key(file_store *fs, const char *key, int sync, int *removed)
 {
 	char stem[FILE_STEM_MAX + 1];
@@ -1914,10 +2030,10 @@ int faucet_file__remove_key(file_store *fs, const char *key, int sync, int *remo
 	int dfd = -1, lock_fd = -1, rc = lock_for_removal(fs, key, stem, &stem_len, &dfd, &lock_fd);
 
 	*removed = 0;
-	if (rc == 0 && lock_fd >= 0) {
+	if (rc == 0 && dfd >= 0)
 		rc = remove_locked(fs, dfd, stem, stem_len, sync, removed);
+	if (lock_fd >= 0)
 		(void)close(lock_fd);
-	}
 	return rc;
 }
 

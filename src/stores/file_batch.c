@@ -142,6 +142,43 @@ static int put_entries(file_store *fs, int dfd, const faucet_entry *entries, siz
  * a compare-and-put batch waits for one slice, not for a million keys. */
 #define PUT_SLICE 4096
 
+/* entries[0..count) in the writers' lock, in order: a key with a lock file
+ * (one a compare-and-put or a run manages) alone under its lock, as a put
+ * writes it, so that it never lands between that writer's compare and its
+ * rename; the keys between them as put_entries' streamed groups. */
+static int put_slice(file_store *fs, int dfd, const faucet_entry *entries, size_t count,
+		     size_t *written, size_t *unknown_from)
+{
+	size_t from = 0;
+	int rc = 0;
+
+	while (rc == 0 && from < count) {
+		size_t to = from, w = 0, u = 0;
+
+		while (to < count && !faucet_file__has_lock_file(fs, dfd, entries[to].key))
+			to++;
+		if (to > from) {
+			rc = put_entries(fs, dfd, entries + from, to - from, &w, &u);
+			if (rc != 0) {
+				*written = from + w;
+				*unknown_from = from + u;
+				return rc;
+			}
+		}
+		if (to < count) {
+			rc = faucet_file__put_entered(fs, entries[to].key, entries[to].value);
+			/* A put whose outcome is unknown may have landed. */
+			*written = to + (rc == 0 || rc == FAUCET_EUNKNOWN);
+			*unknown_from = to + (rc == 0);
+			to++;
+		}
+		from = to;
+	}
+	if (rc == 0)
+		*written = *unknown_from = count;
+	return rc;
+}
+
 int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, size_t count,
 			  size_t *written, size_t *unknown_from)
 {
@@ -159,7 +196,7 @@ int faucet_file__put_many(faucet_store_backend *b, const faucet_entry *entries, 
 
 		rc = faucet_file__writers_enter(fs, &dfd, 1, 0, &gate);
 		if (rc == 0) {
-			rc = put_entries(fs, dfd, entries + done, n, &w, &u);
+			rc = put_slice(fs, dfd, entries + done, n, &w, &u);
 			(void)close(gate); /* leaves the writers' lock */
 		}
 		if (rc != 0) {

@@ -135,6 +135,14 @@ int faucet_file__entry_holds(file_store *fs, int *dfd, const char *key,
  * it). */
 int faucet_file__store_value(file_store *fs, const char *key, const faucet_value *value);
 
+/* A put in the writers' lock (the caller holds it): under the key's lock
+ * when the key has a lock file (design §3.3). */
+int faucet_file__put_entered(file_store *fs, const char *key, const faucet_value *value);
+
+/* Whether `key` has a lock file under the root dfd: a plain batch, in the
+ * writers' lock, writes such a key alone under its lock. */
+int faucet_file__has_lock_file(const file_store *fs, int dfd, const char *key);
+
 /* delete's removal of one key under its lock, without the writers' lock;
  * without `sync` the directory is left for the caller to sync.  *removed
  * when a file went away. */
