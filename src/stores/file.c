@@ -19,12 +19,14 @@
  *    O_NOFOLLOW and a symlink is never listed as a key: a link planted in
  *    the directory must not make us read or create a file elsewhere.
  *
- *  - No store-wide lock.  Because temp names are unique per write, puts to
+ *  - No store-wide mutex.  Because temp names are unique per write, puts to
  *    different keys (and even to one key) run side by side, and their fsyncs
- *    overlap so the filesystem journal can commit them together.  Only
- *    compare-and-put and delete serialise, per key, through an OS advisory
- *    lock (flock) on "{stem}.json.lock"; it works across processes and the
- *    kernel releases it when its holder dies, so no stale-lock rule exists.
+ *    overlap so the filesystem journal can commit them together; they share
+ *    the writers' lock, which only a compare-and-put batch takes exclusive.
+ *    Writes of a key a compare-and-put manages serialise through an OS
+ *    advisory lock (flock) on "{stem}.json.lock"; it works across processes
+ *    and the kernel releases it when its holder dies, so no stale-lock rule
+ *    exists.
  *
  *  - The root stays open.  The store keeps an O_DIRECTORY descriptor of the
  *    root and reaches every file with openat()/renameat() relative to it, so
