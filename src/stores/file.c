@@ -1414,22 +1414,32 @@ static void writers_leave(int fd)
 #define LOCK_MAKE_ATTEMPTS 100
 
 /* Make the lock files of keys[0..n) that have none, in the writers' lock
- * held exclusive.  attempt: how many times the caller found one missing
- * in a row (a delete removes a key's lock file): FAUCET_EBUSY past
- * LOCK_MAKE_ATTEMPTS. */
+ * held exclusive (nothing to do, and no lock taken, when every one
+ * exists).  Called before the writer enters the writers' lock, and again
+ * each time it found one missing inside; attempt: how many times that
+ * happened in a row (a delete removes a key's lock file): FAUCET_EBUSY
+ * past LOCK_MAKE_ATTEMPTS. */
 static int make_lock_files(file_store *fs, const char *const *keys, size_t n, int attempt)
 {
-	int dfd, gate = -1, rc;
+	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
+	int dfd, gate = -1, missing = 0, rc;
+	struct stat st;
 
 	if (attempt >= LOCK_MAKE_ATTEMPTS)
 		return faucet_error_set(FAUCET_EBUSY,
 					"the lock file of %s was removed %d times while it was taken",
 					keys[0], LOCK_MAKE_ATTEMPTS);
 	rc = faucet_file__root_get(fs, 1, &dfd);
-	if (rc == 0)
-		rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
+	for (size_t i = 0; rc == 0 && i < n && !missing; i++) {
+		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
+			break;
+		faucet_file__name_from_stem(name, stem, ".json.lock");
+		missing = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0;
+	}
+	if (rc != 0 || !missing)
+		return rc;
+	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
 		int fd = -1, open_err = 0;
 
 		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
@@ -1515,8 +1525,7 @@ static int file_compare_and_put(faucet_store_backend *b, const char *key,
 	for (int attempt = 0; rc == 0 && lock_fd < 0; attempt++) {
 		writers_leave(gate);
 		gate = -1;
-		if (attempt > 0)
-			rc = make_lock_files(fs, &key, 1, attempt - 1);
+		rc = make_lock_files(fs, &key, 1, attempt);
 		if (rc == 0)
 			rc = enter_shared(fs, 1, &gate);
 		if (rc == 0)
@@ -1791,20 +1800,21 @@ static int file_put_guarded_impl(file_store *fs, const faucet_store_guard *guard
 				 int *moved)
 {
 	const char *made[FAUCET_STORE_GUARDS_MAX + 1];
+	size_t nmade = 0;
 	int gate = -1, unmade = 1, rc = 0;
 
 	*written = 0;
 	*then_written = 0;
-	/* The keys compared: the guards' and the condition's. */
-	for (size_t i = 0; i < n && i < FAUCET_STORE_GUARDS_MAX; i++)
-		made[i] = guards[i].key;
+	/* The keys compared, which must have lock files: the guards' and the
+	 * condition's (too many guards: put_guarded_entered says so). */
+	for (size_t i = 0; n <= FAUCET_STORE_GUARDS_MAX && i < n; i++)
+		made[nmade++] = guards[i].key;
 	if (cond != NULL && n <= FAUCET_STORE_GUARDS_MAX)
-		made[n] = key;
+		made[nmade++] = key;
 	for (int attempt = 0; rc == 0 && unmade; attempt++) {
 		writers_leave(gate);
 		gate = -1;
-		if (attempt > 0)
-			rc = make_lock_files(fs, made, n + (cond != NULL), attempt - 1);
+		rc = make_lock_files(fs, made, nmade, attempt);
 		if (rc == 0)
 			rc = enter_shared(fs, 1, &gate);
 		if (rc == 0)
