@@ -1445,6 +1445,8 @@ static int make_lock_files(file_store *fs, const char *const *keys, size_t n, in
 		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
 			break;
 		faucet_file__name_from_stem(name, stem, ".json.lock");
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
 		faucet_file__path_of(fs, name, path);
 		rc = lock_open(dfd, name, path, 1, &fd, &open_err);
 		if (fd >= 0)
