@@ -1649,6 +1649,19 @@ static void a_write_waits_for_a_compare_and_put_batch_and_lands_after_it(void **
 	faucet_store_free(other);
 }
 
+/* While the writer waits: write `value` into `file` as the holder of the
+ * lock fd, release it, and see the writer through without an error. */
+static void land_and_release(gate_round *gr, const char *file, const char *value, int fd,
+			     unsigned seed0, int round)
+{
+	tu_write_file(file, value, strlen(value));
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(pthread_join(gr->t, NULL), 0);
+	faucet_file__set_lock_busy_hook(NULL, NULL);
+	if (gr->rc != 0)
+		fail_msg("seed %u round %d: writer: %s", seed0, round, faucet_error_last()->message);
+}
+
 /* Seeded rounds: a key managed with compare-and-put (its lock file made by
  * one), its lock held as a compare-and-put holds it between its compare
  * and its rename, and meanwhile a write of another handle: a plain put, or
@@ -1699,13 +1712,8 @@ static void a_write_of_a_managed_key_waits_for_its_compare_and_put(void **state)
 		if (c != 'b')
 			fail_msg("seed %u round %d: writer kind %d of %s did not wait for the key's lock",
 				 seed0, round, gr.kind, key);
-		tu_write_file(file, "\"holder\"", 8); /* the lock holder's write */
-		assert_int_equal(close(fd), 0);
-		assert_int_equal(pthread_join(gr.t, NULL), 0);
-		faucet_file__set_lock_busy_hook(NULL, NULL);
-		if (gr.rc != 0)
-			fail_msg("seed %u round %d: writer: %s", seed0, round,
-				 faucet_error_last()->message);
+		/* the lock holder's write */
+		land_and_release(&gr, file, "\"holder\"", fd, seed0, round);
 		want = tu_v(wval);
 		assert_int_equal(faucet_store_get(f->s, key, &now), 0);
 		if (!faucet_value_equal(now, want))
@@ -1778,13 +1786,8 @@ static void a_first_compare_of_a_key_waits_for_an_unlocked_write_of_it(void **st
 			fail_msg("seed %u round %d: writer kind %d of %s compared while an unlocked "
 				 "write of it was in progress",
 				 seed0, round, gr.kind, key);
-		tu_write_file(file, "\"landed\"", 8); /* the plain write lands */
-		assert_int_equal(close(fd), 0);
-		assert_int_equal(pthread_join(gr.t, NULL), 0);
-		faucet_file__set_lock_busy_hook(NULL, NULL);
-		if (gr.rc != 0)
-			fail_msg("seed %u round %d: writer: %s", seed0, round,
-				 faucet_error_last()->message);
+		/* the plain write lands */
+		land_and_release(&gr, file, "\"landed\"", fd, seed0, round);
 		if (gr.written)
 			fail_msg("seed %u round %d: writer kind %d of %s wrote over the plain write",
 				 seed0, round, gr.kind, key);
