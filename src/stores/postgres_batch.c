@@ -341,22 +341,22 @@ static int copy_send(pg_store *s, PGconn *c, const faucet_buf *rows, int *copied
  * queued it wrote nothing (FAUCET_EUNAVAILABLE); lost after that, the
  * outcome is unknown (faucet__pg_write_result_ok).
  */
-static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
+/* entries[0..count) by one COPY into the table, all or nothing: *copied
+ * 0 (no error) when a key exists (unique_violation).  FAUCET_EUNSUPPORTED,
+ * with nothing sent, when the rows are more than one COPY message carries
+ * (2 GB): the caller goes another way. */
+static int copy_into_table(pg_store *s, PGconn *c, const faucet_entry *entries, size_t count,
+			   int *copied)
 {
 	faucet_buf rows = FAUCET_BUF_INIT;
-	const char *lo, *hi;
 	char *sql;
 	PGresult *res;
-	int taken = 1, rc;
+	int rc = batch_rows(entries, count, !s->default_now, &rows);
 
 	*copied = 0;
-	batch_range(a->entries, a->count, &lo, &hi);
-	rc = batch_range_taken(s, c, lo, hi, &taken);
-	if (rc == 0 && !taken)
-		rc = batch_rows(a->entries, a->count, !s->default_now, &rows);
-	/* (A batch of 2 GB of rows, more than one COPY message can carry, goes
-	 * by the statements.) */
-	if (rc != 0 || taken || rows.len > INT_MAX - 5) {
+	if (rc == 0 && rows.len > INT_MAX - 5)
+		rc = FAUCET_EUNSUPPORTED;
+	if (rc != 0) {
 		faucet__buf_dispose(&rows);
 		return rc;
 	}
@@ -376,6 +376,20 @@ static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
 	}
 	faucet__buf_dispose(&rows);
 	return rc;
+}
+
+static int batch_by_copy(pg_store *s, PGconn *c, pg_args *a, int *copied)
+{
+	const char *lo, *hi;
+	int taken = 1, rc;
+
+	*copied = 0;
+	batch_range(a->entries, a->count, &lo, &hi);
+	rc = batch_range_taken(s, c, lo, hi, &taken);
+	if (rc != 0 || taken)
+		return rc;
+	rc = copy_into_table(s, c, a->entries, a->count, copied);
+	return rc == FAUCET_EUNSUPPORTED ? 0 : rc; /* by the statements */
 }
 
 /*
@@ -812,6 +826,34 @@ static int cas_batch_stage_commit(pg_store *s, PGconn *c, pg_args *a)
 	return rc;
 }
 
+/*
+ * A big batch whose every key is expected absent - an import's chunk of
+ * new keys and its marker part - has no row to lock or compare: it is one
+ * COPY into the table, which inserts every key or, when one exists (a put
+ * landed on it since it was read), fails with unique_violation and writes
+ * nothing (*written 0, no error).  That is the compare, made by the
+ * table's key, without the staging table's second copy of the values.
+ * FAUCET_EUNSUPPORTED (nothing sent) when the batch is not such a one.
+ */
+static int cas_batch_fresh(pg_store *s, PGconn *c, pg_args *a)
+{
+	faucet_entry *e;
+	int rc;
+
+	if (!cas_batch_stageable(a))
+		return FAUCET_EUNSUPPORTED;
+	for (size_t i = 0; i < a->count; i++)
+		if (a->guards[i].expected != NULL)
+			return FAUCET_EUNSUPPORTED;
+	if ((e = faucet__calloc(a->count, sizeof(*e))) == NULL)
+		return FAUCET_ENOMEM;
+	for (size_t i = 0; i < a->count; i++)
+		e[i] = (faucet_entry){a->guards[i].key, a->guards[i].value};
+	rc = copy_into_table(s, c, e, a->count, a->written);
+	free(e);
+	return rc;
+}
+
 int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a)
 {
 	PGresult *rows;
@@ -819,6 +861,8 @@ int faucet__pg_cas_batch_on(pg_store *s, PGconn *c, pg_args *a)
 	int holds = 0, staged = cas_batch_stageable(a), rc;
 
 	*a->written = 0;
+	if ((rc = cas_batch_fresh(s, c, a)) != FAUCET_EUNSUPPORTED)
+		return rc;
 	rc = cas_batch_sql(s, c, a->guards, a->count, &lock, staged ? NULL : &write);
 	if (rc == 0) {
 		rows = PQexec(c, lock);

@@ -1506,6 +1506,43 @@ static void compare_and_put_batch_takes_its_largest_size(void **state)
 	free(g);
 }
 
+/* A big batch whose every key is expected absent (an import's chunk of new
+ * keys and its marker part: PostgreSQL writes it by one COPY, the table's
+ * key the compare) writes nothing when one of its keys exists - wherever it
+ * lies in the batch - and all of it once that key is gone. */
+static void a_big_batch_of_new_keys_writes_nothing_when_one_exists(void **state)
+{
+	faucet_store *s = S(state);
+	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
+	faucet_store_guard g[N];
+	char keys[N][32];
+	faucet_value *v = tu_v("{\"n\":1}");
+	const size_t there[] = {0, N / 2, N - 1};
+	int written = 1;
+
+	if (faucet__store_cas_batch_max(s) < N)
+		return; /* etcd: 128 keys a batch */
+	for (size_t i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "fresh::k%04zu", i);
+		g[i] = (faucet_store_guard){keys[i], NULL, v};
+	}
+	for (size_t t = 0; t < sizeof(there) / sizeof(there[0]); t++) {
+		tu_put(s, keys[there[t]], "\"already\"");
+		assert_int_equal(faucet__store_compare_and_put_batch(s, g, N, &written), 0);
+		assert_int_equal(written, 0);
+		tu_assert_value(s, keys[there[t]], "\"already\"");
+		for (size_t i = 0; i < N; i++)
+			if (i != there[t])
+				tu_assert_value(s, keys[i], NULL);
+		assert_int_equal(faucet_store_delete(s, keys[there[t]]), 0);
+	}
+	assert_int_equal(faucet__store_compare_and_put_batch(s, g, N, &written), 0);
+	assert_int_equal(written, 1);
+	for (size_t i = 0; i < N; i++)
+		tu_assert_value(s, keys[i], "{\"n\":1}");
+	faucet_value_free(v);
+}
+
 static void backend_name_is_reported(void **state)
 {
 	assert_string_equal(faucet_store_backend_name(S(state)), current->name);
@@ -1517,6 +1554,8 @@ int contract_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(backend_name_is_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_batch_writes_all_or_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_big_batch_of_new_keys_writes_nothing_when_one_exists,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(compare_and_put_batch_takes_its_largest_size, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(get_many_reads_each_key_in_its_slot, setup, teardown),
