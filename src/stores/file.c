@@ -1438,6 +1438,10 @@ static int make_lock_files(file_store *fs, const char *const *keys, size_t n, in
 	}
 	if (rc != 0 || !missing)
 		return rc;
+	/* A keyless write to an encrypted store leaves no lock file of a key
+	 * it is refused (lock_and_compare refuses it where none is made). */
+	if (fs->keyring == NULL && faucet_file__store_is_marked(dfd))
+		return faucet_file__keyless_write_refused(fs);
 	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		int fd = -1, open_err = 0;
