@@ -1516,12 +1516,13 @@ static void a_big_batch_of_new_keys_writes_nothing_when_one_exists(void **state)
 	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
 	faucet_store_guard g[N];
 	char keys[N][32];
-	faucet_value *v = tu_v("{\"n\":1}");
+	faucet_value *v;
 	const size_t there[] = {0, N / 2, N - 1};
 	int written = 1;
 
 	if (faucet__store_cas_batch_max(s) < N)
 		return; /* etcd: 128 keys a batch */
+	v = tu_v("{\"n\":1}");
 	for (size_t i = 0; i < N; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "fresh::k%04zu", i);
 		g[i] = (faucet_store_guard){keys[i], NULL, v};
