@@ -75,6 +75,24 @@ static void values_json_c_cannot_hold_are_refused(void **state)
 	assert_refused("[1, -9223372036854775809]", "number -9223372036854775809 at byte 4");
 	assert_refused("{\"a\":99999999999999999999999}", "cannot be held exactly");
 	assert_refused("1e400", "too large for a double");
+	{
+		/* A mantissa of 512 characters and more: 2e504 and -2e504
+		 * (found by fuzz_value), and a long one that is finite. */
+		char big[600];
+		faucet_value *v = NULL;
+
+		memset(big, '0', sizeof(big));
+		big[0] = '2';
+		memcpy(big + 512, "e-7", 4);
+		assert_refused(big, "too large for a double");
+		big[0] = '-';
+		big[1] = '2';
+		assert_refused(big, "too large for a double");
+		memcpy(big, "0.", 2);
+		memcpy(big + 512, "1e-7", 5);
+		assert_int_equal(faucet_value_parse(&v, big, strlen(big)), 0);
+		faucet_value_free(v);
+	}
 	assert_refused("{\"a\":1,\"a\":2}", "duplicate member name");
 	/* json-c cuts a member name at \u0000 ({"a\u0000b":1} became {"a":1})
 	 * and PostgreSQL refuses it anywhere: refused, with its offset. */

@@ -264,15 +264,22 @@ static int integer_in_range(const char *tok, size_t len)
 	return memcmp(tok, bound, len) <= 0;
 }
 
+/* 1 when the number (not an integer) is finite as a double, 0 when it is
+ * not, FAUCET_ENOMEM.  A long mantissa is no proof of anything: 2 and 511
+ * zeros, e-7, is 2e504. */
 static int number_is_finite(const char *tok, size_t len)
 {
-	char buf[512];
+	char buf[512], *p = len < sizeof(buf) ? buf : faucet__malloc(len + 1);
+	int finite;
 
-	if (len >= sizeof(buf))
-		return 1; /* only a long mantissa gets here; the exponent is short */
-	memcpy(buf, tok, len);
-	buf[len] = '\0';
-	return isfinite(strtod(buf, NULL));
+	if (p == NULL)
+		return FAUCET_ENOMEM;
+	memcpy(p, tok, len);
+	p[len] = '\0';
+	finite = isfinite(strtod(p, NULL));
+	if (p != buf)
+		free(p);
+	return finite;
 }
 
 static const char *digits(const checker *ck, const char *p)
@@ -286,7 +293,7 @@ static const char *digits(const checker *ck, const char *p)
 static int check_number(checker *ck, const char *p, const char **next)
 {
 	const char *tok = p, *q;
-	int integer = 1;
+	int integer = 1, finite = 1;
 	size_t len;
 
 	if (*p == '-') {
@@ -333,7 +340,9 @@ static int check_number(checker *ck, const char *p, const char **next)
 					"(integers must lie between -2^63 and 2^64-1)",
 					ck->where, (int)(len > 64 ? 64 : len), tok,
 					(size_t)(tok - ck->text));
-	if (!integer && !number_is_finite(tok, len))
+	if (!integer && (finite = number_is_finite(tok, len)) < 0)
+		return faucet_error_set(finite, "%s: out of memory checking a number", ck->where);
+	if (!integer && !finite)
 		return faucet_error_set(FAUCET_EINVALID,
 					"%s: number %.*s at byte %zu is too large for a double; "
 					"refusing it rather than storing infinity",
