@@ -119,7 +119,7 @@ run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, forc
 run-file-put-ungated	src/stores/file.c	first	int gate, rc = enter_shared(fs, 1, &gate);	int gate, rc = enter_shared\(fs, 1, &gate\);	int gate = -1, rc = 0;
 run-file-guarded-ungated	src/stores/file.c	last	rc = enter_shared(fs, 1, &gate);	enter_shared\(fs, 1, &gate\)	((void)enter_shared, gate = -1, 0)
 run-file-lock-made-shared	src/stores/file.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
-run-file-batch-key-unlocked	src/stores/file_batch.c	first	while (to < count && !faucet_file__has_lock_file(fs, dfd, entries[to].key))	!faucet_file__has_lock_file\(fs, dfd, entries\[to\]\.key\)	((void)faucet_file__has_lock_file, 1)
+run-file-batch-key-unlocked	src/stores/file_batch.c	first	while (to < count && !faucet_file__has_lock_file(dfd, entries[to].key))	!faucet_file__has_lock_file\(dfd, entries\[to\]\.key\)	((void)faucet_file__has_lock_file, 1)
 run-file-batch-shared	src/stores/file_batch.c	first	rc = faucet_file__writers_enter(fs, &dfd, 1, 1, &gate);	faucet_file__writers_enter\(fs, &dfd, 1, 1, &gate\)	faucet_file__writers_enter(fs, &dfd, 1, 0, &gate)
 run-file-put-unlocked	src/stores/file.c	first	rc = lock_if_managed(fs, key, &lock_fd);	rc = lock_if_managed\(fs, key, &lock_fd\);	rc = ((void)lock_if_managed, 0);
 run-file-guarded-key-unlocked	src/stores/file.c	first	slots[nslots++].lock_fd = -1;	slots\[nslots\+\+\].lock_fd = -1;	slots[nslots].lock_fd = -1, nslots += cond != NULL;

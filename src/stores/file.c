@@ -1423,19 +1423,14 @@ static int make_lock_files(file_store *fs, const char *const *keys, size_t n, in
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP], path[PATH_CAP];
 	int dfd, gate = -1, missing = 0, rc;
-	struct stat st;
 
 	if (attempt >= LOCK_MAKE_ATTEMPTS)
 		return faucet_error_set(FAUCET_EBUSY,
 					"the lock file of %s was removed %d times while it was taken",
 					keys[0], LOCK_MAKE_ATTEMPTS);
 	rc = faucet_file__root_get(fs, 1, &dfd);
-	for (size_t i = 0; rc == 0 && i < n && !missing; i++) {
-		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
-			break;
-		faucet_file__name_from_stem(name, stem, ".json.lock");
-		missing = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0;
-	}
+	for (size_t i = 0; rc == 0 && i < n && !missing; i++)
+		missing = !faucet_file__has_lock_file(dfd, keys[i]);
 	if (rc != 0 || !missing)
 		return rc;
 	/* A keyless write to an encrypted store leaves no lock file of a key
@@ -1446,11 +1441,11 @@ static int make_lock_files(file_store *fs, const char *const *keys, size_t n, in
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		int fd = -1, open_err = 0;
 
+		if (faucet_file__has_lock_file(dfd, keys[i]))
+			continue;
 		if ((rc = faucet_file__key_stem(keys[i], stem, NULL)) != 0)
 			break;
 		faucet_file__name_from_stem(name, stem, ".json.lock");
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
 		faucet_file__path_of(fs, name, path);
 		rc = lock_open(dfd, name, path, 1, &fd, &open_err);
 		if (fd >= 0)
@@ -2029,12 +2024,11 @@ int faucet_file__store_value(file_store *fs, const char *key, const faucet_value
 	return store_value(fs, key, value);
 }
 
-int faucet_file__has_lock_file(const file_store *fs, int dfd, const char *key)
+int faucet_file__has_lock_file(int dfd, const char *key)
 {
 	char stem[FILE_STEM_MAX + 1], name[FILE_NAME_CAP];
 	struct stat st;
 
-	(void)fs;
 	if (faucet_file__key_stem(key, stem, NULL) != 0)
 		return 0; /* the write itself says what is wrong with the key */
 	faucet_file__name_from_stem(name, stem, ".json.lock");

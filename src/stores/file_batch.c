@@ -155,7 +155,7 @@ static int put_slice(file_store *fs, int dfd, const faucet_entry *entries, size_
 	while (rc == 0 && from < count) {
 		size_t to = from, w = 0, u = 0;
 
-		while (to < count && !faucet_file__has_lock_file(fs, dfd, entries[to].key))
+		while (to < count && !faucet_file__has_lock_file(dfd, entries[to].key))
 			to++;
 		if (to > from) {
 			rc = put_entries(fs, dfd, entries + from, to - from, &w, &u);

@@ -141,7 +141,7 @@ int faucet_file__put_entered(file_store *fs, const char *key, const faucet_value
 
 /* Whether `key` has a lock file under the root dfd: a plain batch, in the
  * writers' lock, writes such a key alone under its lock. */
-int faucet_file__has_lock_file(const file_store *fs, int dfd, const char *key);
+int faucet_file__has_lock_file(int dfd, const char *key);
 
 /* delete's removal of one key under its lock, without the writers' lock;
  * without `sync` the directory is left for the caller to sync.  *removed
