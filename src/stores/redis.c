@@ -853,16 +853,48 @@ int faucet_redis__op_del(redis_store *s, redisContext *c, redis_args *a)
 	return run_tx(s, c, tx, 2, "cannot delete a key", &aborted, NULL);
 }
 
+/* Whether any of the keys whose value MGET said nil exists: one EXISTS of
+ * them all (*any), not one per key (a million-key import's read asked a
+ * million EXISTS). */
+static int any_nil_exists(redis_store *s, redisContext *c, const char *const *rkeys,
+			  const faucet_value *const *got, size_t count, int *any)
+{
+	const char **argv = faucet__calloc(count + 1, sizeof(*argv));
+	redisReply *r;
+	int n = 1, rc;
+
+	*any = 0;
+	if (argv == NULL)
+		return FAUCET_ENOMEM;
+	argv[0] = "EXISTS";
+	for (size_t i = 0; i < count; i++)
+		if (got[i] == NULL)
+			argv[n++] = rkeys[i];
+	if (n == 1) {
+		free(argv);
+		return 0;
+	}
+	r = faucet_redis__command(c, n, argv, NULL);
+	free(argv);
+	if ((rc = faucet_redis__reply_ok(s, c, r, REDIS_REPLY_INTEGER, "cannot read keys")) != 0)
+		return rc;
+	*any = r->integer != 0;
+	freeReplyObject(r);
+	return 0;
+}
+
 /* MGET answers nil for an absent key and for one that is not a string; a
  * second round trip, only when there were nils, tells them apart, so a
  * list or hash under a state key is an error, as get says, not a missing
- * bookmark. */
+ * bookmark.  Only when one of them exists is each asked on its own. */
 static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 		      const char *const *rkeys, const faucet_value *const *got, size_t count)
 {
 	size_t asked = 0;
-	int rc = 0;
+	int rc, any;
 
+	if ((rc = any_nil_exists(s, c, rkeys, got, count, &any)) != 0 || !any)
+		return rc;
 	for (size_t i = 0; i < count; i++) {
 		const char *argv[2] = {"EXISTS", rkeys[i]};
 
