@@ -68,6 +68,9 @@ dir_syncs='sync_root|sync_parent_of|sync_dir'
 #   run-part-blind       an import chunk's marker part written first, then the
 #                        chunk plainly, instead of both in one compare-and-put
 #                        batch against the before-images the part records
+#   run-part-guess-blind  an import chunk built as if its keys were absent
+#                        (not read) written plainly, not only while every key
+#                        is absent
 #   run-joined-first-blind  a joined handle's (a `faucet run` command's)
 #                        first write of a key no longer conditional on the
 #                        before-image it recorded in the run's marker
@@ -113,6 +116,7 @@ run-batch-del-blind	src/run/run.c	first	rc = faucet_store_compare_and_delete(r->
 run-batch-put-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, n, &written);	faucet__store_compare_and_put_batch\(r->s, g, n, &written\)	(written = 1, faucet_store_put_batch(r->s, entries, n))
 run-batch-put-unsliced	src/run/run.c	first	if (r != NULL && !r->joined && entries != NULL && batch_distinct(entries, count) &&	batch_distinct\(entries, count\) &&	batch_can_hold(r, entries, count, 0) &&
 run-part-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, count + 1, landed);	faucet__store_compare_and_put_batch\(r->s, g, count \+ 1, landed\)	(*landed = 1, faucet_store_put(r->s, pk, pv) != 0 ? FAUCET_ERROR : faucet_store_put_batch(r->s, entries, count))
+run-part-guess-blind	src/run/run.c	first	rc = faucet__store_compare_and_put_batch(r->s, g, count + 1, landed);	faucet__store_compare_and_put_batch\(r->s, g, count \+ 1, landed\)	(guess ? (*landed = 1, faucet_store_put(r->s, pk, pv) != 0 ? FAUCET_ERROR : faucet_store_put_batch(r->s, entries, count)) : faucet__store_compare_and_put_batch(r->s, g, count + 1, landed))
 run-joined-first-blind	src/run/run.c	first	return q->todo == 1 ? !q->had_image : q->moved;	return q->todo == 1 \? !q->had_image : q->moved;	return 0;
 run-parts-unread	src/run/docs.c	first	rc = faucet_store_get(s, pk, &pv);	rc = faucet_store_get\(s, pk, &pv\);	rc = 0, pv = NULL;
 run-undo-per-key	src/run/undo.c	first	int rc = record_restores(u, steps, n, force), batched = !force;	record_restores\(u, steps, n, force\)	((void)record_restores, 0)

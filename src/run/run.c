@@ -116,6 +116,9 @@ struct faucet_run {
 	size_t parts;
 	faucet_strarray part_changed;
 	size_t part_changed_total;
+	/* A chunk's part is first built as if none of its keys existed, not
+	 * read (part_and_chunk), until one such guess did not land. */
+	int parts_guess_wrong;
 };
 
 static int64_t wall_now(void)
@@ -2520,10 +2523,11 @@ int faucet_run__can_part(faucet_run *r, const faucet_entry *entries, size_t coun
 }
 
 /* The part for `count` entries: each key's value now (its before-image,
- * read here) and the value about to be written (its after-image).
- * *dup when a key comes twice: then no part is made. */
-static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, run_marker *m,
-		      int *dup)
+ * read here; with `absent`, not read but taken to be absent) and the value
+ * about to be written (its after-image).  *dup when a key comes twice:
+ * then no part is made. */
+static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, int absent,
+		      run_marker *m, int *dup)
 {
 	const char **keys = NULL;
 	faucet_value **befores;
@@ -2543,7 +2547,7 @@ static int part_build(faucet_run *r, const faucet_entry *entries, size_t count, 
 		else
 			rc = faucet_validate_key(keys[i]);
 	}
-	for (size_t from = 0; rc == 0 && from < count; from += READ_CHUNK) {
+	for (size_t from = 0; rc == 0 && !absent && from < count; from += READ_CHUNK) {
 		size_t k = count - from < READ_CHUNK ? count - from : READ_CHUNK;
 
 		rc = faucet_store_get_many(r->s, keys + from, k, befores + from);
@@ -2641,16 +2645,24 @@ static int part_remember(faucet_run *r, const run_marker *m)
 
 /* One attempt of put_part_held: the part built from a new read of the
  * chunk's keys, then it and the chunk in one compare-and-put batch (g:
- * count + 1 slots).  *landed when both are in place. */
+ * count + 1 slots).  *landed when both are in place.
+ *
+ * Until a guess has been wrong in this run, the part is built without a
+ * read, as if every key were absent: an import of new keys then costs one
+ * write a chunk, not a read and a write.  The batch expects every key
+ * absent, so it lands only when that image was true at the moment of the
+ * write, exactly as a read one is; when it does not, the chunk is read
+ * and tried again, and the run stops guessing (an import of existing keys
+ * pays one batch that does not land). */
 static int part_and_chunk(faucet_run *r, const faucet_entry *entries, size_t count,
 			  const char *pk, faucet_store_guard *g, int *landed)
 {
 	run_marker m;
 	faucet_value *pv = NULL;
-	int rc, dup = 0;
+	int rc, dup = 0, guess = !r->parts_guess_wrong;
 
 	*landed = 0;
-	if ((rc = part_build(r, entries, count, &m, &dup)) != 0)
+	if ((rc = part_build(r, entries, count, guess, &m, &dup)) != 0)
 		return rc;
 	if (dup) { /* batch_can_hold let no key come twice */
 		faucet_run__marker_dispose(&m);
@@ -2682,6 +2694,8 @@ static int part_and_chunk(faucet_run *r, const faucet_entry *entries, size_t cou
 					      "part back failed too",
 					      pk);
 	}
+	if (rc == 0 && !*landed && guess)
+		r->parts_guess_wrong = 1;
 	if (rc == 0 && *landed) {
 		r->parts++;
 		rc = part_remember(r, &m);
@@ -2731,7 +2745,7 @@ int faucet_run__put_part(faucet_run *r, const faucet_entry *entries, size_t coun
 			*written = *unknown_from = count;
 		return rc;
 	}
-	if ((rc = part_build(r, entries, count, &m, &dup)) != 0)
+	if ((rc = part_build(r, entries, count, 0, &m, &dup)) != 0)
 		return rc;
 	if (dup)
 		goto plain;

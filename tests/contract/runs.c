@@ -1689,6 +1689,7 @@ typedef struct {
 	int armed;            /* the put lands after the armed-th read of key
 			       * (1: the first) */
 	int armed_batch;      /* the put lands just before the first batch */
+	int armed_key_batch;  /* ... or just before the first batch writing key */
 	size_t marker_writes; /* writes of a rollback marker through this store */
 	size_t expiring;      /* compare_and_put_expiring calls, the last one's: */
 	char last_expiring[128];
@@ -1785,8 +1786,11 @@ static int race_cas_batch(faucet_store_backend *b, const faucet_store_guard *ent
 	racing_store *rs = (racing_store *)b;
 	int rc;
 
+	for (size_t i = 0; rs->armed_key_batch && i < n; i++)
+		if (strcmp(entries[i].key, rs->key) == 0)
+			rs->armed_batch = 1;
 	if (rs->armed_batch) {
-		rs->armed_batch = 0;
+		rs->armed_batch = rs->armed_key_batch = 0;
 		tu_put(rs->inner, rs->key, rs->value);
 	}
 	rc = faucet__store_compare_and_put_batch(rs->inner, entries, n, written);
@@ -2416,6 +2420,35 @@ static void undo_restores_a_put_that_landed_before_an_import_chunk(void **state)
 	tu_assert_value(s, "p::big::k00076", NULL);
 }
 
+/* A chunk of new keys is written with a part built without a read, as if
+ * every key were absent (part_and_chunk's guess): its batch expects every
+ * key absent.  A put that lands on one of them just before that batch
+ * makes it write nothing; the chunk is read, and its part then records the
+ * put, which undo gives back.  Fails when the guessed batch is written
+ * without its compare: undo then deleted the put. */
+static void undo_restores_a_put_that_landed_on_a_new_key_before_its_chunk(void **state)
+{
+	faucet_store *s = S(state);
+	const char *k = "p::big::k00075"; /* the second chunk's, absent */
+	big_hook h;
+	char *id;
+
+	h.s = racing(s, k, "{\"v\":\"put in the window\"}");
+	((racing_store *)faucet_store_backend_of(h.s))->armed_key_batch = 1;
+	h.run = NULL;
+	big_import(&h);
+	assert_int_equal(((racing_store *)faucet_store_backend_of(h.s))->armed_key_batch, 0);
+	tu_assert_value(s, k, "{\"new\":75}");
+	id = strdup(faucet_run_id(h.run));
+	end_ok(h.run);
+	faucet_store_free(h.s);
+	undo_big_import(s, id);
+	tu_assert_value(s, k, "{\"v\":\"put in the window\"}");
+	tu_assert_value(s, "p::big::k00076", NULL);
+	tu_assert_value(s, "p::big::k00010", NULL);
+	free(id);
+}
+
 /* The same for a key of an import's first chunk, which is recorded in the
  * main marker, not a part: written against what was read on every store.
  * Fails before the file store and etcd (whose imports write by prefix, to
@@ -2664,6 +2697,8 @@ int contract_runs_run(const contract_backend *b)
 		cmocka_unit_test_setup_teardown(
 			undo_restores_a_put_that_landed_in_a_slice_of_a_bigger_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_an_imports_first_chunk,
+						big_setup, big_teardown),
+		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_on_a_new_key_before_its_chunk,
 						big_setup, big_teardown),
 		cmocka_unit_test_setup_teardown(undo_restores_a_put_that_landed_before_an_import_chunk,
 						big_setup, big_teardown),
