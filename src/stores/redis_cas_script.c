@@ -17,6 +17,11 @@
  * they are equal the script is sent again expecting those bytes.  A key
  * that really differs ends the batch unwritten (*written 0).
  *
+ * A batch that only creates keys, with no namespace index kept (an
+ * import's chunk of new keys and its marker part), is one MSETNX first:
+ * the server's own all-or-nothing check that every key is absent.  Only
+ * when a key exists does the script run, to say which.
+ *
  * A server that refuses scripts (an ACL without @scripting, a server
  * built without Lua) makes the batch FAUCET_EUNSUPPORTED, before anything
  * is written: a run then writes the batch plainly, as on a backend
@@ -183,7 +188,7 @@ static int call_build(const redis_store *s, const faucet_store_guard *g, size_t 
 
 /* Whether an error reply says the server runs no such command for us (no
  * scripts, or no MSETNX: an ACL). */
-static int scripts_refused(const char *msg)
+static int command_refused(const char *msg)
 {
 	return strncmp(msg, "NOPERM", 6) == 0 || strncmp(msg, "ERR unknown command", 19) == 0;
 }
@@ -278,7 +283,7 @@ static int attempt(redis_store *s, redisContext *c, const faucet_store_guard *g,
 		*written = 1;
 	else if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->elements <= 2)
 		rc = mismatch(s, g, n, k, r, again);
-	else if (r->type == REDIS_REPLY_ERROR && scripts_refused(r->str))
+	else if (r->type == REDIS_REPLY_ERROR && command_refused(r->str))
 		rc = FAUCET_EUNSUPPORTED; /* nothing ran */
 	else
 		rc = faucet_redis__fail(s, SCRIPT_WHAT,
@@ -339,7 +344,7 @@ static int try_msetnx(redis_store *s, redisContext *c, const faucet_store_guard 
 		return rc;
 	if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
 		*written = r->integer == 1;
-	else if (r->type != REDIS_REPLY_ERROR || !scripts_refused(r->str))
+	else if (r->type != REDIS_REPLY_ERROR || !command_refused(r->str))
 		rc = faucet_redis__fail(s, SCRIPT_WHAT,
 					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 	freeReplyObject(r);
