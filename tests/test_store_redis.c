@@ -121,6 +121,67 @@ static void compare_and_put_compares_values_not_bytes(void **state)
 	faucet_value_free(next);
 }
 
+/* So does a batch of more than FAUCET_STORE_CAS_BATCH_MAX keys (a script,
+ * redis_cas_script.c): a key holding its expected value spelled otherwise
+ * is compared as a value and the script sent again expecting its bytes;
+ * a key that really differs leaves the whole batch unwritten.  With and
+ * without the namespace index (which changes the script's arguments). */
+static void a_big_batch_compares_values_not_bytes(void **state)
+{
+	enum { N = FAUCET_STORE_CAS_BATCH_MAX + 72 };
+	faucet_value *expected = tu_v("{\"a\":1,\"b\":[2,3]}"), *next = tu_v("{\"a\":2}");
+	faucet_store_guard *g = calloc(N, sizeof(*g));
+	char ns[64], nsarg[96], (*keys)[32] = calloc(N, sizeof(*keys));
+
+	(void)state;
+	assert_non_null(g);
+	assert_non_null(keys);
+	for (int index = 0; index < 2; index++) {
+		faucet_store *s;
+		int written = -1;
+
+		snprintf(ns, sizeof(ns), "bigbytes%d_%d", getpid(), index);
+		cli_ns("SET", ns, "p::spaced", "'{\"b\": [2, 3], \"a\": 1}'");
+		cli_ns("SET", ns, "p::other", "'{\"a\":1,\"b\":[2,4]}'");
+		snprintf(nsarg, sizeof(nsarg), "%s%s", ns, index ? "&index=true" : "");
+		s = open_ns("FAUCET_TEST_REDIS_URL", nsarg, NULL);
+		for (size_t i = 0; i < N; i++) {
+			snprintf(keys[i], sizeof(keys[i]), "p::k%04zu", i);
+			g[i] = (faucet_store_guard){keys[i], NULL, next};
+		}
+		/* The other key in the middle: nothing is written. */
+		g[N / 2] = (faucet_store_guard){"p::other", expected, next};
+		assert_int_equal(faucet__store_compare_and_put_batch(s, g, N, &written), 0);
+		assert_int_equal(written, 0);
+		tu_assert_value(s, "p::k0000", NULL);
+		tu_assert_value(s, "p::other", "{\"a\":1,\"b\":[2,4]}");
+		/* The spaced key there instead: all of it lands. */
+		g[N / 2] = (faucet_store_guard){"p::spaced", expected, next};
+		assert_int_equal(faucet__store_compare_and_put_batch(s, g, N, &written), 0);
+		assert_int_equal(written, 1);
+		tu_assert_value(s, "p::spaced", "{\"a\":2}");
+		tu_assert_value(s, "p::k0000", "{\"a\":2}");
+		tu_assert_value(s, keys[N - 1], "{\"a\":2}");
+		if (index) {
+			faucet_strarray l = {NULL, 0};
+
+			assert_int_equal(faucet_store_list(s, "p::", &l), 0);
+			/* The batch's keys, p::spaced now among them; p::other,
+			 * written by redis-cli, is not in the index. */
+			assert_int_equal(l.count, N);
+			faucet_strarray_dispose(&l);
+		}
+		for (size_t i = 0; i < N; i++)
+			assert_int_equal(faucet_store_delete(s, g[i].key), 0);
+		assert_int_equal(faucet_store_delete(s, "p::other"), 0);
+		faucet_store_free(s);
+	}
+	faucet_value_free(expected);
+	faucet_value_free(next);
+	free(keys);
+	free(g);
+}
+
 static void the_url_selects_the_database(void **state)
 {
 	char ns[64], args[128], *out;
@@ -535,6 +596,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys_are_shared_with_redis_cli),
 		cmocka_unit_test(compare_and_put_compares_values_not_bytes),
+		cmocka_unit_test(a_big_batch_compares_values_not_bytes),
 		cmocka_unit_test(the_url_selects_the_database),
 		cmocka_unit_test(a_namespace_with_glob_characters_lists_only_its_keys),
 		cmocka_unit_test(bad_stored_values_are_clear_errors),

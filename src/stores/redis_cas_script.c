@@ -36,28 +36,32 @@
 #define SCRIPT_WHAT "cannot compare-and-put a batch"
 
 /* KEYS: the entries' full keys, then the index when kept.  ARGV[1]: "1"
- * when the index is kept, else "0"; then four per entry: flags ("e" or
- * "-": an expected value; "v" or "-": a value to write, else a delete),
- * the expected bytes, the value's bytes, the state key (the index's
- * member).  Answers 0 when it wrote, else {i} or {i, bytes}: entry i holds
- * no entry, or those bytes, not what was expected; {-i}: entry i's key
- * holds no string (a list, a hash).  Keys are read and written a thousand
- * at a time (MGET, MSET, ...: a call per key cost twice the whole import
- * more); MGET says nil of a key that is not a string, so a nil is checked
- * with EXISTS before it counts as absent. */
+ * when the index is kept, else "0"; ARGV[2]: two flag bytes per entry ('e'
+ * or '-': an expected value; 'v' or '-': a value to write, else a delete);
+ * then per entry the expected bytes, the value's bytes and, only when the
+ * index is kept, the state key (the index's member).  Every argument costs
+ * the server a Lua string: the flags are one, and the state keys are sent
+ * only where they are used.  Answers 0 when it wrote, else {i} or {i,
+ * bytes}: entry i holds no entry, or those bytes, not what was expected;
+ * {-i}: entry i's key holds no string (a list, a hash).  Keys are read and
+ * written a thousand at a time (MGET, MSET, ...: a call per key cost twice
+ * the whole import more); MGET says nil of a key that is not a string, so
+ * a nil is checked with EXISTS before it counts as absent. */
 static const char CAS_SCRIPT[] =
 	"local kept = tonumber(ARGV[1])\n"
+	"local flags = ARGV[2]\n"
+	"local st = 2 + kept\n"
 	"local n = #KEYS - kept\n"
 	"local S = 1000\n"
+	"local byte = string.byte\n"
 	"for a = 1, n, S do\n"
 	"  local b = math.min(a + S - 1, n)\n"
 	"  local cur = redis.call('MGET', unpack(KEYS, a, b))\n"
 	"  local nils, at = {}, {}\n"
 	"  for i = a, b do\n"
 	"    local c = cur[i - a + 1]\n"
-	"    local e = 2 + (i - 1) * 4\n"
 	"    local want = false\n"
-	"    if string.sub(ARGV[e], 1, 1) == 'e' then want = ARGV[e + 1] end\n"
+	"    if byte(flags, 2 * i - 1) == 101 then want = ARGV[3 + (i - 1) * st] end\n"
 	"    if c then\n"
 	"      if c ~= want then return {i, c} end\n"
 	"    else\n"
@@ -71,20 +75,22 @@ static const char CAS_SCRIPT[] =
 	"    end\n"
 	"  end\n"
 	"  for j = 1, #at do\n"
-	"    if string.sub(ARGV[2 + (at[j] - 1) * 4], 1, 1) == 'e' then return {at[j]} end\n"
+	"    if byte(flags, 2 * at[j] - 1) == 101 then return {at[j]} end\n"
 	"  end\n"
 	"end\n"
 	"local set, del, zadd, zrem = {}, {}, {}, {}\n"
 	"for i = 1, n do\n"
-	"  local e = 2 + (i - 1) * 4\n"
-	"  if string.sub(ARGV[e], 2, 2) == 'v' then\n"
+	"  local e = 3 + (i - 1) * st\n"
+	"  if byte(flags, 2 * i) == 118 then\n"
 	"    set[#set + 1] = KEYS[i]\n"
-	"    set[#set + 1] = ARGV[e + 2]\n"
-	"    zadd[#zadd + 1] = '0'\n"
-	"    zadd[#zadd + 1] = ARGV[e + 3]\n"
+	"    set[#set + 1] = ARGV[e + 1]\n"
+	"    if kept == 1 then\n"
+	"      zadd[#zadd + 1] = '0'\n"
+	"      zadd[#zadd + 1] = ARGV[e + 2]\n"
+	"    end\n"
 	"  else\n"
 	"    del[#del + 1] = KEYS[i]\n"
-	"    zrem[#zrem + 1] = ARGV[e + 3]\n"
+	"    if kept == 1 then zrem[#zrem + 1] = ARGV[e + 2] end\n"
 	"  end\n"
 	"end\n"
 	"local function each(cmd, t, step, first)\n"
@@ -110,6 +116,7 @@ typedef struct {
 	size_t argc;
 	char **rkeys;
 	char **owned;
+	char *flags; /* ARGV[2]: two bytes per entry */
 	char numkeys[24];
 } script_call;
 
@@ -123,14 +130,18 @@ static void call_free(script_call *k, size_t n)
 	}
 	free(k->rkeys);
 	free(k->owned);
+	free(k->flags);
 	free(k->argv);
 	free(k->lens);
 }
 
-/* Where entry i's four arguments start. */
+/* Where entry i's arguments start: its expected bytes, its value's, and
+ * with the index its state key. */
 static size_t entry_at(const redis_store *s, size_t n, size_t i)
 {
-	return 3 + n + (s->index != NULL) + 1 + 4 * i;
+	size_t kept = s->index != NULL;
+
+	return 3 + n + kept + 2 + (2 + kept) * i;
 }
 
 /* Argument `at` is p, len bytes (a value's text holds no NUL, but its
@@ -154,7 +165,6 @@ static void set_value(script_call *k, size_t at, const faucet_value *v)
 static int call_build(const redis_store *s, const faucet_store_guard *g, size_t n,
 		      script_call *k)
 {
-	static const char *const flags[4] = {"--", "-v", "e-", "ev"};
 	size_t nkeys = n + (s->index != NULL);
 
 	memset(k, 0, sizeof(*k));
@@ -163,7 +173,9 @@ static int call_build(const redis_store *s, const faucet_store_guard *g, size_t 
 	k->lens = faucet__calloc(k->argc, sizeof(*k->lens));
 	k->rkeys = faucet__calloc(n, sizeof(*k->rkeys));
 	k->owned = faucet__calloc(n, sizeof(*k->owned));
-	if (k->argv == NULL || k->lens == NULL || k->rkeys == NULL || k->owned == NULL)
+	k->flags = faucet__malloc(2 * n + 1);
+	if (k->argv == NULL || k->lens == NULL || k->rkeys == NULL || k->owned == NULL ||
+	    k->flags == NULL)
 		return FAUCET_ENOMEM;
 	snprintf(k->numkeys, sizeof(k->numkeys), "%zu", nkeys);
 	set_str(k, 0, "EVAL");
@@ -172,17 +184,21 @@ static int call_build(const redis_store *s, const faucet_store_guard *g, size_t 
 	if (s->index != NULL)
 		set_str(k, 3 + n, s->index);
 	set_str(k, 3 + nkeys, s->index != NULL ? "1" : "0");
+	set_arg(k, 3 + nkeys + 1, k->flags, 2 * n);
 	for (size_t i = 0; i < n; i++) {
 		size_t at = entry_at(s, n, i);
 
 		if ((k->rkeys[i] = faucet_redis__full_key(s, g[i].key)) == NULL)
 			return FAUCET_ENOMEM;
 		set_str(k, 3 + i, k->rkeys[i]);
-		set_str(k, at, flags[(g[i].expected != NULL) * 2 + (g[i].value != NULL)]);
-		set_value(k, at + 1, g[i].expected);
-		set_value(k, at + 2, g[i].value);
-		set_str(k, at + 3, g[i].key);
+		k->flags[2 * i] = g[i].expected != NULL ? 'e' : '-';
+		k->flags[2 * i + 1] = g[i].value != NULL ? 'v' : '-';
+		set_value(k, at, g[i].expected);
+		set_value(k, at + 1, g[i].value);
+		if (s->index != NULL)
+			set_str(k, at + 2, g[i].key);
 	}
+	k->flags[2 * n] = '\0';
 	return 0;
 }
 
@@ -232,7 +248,7 @@ static int mismatch(const redis_store *s, const faucet_store_guard *g, size_t n,
 		return rc;
 	memcpy(k->owned[i - 1], r->element[1]->str, r->element[1]->len);
 	k->owned[i - 1][r->element[1]->len] = '\0';
-	set_arg(k, at + 1, k->owned[i - 1], r->element[1]->len);
+	set_arg(k, at, k->owned[i - 1], r->element[1]->len);
 	*again = 1;
 	return 0;
 }
