@@ -17,6 +17,7 @@
 #include "testutil.h"
 #include "contract/servers.h"
 #include "store/open_internal.h"
+#include "stores/redis_internal.h"
 
 /* redis-cli against the shared server's database `db`. */
 static char *cli(int db, const char *args)
@@ -483,6 +484,49 @@ static void get_many_refuses_a_key_that_is_not_a_string(void **state)
 	faucet_value_free(v);
 }
 
+/* The late key's write, made by another handle between get_many's MGET
+ * and its look at the keys MGET said nil of. */
+static void write_late(void *arg)
+{
+	faucet_store *other = arg;
+	faucet_value *v = tu_v("{\"v\":\"late\"}");
+
+	assert_int_equal(faucet_store_put(other, "p::late", v), 0);
+	faucet_value_free(v);
+}
+
+/* A key written by someone else just after get_many's MGET (nil: absent
+ * then) is read as the value written, not called "not a string".  Fails
+ * before each nil was asked again by GET: an EXISTS of each took the new
+ * string for a list. */
+static void get_many_reads_a_key_written_after_its_mget(void **state)
+{
+	char ns[64];
+	faucet_store *s, *other;
+	faucet_value *v = tu_v("1"), *out[3] = {NULL, NULL, NULL};
+	const char *keys[3] = {"p::ok", "p::late", "p::never"};
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "late%d", getpid());
+	s = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	other = open_ns("FAUCET_TEST_REDIS_URL", ns, NULL);
+	assert_int_equal(faucet_store_put(s, "p::ok", v), 0);
+	faucet_redis__set_nils_hook(write_late, other);
+	assert_int_equal(faucet_store_get_many(s, keys, 3, out), 0);
+	faucet_redis__set_nils_hook(NULL, NULL);
+	assert_non_null(out[0]);
+	assert_non_null(out[1]);
+	assert_string_equal(faucet_value_json(out[1]), "{\"v\":\"late\"}");
+	assert_null(out[2]);
+	for (int i = 0; i < 3; i++)
+		faucet_value_free(out[i]);
+	assert_int_equal(faucet_store_delete(s, "p::ok"), 0);
+	assert_int_equal(faucet_store_delete(s, "p::late"), 0);
+	faucet_store_free(other);
+	faucet_store_free(s);
+	faucet_value_free(v);
+}
+
 /* A compare-and-put batch over a key that is not a string fails naming the
  * key and writes nothing - a small batch (WATCH) and a big one (a script,
  * redis_cas_script.c) alike. */
@@ -606,6 +650,7 @@ int main(void)
 		cmocka_unit_test(a_wrong_password_is_refused_without_showing_it),
 		cmocka_unit_test(the_namespace_index_is_kept_checked_and_rebuilt),
 		cmocka_unit_test(get_many_refuses_a_key_that_is_not_a_string),
+		cmocka_unit_test(get_many_reads_a_key_written_after_its_mget),
 		cmocka_unit_test(a_batch_refuses_a_key_that_is_not_a_string),
 		cmocka_unit_test(a_server_refusing_scripts_still_batches_against_what_was_read),
 		cmocka_unit_test(a_restarted_server_is_reconnected),

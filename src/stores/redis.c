@@ -38,6 +38,7 @@
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -883,47 +884,80 @@ static int any_nil_exists(redis_store *s, redisContext *c, const char *const *rk
 	return 0;
 }
 
+/* Test hook: called by get_many between its MGET and its look at the keys
+ * MGET said nil of. */
+static _Atomic(faucet_redis_nils_hook) nils_hook;
+static _Atomic(void *) nils_hook_arg;
+
+void faucet_redis__set_nils_hook(faucet_redis_nils_hook hook, void *arg)
+{
+	atomic_store(&nils_hook_arg, arg);
+	atomic_store(&nils_hook, hook);
+}
+
 /* MGET answers nil for an absent key and for one that is not a string; a
  * second round trip, only when there were nils, tells them apart, so a
  * list or hash under a state key is an error, as get says, not a missing
- * bookmark.  Only when one of them exists is each asked on its own. */
+ * bookmark.  Only when one of them exists is each asked again, by GET:
+ * a string written since the MGET is read (it was not there when MGET
+ * looked: the newer value is as true a read), nil is absent, and only
+ * GET's WRONGTYPE says the key holds no string.  (An EXISTS of each took
+ * a key written in between for a list.) */
 static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
-		      const char *const *rkeys, const faucet_value *const *got, size_t count)
+		      const char *const *rkeys, faucet_value **got, size_t count)
 {
-	size_t asked = 0;
+	size_t *nil = NULL, asked = 0;
+	faucet_redis_nils_hook hook = atomic_load(&nils_hook);
 	int rc, any;
 
-	if ((rc = any_nil_exists(s, c, rkeys, got, count, &any)) != 0 || !any)
+	if (hook != NULL)
+		hook(atomic_load(&nils_hook_arg));
+	if ((rc = any_nil_exists(s, c, rkeys, (const faucet_value *const *)got, count, &any)) !=
+		    0 ||
+	    !any)
 		return rc;
+	if ((nil = faucet__calloc(count, sizeof(*nil))) == NULL)
+		return FAUCET_ENOMEM;
 	for (size_t i = 0; i < count; i++) {
-		const char *argv[2] = {"EXISTS", rkeys[i]};
+		const char *argv[2] = {"GET", rkeys[i]};
 
 		if (got[i] != NULL)
 			continue;
-		if (redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK)
+		if (redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK) {
+			free(nil);
 			return faucet_redis__fail(s, "cannot read keys", c->errstr);
-		asked++;
+		}
+		nil[asked++] = i;
 	}
-	for (size_t i = 0; i < count && asked > 0; i++) {
+	for (size_t j = 0; j < asked; j++) {
+		size_t i = nil[j];
 		void *reply = NULL;
 		redisReply *r;
 
-		if (got[i] != NULL)
-			continue;
-		asked--;
-		if (redisGetReply(c, &reply) != REDIS_OK)
-			return faucet_redis__reply_ok(s, c, NULL, REDIS_REPLY_INTEGER, "cannot read keys");
+		if (redisGetReply(c, &reply) != REDIS_OK) {
+			free(nil);
+			return faucet_redis__reply_ok(s, c, NULL, REDIS_REPLY_STRING, "cannot read keys");
+		}
 		r = reply;
-		if (rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer != 0)
+		if (rc == 0 && r->type == REDIS_REPLY_STRING &&
+		    faucet_value_parse(&got[i], r->str, r->len) != 0) {
+			char *why = faucet__strdup(faucet_error_last()->message);
+
+			rc = bad_stored_value(s, keys[i], why ? why : "unparsable");
+			free(why);
+		} else if (rc == 0 && r->type == REDIS_REPLY_ERROR &&
+			   strncmp(r->str, "WRONGTYPE", 9) == 0) {
 			rc = faucet_error_set(FAUCET_ERROR,
 					      "redis state store namespace '%s': Redis key '%s' for key "
 					      "'%s' is not a string",
 					      s->ns, rkeys[i], keys[i]);
-		else if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+		} else if (rc == 0 && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
 			rc = faucet_redis__fail(s, "cannot read keys",
-					r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+						r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		}
 		freeReplyObject(r);
 	}
+	free(nil);
 	return rc;
 }
 
@@ -961,8 +995,8 @@ static int op_get_many(redis_store *s, redisContext *c, redis_args *a)
 		}
 		freeReplyObject(r);
 		if (rc == 0)
-			rc = check_nils(s, c, a->keys, (const char *const *)rkeys,
-					(const faucet_value *const *)a->values, a->count);
+			rc = check_nils(s, c, a->keys, (const char *const *)rkeys, a->values,
+					a->count);
 	}
 	for (size_t i = 0; i < a->count && rc != 0; i++) {
 		faucet_value_free(a->values[i]);

@@ -75,6 +75,11 @@ typedef int (*redis_op)(redis_store *s, redisContext *c, redis_args *a);
  * than WATCH is good for) as one script; *a->written. */
 int faucet_redis__op_cas_script(redis_store *s, redisContext *c, redis_args *a);
 
+/* Test hook: called by a get of many keys between its MGET and its look
+ * at the keys MGET said nil of; NULL removes it. */
+typedef void (*faucet_redis_nils_hook)(void *arg);
+void faucet_redis__set_nils_hook(faucet_redis_nils_hook hook, void *arg);
+
 /* Queue WAIT min_replicas wait_timeout behind a write (never timeout 0). */
 int faucet_redis__append_wait(const redis_store *s, redisContext *c);
 
