@@ -898,10 +898,11 @@ void faucet_redis__set_nils_hook(faucet_redis_nils_hook hook, void *arg)
 /* MGET answers nil for an absent key and for one that is not a string; a
  * second round trip, only when there were nils, tells them apart, so a
  * list or hash under a state key is an error, as get says, not a missing
- * bookmark.  Only when one of them exists is each asked again, by GET:
- * a string written since the MGET is read (it was not there when MGET
- * looked: the newer value is as true a read), nil is absent, and only
- * GET's WRONGTYPE says the key holds no string.  (An EXISTS of each took
+ * bookmark.  Only when one of them exists is each asked again, by GET,
+ * whose reply is read as a get's (value_from_reply): a string written
+ * since the MGET is read (it was not there when MGET looked: the newer
+ * value is as true a read), nil is absent, and only WRONGTYPE says the key
+ * holds no string.  (An EXISTS of each took
  * a key written in between for a list.) */
 static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 		      const char *const *rkeys, faucet_value **got, size_t count)
@@ -932,30 +933,15 @@ static int check_nils(redis_store *s, redisContext *c, const char *const *keys,
 	for (size_t j = 0; j < asked; j++) {
 		size_t i = nil[j];
 		void *reply = NULL;
-		redisReply *r;
 
 		if (redisGetReply(c, &reply) != REDIS_OK) {
 			free(nil);
-			return faucet_redis__reply_ok(s, c, NULL, REDIS_REPLY_STRING, "cannot read keys");
+			return value_from_reply(s, c, NULL, keys[i], &got[i]);
 		}
-		r = reply;
-		if (rc == 0 && r->type == REDIS_REPLY_STRING &&
-		    faucet_value_parse(&got[i], r->str, r->len) != 0) {
-			char *why = faucet__strdup(faucet_error_last()->message);
-
-			rc = bad_stored_value(s, keys[i], why ? why : "unparsable");
-			free(why);
-		} else if (rc == 0 && r->type == REDIS_REPLY_ERROR &&
-			   strncmp(r->str, "WRONGTYPE", 9) == 0) {
-			rc = faucet_error_set(FAUCET_ERROR,
-					      "redis state store namespace '%s': Redis key '%s' for key "
-					      "'%s' is not a string",
-					      s->ns, rkeys[i], keys[i]);
-		} else if (rc == 0 && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
-			rc = faucet_redis__fail(s, "cannot read keys",
-						r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-		}
-		freeReplyObject(r);
+		if (rc != 0) /* read on, to keep the connection in step */
+			freeReplyObject(reply);
+		else
+			rc = value_from_reply(s, c, reply, keys[i], &got[i]);
 	}
 	free(nil);
 	return rc;

@@ -325,7 +325,7 @@ static int only_creates(const redis_store *s, const faucet_store_guard *g, size_
  * when any of them exists (of any type), none: the server's own compare,
  * without a script's arguments turned into Lua strings and back (the
  * script cost the server 3.7 s of a million-key import; MSETNX
- * about a third of that).  *written 0 when a key existed, or when the
+ * 0.6 s).  *written 0 when a key existed, or when the
  * server refuses MSETNX (an ACL; nothing ran): the script then runs and
  * says which key. */
 static int try_msetnx(redis_store *s, redisContext *c, const faucet_store_guard *g, size_t n,
